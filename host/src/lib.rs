@@ -1,0 +1,1 @@
+//! The host: reads cordis.yml and loads its entries into a runtime.

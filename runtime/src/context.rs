@@ -1,0 +1,235 @@
+//! `Context`: the cheap handle every plugin works through, and the runtime state it points into.
+//!
+//! The capabilities live in their own modules, each with its own `impl Context` block: effects
+//! (`effect.rs`), plugins (`plugin.rs`), services (`service.rs`), events (`event.rs`,
+//! `waterfall.rs`), tasks (`task.rs`) and introspection (`introspect.rs`).
+
+use std::any::{Any, TypeId};
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+
+use tokio::runtime::Handle;
+use tokio::sync::watch;
+
+use crate::introspect::{Counters, Incident, TraceEvent};
+use crate::schedule::Schedule;
+use crate::scope::{ScopeId, ScopeNode, ScopeStatus, Unwind, dispose_node, lock};
+use crate::service::ServiceTable;
+
+/// A handle on one scope of the tree. Cheap to clone, `Send + Sync`.
+///
+/// A context is tied to one *generation* of its scope: when the scope's plugin is restarted (an
+/// injected service went away and came back), contexts of the old run become stale and every
+/// registration through them is undone at once instead of leaking into the new run.
+#[derive(Clone)]
+pub struct Context {
+    pub(crate) node: Arc<ScopeNode>,
+    pub(crate) generation: u64,
+}
+
+impl fmt::Debug for Context {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Context")
+            .field("scope", &self.node.id)
+            .field("plugin", &self.node.name)
+            .field("generation", &self.generation)
+            .finish()
+    }
+}
+
+/// State shared by every scope of one runtime.
+pub(crate) struct Shared {
+    pub(crate) handle: Handle,
+    pub(crate) schedule: Schedule,
+    next_scope: AtomicU64,
+    next_effect: AtomicU64,
+    scopes: Mutex<BTreeMap<ScopeId, Weak<ScopeNode>>>,
+    pub(crate) services: Mutex<ServiceTable>,
+    pub(crate) listeners: Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,
+    pub(crate) counters: Counters,
+    loading: AtomicUsize,
+    idle_tx: watch::Sender<bool>,
+    pub(crate) incidents: Mutex<Vec<Incident>>,
+    pub(crate) trace: Mutex<Vec<TraceEvent>>,
+}
+
+impl Shared {
+    pub(crate) fn next_scope_id(&self) -> ScopeId {
+        ScopeId(self.next_scope.fetch_add(1, Ordering::Relaxed))
+    }
+
+    pub(crate) fn next_effect_id(&self) -> u64 {
+        self.next_effect.fetch_add(1, Ordering::Relaxed)
+    }
+
+    pub(crate) fn register_scope(&self, node: &Arc<ScopeNode>) {
+        lock(&self.scopes).insert(node.id, Arc::downgrade(node));
+        self.counters.scopes.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn unregister_scope(&self, node: &ScopeNode) {
+        if lock(&self.scopes).remove(&node.id).is_some() {
+            self.counters.scopes.fetch_sub(1, Ordering::Relaxed);
+        }
+        if let Some(runner) = &node.runner {
+            lock(&self.services).forget_dependent(node.id, &runner.inject);
+        }
+    }
+
+    pub(crate) fn scope(&self, id: ScopeId) -> Option<Arc<ScopeNode>> {
+        lock(&self.scopes).get(&id).and_then(Weak::upgrade)
+    }
+
+    pub(crate) fn live_scopes(&self) -> Vec<Arc<ScopeNode>> {
+        lock(&self.scopes)
+            .values()
+            .filter_map(Weak::upgrade)
+            .collect()
+    }
+
+    pub(crate) fn loading_started(&self) {
+        if self.loading.fetch_add(1, Ordering::AcqRel) == 0 {
+            self.idle_tx.send_replace(false);
+        }
+    }
+
+    pub(crate) fn loading_done(&self) {
+        if self.loading.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.idle_tx.send_replace(true);
+        }
+    }
+
+    pub(crate) fn incident(&self, scope: &ScopeNode, site: String, message: String) {
+        lock(&self.incidents).push(Incident {
+            scope: scope.id,
+            plugin: scope.name.to_string(),
+            site,
+            message,
+        });
+    }
+
+    pub(crate) fn trace(&self, event: TraceEvent) {
+        lock(&self.trace).push(event);
+    }
+}
+
+impl Context {
+    /// Creates a new runtime and returns a context on its root scope, with the `fifo` schedule.
+    ///
+    /// # Panics
+    /// Outside a tokio runtime. Use [`Context::try_root`] to get `None` instead.
+    pub fn root() -> Context {
+        Context::root_with(Schedule::fifo())
+    }
+
+    /// Like [`Context::root`], returning `None` outside a tokio runtime.
+    pub fn try_root(schedule: Schedule) -> Option<Context> {
+        let handle = Handle::try_current().ok()?;
+        Some(Context::root_on(handle, schedule))
+    }
+
+    /// Creates a new runtime whose loads run under `schedule`.
+    ///
+    /// # Panics
+    /// Outside a tokio runtime.
+    pub fn root_with(schedule: Schedule) -> Context {
+        Context::try_root(schedule)
+            .expect("Context::root must be called inside a tokio runtime (see Context::try_root)")
+    }
+
+    fn root_on(handle: Handle, schedule: Schedule) -> Context {
+        let shared = Arc::new(Shared {
+            handle,
+            schedule,
+            next_scope: AtomicU64::new(0),
+            next_effect: AtomicU64::new(0),
+            scopes: Mutex::new(BTreeMap::new()),
+            services: Mutex::new(ServiceTable::default()),
+            listeners: Mutex::new(HashMap::new()),
+            counters: Counters::default(),
+            loading: AtomicUsize::new(0),
+            idle_tx: watch::Sender::new(true),
+            incidents: Mutex::new(Vec::new()),
+            trace: Mutex::new(Vec::new()),
+        });
+        let node = ScopeNode::new(shared, None, "root".into(), None, None, ScopeStatus::Active);
+        Context {
+            node,
+            generation: 0,
+        }
+    }
+
+    /// Id of this context's scope.
+    pub fn scope_id(&self) -> ScopeId {
+        self.node.id
+    }
+
+    /// Id of the parent scope; `None` on the root.
+    pub fn parent_id(&self) -> Option<ScopeId> {
+        self.node.parent
+    }
+
+    /// Name of the plugin this scope runs (`root` for the root scope).
+    pub fn plugin_name(&self) -> &str {
+        &self.node.name
+    }
+
+    /// The label the scope was created with (the loader uses the entry id), if any.
+    pub fn label(&self) -> Option<&str> {
+        self.node.label.as_deref()
+    }
+
+    /// True while this context can still register effects: its scope is not disposed and its
+    /// plugin was not restarted since the context was made.
+    pub fn is_live(&self) -> bool {
+        let st = lock(&self.node.state);
+        st.status != ScopeStatus::Disposed && st.generation == self.generation
+    }
+
+    /// Status of this context's scope.
+    pub fn status(&self) -> ScopeStatus {
+        self.node.status()
+    }
+
+    /// The schedule loads of this runtime run under.
+    pub fn schedule(&self) -> &Schedule {
+        &self.node.shared.schedule
+    }
+
+    /// A context on the root scope of this runtime.
+    pub fn root_context(&self) -> Context {
+        let mut node = self.node.clone();
+        while let Some(parent) = node.parent_node.as_ref().and_then(Weak::upgrade) {
+            node = parent;
+        }
+        let generation = lock(&node.state).generation;
+        Context { node, generation }
+    }
+
+    /// Disposes this context's scope: every effect unwinds, last first, children before their
+    /// parent's earlier effects. Idempotent. On the root this shuts the whole runtime down.
+    pub fn dispose(&self) {
+        dispose_node(&self.node);
+    }
+
+    /// Waits until no scope of the runtime is loading.
+    ///
+    /// A pending scope whose services appear starts loading synchronously inside the `provide`
+    /// call, so "nothing is loading" is a fixpoint: only outside action can start more work.
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn idle(&self) {
+        let mut rx = self.node.shared.idle_tx.subscribe();
+        let _ = rx.wait_for(|idle| *idle).await;
+    }
+
+    /// Unwinds this scope back to pending and, if its services are there, applies it again.
+    pub fn restart(&self) {
+        if self.node.unwind(Unwind::Pending) {
+            crate::plugin::start(&self.node);
+        }
+    }
+}

@@ -1,0 +1,95 @@
+//! Error types of the runtime, one small type per concern.
+
+use std::fmt;
+
+/// The error a plugin's `apply` (or a listener) may return: anything that is an error.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// A plugin configuration value that does not fit the plugin's `Config` type.
+///
+/// `path` is the field path inside the config value (`timeout`, `tools[2].name`); the display
+/// form prefixes it with `config` so a person reads `config.timeout: invalid type: …`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub struct ConfigError {
+    /// Field path inside the config value; empty for the value itself.
+    pub path: String,
+    /// What serde said was wrong at that path.
+    pub message: String,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.path.is_empty() || self.path == "." {
+            write!(f, "config: {}", self.message)
+        } else if self.path.starts_with('[') {
+            write!(f, "config{}: {}", self.path, self.message)
+        } else {
+            write!(f, "config.{}: {}", self.path, self.message)
+        }
+    }
+}
+
+/// Providing or reading a service failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ServiceError {
+    /// Another scope already provides a service under this name.
+    #[error("service \"{name}\" is already provided by scope {owner} ({owner_plugin})")]
+    AlreadyProvided {
+        /// The service name.
+        name: String,
+        /// Id of the scope that provides it.
+        owner: u64,
+        /// Plugin name of that scope.
+        owner_plugin: String,
+    },
+    /// The scope was disposed (or restarted) before the service could be provided.
+    #[error("service \"{name}\" was not provided: the scope is no longer live")]
+    ScopeGone {
+        /// The service name.
+        name: String,
+    },
+    /// A service is required but nobody provides it.
+    #[error("service \"{name}\" is not available")]
+    Missing {
+        /// The service name.
+        name: String,
+    },
+    /// A service of this name exists but has another Rust type.
+    #[error("service \"{name}\" has type {actual}, not {expected}")]
+    WrongType {
+        /// The service name.
+        name: String,
+        /// The type the caller asked for.
+        expected: &'static str,
+        /// The type that was provided.
+        actual: &'static str,
+    },
+}
+
+/// Dispatching an event failed as a whole (single listener panics in other modes are contained).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EventError {
+    /// A waterfall listener panicked, so the value it held is lost.
+    #[error("listener of \"{event}\" in scope {scope} ({plugin}) panicked: {message}")]
+    ListenerPanicked {
+        /// The event name.
+        event: &'static str,
+        /// Scope that registered the listener.
+        scope: u64,
+        /// Plugin name of that scope.
+        plugin: String,
+        /// The panic message.
+        message: String,
+    },
+}
+
+/// Turns a panic payload into the message a person should read.
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&'static str>() {
+        (*s).to_owned()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "panic with a non-string payload".to_owned()
+    }
+}

@@ -1,0 +1,181 @@
+//! Introspection and leak accounting: what scopes exist, what each holds, what went wrong.
+//!
+//! The live counts are kept where the resource lives (a listener is counted while it sits in a
+//! listener list, a task while its future exists), not derived from effect bookkeeping, so a
+//! broken undo shows up as a non-zero count after the root is disposed.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use crate::context::Context;
+use crate::effect::EffectKind;
+use crate::scope::{ScopeFailure, ScopeId, ScopeStatus, lock};
+
+/// Live resource counters of one runtime.
+#[derive(Default)]
+pub(crate) struct Counters {
+    pub(crate) scopes: AtomicUsize,
+    pub(crate) effects: AtomicUsize,
+    pub(crate) listeners: AtomicUsize,
+    pub(crate) services: AtomicUsize,
+    pub(crate) tasks: AtomicUsize,
+}
+
+impl Counters {
+    pub(crate) fn effect_added(&self) {
+        self.effects.fetch_add(1, Ordering::Relaxed);
+    }
+    pub(crate) fn effect_removed(&self) {
+        self.effects.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// How many resources of each kind are live in a runtime.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LiveCounts {
+    /// Scopes not yet disposed (the root counts until it is disposed).
+    pub scopes: usize,
+    /// Effects registered on any scope.
+    pub effects: usize,
+    /// Event and waterfall listeners in listener lists.
+    pub listeners: usize,
+    /// Services in the service table.
+    pub services: usize,
+    /// Spawned tasks whose futures still exist.
+    pub tasks: usize,
+}
+
+impl LiveCounts {
+    /// True when nothing is live: what disposing the root must leave.
+    pub fn is_zero(&self) -> bool {
+        *self == LiveCounts::default()
+    }
+}
+
+/// Effects of one scope, by kind.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct EffectCounts {
+    /// All effects.
+    pub total: usize,
+    /// Listener effects.
+    pub listeners: usize,
+    /// Service effects.
+    pub services: usize,
+    /// Child scopes.
+    pub scopes: usize,
+    /// Spawned tasks.
+    pub tasks: usize,
+    /// Other effects.
+    pub custom: usize,
+}
+
+impl EffectCounts {
+    pub(crate) fn add(&mut self, kind: EffectKind) {
+        self.total += 1;
+        match kind {
+            EffectKind::Listener => self.listeners += 1,
+            EffectKind::Service => self.services += 1,
+            EffectKind::Scope => self.scopes += 1,
+            EffectKind::Task => self.tasks += 1,
+            EffectKind::Custom => self.custom += 1,
+        }
+    }
+}
+
+/// A snapshot of one scope, for tables and tests.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScopeInfo {
+    /// The scope id.
+    pub id: ScopeId,
+    /// The parent's id (`None` for the root).
+    pub parent: Option<ScopeId>,
+    /// The plugin name.
+    pub plugin: String,
+    /// The creation label (the loader's entry id).
+    pub label: Option<String>,
+    /// The status.
+    pub status: ScopeStatus,
+    /// Why it failed, if it did.
+    pub failure: Option<ScopeFailure>,
+    /// Its live effects by kind.
+    pub effects: EffectCounts,
+    /// The required services a pending scope still waits for, sorted.
+    pub missing: Vec<String>,
+}
+
+/// Something that went wrong without failing a scope: a panicking listener, undo or task.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Incident {
+    /// The scope the failing code belongs to.
+    pub scope: ScopeId,
+    /// That scope's plugin name.
+    pub plugin: String,
+    /// Where it happened (`listener of "x"`, `undo of listener`, `task`).
+    pub site: String,
+    /// The panic or error message.
+    pub message: String,
+}
+
+/// One step of a load, recorded in order, so tests can compare runs of the same seed.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct TraceEvent {
+    /// What happened (`apply`, or what a plugin passed to [`Context::trace`]).
+    pub kind: String,
+    /// The scope it happened in.
+    pub scope: ScopeId,
+    /// The scope's label if it has one, else its plugin name, then any detail.
+    pub detail: String,
+}
+
+impl Context {
+    /// Live resource counts of the whole runtime.
+    pub fn live(&self) -> LiveCounts {
+        let c = &self.node.shared.counters;
+        LiveCounts {
+            scopes: c.scopes.load(Ordering::Relaxed),
+            effects: c.effects.load(Ordering::Relaxed),
+            listeners: c.listeners.load(Ordering::Relaxed),
+            services: c.services.load(Ordering::Relaxed),
+            tasks: c.tasks.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Every live scope of the runtime, by id.
+    pub fn scopes(&self) -> Vec<ScopeInfo> {
+        self.node
+            .shared
+            .live_scopes()
+            .iter()
+            .map(|n| n.info())
+            .collect()
+    }
+
+    /// Introspection record of this context's scope.
+    pub fn info(&self) -> ScopeInfo {
+        self.node.info()
+    }
+
+    /// Contained failures (panicking listeners, undos, tasks) so far, in order.
+    pub fn incidents(&self) -> Vec<Incident> {
+        lock(&self.node.shared.incidents).clone()
+    }
+
+    /// Records a step in the runtime's trace (e.g. `register` with a tool name).
+    pub fn trace(&self, kind: impl Into<String>, detail: impl Into<String>) {
+        let who = self.label().unwrap_or(self.plugin_name());
+        let detail = detail.into();
+        self.node.shared.trace(TraceEvent {
+            kind: kind.into(),
+            scope: self.node.id,
+            detail: if detail.is_empty() {
+                who.to_owned()
+            } else {
+                format!("{who}: {detail}")
+            },
+        });
+    }
+
+    /// The trace so far, in order.
+    pub fn trace_events(&self) -> Vec<TraceEvent> {
+        lock(&self.node.shared.trace).clone()
+    }
+}

@@ -1,0 +1,476 @@
+//! Plugins: the unit a host loads. A plugin is applied in its own child scope.
+//!
+//! # Lifecycle of a plugin
+//! 1. `ctx.plugin(p, config)` (or [`Context::plugin_with`] from a type-erased [`Prepared`])
+//!    creates a child scope, an effect of the calling scope. Status `Pending`.
+//! 2. When every required [`Inject`] names a provided service, the scope turns `Loading` and
+//!    `apply` runs in a task of its own, after the schedule's `before-apply` point.
+//! 3. `apply` returns `Ok` → `Active`; an error, panic or timeout → `Failed` (what it registered is
+//!    unwound; siblings and the host are untouched).
+//! 4. A required service withdrawn → unwound back to `Pending`; it returns → step 2 again.
+//! 5. Disposing the scope (or an ancestor) → `Disposed`, for good.
+
+use std::any::Any;
+use std::borrow::Cow;
+use std::future::Future;
+use std::marker::PhantomData;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::FutureExt;
+use futures_util::future::BoxFuture;
+use serde::de::DeserializeOwned;
+use tracing::Instrument;
+
+use crate::context::Context;
+use crate::effect::EffectKind;
+use crate::error::{BoxError, ConfigError, panic_message};
+use crate::scope::{
+    AddError, FailureKind, ScopeFailure, ScopeHandle, ScopeNode, ScopeStatus, Unwind, lock,
+};
+
+/// A service a plugin needs before it can apply.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Inject {
+    /// The service name.
+    pub name: Cow<'static, str>,
+    /// Required injections keep the plugin pending; optional ones do not.
+    pub required: bool,
+}
+
+impl Inject {
+    /// A service the plugin cannot apply without.
+    pub const fn required(name: &'static str) -> Inject {
+        Inject {
+            name: Cow::Borrowed(name),
+            required: true,
+        }
+    }
+
+    /// A service the plugin uses when present.
+    pub const fn optional(name: &'static str) -> Inject {
+        Inject {
+            name: Cow::Borrowed(name),
+            required: false,
+        }
+    }
+
+    /// A required injection with a runtime name (from a config file).
+    pub fn required_named(name: impl Into<String>) -> Inject {
+        Inject {
+            name: Cow::Owned(name.into()),
+            required: true,
+        }
+    }
+}
+
+/// A plugin: a name, a typed config, the services it injects, and an async `apply`.
+///
+/// `apply` may be called more than once over a scope's life (each time its injected services
+/// come back), always with a fresh [`Context`] and the same config.
+///
+/// # Examples
+/// ```
+/// use cordis_runtime::prelude::*;
+///
+/// struct Hello;
+/// impl Plugin for Hello {
+///     type Config = String;
+///     fn name(&self) -> &str { "hello" }
+///     async fn apply(&self, ctx: Context, config: &String) -> Result<(), BoxError> {
+///         let greeting = config.clone();
+///         let _ = ctx.effect("say goodbye", move || drop(greeting));
+///         Ok(())
+///     }
+/// }
+/// ```
+pub trait Plugin: Send + Sync + 'static {
+    /// The configuration this plugin accepts; deserialized from the host's config value.
+    type Config: DeserializeOwned + Send + Sync + 'static;
+
+    /// The plugin's name, as the host's plugin table and introspection show it.
+    fn name(&self) -> &str;
+
+    /// Services this plugin needs; required ones keep it pending until they exist.
+    fn inject(&self) -> &[Inject] {
+        &[]
+    }
+
+    /// Applies the plugin in `ctx`'s scope: register listeners, services, tools, tasks.
+    ///
+    /// # Errors
+    /// Any error marks the scope failed and unwinds what was registered so far.
+    fn apply<'a>(
+        &'a self,
+        ctx: Context,
+        config: &'a Self::Config,
+    ) -> impl Future<Output = Result<(), BoxError>> + Send + 'a;
+}
+
+/// A type-erased plugin, so a host can instantiate plugins by name from config values.
+pub trait ErasedPlugin: Send + Sync + 'static {
+    /// See [`Plugin::name`].
+    fn name(&self) -> &str;
+    /// See [`Plugin::inject`].
+    fn inject(&self) -> &[Inject];
+    /// Deserializes a config value into this plugin's config type.
+    ///
+    /// # Errors
+    /// A [`ConfigError`] naming the field path that does not fit.
+    fn parse_config(
+        &self,
+        value: &serde_json::Value,
+    ) -> Result<Arc<dyn Any + Send + Sync>, ConfigError>;
+    /// Applies with a config produced by [`ErasedPlugin::parse_config`].
+    fn apply_erased<'a>(
+        &'a self,
+        ctx: Context,
+        config: &'a (dyn Any + Send + Sync),
+    ) -> BoxFuture<'a, Result<(), BoxError>>;
+}
+
+impl<P: Plugin> ErasedPlugin for P {
+    fn name(&self) -> &str {
+        Plugin::name(self)
+    }
+
+    fn inject(&self) -> &[Inject] {
+        Plugin::inject(self)
+    }
+
+    fn parse_config(
+        &self,
+        value: &serde_json::Value,
+    ) -> Result<Arc<dyn Any + Send + Sync>, ConfigError> {
+        parse::<P::Config>(value).map(|c| Arc::new(c) as Arc<dyn Any + Send + Sync>)
+    }
+
+    fn apply_erased<'a>(
+        &'a self,
+        ctx: Context,
+        config: &'a (dyn Any + Send + Sync),
+    ) -> BoxFuture<'a, Result<(), BoxError>> {
+        match config.downcast_ref::<P::Config>() {
+            Some(config) => Box::pin(self.apply(ctx, config)),
+            None => Box::pin(async move {
+                Err(format!(
+                    "plugin \"{}\" was given a config of the wrong type",
+                    Plugin::name(self)
+                )
+                .into())
+            }),
+        }
+    }
+}
+
+/// Deserializes `value` as `T`, naming the failing field path.
+///
+/// An absent config (`null`) is tried as `null` first, then as an empty map, so plugins whose
+/// config is a struct of defaults load without a `config:` key.
+fn parse<T: DeserializeOwned>(value: &serde_json::Value) -> Result<T, ConfigError> {
+    let attempt = |v: &serde_json::Value| {
+        serde_path_to_error::deserialize::<_, T>(v).map_err(|e| ConfigError {
+            path: e.path().to_string(),
+            message: e.inner().to_string(),
+        })
+    };
+    match attempt(value) {
+        Err(first) if value.is_null() => {
+            attempt(&serde_json::Value::Object(Default::default())).map_err(|_| first)
+        }
+        other => other,
+    }
+}
+
+/// A plugin with its config, ready to apply.
+#[derive(Clone)]
+pub struct Prepared {
+    /// The plugin.
+    pub plugin: Arc<dyn ErasedPlugin>,
+    /// Its parsed config.
+    pub config: Arc<dyn Any + Send + Sync>,
+}
+
+impl Prepared {
+    /// Pairs a typed plugin with its config.
+    pub fn new<P: Plugin>(plugin: P, config: P::Config) -> Prepared {
+        Prepared {
+            plugin: Arc::new(plugin),
+            config: Arc::new(config),
+        }
+    }
+}
+
+/// Parses `value` as `plugin`'s config.
+///
+/// # Errors
+/// A [`ConfigError`] with the field path.
+pub fn prepare(
+    plugin: Arc<dyn ErasedPlugin>,
+    value: &serde_json::Value,
+) -> Result<Prepared, ConfigError> {
+    let config = plugin.parse_config(value)?;
+    Ok(Prepared { plugin, config })
+}
+
+/// How to apply a plugin, beyond the plugin itself.
+#[derive(Debug, Clone, Default)]
+pub struct PluginOptions {
+    /// A label for introspection and traces (the loader passes the entry id).
+    pub label: Option<String>,
+    /// Services required in addition to the plugin's own injections.
+    pub inject: Vec<Inject>,
+    /// Fail the apply if it takes longer (needs a runtime with time enabled).
+    pub timeout: Option<Duration>,
+}
+
+/// A plugin written as a plain async function of its context and config.
+pub struct FnPlugin<C, F> {
+    name: String,
+    inject: Vec<Inject>,
+    f: F,
+    _config: PhantomData<fn() -> C>,
+}
+
+impl<C, F, Fut> FnPlugin<C, F>
+where
+    C: DeserializeOwned + Clone + Send + Sync + 'static,
+    F: Fn(Context, C) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<(), BoxError>> + Send + 'static,
+{
+    /// Wraps `f` as a plugin called `name`.
+    pub fn new(name: impl Into<String>, f: F) -> Self {
+        FnPlugin {
+            name: name.into(),
+            inject: Vec::new(),
+            f,
+            _config: PhantomData,
+        }
+    }
+
+    /// Adds an injection.
+    pub fn inject(mut self, inject: Inject) -> Self {
+        self.inject.push(inject);
+        self
+    }
+}
+
+impl<C, F, Fut> Plugin for FnPlugin<C, F>
+where
+    C: DeserializeOwned + Clone + Send + Sync + 'static,
+    F: Fn(Context, C) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<(), BoxError>> + Send + 'static,
+{
+    type Config = C;
+
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn inject(&self) -> &[Inject] {
+        &self.inject
+    }
+
+    fn apply<'a>(
+        &'a self,
+        ctx: Context,
+        config: &'a C,
+    ) -> impl Future<Output = Result<(), BoxError>> + Send + 'a {
+        (self.f)(ctx, config.clone())
+    }
+}
+
+/// What a plugin scope needs to (re)apply.
+pub(crate) struct Runner {
+    pub(crate) prepared: Prepared,
+    /// Plugin injections plus extra ones, sorted and deduplicated.
+    pub(crate) inject: Vec<Inject>,
+    pub(crate) timeout: Option<Duration>,
+}
+
+impl Context {
+    /// Applies `plugin` with `config` in a new child scope.
+    ///
+    /// Returns at once; the apply runs in its own task. Await [`ScopeHandle::settled`] or
+    /// [`Context::idle`] to see the outcome.
+    pub fn plugin<P: Plugin>(&self, plugin: P, config: P::Config) -> ScopeHandle {
+        self.plugin_with(Prepared::new(plugin, config), PluginOptions::default())
+    }
+
+    /// Applies a plain async function as a plugin called `name`.
+    pub fn plugin_fn<C, F, Fut>(&self, name: &str, f: F, config: C) -> ScopeHandle
+    where
+        C: DeserializeOwned + Clone + Send + Sync + 'static,
+        F: Fn(Context, C) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<(), BoxError>> + Send + 'static,
+    {
+        self.plugin(FnPlugin::new(name, f), config)
+    }
+
+    /// Applies a prepared (type-erased) plugin with options in a new child scope.
+    pub fn plugin_with(&self, prepared: Prepared, options: PluginOptions) -> ScopeHandle {
+        let mut inject: Vec<Inject> = prepared.plugin.inject().to_vec();
+        inject.extend(options.inject);
+        inject.sort();
+        inject.dedup_by(|a, b| a.name == b.name && a.required == b.required);
+        let name: Arc<str> = prepared.plugin.name().into();
+        let runner = Runner {
+            prepared,
+            inject,
+            timeout: options.timeout,
+        };
+        let node = self.child_node(name, options.label.map(Into::into), Some(runner));
+        if let Some(runner) = &node.runner {
+            lock(&self.node.shared.services).add_dependent(node.id, &runner.inject);
+        }
+        start(&node);
+        ScopeHandle { node }
+    }
+
+    /// Creates an active child scope with no plugin: a place to hang registrations that must
+    /// unwind together (an agent's scope, a preset's standing scope).
+    pub fn child_scope(&self, name: &str) -> ScopeHandle {
+        let node = self.child_node(name.into(), None, None);
+        start(&node);
+        ScopeHandle { node }
+    }
+
+    fn child_node(
+        &self,
+        name: Arc<str>,
+        label: Option<Arc<str>>,
+        runner: Option<Runner>,
+    ) -> Arc<ScopeNode> {
+        let shared = self.node.shared.clone();
+        let node = ScopeNode::new(
+            shared,
+            Some(&self.node),
+            name,
+            label,
+            runner,
+            ScopeStatus::Pending,
+        );
+        let child = node.clone();
+        let added = self.node.add_effect::<()>(
+            self.generation,
+            EffectKind::Scope,
+            Cow::Borrowed("scope"),
+            || {
+                Ok(Box::new(move || {
+                    child.unwind(Unwind::Dispose);
+                }))
+            },
+        );
+        match added {
+            Ok(id) => {
+                let _ = node.slot.set(id);
+            }
+            Err(AddError::Gone | AddError::Refused(())) => {
+                node.unwind(Unwind::Dispose);
+            }
+        }
+        node
+    }
+}
+
+/// Starts a pending scope if its required services are all there.
+pub(crate) fn start(node: &Arc<ScopeNode>) {
+    let Some(runner) = &node.runner else {
+        let mut st = lock(&node.state);
+        if st.status == ScopeStatus::Pending {
+            st.generation += 1;
+            st.status = ScopeStatus::Active;
+            drop(st);
+            node.status_tx.send_replace(ScopeStatus::Active);
+        }
+        return;
+    };
+    let shared = &node.shared;
+    if !shared.missing_services(&runner.inject).is_empty() {
+        return;
+    }
+    let generation = {
+        let mut st = lock(&node.state);
+        if st.status != ScopeStatus::Pending {
+            return;
+        }
+        st.generation += 1;
+        st.status = ScopeStatus::Loading;
+        st.generation
+    };
+    shared.loading_started();
+    node.status_tx.send_replace(ScopeStatus::Loading);
+
+    let ctx = Context {
+        node: node.clone(),
+        generation,
+    };
+    let task_node = node.clone();
+    let prepared = runner.prepared.clone();
+    let timeout = runner.timeout;
+    let span = tracing::info_span!("scope", id = node.id.0, plugin = %node.name);
+    let fut = async move {
+        let node = task_node;
+        node.shared.schedule.point("before-apply").await;
+        ctx.trace("apply", "");
+        let apply = AssertUnwindSafe(prepared.plugin.apply_erased(ctx, &*prepared.config))
+            .catch_unwind();
+        let outcome = match timeout {
+            Some(limit) => match tokio::time::timeout(limit, apply).await {
+                Ok(outcome) => outcome.map_err(|p| panic_message(&*p)).map(Some),
+                Err(_) => Ok(None),
+            },
+            None => apply.await.map_err(|p| panic_message(&*p)).map(Some),
+        };
+        let failure = match outcome {
+            Ok(Some(Ok(()))) => None,
+            Ok(Some(Err(error))) => Some(ScopeFailure {
+                kind: FailureKind::Error,
+                message: error.to_string(),
+            }),
+            Err(message) => Some(ScopeFailure {
+                kind: FailureKind::Panic,
+                message,
+            }),
+            Ok(None) => Some(ScopeFailure {
+                kind: FailureKind::Timeout,
+                message: format!(
+                    "apply did not finish within {} ms (timeout)",
+                    timeout.unwrap_or_default().as_millis()
+                ),
+            }),
+        };
+        finish(&node, generation, failure);
+    }
+    .instrument(span);
+    let task = shared.handle.spawn(fut);
+    let mut st = lock(&node.state);
+    if st.generation == generation && st.status == ScopeStatus::Loading {
+        st.apply_task = Some(task.abort_handle());
+    }
+}
+
+/// Records the outcome of the apply of `generation`, unless the scope moved on meanwhile.
+fn finish(node: &Arc<ScopeNode>, generation: u64, failure: Option<ScopeFailure>) {
+    {
+        let mut st = lock(&node.state);
+        if st.generation != generation || st.status != ScopeStatus::Loading {
+            return;
+        }
+        st.apply_task = None;
+        if failure.is_none() {
+            st.status = ScopeStatus::Active;
+        }
+    }
+    match failure {
+        None => {
+            node.status_tx.send_replace(ScopeStatus::Active);
+            node.shared.loading_done();
+        }
+        Some(failure) => {
+            tracing::warn!(scope = node.id.0, plugin = %node.name, error = %failure, "plugin failed");
+            node.unwind(Unwind::Failed(failure));
+        }
+    }
+}

@@ -1,0 +1,493 @@
+//! The scope tree: one node per applied plugin (or explicit child scope), its status and effects.
+//!
+//! A scope is the unit of undo. Everything registered through a [`Context`] on a scope is an
+//! effect of that scope; disposing the scope runs every effect's undo, last registered first, and a
+//! child scope is itself an effect of its parent, so children unwind before the parent's earlier
+//! registrations. A scope whose plugin waits for services is *pending*; it goes back to pending
+//! (unwinding what its apply registered) when one of those services is withdrawn.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
+
+use tokio::sync::watch;
+use tokio::task::AbortHandle;
+
+use crate::context::{Context, Shared};
+use crate::effect::{Effect, EffectHandle, EffectId, EffectKind, Undo};
+use crate::introspect::{EffectCounts, ScopeInfo};
+use crate::plugin::Runner;
+
+/// Identifies a scope for the lifetime of its runtime; ids grow in creation order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ScopeId(pub u64);
+
+impl fmt::Display for ScopeId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+/// Where a scope is in its lifecycle.
+///
+/// `Pending` → `Loading` (apply running) → `Active` or `Failed`; any of them → `Pending` again
+/// when an injected service is withdrawn; anything → `Disposed`, which is final.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ScopeStatus {
+    /// Waiting for injected services before `apply` can run.
+    Pending,
+    /// `apply` is running.
+    Loading,
+    /// `apply` finished; the scope's registrations are live.
+    Active,
+    /// `apply` failed, panicked or timed out; what it registered was unwound.
+    Failed,
+    /// Disposed for good.
+    Disposed,
+}
+
+impl ScopeStatus {
+    /// The lowercase name used in tables and JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ScopeStatus::Pending => "pending",
+            ScopeStatus::Loading => "loading",
+            ScopeStatus::Active => "active",
+            ScopeStatus::Failed => "failed",
+            ScopeStatus::Disposed => "disposed",
+        }
+    }
+}
+
+impl fmt::Display for ScopeStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How an apply failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FailureKind {
+    /// `apply` returned an error.
+    Error,
+    /// `apply` panicked.
+    Panic,
+    /// `apply` did not finish within the scope's timeout.
+    Timeout,
+}
+
+/// Why a scope is `Failed`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}", self.describe())]
+pub struct ScopeFailure {
+    /// How it failed.
+    pub kind: FailureKind,
+    /// The error or panic message.
+    pub message: String,
+}
+
+impl ScopeFailure {
+    fn describe(&self) -> String {
+        match self.kind {
+            FailureKind::Error => self.message.clone(),
+            FailureKind::Panic => format!("apply panicked: {}", self.message),
+            FailureKind::Timeout => self.message.clone(),
+        }
+    }
+}
+
+/// What an unwind turns the scope into.
+pub(crate) enum Unwind {
+    Dispose,
+    Pending,
+    Failed(ScopeFailure),
+}
+
+pub(crate) struct ScopeState {
+    pub(crate) status: ScopeStatus,
+    pub(crate) failure: Option<ScopeFailure>,
+    /// Bumped on every (re)apply and unwind: contexts of an older generation are stale.
+    pub(crate) generation: u64,
+    pub(crate) effects: BTreeMap<EffectId, Effect>,
+    pub(crate) apply_task: Option<AbortHandle>,
+}
+
+/// One node of the scope tree.
+pub(crate) struct ScopeNode {
+    pub(crate) id: ScopeId,
+    pub(crate) parent: Option<ScopeId>,
+    pub(crate) parent_node: Option<Weak<ScopeNode>>,
+    pub(crate) name: Arc<str>,
+    pub(crate) label: Option<Arc<str>>,
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) state: Mutex<ScopeState>,
+    pub(crate) status_tx: watch::Sender<ScopeStatus>,
+    pub(crate) runner: Option<Runner>,
+    /// The effect id of this scope inside its parent.
+    pub(crate) slot: OnceLock<EffectId>,
+}
+
+/// Locks a mutex, ignoring poison: every callback we run under our own locks is panic-free, and
+/// user callbacks never run while one is held.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Why an effect could not be added.
+pub(crate) enum AddError<E> {
+    /// The scope is disposed, or the context is of an older generation.
+    Gone,
+    /// The registration itself refused.
+    Refused(E),
+}
+
+impl ScopeNode {
+    pub(crate) fn new(
+        shared: Arc<Shared>,
+        parent: Option<&Arc<ScopeNode>>,
+        name: Arc<str>,
+        label: Option<Arc<str>>,
+        runner: Option<Runner>,
+        status: ScopeStatus,
+    ) -> Arc<ScopeNode> {
+        let id = shared.next_scope_id();
+        let node = Arc::new(ScopeNode {
+            id,
+            parent: parent.map(|p| p.id),
+            parent_node: parent.map(Arc::downgrade),
+            name,
+            label,
+            shared: shared.clone(),
+            state: Mutex::new(ScopeState {
+                status,
+                failure: None,
+                generation: 0,
+                effects: BTreeMap::new(),
+                apply_task: None,
+            }),
+            status_tx: watch::Sender::new(status),
+            runner,
+            slot: OnceLock::new(),
+        });
+        shared.register_scope(&node);
+        node
+    }
+
+    pub(crate) fn status(&self) -> ScopeStatus {
+        lock(&self.state).status
+    }
+
+    /// Adds an effect if the scope is live at `generation`; `register` runs under the scope lock,
+    /// so a disposal cannot slip between the registration and its bookkeeping.
+    pub(crate) fn add_effect<E>(
+        &self,
+        generation: u64,
+        kind: EffectKind,
+        label: Cow<'static, str>,
+        register: impl FnOnce() -> Result<Undo, E>,
+    ) -> Result<EffectId, AddError<E>> {
+        let mut st = lock(&self.state);
+        if st.status == ScopeStatus::Disposed || st.generation != generation {
+            return Err(AddError::Gone);
+        }
+        let undo = register().map_err(AddError::Refused)?;
+        let id = self.shared.next_effect_id();
+        st.effects.insert(id, Effect { kind, label, undo });
+        self.shared.counters.effect_added();
+        Ok(id)
+    }
+
+    /// Removes an effect without running it (it was already undone, or it ended by itself).
+    pub(crate) fn take_effect(&self, id: EffectId) -> Option<Effect> {
+        let effect = lock(&self.state).effects.remove(&id);
+        if effect.is_some() {
+            self.shared.counters.effect_removed();
+        }
+        effect
+    }
+
+    /// Runs every effect's undo, last first, and moves the scope to the state `to` names.
+    /// Returns false when the scope was already disposed. Idempotent.
+    pub(crate) fn unwind(self: &Arc<Self>, to: Unwind) -> bool {
+        let (effects, task, was_loading, status) = {
+            let mut st = lock(&self.state);
+            if st.status == ScopeStatus::Disposed {
+                return false;
+            }
+            let was_loading = st.status == ScopeStatus::Loading;
+            st.generation += 1;
+            st.status = match &to {
+                Unwind::Dispose => ScopeStatus::Disposed,
+                Unwind::Pending => ScopeStatus::Pending,
+                Unwind::Failed(_) => ScopeStatus::Failed,
+            };
+            st.failure = match to {
+                Unwind::Failed(f) => Some(f),
+                _ => None,
+            };
+            (
+                std::mem::take(&mut st.effects),
+                st.apply_task.take(),
+                was_loading,
+                st.status,
+            )
+        };
+        if let Some(task) = task {
+            task.abort();
+        }
+        for (_, effect) in effects.into_iter().rev() {
+            self.shared.counters.effect_removed();
+            effect.run(self);
+        }
+        self.status_tx.send_replace(status);
+        if status == ScopeStatus::Disposed {
+            self.shared.unregister_scope(self);
+        }
+        if was_loading {
+            self.shared.loading_done();
+        }
+        tracing::debug!(scope = self.id.0, plugin = %self.name, %status, "scope unwound");
+        true
+    }
+
+    pub(crate) fn info(&self) -> ScopeInfo {
+        let st = lock(&self.state);
+        let mut effects = EffectCounts::default();
+        for e in st.effects.values() {
+            effects.add(e.kind);
+        }
+        let missing = match (&self.runner, st.status) {
+            (Some(r), ScopeStatus::Pending) => self.shared.missing_services(&r.inject),
+            _ => Vec::new(),
+        };
+        ScopeInfo {
+            id: self.id,
+            parent: self.parent,
+            plugin: self.name.to_string(),
+            label: self.label.as_ref().map(|l| l.to_string()),
+            status: st.status,
+            failure: st.failure.clone(),
+            effects,
+            missing,
+        }
+    }
+}
+
+/// A handle on a child scope: its status, and the means to dispose it.
+///
+/// Dropping the handle does nothing; the scope lives until it or an ancestor is disposed.
+#[derive(Clone)]
+pub struct ScopeHandle {
+    pub(crate) node: Arc<ScopeNode>,
+}
+
+impl fmt::Debug for ScopeHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ScopeHandle")
+            .field("id", &self.node.id)
+            .field("plugin", &self.node.name)
+            .field("status", &self.status())
+            .finish()
+    }
+}
+
+impl ScopeHandle {
+    /// The scope's id.
+    pub fn id(&self) -> ScopeId {
+        self.node.id
+    }
+
+    /// The plugin name the scope was created for.
+    pub fn plugin_name(&self) -> &str {
+        &self.node.name
+    }
+
+    /// The scope's current status.
+    pub fn status(&self) -> ScopeStatus {
+        self.node.status()
+    }
+
+    /// Why the scope failed, when it is `Failed`.
+    pub fn failure(&self) -> Option<ScopeFailure> {
+        lock(&self.node.state).failure.clone()
+    }
+
+    /// Introspection record of this scope.
+    pub fn info(&self) -> ScopeInfo {
+        self.node.info()
+    }
+
+    /// A context on this scope at its current generation, unless it is disposed.
+    pub fn context(&self) -> Option<Context> {
+        let st = lock(&self.node.state);
+        (st.status != ScopeStatus::Disposed).then(|| Context {
+            node: self.node.clone(),
+            generation: st.generation,
+        })
+    }
+
+    /// Waits until the scope is not `Loading` and returns the status it settled in.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: dropping the future only stops the wait.
+    pub async fn settled(&self) -> ScopeStatus {
+        let mut rx = self.node.status_tx.subscribe();
+        let status = match rx.wait_for(|s| *s != ScopeStatus::Loading).await {
+            Ok(s) => *s,
+            Err(_) => self.status(),
+        };
+        status
+    }
+
+    /// Waits until the scope reaches `status` (or is disposed).
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn wait_for(&self, status: ScopeStatus) -> ScopeStatus {
+        let mut rx = self.node.status_tx.subscribe();
+        let reached = match rx
+            .wait_for(|s| *s == status || *s == ScopeStatus::Disposed)
+            .await
+        {
+            Ok(s) => *s,
+            Err(_) => self.status(),
+        };
+        reached
+    }
+
+    /// Disposes the scope: unwinds its effects (children first) and removes it from its parent.
+    /// Idempotent.
+    pub fn dispose(&self) {
+        dispose_node(&self.node);
+    }
+
+    /// The effect this scope is inside its parent, as a generic handle.
+    pub fn as_effect(&self) -> EffectHandle {
+        EffectHandle {
+            node: self.node.parent_node.clone().unwrap_or_default(),
+            id: self.node.slot.get().copied(),
+        }
+    }
+}
+
+/// Disposes a node through its parent's effect table, so the parent forgets it too.
+pub(crate) fn dispose_node(node: &Arc<ScopeNode>) {
+    if let (Some(parent), Some(slot)) = (
+        node.parent_node.as_ref().and_then(Weak::upgrade),
+        node.slot.get(),
+    ) {
+        if let Some(effect) = parent.take_effect(*slot) {
+            effect.run(&parent);
+            return;
+        }
+    }
+    node.unwind(Unwind::Dispose);
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use crate::prelude::*;
+    use crate::testing::both_runtimes;
+
+    fn recorder() -> (Arc<Mutex<Vec<String>>>, impl Fn(&str) -> Box<dyn FnOnce() + Send>) {
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let l = log.clone();
+        (log, move |name: &str| {
+            let l = l.clone();
+            let name = name.to_owned();
+            Box::new(move || l.lock().unwrap().push(name)) as Box<dyn FnOnce() + Send>
+        })
+    }
+
+    both_runtimes! {
+        async fn effects_undo_in_reverse_registration_order() {
+            let root = Context::root();
+            let (log, undo) = recorder();
+            let _ = root.effect("a", undo("a"));
+            let _ = root.effect("b", undo("b"));
+            let _ = root.effect("c", undo("c"));
+            root.dispose();
+            assert_eq!(*log.lock().unwrap(), ["c", "b", "a"]);
+            root.dispose();
+            assert_eq!(log.lock().unwrap().len(), 3, "disposal is idempotent");
+            assert!(root.live().is_zero(), "{:?}", root.live());
+        }
+
+        async fn children_unwind_before_their_parents_earlier_effects() {
+            let root = Context::root();
+            let (log, undo) = recorder();
+            let _ = root.effect("root-1", undo("root-1"));
+            let outer = root.child_scope("outer");
+            let octx = outer.context().unwrap();
+            let _ = octx.effect("outer-1", undo("outer-1"));
+            let inner = octx.child_scope("inner");
+            let _ = inner.context().unwrap().effect("inner-1", undo("inner-1"));
+            let _ = octx.effect("outer-2", undo("outer-2"));
+            let _ = root.effect("root-2", undo("root-2"));
+            root.dispose();
+            assert_eq!(
+                *log.lock().unwrap(),
+                ["root-2", "outer-2", "inner-1", "outer-1", "root-1"]
+            );
+            assert_eq!(inner.status(), ScopeStatus::Disposed);
+            assert!(root.live().is_zero());
+        }
+
+        async fn disposing_a_child_removes_it_from_its_parent() {
+            let root = Context::root();
+            let (log, undo) = recorder();
+            let child = root.child_scope("child");
+            let _ = child.context().unwrap().effect("x", undo("x"));
+            assert_eq!(root.info().effects.scopes, 1);
+            child.dispose();
+            child.dispose();
+            assert_eq!(*log.lock().unwrap(), ["x"]);
+            assert_eq!(root.info().effects.total, 0);
+            assert_eq!(root.live().scopes, 1);
+            root.dispose();
+            assert!(root.live().is_zero());
+        }
+
+        async fn an_effect_on_a_disposed_scope_is_undone_at_once() {
+            let root = Context::root();
+            let child = root.child_scope("child");
+            let ctx = child.context().unwrap();
+            child.dispose();
+            let (log, undo) = recorder();
+            let handle = ctx.effect("late", undo("late"));
+            assert_eq!(*log.lock().unwrap(), ["late"]);
+            assert!(!handle.is_live());
+            assert!(!ctx.is_live());
+            root.dispose();
+            assert!(root.live().is_zero());
+        }
+
+        async fn an_effect_handle_undoes_early_and_only_once() {
+            let root = Context::root();
+            let (log, undo) = recorder();
+            let h = root.effect("x", undo("x"));
+            assert!(h.is_live());
+            h.dispose();
+            h.dispose();
+            root.dispose();
+            assert_eq!(*log.lock().unwrap(), ["x"]);
+        }
+
+        async fn a_panicking_undo_is_contained_and_the_rest_still_run() {
+            let root = Context::root();
+            let (log, undo) = recorder();
+            let _ = root.effect("a", undo("a"));
+            let _ = root.effect("boom", || panic!("undo exploded"));
+            let _ = root.effect("c", undo("c"));
+            root.dispose();
+            assert_eq!(*log.lock().unwrap(), ["c", "a"]);
+            let incidents = root.incidents();
+            assert_eq!(incidents.len(), 1);
+            assert!(incidents[0].message.contains("undo exploded"));
+            assert!(root.live().is_zero());
+        }
+    }
+}

@@ -1,0 +1,3 @@
+//! Facade over the workspace: the runtime, so the integration tests in `tests/` see every crate.
+
+pub use cordis_runtime as runtime;
