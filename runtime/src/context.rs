@@ -51,6 +51,8 @@ pub(crate) struct Shared {
     pub(crate) counters: Counters,
     loading: AtomicUsize,
     idle_tx: watch::Sender<bool>,
+    /// True while no spawned task's future exists.
+    pub(crate) tasks_done_tx: watch::Sender<bool>,
     pub(crate) incidents: Mutex<Vec<Incident>>,
     pub(crate) trace: Mutex<Vec<TraceEvent>>,
 }
@@ -151,6 +153,7 @@ impl Context {
             counters: Counters::default(),
             loading: AtomicUsize::new(0),
             idle_tx: watch::Sender::new(true),
+            tasks_done_tx: watch::Sender::new(true),
             incidents: Mutex::new(Vec::new()),
             trace: Mutex::new(Vec::new()),
         });
@@ -224,6 +227,17 @@ impl Context {
     pub async fn idle(&self) {
         let mut rx = self.node.shared.idle_tx.subscribe();
         let _ = rx.wait_for(|idle| *idle).await;
+    }
+
+    /// Waits until every spawned task's future is gone. Aborting a task is asynchronous on a
+    /// multi-thread runtime (a worker drops the future), so after disposing, await this before
+    /// asserting that no task is live.
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn tasks_finished(&self) {
+        let mut rx = self.node.shared.tasks_done_tx.subscribe();
+        let _ = rx.wait_for(|done| *done).await;
     }
 
     /// Unwinds this scope back to pending and, if its services are there, applies it again.

@@ -53,7 +53,6 @@ impl Effect {
 ///
 /// Dropping the handle does nothing; the effect stays until its scope unwinds.
 #[derive(Debug, Clone, Default)]
-#[must_use = "dropping an EffectHandle keeps the effect until its scope unwinds; bind it to `_` to say so"]
 pub struct EffectHandle {
     pub(crate) node: Weak<ScopeNode>,
     pub(crate) id: Option<EffectId>,
@@ -70,10 +69,10 @@ impl EffectHandle {
 
     /// Undoes the effect now. Idempotent.
     pub fn dispose(&self) {
-        if let (Some(node), Some(id)) = (self.node.upgrade(), self.id) {
-            if let Some(effect) = node.take_effect(id) {
-                effect.run(&node);
-            }
+        if let (Some(node), Some(id)) = (self.node.upgrade(), self.id)
+            && let Some(effect) = node.take_effect(id)
+        {
+            effect.run(&node);
         }
     }
 

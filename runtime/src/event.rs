@@ -123,7 +123,12 @@ impl Context {
         self.entries::<E>().len()
     }
 
-    fn call_sync<E: Event>(&self, entry: &Entry<Handler<E>>, f: &SyncFn<E>, event: &E) -> Option<E::Output> {
+    fn call_sync<E: Event>(
+        &self,
+        entry: &Entry<Handler<E>>,
+        f: &SyncFn<E>,
+        event: &E,
+    ) -> Option<E::Output> {
         match catch_unwind(AssertUnwindSafe(|| f(event))) {
             Ok(out) => out,
             Err(p) => {
@@ -193,7 +198,12 @@ impl Context {
     pub async fn parallel<E: Event>(&self, event: E) {
         let entries = self.entries::<E>();
         let event = Arc::new(event);
-        join_all(entries.iter().map(|entry| self.call_async(entry, event.clone()))).await;
+        join_all(
+            entries
+                .iter()
+                .map(|entry| self.call_async(entry, event.clone())),
+        )
+        .await;
     }
 
     /// Dispatches `event` to listeners one at a time; the first `Some` answer wins (cordis
@@ -217,12 +227,158 @@ impl Context {
     pub fn bail<E: Event>(&self, event: &E) -> Option<E::Output> {
         let entries = self.entries::<E>();
         for entry in entries.iter() {
-            if let Handler::Sync(f) = &entry.handler {
-                if let Some(out) = self.call_sync(entry, &**f, event) {
-                    return Some(out);
-                }
+            if let Handler::Sync(f) = &entry.handler
+                && let Some(out) = self.call_sync(entry, &**f, event)
+            {
+                return Some(out);
             }
         }
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{Arc, Mutex};
+
+    use crate::Handler;
+    use crate::prelude::*;
+    use crate::testing::both_runtimes;
+
+    struct Ping(u32);
+    impl Event for Ping {
+        const NAME: &'static str = "test/ping";
+        type Output = String;
+    }
+
+    fn log() -> Arc<Mutex<Vec<String>>> {
+        Arc::new(Mutex::new(Vec::new()))
+    }
+
+    both_runtimes! {
+        async fn emit_calls_listeners_in_order_with_prepended_first() {
+            let root = Context::root();
+            let seen = log();
+            for name in ["a", "b"] {
+                let s = seen.clone();
+                let _ = root.on::<Ping>(move |p| s.lock().unwrap().push(format!("{name}{}", p.0)));
+            }
+            let s = seen.clone();
+            let _ = root.listen::<Ping>(Position::Front, Handler::sync(move |p: &Ping| {
+                s.lock().unwrap().push(format!("first{}", p.0));
+                None
+            }));
+            root.emit(Ping(1));
+            assert_eq!(*seen.lock().unwrap(), ["first1", "a1", "b1"]);
+            root.dispose();
+            assert!(root.live().is_zero());
+        }
+
+        async fn listeners_die_with_their_scope() {
+            let root = Context::root();
+            let hits = Arc::new(AtomicUsize::new(0));
+            let child = root.child_scope("listener");
+            let h = hits.clone();
+            let _ = child.context().unwrap().on::<Ping>(move |_| { h.fetch_add(1, Ordering::SeqCst); });
+            root.emit(Ping(0));
+            assert_eq!(root.listener_count::<Ping>(), 1);
+            child.dispose();
+            root.emit(Ping(0));
+            assert_eq!(hits.load(Ordering::SeqCst), 1);
+            assert_eq!(root.listener_count::<Ping>(), 0);
+            assert_eq!(root.live().listeners, 0);
+            root.dispose();
+        }
+
+        async fn bail_returns_the_first_answer_and_skips_the_rest() {
+            let root = Context::root();
+            let later = Arc::new(AtomicUsize::new(0));
+            let _ = root.on_answer::<Ping>(|_| None);
+            let _ = root.on_answer::<Ping>(|p| (p.0 > 1).then(|| format!("big {}", p.0)));
+            let l = later.clone();
+            let _ = root.on_answer::<Ping>(move |_| { l.fetch_add(1, Ordering::SeqCst); Some("late".into()) });
+            assert_eq!(root.bail(&Ping(5)).as_deref(), Some("big 5"));
+            assert_eq!(later.load(Ordering::SeqCst), 0, "listeners after the answer do not run");
+            assert_eq!(root.bail(&Ping(1)).as_deref(), Some("late"));
+            root.dispose();
+        }
+
+        async fn serial_awaits_async_listeners_one_at_a_time() {
+            let root = Context::root();
+            let seen = log();
+            let s = seen.clone();
+            let _ = root.listen::<Ping>(Position::Back, Handler::future(move |p: Arc<Ping>| {
+                let s = s.clone();
+                async move {
+                    tokio::task::yield_now().await;
+                    s.lock().unwrap().push(format!("slow{}", p.0));
+                    None
+                }
+            }));
+            let s = seen.clone();
+            let _ = root.listen::<Ping>(Position::Back, Handler::sync(move |p: &Ping| {
+                s.lock().unwrap().push(format!("fast{}", p.0));
+                Some("answer".into())
+            }));
+            assert_eq!(root.serial(Ping(2)).await.as_deref(), Some("answer"));
+            assert_eq!(*seen.lock().unwrap(), ["slow2", "fast2"]);
+            root.dispose();
+        }
+
+        async fn parallel_waits_for_every_listener() {
+            let root = Context::root();
+            let hits = Arc::new(AtomicUsize::new(0));
+            for _ in 0..3 {
+                let h = hits.clone();
+                let _ = root.on_async::<Ping, _, _>(move |_| {
+                    let h = h.clone();
+                    async move {
+                        tokio::task::yield_now().await;
+                        h.fetch_add(1, Ordering::SeqCst);
+                    }
+                });
+            }
+            root.parallel(Ping(0)).await;
+            assert_eq!(hits.load(Ordering::SeqCst), 3);
+            root.dispose();
+            assert!(root.live().is_zero(), "{:?}", root.live());
+        }
+
+        async fn a_panicking_listener_is_contained_and_reported() {
+            let root = Context::root();
+            let child = root.child_scope("grumpy");
+            let _ = child.context().unwrap().on::<Ping>(|_| panic!("listener blew up"));
+            let hits = Arc::new(AtomicUsize::new(0));
+            let h = hits.clone();
+            let _ = root.on::<Ping>(move |_| { h.fetch_add(1, Ordering::SeqCst); });
+            root.emit(Ping(0));
+            assert_eq!(hits.load(Ordering::SeqCst), 1, "the next listener still ran");
+            let incidents = root.incidents();
+            assert_eq!(incidents.len(), 1);
+            assert_eq!(incidents[0].plugin, "grumpy");
+            assert_eq!(incidents[0].site, "listener of \"test/ping\"");
+            assert!(incidents[0].message.contains("listener blew up"));
+            assert_eq!(root.serial(Ping(0)).await, None);
+            assert_eq!(root.incidents().len(), 2);
+            root.dispose();
+        }
+
+        async fn emit_spawns_async_listeners_as_tasks_of_their_scope() {
+            let root = Context::root();
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            let tx = Arc::new(Mutex::new(Some(tx)));
+            let _ = root.on_async::<Ping, _, _>(move |p| {
+                let tx = tx.clone();
+                async move {
+                    if let Some(tx) = tx.lock().unwrap().take() { let _ = tx.send(p.0); }
+                }
+            });
+            root.emit(Ping(9));
+            assert_eq!(rx.await.unwrap(), 9);
+            root.dispose();
+            root.tasks_finished().await;
+            assert!(root.live().is_zero(), "{:?}", root.live());
+        }
     }
 }

@@ -72,7 +72,9 @@ impl Shared {
         let mut map = lock(&self.listeners);
         let any = map
             .entry(TypeId::of::<H>())
-            .or_insert_with(|| Arc::new(Mutex::new(List::<H>::default())) as Arc<dyn Any + Send + Sync>)
+            .or_insert_with(|| {
+                Arc::new(Mutex::new(List::<H>::default())) as Arc<dyn Any + Send + Sync>
+            })
             .clone();
         any.downcast::<Mutex<List<H>>>()
             .expect("listener lists are keyed by their handler type")

@@ -177,7 +177,15 @@ fn parse<T: DeserializeOwned>(value: &serde_json::Value) -> Result<T, ConfigErro
     };
     match attempt(value) {
         Err(first) if value.is_null() => {
-            attempt(&serde_json::Value::Object(Default::default())).map_err(|_| first)
+            // A struct config with required fields says which one is missing; any other
+            // mismatch is better explained by the null error.
+            attempt(&serde_json::Value::Object(Default::default())).map_err(|second| {
+                if second.message.starts_with("missing field") {
+                    second
+                } else {
+                    first
+                }
+            })
         }
         other => other,
     }
@@ -414,8 +422,8 @@ pub(crate) fn start(node: &Arc<ScopeNode>) {
         let node = task_node;
         node.shared.schedule.point("before-apply").await;
         ctx.trace("apply", "");
-        let apply = AssertUnwindSafe(prepared.plugin.apply_erased(ctx, &*prepared.config))
-            .catch_unwind();
+        let apply =
+            AssertUnwindSafe(prepared.plugin.apply_erased(ctx, &*prepared.config)).catch_unwind();
         let outcome = match timeout {
             Some(limit) => match tokio::time::timeout(limit, apply).await {
                 Ok(outcome) => outcome.map_err(|p| panic_message(&*p)).map(Some),
@@ -471,6 +479,195 @@ fn finish(node: &Arc<ScopeNode>, generation: u64, failure: Option<ScopeFailure>)
         Some(failure) => {
             tracing::warn!(scope = node.id.0, plugin = %node.name, error = %failure, "plugin failed");
             node.unwind(Unwind::Failed(failure));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{Arc, Mutex};
+    use std::time::Duration;
+
+    use super::*;
+    use crate::prelude::*;
+    use crate::testing::both_runtimes;
+
+    struct Marker;
+    impl Service for Marker {
+        const NAME: &'static str = "marker";
+    }
+
+    both_runtimes! {
+        async fn a_plugin_applies_in_a_child_scope_and_becomes_active() {
+            let root = Context::root();
+            let h = root.plugin_fn("hello", |ctx, n: u32| async move {
+                let _ = ctx.effect("n", move || { let _ = n; });
+                Ok(())
+            }, 3);
+            assert_eq!(h.settled().await, ScopeStatus::Active);
+            assert_eq!(h.info().effects.custom, 1);
+            assert_eq!(h.info().parent, Some(root.scope_id()));
+            root.dispose();
+            assert_eq!(h.status(), ScopeStatus::Disposed);
+            assert!(root.live().is_zero(), "{:?}", root.live());
+        }
+
+        async fn a_failing_apply_marks_only_its_scope_failed_and_unwinds_it() {
+            let root = Context::root();
+            let undone = Arc::new(AtomicUsize::new(0));
+            let u = undone.clone();
+            let bad = root.plugin_fn("bad", move |ctx, _: ()| {
+                let u = u.clone();
+                async move {
+                    let _ = ctx.effect("x", move || { u.fetch_add(1, Ordering::SeqCst); });
+                    Err("disk on fire".into())
+                }
+            }, ());
+            let good = root.plugin_fn("good", |_, _: ()| async { Ok(()) }, ());
+            root.idle().await;
+            assert_eq!(bad.status(), ScopeStatus::Failed);
+            let failure = bad.failure().unwrap();
+            assert_eq!(failure.kind, FailureKind::Error);
+            assert_eq!(failure.to_string(), "disk on fire");
+            assert_eq!(undone.load(Ordering::SeqCst), 1, "registrations before the failure unwound");
+            assert_eq!(bad.info().effects.total, 0);
+            assert_eq!(good.status(), ScopeStatus::Active);
+            root.dispose();
+            assert!(root.live().is_zero());
+        }
+
+        async fn a_panicking_apply_is_contained() {
+            let root = Context::root();
+            let bad = root.plugin_fn("panics", |_, _: ()| async { panic!("kaboom") }, ());
+            let good = root.plugin_fn("good", |_, _: ()| async { Ok(()) }, ());
+            root.idle().await;
+            assert_eq!(bad.status(), ScopeStatus::Failed);
+            assert_eq!(bad.failure().unwrap().kind, FailureKind::Panic);
+            assert!(bad.failure().unwrap().to_string().contains("kaboom"));
+            assert_eq!(good.status(), ScopeStatus::Active);
+            root.dispose();
+            assert!(root.live().is_zero());
+        }
+
+        async fn a_hanging_apply_times_out_as_failed() {
+            let root = Context::root();
+            let prepared = Prepared::new(
+                FnPlugin::new("hang", |_, _: ()| async {
+                    std::future::pending::<()>().await;
+                    Ok(())
+                }),
+                (),
+            );
+            let h = root.plugin_with(prepared, PluginOptions {
+                timeout: Some(Duration::from_millis(20)),
+                ..Default::default()
+            });
+            assert_eq!(h.settled().await, ScopeStatus::Failed);
+            let f = h.failure().unwrap();
+            assert_eq!(f.kind, FailureKind::Timeout);
+            assert!(f.message.contains("20 ms"), "{f}");
+            root.dispose();
+            assert!(root.live().is_zero());
+        }
+
+        async fn a_plugin_goes_pending_active_pending_active_as_its_service_comes_and_goes() {
+            let root = Context::root();
+            let applies = Arc::new(Mutex::new(Vec::new()));
+            let a = applies.clone();
+            let dependent = root.plugin(
+                FnPlugin::new("dependent", move |ctx: Context, _: ()| {
+                    let a = a.clone();
+                    async move {
+                        let m = ctx.require::<Marker>()?;
+                        a.lock().unwrap().push(Arc::strong_count(&m));
+                        let _ = ctx.effect("uses marker", || {});
+                        Ok(())
+                    }
+                })
+                .inject(Inject::required("marker")),
+                (),
+            );
+            root.idle().await;
+            assert_eq!(dependent.status(), ScopeStatus::Pending);
+            assert_eq!(dependent.info().missing, ["marker"]);
+
+            let provider = root.plugin_fn("provider", |ctx, _: ()| async move {
+                ctx.provide(Marker)?;
+                Ok(())
+            }, ());
+            root.idle().await;
+            assert_eq!(provider.status(), ScopeStatus::Active);
+            assert_eq!(dependent.status(), ScopeStatus::Active);
+            let first_id = dependent.id();
+
+            provider.dispose();
+            assert_eq!(dependent.status(), ScopeStatus::Pending);
+            assert_eq!(dependent.info().effects.total, 0, "unwound back to pending");
+            assert!(!root.has_service("marker"));
+
+            let _again = root.plugin_fn("provider", |ctx, _: ()| async move {
+                ctx.provide(Marker)?;
+                Ok(())
+            }, ());
+            root.idle().await;
+            assert_eq!(dependent.status(), ScopeStatus::Active);
+            assert_eq!(dependent.id(), first_id, "same scope, applied again");
+            assert_eq!(applies.lock().unwrap().len(), 2);
+            root.dispose();
+            assert!(root.live().is_zero(), "{:?}", root.live());
+        }
+
+        async fn optional_injections_do_not_block() {
+            let root = Context::root();
+            let h = root.plugin(
+                FnPlugin::new("opt", |_, _: ()| async { Ok(()) }).inject(Inject::optional("nobody")),
+                (),
+            );
+            assert_eq!(h.settled().await, ScopeStatus::Active);
+            root.dispose();
+        }
+
+        async fn disposing_a_loading_scope_aborts_its_apply_and_undoes_late_effects() {
+            let root = Context::root();
+            let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+            let rx = Arc::new(Mutex::new(Some(rx)));
+            let late_undone = Arc::new(AtomicUsize::new(0));
+            let l = late_undone.clone();
+            let h = root.plugin_fn("slow", move |ctx, _: ()| {
+                let rx = rx.lock().unwrap().take();
+                let l = l.clone();
+                async move {
+                    if let Some(rx) = rx { let _ = rx.await; }
+                    let _ = ctx.effect("late", move || { l.fetch_add(1, Ordering::SeqCst); });
+                    Ok(())
+                }
+            }, ());
+            tokio::task::yield_now().await;
+            assert_eq!(h.status(), ScopeStatus::Loading);
+            h.dispose();
+            let _ = tx.send(());
+            root.idle().await;
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            assert_eq!(h.status(), ScopeStatus::Disposed);
+            assert!(root.live().effects == 0 || late_undone.load(Ordering::SeqCst) == 1);
+            root.dispose();
+            assert!(root.live().is_zero(), "{:?}", root.live());
+        }
+
+        async fn a_config_value_is_parsed_with_the_field_path_in_errors() {
+            #[derive(serde::Deserialize, Clone)]
+            #[allow(dead_code)]
+            struct Cfg { timeout: u64, #[serde(default)] name: String }
+            let plugin: Arc<dyn ErasedPlugin> = Arc::new(FnPlugin::new("cfg", |_, _: Cfg| async { Ok(()) }));
+            let err = prepare(plugin.clone(), &serde_json::json!({"timeout": "soon"})).err().unwrap();
+            assert_eq!(err.path, "timeout");
+            assert!(err.to_string().starts_with("config.timeout: invalid type: string \"soon\""), "{err}");
+            assert!(prepare(plugin.clone(), &serde_json::json!({"timeout": 5})).is_ok());
+            let missing = prepare(plugin, &serde_json::Value::Null).err().unwrap();
+            assert!(missing.to_string().contains("timeout"), "{missing}");
+            let unit: Arc<dyn ErasedPlugin> = Arc::new(FnPlugin::new("unit", |_, _: ()| async { Ok(()) }));
+            assert!(prepare(unit, &serde_json::Value::Null).is_ok());
         }
     }
 }

@@ -103,7 +103,11 @@ pub struct Schedule {
 
 impl fmt::Debug for Schedule {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Schedule({}, seed {})", self.inner.policy, self.inner.seed)
+        write!(
+            f,
+            "Schedule({}, seed {})",
+            self.inner.policy, self.inner.seed
+        )
     }
 }
 
@@ -182,15 +186,15 @@ impl Schedule {
         pct.steps += 1;
         let step = pct.steps;
         let priority = *pct.priorities.entry(task).or_insert(fresh);
-        let priority = if pct.change_points.contains(&step) {
+
+        if pct.change_points.contains(&step) {
             pct.demoted += 1;
             let low = MAX_YIELDS + pct.demoted;
             pct.priorities.insert(task, low);
             low
         } else {
             priority
-        };
-        priority
+        }
     }
 }
 
@@ -216,7 +220,10 @@ mod tests {
         }
         assert_eq!("pct".parse::<Policy>().unwrap(), Policy::Pct { depth: 3 });
         let err = "lifo".parse::<Policy>().unwrap_err().to_string();
-        assert!(err.contains("\"lifo\"") && err.contains("fifo, random"), "{err}");
+        assert!(
+            err.contains("\"lifo\"") && err.contains("fifo, random"),
+            "{err}"
+        );
         assert!("pct:0".parse::<Policy>().is_err());
     }
 

@@ -333,11 +333,11 @@ impl ScopeHandle {
     /// Cancel safe: dropping the future only stops the wait.
     pub async fn settled(&self) -> ScopeStatus {
         let mut rx = self.node.status_tx.subscribe();
-        let status = match rx.wait_for(|s| *s != ScopeStatus::Loading).await {
+
+        match rx.wait_for(|s| *s != ScopeStatus::Loading).await {
             Ok(s) => *s,
             Err(_) => self.status(),
-        };
-        status
+        }
     }
 
     /// Waits until the scope reaches `status` (or is disposed).
@@ -346,14 +346,14 @@ impl ScopeHandle {
     /// Cancel safe.
     pub async fn wait_for(&self, status: ScopeStatus) -> ScopeStatus {
         let mut rx = self.node.status_tx.subscribe();
-        let reached = match rx
+
+        match rx
             .wait_for(|s| *s == status || *s == ScopeStatus::Disposed)
             .await
         {
             Ok(s) => *s,
             Err(_) => self.status(),
-        };
-        reached
+        }
     }
 
     /// Disposes the scope: unwinds its effects (children first) and removes it from its parent.
@@ -376,11 +376,10 @@ pub(crate) fn dispose_node(node: &Arc<ScopeNode>) {
     if let (Some(parent), Some(slot)) = (
         node.parent_node.as_ref().and_then(Weak::upgrade),
         node.slot.get(),
-    ) {
-        if let Some(effect) = parent.take_effect(*slot) {
-            effect.run(&parent);
-            return;
-        }
+    ) && let Some(effect) = parent.take_effect(*slot)
+    {
+        effect.run(&parent);
+        return;
     }
     node.unwind(Unwind::Dispose);
 }
@@ -392,14 +391,22 @@ mod tests {
     use crate::prelude::*;
     use crate::testing::both_runtimes;
 
-    fn recorder() -> (Arc<Mutex<Vec<String>>>, impl Fn(&str) -> Box<dyn FnOnce() + Send>) {
+    type Recorder = (
+        Arc<Mutex<Vec<String>>>,
+        Box<dyn Fn(&str) -> Box<dyn FnOnce() + Send>>,
+    );
+
+    fn recorder() -> Recorder {
         let log = Arc::new(Mutex::new(Vec::new()));
         let l = log.clone();
-        (log, move |name: &str| {
-            let l = l.clone();
-            let name = name.to_owned();
-            Box::new(move || l.lock().unwrap().push(name)) as Box<dyn FnOnce() + Send>
-        })
+        (
+            log,
+            Box::new(move |name: &str| {
+                let l = l.clone();
+                let name = name.to_owned();
+                Box::new(move || l.lock().unwrap().push(name)) as Box<dyn FnOnce() + Send>
+            }),
+        )
     }
 
     both_runtimes! {

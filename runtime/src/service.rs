@@ -91,15 +91,15 @@ impl Shared {
     fn service_withdrawn(&self, name: &str) {
         let dependents = lock(&self.services).dependents_of(name);
         for id in dependents {
-            if let Some(node) = self.scope(id) {
-                if matches!(
+            if let Some(node) = self.scope(id)
+                && matches!(
                     node.status(),
                     ScopeStatus::Loading | ScopeStatus::Active | ScopeStatus::Failed
-                ) {
-                    node.unwind(Unwind::Pending);
-                    // Another provider may have stepped in meanwhile.
-                    start(&node);
-                }
+                )
+            {
+                node.unwind(Unwind::Pending);
+                // Another provider may have stepped in meanwhile.
+                start(&node);
             }
         }
     }
@@ -186,9 +186,12 @@ impl Context {
     /// name is taken by another type.
     pub fn require<S: Service>(&self) -> Result<Arc<S>, ServiceError> {
         let table = lock(&self.node.shared.services);
-        let slot = table.slots.get(S::NAME).ok_or_else(|| ServiceError::Missing {
-            name: S::NAME.to_owned(),
-        })?;
+        let slot = table
+            .slots
+            .get(S::NAME)
+            .ok_or_else(|| ServiceError::Missing {
+                name: S::NAME.to_owned(),
+            })?;
         slot.value
             .clone()
             .downcast::<S>()
@@ -213,5 +216,69 @@ impl Context {
             .collect();
         names.sort();
         names
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use crate::ServiceError;
+    use crate::prelude::*;
+    use crate::testing::both_runtimes;
+
+    struct Counter(u32);
+    impl Service for Counter {
+        const NAME: &'static str = "counter";
+    }
+    struct Impostor;
+    impl Service for Impostor {
+        const NAME: &'static str = "counter";
+    }
+
+    both_runtimes! {
+        async fn a_service_is_withdrawn_when_its_scope_ends() {
+            let root = Context::root();
+            let child = root.child_scope("provider");
+            child.context().unwrap().provide(Counter(7)).unwrap();
+            assert_eq!(root.get::<Counter>().unwrap().0, 7);
+            assert_eq!(root.service_names(), ["counter"]);
+            assert_eq!(root.live().services, 1);
+            child.dispose();
+            assert!(root.get::<Counter>().is_none());
+            assert_eq!(root.live().services, 0);
+            root.dispose();
+            assert!(root.live().is_zero());
+        }
+
+        async fn a_second_provider_of_the_same_name_is_refused() {
+            let root = Context::root();
+            root.provide(Counter(1)).unwrap();
+            let err = root.provide(Counter(2)).unwrap_err();
+            assert!(matches!(err, ServiceError::AlreadyProvided { .. }));
+            assert!(err.to_string().contains("already provided by scope 0 (root)"), "{err}");
+            assert_eq!(root.get::<Counter>().unwrap().0, 1);
+            root.dispose();
+            assert!(root.live().is_zero());
+        }
+
+        async fn a_service_of_another_type_under_the_name_is_reported() {
+            let root = Context::root();
+            root.provide_arc(Arc::new(Impostor)).unwrap();
+            let err = root.require::<Counter>().err().unwrap();
+            assert!(matches!(err, ServiceError::WrongType { .. }), "{err}");
+            root.dispose();
+        }
+
+        async fn providing_from_a_disposed_scope_fails_cleanly() {
+            let root = Context::root();
+            let child = root.child_scope("gone");
+            let ctx = child.context().unwrap();
+            child.dispose();
+            assert!(matches!(ctx.provide(Counter(1)), Err(ServiceError::ScopeGone { .. })));
+            assert!(root.get::<Counter>().is_none());
+            root.dispose();
+            assert!(root.live().is_zero());
+        }
     }
 }

@@ -18,8 +18,10 @@ struct TaskGuard(Weak<Shared>);
 
 impl Drop for TaskGuard {
     fn drop(&mut self) {
-        if let Some(shared) = self.0.upgrade() {
-            shared.counters.tasks.fetch_sub(1, Ordering::Relaxed);
+        if let Some(shared) = self.0.upgrade()
+            && shared.counters.tasks.fetch_sub(1, Ordering::AcqRel) == 1
+        {
+            shared.tasks_done_tx.send_replace(true);
         }
     }
 }
@@ -40,7 +42,9 @@ where
         return EffectHandle::inert();
     };
     let shared = &node.shared;
-    shared.counters.tasks.fetch_add(1, Ordering::Relaxed);
+    if shared.counters.tasks.fetch_add(1, Ordering::AcqRel) == 0 {
+        shared.tasks_done_tx.send_replace(false);
+    }
     let guard = TaskGuard(Arc::downgrade(shared));
     let weak = Arc::downgrade(node);
     let wrapped = async move {

@@ -134,3 +134,83 @@ impl Context {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use crate::EventError;
+    use crate::prelude::*;
+    use crate::testing::both_runtimes;
+
+    struct Build;
+    impl Waterfall for Build {
+        const NAME: &'static str = "test/build";
+        type Value = Vec<&'static str>;
+    }
+
+    both_runtimes! {
+        async fn each_listener_may_change_the_value_and_call_next() {
+            let root = Context::root();
+            let _ = root.on_waterfall::<Build, _, _>(Position::Back, |mut v, next| async move {
+                v.push("a");
+                next.run(v).await
+            });
+            let _ = root.on_waterfall::<Build, _, _>(Position::Back, |mut v, next| async move {
+                v.push("b");
+                let mut out = next.run(v).await;
+                out.push("after-b");
+                out
+            });
+            let out = root.waterfall::<Build>(vec!["start"]).await.unwrap();
+            assert_eq!(out, ["start", "a", "b", "after-b"]);
+            root.dispose();
+            assert!(root.live().is_zero());
+        }
+
+        async fn a_listener_that_returns_without_next_short_circuits_the_rest() {
+            let root = Context::root();
+            let ran = Arc::new(Mutex::new(Vec::new()));
+            let r = ran.clone();
+            let _ = root.on_waterfall::<Build, _, _>(Position::Back, move |_, _next| {
+                r.lock().unwrap().push("replacer");
+                async move { vec!["replacement"] }
+            });
+            let r = ran.clone();
+            let _ = root.on_waterfall::<Build, _, _>(Position::Back, move |v, next| {
+                r.lock().unwrap().push("later");
+                next.run(v)
+            });
+            let out = root.waterfall::<Build>(vec!["original"]).await.unwrap();
+            assert_eq!(out, ["replacement"]);
+            assert_eq!(*ran.lock().unwrap(), ["replacer"], "later listeners are skipped");
+            root.dispose();
+        }
+
+        async fn a_prepended_listener_runs_first_and_no_listener_returns_the_value() {
+            let root = Context::root();
+            assert_eq!(root.waterfall::<Build>(vec!["x"]).await.unwrap(), ["x"]);
+            let _ = root.on_waterfall::<Build, _, _>(Position::Back, |mut v, next| async move { v.push("back"); next.run(v).await });
+            let _ = root.on_waterfall::<Build, _, _>(Position::Front, |mut v, next| async move { v.push("front"); next.run(v).await });
+            assert_eq!(root.waterfall::<Build>(vec![]).await.unwrap(), ["front", "back"]);
+            root.dispose();
+        }
+
+        async fn a_panicking_waterfall_listener_is_an_error_naming_its_scope() {
+            let root = Context::root();
+            let _ = root.on_waterfall::<Build, _, _>(Position::Back, |v, next| next.run(v));
+            let child = root.child_scope("broken");
+            let _ = child.context().unwrap().on_waterfall::<Build, _, _>(Position::Back, |_v, _next| async move {
+                panic!("waterfall listener exploded")
+            });
+            let err = root.waterfall::<Build>(vec![]).await.unwrap_err();
+            let EventError::ListenerPanicked { plugin, message, event, .. } = err;
+            assert_eq!((plugin.as_str(), event), ("broken", "test/build"));
+            assert!(message.contains("exploded"));
+            assert_eq!(root.incidents().len(), 1);
+            child.dispose();
+            assert_eq!(root.waterfall::<Build>(vec!["ok"]).await.unwrap(), ["ok"]);
+            root.dispose();
+        }
+    }
+}
