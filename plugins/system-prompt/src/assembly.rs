@@ -1,0 +1,166 @@
+//! What `assemble()` produces: sections, the canonical tool list, variables, and the request
+//! header bytes derived from them.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::error::RenderError;
+use crate::render::interpolate;
+use crate::schema::{ScopeKey, ToolSchema, canonical_json};
+
+/// Who a prompt is assembled for.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct AssembleContext {
+    /// The registry scope (an agent's scope); `None` assembles the global view.
+    pub scope: Option<ScopeKey>,
+}
+
+impl AssembleContext {
+    /// The global view: no scope.
+    pub fn global() -> Self {
+        AssembleContext { scope: None }
+    }
+
+    /// The view of one registry scope.
+    pub fn scoped(scope: ScopeKey) -> Self {
+        AssembleContext { scope: Some(scope) }
+    }
+}
+
+/// One section after its text was resolved, before interpolation.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AssembledSection {
+    /// The section name.
+    pub name: String,
+    /// Its order.
+    pub order: f64,
+    /// The resolved text, `{{variables}}` not yet substituted.
+    pub text: String,
+}
+
+/// The result of `assemble()`; what `system-prompt/assemble` listeners see and may change.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PromptAssembly {
+    /// Sections in render order.
+    pub sections: Vec<AssembledSection>,
+    /// The model-facing tools, in canonical order (unless a listener changed it).
+    pub tools: Vec<ToolSchema>,
+    /// Registered variables; `None` means registered but without a value for this assembly.
+    pub variables: BTreeMap<String, Option<String>>,
+}
+
+/// Building the request header bytes failed.
+#[derive(Debug, thiserror::Error)]
+pub enum HeaderError {
+    /// The system prompt could not be rendered.
+    #[error(transparent)]
+    Render(#[from] RenderError),
+    /// Serializing the header failed (not expected for JSON values).
+    #[error("serializing the request header failed: {0}")]
+    Json(#[from] serde_json::Error),
+}
+
+/// The request header as hashed: field order fixed by this struct, empty fields absent (as the
+/// reference's `canonicalHeader` does).
+#[derive(Serialize)]
+struct RequestHeader<'a> {
+    #[serde(skip_serializing_if = "str::is_empty")]
+    system: &'a str,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<ToolSchema>,
+}
+
+impl PromptAssembly {
+    /// Interpolates variables, drops empty sections and joins the rest with a blank line.
+    ///
+    /// # Errors
+    /// A [`RenderError`] for a malformed, unknown or valueless variable reference.
+    pub fn render(&self) -> Result<String, RenderError> {
+        render(self)
+    }
+
+    /// The canonical JSON bytes of `{system, tools}`: what the model receives besides messages.
+    ///
+    /// Object keys inside tool parameters are sorted, so the bytes depend only on content.
+    ///
+    /// # Errors
+    /// [`HeaderError::Render`] when the system prompt does not render.
+    pub fn header_json(&self) -> Result<Vec<u8>, HeaderError> {
+        let system = self.render()?;
+        let tools = self
+            .tools
+            .iter()
+            .map(|t| ToolSchema {
+                name: t.name.clone(),
+                description: t.description.clone(),
+                parameters: canonical_json(&t.parameters),
+            })
+            .collect();
+        Ok(serde_json::to_vec(&RequestHeader {
+            system: &system,
+            tools,
+        })?)
+    }
+}
+
+/// Renders an assembly into the system prompt text (see [`PromptAssembly::render`]).
+///
+/// # Errors
+/// A [`RenderError`] for a malformed, unknown or valueless variable reference.
+pub fn render(assembly: &PromptAssembly) -> Result<String, RenderError> {
+    let mut parts = Vec::with_capacity(assembly.sections.len());
+    for section in &assembly.sections {
+        let text = interpolate(&section.text, &section.name, &assembly.variables)?;
+        if !text.is_empty() {
+            parts.push(text);
+        }
+    }
+    Ok(parts.join("\n\n"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn section(name: &str, text: &str) -> AssembledSection {
+        AssembledSection {
+            name: name.into(),
+            order: 0.0,
+            text: text.into(),
+        }
+    }
+
+    #[test]
+    fn empty_sections_are_dropped_and_the_rest_joined_by_a_blank_line() {
+        let mut assembly = PromptAssembly {
+            sections: vec![section("a", "one"), section("b", ""), section("c", "{{x}}")],
+            ..Default::default()
+        };
+        assembly.variables.insert("x".into(), Some(String::new()));
+        assembly.sections.push(section("d", "two"));
+        assert_eq!(render(&assembly).unwrap(), "one\n\ntwo");
+    }
+
+    #[test]
+    fn header_json_has_fixed_field_order_and_sorted_parameter_keys() {
+        let mut params = serde_json::Map::new();
+        params.insert("type".into(), "object".into());
+        params.insert("properties".into(), serde_json::json!({}));
+        let assembly = PromptAssembly {
+            sections: vec![section("a", "hi")],
+            tools: vec![ToolSchema {
+                name: "t".into(),
+                description: "d".into(),
+                parameters: serde_json::Value::Object(params),
+            }],
+            variables: BTreeMap::new(),
+        };
+        let bytes = assembly.header_json().unwrap();
+        assert_eq!(
+            String::from_utf8(bytes).unwrap(),
+            r#"{"system":"hi","tools":[{"name":"t","description":"d","parameters":{"properties":{},"type":"object"}}]}"#
+        );
+        assert_eq!(PromptAssembly::default().header_json().unwrap(), b"{}");
+    }
+}

@@ -1,0 +1,331 @@
+//! The canonical model-facing tool order.
+//!
+//! Tool order is part of the request bytes, so it must be a decision, not a residue of which
+//! plugin happened to register first. Without `toolOrder` the order is lexicographic by UTF-16
+//! code units (the reference system's order, locale independent). With `toolOrder`, listed tools
+//! take their listed positions and every unlisted tool goes, sorted, to the single
+//! [`TOOL_ORDER_REST`] entry. Nothing is ever dropped.
+//!
+//! # Determinism
+//! The output depends only on the set of schemas (and `toolOrder`), never on provider order,
+//! except that schemas sharing a name keep their input order (the assembly rejects those anyway).
+
+use std::cmp::Ordering;
+use std::collections::BTreeSet;
+
+use crate::error::{AssembleError, ToolOrderError};
+use crate::schema::ToolSchema;
+
+/// The `toolOrder` entry where every unlisted tool is inserted; reserved as a tool name.
+pub const TOOL_ORDER_REST: &str = "<unlisted-tools>";
+
+/// Compares two strings by their UTF-16 code units, as JavaScript's `<` and default sort do.
+///
+/// This differs from Rust's `str` order (by code point) only when one string has a character
+/// above U+FFFF (a surrogate pair, 0xD800..) where the other has one in U+E000..U+FFFF.
+pub fn compare_utf16(a: &str, b: &str) -> Ordering {
+    a.encode_utf16().cmp(b.encode_utf16())
+}
+
+/// A validated `toolOrder`: contains [`TOOL_ORDER_REST`] exactly once and no name twice.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolOrder {
+    entries: Vec<String>,
+}
+
+impl ToolOrder {
+    /// Validates a configured `toolOrder`.
+    ///
+    /// # Errors
+    /// [`ToolOrderError::Duplicate`] for a name (or the rest entry) listed twice;
+    /// [`ToolOrderError::MissingRest`] when the rest entry is absent (including for `[]`).
+    pub fn new(entries: Vec<String>) -> Result<ToolOrder, ToolOrderError> {
+        let mut seen = BTreeSet::new();
+        for entry in &entries {
+            if !seen.insert(entry.as_str()) {
+                return Err(ToolOrderError::Duplicate {
+                    name: entry.clone(),
+                });
+            }
+        }
+        if !seen.contains(TOOL_ORDER_REST) {
+            return Err(ToolOrderError::MissingRest);
+        }
+        Ok(ToolOrder { entries })
+    }
+
+    /// The entries, in configured order.
+    pub fn entries(&self) -> &[String] {
+        &self.entries
+    }
+}
+
+/// Sorts names (or anything with a name) by UTF-16 code units; stable.
+pub fn sort_by_name_utf16<T>(items: &mut [T], name: impl Fn(&T) -> &str) {
+    items.sort_by(|a, b| compare_utf16(name(a), name(b)));
+}
+
+/// Puts `tools` into the canonical order.
+///
+/// `known` is the pre-restriction universe of tool names `toolOrder` is validated against (a
+/// known but restricted tool is a legal absence; a typo is not).
+///
+/// # Errors
+/// [`AssembleError::ReservedToolName`] when a tool is named [`TOOL_ORDER_REST`] (checked even
+/// without `toolOrder`); [`AssembleError::UnregisteredToolOrder`] for listed names nobody knows.
+pub fn order_tools(
+    tools: Vec<ToolSchema>,
+    tool_order: Option<&ToolOrder>,
+    known: &BTreeSet<String>,
+) -> Result<Vec<ToolSchema>, AssembleError> {
+    if tools.iter().any(|t| t.name == TOOL_ORDER_REST) {
+        return Err(AssembleError::ReservedToolName);
+    }
+    let mut tools = tools;
+    let Some(order) = tool_order else {
+        sort_by_name_utf16(&mut tools, |t| &t.name);
+        return Ok(tools);
+    };
+    let missing: Vec<String> = order
+        .entries()
+        .iter()
+        .filter(|n| n.as_str() != TOOL_ORDER_REST && !known.contains(n.as_str()))
+        .cloned()
+        .collect();
+    if !missing.is_empty() {
+        let mut known: Vec<String> = known.iter().cloned().collect();
+        known.sort_by(|a, b| compare_utf16(a, b));
+        return Err(AssembleError::UnregisteredToolOrder { missing, known });
+    }
+    let listed: BTreeSet<&str> = order.entries().iter().map(String::as_str).collect();
+    let (mut rest, mut placed): (Vec<ToolSchema>, Vec<ToolSchema>) = tools
+        .into_iter()
+        .partition(|t| !listed.contains(t.name.as_str()));
+    sort_by_name_utf16(&mut rest, |t| &t.name);
+    let mut out = Vec::with_capacity(rest.len() + placed.len());
+    let mut rest = Some(rest);
+    for entry in order.entries() {
+        if entry == TOOL_ORDER_REST {
+            out.extend(rest.take().unwrap_or_default());
+        } else {
+            // Keep the input order of schemas sharing a name: a stable, total placement.
+            let (matching, others): (Vec<ToolSchema>, Vec<ToolSchema>) =
+                placed.into_iter().partition(|t| &t.name == entry);
+            out.extend(matching);
+            placed = others;
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn schema(name: &str) -> ToolSchema {
+        ToolSchema {
+            name: name.to_owned(),
+            description: String::new(),
+            parameters: serde_json::json!({"type": "object"}),
+        }
+    }
+
+    fn names(tools: &[ToolSchema]) -> Vec<&str> {
+        tools.iter().map(|t| t.name.as_str()).collect()
+    }
+
+    fn known(names: &[&str]) -> BTreeSet<String> {
+        names.iter().map(|n| (*n).to_owned()).collect()
+    }
+
+    fn order(entries: &[&str]) -> ToolOrder {
+        ToolOrder::new(entries.iter().map(|e| (*e).to_owned()).collect()).unwrap()
+    }
+
+    #[test]
+    fn the_rest_entry_is_the_reference_literal() {
+        assert_eq!(TOOL_ORDER_REST, "<unlisted-tools>");
+    }
+
+    #[test]
+    fn utf16_order_differs_from_str_order_above_the_bmp() {
+        // U+FF5E (fullwidth tilde) is one code unit 0xFF5E; U+1F600 is the pair 0xD83D 0xDE00.
+        let bmp = "\u{FF5E}";
+        let astral = "\u{1F600}";
+        assert_eq!(
+            bmp.cmp(astral),
+            Ordering::Less,
+            "Rust str order is by code point"
+        );
+        assert_eq!(compare_utf16(bmp, astral), Ordering::Greater);
+        let tools = vec![schema(bmp), schema(astral)];
+        let out = order_tools(tools, None, &known(&[])).unwrap();
+        assert_eq!(names(&out), [astral, bmp]);
+    }
+
+    #[test]
+    fn absent_tool_order_sorts_by_utf16_code_units() {
+        let out = order_tools(
+            vec![schema("charlie"), schema("alpha"), schema("bravo")],
+            None,
+            &known(&[]),
+        )
+        .unwrap();
+        assert_eq!(names(&out), ["alpha", "bravo", "charlie"]);
+    }
+
+    #[test]
+    fn listed_tools_take_their_positions_and_the_rest_goes_sorted_to_the_rest_entry() {
+        let tools = vec![
+            schema("bash"),
+            schema("echo_b"),
+            schema("todo_write"),
+            schema("echo_a"),
+        ];
+        let k = known(&["bash", "echo_b", "todo_write", "echo_a"]);
+        let out = order_tools(
+            tools,
+            Some(&order(&["todo_write", TOOL_ORDER_REST, "bash"])),
+            &k,
+        )
+        .unwrap();
+        assert_eq!(names(&out), ["todo_write", "echo_a", "echo_b", "bash"]);
+    }
+
+    #[test]
+    fn a_known_but_absent_listed_tool_contributes_nothing() {
+        let out = order_tools(
+            vec![schema("alpha")],
+            Some(&order(&["zulu", TOOL_ORDER_REST])),
+            &known(&["alpha", "zulu"]),
+        )
+        .unwrap();
+        assert_eq!(names(&out), ["alpha"]);
+    }
+
+    #[test]
+    fn an_unregistered_listed_name_is_rejected_naming_the_known_tools() {
+        let err = order_tools(
+            vec![schema("alpha")],
+            Some(&order(&["ghost", TOOL_ORDER_REST])),
+            &known(&["alpha"]),
+        )
+        .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "toolOrder lists unregistered tool \"ghost\"; known tools: alpha"
+        );
+        let err = order_tools(
+            vec![schema("todo_write"), schema("bash")],
+            Some(&order(&["ghost", TOOL_ORDER_REST, "wraith"])),
+            &known(&["todo_write", "bash"]),
+        )
+        .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "toolOrder lists unregistered tools \"ghost\", \"wraith\"; known tools: bash, todo_write"
+        );
+        let err = order_tools(
+            vec![],
+            Some(&order(&["ghost", TOOL_ORDER_REST])),
+            &known(&[]),
+        )
+        .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "toolOrder lists unregistered tool \"ghost\"; known tools: (none)"
+        );
+    }
+
+    #[test]
+    fn a_tool_named_like_the_rest_entry_is_rejected_with_or_without_tool_order() {
+        let expected = "tool provider returned reserved tool name \"<unlisted-tools>\" (reserved for toolOrder's rest entry)";
+        let err = order_tools(vec![schema(TOOL_ORDER_REST)], None, &known(&[])).unwrap_err();
+        assert_eq!(err.to_string(), expected);
+        let err = order_tools(
+            vec![schema(TOOL_ORDER_REST)],
+            Some(&order(&[TOOL_ORDER_REST])),
+            &known(&[TOOL_ORDER_REST]),
+        )
+        .unwrap_err();
+        assert_eq!(err.to_string(), expected);
+    }
+
+    #[test]
+    fn tool_order_without_the_rest_entry_is_rejected_including_the_empty_list() {
+        let expected = "toolOrder must contain the \"<unlisted-tools>\" rest entry (where unlisted tools are inserted)";
+        assert_eq!(ToolOrder::new(vec![]).unwrap_err().to_string(), expected);
+        assert_eq!(
+            ToolOrder::new(vec!["bash".into()]).unwrap_err().to_string(),
+            expected
+        );
+    }
+
+    #[test]
+    fn tool_order_with_a_duplicate_name_or_rest_entry_is_rejected() {
+        let err =
+            ToolOrder::new(vec!["bash".into(), TOOL_ORDER_REST.into(), "bash".into()]).unwrap_err();
+        assert_eq!(err.to_string(), "toolOrder lists \"bash\" more than once");
+        let err = ToolOrder::new(vec![TOOL_ORDER_REST.into(), TOOL_ORDER_REST.into()]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "toolOrder lists \"<unlisted-tools>\" more than once"
+        );
+    }
+
+    fn name_strategy() -> impl Strategy<Value = String> {
+        // Mix ASCII, BMP private-use/fullwidth (U+E000..U+FFFF) and astral characters, where
+        // UTF-16 and code-point orders disagree.
+        let ch = prop_oneof![
+            proptest::char::range('a', 'e'),
+            proptest::char::range('\u{E000}', '\u{E002}'),
+            proptest::char::range('\u{FF5C}', '\u{FF5F}'),
+            proptest::char::range('\u{1F600}', '\u{1F602}'),
+            proptest::char::range('\u{10000}', '\u{10001}'),
+            proptest::char::range('é', 'ê'),
+        ];
+        proptest::collection::vec(ch, 1..5).prop_map(|cs| cs.into_iter().collect())
+    }
+
+    proptest! {
+        #[test]
+        fn canonical_order_matches_a_sort_by_utf16_keys(
+            names in proptest::collection::btree_set(name_strategy(), 0..12),
+            shuffle in any::<u64>(),
+        ) {
+            let mut input: Vec<String> = names.iter().cloned().collect();
+            // A cheap seeded rotation + reversal so the input order is not already sorted.
+            if !input.is_empty() {
+                let len = input.len();
+                input.rotate_left((shuffle as usize) % len);
+                if shuffle & 1 == 1 { input.reverse(); }
+            }
+            let tools: Vec<ToolSchema> = input.iter().map(|n| schema(n)).collect();
+            let out = order_tools(tools, None, &BTreeSet::new()).unwrap();
+            let mut reference: Vec<(Vec<u16>, String)> =
+                names.iter().map(|n| (n.encode_utf16().collect(), n.clone())).collect();
+            reference.sort();
+            let expected: Vec<&str> = reference.iter().map(|(_, n)| n.as_str()).collect();
+            prop_assert_eq!(names_of(&out), expected);
+        }
+
+        #[test]
+        fn tool_order_never_drops_a_tool(
+            names in proptest::collection::btree_set(name_strategy(), 1..10),
+            pick in any::<u64>(),
+        ) {
+            let all: Vec<String> = names.iter().cloned().collect();
+            let listed = all[(pick as usize) % all.len()].clone();
+            let order = ToolOrder::new(vec![TOOL_ORDER_REST.into(), listed.clone()]).unwrap();
+            let tools: Vec<ToolSchema> = all.iter().rev().map(|n| schema(n)).collect();
+            let out = order_tools(tools, Some(&order), &names).unwrap();
+            prop_assert_eq!(out.len(), all.len());
+            prop_assert_eq!(&out.last().unwrap().name, &listed);
+        }
+    }
+
+    fn names_of(tools: &[ToolSchema]) -> Vec<&str> {
+        names(tools)
+    }
+}

@@ -1,0 +1,147 @@
+//! The `system-prompt` plugin: validates `toolOrder`, registers the persona section and provides
+//! the [`SystemPrompt`] service.
+
+use std::sync::Arc;
+
+use cordis_runtime::{BoxError, Context, Plugin};
+use serde::Deserialize;
+
+use crate::service::{Section, SystemPrompt};
+
+/// The persona section's name; always registered (possibly empty) so the name stays reserved.
+pub const PERSONA_SECTION: &str = "deployment:persona";
+/// The persona section's order.
+pub const PERSONA_ORDER: f64 = 0.0;
+
+/// Configuration of the `system-prompt` plugin.
+///
+/// `tool_order` stays an `Option`: absent means lexicographic order, while an explicit `[]` is a
+/// configured list without the rest entry and fails to load. The two must never be conflated.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct SystemPromptConfig {
+    /// The deployment persona (`deployment:persona`, order 0); may use `{{variables}}`.
+    #[serde(default)]
+    pub persona: Option<String>,
+    /// The explicit model-facing tool order; must contain `"<unlisted-tools>"` once.
+    #[serde(default)]
+    pub tool_order: Option<Vec<String>>,
+}
+
+/// The `system-prompt` plugin.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SystemPromptPlugin;
+
+impl Plugin for SystemPromptPlugin {
+    type Config = SystemPromptConfig;
+
+    fn name(&self) -> &str {
+        "system-prompt"
+    }
+
+    async fn apply(&self, ctx: Context, config: &SystemPromptConfig) -> Result<(), BoxError> {
+        let service = Arc::new(SystemPrompt::new(ctx.clone(), config.tool_order.clone())?);
+        let persona = config.persona.clone().unwrap_or_default();
+        let _ = service.section(
+            &ctx,
+            Section::fixed(PERSONA_SECTION, PERSONA_ORDER, persona),
+        )?;
+        let _ = ctx.provide_arc(service)?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use cordis_runtime::prelude::*;
+
+    use super::*;
+    use crate::assembly::AssembleContext;
+
+    fn parse(value: serde_json::Value) -> Result<SystemPromptConfig, serde_json::Error> {
+        serde_json::from_value(value)
+    }
+
+    #[test]
+    fn absent_and_empty_tool_order_stay_different_values() {
+        assert_eq!(parse(serde_json::json!({})).unwrap().tool_order, None);
+        assert_eq!(
+            parse(serde_json::json!({"toolOrder": []}))
+                .unwrap()
+                .tool_order,
+            Some(vec![])
+        );
+    }
+
+    #[test]
+    fn unknown_config_fields_are_rejected() {
+        let err = parse(serde_json::json!({"tool_order": ["x"]})).unwrap_err();
+        assert!(
+            err.to_string().contains("unknown field `tool_order`"),
+            "{err}"
+        );
+    }
+
+    #[tokio::test]
+    async fn an_invalid_tool_order_fails_the_plugin_load() {
+        let root = Context::root();
+        let config = SystemPromptConfig {
+            tool_order: Some(vec![]),
+            ..Default::default()
+        };
+        let handle = root.plugin(SystemPromptPlugin, config);
+        assert_eq!(handle.settled().await, ScopeStatus::Failed);
+        assert_eq!(
+            handle.failure().unwrap().to_string(),
+            "toolOrder must contain the \"<unlisted-tools>\" rest entry (where unlisted tools are inserted)"
+        );
+        assert!(root.get::<SystemPrompt>().is_none());
+        let config = SystemPromptConfig {
+            tool_order: Some(vec!["a".into(), "<unlisted-tools>".into(), "a".into()]),
+            ..Default::default()
+        };
+        let handle = root.plugin(SystemPromptPlugin, config);
+        assert_eq!(handle.settled().await, ScopeStatus::Failed);
+        assert_eq!(
+            handle.failure().unwrap().to_string(),
+            "toolOrder lists \"a\" more than once"
+        );
+        root.dispose();
+        assert!(root.live().is_zero());
+    }
+
+    #[tokio::test]
+    async fn the_persona_section_renders_at_order_zero_and_unwinds_with_the_plugin() {
+        let root = Context::root();
+        let handle = root.plugin(
+            SystemPromptPlugin,
+            SystemPromptConfig {
+                persona: Some("You are {{name}}.".into()),
+                tool_order: None,
+            },
+        );
+        assert_eq!(handle.settled().await, ScopeStatus::Active);
+        let sp = root.get::<SystemPrompt>().unwrap();
+        let _ = sp.variable(&root, "name", |_| Some("Ada".into())).unwrap();
+        let _ = sp
+            .section(
+                &root,
+                Section::fixed("harness:identity", -100.0, "Harness."),
+            )
+            .unwrap();
+        let assembly = sp.assemble(AssembleContext::global()).await.unwrap();
+        assert_eq!(assembly.sections[1].name, PERSONA_SECTION);
+        assert_eq!(assembly.render().unwrap(), "Harness.\n\nYou are Ada.");
+        let err = sp
+            .section(&root, Section::fixed(PERSONA_SECTION, 5.0, "x"))
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "prompt section \"deployment:persona\" is already registered"
+        );
+        handle.dispose();
+        assert!(root.get::<SystemPrompt>().is_none());
+        root.dispose();
+        assert!(root.live().is_zero());
+    }
+}

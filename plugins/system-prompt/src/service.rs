@@ -1,0 +1,671 @@
+//! The `system-prompt` service: sections, variables and tool providers, each registration an
+//! effect of the registering scope, and `assemble()`.
+//!
+//! # Determinism
+//! Sections sort by `order`, ties by name (UTF-16 code units) — beyond the reference, which keeps
+//! registration order for ties — and tools take the canonical order (see `order.rs`) before the
+//! `system-prompt/assemble` waterfall, so nothing before that seam depends on registration order.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+
+use cordis_runtime::{Context, EffectHandle, Event, Service, Waterfall};
+
+use crate::assembly::{AssembleContext, AssembledSection, PromptAssembly};
+use crate::error::{AssembleError, RegisterError, ToolOrderError};
+use crate::order::{ToolOrder, compare_utf16, order_tools};
+use crate::render::is_variable_name;
+use crate::schema::ToolSchema;
+
+/// Computes a section's text for one assembly.
+pub type SectionFn = Arc<dyn Fn(&AssembleContext) -> String + Send + Sync>;
+/// Computes a variable's value for one assembly; `None` = no value (an error if referenced).
+pub type VariableFn = Arc<dyn Fn(&AssembleContext) -> Option<String> + Send + Sync>;
+/// Offers tools for one assembly.
+pub type ToolProviderFn = Arc<dyn Fn(&AssembleContext) -> ToolProviderResult + Send + Sync>;
+
+/// The text of a section: fixed, or computed per assembly.
+#[derive(Clone)]
+pub enum SectionText {
+    /// The same text every time.
+    Static(String),
+    /// Text computed from the assembly context.
+    Dynamic(SectionFn),
+}
+
+impl fmt::Debug for SectionText {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SectionText::Static(s) => f.debug_tuple("Static").field(s).finish(),
+            SectionText::Dynamic(_) => f.write_str("Dynamic(..)"),
+        }
+    }
+}
+
+/// A named, ordered piece of the system prompt.
+#[derive(Debug, Clone)]
+pub struct Section {
+    /// Unique name (`deployment:persona`, `tools:bash`).
+    pub name: String,
+    /// Position; lower renders earlier. Must be finite.
+    pub order: f64,
+    /// The text.
+    pub text: SectionText,
+}
+
+impl Section {
+    /// A section with fixed text.
+    pub fn fixed(name: impl Into<String>, order: f64, text: impl Into<String>) -> Self {
+        Section {
+            name: name.into(),
+            order,
+            text: SectionText::Static(text.into()),
+        }
+    }
+
+    /// A section whose text is computed per assembly.
+    pub fn dynamic(
+        name: impl Into<String>,
+        order: f64,
+        text: impl Fn(&AssembleContext) -> String + Send + Sync + 'static,
+    ) -> Self {
+        Section {
+            name: name.into(),
+            order,
+            text: SectionText::Dynamic(Arc::new(text)),
+        }
+    }
+}
+
+/// What a tool provider offers for one assembly.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ToolProviderResult {
+    /// The schemas the model may see.
+    pub schemas: Vec<ToolSchema>,
+    /// The pre-restriction names `toolOrder` is validated against; `None` = the schemas' names.
+    pub known_names: Option<Vec<String>>,
+}
+
+/// The `system-prompt/assemble` waterfall: listeners see the canonical assembly and may change it.
+///
+/// What a listener adds is not re-sorted; a listener owns the determinism of what it emits.
+pub struct SystemPromptAssemble;
+
+/// The value flowing through [`SystemPromptAssemble`].
+#[derive(Debug, Clone)]
+pub struct AssembleValue {
+    /// The assembly so far.
+    pub assembly: PromptAssembly,
+    /// Who it is assembled for.
+    pub context: AssembleContext,
+}
+
+impl Waterfall for SystemPromptAssemble {
+    const NAME: &'static str = "system-prompt/assemble";
+    type Value = AssembleValue;
+}
+
+/// Emitted when a section, variable or tool provider is added or removed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SystemPromptChange {
+    /// `section`, `variable` or `tool provider`.
+    pub what: &'static str,
+    /// The section or variable name (empty for tool providers).
+    pub name: String,
+    /// True when added, false when removed.
+    pub added: bool,
+}
+
+impl Event for SystemPromptChange {
+    const NAME: &'static str = "system-prompt/change";
+    type Output = ();
+}
+
+struct SectionEntry {
+    id: u64,
+    order: f64,
+    text: SectionText,
+}
+
+#[derive(Default)]
+struct State {
+    next_id: u64,
+    sections: BTreeMap<String, SectionEntry>,
+    variables: BTreeMap<String, (u64, VariableFn)>,
+    /// Keyed by registration id; the order only affects error reporting, never the output.
+    providers: BTreeMap<u64, ToolProviderFn>,
+}
+
+impl State {
+    fn next(&mut self) -> u64 {
+        self.next_id += 1;
+        self.next_id
+    }
+}
+
+fn lock(m: &Mutex<State>) -> MutexGuard<'_, State> {
+    // Only our own panic-free bookkeeping runs under this lock, so poison carries no meaning.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The system-prompt assembly service.
+pub struct SystemPrompt {
+    ctx: Context,
+    tool_order: Option<ToolOrder>,
+    state: Arc<Mutex<State>>,
+}
+
+impl Service for SystemPrompt {
+    const NAME: &'static str = "system-prompt";
+}
+
+impl fmt::Debug for SystemPrompt {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SystemPrompt")
+            .field("tool_order", &self.tool_order)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SystemPrompt {
+    /// Creates the service; `ctx` is the scope that owns it (waterfalls and events go through it).
+    ///
+    /// # Errors
+    /// A [`ToolOrderError`] when `tool_order` has no rest entry or lists a name twice.
+    pub fn new(ctx: Context, tool_order: Option<Vec<String>>) -> Result<Self, ToolOrderError> {
+        let tool_order = tool_order.map(ToolOrder::new).transpose()?;
+        Ok(SystemPrompt {
+            ctx,
+            tool_order,
+            state: Arc::new(Mutex::new(State::default())),
+        })
+    }
+
+    /// The validated `toolOrder`, if configured.
+    pub fn tool_order(&self) -> Option<&ToolOrder> {
+        self.tool_order.as_ref()
+    }
+
+    /// Registers a section as an effect of `ctx`'s scope.
+    ///
+    /// # Errors
+    /// Empty or duplicate name, non-finite order, or a dead scope.
+    pub fn section(&self, ctx: &Context, section: Section) -> Result<EffectHandle, RegisterError> {
+        let Section { name, order, text } = section;
+        if name.is_empty() {
+            return Err(RegisterError::EmptySectionName);
+        }
+        if !order.is_finite() {
+            return Err(RegisterError::NonFiniteOrder { name });
+        }
+        self.live(ctx, "section", &name)?;
+        let id = {
+            let mut st = lock(&self.state);
+            if st.sections.contains_key(&name) {
+                return Err(RegisterError::DuplicateSection { name });
+            }
+            let id = st.next();
+            st.sections
+                .insert(name.clone(), SectionEntry { id, order, text });
+            id
+        };
+        let undo_name = name.clone();
+        Ok(self.finish(ctx, "section", name, move |st| {
+            if st.sections.get(&undo_name).is_some_and(|e| e.id == id) {
+                st.sections.remove(&undo_name);
+            }
+        }))
+    }
+
+    /// Registers a variable `{{name}}` as an effect of `ctx`'s scope.
+    ///
+    /// # Errors
+    /// A name not matching `^[a-z][a-z0-9_]*$`, a duplicate, or a dead scope.
+    pub fn variable(
+        &self,
+        ctx: &Context,
+        name: &str,
+        value: impl Fn(&AssembleContext) -> Option<String> + Send + Sync + 'static,
+    ) -> Result<EffectHandle, RegisterError> {
+        if !is_variable_name(name) {
+            return Err(RegisterError::InvalidVariableName {
+                name: name.to_owned(),
+            });
+        }
+        self.live(ctx, "variable", name)?;
+        let id = {
+            let mut st = lock(&self.state);
+            if st.variables.contains_key(name) {
+                return Err(RegisterError::DuplicateVariable {
+                    name: name.to_owned(),
+                });
+            }
+            let id = st.next();
+            st.variables.insert(name.to_owned(), (id, Arc::new(value)));
+            id
+        };
+        let undo_name = name.to_owned();
+        Ok(self.finish(ctx, "variable", name.to_owned(), move |st| {
+            if st.variables.get(&undo_name).is_some_and(|(i, _)| *i == id) {
+                st.variables.remove(&undo_name);
+            }
+        }))
+    }
+
+    /// Registers a tool provider as an effect of `ctx`'s scope.
+    ///
+    /// # Errors
+    /// [`RegisterError::ScopeGone`] when `ctx`'s scope is no longer live.
+    pub fn tools(
+        &self,
+        ctx: &Context,
+        provider: impl Fn(&AssembleContext) -> ToolProviderResult + Send + Sync + 'static,
+    ) -> Result<EffectHandle, RegisterError> {
+        self.live(ctx, "tool provider", "")?;
+        let id = {
+            let mut st = lock(&self.state);
+            let id = st.next();
+            st.providers.insert(id, Arc::new(provider));
+            id
+        };
+        Ok(self.finish(ctx, "tool provider", String::new(), move |st| {
+            st.providers.remove(&id);
+        }))
+    }
+
+    fn live(&self, ctx: &Context, what: &'static str, name: &str) -> Result<(), RegisterError> {
+        if ctx.is_live() {
+            Ok(())
+        } else {
+            Err(RegisterError::ScopeGone {
+                what,
+                name: name.to_owned(),
+            })
+        }
+    }
+
+    /// Files the undo as an effect of `ctx`'s scope, then announces the change. The undo is
+    /// registered before the event, so a panicking listener cannot leak the registration.
+    fn finish(
+        &self,
+        ctx: &Context,
+        what: &'static str,
+        name: String,
+        undo: impl FnOnce(&mut State) + Send + 'static,
+    ) -> EffectHandle {
+        let weak: Weak<Mutex<State>> = Arc::downgrade(&self.state);
+        let events = self.ctx.clone();
+        let undo_name = name.clone();
+        let handle = ctx.effect(format!("system-prompt {what}"), move || {
+            if let Some(state) = weak.upgrade() {
+                undo(&mut lock(&state));
+                events.emit(SystemPromptChange {
+                    what,
+                    name: undo_name,
+                    added: false,
+                });
+            }
+        });
+        self.ctx.emit(SystemPromptChange {
+            what,
+            name,
+            added: true,
+        });
+        handle
+    }
+
+    /// Assembles the prompt for `context`: resolved sections in order, the canonical tool list,
+    /// variables; then runs the `system-prompt/assemble` waterfall over it.
+    ///
+    /// # Errors
+    /// [`AssembleError`] for a reserved or duplicate tool name, a `toolOrder` entry nobody
+    /// knows, a panicking callback, or a panicking waterfall listener.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: nothing is registered or changed.
+    pub async fn assemble(
+        &self,
+        context: AssembleContext,
+    ) -> Result<PromptAssembly, AssembleError> {
+        let assembly = self.initial(&context)?;
+        let out = self
+            .ctx
+            .waterfall::<SystemPromptAssemble>(AssembleValue { assembly, context })
+            .await?;
+        Ok(out.assembly)
+    }
+
+    /// The assembly before the waterfall (canonical tools, sorted sections).
+    ///
+    /// # Errors
+    /// As [`SystemPrompt::assemble`], minus the waterfall.
+    pub fn initial(&self, context: &AssembleContext) -> Result<PromptAssembly, AssembleError> {
+        // Snapshot under the lock, call user code without it (a callback may register things).
+        let (sections, variables, providers) = {
+            let st = lock(&self.state);
+            let sections: Vec<(String, f64, SectionText)> = st
+                .sections
+                .iter()
+                .map(|(n, e)| (n.clone(), e.order, e.text.clone()))
+                .collect();
+            let variables: Vec<(String, VariableFn)> = st
+                .variables
+                .iter()
+                .map(|(n, (_, f))| (n.clone(), f.clone()))
+                .collect();
+            let providers: Vec<ToolProviderFn> = st.providers.values().cloned().collect();
+            (sections, variables, providers)
+        };
+
+        let mut assembled = Vec::with_capacity(sections.len());
+        for (name, order, text) in sections {
+            let text = match text {
+                SectionText::Static(s) => s,
+                SectionText::Dynamic(f) => guarded(&format!("section \"{name}\""), || f(context))?,
+            };
+            assembled.push(AssembledSection { name, order, text });
+        }
+        assembled.sort_by(|a, b| {
+            a.order
+                .partial_cmp(&b.order)
+                .unwrap_or(std::cmp::Ordering::Equal)
+                .then_with(|| compare_utf16(&a.name, &b.name))
+        });
+
+        let mut tools = Vec::new();
+        let mut known = BTreeSet::new();
+        let mut seen = BTreeSet::new();
+        for provider in providers {
+            let result = guarded("tool provider", || provider(context))?;
+            match result.known_names {
+                Some(names) => known.extend(names),
+                None => known.extend(result.schemas.iter().map(|s| s.name.clone())),
+            }
+            for schema in result.schemas {
+                if !seen.insert(schema.name.clone()) {
+                    return Err(AssembleError::DuplicateTool { name: schema.name });
+                }
+                tools.push(schema);
+            }
+        }
+        let tools = order_tools(tools, self.tool_order.as_ref(), &known)?;
+
+        let mut values = BTreeMap::new();
+        for (name, f) in variables {
+            let value = guarded(&format!("variable \"{name}\""), || f(context))?;
+            values.insert(name, value);
+        }
+        Ok(PromptAssembly {
+            sections: assembled,
+            tools,
+            variables: values,
+        })
+    }
+}
+
+/// Runs a user callback, turning a panic into an [`AssembleError`] instead of unwinding the caller.
+fn guarded<T>(what: &str, f: impl FnOnce() -> T) -> Result<T, AssembleError> {
+    catch_unwind(AssertUnwindSafe(f)).map_err(|payload| AssembleError::CallbackPanicked {
+        what: what.to_owned(),
+        message: panic_text(&*payload),
+    })
+}
+
+/// The text of a panic payload.
+pub(crate) fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&'static str>() {
+        (*s).to_owned()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "panic with a non-string payload".to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex as StdMutex;
+
+    use cordis_runtime::Position;
+
+    use super::*;
+    use crate::order::TOOL_ORDER_REST;
+
+    fn schema(name: &str) -> ToolSchema {
+        ToolSchema {
+            name: name.to_owned(),
+            description: format!("{name} tool"),
+            parameters: serde_json::json!({"type": "object"}),
+        }
+    }
+
+    fn provider(names: &[&str]) -> impl Fn(&AssembleContext) -> ToolProviderResult + use<> {
+        let schemas: Vec<ToolSchema> = names.iter().map(|n| schema(n)).collect();
+        move |_| ToolProviderResult {
+            schemas: schemas.clone(),
+            known_names: None,
+        }
+    }
+
+    fn names(assembly: &PromptAssembly) -> Vec<&str> {
+        assembly.tools.iter().map(|t| t.name.as_str()).collect()
+    }
+
+    fn service(root: &Context, tool_order: Option<&[&str]>) -> SystemPrompt {
+        SystemPrompt::new(
+            root.clone(),
+            tool_order.map(|o| o.iter().map(|s| (*s).to_owned()).collect()),
+        )
+        .unwrap()
+    }
+
+    #[tokio::test]
+    async fn forward_and_reverse_provider_registration_assemble_identically() {
+        let root = Context::root();
+        let forward = service(&root, None);
+        let _ = forward.tools(&root, provider(&["zulu"])).unwrap();
+        let _ = forward.tools(&root, provider(&["alpha"])).unwrap();
+        let backward = service(&root, None);
+        let _ = backward.tools(&root, provider(&["alpha"])).unwrap();
+        let _ = backward.tools(&root, provider(&["zulu"])).unwrap();
+        let a = forward.assemble(AssembleContext::global()).await.unwrap();
+        let b = backward.assemble(AssembleContext::global()).await.unwrap();
+        assert_eq!(names(&a), ["alpha", "zulu"]);
+        assert_eq!(a.header_json().unwrap(), b.header_json().unwrap());
+        root.dispose();
+    }
+
+    #[tokio::test]
+    async fn a_configured_tool_order_places_listed_tools_and_the_rest() {
+        let root = Context::root();
+        let sp = service(&root, Some(&["todo_write", TOOL_ORDER_REST, "bash"]));
+        let _ = sp.tools(&root, provider(&["bash", "echo_b"])).unwrap();
+        let _ = sp
+            .tools(&root, provider(&["todo_write", "echo_a"]))
+            .unwrap();
+        let a = sp.assemble(AssembleContext::global()).await.unwrap();
+        assert_eq!(names(&a), ["todo_write", "echo_a", "echo_b", "bash"]);
+        root.dispose();
+    }
+
+    #[tokio::test]
+    async fn every_assemble_rejects_an_unregistered_listed_tool() {
+        let root = Context::root();
+        let sp = service(&root, Some(&["ghost", TOOL_ORDER_REST]));
+        let _ = sp.tools(&root, provider(&["alpha"])).unwrap();
+        for _ in 0..2 {
+            let err = sp.assemble(AssembleContext::global()).await.unwrap_err();
+            assert_eq!(
+                err.to_string(),
+                "toolOrder lists unregistered tool \"ghost\"; known tools: alpha"
+            );
+        }
+        // A provider may declare a name known (e.g. restricted away in this scope): legal absence.
+        let _ = sp
+            .tools(&root, |_| ToolProviderResult {
+                schemas: vec![],
+                known_names: Some(vec!["ghost".into()]),
+            })
+            .unwrap();
+        let a = sp.assemble(AssembleContext::global()).await.unwrap();
+        assert_eq!(names(&a), ["alpha"]);
+        root.dispose();
+    }
+
+    #[tokio::test]
+    async fn a_provider_returning_the_rest_entry_fails_the_assembly() {
+        let root = Context::root();
+        let sp = service(&root, None);
+        let _ = sp.tools(&root, provider(&[TOOL_ORDER_REST])).unwrap();
+        let err = sp.assemble(AssembleContext::global()).await.unwrap_err();
+        assert_eq!(err, AssembleError::ReservedToolName);
+        root.dispose();
+    }
+
+    #[tokio::test]
+    async fn two_providers_offering_one_name_fail_the_assembly_naming_it() {
+        let root = Context::root();
+        let sp = service(&root, None);
+        let _ = sp.tools(&root, provider(&["bash", "alpha"])).unwrap();
+        let _ = sp.tools(&root, provider(&["bash"])).unwrap();
+        let err = sp.assemble(AssembleContext::global()).await.unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "tool \"bash\" is offered by more than one tool provider"
+        );
+        root.dispose();
+    }
+
+    #[tokio::test]
+    async fn the_waterfall_sees_the_canonical_list_and_an_appended_tool_stays_last() {
+        let root = Context::root();
+        let sp = service(&root, None);
+        let _ = sp.tools(&root, provider(&["zulu", "alpha"])).unwrap();
+        let seen = Arc::new(StdMutex::new(Vec::new()));
+        let s = seen.clone();
+        let _ =
+            root.on_waterfall::<SystemPromptAssemble, _, _>(Position::Back, move |mut v, next| {
+                s.lock()
+                    .unwrap()
+                    .extend(v.assembly.tools.iter().map(|t| t.name.clone()));
+                v.assembly.tools.push(schema("aardvark"));
+                next.run(v)
+            });
+        let a = sp.assemble(AssembleContext::global()).await.unwrap();
+        assert_eq!(*seen.lock().unwrap(), ["alpha", "zulu"]);
+        assert_eq!(names(&a), ["alpha", "zulu", "aardvark"]);
+        root.dispose();
+    }
+
+    #[tokio::test]
+    async fn a_panicking_waterfall_listener_fails_the_assembly() {
+        let root = Context::root();
+        let sp = service(&root, None);
+        let _ = root
+            .on_waterfall::<SystemPromptAssemble, _, _>(Position::Back, |_v, _next| async {
+                panic!("listener broke")
+            });
+        let err = sp.assemble(AssembleContext::global()).await.unwrap_err();
+        assert!(err.to_string().contains("listener broke"), "{err}");
+        root.dispose();
+    }
+
+    #[tokio::test]
+    async fn sections_sort_by_order_then_by_utf16_name_regardless_of_registration_order() {
+        let root = Context::root();
+        let forward = service(&root, None);
+        let backward = service(&root, None);
+        let sections = [
+            Section::fixed("b", 1.0, "B"),
+            Section::fixed("\u{FF5E}", 1.0, "Tilde"),
+            Section::fixed("\u{1F600}", 1.0, "Smile"),
+            Section::fixed("a", 1.0, "A"),
+            Section::fixed("z", -1.0, "Z"),
+            Section::dynamic("scope", 2.0, |c: &AssembleContext| format!("{:?}", c.scope)),
+        ];
+        for s in sections.iter().cloned() {
+            let _ = forward.section(&root, s).unwrap();
+        }
+        for s in sections.iter().rev().cloned() {
+            let _ = backward.section(&root, s).unwrap();
+        }
+        let a = forward.assemble(AssembleContext::global()).await.unwrap();
+        let b = backward.assemble(AssembleContext::global()).await.unwrap();
+        assert_eq!(a.render().unwrap(), "Z\n\nA\n\nB\n\nSmile\n\nTilde\n\nNone");
+        assert_eq!(a, b);
+        root.dispose();
+    }
+
+    #[tokio::test]
+    async fn section_and_variable_registrations_are_validated() {
+        let root = Context::root();
+        let sp = service(&root, None);
+        let err = sp
+            .section(&root, Section::fixed("x", f64::NAN, ""))
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "prompt section \"x\" order must be a finite number"
+        );
+        assert_eq!(
+            sp.section(&root, Section::fixed("", 0.0, "")).unwrap_err(),
+            RegisterError::EmptySectionName
+        );
+        let err = sp.variable(&root, "Model", |_| None).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "invalid prompt variable name \"Model\" (must match /^[a-z][a-z0-9_]*$/)"
+        );
+        let _ = sp.variable(&root, "model", |_| None).unwrap();
+        let err = sp.variable(&root, "model", |_| None).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "prompt variable \"model\" is already registered"
+        );
+        root.dispose();
+    }
+
+    #[tokio::test]
+    async fn disposing_the_registering_scope_removes_its_sections_and_providers() {
+        let root = Context::root();
+        let sp = service(&root, None);
+        let child = root.child_scope("plugin");
+        let cctx = child.context().unwrap();
+        let _ = sp.section(&cctx, Section::fixed("s", 1.0, "text")).unwrap();
+        let _ = sp.tools(&cctx, provider(&["alpha"])).unwrap();
+        let _ = sp.variable(&cctx, "v", |_| Some("x".into())).unwrap();
+        let a = sp.assemble(AssembleContext::global()).await.unwrap();
+        assert_eq!(
+            (a.sections.len(), a.tools.len(), a.variables.len()),
+            (1, 1, 1)
+        );
+        child.dispose();
+        let a = sp.assemble(AssembleContext::global()).await.unwrap();
+        assert_eq!(a, PromptAssembly::default());
+        let err = sp
+            .section(&cctx, Section::fixed("late", 0.0, ""))
+            .unwrap_err();
+        assert!(matches!(err, RegisterError::ScopeGone { .. }), "{err}");
+        root.dispose();
+        assert!(root.live().is_zero());
+    }
+
+    #[tokio::test]
+    async fn a_panicking_provider_fails_the_assembly_instead_of_unwinding() {
+        let root = Context::root();
+        let sp = service(&root, None);
+        let _ = sp
+            .tools(&root, |_| -> ToolProviderResult {
+                panic!("provider broke")
+            })
+            .unwrap();
+        let err = sp.assemble(AssembleContext::global()).await.unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "prompt tool provider panicked during assembly: provider broke"
+        );
+        root.dispose();
+    }
+}

@@ -1,0 +1,189 @@
+//! Tool definitions, calls and results.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use cordis_system_prompt::{ScopeKey, ToolSchema};
+use futures_util::future::BoxFuture;
+use serde::{Deserialize, Serialize};
+
+use crate::error::RegisterError;
+
+/// What a handler learns about the call besides its arguments.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolCallContext {
+    /// The call id the model (or loop) gave.
+    pub call_id: String,
+    /// The scope the call was dispatched for; `None` for a global call.
+    pub scope: Option<ScopeKey>,
+}
+
+/// A successful tool output.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolOutput {
+    /// The content returned to the model.
+    pub content: serde_json::Value,
+}
+
+impl ToolOutput {
+    /// An output with `content`.
+    pub fn new(content: impl Into<serde_json::Value>) -> Self {
+        ToolOutput {
+            content: content.into(),
+        }
+    }
+}
+
+/// A tool's async handler: arguments and call context in, output or an error message out.
+pub type ToolHandler = Arc<
+    dyn Fn(serde_json::Value, ToolCallContext) -> BoxFuture<'static, Result<ToolOutput, String>>
+        + Send
+        + Sync,
+>;
+
+/// A tool: its schema, its handler and an optional timeout.
+#[derive(Clone)]
+pub struct ToolDefinition {
+    /// The model-facing schema.
+    pub schema: ToolSchema,
+    /// Runs a call.
+    pub handler: ToolHandler,
+    /// Fails a call that runs longer.
+    pub timeout: Option<Duration>,
+}
+
+impl fmt::Debug for ToolDefinition {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolDefinition")
+            .field("schema", &self.schema)
+            .field("timeout", &self.timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ToolDefinition {
+    /// A definition from a schema and an async function.
+    pub fn new<F, Fut>(schema: ToolSchema, handler: F) -> Self
+    where
+        F: Fn(serde_json::Value, ToolCallContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<ToolOutput, String>> + Send + 'static,
+    {
+        ToolDefinition {
+            schema,
+            handler: Arc::new(move |args, cx| Box::pin(handler(args, cx))),
+            timeout: None,
+        }
+    }
+
+    /// Sets the timeout.
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// The tool name.
+    pub fn name(&self) -> &str {
+        &self.schema.name
+    }
+
+    /// Checks the name and the parameters schema.
+    ///
+    /// # Errors
+    /// A [`RegisterError`] for an empty or reserved name, a parameters value that is not a
+    /// `"type": "object"` schema, or a zero timeout.
+    pub fn validate(&self) -> Result<(), RegisterError> {
+        let name = self.name();
+        if name.is_empty() {
+            return Err(RegisterError::EmptyName);
+        }
+        if name == crate::RUN_CODE {
+            return Err(RegisterError::ReservedRunCode);
+        }
+        if name == cordis_system_prompt::TOOL_ORDER_REST {
+            return Err(RegisterError::ReservedRest);
+        }
+        let is_object_schema = self
+            .schema
+            .parameters
+            .as_object()
+            .is_some_and(|o| o.get("type").and_then(|t| t.as_str()) == Some("object"));
+        if !is_object_schema {
+            return Err(RegisterError::InvalidParameters {
+                name: name.to_owned(),
+            });
+        }
+        if self.timeout.is_some_and(|t| t.is_zero()) {
+            return Err(RegisterError::ZeroTimeout {
+                name: name.to_owned(),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// One tool call to execute.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// The call id.
+    pub call_id: String,
+    /// The tool name.
+    pub name: String,
+    /// Parsed arguments (or the raw string when unparsable).
+    pub arguments: serde_json::Value,
+}
+
+/// Error codes of a failed call's result.
+pub mod codes {
+    /// No visible tool of that name (unknown, or restricted away for this scope).
+    pub const UNKNOWN_TOOL: &str = "UNKNOWN_TOOL";
+    /// Denied by `tools/pre-execute` or a guard.
+    pub const DENIED: &str = "DENIED";
+    /// The handler returned an error.
+    pub const TOOL_ERROR: &str = "TOOL_ERROR";
+    /// The handler panicked.
+    pub const TOOL_PANICKED: &str = "TOOL_PANICKED";
+    /// The handler did not finish within its timeout.
+    pub const TOOL_TIMEOUT: &str = "TOOL_TIMEOUT";
+    /// A pipeline listener panicked.
+    pub const INTERNAL: &str = "INTERNAL";
+}
+
+/// The result of one call; failures are results with `is_error`, never a bare `Err`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolResult {
+    /// The call id.
+    pub call_id: String,
+    /// The tool name.
+    pub name: String,
+    /// Output content, or the error message as a JSON string.
+    pub content: serde_json::Value,
+    /// True for failures.
+    pub is_error: bool,
+    /// One of [`codes`] for failures.
+    pub code: Option<String>,
+}
+
+impl ToolResult {
+    /// A successful result.
+    pub fn ok(call: &ToolCall, content: serde_json::Value) -> Self {
+        ToolResult {
+            call_id: call.call_id.clone(),
+            name: call.name.clone(),
+            content,
+            is_error: false,
+            code: None,
+        }
+    }
+
+    /// A failed result with `code` and `message`.
+    pub fn error(call: &ToolCall, code: &str, message: impl Into<String>) -> Self {
+        ToolResult {
+            call_id: call.call_id.clone(),
+            name: call.name.clone(),
+            content: serde_json::Value::String(message.into()),
+            is_error: true,
+            code: Some(code.to_owned()),
+        }
+    }
+}

@@ -1,0 +1,323 @@
+//! Executing a call: `tools/pre-execute` (may deny) → guards (may deny) → dispatch (timeout,
+//! panic containment) → `tools/post-execute`.
+//!
+//! Every failure becomes an error [`ToolResult`]; `execute` never panics and never returns `Err`,
+//! because the agent loop must always be able to hand the model a result for each call.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use cordis_runtime::Waterfall;
+use cordis_system_prompt::ScopeKey;
+use futures_util::FutureExt;
+
+use crate::definition::{ToolCall, ToolCallContext, ToolResult, codes};
+use crate::registry::ToolRegistry;
+
+/// What a `tools/pre-execute` listener decides.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Decision {
+    /// Go on.
+    #[default]
+    Allow,
+    /// Stop with this reason.
+    Deny(String),
+}
+
+/// The `tools/pre-execute` waterfall: listeners may rewrite the call or deny it.
+pub struct ToolsPreExecute;
+
+/// The value flowing through [`ToolsPreExecute`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct PreExecute {
+    /// The call (listeners may rewrite its arguments).
+    pub call: ToolCall,
+    /// The scope it runs in.
+    pub scope: Option<ScopeKey>,
+    /// Allow or deny.
+    pub decision: Decision,
+}
+
+impl Waterfall for ToolsPreExecute {
+    const NAME: &'static str = "tools/pre-execute";
+    type Value = PreExecute;
+}
+
+/// The `tools/post-execute` waterfall: listeners see (and may change) the result.
+pub struct ToolsPostExecute;
+
+/// The value flowing through [`ToolsPostExecute`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct PostExecute {
+    /// The call as dispatched.
+    pub call: ToolCall,
+    /// The scope it ran in.
+    pub scope: Option<ScopeKey>,
+    /// The result so far.
+    pub result: ToolResult,
+}
+
+impl Waterfall for ToolsPostExecute {
+    const NAME: &'static str = "tools/post-execute";
+    type Value = PostExecute;
+}
+
+fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&'static str>() {
+        (*s).to_owned()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "panic with a non-string payload".to_owned()
+    }
+}
+
+impl ToolRegistry {
+    /// Executes `call` as seen from `scope`.
+    ///
+    /// Unknown or restricted-away tools give `UNKNOWN_TOOL`; denials `DENIED`; handler errors,
+    /// panics and timeouts `TOOL_ERROR`, `TOOL_PANICKED`, `TOOL_TIMEOUT`.
+    ///
+    /// # Cancel safety
+    /// Dropping the future drops the running handler future.
+    pub async fn execute(&self, call: ToolCall, scope: Option<ScopeKey>) -> ToolResult {
+        let ctx = self.inner.ctx.clone();
+        let pre = PreExecute {
+            call: call.clone(),
+            scope,
+            decision: Decision::Allow,
+        };
+        let pre = match ctx.waterfall::<ToolsPreExecute>(pre).await {
+            Ok(pre) => pre,
+            Err(e) => return ToolResult::error(&call, codes::INTERNAL, e.to_string()),
+        };
+        let call = pre.call;
+        if let Decision::Deny(reason) = pre.decision {
+            return ToolResult::error(&call, codes::DENIED, reason);
+        }
+        for guard in self.inner.guards(scope) {
+            // A panicking guard fails closed: a broken policy must not become an allow.
+            let denial = catch_unwind(AssertUnwindSafe(|| guard(&call, scope)))
+                .unwrap_or_else(|p| Some(format!("tool guard panicked: {}", panic_text(&*p))));
+            if let Some(reason) = denial {
+                return ToolResult::error(&call, codes::DENIED, reason);
+            }
+        }
+        let result = self.dispatch(&call, scope).await;
+        let post = PostExecute {
+            call: call.clone(),
+            scope,
+            result,
+        };
+        match ctx.waterfall::<ToolsPostExecute>(post).await {
+            Ok(post) => post.result,
+            Err(e) => ToolResult::error(&call, codes::INTERNAL, e.to_string()),
+        }
+    }
+
+    async fn dispatch(&self, call: &ToolCall, scope: Option<ScopeKey>) -> ToolResult {
+        let Some(def) = self.inner.view(scope).visible.get(&call.name).cloned() else {
+            return ToolResult::error(
+                call,
+                codes::UNKNOWN_TOOL,
+                format!("unknown tool \"{}\"", call.name),
+            );
+        };
+        let cx = ToolCallContext {
+            call_id: call.call_id.clone(),
+            scope,
+        };
+        let handler = def.handler.clone();
+        let args = call.arguments.clone();
+        let timeout = def.timeout;
+        // Both the synchronous call and the future are inside catch_unwind: a handler may panic
+        // before returning its future, while polling it, or (no time driver) in the timer.
+        let run = async move {
+            let fut = handler(args, cx);
+            match timeout {
+                Some(limit) => tokio::time::timeout(limit, fut).await.ok(),
+                None => Some(fut.await),
+            }
+        };
+        match AssertUnwindSafe(run).catch_unwind().await {
+            Ok(Some(Ok(output))) => ToolResult::ok(call, output.content),
+            Ok(Some(Err(message))) => ToolResult::error(call, codes::TOOL_ERROR, message),
+            Ok(None) => ToolResult::error(
+                call,
+                codes::TOOL_TIMEOUT,
+                format!(
+                    "tool \"{}\" did not finish within {} ms (timeout)",
+                    call.name,
+                    timeout.unwrap_or_default().as_millis()
+                ),
+            ),
+            Err(payload) => ToolResult::error(
+                call,
+                codes::TOOL_PANICKED,
+                format!("tool \"{}\" panicked: {}", call.name, panic_text(&*payload)),
+            ),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use cordis_runtime::{Context, Position};
+    use cordis_system_prompt::ToolSchema;
+
+    use super::*;
+    use crate::definition::{ToolDefinition, ToolOutput};
+    use crate::registry::Restriction;
+    use crate::test_support::tool;
+
+    fn call(name: &str) -> ToolCall {
+        ToolCall {
+            call_id: "c1".into(),
+            name: name.into(),
+            arguments: serde_json::json!({}),
+        }
+    }
+
+    fn schema(name: &str) -> ToolSchema {
+        tool(name).schema
+    }
+
+    #[tokio::test]
+    async fn a_known_tool_runs_and_returns_its_output() {
+        let root = Context::root();
+        let reg = ToolRegistry::new(root.clone());
+        let _ = reg.register(&root, tool("echo")).unwrap();
+        let result = reg.execute(call("echo"), None).await;
+        assert_eq!(result, ToolResult::ok(&call("echo"), "echo".into()));
+        root.dispose();
+    }
+
+    #[tokio::test]
+    async fn an_unknown_or_restricted_tool_is_an_unknown_tool_result() {
+        let root = Context::root();
+        let reg = ToolRegistry::new(root.clone());
+        let result = reg.execute(call("ghost"), None).await;
+        assert!(result.is_error);
+        assert_eq!(result.code.as_deref(), Some(codes::UNKNOWN_TOOL));
+        assert_eq!(result.content, "unknown tool \"ghost\"");
+        let _ = reg.register(&root, tool("bash")).unwrap();
+        let s = ScopeKey(1);
+        let _ = reg
+            .restrict(
+                &root,
+                s,
+                Restriction {
+                    allow: None,
+                    deny: Some(vec!["bash".into()]),
+                },
+            )
+            .unwrap();
+        let result = reg.execute(call("bash"), Some(s)).await;
+        assert_eq!(result.code.as_deref(), Some(codes::UNKNOWN_TOOL));
+        assert!(!reg.execute(call("bash"), None).await.is_error);
+        root.dispose();
+    }
+
+    #[tokio::test]
+    async fn a_handler_error_panic_or_timeout_becomes_an_error_result() {
+        let root = Context::root();
+        let reg = ToolRegistry::new(root.clone());
+        let failing = ToolDefinition::new(schema("fails"), |_, _| async {
+            Err::<ToolOutput, _>("disk full".to_owned())
+        });
+        let panicking = ToolDefinition::new(schema("panics"), |_, _| async {
+            panic!("handler exploded")
+        });
+        let eager = ToolDefinition {
+            schema: schema("eager"),
+            handler: std::sync::Arc::new(|_, _| panic!("before the future")),
+            timeout: None,
+        };
+        let slow = ToolDefinition::new(schema("slow"), |_, _| async {
+            tokio::time::sleep(Duration::from_secs(60)).await;
+            Ok(ToolOutput::new("late"))
+        })
+        .with_timeout(Duration::from_millis(20));
+        for def in [failing, panicking, eager, slow] {
+            let _ = reg.register(&root, def).unwrap();
+        }
+        let r = reg.execute(call("fails"), None).await;
+        assert_eq!(
+            (r.code.as_deref(), r.content.as_str()),
+            (Some(codes::TOOL_ERROR), Some("disk full"))
+        );
+        let r = reg.execute(call("panics"), None).await;
+        assert_eq!(r.code.as_deref(), Some(codes::TOOL_PANICKED));
+        assert_eq!(r.content, "tool \"panics\" panicked: handler exploded");
+        let r = reg.execute(call("eager"), None).await;
+        assert_eq!(r.code.as_deref(), Some(codes::TOOL_PANICKED));
+        let r = reg.execute(call("slow"), None).await;
+        assert_eq!(r.code.as_deref(), Some(codes::TOOL_TIMEOUT));
+        assert_eq!(
+            r.content,
+            "tool \"slow\" did not finish within 20 ms (timeout)"
+        );
+        root.dispose();
+    }
+
+    #[tokio::test]
+    async fn a_guard_denies_and_a_panicking_guard_fails_closed() {
+        let root = Context::root();
+        let reg = ToolRegistry::new(root.clone());
+        let _ = reg.register(&root, tool("bash")).unwrap();
+        let _ = reg.register(&root, tool("read")).unwrap();
+        let s = ScopeKey(1);
+        let _ = reg
+            .guard(&root, Some(s), |c, _| {
+                (c.name == "bash").then(|| "no shell here".to_owned())
+            })
+            .unwrap();
+        let r = reg.execute(call("bash"), Some(s)).await;
+        assert_eq!(
+            (r.code.as_deref(), r.content.as_str()),
+            (Some(codes::DENIED), Some("no shell here"))
+        );
+        assert!(
+            !reg.execute(call("bash"), None).await.is_error,
+            "the guard is scoped"
+        );
+        assert!(!reg.execute(call("read"), Some(s)).await.is_error);
+        let g = reg
+            .guard(&root, None, |_, _| panic!("guard broke"))
+            .unwrap();
+        let r = reg.execute(call("read"), None).await;
+        assert_eq!(r.code.as_deref(), Some(codes::DENIED));
+        g.dispose();
+        assert!(!reg.execute(call("read"), None).await.is_error);
+        root.dispose();
+    }
+
+    #[tokio::test]
+    async fn pre_execute_can_deny_and_post_execute_sees_the_result() {
+        let root = Context::root();
+        let reg = ToolRegistry::new(root.clone());
+        let _ = reg.register(&root, tool("bash")).unwrap();
+        let _ = reg.register(&root, tool("read")).unwrap();
+        let _ = root.on_waterfall::<ToolsPreExecute, _, _>(Position::Back, |mut v, next| {
+            if v.call.name == "bash" {
+                v.decision = Decision::Deny("tool \"bash\" requires approval".into());
+            }
+            next.run(v)
+        });
+        let _ = root.on_waterfall::<ToolsPostExecute, _, _>(Position::Back, |mut v, next| {
+            v.result.content = serde_json::json!({"wrapped": v.result.content.clone()});
+            next.run(v)
+        });
+        let r = reg.execute(call("bash"), None).await;
+        assert_eq!(r.code.as_deref(), Some(codes::DENIED));
+        let r = reg.execute(call("read"), None).await;
+        assert_eq!(r.content, serde_json::json!({"wrapped": "read"}));
+        let _ = root.on_waterfall::<ToolsPreExecute, _, _>(Position::Front, |_v, _next| async {
+            panic!("listener broke")
+        });
+        let r = reg.execute(call("read"), None).await;
+        assert_eq!(r.code.as_deref(), Some(codes::INTERNAL));
+        root.dispose();
+    }
+}

@@ -1,0 +1,27 @@
+//! The scoped tool registry (`tools` service) and the plugin that provides it.
+//!
+//! Storage is one global layer plus one layer per [`ScopeKey`], linked by
+//! [`ToolRegistry::bind_parent`]. Every write — register, restrict, guard, bind — is an effect of
+//! the calling [`cordis_runtime::Context`]'s scope, so it unwinds with that scope; a layer left
+//! empty is dropped, and each visible change emits [`ToolsChange`].
+//!
+//! [`ToolRegistry::schemas`] is the capability catalog; what the model sees is the system-prompt
+//! assembly's canonical list, to which the registry contributes as one tool provider.
+
+mod definition;
+mod error;
+mod execute;
+mod plugin;
+mod registry;
+
+pub use cordis_system_prompt::{ScopeKey, ToolSchema};
+pub use definition::{
+    ToolCall, ToolCallContext, ToolDefinition, ToolHandler, ToolOutput, ToolResult, codes,
+};
+pub use error::RegisterError;
+pub use execute::{Decision, PostExecute, PreExecute, ToolsPostExecute, ToolsPreExecute};
+pub use plugin::{ToolsConfig, ToolsPlugin};
+pub use registry::{Guard, RUN_CODE, Restriction, ToolRegistry, ToolsChange};
+
+#[cfg(test)]
+mod test_support;

@@ -1,0 +1,811 @@
+//! The scoped tool registry: one global layer plus one layer per scope key, each write an effect
+//! of the registering scope.
+//!
+//! # Visibility
+//! A scope sees global tools, then its ancestors' (the nearest scope wins a name), filtered by the
+//! intersection of every restriction on its chain; its own tools are added last, shadowing and
+//! never filtered (a parent's filter must not strip tools a runtime registered into the child).
+//!
+//! # Determinism
+//! Layers are ordered maps and every list leaving the registry is sorted by UTF-16 code units, so
+//! no hash-map or registration order leaks out. The model-facing order is still the assembly's job.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+
+use cordis_runtime::{Context, EffectHandle, Event, Service};
+use cordis_system_prompt::{ScopeKey, ToolProviderResult, ToolSchema, sort_by_name_utf16};
+use serde::{Deserialize, Serialize};
+
+use crate::definition::{ToolCall, ToolDefinition};
+use crate::error::RegisterError;
+
+/// The name reserved for the Code Mode transport tool.
+pub const RUN_CODE: &str = "run_code";
+
+/// Emitted after every change to what some scope can see (`tools/change`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolsChange {
+    /// The layer that changed; `None` for the global layer.
+    pub scope: Option<ScopeKey>,
+}
+
+impl Event for ToolsChange {
+    const NAME: &'static str = "tools/change";
+    type Output = ();
+}
+
+/// A filter over the tools a scope inherits.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Restriction {
+    /// Only these inherited tools stay visible.
+    pub allow: Option<Vec<String>>,
+    /// These inherited tools are hidden.
+    pub deny: Option<Vec<String>>,
+}
+
+/// A monotonic check after `tools/pre-execute`: `Some(reason)` denies; there is no "allow".
+pub type Guard = Arc<dyn Fn(&ToolCall, Option<ScopeKey>) -> Option<String> + Send + Sync>;
+
+struct Compiled {
+    allow: Option<BTreeSet<String>>,
+    deny: BTreeSet<String>,
+}
+
+impl Compiled {
+    fn admits(&self, name: &str) -> bool {
+        self.allow.as_ref().is_none_or(|a| a.contains(name)) && !self.deny.contains(name)
+    }
+}
+
+#[derive(Default)]
+struct Layer {
+    tools: BTreeMap<String, (u64, Arc<ToolDefinition>)>,
+    restrictions: BTreeMap<u64, Compiled>,
+    guards: BTreeMap<u64, Guard>,
+}
+
+impl Layer {
+    fn is_empty(&self) -> bool {
+        self.tools.is_empty() && self.restrictions.is_empty() && self.guards.is_empty()
+    }
+}
+
+/// What one scope can see.
+pub(crate) struct View {
+    pub(crate) visible: BTreeMap<String, Arc<ToolDefinition>>,
+    /// Pre-restriction names, for `toolOrder` validation.
+    pub(crate) known: BTreeSet<String>,
+}
+
+#[derive(Default)]
+struct Store {
+    next: u64,
+    global: Layer,
+    scoped: BTreeMap<ScopeKey, Layer>,
+    parents: BTreeMap<ScopeKey, ScopeKey>,
+}
+
+impl Store {
+    fn next_id(&mut self) -> u64 {
+        self.next += 1;
+        self.next
+    }
+
+    /// `scope` and its ancestors, nearest first.
+    fn chain(&self, scope: ScopeKey) -> Vec<ScopeKey> {
+        let mut chain = vec![scope];
+        let mut at = scope;
+        // Binding refuses cycles; the length cap only guards against a logic error here.
+        while let Some(&parent) = self.parents.get(&at) {
+            if chain.contains(&parent) || chain.len() > self.parents.len() {
+                break;
+            }
+            chain.push(parent);
+            at = parent;
+        }
+        chain
+    }
+
+    fn layer_mut(&mut self, scope: Option<ScopeKey>) -> &mut Layer {
+        match scope {
+            None => &mut self.global,
+            Some(key) => self.scoped.entry(key).or_default(),
+        }
+    }
+
+    fn drop_if_empty(&mut self, scope: Option<ScopeKey>) {
+        if let Some(key) = scope
+            && self.scoped.get(&key).is_some_and(Layer::is_empty)
+        {
+            self.scoped.remove(&key);
+        }
+    }
+
+    /// Global tools, then ancestors farthest first (so nearer ones overwrite); not `scope` itself.
+    fn inherited(&self, scope: Option<ScopeKey>) -> BTreeMap<String, Arc<ToolDefinition>> {
+        let mut out: BTreeMap<String, Arc<ToolDefinition>> = self
+            .global
+            .tools
+            .iter()
+            .map(|(n, (_, d))| (n.clone(), d.clone()))
+            .collect();
+        if let Some(scope) = scope {
+            for key in self.chain(scope).into_iter().skip(1).rev() {
+                if let Some(layer) = self.scoped.get(&key) {
+                    for (n, (_, d)) in &layer.tools {
+                        out.insert(n.clone(), d.clone());
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    fn view(&self, scope: Option<ScopeKey>) -> View {
+        let inherited = self.inherited(scope);
+        let mut known: BTreeSet<String> = inherited.keys().cloned().collect();
+        let Some(scope) = scope else {
+            return View {
+                visible: inherited,
+                known,
+            };
+        };
+        let chain = self.chain(scope);
+        let restrictions: Vec<&Compiled> = chain
+            .iter()
+            .filter_map(|k| self.scoped.get(k))
+            .flat_map(|l| l.restrictions.values())
+            .collect();
+        let mut visible: BTreeMap<String, Arc<ToolDefinition>> = inherited
+            .into_iter()
+            .filter(|(n, _)| restrictions.iter().all(|r| r.admits(n)))
+            .collect();
+        if let Some(own) = self.scoped.get(&scope) {
+            for (n, (_, d)) in &own.tools {
+                known.insert(n.clone());
+                visible.insert(n.clone(), d.clone());
+            }
+        }
+        View { visible, known }
+    }
+
+    /// Global guards first, then the chain's farthest first.
+    fn guards(&self, scope: Option<ScopeKey>) -> Vec<Guard> {
+        let mut out: Vec<Guard> = self.global.guards.values().cloned().collect();
+        if let Some(scope) = scope {
+            for key in self.chain(scope).into_iter().rev() {
+                if let Some(layer) = self.scoped.get(&key) {
+                    out.extend(layer.guards.values().cloned());
+                }
+            }
+        }
+        out
+    }
+}
+
+pub(crate) struct Inner {
+    pub(crate) ctx: Context,
+    store: Mutex<Store>,
+}
+
+impl Inner {
+    fn store(&self) -> MutexGuard<'_, Store> {
+        // Only panic-free bookkeeping runs under this lock; user code never does.
+        self.store.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn view(&self, scope: Option<ScopeKey>) -> View {
+        self.store().view(scope)
+    }
+
+    pub(crate) fn guards(&self, scope: Option<ScopeKey>) -> Vec<Guard> {
+        self.store().guards(scope)
+    }
+
+    /// The registry as a tool provider of the prompt assembly.
+    pub(crate) fn provider_result(&self, scope: Option<ScopeKey>) -> ToolProviderResult {
+        let view = self.view(scope);
+        let mut known: Vec<String> = view.known.into_iter().collect();
+        sort_by_name_utf16(&mut known, |s| s);
+        ToolProviderResult {
+            schemas: schemas_of(&view.visible),
+            known_names: Some(known),
+        }
+    }
+}
+
+fn schemas_of(visible: &BTreeMap<String, Arc<ToolDefinition>>) -> Vec<ToolSchema> {
+    let mut out: Vec<ToolSchema> = visible.values().map(|d| d.schema.clone()).collect();
+    sort_by_name_utf16(&mut out, |s| &s.name);
+    out
+}
+
+/// The `tools` service.
+#[derive(Clone)]
+pub struct ToolRegistry {
+    pub(crate) inner: Arc<Inner>,
+}
+
+impl Service for ToolRegistry {
+    const NAME: &'static str = "tools";
+}
+
+impl std::fmt::Debug for ToolRegistry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let store = self.inner.store();
+        f.debug_struct("ToolRegistry")
+            .field("global_tools", &store.global.tools.len())
+            .field("scoped_layers", &store.scoped.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl ToolRegistry {
+    /// A registry whose events and waterfalls go through `ctx` (the scope that owns it).
+    pub fn new(ctx: Context) -> Self {
+        ToolRegistry {
+            inner: Arc::new(Inner {
+                ctx,
+                store: Mutex::new(Store::default()),
+            }),
+        }
+    }
+
+    /// Registers a global tool as an effect of `ctx`'s scope.
+    ///
+    /// # Errors
+    /// An invalid definition, a duplicate global name, or a dead scope.
+    pub fn register(
+        &self,
+        ctx: &Context,
+        def: ToolDefinition,
+    ) -> Result<EffectHandle, RegisterError> {
+        self.register_in(ctx, None, def)
+    }
+
+    /// Registers a tool into `scope`'s layer as an effect of `ctx`'s scope.
+    ///
+    /// # Errors
+    /// An invalid definition, a duplicate name in that layer, or a dead scope.
+    pub fn register_scoped(
+        &self,
+        ctx: &Context,
+        scope: ScopeKey,
+        def: ToolDefinition,
+    ) -> Result<EffectHandle, RegisterError> {
+        self.register_in(ctx, Some(scope), def)
+    }
+
+    fn register_in(
+        &self,
+        ctx: &Context,
+        scope: Option<ScopeKey>,
+        def: ToolDefinition,
+    ) -> Result<EffectHandle, RegisterError> {
+        def.validate()?;
+        let name = def.name().to_owned();
+        let def = Arc::new(def);
+        self.write(
+            ctx,
+            scope,
+            "tool",
+            true,
+            move |store| {
+                let id = store.next_id();
+                let layer = store.layer_mut(scope);
+                if layer.tools.contains_key(&name) {
+                    return Err(match scope {
+                        None => RegisterError::DuplicateGlobal { name },
+                        Some(_) => RegisterError::DuplicateScoped { name },
+                    });
+                }
+                layer.tools.insert(name.clone(), (id, def));
+                Ok((name, id))
+            },
+            move |store, (name, id)| {
+                if let Some(layer) = store.layer_mut_existing(scope)
+                    && layer.tools.get(&name).is_some_and(|(i, _)| *i == id)
+                {
+                    layer.tools.remove(&name);
+                }
+            },
+        )
+    }
+
+    /// Narrows what `scope` inherits; the scope's own tools are never hidden.
+    ///
+    /// # Errors
+    /// An empty filter, a filter naming `run_code`, names `scope` does not inherit, or a dead
+    /// scope.
+    pub fn restrict(
+        &self,
+        ctx: &Context,
+        scope: ScopeKey,
+        restriction: Restriction,
+    ) -> Result<EffectHandle, RegisterError> {
+        let Restriction { allow, deny } = restriction;
+        let deny = deny.unwrap_or_default();
+        if allow.is_none() && deny.is_empty() {
+            return Err(RegisterError::EmptyRestriction);
+        }
+        let named: Vec<&String> = allow.iter().flatten().chain(deny.iter()).collect();
+        if named.iter().any(|n| n.as_str() == RUN_CODE) {
+            return Err(RegisterError::RestrictRunCode);
+        }
+        let compiled = Compiled {
+            allow: allow.as_ref().map(|a| a.iter().cloned().collect()),
+            deny: deny.iter().cloned().collect(),
+        };
+        let names: Vec<String> = named.into_iter().cloned().collect();
+        self.write(
+            ctx,
+            Some(scope),
+            "restriction",
+            true,
+            move |store| {
+                let inherited = store.inherited(Some(scope));
+                let mut unknown: Vec<String> = Vec::new();
+                for n in names {
+                    if !inherited.contains_key(&n) && !unknown.contains(&n) {
+                        unknown.push(n);
+                    }
+                }
+                if !unknown.is_empty() {
+                    let mut known: Vec<String> = inherited.into_keys().collect();
+                    sort_by_name_utf16(&mut known, |s| s);
+                    return Err(RegisterError::UnknownRestricted { unknown, known });
+                }
+                let id = store.next_id();
+                store
+                    .layer_mut(Some(scope))
+                    .restrictions
+                    .insert(id, compiled);
+                Ok(id)
+            },
+            move |store, id| {
+                if let Some(layer) = store.layer_mut_existing(Some(scope)) {
+                    layer.restrictions.remove(&id);
+                }
+            },
+        )
+    }
+
+    /// Adds a guard for calls in `scope` (`None`: every call); it can only deny.
+    ///
+    /// # Errors
+    /// [`RegisterError::ScopeGone`] when `ctx`'s scope is no longer live.
+    pub fn guard(
+        &self,
+        ctx: &Context,
+        scope: Option<ScopeKey>,
+        guard: impl Fn(&ToolCall, Option<ScopeKey>) -> Option<String> + Send + Sync + 'static,
+    ) -> Result<EffectHandle, RegisterError> {
+        let guard: Guard = Arc::new(guard);
+        // Guards do not change visibility, so no `tools/change`.
+        self.write(
+            ctx,
+            scope,
+            "guard",
+            false,
+            move |store| {
+                let id = store.next_id();
+                store.layer_mut(scope).guards.insert(id, guard);
+                Ok(id)
+            },
+            move |store, id| {
+                if let Some(layer) = store.layer_mut_existing(scope) {
+                    layer.guards.remove(&id);
+                }
+            },
+        )
+    }
+
+    /// Makes `parent` the parent of `child` (once), as an effect of `ctx`'s scope.
+    ///
+    /// # Errors
+    /// `child` already bound, a cycle, or a dead scope.
+    pub fn bind_parent(
+        &self,
+        ctx: &Context,
+        child: ScopeKey,
+        parent: ScopeKey,
+    ) -> Result<EffectHandle, RegisterError> {
+        self.write(
+            ctx,
+            Some(child),
+            "scope parent",
+            true,
+            move |store| {
+                if let Some(&existing) = store.parents.get(&child) {
+                    return Err(RegisterError::ParentAlreadyBound {
+                        child,
+                        parent: existing,
+                    });
+                }
+                if store.chain(parent).contains(&child) {
+                    return Err(RegisterError::ParentCycle { child, parent });
+                }
+                store.parents.insert(child, parent);
+                Ok(())
+            },
+            move |store, ()| {
+                if store.parents.get(&child) == Some(&parent) {
+                    store.parents.remove(&child);
+                }
+            },
+        )
+    }
+
+    /// The parent bound to `scope`, if any.
+    pub fn parent_of(&self, scope: ScopeKey) -> Option<ScopeKey> {
+        self.inner.store().parents.get(&scope).copied()
+    }
+
+    /// True when `scope` has a layer (it is dropped when its last entry unwinds).
+    pub fn has_layer(&self, scope: ScopeKey) -> bool {
+        self.inner.store().scoped.contains_key(&scope)
+    }
+
+    /// The capability catalog of `scope`: visible schemas, sorted by UTF-16 code units.
+    pub fn schemas(&self, scope: Option<ScopeKey>) -> Vec<ToolSchema> {
+        schemas_of(&self.inner.view(scope).visible)
+    }
+
+    /// The visible tool `name` in `scope`.
+    pub fn get(&self, name: &str, scope: Option<ScopeKey>) -> Option<ToolSchema> {
+        self.inner
+            .view(scope)
+            .visible
+            .get(name)
+            .map(|d| d.schema.clone())
+    }
+
+    /// What this registry offers the prompt assembly for `scope`: schemas plus known names.
+    pub fn provide_for(&self, scope: Option<ScopeKey>) -> ToolProviderResult {
+        self.inner.provider_result(scope)
+    }
+
+    /// The write primitive: `apply` under the lock; on success its undo becomes an effect of
+    /// `ctx`'s scope. An emptied layer is dropped, and `tools/change` follows every change.
+    fn write<K: Send + 'static>(
+        &self,
+        ctx: &Context,
+        scope: Option<ScopeKey>,
+        label: &'static str,
+        notify: bool,
+        apply: impl FnOnce(&mut Store) -> Result<K, RegisterError>,
+        undo: impl FnOnce(&mut Store, K) + Send + 'static,
+    ) -> Result<EffectHandle, RegisterError> {
+        if !ctx.is_live() {
+            return Err(RegisterError::ScopeGone);
+        }
+        let key = {
+            let mut store = self.inner.store();
+            let result = apply(&mut store);
+            // A failed write may have created the layer it meant to fill.
+            store.drop_if_empty(scope);
+            result?
+        };
+        let weak: Weak<Inner> = Arc::downgrade(&self.inner);
+        let handle = ctx.effect(format!("tools {label}"), move || {
+            let Some(inner) = weak.upgrade() else {
+                return;
+            };
+            {
+                let mut store = inner.store();
+                undo(&mut store, key);
+                store.drop_if_empty(scope);
+            }
+            if notify {
+                inner.ctx.emit(ToolsChange { scope });
+            }
+        });
+        if notify {
+            self.inner.ctx.emit(ToolsChange { scope });
+        }
+        Ok(handle)
+    }
+}
+
+impl Store {
+    fn layer_mut_existing(&mut self, scope: Option<ScopeKey>) -> Option<&mut Layer> {
+        match scope {
+            None => Some(&mut self.global),
+            Some(key) => self.scoped.get_mut(&key),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use cordis_runtime::Context;
+
+    use super::*;
+    use crate::test_support::{names, tool};
+
+    fn key(ctx: &Context) -> ScopeKey {
+        ScopeKey::from(ctx.scope_id())
+    }
+
+    #[tokio::test]
+    async fn scope_disposal_removes_its_tools_and_drops_the_emptied_layer() {
+        let root = Context::root();
+        let reg = ToolRegistry::new(root.clone());
+        let agent = root.child_scope("agent");
+        let actx = agent.context().unwrap();
+        let a = key(&actx);
+        let _ = reg.register(&root, tool("global")).unwrap();
+        let _ = reg.register_scoped(&actx, a, tool("mine")).unwrap();
+        assert!(reg.has_layer(a));
+        assert_eq!(names(&reg.schemas(Some(a))), ["global", "mine"]);
+        agent.dispose();
+        assert!(!reg.has_layer(a), "an emptied layer is dropped");
+        assert_eq!(names(&reg.schemas(Some(a))), ["global"]);
+        root.dispose();
+        assert_eq!(names(&reg.schemas(None)), Vec::<String>::new());
+        assert!(root.live().is_zero());
+    }
+
+    #[tokio::test]
+    async fn a_failed_write_does_not_leave_an_empty_layer() {
+        let root = Context::root();
+        let reg = ToolRegistry::new(root.clone());
+        let err = reg
+            .restrict(
+                &root,
+                ScopeKey(9),
+                Restriction {
+                    allow: None,
+                    deny: Some(vec!["x".into()]),
+                },
+            )
+            .unwrap_err();
+        assert!(matches!(err, RegisterError::UnknownRestricted { .. }));
+        assert!(!reg.has_layer(ScopeKey(9)));
+        root.dispose();
+    }
+
+    #[tokio::test]
+    async fn the_nearest_scope_wins_a_name() {
+        let root = Context::root();
+        let reg = ToolRegistry::new(root.clone());
+        let (parent, child) = (ScopeKey(1), ScopeKey(2));
+        let _ = reg.bind_parent(&root, child, parent).unwrap();
+        let described = |d: &str| {
+            let mut t = tool("bash");
+            t.schema.description = d.to_owned();
+            t
+        };
+        let _ = reg.register(&root, described("global")).unwrap();
+        assert_eq!(reg.get("bash", Some(child)).unwrap().description, "global");
+        let _ = reg
+            .register_scoped(&root, parent, described("parent"))
+            .unwrap();
+        assert_eq!(reg.get("bash", Some(child)).unwrap().description, "parent");
+        let own = reg
+            .register_scoped(&root, child, described("child"))
+            .unwrap();
+        assert_eq!(reg.get("bash", Some(child)).unwrap().description, "child");
+        assert_eq!(reg.get("bash", Some(parent)).unwrap().description, "parent");
+        assert_eq!(reg.get("bash", None).unwrap().description, "global");
+        own.dispose();
+        assert_eq!(reg.get("bash", Some(child)).unwrap().description, "parent");
+        root.dispose();
+    }
+
+    #[tokio::test]
+    async fn restrictions_intersect_along_the_chain_and_never_hide_own_tools() {
+        let root = Context::root();
+        let reg = ToolRegistry::new(root.clone());
+        let (parent, child) = (ScopeKey(1), ScopeKey(2));
+        let _ = reg.bind_parent(&root, child, parent).unwrap();
+        for n in ["a", "b", "c", "d"] {
+            let _ = reg.register(&root, tool(n)).unwrap();
+        }
+        let _ = reg.register_scoped(&root, child, tool("own")).unwrap();
+        let allow = |names: &[&str]| Restriction {
+            allow: Some(names.iter().map(|s| (*s).to_owned()).collect()),
+            deny: None,
+        };
+        let _ = reg
+            .restrict(&root, parent, allow(&["a", "b", "c"]))
+            .unwrap();
+        let _ = reg.restrict(&root, child, allow(&["b", "c", "d"])).unwrap();
+        let deny = reg
+            .restrict(
+                &root,
+                child,
+                Restriction {
+                    allow: None,
+                    deny: Some(vec!["c".into()]),
+                },
+            )
+            .unwrap();
+        assert_eq!(names(&reg.schemas(Some(child))), ["b", "own"]);
+        assert_eq!(names(&reg.schemas(Some(parent))), ["a", "b", "c"]);
+        // The known names stay pre-restriction, so toolOrder may list a restricted tool.
+        let provided = reg.provide_for(Some(child));
+        assert_eq!(provided.known_names.unwrap(), ["a", "b", "c", "d", "own"]);
+        deny.dispose();
+        assert_eq!(names(&reg.schemas(Some(child))), ["b", "c", "own"]);
+        root.dispose();
+    }
+
+    #[tokio::test]
+    async fn restrict_rejects_an_empty_filter_run_code_and_unknown_names() {
+        let root = Context::root();
+        let reg = ToolRegistry::new(root.clone());
+        let s = ScopeKey(3);
+        let _ = reg.register(&root, tool("bash")).unwrap();
+        let _ = reg.register(&root, tool("alpha")).unwrap();
+        let err = reg.restrict(&root, s, Restriction::default()).unwrap_err();
+        assert_eq!(err, RegisterError::EmptyRestriction);
+        assert!(
+            err.to_string()
+                .starts_with("tools.restrict({}) is a no-op: "),
+            "{err}"
+        );
+        let err = reg
+            .restrict(
+                &root,
+                s,
+                Restriction {
+                    allow: None,
+                    deny: Some(vec![]),
+                },
+            )
+            .unwrap_err();
+        assert_eq!(err, RegisterError::EmptyRestriction);
+        let err = reg
+            .restrict(
+                &root,
+                s,
+                Restriction {
+                    allow: None,
+                    deny: Some(vec![RUN_CODE.into()]),
+                },
+            )
+            .unwrap_err();
+        assert_eq!(err, RegisterError::RestrictRunCode);
+        let err = reg
+            .restrict(
+                &root,
+                s,
+                Restriction {
+                    allow: Some(vec!["x".into(), "bash".into()]),
+                    deny: None,
+                },
+            )
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "tools.restrict() names unknown global tool(s) \"x\"; known global tools: alpha, bash"
+        );
+        root.dispose();
+    }
+
+    #[tokio::test]
+    async fn reserved_empty_and_duplicate_names_are_rejected() {
+        let root = Context::root();
+        let reg = ToolRegistry::new(root.clone());
+        assert_eq!(
+            reg.register(&root, tool(RUN_CODE)).unwrap_err().to_string(),
+            "tool name \"run_code\" is reserved for the Code Mode presentation transport and cannot be registered or shadowed"
+        );
+        assert_eq!(
+            reg.register_scoped(&root, ScopeKey(1), tool(RUN_CODE))
+                .unwrap_err(),
+            RegisterError::ReservedRunCode
+        );
+        assert_eq!(
+            reg.register(&root, tool("<unlisted-tools>")).unwrap_err(),
+            RegisterError::ReservedRest
+        );
+        assert_eq!(
+            reg.register(&root, tool("")).unwrap_err(),
+            RegisterError::EmptyName
+        );
+        let _ = reg.register(&root, tool("bash")).unwrap();
+        assert_eq!(
+            reg.register(&root, tool("bash")).unwrap_err().to_string(),
+            "tool \"bash\" is already registered (for a per-agent variant, register through that agent's `agent.ctx` instead)"
+        );
+        let _ = reg
+            .register_scoped(&root, ScopeKey(1), tool("bash"))
+            .unwrap();
+        assert_eq!(
+            reg.register_scoped(&root, ScopeKey(1), tool("bash"))
+                .unwrap_err()
+                .to_string(),
+            "tool \"bash\" is already registered in this scope"
+        );
+        let mut bad = tool("bad");
+        bad.schema.parameters = serde_json::json!({"type": "string"});
+        assert_eq!(
+            reg.register(&root, bad).unwrap_err().to_string(),
+            "tool \"bad\" parameters must be a JSON Schema object with \"type\": \"object\""
+        );
+        let mut bad = tool("bad");
+        bad.schema.parameters = serde_json::json!([]);
+        assert!(reg.register(&root, bad).is_err());
+        let zero = tool("zero").with_timeout(std::time::Duration::ZERO);
+        assert!(matches!(
+            reg.register(&root, zero),
+            Err(RegisterError::ZeroTimeout { .. })
+        ));
+        root.dispose();
+    }
+
+    #[tokio::test]
+    async fn parents_bind_once_without_cycles_and_unwind_with_their_scope() {
+        let root = Context::root();
+        let reg = ToolRegistry::new(root.clone());
+        let binder = root.child_scope("binder");
+        let bctx = binder.context().unwrap();
+        let (a, b, c) = (ScopeKey(1), ScopeKey(2), ScopeKey(3));
+        let _ = reg.bind_parent(&bctx, b, a).unwrap();
+        let _ = reg.bind_parent(&bctx, c, b).unwrap();
+        assert!(matches!(
+            reg.bind_parent(&bctx, b, c),
+            Err(RegisterError::ParentAlreadyBound { .. })
+        ));
+        assert_eq!(
+            reg.bind_parent(&bctx, a, c).unwrap_err(),
+            RegisterError::ParentCycle {
+                child: a,
+                parent: c
+            }
+        );
+        assert!(matches!(
+            reg.bind_parent(&bctx, a, a),
+            Err(RegisterError::ParentCycle { .. })
+        ));
+        binder.dispose();
+        assert_eq!(reg.parent_of(b), None);
+        assert_eq!(
+            reg.bind_parent(&bctx, b, a).unwrap_err(),
+            RegisterError::ScopeGone
+        );
+        root.dispose();
+    }
+
+    #[tokio::test]
+    async fn every_visible_change_emits_tools_change() {
+        let root = Context::root();
+        let reg = ToolRegistry::new(root.clone());
+        let count = Arc::new(AtomicUsize::new(0));
+        let c = count.clone();
+        let _ = root.on::<ToolsChange>(move |_| {
+            c.fetch_add(1, Ordering::SeqCst);
+        });
+        let h = reg.register(&root, tool("a")).unwrap();
+        let g = reg.guard(&root, None, |_, _| None).unwrap();
+        assert_eq!(
+            count.load(Ordering::SeqCst),
+            1,
+            "guards do not change visibility"
+        );
+        h.dispose();
+        g.dispose();
+        assert_eq!(count.load(Ordering::SeqCst), 2);
+        root.dispose();
+    }
+
+    #[tokio::test]
+    async fn schemas_sort_by_utf16_code_units() {
+        let root = Context::root();
+        let reg = ToolRegistry::new(root.clone());
+        for n in ["\u{FF5E}", "\u{1F600}", "b", "a"] {
+            let _ = reg.register(&root, tool(n)).unwrap();
+        }
+        assert_eq!(
+            names(&reg.schemas(None)),
+            ["a", "b", "\u{1F600}", "\u{FF5E}"]
+        );
+        root.dispose();
+    }
+}
