@@ -1,1 +1,25 @@
-//! The host: reads cordis.yml and loads its entries into a runtime.
+//! The host: reads `cordis.yml`, resolves it into a load plan, loads its entries concurrently into
+//! a runtime under a seeded schedule, and offers the `cordis` CLI (`check`, `stress`).
+//!
+//! Configuration runs in two phases: [`config`] reads the raw model (file:line errors attach
+//! there), [`plan`] resolves it against the [`builtins`] table. [`loader`] boots a plan and
+//! reports on every entry; [`digest`] makes that report comparable across seeds.
+
+pub mod assembly;
+pub mod builtins;
+pub mod cli;
+pub mod config;
+pub mod debug;
+pub mod diagnostic;
+pub mod digest;
+pub mod fault;
+pub mod loader;
+pub mod permute;
+pub mod plan;
+
+pub use assembly::{AssemblyView, assembly_view};
+pub use builtins::Builtins;
+pub use config::{RawConfig, RawEntry};
+pub use diagnostic::{ConfigErrors, Diagnostic, Pos, Problem};
+pub use loader::{BootReport, EntryReport, EntryStatus, boot, boot_blocking};
+pub use plan::{EntrySource, LoadPlan, PlanOptions, PlannedEntry, Step, load_plan};

@@ -1,0 +1,332 @@
+//! The `cordis` command line: `cordis check` and `cordis stress`.
+//!
+//! The root package's binary calls [`main`]; tests call [`run`] with arguments and an [`Io`] that
+//! captures output, so every command is testable without spawning a process.
+//!
+//! # Exit codes
+//! `0` success; `1` an entry is not active (check), a divergence or leak (stress), or an internal
+//! error; `2` a configuration or usage error.
+
+use std::ffi::OsString;
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use clap::{Args, Parser, Subcommand};
+use cordis_runtime::Policy;
+
+use crate::builtins::Builtins;
+use crate::plan::{LoadPlan, PlanOptions, load_plan};
+
+mod check;
+mod permute;
+mod render;
+mod stress;
+
+/// Exit code: success.
+pub const EXIT_OK: u8 = 0;
+/// Exit code: an entry failed, seeds diverged, something leaked.
+pub const EXIT_FAILURE: u8 = 1;
+/// Exit code: configuration or usage error.
+pub const EXIT_CONFIG: u8 = 2;
+
+/// Loads cordis.yml plugin configurations under a seeded schedule and checks them.
+#[derive(Debug, Parser)]
+#[command(name = "cordis", version, about, long_about = None)]
+pub struct Cli {
+    /// The command to run.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The `cordis` commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Boot a config once and print every entry's status, the assembly view and its digest.
+    ///
+    /// Exits 0 when every enabled entry is active, 1 otherwise, 2 on configuration errors.
+    Check(CheckArgs),
+    /// Boot a config once per seed and prove every boot ends the same (digest and statuses).
+    ///
+    /// Exits 0 when all seeds agree and nothing leaks, 1 on a divergence or a leak (printing
+    /// both seeds, a diff and the commands that replay them), 2 on configuration errors.
+    Stress(StressArgs),
+    /// Boot a config once per order of its tool-registering entries and prove one digest.
+    ///
+    /// Every entry that requires the `tools` service is permuted; all n! orders run when n! is
+    /// at most --max, else --max seeded shuffles. Boots use the fifo schedule, so each order is
+    /// exactly a boot of the file with those entries written in that order. Exits 0 when every
+    /// order yields the same request digest with every entry active, 1 otherwise (printing two
+    /// orders that differ and the command that replays each), 2 on configuration errors.
+    Permute(PermuteArgs),
+}
+
+/// Arguments of `cordis permute`.
+#[derive(Debug, Clone, Args)]
+pub struct PermuteArgs {
+    /// The config file.
+    #[arg(default_value = "cordis.yml", value_name = "FILE")]
+    pub file: PathBuf,
+    /// Run every order when n! is at most this many; else this many seeded shuffles.
+    #[arg(long, value_name = "N", default_value_t = 40_320, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max: u64,
+    /// Seed of the shuffles drawn when n! exceeds --max.
+    #[arg(long, value_name = "S", default_value_t = 0)]
+    pub seed: u64,
+    /// Worker threads, each with its own current-thread runtime [default: available cores].
+    #[arg(long, value_name = "N")]
+    pub threads: Option<usize>,
+    /// Boot just this order (comma-separated entry ids, as a failure prints) and print its digest.
+    #[arg(long, value_name = "IDS", value_delimiter = ',')]
+    pub order: Option<Vec<String>>,
+    /// Apply timeout in milliseconds for entries that set no `timeout` of their own.
+    #[arg(long, value_name = "MS", default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub timeout_ms: u64,
+    /// Print one JSON object on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Options shared by every command that loads a config.
+#[derive(Debug, Clone, Args)]
+pub struct LoadArgs {
+    /// The config file.
+    #[arg(default_value = "cordis.yml", value_name = "FILE")]
+    pub file: PathBuf,
+    /// Schedule policy: fifo (no perturbation), random (seeded yields), pct or pct:<depth>.
+    #[arg(long, value_name = "POLICY", default_value = "random")]
+    pub schedule: Policy,
+    /// Apply timeout in milliseconds for entries that set no `timeout` of their own.
+    #[arg(long, value_name = "MS", default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub timeout_ms: u64,
+    /// Print one JSON object on stdout instead of tables.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Arguments of `cordis check`.
+#[derive(Debug, Clone, Args)]
+pub struct CheckArgs {
+    /// What to load and how.
+    #[command(flatten)]
+    pub load: LoadArgs,
+    /// Seed of the schedule [default: $CORDIS_SEED, else taken from the clock and printed].
+    #[arg(long, value_name = "S")]
+    pub seed: Option<u64>,
+}
+
+/// Arguments of `cordis stress`.
+#[derive(Debug, Clone, Args)]
+pub struct StressArgs {
+    /// What to load and how.
+    #[command(flatten)]
+    pub load: LoadArgs,
+    /// How many seeds to run (before sharding).
+    #[arg(long, value_name = "N")]
+    pub seeds: u64,
+    /// The first seed; seed k is START + k.
+    #[arg(long, value_name = "S", default_value_t = 0)]
+    pub start: u64,
+    /// Run only seed indices k with k mod N == I (e.g. `--shard 2/8` in CI job 2 of 8).
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<Shard>,
+}
+
+/// A slice of the seed range: indices `k` with `k % count == index`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shard {
+    /// This shard's index, below `count`.
+    pub index: u64,
+    /// How many shards.
+    pub count: u64,
+}
+
+impl std::str::FromStr for Shard {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let (i, n) = s
+            .split_once('/')
+            .ok_or_else(|| format!("expected I/N (e.g. 0/4), found \"{s}\""))?;
+        let index: u64 = i
+            .trim()
+            .parse()
+            .map_err(|_| format!("shard index \"{i}\" is not a number"))?;
+        let count: u64 = n
+            .trim()
+            .parse()
+            .map_err(|_| format!("shard count \"{n}\" is not a number"))?;
+        if count == 0 {
+            return Err("the shard count must be at least 1".to_owned());
+        }
+        if index >= count {
+            return Err(format!(
+                "shard index {index} must be below the shard count {count} (indices start at 0)"
+            ));
+        }
+        Ok(Shard { index, count })
+    }
+}
+
+/// Where a command writes, and what it reads from the environment.
+pub struct Io<'a> {
+    /// Standard output.
+    pub out: &'a mut dyn Write,
+    /// Standard error.
+    pub err: &'a mut dyn Write,
+    /// Environment lookup (`CORDIS_SEED`, `${{ env.NAME }}`).
+    pub env: &'a dyn Fn(&str) -> Option<String>,
+    /// Draw a progress bar on stderr (a terminal) instead of periodic lines.
+    pub progress: bool,
+}
+
+/// Runs `cordis` as a process: real arguments, stdout, stderr, environment; tracing to stderr.
+pub fn main() -> ExitCode {
+    main_with(&Builtins::standard())
+}
+
+/// Like [`main`], with a plugin table that may hold more than the host's own plugins.
+pub fn main_with(builtins: &Builtins) -> ExitCode {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .try_init();
+    // Plugin panics are contained by the runtime; print each as one line, not a backtrace.
+    std::panic::set_hook(Box::new(|info| {
+        let message = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_owned())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "non-string payload".to_owned());
+        let at = info
+            .location()
+            .map(|l| format!(" at {}:{}", l.file(), l.line()))
+            .unwrap_or_default();
+        eprintln!("cordis: panic: {message}{at}");
+    }));
+    let stdout = std::io::stdout();
+    let stderr = std::io::stderr();
+    let progress = stderr.is_terminal();
+    let mut out = stdout.lock();
+    let mut err = stderr.lock();
+    let env = |name: &str| std::env::var(name).ok();
+    let mut io = Io {
+        out: &mut out,
+        err: &mut err,
+        env: &env,
+        progress,
+    };
+    ExitCode::from(run(std::env::args_os(), &mut io, builtins))
+}
+
+/// Runs `cordis` with `args` (the first is the program name) and returns the exit code.
+pub fn run<I, T>(args: I, io: &mut Io<'_>, builtins: &Builtins) -> u8
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let text = e.render().to_string();
+            let code = e.exit_code();
+            if code == 0 {
+                let _ = write!(io.out, "{text}");
+                return EXIT_OK;
+            }
+            let _ = write!(io.err, "{text}");
+            return EXIT_CONFIG;
+        }
+    };
+    let result = match &cli.command {
+        Command::Check(args) => check::run(args, io, builtins),
+        Command::Stress(args) => stress::run(args, io, builtins),
+        Command::Permute(args) => permute::run(args, io, builtins),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            let _ = writeln!(io.err, "cordis: error: {e:#}");
+            EXIT_FAILURE
+        }
+    }
+}
+
+/// Reads and resolves the config; on errors prints them all and returns the exit code.
+fn load(
+    args: &LoadArgs,
+    io: &mut Io<'_>,
+    builtins: &Builtins,
+) -> anyhow::Result<Result<LoadPlan, u8>> {
+    let file = args.file.display().to_string();
+    let source = match std::fs::read_to_string(&args.file) {
+        Ok(s) => s,
+        Err(e) => {
+            writeln!(io.err, "cordis: cannot read {file}: {e}")?;
+            return Ok(Err(EXIT_CONFIG));
+        }
+    };
+    let options = PlanOptions {
+        default_timeout: Duration::from_millis(args.timeout_ms),
+    };
+    match load_plan(&source, &file, io.env, builtins, &options) {
+        Ok(plan) => Ok(Ok(plan)),
+        Err(errors) => {
+            for d in errors.diagnostics() {
+                writeln!(io.err, "{d}")?;
+            }
+            let n = errors.diagnostics().len();
+            writeln!(
+                io.err,
+                "cordis: {n} configuration error{} in {file}",
+                if n == 1 { "" } else { "s" }
+            )?;
+            Ok(Err(EXIT_CONFIG))
+        }
+    }
+}
+
+/// The seed: `--seed`, else `$CORDIS_SEED`, else the clock.
+fn choose_seed(flag: Option<u64>, io: &mut Io<'_>) -> anyhow::Result<Result<u64, u8>> {
+    if let Some(seed) = flag {
+        return Ok(Ok(seed));
+    }
+    if let Some(text) = (io.env)("CORDIS_SEED") {
+        return match text.trim().parse::<u64>() {
+            Ok(seed) => Ok(Ok(seed)),
+            Err(_) => {
+                writeln!(
+                    io.err,
+                    "cordis: CORDIS_SEED=\"{text}\" is not a seed (an unsigned 64-bit number)"
+                )?;
+                Ok(Err(EXIT_CONFIG))
+            }
+        };
+    }
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .context("the system clock is before 1970")?
+        .as_nanos();
+    // Keep it short enough to type.
+    Ok(Ok(u64::try_from(nanos % 1_000_000_000).unwrap_or(0)))
+}
+
+/// The command that replays one seed.
+pub fn replay_command(file: &std::path::Path, seed: u64, policy: Policy) -> String {
+    let file = file.display().to_string();
+    let plain = file
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "_./-+@:".contains(c));
+    let file = if plain {
+        file
+    } else {
+        format!("'{}'", file.replace('\'', r"'\''"))
+    };
+    format!("cordis check {file} --seed {seed} --schedule {policy}")
+}

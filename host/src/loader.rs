@@ -1,0 +1,346 @@
+//! Boot: apply every enabled entry of a plan concurrently, wait until the runtime is idle, report.
+//!
+//! Every plugin entry is applied with [`Context::plugin_with`], labelled with its entry id, so the
+//! runtime runs each apply in a task of its own: entries load concurrently, an entry that injects
+//! a service stays pending until a provider is active, and a failing, panicking or hanging entry
+//! (the per-entry timeout turns a hang into `failed`) fails alone. A group entry is a child scope
+//! in which its children are applied. Boot returns when no scope is loading any more
+//! ([`Context::idle`]); pending entries name the services they still wait for.
+//!
+//! # Determinism
+//! Entries are applied in plan (file) order; under a seeded [`Schedule`] on a current-thread
+//! runtime ([`boot_blocking`]) the order of every apply and registration is a function of the
+//! seed. The report's [`assembly_view`] and digest derive from sorted data only; load times and
+//! the trace are order-dependent and never part of the digest.
+
+use std::time::{Duration, Instant};
+
+use cordis_runtime::{
+    Context, Inject, LiveCounts, PluginOptions, Policy, Schedule, ScopeHandle, ScopeStatus,
+    TraceEvent,
+};
+use futures_util::StreamExt;
+use futures_util::future::{Either, select};
+use futures_util::stream::FuturesUnordered;
+use serde_json::{Value, json};
+
+use crate::assembly::assembly_view;
+use crate::diagnostic::Pos;
+use crate::plan::{LoadPlan, Step};
+
+/// Where an entry ended up after boot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum EntryStatus {
+    /// Waiting for services.
+    Pending,
+    /// Still applying (only seen if boot was cut short).
+    Loading,
+    /// Applied.
+    Active,
+    /// Apply failed, panicked or timed out.
+    Failed,
+    /// Disposed.
+    Disposed,
+    /// Disabled in the config (itself or its group).
+    Disabled,
+}
+
+impl EntryStatus {
+    /// Lowercase name for tables and JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EntryStatus::Pending => "pending",
+            EntryStatus::Loading => "loading",
+            EntryStatus::Active => "active",
+            EntryStatus::Failed => "failed",
+            EntryStatus::Disposed => "disposed",
+            EntryStatus::Disabled => "disabled",
+        }
+    }
+}
+
+impl From<ScopeStatus> for EntryStatus {
+    fn from(s: ScopeStatus) -> Self {
+        match s {
+            ScopeStatus::Pending => EntryStatus::Pending,
+            ScopeStatus::Loading => EntryStatus::Loading,
+            ScopeStatus::Active => EntryStatus::Active,
+            ScopeStatus::Failed => EntryStatus::Failed,
+            ScopeStatus::Disposed => EntryStatus::Disposed,
+        }
+    }
+}
+
+impl std::fmt::Display for EntryStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The outcome of one entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EntryReport {
+    /// Entry id.
+    pub id: String,
+    /// Plugin name.
+    pub name: String,
+    /// Where the entry is in the file.
+    pub pos: Pos,
+    /// Final status.
+    pub status: EntryStatus,
+    /// Why it failed, or what a pending entry waits for.
+    pub error: Option<String>,
+    /// Services a pending entry still waits for, sorted.
+    pub waiting_for: Vec<String>,
+    /// Milliseconds from boot start until it settled (`None` if it never did).
+    pub load_ms: Option<u64>,
+}
+
+/// What a boot produced.
+#[derive(Debug, Clone)]
+pub struct BootReport {
+    /// The seed of the schedule.
+    pub seed: u64,
+    /// The schedule policy.
+    pub policy: Policy,
+    /// Every entry of the plan, in file order.
+    pub entries: Vec<EntryReport>,
+    /// The assembly view (see [`assembly_view`]); `null` without a system prompt.
+    pub assembly: Value,
+    /// Hex sha256 of the request header bytes (see [`crate::assembly`]).
+    pub digest: String,
+    /// Why `assemble()` failed, if it did.
+    pub assembly_error: Option<String>,
+    /// Contained failures (panicking listeners, undos, tasks), sorted.
+    pub incidents: Vec<String>,
+    /// The runtime's apply/registration trace, in the order it happened.
+    pub trace: Vec<TraceEvent>,
+}
+
+impl BootReport {
+    /// True when every enabled entry is active and the assembly (if any) succeeded.
+    pub fn healthy(&self) -> bool {
+        self.all_active() && self.assembly_error.is_none()
+    }
+
+    /// True when every enabled entry is active.
+    pub fn all_active(&self) -> bool {
+        self.entries
+            .iter()
+            .all(|e| matches!(e.status, EntryStatus::Active | EntryStatus::Disabled))
+    }
+
+    /// The report as one JSON object: seed, schedule, entries, assembly, digest, incidents.
+    pub fn to_json(&self) -> Value {
+        json!({
+            "seed": self.seed,
+            "schedule": self.policy.to_string(),
+            "entries": self.entries.iter().map(|e| json!({
+                "id": e.id,
+                "name": e.name,
+                "status": e.status.as_str(),
+                "error": e.error,
+                "waiting_for": e.waiting_for,
+                "load_ms": e.load_ms,
+            })).collect::<Vec<_>>(),
+            "assembly": self.assembly,
+            "assembly_error": self.assembly_error,
+            "digest": self.digest,
+            "incidents": self.incidents,
+        })
+    }
+
+    /// The part of the report that must not depend on the seed: the digest's input and every
+    /// entry's status and error by entry id (`{"assembly": …, "entries": {id: {status, error}}}`).
+    pub fn outcome(&self) -> Value {
+        let entries: serde_json::Map<String, Value> = self
+            .entries
+            .iter()
+            .map(|e| {
+                let v = json!({"status": e.status.as_str(), "error": e.error});
+                (e.id.clone(), v)
+            })
+            .collect();
+        json!({
+            "assembly": self.assembly,
+            "assembly_error": self.assembly_error,
+            "digest": self.digest,
+            "entries": entries,
+        })
+    }
+
+    /// The apply order: entry labels of the trace's `apply` events, in order.
+    pub fn apply_order(&self) -> Vec<String> {
+        self.trace
+            .iter()
+            .filter(|t| t.kind == "apply")
+            .map(|t| t.detail.clone())
+            .collect()
+    }
+}
+
+/// Applies every enabled entry of `plan` under `root`, waits until idle, and reports.
+///
+/// # Cancel safety
+/// Not cancel safe: entries applied before cancellation stay in the runtime; dispose `root`.
+pub async fn boot(root: &Context, plan: &LoadPlan) -> BootReport {
+    let started = Instant::now();
+    // Groups first (file order keeps a nested group after its parent), then plugin entries in
+    // file order: a plugin entry's scope id, and so its start order among entries waiting for
+    // the same service, follows its position in the file whatever group it sits in.
+    let mut handles: Vec<Option<ScopeHandle>> = vec![None; plan.entries.len()];
+    let mut contexts: Vec<Option<Context>> = vec![None; plan.entries.len()];
+    let parent_of =
+        |contexts: &[Option<Context>], entry: &crate::plan::PlannedEntry| match entry.parent {
+            Some(p) => contexts.get(p).cloned().flatten(),
+            None => Some(root.clone()),
+        };
+    for (i, entry) in plan.entries.iter().enumerate() {
+        if let (Step::Group, Some(parent)) = (&entry.step, parent_of(&contexts, entry)) {
+            let h = parent.child_scope(&entry.name);
+            contexts[i] = h.context();
+            handles[i] = Some(h);
+        }
+    }
+    for (i, entry) in plan.entries.iter().enumerate() {
+        if let (
+            Step::Plugin {
+                prepared,
+                inject,
+                timeout,
+            },
+            Some(parent),
+        ) = (&entry.step, parent_of(&contexts, entry))
+        {
+            let options = PluginOptions {
+                label: Some(entry.id.clone()),
+                inject: inject.iter().map(Inject::required_named).collect(),
+                timeout: Some(*timeout),
+            };
+            handles[i] = Some(parent.plugin_with(prepared.clone(), options));
+        }
+    }
+
+    let mut settled: Vec<Option<Duration>> = vec![None; handles.len()];
+    let mut watchers: FuturesUnordered<_> = handles
+        .iter()
+        .enumerate()
+        .filter_map(|(i, h)| h.clone().map(|h| (i, h)))
+        .map(|(i, h)| async move {
+            let active = Box::pin(h.wait_for(ScopeStatus::Active));
+            let failed = Box::pin(h.wait_for(ScopeStatus::Failed));
+            match select(active, failed).await {
+                Either::Left(_) | Either::Right(_) => (i, started.elapsed()),
+            }
+        })
+        .collect();
+    let idle = root.idle();
+    tokio::pin!(idle);
+    loop {
+        tokio::select! {
+            biased;
+            Some((i, at)) = watchers.next() => settled[i] = Some(at),
+            () = &mut idle => break,
+        }
+    }
+    drop(watchers);
+    let end = started.elapsed();
+
+    let entries = plan
+        .entries
+        .iter()
+        .zip(&handles)
+        .zip(&settled)
+        .map(|((entry, handle), at)| {
+            let Some(handle) = handle else {
+                return EntryReport {
+                    id: entry.id.clone(),
+                    name: entry.name.clone(),
+                    pos: entry.pos,
+                    status: EntryStatus::Disabled,
+                    error: None,
+                    waiting_for: Vec::new(),
+                    load_ms: None,
+                };
+            };
+            let info = handle.info();
+            let status = EntryStatus::from(info.status);
+            let error = match status {
+                EntryStatus::Failed => info.failure.as_ref().map(ToString::to_string),
+                EntryStatus::Pending => Some(format!(
+                    "waiting for service{} {}",
+                    if info.missing.len() == 1 { "" } else { "s" },
+                    info.missing
+                        .iter()
+                        .map(|m| format!("\"{m}\""))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )),
+                _ => None,
+            };
+            let load = match status {
+                EntryStatus::Active | EntryStatus::Failed => Some(at.unwrap_or(end)),
+                _ => None,
+            };
+            EntryReport {
+                id: entry.id.clone(),
+                name: entry.name.clone(),
+                pos: entry.pos,
+                status,
+                error,
+                waiting_for: if status == EntryStatus::Pending {
+                    info.missing
+                } else {
+                    Vec::new()
+                },
+                load_ms: load.map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+            }
+        })
+        .collect();
+
+    let view = assembly_view(root).await;
+    let mut incidents: Vec<String> = root
+        .incidents()
+        .into_iter()
+        .map(|i| format!("{} ({}): {}", i.plugin, i.site, i.message))
+        .collect();
+    incidents.sort();
+    BootReport {
+        seed: root.schedule().seed(),
+        policy: root.schedule().policy(),
+        entries,
+        digest: view.digest,
+        assembly: view.json,
+        assembly_error: view.error,
+        incidents,
+        trace: root.trace_events(),
+    }
+}
+
+/// Boots `plan` on a fresh current-thread runtime under `schedule`, then disposes the root.
+///
+/// Returns the report and the live counts left after disposal (all zero unless something leaks).
+///
+/// # Errors
+/// Only if the tokio runtime cannot be built.
+pub fn boot_blocking(
+    plan: &LoadPlan,
+    schedule: Schedule,
+) -> std::io::Result<(BootReport, LiveCounts)> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    Ok(rt.block_on(async {
+        let root = Context::root_with(schedule);
+        let report = boot(&root, plan).await;
+        root.dispose();
+        // Aborted tasks drop their futures when the scheduler next runs them.
+        for _ in 0..16 {
+            if root.live().is_zero() {
+                break;
+            }
+            tokio::task::yield_now().await;
+        }
+        (report, root.live())
+    }))
+}

@@ -1,0 +1,366 @@
+//! Phase two of configuration: resolve the raw model into a load plan.
+//!
+//! Resolution looks every entry's `name` up in the [`Builtins`] table (or recognises a shared
+//! library path, see [`EntrySource`]), checks that ids are unique across the whole tree, parses
+//! each config with the plugin's own config type, and applies disabled groups to their children.
+//! Like parsing, it never stops at the first problem.
+//!
+//! Disabled entries are checked for shape and id only: their plugin is not looked up and their
+//! config not parsed, as cordis does not load them.
+//!
+//! # Determinism
+//! The plan is flat and in file order (a group before its children); the loader applies entries
+//! in that order.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use cordis_runtime::{ErasedPlugin, Prepared, prepare};
+
+use crate::builtins::Builtins;
+use crate::config::{RawConfig, RawEntry, parse_lenient};
+use crate::diagnostic::{ConfigErrors, Diagnostic, Pos, Problem};
+
+/// The apply timeout when neither the entry nor the command line sets one.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Where an entry's plugin comes from.
+#[derive(Clone)]
+pub enum EntrySource {
+    /// A plugin of the built-in table.
+    Builtin(Arc<dyn ErasedPlugin>),
+    /// A shared library at this path (the dylib loader is a later issue).
+    Dylib(PathBuf),
+}
+
+impl EntrySource {
+    /// Finds the source of `name`: a shared-library path, or a built-in; `None` if neither.
+    pub fn lookup(name: &str, builtins: &Builtins) -> Option<EntrySource> {
+        if looks_like_dylib(name) {
+            return Some(EntrySource::Dylib(PathBuf::from(name)));
+        }
+        builtins.get(name).map(EntrySource::Builtin)
+    }
+}
+
+/// True for names that are paths to a shared library.
+pub fn looks_like_dylib(name: &str) -> bool {
+    name.starts_with("./")
+        || name.starts_with("../")
+        || name.starts_with('/')
+        || [".so", ".dylib", ".dll"]
+            .iter()
+            .any(|ext| name.ends_with(ext))
+}
+
+/// What the loader does with an entry.
+#[derive(Clone)]
+pub enum Step {
+    /// Apply a plugin.
+    Plugin {
+        /// The plugin with its parsed config.
+        prepared: Prepared,
+        /// Extra services it must wait for.
+        inject: Vec<String>,
+        /// Its apply timeout.
+        timeout: Duration,
+    },
+    /// Open a group scope for the entries whose `parent` is this one.
+    Group,
+    /// Nothing: the entry (or its group) is disabled.
+    Disabled,
+}
+
+impl std::fmt::Debug for Step {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Step::Plugin {
+                prepared,
+                inject,
+                timeout,
+            } => f
+                .debug_struct("Plugin")
+                .field("plugin", &prepared.plugin.name())
+                .field("inject", inject)
+                .field("timeout", timeout)
+                .finish(),
+            Step::Group => f.write_str("Group"),
+            Step::Disabled => f.write_str("Disabled"),
+        }
+    }
+}
+
+impl std::fmt::Debug for EntrySource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            EntrySource::Builtin(p) => write!(f, "Builtin({:?})", p.name()),
+            EntrySource::Dylib(path) => write!(f, "Dylib({path:?})"),
+        }
+    }
+}
+
+/// One entry of the plan.
+#[derive(Debug, Clone)]
+pub struct PlannedEntry {
+    /// The unique entry id.
+    pub id: String,
+    /// The plugin name as written.
+    pub name: String,
+    /// Where the entry is in the file.
+    pub pos: Pos,
+    /// Index of the enclosing group entry in [`LoadPlan::entries`].
+    pub parent: Option<usize>,
+    /// What to do.
+    pub step: Step,
+}
+
+/// A resolved config file: every entry, in file order, ready to load.
+#[derive(Debug, Clone)]
+pub struct LoadPlan {
+    /// The file name as the user gave it.
+    pub file: String,
+    /// The entries, groups before their children.
+    pub entries: Vec<PlannedEntry>,
+}
+
+/// Options of resolution.
+#[derive(Debug, Clone)]
+pub struct PlanOptions {
+    /// Apply timeout of entries that do not set `timeout`.
+    pub default_timeout: Duration,
+}
+
+impl Default for PlanOptions {
+    fn default() -> Self {
+        PlanOptions {
+            default_timeout: DEFAULT_TIMEOUT,
+        }
+    }
+}
+
+/// Parses and resolves a config file in one go, reporting every problem of both phases.
+///
+/// # Errors
+/// Every problem found, in file order.
+pub fn load_plan(
+    source: &str,
+    file: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+    builtins: &Builtins,
+    options: &PlanOptions,
+) -> Result<LoadPlan, ConfigErrors> {
+    let (raw, mut errors) = parse_lenient(source, file, env);
+    let (plan, more) = resolve_lenient(&raw, builtins, options);
+    errors.extend(more);
+    if errors.is_empty() {
+        Ok(plan)
+    } else {
+        errors.sort_by_key(|d| d.pos);
+        Err(ConfigErrors(errors))
+    }
+}
+
+/// Resolves a parsed config.
+///
+/// # Errors
+/// Every problem found, in file order.
+pub fn resolve(
+    raw: &RawConfig,
+    builtins: &Builtins,
+    options: &PlanOptions,
+) -> Result<LoadPlan, ConfigErrors> {
+    let (plan, errors) = resolve_lenient(raw, builtins, options);
+    if errors.is_empty() {
+        Ok(plan)
+    } else {
+        Err(ConfigErrors(errors))
+    }
+}
+
+struct Resolver<'a> {
+    file: &'a str,
+    builtins: &'a Builtins,
+    options: &'a PlanOptions,
+    seen: BTreeMap<String, Pos>,
+    entries: Vec<PlannedEntry>,
+    errors: Vec<Diagnostic>,
+}
+
+fn resolve_lenient(
+    raw: &RawConfig,
+    builtins: &Builtins,
+    options: &PlanOptions,
+) -> (LoadPlan, Vec<Diagnostic>) {
+    let mut r = Resolver {
+        file: &raw.file,
+        builtins,
+        options,
+        seen: BTreeMap::new(),
+        entries: Vec::new(),
+        errors: Vec::new(),
+    };
+    for entry in &raw.entries {
+        r.entry(entry, None);
+    }
+    (
+        LoadPlan {
+            file: raw.file.clone(),
+            entries: r.entries,
+        },
+        r.errors,
+    )
+}
+
+impl Resolver<'_> {
+    fn error(&mut self, entry: &RawEntry, problem: Problem) {
+        self.errors.push(Diagnostic {
+            file: self.file.to_owned(),
+            pos: entry.pos,
+            entry: Some(entry.id.clone()),
+            problem,
+        });
+    }
+
+    fn entry(&mut self, entry: &RawEntry, parent: Option<usize>) {
+        if let Some(first) = self.seen.get(&entry.id) {
+            let first = format!("{}:{first}", self.file);
+            self.error(
+                entry,
+                Problem::DuplicateId {
+                    id: entry.id.clone(),
+                    first,
+                },
+            );
+        } else {
+            self.seen.insert(entry.id.clone(), entry.pos);
+        }
+        let name = entry.name.clone().unwrap_or_default();
+        let step = if entry.disabled {
+            Some(Step::Disabled)
+        } else if entry.is_group {
+            Some(Step::Group)
+        } else if entry.name.is_none() {
+            None
+        } else {
+            self.plugin_step(entry, &name)
+        };
+        let index = self.entries.len();
+        self.entries.push(PlannedEntry {
+            id: entry.id.clone(),
+            name,
+            pos: entry.pos,
+            parent,
+            step: step.unwrap_or(Step::Disabled),
+        });
+        for child in &entry.children {
+            self.entry(child, Some(index));
+        }
+    }
+
+    fn plugin_step(&mut self, entry: &RawEntry, name: &str) -> Option<Step> {
+        let plugin = match EntrySource::lookup(name, self.builtins) {
+            Some(EntrySource::Builtin(plugin)) => plugin,
+            Some(EntrySource::Dylib(path)) => {
+                self.error(
+                    entry,
+                    Problem::DylibUnsupported {
+                        path: path.display().to_string(),
+                    },
+                );
+                return None;
+            }
+            None => {
+                let suggestions = self.builtins.suggest(name);
+                self.error(
+                    entry,
+                    Problem::UnknownPlugin {
+                        name: name.to_owned(),
+                        suggestions,
+                    },
+                );
+                return None;
+            }
+        };
+        // A config with interpolation errors was already reported.
+        let value = entry.config.as_ref()?;
+        match prepare(plugin, value) {
+            Ok(prepared) => Some(Step::Plugin {
+                prepared,
+                inject: entry.inject.clone(),
+                timeout: entry
+                    .timeout_ms
+                    .map_or(self.options.default_timeout, Duration::from_millis),
+            }),
+            Err(e) => {
+                self.error(entry, Problem::Config(e));
+                None
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(src: &str) -> Result<LoadPlan, ConfigErrors> {
+        load_plan(
+            src,
+            "c.yml",
+            &|_| None,
+            &Builtins::standard(),
+            &PlanOptions::default(),
+        )
+    }
+
+    #[test]
+    fn a_good_file_resolves_in_file_order_with_groups_before_children() {
+        let plan = plan(
+            "- id: p\n  name: debug/provide\n  config: {service: alpha}\n- id: g\n  name: cordis/group\n  config:\n  - id: n\n    name: debug/noop\n    timeout: 50\n",
+        )
+        .unwrap();
+        let ids: Vec<&str> = plan.entries.iter().map(|e| e.id.as_str()).collect();
+        assert_eq!(ids, ["p", "g", "n"]);
+        assert_eq!(plan.entries[2].parent, Some(1));
+        match &plan.entries[2].step {
+            Step::Plugin { timeout, .. } => assert_eq!(*timeout, Duration::from_millis(50)),
+            _ => panic!("n is a plugin"),
+        }
+    }
+
+    #[test]
+    fn unknown_names_duplicates_config_errors_and_dylibs_are_all_reported() {
+        let err = plan(
+            "- id: a\n  name: debug/noopp\n- id: a\n  name: debug/noop\n- id: b\n  name: debug/provide\n  config: {service: 3}\n- id: d\n  name: ./libthing.so\n",
+        )
+        .unwrap_err()
+        .to_string();
+        let lines: Vec<&str> = err.lines().collect();
+        assert_eq!(lines.len(), 4, "{err}");
+        assert_eq!(
+            lines[0],
+            "c.yml:1:1: entry \"a\": unknown plugin \"debug/noopp\"; did you mean \"debug/noop\"?"
+        );
+        assert_eq!(
+            lines[1],
+            "c.yml:3:1: entry \"a\": duplicate id \"a\"; first used at c.yml:1:1"
+        );
+        assert!(
+            lines[2].starts_with("c.yml:5:1: entry \"b\": config.service: "),
+            "{}",
+            lines[2]
+        );
+        assert_eq!(
+            lines[3],
+            "c.yml:8:1: entry \"d\": dylib entries are not supported yet (\"./libthing.so\")"
+        );
+    }
+
+    #[test]
+    fn disabled_entries_are_not_resolved() {
+        let plan = plan("- id: x\n  name: not-a-plugin\n  disabled: true\n").unwrap();
+        assert!(matches!(plan.entries[0].step, Step::Disabled));
+    }
+}

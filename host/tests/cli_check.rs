@@ -1,0 +1,256 @@
+//! `cordis check` on good and bad fixtures: messages, JSON and exit codes.
+
+mod common;
+
+use common::{cordis, fixture};
+
+fn check_bad(name: &str) -> (String, String) {
+    let file = fixture(name);
+    let run = cordis(&["check", &file, "--seed", "1"], &[]);
+    assert_eq!(run.code, 2, "{name}: {}", run.err);
+    assert!(run.out.is_empty(), "nothing is booted: {}", run.out);
+    (file, run.err)
+}
+
+#[test]
+fn yaml_syntax_errors_name_file_line_and_column() {
+    let (file, err) = check_bad("bad-yaml-syntax.yml");
+    assert!(
+        err.contains(&format!(
+            "{file}:5:9: YAML syntax error: did not find expected ',' or ']'"
+        )),
+        "{err}"
+    );
+}
+
+#[test]
+fn unknown_plugins_suggest_the_closest_name() {
+    let (file, err) = check_bad("bad-unknown-plugin.yml");
+    assert!(err.contains(&format!("{file}:3:1: entry \"marker\": unknown plugin \"debug/provde\"; did you mean \"debug/provide\"?")), "{err}");
+}
+
+#[test]
+fn duplicate_ids_name_both_places() {
+    let (file, err) = check_bad("bad-duplicate-id.yml");
+    assert!(
+        err.contains(&format!(
+            "{file}:5:1: entry \"same\": duplicate id \"same\"; first used at {file}:1:1"
+        )),
+        "{err}"
+    );
+}
+
+#[test]
+fn config_type_errors_name_the_entry_and_the_field_path() {
+    let (file, err) = check_bad("bad-config-type.yml");
+    assert!(
+        err.contains(&format!(
+            "{file}:1:1: entry \"marker\": config.service: unknown variant `omega`"
+        )),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!(
+            "{file}:5:1: entry \"faulty\": config.delay_ms: invalid type: string \"soon\""
+        )),
+        "{err}"
+    );
+    assert!(err.contains("cordis: 2 configuration errors in"), "{err}");
+}
+
+#[test]
+fn unknown_entry_keys_name_the_key_and_the_allowed_ones() {
+    let (file, err) = check_bad("bad-unknown-key.yml");
+    assert!(err.contains(&format!("{file}:3:3: entry \"noop\": unknown key \"enabled\"; allowed keys: id, name, config, disabled, inject, timeout")), "{err}");
+}
+
+#[test]
+fn the_js_tag_is_rejected_with_its_line() {
+    let (file, err) = check_bad("bad-js-tag.yml");
+    assert!(
+        err.contains(&format!(
+            "{file}:5:11: entry \"llm\": the `!!js` tag is not supported"
+        )),
+        "{err}"
+    );
+}
+
+#[test]
+fn an_unset_env_var_names_the_variable_entry_and_line() {
+    let (file, err) = check_bad("bad-unset-env.yml");
+    assert!(err.contains(&format!("{file}:7:16: entry \"llm\": environment variable \"CORDIS_TEST_SURELY_UNSET_KEY\" is not set")), "{err}");
+    let set = cordis(
+        &["check", &file, "--seed", "1"],
+        &[("CORDIS_TEST_SURELY_UNSET_KEY", "k")],
+    );
+    assert_eq!(set.code, 0, "{}", set.err);
+}
+
+#[test]
+fn every_error_of_a_file_is_reported_together() {
+    let (_, err) = check_bad("bad-many.yml");
+    for needle in [
+        "unknown plugin \"debug/noopp\"; did you mean \"debug/noop\"?",
+        "duplicate id \"a\"",
+        "unknown key \"colour\"",
+        "entry \"c\": config.service: invalid type: integer `7`",
+        "dylib entries are not supported yet (\"./libplugin.so\")",
+        "cordis: 5 configuration errors",
+    ] {
+        assert!(err.contains(needle), "missing {needle:?} in\n{err}");
+    }
+}
+
+#[test]
+fn a_missing_file_is_a_configuration_error() {
+    let run = cordis(&["check", "/no/such/cordis.yml", "--seed", "1"], &[]);
+    assert_eq!(run.code, 2);
+    assert!(
+        run.err.contains("cannot read /no/such/cordis.yml"),
+        "{}",
+        run.err
+    );
+}
+
+#[test]
+fn the_good_sample_boots_every_enabled_entry() {
+    let run = cordis(&["check", &fixture("good.yml"), "--seed", "42"], &[]);
+    assert_eq!(run.code, 0, "{}\n{}", run.out, run.err);
+    assert!(
+        run.err.starts_with("cordis: seed 42 (schedule random)\n"),
+        "{}",
+        run.err
+    );
+    assert!(run.out.contains("needs-alpha-beta"), "{}", run.out);
+    assert!(run.out.contains("services: alpha, beta"), "{}", run.out);
+    assert!(run.out.contains("not-yet") && run.out.contains("disabled"));
+    assert!(run.out.contains("digest: "), "{}", run.out);
+}
+
+#[test]
+fn json_output_has_seed_entries_assembly_and_a_digest_that_ignores_the_seed() {
+    let file = fixture("good.yml");
+    let a = cordis(&["check", &file, "--seed", "1", "--json"], &[]);
+    let b = cordis(
+        &["check", &file, "--json", "--schedule", "pct:3"],
+        &[("CORDIS_SEED", "99")],
+    );
+    assert_eq!((a.code, b.code), (0, 0), "{}{}", a.err, b.err);
+    let ja: serde_json::Value = serde_json::from_str(&a.out).unwrap();
+    let jb: serde_json::Value = serde_json::from_str(&b.out).unwrap();
+    assert_eq!(ja["seed"], 1);
+    assert_eq!(jb["seed"], 99);
+    assert_eq!(jb["schedule"], "pct:3");
+    assert_eq!(ja["digest"], jb["digest"]);
+    assert_eq!(ja["digest"].as_str().unwrap().len(), 64);
+    assert_eq!(
+        ja["assembly"]["services"],
+        serde_json::json!(["alpha", "beta"])
+    );
+    let entries = ja["entries"].as_array().unwrap();
+    let statuses: Vec<(&str, &str)> = entries
+        .iter()
+        .map(|e| (e["id"].as_str().unwrap(), e["status"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        statuses,
+        [
+            ("provide-alpha", "active"),
+            ("needs-alpha", "active"),
+            ("tools", "active"),
+            ("provide-beta", "active"),
+            ("needs-alpha-beta", "active"),
+            ("debug/noop#2.2", "active"),
+            ("greeting", "active"),
+            ("experimental", "disabled"),
+            ("not-yet", "disabled"),
+        ]
+    );
+}
+
+#[test]
+fn a_hanging_entry_times_out_alone_and_check_exits_1_with_the_seed() {
+    let file = fixture("hang.yml");
+    let run = cordis(
+        &[
+            "check",
+            &file,
+            "--seed",
+            "5",
+            "--timeout-ms",
+            "50",
+            "--json",
+        ],
+        &[],
+    );
+    assert_eq!(run.code, 1, "{}", run.err);
+    let j: serde_json::Value = serde_json::from_str(&run.out).unwrap();
+    assert_eq!(j["entries"][0]["status"], "failed");
+    assert_eq!(
+        j["entries"][0]["error"],
+        "apply did not finish within 50 ms (timeout)"
+    );
+    assert_eq!(j["entries"][1]["status"], "active");
+    assert!(
+        run.err
+            .contains("stuck (seed 5, schedule random); replay: cordis check"),
+        "{}",
+        run.err
+    );
+    assert!(
+        run.err.contains("--seed 5 --schedule random"),
+        "{}",
+        run.err
+    );
+}
+
+#[test]
+fn a_pending_entry_names_the_services_it_waits_for() {
+    let dir = std::env::temp_dir().join(format!("cordis-host-pending-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("cordis.yml");
+    std::fs::write(
+        &file,
+        "- id: lonely\n  name: debug/noop\n  inject: [gamma, alpha]\n",
+    )
+    .unwrap();
+    let run = cordis(&["check", file.to_str().unwrap(), "--seed", "0"], &[]);
+    assert_eq!(run.code, 1);
+    assert!(
+        run.out.contains("pending")
+            && run
+                .out
+                .contains("waiting for services \"alpha\", \"gamma\""),
+        "{}",
+        run.out
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn usage_errors_exit_2_and_help_exits_0() {
+    let bad = cordis(&["stress", "x.yml", "--seeds", "3", "--shard", "2/2"], &[]);
+    assert_eq!(bad.code, 2);
+    assert!(
+        bad.err
+            .contains("shard index 2 must be below the shard count 2"),
+        "{}",
+        bad.err
+    );
+    let policy = cordis(&["check", "x.yml", "--schedule", "lifo"], &[]);
+    assert_eq!(policy.code, 2);
+    assert!(
+        policy.err.contains("unknown schedule policy \"lifo\""),
+        "{}",
+        policy.err
+    );
+    let help = cordis(&["check", "--help"], &[]);
+    assert_eq!(help.code, 0);
+    assert!(
+        help.out.contains("--seed") && help.out.contains("CORDIS_SEED"),
+        "{}",
+        help.out
+    );
+    let seed = cordis(&["check", &fixture("good.yml")], &[("CORDIS_SEED", "x")]);
+    assert_eq!(seed.code, 2);
+}
