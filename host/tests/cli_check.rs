@@ -122,7 +122,11 @@ fn the_good_sample_boots_every_enabled_entry() {
         run.err
     );
     assert!(run.out.contains("needs-alpha-beta"), "{}", run.out);
-    assert!(run.out.contains("services: alpha, beta"), "{}", run.out);
+    assert!(
+        run.out.contains("assembly: none (no system-prompt entry)"),
+        "{}",
+        run.out
+    );
     assert!(run.out.contains("not-yet") && run.out.contains("disabled"));
     assert!(run.out.contains("digest: "), "{}", run.out);
 }
@@ -144,8 +148,9 @@ fn json_output_has_seed_entries_assembly_and_a_digest_that_ignores_the_seed() {
     assert_eq!(ja["digest"], jb["digest"]);
     assert_eq!(ja["digest"].as_str().unwrap().len(), 64);
     assert_eq!(
-        ja["assembly"]["services"],
-        serde_json::json!(["alpha", "beta"])
+        ja["assembly"],
+        serde_json::Value::Null,
+        "no system-prompt entry"
     );
     let entries = ja["entries"].as_array().unwrap();
     let statuses: Vec<(&str, &str)> = entries
@@ -253,4 +258,59 @@ fn usage_errors_exit_2_and_help_exits_0() {
     );
     let seed = cordis(&["check", &fixture("good.yml")], &[("CORDIS_SEED", "x")]);
     assert_eq!(seed.code, 2);
+}
+
+#[test]
+fn the_bundled_config_prints_the_assembly_in_canonical_order() {
+    let file = concat!(env!("CARGO_MANIFEST_DIR"), "/../cordis.yml");
+    let a = cordis(&["check", file, "--seed", "3", "--json"], &[]);
+    let b = cordis(
+        &[
+            "check",
+            file,
+            "--seed",
+            "4",
+            "--schedule",
+            "pct:2",
+            "--json",
+        ],
+        &[],
+    );
+    assert_eq!((a.code, b.code), (0, 0), "{}{}", a.err, b.err);
+    let ja: serde_json::Value = serde_json::from_str(&a.out).unwrap();
+    let jb: serde_json::Value = serde_json::from_str(&b.out).unwrap();
+    assert_eq!(
+        ja["assembly"]["tools"],
+        serde_json::json!(["todo_write", "bash", "read_file", "write_file"]),
+        "toolOrder puts todo_write first, the rest sorted"
+    );
+    assert_eq!(ja["assembly"]["sections"][0]["name"], "deployment:persona");
+    assert_eq!(ja["digest"], jb["digest"]);
+    let text = cordis(&["check", file, "--seed", "3"], &[]);
+    assert!(
+        text.out.contains("tools (canonical order, 4):"),
+        "{}",
+        text.out
+    );
+}
+
+#[test]
+fn an_unknown_tool_order_name_fails_check_with_the_reference_message() {
+    let dir = std::env::temp_dir().join(format!("cordis-ghost-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("cordis.yml");
+    std::fs::write(
+        &file,
+        "- {id: sp, name: system-prompt, config: {toolOrder: [ghost, '<unlisted-tools>']}}\n- {id: tools, name: tools}\n- {id: todo, name: tool-todo}\n",
+    )
+    .unwrap();
+    let run = cordis(&["check", file.to_str().unwrap(), "--seed", "1"], &[]);
+    assert_eq!(run.code, 1, "{}", run.err);
+    assert!(
+        run.err.contains("assembling the request failed: toolOrder lists unregistered tool \"ghost\"; known tools: todo_write"),
+        "{}",
+        run.err
+    );
+    assert!(run.err.contains("replay: cordis check"), "{}", run.err);
+    let _ = std::fs::remove_dir_all(&dir);
 }
