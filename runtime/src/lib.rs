@@ -46,7 +46,7 @@ mod waterfall;
 
 pub use context::Context;
 pub use effect::{EffectHandle, EffectKind};
-pub use error::{BoxError, ConfigError, EventError, ServiceError};
+pub use error::{BoxError, ConfigError, EventError, ServiceError, panic_message};
 pub use event::{Event, Handler, Position};
 pub use introspect::{EffectCounts, Incident, LiveCounts, ScopeInfo, TraceEvent};
 pub use plugin::{ErasedPlugin, FnPlugin, Inject, Plugin, PluginOptions, Prepared, prepare};

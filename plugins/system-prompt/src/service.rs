@@ -413,16 +413,7 @@ fn guarded<T>(what: &str, f: impl FnOnce() -> T) -> Result<T, AssembleError> {
     })
 }
 
-/// The text of a panic payload.
-pub(crate) fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
-    if let Some(s) = payload.downcast_ref::<&'static str>() {
-        (*s).to_owned()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "panic with a non-string payload".to_owned()
-    }
-}
+pub(crate) use cordis_runtime::panic_message as panic_text;
 
 #[cfg(test)]
 mod tests {

@@ -61,15 +61,7 @@ impl Waterfall for ToolsPostExecute {
     type Value = PostExecute;
 }
 
-fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
-    if let Some(s) = payload.downcast_ref::<&'static str>() {
-        (*s).to_owned()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "panic with a non-string payload".to_owned()
-    }
-}
+use cordis_runtime::panic_message as panic_text;
 
 impl ToolRegistry {
     /// Executes `call` as seen from `scope`.
