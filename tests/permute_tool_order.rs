@@ -21,6 +21,12 @@ const NAMES: [&str; 8] = [
 ];
 
 fn config(entries: usize, tool_order: Option<&str>) -> String {
+    config_with(entries, tool_order, false)
+}
+
+/// With `sections`, every tool entry also registers a prompt section; orders repeat (0, 10, 0,
+/// 10, …) so ties must be broken by name, not by registration order.
+fn config_with(entries: usize, tool_order: Option<&str>, sections: bool) -> String {
     let mut yml = String::from(
         "- id: system-prompt\n  name: system-prompt\n  config:\n    persona: \"Persona for {{nothing}}\"\n",
     );
@@ -33,6 +39,12 @@ fn config(entries: usize, tool_order: Option<&str>) -> String {
         yml.push_str(&format!(
             "- id: t{i}\n  name: tool-declare\n  config:\n    tools:\n      - name: \"{name}\"\n        description: tool {i}\n        parameters: {{type: object, properties: {{x: {{type: integer}}}}}}\n"
         ));
+        if sections {
+            yml.push_str(&format!(
+                "    sections:\n      - name: \"guide:{name}\"\n        order: {}\n        text: How to use {name}.\n",
+                (i % 2) * 10
+            ));
+        }
     }
     yml
 }
@@ -109,5 +121,46 @@ fn the_bundled_permutation_fixture_matches_the_generated_one() {
         on_disk,
         config(8, None),
         "re-record with CORDIS_RECORD=1 cargo test --test permute_tool_order"
+    );
+}
+
+#[test]
+fn every_order_of_six_section_registering_entries_yields_one_prompt() {
+    let report = permute(&plan(&config_with(6, None, true)), 1_000_000, 0, 2, &|_| {}).unwrap();
+    assert_eq!(report.orders, 720);
+    assert_eq!(report.registration_orders, 720);
+    assert_eq!(report.digests.len(), 1, "{:#?}", report.digests);
+    assert!(report.unhealthy.is_none(), "{:?}", report.unhealthy);
+}
+
+#[test]
+fn sections_with_equal_orders_are_sorted_by_name() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let (report, live) = cordis::host::boot_blocking(
+        &plan(&config_with(4, None, true)),
+        cordis::runtime::Schedule::fifo(),
+    )
+    .unwrap();
+    drop(rt);
+    assert!(live.is_zero(), "{live:?}");
+    let names: Vec<&str> = report.assembly["sections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    // order 0: persona, guide:zulu (t0), guide:😀 (t2); order 10: guide:alpha (t1), guide:～ (t3).
+    assert_eq!(
+        names,
+        [
+            "deployment:persona",
+            "guide:zulu",
+            "guide:\u{1F600}_smile",
+            "guide:alpha",
+            "guide:\u{FF5E}_wave"
+        ]
     );
 }

@@ -189,7 +189,7 @@ impl Parser<'_> {
                         quote = Some(b);
                     }
                     None if b == b'#' && prev.is_ascii_whitespace() => break,
-                    None if line[c..].starts_with("!!js")
+                    None if bytes[c..].starts_with(b"!!js")
                         && (prev.is_ascii_whitespace() || b"[{,:-".contains(&prev))
                         && bytes
                             .get(c + 4)
@@ -632,6 +632,28 @@ mod tests {
 
     fn env_home(name: &str) -> Option<String> {
         (name == "HOME").then(|| "/home/me".to_owned())
+    }
+
+    /// Regression: the `!!js` scan sliced a line by byte index and panicked inside a multi-byte
+    /// character (`text: How to use 😀`).
+    #[test]
+    fn non_ascii_text_never_panics_the_parser() {
+        let samples = [
+            "- id: a\n  name: debug/noop\n  config: {text: How to use 😀_smile.}\n",
+            "- id: é\n  name: \"～\"\n# 😀 !!js\n",
+            "- {id: a, name: debug/noop, config: {x: \"😀 !!js\"}}\n",
+            "- id: a\n  name: debug/noop\n  config: \"${{ env.😀 }}\"\n",
+            "😀: [\n",
+        ];
+        for src in samples {
+            let _ = parse(src, "t.yml", &no_env);
+        }
+        let js = parse(
+            "- id: a\n  name: x😀\n  config: !!js process.env.X\n",
+            "t.yml",
+            &no_env,
+        );
+        assert!(js.is_err());
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! stubbing third-party tools in CI and for registration-race tests.
 
 use cordis_runtime::{BoxError, Context, Inject, Plugin};
+use cordis_system_prompt::{Section, SystemPrompt};
 use cordis_tools::{ToolDefinition, ToolOutput, ToolRegistry, ToolSchema};
 use serde::Deserialize;
 
@@ -20,6 +21,18 @@ pub struct DeclaredTool {
     pub result: Option<serde_json::Value>,
 }
 
+/// One declared prompt section (e.g. usage guidance that ships with the declared tools).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeclaredSection {
+    /// The unique section name.
+    pub name: String,
+    /// Where it renders (lower first; equal orders sort by name).
+    pub order: f64,
+    /// The text; may use `{{variables}}`.
+    pub text: String,
+}
+
 /// Configuration of `tool-declare`.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -27,6 +40,9 @@ pub struct DeclareConfig {
     /// The tools to register, in this order (the schedule may still reorder across plugins).
     #[serde(default)]
     pub tools: Vec<DeclaredTool>,
+    /// Prompt sections to register beside the tools.
+    #[serde(default)]
+    pub sections: Vec<DeclaredSection>,
 }
 
 /// The `tool-declare` plugin.
@@ -67,6 +83,18 @@ impl Plugin for DeclarePlugin {
             ctx.trace("register", declared.name.clone());
             let _ = registry.register(&ctx, def)?;
         }
+        if !config.sections.is_empty() {
+            // Present whenever `tools` is: the registry itself injects the system prompt.
+            let prompt = ctx.require::<SystemPrompt>()?;
+            for section in &config.sections {
+                ctx.schedule().point("before-register").await;
+                ctx.trace("section", section.name.clone());
+                let _ = prompt.section(
+                    &ctx,
+                    Section::fixed(section.name.clone(), section.order, section.text.clone()),
+                )?;
+            }
+        }
         Ok(())
     }
 }
@@ -95,7 +123,13 @@ mod tests {
         let root = Context::root_with(Schedule::new(Policy::Random, seed));
         for group in groups {
             let tools = group.iter().map(|n| declared(n)).collect();
-            root.plugin(DeclarePlugin, DeclareConfig { tools });
+            root.plugin(
+                DeclarePlugin,
+                DeclareConfig {
+                    tools,
+                    ..Default::default()
+                },
+            );
         }
         root.plugin(ToolsPlugin, ToolsConfig::default());
         root.plugin(SystemPromptPlugin, SystemPromptConfig::default());
