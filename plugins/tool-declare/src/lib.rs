@@ -183,17 +183,29 @@ mod tests {
             DeclarePlugin,
             DeclareConfig {
                 tools: vec![with_result, declared("ping")],
+                sections: vec![DeclaredSection {
+                    name: "guide:weather".into(),
+                    order: 120.0,
+                    text: "Ask for the weather before going out.".into(),
+                }],
             },
         );
         let bad = root.plugin(
             DeclarePlugin,
             DeclareConfig {
                 tools: vec![declared("solo"), declared("run_code")],
+                ..Default::default()
             },
         );
         root.idle().await;
         assert_eq!(ok.status(), ScopeStatus::Active);
         assert_eq!(bad.status(), ScopeStatus::Failed);
+        let prompt = root.get::<SystemPrompt>().unwrap();
+        let assembly = prompt.assemble(AssembleContext::global()).await.unwrap();
+        assert!(
+            assembly.render().unwrap().contains("Ask for the weather"),
+            "a declared section reaches the prompt"
+        );
         assert!(
             bad.failure()
                 .unwrap()
