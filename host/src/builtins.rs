@@ -31,14 +31,19 @@ impl Builtins {
         Builtins::default()
     }
 
-    /// Every built-in plugin: `tools`, `system-prompt`, `tool-todo`, `tool-declare`, and the
-    /// host's own `debug/noop`, `debug/provide`, `debug/fault`.
+    /// Every built-in plugin: `tools`, `system-prompt`, `tool-todo`, `tool-declare`, `llm`,
+    /// `sessions`, `agent-loop`, `agent-core`, and the host's own `debug/noop`, `debug/provide`,
+    /// `debug/fault`.
     pub fn standard() -> Builtins {
         let mut table = Builtins::new();
         table.insert(cordis_tools::ToolsPlugin);
         table.insert(cordis_system_prompt::SystemPromptPlugin);
         table.insert(cordis_tool_todo::TodoPlugin::default());
         table.insert(cordis_tool_declare::DeclarePlugin);
+        table.insert(cordis_llm::LlmPlugin);
+        table.insert(cordis_session::SessionPlugin);
+        table.insert(cordis_agent_loop::AgentLoopPlugin);
+        table.insert(cordis_agent_core::AgentCorePlugin);
         table.insert(crate::debug::Noop);
         table.insert(crate::debug::Provide);
         table.insert(crate::fault::Fault);

@@ -5,8 +5,9 @@
 //! caller passes, for `${{ env.NAME }}` interpolation.
 //!
 //! # Format
-//! A top-level YAML list of entries `{id?, name, config?, disabled?, inject?, timeout?}`.
-//! `timeout` is the apply timeout in milliseconds. An entry named `cordis/group` (or
+//! A top-level YAML list of entries `{id?, name, config?, disabled?, inject?, timeout?, sha256?}`.
+//! `timeout` is the apply timeout in milliseconds. `sha256` pins the file of a dylib entry (one
+//! whose `name` is a path to a shared library) to a hex SHA-256 hash. An entry named `cordis/group` (or
 //! `@cordisjs/plugin-group`) is a group: its `config` is a nested list of entries, and disabling
 //! it disables them all. Inside string values of `config`, `${{ env.NAME }}` and
 //! `${{ env.NAME ?? 'default' }}` are replaced by the variable's value (no code is evaluated;
@@ -59,6 +60,8 @@ pub struct RawEntry {
     pub inject: Vec<String>,
     /// Apply timeout in milliseconds, if set.
     pub timeout_ms: Option<u64>,
+    /// The pinned SHA-256 of a dylib entry's file (lowercase hex, 64 digits), if set.
+    pub sha256: Option<String>,
     /// Child entries, for a group.
     pub children: Vec<RawEntry>,
     /// True for a group entry.
@@ -408,6 +411,21 @@ impl Parser<'_> {
                 None
             }
         };
+        let sha256 = match get("sha256") {
+            None | Some(Yaml::Null) => None,
+            Some(Yaml::String(s)) if s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit()) => {
+                Some(s.to_ascii_lowercase())
+            }
+            Some(v) => {
+                let at = key_pos(self, "sha256");
+                self.error(
+                    at,
+                    Some(&id),
+                    bad("sha256", "a SHA-256 hash as 64 hex digits", v),
+                );
+                None
+            }
+        };
         let is_group = name.as_deref().is_some_and(|n| GROUP_NAMES.contains(&n));
         let raw_config = get("config").cloned().unwrap_or(Yaml::Null);
         let mut children = Vec::new();
@@ -467,6 +485,7 @@ impl Parser<'_> {
             disabled,
             inject,
             timeout_ms,
+            sha256,
             children,
             is_group,
             pos,

@@ -22,7 +22,9 @@ impl fmt::Display for Pos {
 }
 
 /// The keys an entry may have.
-pub const ENTRY_KEYS: &[&str] = &["id", "name", "config", "disabled", "inject", "timeout"];
+pub const ENTRY_KEYS: &[&str] = &[
+    "id", "name", "config", "disabled", "inject", "timeout", "sha256",
+];
 
 /// What is wrong, without where.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -102,11 +104,31 @@ pub enum Problem {
         /// Close known names, best first.
         suggestions: Vec<String>,
     },
-    /// The entry names a shared library; the dylib loader does not exist yet.
-    #[error("dylib entries are not supported yet (\"{path}\")")]
-    DylibUnsupported {
+    /// A dylib entry's library does not exist.
+    #[error("plugin library \"{path}\" not found (looked for {looked})")]
+    DylibMissing {
         /// The path as written.
         path: String,
+        /// Where it was looked for.
+        looked: String,
+    },
+    /// A dylib entry's library lies outside every allowed directory.
+    #[error(
+        "plugin library \"{path}\" resolves to {resolved}, outside the allowed plugin directories ({allowed}); move it there or pass --plugin-dir / CORDIS_PLUGIN_PATH"
+    )]
+    DylibOutsideDirs {
+        /// The path as written.
+        path: String,
+        /// The canonical path (symlinks and `..` resolved).
+        resolved: String,
+        /// The allowed directories.
+        allowed: String,
+    },
+    /// `sha256` on an entry that is not a dylib.
+    #[error("key \"sha256\" pins a plugin library file; \"{name}\" is a built-in plugin")]
+    Sha256OnBuiltin {
+        /// The plugin name.
+        name: String,
     },
     /// Two entries share an id.
     #[error("duplicate id \"{id}\"; first used at {first}")]

@@ -2,7 +2,8 @@
 //! a runtime under a seeded schedule, and offers the `cordis` CLI (`check`, `stress`).
 //!
 //! Configuration runs in two phases: [`config`] reads the raw model (file:line errors attach
-//! there), [`plan`] resolves it against the [`builtins`] table. [`loader`] boots a plan and
+//! there), [`plan`] resolves it against the [`builtins`] table and vets shared-library paths
+//! ([`dylib`] turns those into plugins). [`loader`] boots a plan and
 //! reports on every entry; [`digest`] makes that report comparable across seeds.
 
 pub mod assembly;
@@ -12,6 +13,7 @@ pub mod config;
 pub mod debug;
 pub mod diagnostic;
 pub mod digest;
+pub mod dylib;
 pub mod fault;
 pub mod loader;
 pub mod permute;

@@ -1,19 +1,27 @@
 //! Phase two of configuration: resolve the raw model into a load plan.
 //!
 //! Resolution looks every entry's `name` up in the [`Builtins`] table (or recognises a shared
-//! library path, see [`EntrySource`]), checks that ids are unique across the whole tree, parses
+//! library path, see [`EntrySource`] and [Dylib entries](#dylib-entries)), checks that ids are unique across the whole tree, parses
 //! each config with the plugin's own config type, and applies disabled groups to their children.
 //! Like parsing, it never stops at the first problem.
 //!
 //! Disabled entries are checked for shape and id only: their plugin is not looked up and their
 //! config not parsed, as cordis does not load them.
 //!
+//! # Dylib entries
+//! A name that is a path (`./…`, `../…`, `/…`) or ends in `.so`, `.dylib` or `.dll` names a tool
+//! plugin library. A relative path is resolved against the config file's directory; a bare file
+//! name (`libx.so`) is looked for there, then in each plugin directory (`--plugin-dir`,
+//! `CORDIS_PLUGIN_PATH`). The file must exist and, with symlinks and `..` resolved, lie inside
+//! the config's directory or a plugin directory; otherwise the entry is a configuration error.
+//! Problems only loading can find (handshake, `describe`, a `sha256` mismatch) fail the entry.
+//!
 //! # Determinism
 //! The plan is flat and in file order (a group before its children); the loader applies entries
 //! in that order.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -22,6 +30,7 @@ use cordis_runtime::{ErasedPlugin, Prepared, prepare};
 use crate::builtins::Builtins;
 use crate::config::{RawConfig, RawEntry, parse_lenient};
 use crate::diagnostic::{ConfigErrors, Diagnostic, Pos, Problem};
+use crate::dylib::DylibPlugin;
 
 /// The apply timeout when neither the entry nor the command line sets one.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -31,7 +40,7 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 pub enum EntrySource {
     /// A plugin of the built-in table.
     Builtin(Arc<dyn ErasedPlugin>),
-    /// A shared library at this path (the dylib loader is a later issue).
+    /// A shared library at this path, as written (see [`crate::dylib`]).
     Dylib(PathBuf),
 }
 
@@ -130,12 +139,32 @@ pub struct LoadPlan {
 pub struct PlanOptions {
     /// Apply timeout of entries that do not set `timeout`.
     pub default_timeout: Duration,
+    /// Directories plugin libraries may also load from (besides the config's directory).
+    pub plugin_dirs: Vec<PathBuf>,
+    /// The config file's directory; `None`: the parent of the file name given to [`load_plan`]
+    /// (the current directory for a bare file name).
+    pub config_dir: Option<PathBuf>,
 }
 
 impl Default for PlanOptions {
     fn default() -> Self {
         PlanOptions {
             default_timeout: DEFAULT_TIMEOUT,
+            plugin_dirs: Vec::new(),
+            config_dir: None,
+        }
+    }
+}
+
+impl PlanOptions {
+    /// The directory relative dylib paths resolve against, for a config file named `file`.
+    pub fn config_dir_for(&self, file: &str) -> PathBuf {
+        match &self.config_dir {
+            Some(dir) => dir.clone(),
+            None => match Path::new(file).parent() {
+                Some(p) if !p.as_os_str().is_empty() => p.to_owned(),
+                _ => PathBuf::from("."),
+            },
         }
     }
 }
@@ -183,6 +212,9 @@ struct Resolver<'a> {
     file: &'a str,
     builtins: &'a Builtins,
     options: &'a PlanOptions,
+    config_dir: PathBuf,
+    /// Canonical allowed directories: the config's, then the plugin directories.
+    allowed: Vec<PathBuf>,
     seen: BTreeMap<String, Pos>,
     entries: Vec<PlannedEntry>,
     errors: Vec<Diagnostic>,
@@ -193,10 +225,17 @@ fn resolve_lenient(
     builtins: &Builtins,
     options: &PlanOptions,
 ) -> (LoadPlan, Vec<Diagnostic>) {
+    let config_dir = options.config_dir_for(&raw.file);
+    let allowed = std::iter::once(&config_dir)
+        .chain(&options.plugin_dirs)
+        .filter_map(|d| d.canonicalize().ok())
+        .collect();
     let mut r = Resolver {
         file: &raw.file,
         builtins,
         options,
+        config_dir,
+        allowed,
         seen: BTreeMap::new(),
         entries: Vec::new(),
         errors: Vec::new(),
@@ -261,16 +300,28 @@ impl Resolver<'_> {
 
     fn plugin_step(&mut self, entry: &RawEntry, name: &str) -> Option<Step> {
         let plugin = match EntrySource::lookup(name, self.builtins) {
-            Some(EntrySource::Builtin(plugin)) => plugin,
-            Some(EntrySource::Dylib(path)) => {
-                self.error(
-                    entry,
-                    Problem::DylibUnsupported {
-                        path: path.display().to_string(),
-                    },
-                );
-                return None;
+            Some(EntrySource::Builtin(plugin)) => {
+                if entry.sha256.is_some() {
+                    self.error(
+                        entry,
+                        Problem::Sha256OnBuiltin {
+                            name: name.to_owned(),
+                        },
+                    );
+                    return None;
+                }
+                plugin
             }
+            Some(EntrySource::Dylib(_)) => match self.locate(name) {
+                Ok(path) => {
+                    let pin = entry.sha256.as_deref().map(parse_sha256);
+                    Arc::new(DylibPlugin::new(name, path, pin)) as Arc<dyn ErasedPlugin>
+                }
+                Err(problem) => {
+                    self.error(entry, problem);
+                    return None;
+                }
+            },
             None => {
                 let suggestions = self.builtins.suggest(name);
                 self.error(
@@ -299,6 +350,64 @@ impl Resolver<'_> {
             }
         }
     }
+}
+
+impl Resolver<'_> {
+    /// Finds a dylib entry's library and checks that it lies in an allowed directory.
+    fn locate(&self, name: &str) -> Result<PathBuf, Problem> {
+        let written = Path::new(name);
+        let written = written.strip_prefix(".").unwrap_or(written);
+        let candidates: Vec<PathBuf> = if written.is_absolute() {
+            vec![written.to_owned()]
+        } else if written.components().count() == 1 {
+            std::iter::once(&self.config_dir)
+                .chain(&self.options.plugin_dirs)
+                .map(|d| d.join(written))
+                .collect()
+        } else {
+            vec![self.config_dir.join(written)]
+        };
+        let Some(found) = candidates.iter().find(|c| c.exists()) else {
+            return Err(Problem::DylibMissing {
+                path: name.to_owned(),
+                looked: candidates
+                    .iter()
+                    .map(|c| c.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            });
+        };
+        let resolved = found.canonicalize().map_err(|e| Problem::DylibMissing {
+            path: name.to_owned(),
+            looked: format!("{} ({e})", found.display()),
+        })?;
+        if self.allowed.iter().any(|dir| resolved.starts_with(dir)) {
+            Ok(resolved)
+        } else {
+            Err(Problem::DylibOutsideDirs {
+                path: name.to_owned(),
+                resolved: resolved.display().to_string(),
+                allowed: self
+                    .allowed
+                    .iter()
+                    .map(|d| d.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            })
+        }
+    }
+}
+
+/// 64 hex digits (checked when the config was parsed) as bytes.
+fn parse_sha256(hex: &str) -> [u8; 32] {
+    let mut out = [0u8; 32];
+    for (i, byte) in out.iter_mut().enumerate() {
+        *byte = hex
+            .get(2 * i..2 * i + 2)
+            .and_then(|h| u8::from_str_radix(h, 16).ok())
+            .unwrap_or(0);
+    }
+    out
 }
 
 #[cfg(test)]
@@ -354,7 +463,7 @@ mod tests {
         );
         assert_eq!(
             lines[3],
-            "c.yml:8:1: entry \"d\": dylib entries are not supported yet (\"./libthing.so\")"
+            "c.yml:8:1: entry \"d\": plugin library \"./libthing.so\" not found (looked for ./libthing.so)"
         );
     }
 

@@ -94,7 +94,7 @@ fn every_error_of_a_file_is_reported_together() {
         "duplicate id \"a\"",
         "unknown key \"colour\"",
         "entry \"c\": config.service: invalid type: integer `7`",
-        "dylib entries are not supported yet (\"./libplugin.so\")",
+        "plugin library \"./libplugin.so\" not found (looked for ",
         "cordis: 5 configuration errors",
     ] {
         assert!(err.contains(needle), "missing {needle:?} in\n{err}");

@@ -87,6 +87,9 @@ pub struct PermuteArgs {
     /// Print one JSON object on stdout.
     #[arg(long)]
     pub json: bool,
+    /// Also allow plugin libraries from this directory (repeatable; see also CORDIS_PLUGIN_PATH).
+    #[arg(long = "plugin-dir", value_name = "DIR")]
+    pub plugin_dirs: Vec<PathBuf>,
 }
 
 /// Options shared by every command that loads a config.
@@ -104,6 +107,11 @@ pub struct LoadArgs {
     /// Print one JSON object on stdout instead of tables.
     #[arg(long)]
     pub json: bool,
+    /// Also allow plugin libraries from this directory (repeatable). Directories in
+    /// CORDIS_PLUGIN_PATH (separated like PATH) are allowed too; the config file's directory
+    /// always is.
+    #[arg(long = "plugin-dir", value_name = "DIR")]
+    pub plugin_dirs: Vec<PathBuf>,
 }
 
 /// Arguments of `cordis check`.
@@ -272,8 +280,14 @@ fn load(
             return Ok(Err(EXIT_CONFIG));
         }
     };
+    let mut plugin_dirs = args.plugin_dirs.clone();
+    if let Some(path) = (io.env)("CORDIS_PLUGIN_PATH") {
+        plugin_dirs.extend(std::env::split_paths(&path).filter(|p| !p.as_os_str().is_empty()));
+    }
     let options = PlanOptions {
         default_timeout: Duration::from_millis(args.timeout_ms),
+        plugin_dirs,
+        config_dir: None,
     };
     match load_plan(&source, &file, io.env, builtins, &options) {
         Ok(plan) => Ok(Ok(plan)),

@@ -27,6 +27,7 @@ pub(crate) fn run(args: &PermuteArgs, io: &mut Io<'_>, builtins: &Builtins) -> a
         schedule: cordis_runtime::Policy::Fifo,
         timeout_ms: args.timeout_ms,
         json: args.json,
+        plugin_dirs: args.plugin_dirs.clone(),
     };
     let plan = match load(&load_args, io, builtins)? {
         Ok(plan) => plan,

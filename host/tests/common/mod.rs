@@ -1,6 +1,8 @@
 //! Helpers shared by the host's integration tests.
 #![allow(dead_code)]
 
+pub mod plugins;
+
 use std::path::PathBuf;
 
 use cordis_host::Builtins;

@@ -1,0 +1,30 @@
+//! The host side of the cordis plugin C ABI: open a tool plugin library, check its descriptor,
+//! and call it through a safe API. This crate holds all of the host's `unsafe` code.
+//!
+//! # Why a C ABI, and why libraries are never unloaded
+//! Rust's ABI is not stable across compilers and a panic cannot unwind across `extern "C"`, so a
+//! plugin exports one C descriptor (see [`cordis_plugin_sdk::abi`] and `docs/plugin-abi.md`) and
+//! exchanges JSON through borrowed strings and a host-owned writer. Unloading a Rust library is
+//! unsound (thread-local destructors may still point into it), so once the host has called into
+//! a library it leaks the handle; [`open`] of the same path returns the same [`Library`].
+//!
+//! # Trust
+//! Loading runs the library's initialisers and calling it runs its code in this process: the
+//! host contains *failures* (status codes, panics the SDK catches, bad JSON), not malice. The
+//! caller decides which files may be loaded (the host allows only configured directories).
+//!
+//! # Examples
+//! ```no_run
+//! let lib = cordis_dylib::open(std::path::Path::new("/plugins/libtext.so"), None)?;
+//! let instance = lib.create("null")?;
+//! let tools_json = instance.describe()?;
+//! let result_json = instance.invoke("reverse", r#"{"text": "abc"}"#)?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+#![allow(unsafe_code)]
+
+mod call;
+mod library;
+
+pub use call::{CallError, Instance};
+pub use library::{Library, LoadError, open};

@@ -1,0 +1,483 @@
+//! `Agent`: one conversation with its own registry scope, session and turn state machine.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use cordis_llm::{
+    AssistantToolCall, CallConfig, Chunk, FinishReason, FrozenRequest, Llm, LlmRequest, Usage,
+};
+use cordis_runtime::{Context, ScopeHandle};
+use cordis_session::{
+    AssistantChunkData, AssistantMessageData, EventData, HeaderReason, RequestHeader,
+    RequestHeaderData, Session, StepEndData, StepStartData, ToolCallData, ToolResultData,
+    TurnEndReason, TurnStartData, UserMessageData, last_turn,
+};
+use cordis_system_prompt::{AssembleContext, ScopeKey, SystemPrompt};
+use cordis_tools::{ToolCall, ToolRegistry, ToolResult, codes};
+use futures_util::StreamExt;
+use tokio::sync::watch;
+
+use crate::config::LoopSettings;
+use crate::events::{AgentError, AgentEvent, AgentState};
+use crate::invariant::check_request;
+
+/// Why `run_turn` did not run a turn at all.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TurnError {
+    /// A turn is already running.
+    #[error("agent \"{0}\" is busy with another turn")]
+    Busy(String),
+    /// The agent was disposed.
+    #[error("agent \"{0}\" is disposed")]
+    Disposed(String),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Stop {
+    Aborted(Option<String>),
+    Disposed,
+}
+
+/// A failure inside a turn: the step it belongs to and the message.
+struct Failure {
+    step: u64,
+    message: String,
+}
+
+fn fail(step: u64) -> impl Fn(String) -> Failure {
+    move |message| Failure { step, message }
+}
+
+pub(crate) struct Deps {
+    pub(crate) ctx: Context,
+    pub(crate) llm: Arc<Llm>,
+    pub(crate) prompt: Arc<SystemPrompt>,
+    pub(crate) tools: Arc<ToolRegistry>,
+}
+
+struct Inner {
+    id: String,
+    key: ScopeKey,
+    scope: ScopeHandle,
+    session: Session,
+    deps: Deps,
+    config: CallConfig,
+    settings: LoopSettings,
+    busy: AtomicBool,
+    disposed: AtomicBool,
+    /// The last header this loop instance sent (`None` until its first request).
+    baseline: Mutex<Option<RequestHeader>>,
+    stop: watch::Sender<Option<Stop>>,
+}
+
+/// An agent: cheap to clone.
+#[derive(Clone)]
+pub struct Agent {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Agent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Agent")
+            .field("id", &self.inner.id)
+            .field("scope", &self.inner.key)
+            .field("session", &self.inner.session.id())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Agent {
+    pub(crate) fn new(
+        id: String,
+        scope: ScopeHandle,
+        session: Session,
+        deps: Deps,
+        config: CallConfig,
+        settings: LoopSettings,
+    ) -> Agent {
+        Agent {
+            inner: Arc::new(Inner {
+                id,
+                key: ScopeKey::from(scope.id()),
+                scope,
+                session,
+                deps,
+                config,
+                settings,
+                busy: AtomicBool::new(false),
+                disposed: AtomicBool::new(false),
+                baseline: Mutex::new(None),
+                stop: watch::Sender::new(None),
+            }),
+        }
+    }
+
+    /// The agent id.
+    pub fn id(&self) -> &str {
+        &self.inner.id
+    }
+
+    /// The agent's registry scope (register its own tools, restrictions, guards here).
+    pub fn scope_key(&self) -> ScopeKey {
+        self.inner.key
+    }
+
+    /// A context on the agent's runtime scope (registrations there unwind with the agent).
+    pub fn context(&self) -> Option<Context> {
+        self.inner.scope.context()
+    }
+
+    /// The agent's session.
+    pub fn session(&self) -> &Session {
+        &self.inner.session
+    }
+
+    /// True while a turn runs.
+    pub fn is_busy(&self) -> bool {
+        self.inner.busy.load(Ordering::Acquire)
+    }
+
+    /// Cancels the running turn; it ends with `turn/end {kind: aborted, reason}`. No effect when
+    /// idle.
+    pub fn cancel(&self, reason: Option<String>) {
+        if self.is_busy() {
+            self.inner.stop.send_replace(Some(Stop::Aborted(reason)));
+        }
+    }
+
+    /// Disposes the agent: a running turn ends with `turn/end {kind: disposed}`, its scope (and
+    /// every registration on it) unwinds, and later turns are refused.
+    pub fn dispose(&self) {
+        self.mark_disposed();
+        self.inner.scope.dispose();
+    }
+
+    pub(crate) fn mark_disposed(&self) {
+        self.inner.disposed.store(true, Ordering::Release);
+        self.inner.stop.send_replace(Some(Stop::Disposed));
+    }
+
+    /// Runs one turn on `input` and returns why it ended. Failures are not errors here: they are
+    /// logged (`turn/end {kind: error}`), signalled ([`AgentError`]) and returned as the reason.
+    ///
+    /// # Errors
+    /// [`TurnError`] when no turn could start (busy or disposed).
+    ///
+    /// # Cancel safety
+    /// Not cancel safe: dropping the future leaves the turn open in the log (a later open
+    /// repairs it as `interrupted`). Use [`Agent::cancel`] instead.
+    pub async fn run_turn(&self, input: impl Into<String>) -> Result<TurnEndReason, TurnError> {
+        let inner = &self.inner;
+        if inner.disposed.load(Ordering::Acquire) {
+            return Err(TurnError::Disposed(inner.id.clone()));
+        }
+        if inner.busy.swap(true, Ordering::AcqRel) {
+            return Err(TurnError::Busy(inner.id.clone()));
+        }
+        if !inner.disposed.load(Ordering::Acquire) {
+            inner.stop.send_replace(None);
+        }
+        self.signal_state(true);
+        let mut stop_rx = inner.stop.subscribe();
+        let mut turn = 0;
+        let outcome = tokio::select! {
+            biased;
+            stop = stop_rx.wait_for(Option::is_some) => Err(stop.map(|s| s.clone()).ok().flatten().unwrap_or(Stop::Disposed)),
+            result = self.turn_body(input.into(), &mut turn) => Ok(result),
+        };
+        let session = &inner.session;
+        let (reason, code) = match outcome {
+            Ok(Ok(reason)) => (reason, codes::INTERNAL),
+            Ok(Err(failure)) => (
+                TurnEndReason::Error {
+                    step: failure.step,
+                    message: failure.message,
+                },
+                "TURN_FAILED",
+            ),
+            Err(Stop::Aborted(reason)) => (TurnEndReason::Aborted { reason }, "ABORTED"),
+            Err(Stop::Disposed) => (TurnEndReason::Disposed, "DISPOSED"),
+        };
+        let mut errored = false;
+        if let TurnEndReason::Error { step, message } = &reason {
+            self.signal_error(turn, *step, message.clone());
+            errored = true;
+        }
+        let before = session.len();
+        let closed = session
+            .close_open_turn(reason.clone(), code)
+            .map_err(|e| e.to_string());
+        if let Ok(seqs) = &closed {
+            self.signal_logged(before, seqs.len());
+        }
+        let flushed = session.flush().await.map_err(|e| e.to_string());
+        if let Some(message) = closed.err().or(flushed.err())
+            && !errored
+        {
+            self.signal_error(turn, 0, format!("closing the turn failed: {message}"));
+        }
+        inner.busy.store(false, Ordering::Release);
+        self.signal_state(false);
+        Ok(reason)
+    }
+
+    fn signal_state(&self, busy: bool) {
+        self.inner.deps.ctx.emit(AgentState {
+            agent: self.inner.id.clone(),
+            busy,
+        });
+    }
+
+    fn signal_error(&self, turn: u64, step: u64, message: String) {
+        tracing::warn!(agent = %self.inner.id, turn, step, %message, "turn failed");
+        self.inner.deps.ctx.emit(AgentError {
+            agent: self.inner.id.clone(),
+            turn,
+            step,
+            message,
+        });
+    }
+
+    /// Emits `agent/event` for `count` events from seq `from`.
+    fn signal_logged(&self, from: usize, count: usize) {
+        let ctx = &self.inner.deps.ctx;
+        if count == 0 || ctx.listener_count::<AgentEvent>() == 0 {
+            return;
+        }
+        let events = self
+            .inner
+            .session
+            .with_events(|e| e[from..(from + count).min(e.len())].to_vec());
+        for event in events {
+            ctx.emit(AgentEvent {
+                agent: self.inner.id.clone(),
+                event,
+            });
+        }
+    }
+
+    fn log<D: EventData>(
+        &self,
+        data: &D,
+        sources: Option<Vec<u64>>,
+        step: u64,
+    ) -> Result<u64, Failure> {
+        let seq = self
+            .inner
+            .session
+            .append(data, sources)
+            .map_err(|e| Failure {
+                step,
+                message: e.to_string(),
+            })?;
+        self.signal_logged(seq as usize, 1);
+        Ok(seq)
+    }
+
+    async fn flush(&self, step: u64) -> Result<(), Failure> {
+        self.inner.session.flush().await.map_err(|e| Failure {
+            step,
+            message: e.to_string(),
+        })
+    }
+
+    async fn turn_body(&self, input: String, turn_out: &mut u64) -> Result<TurnEndReason, Failure> {
+        let inner = &self.inner;
+        let session = &inner.session;
+        let turn = session
+            .with_events(last_turn)
+            .map_err(|e| fail(0)(e.to_string()))?
+            + 1;
+        *turn_out = turn;
+        self.log(&TurnStartData { turn }, None, 0)?;
+        self.log(
+            &UserMessageData {
+                turn,
+                content: input,
+            },
+            None,
+            0,
+        )?;
+        let mut step = 0;
+        loop {
+            step += 1;
+            if step > inner.settings.max_steps {
+                return Ok(TurnEndReason::MaxSteps {
+                    steps: inner.settings.max_steps,
+                });
+            }
+            if !self.run_step(turn, step).await? {
+                return Ok(TurnEndReason::Completed);
+            }
+        }
+    }
+
+    /// One step; returns whether the model called tools (the turn continues).
+    async fn run_step(&self, turn: u64, step: u64) -> Result<bool, Failure> {
+        let inner = &self.inner;
+        let session = &inner.session;
+        let err = fail(step);
+        // Assemble before step/start: an assembly failure opens no step.
+        let assembly = inner
+            .deps
+            .prompt
+            .assemble(AssembleContext::scoped(inner.key))
+            .await
+            .map_err(|e| err(e.to_string()))?;
+        let system = assembly.render().map_err(|e| err(e.to_string()))?;
+        let (boundary, messages) = session.boundary();
+        self.log(&StepStartData { turn, step }, None, step)?;
+
+        let header = RequestHeader::new(inner.config.clone(), system, assembly.tools);
+        let reason = {
+            let mut baseline = inner.baseline.lock().unwrap_or_else(|e| e.into_inner());
+            let reason = match &*baseline {
+                None => Some(
+                    if session
+                        .request_header()
+                        .map_err(|e| err(e.to_string()))?
+                        .is_some()
+                    {
+                        HeaderReason::Resume
+                    } else {
+                        HeaderReason::Initial
+                    },
+                ),
+                Some(last) if *last != header => Some(HeaderReason::Change),
+                Some(_) => None,
+            };
+            *baseline = Some(header.clone());
+            reason
+        };
+        if let Some(reason) = reason {
+            let data = RequestHeaderData {
+                header: header.clone(),
+                reason,
+            };
+            self.log(&data, None, step)?;
+        }
+        let request = FrozenRequest::new(LlmRequest {
+            config: header.config,
+            messages,
+            system: header.system,
+            tools: header.tools.unwrap_or_default(),
+            session_id: session.id().to_owned(),
+        });
+        // The log that explains the request is durable before the model sees the request.
+        self.flush(step).await?;
+
+        let check = move |req: &LlmRequest| -> Result<(), String> {
+            session.with_events(|events| check_request(events, boundary, req))
+        };
+        let check: &(dyn Fn(&LlmRequest) -> Result<(), String> + Send + Sync) = &check;
+        let (_sent, mut stream) = inner
+            .deps
+            .llm
+            .stream(request, inner.settings.invariant.then_some(check))
+            .await
+            .map_err(|e| err(e.to_string()))?;
+
+        let mut text = String::new();
+        let mut calls: Vec<AssistantToolCall> = Vec::new();
+        let mut usage: Option<Usage> = None;
+        let mut finish = None;
+        let mut chunk_seqs = Vec::new();
+        while let Some(chunk) = stream.next().await {
+            let chunk = chunk.map_err(|e| err(e.to_string()))?;
+            let data = AssistantChunkData { turn, step, chunk };
+            chunk_seqs.push(self.log(&data, None, step)?);
+            match data.chunk {
+                Chunk::Text { delta } => text.push_str(&delta),
+                Chunk::ToolCall { call } => calls.push(call),
+                Chunk::Usage { usage: u } => usage = Some(u),
+                Chunk::Finish { reason } => finish = Some(reason),
+            }
+        }
+        drop(stream);
+        match finish {
+            Some(FinishReason::Error { message }) => return Err(err(message)),
+            Some(FinishReason::Aborted) => return Err(err("the model call was aborted".into())),
+            _ => {}
+        }
+        if !text.is_empty() || !calls.is_empty() || usage.is_some() {
+            let data = AssistantMessageData {
+                turn,
+                step,
+                content: text,
+                tool_calls: calls.clone(),
+                usage,
+            };
+            self.log(&data, Some(chunk_seqs), step)?;
+        }
+        if calls.is_empty() {
+            self.log(&StepEndData { turn, step }, None, step)?;
+            return Ok(false);
+        }
+
+        let call_ids: Vec<(String, String)> = calls
+            .iter()
+            .map(|c| (c.id.clone(), c.name.clone()))
+            .collect();
+        let mut call_seqs = Vec::with_capacity(calls.len());
+        for call in &calls {
+            let data = ToolCallData {
+                turn,
+                step,
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                arguments: call.arguments.clone(),
+            };
+            call_seqs.push(self.log(&data, None, step)?);
+        }
+        self.flush(step).await?;
+        let key = inner.key;
+        let tools = inner.deps.tools.clone();
+        let timeout = inner.settings.tool_timeout;
+        let mut results = futures_util::stream::iter(calls.into_iter().map(|call| {
+            let tools = tools.clone();
+            async move {
+                let arguments = serde_json::from_str(&call.arguments)
+                    .unwrap_or_else(|_| serde_json::Value::String(call.arguments.clone()));
+                let call = ToolCall {
+                    call_id: call.id,
+                    name: call.name,
+                    arguments,
+                };
+                let run = tools.execute(call.clone(), Some(key));
+                match timeout {
+                    None => run.await,
+                    Some(limit) => tokio::time::timeout(limit, run).await.unwrap_or_else(|_| {
+                        ToolResult::error(
+                            &call,
+                            codes::TOOL_TIMEOUT,
+                            format!(
+                                "tool \"{}\" did not finish within {} ms (loop timeout)",
+                                call.name,
+                                limit.as_millis()
+                            ),
+                        )
+                    }),
+                }
+            }
+        }))
+        .buffered(inner.settings.max_parallel_tools);
+        let mut index = 0;
+        while let Some(result) = results.next().await {
+            // The loop's call id and name, whatever a pre-execute listener rewrote.
+            let (call_id, name) = call_ids[index].clone();
+            let data = ToolResultData {
+                turn,
+                step,
+                call_id,
+                name,
+                content: result.content,
+                is_error: result.is_error,
+                code: result.code,
+            };
+            self.log(&data, Some(vec![call_seqs[index]]), step)?;
+            index += 1;
+        }
+        self.log(&StepEndData { turn, step }, None, step)?;
+        Ok(true)
+    }
+}

@@ -1,0 +1,124 @@
+//! Configuration: the plugin's, and one agent's.
+
+use std::time::Duration;
+
+use cordis_llm::CallConfig;
+use cordis_system_prompt::ScopeKey;
+use serde::Deserialize;
+
+/// One agent.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct AgentOptions {
+    /// The agent id (unique within the loop).
+    pub id: String,
+    /// The model name.
+    pub model: String,
+    /// The session to log to (opened, or created); defaults to the agent id.
+    #[serde(default)]
+    pub session_id: Option<String>,
+    /// Sampling temperature.
+    #[serde(default)]
+    pub temperature: Option<f64>,
+    /// Output token limit.
+    #[serde(default)]
+    pub max_tokens: Option<u32>,
+    /// Stop sequences.
+    #[serde(default)]
+    pub stop: Option<Vec<String>>,
+    /// A registry scope to bind as the parent of the agent's own scope.
+    #[serde(default)]
+    pub parent_scope: Option<u64>,
+}
+
+impl AgentOptions {
+    /// An agent `id` on `model` with defaults.
+    pub fn new(id: impl Into<String>, model: impl Into<String>) -> Self {
+        AgentOptions {
+            id: id.into(),
+            model: model.into(),
+            ..Default::default()
+        }
+    }
+
+    /// The call config of its requests.
+    pub fn call_config(&self) -> CallConfig {
+        CallConfig {
+            model: self.model.clone(),
+            temperature: self.temperature,
+            max_tokens: self.max_tokens,
+            stop: self.stop.clone(),
+        }
+    }
+
+    /// The parent scope key, if any.
+    pub fn parent(&self) -> Option<ScopeKey> {
+        self.parent_scope.map(ScopeKey)
+    }
+}
+
+fn default_parallel() -> usize {
+    4
+}
+
+fn default_steps() -> u64 {
+    32
+}
+
+/// Configuration of the `agent-loop` plugin.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct AgentLoopConfig {
+    /// Agents created at apply.
+    #[serde(default)]
+    pub agents: Vec<AgentOptions>,
+    /// How many tool calls of one step run at once (at least 1).
+    #[serde(default = "default_parallel")]
+    pub max_parallel_tools: usize,
+    /// Steps per turn before `turn/end {kind: max-steps}`.
+    #[serde(default = "default_steps")]
+    pub max_steps: u64,
+    /// The reconstructability check before each model call; default: on in debug builds.
+    #[serde(default)]
+    pub invariant: Option<bool>,
+    /// A timeout for every tool call on top of the tool's own (milliseconds).
+    #[serde(default)]
+    pub tool_timeout_ms: Option<u64>,
+}
+
+impl Default for AgentLoopConfig {
+    fn default() -> Self {
+        AgentLoopConfig {
+            agents: Vec::new(),
+            max_parallel_tools: default_parallel(),
+            max_steps: default_steps(),
+            invariant: None,
+            tool_timeout_ms: None,
+        }
+    }
+}
+
+/// The resolved loop settings every agent of a loop shares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LoopSettings {
+    /// Parallel tool calls (≥ 1).
+    pub max_parallel_tools: usize,
+    /// Step limit per turn.
+    pub max_steps: u64,
+    /// Whether the invariant runs.
+    pub invariant: bool,
+    /// Extra timeout per tool call.
+    pub tool_timeout: Option<Duration>,
+}
+
+impl AgentLoopConfig {
+    /// The settings this config resolves to.
+    pub fn settings(&self) -> LoopSettings {
+        LoopSettings {
+            max_parallel_tools: self.max_parallel_tools.max(1),
+            max_steps: self.max_steps.max(1),
+            invariant: self.invariant.unwrap_or(cfg!(debug_assertions)),
+            tool_timeout: self.tool_timeout_ms.map(Duration::from_millis),
+        }
+    }
+}

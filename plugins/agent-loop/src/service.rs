@@ -1,0 +1,190 @@
+//! The `agent-loop` service: creates agents and finds them by id.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use cordis_llm::Llm;
+use cordis_runtime::{Context, Service};
+use cordis_session::{SessionError, SessionStore};
+use cordis_system_prompt::SystemPrompt;
+use cordis_tools::{RegisterError, ToolRegistry};
+
+use crate::agent::{Agent, Deps};
+use crate::config::{AgentOptions, LoopSettings};
+
+/// Creating an agent failed.
+#[derive(Debug, thiserror::Error)]
+pub enum CreateAgentError {
+    /// An agent with this id exists.
+    #[error("agent \"{0}\" already exists")]
+    Duplicate(String),
+    /// The agent's session could not be opened.
+    #[error("agent \"{id}\": {source}")]
+    Session {
+        /// The agent id.
+        id: String,
+        /// Why.
+        source: SessionError,
+    },
+    /// Binding the parent scope failed.
+    #[error("agent \"{id}\": {source}")]
+    Bind {
+        /// The agent id.
+        id: String,
+        /// Why.
+        source: RegisterError,
+    },
+    /// The loop's scope is gone.
+    #[error("agent \"{0}\": the agent loop is disposed")]
+    Gone(String),
+}
+
+/// The agent loop service.
+pub struct AgentLoop {
+    ctx: Context,
+    llm: Arc<Llm>,
+    prompt: Arc<SystemPrompt>,
+    tools: Arc<ToolRegistry>,
+    sessions: Arc<SessionStore>,
+    settings: LoopSettings,
+    agents: Arc<Mutex<BTreeMap<String, Agent>>>,
+}
+
+impl Service for AgentLoop {
+    const NAME: &'static str = "agent-loop";
+}
+
+impl std::fmt::Debug for AgentLoop {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentLoop")
+            .field("settings", &self.settings)
+            .field("agents", &self.agent_ids())
+            .finish_non_exhaustive()
+    }
+}
+
+impl AgentLoop {
+    /// A loop whose agents live under `ctx`'s scope, using these services.
+    pub fn new(
+        ctx: Context,
+        llm: Arc<Llm>,
+        prompt: Arc<SystemPrompt>,
+        tools: Arc<ToolRegistry>,
+        sessions: Arc<SessionStore>,
+        settings: LoopSettings,
+    ) -> Self {
+        let agents: Arc<Mutex<BTreeMap<String, Agent>>> = Arc::default();
+        let weak = Arc::downgrade(&agents);
+        let _ = ctx.effect("agent-loop agents", move || {
+            if let Some(agents) = weak.upgrade() {
+                let all = std::mem::take(&mut *agents.lock().unwrap_or_else(|e| e.into_inner()));
+                for agent in all.values() {
+                    agent.mark_disposed();
+                }
+            }
+        });
+        AgentLoop {
+            ctx,
+            llm,
+            prompt,
+            tools,
+            sessions,
+            settings,
+            agents,
+        }
+    }
+
+    /// The settings agents of this loop share.
+    pub fn settings(&self) -> LoopSettings {
+        self.settings
+    }
+
+    /// Creates an agent: its own child scope (its registry scope key), parent-bound when
+    /// `options.parent_scope` is set, and its session opened (or created, crash-repaired).
+    ///
+    /// # Errors
+    /// A duplicate id, a session that cannot be opened, a failed bind.
+    pub async fn create_agent(&self, options: AgentOptions) -> Result<Agent, CreateAgentError> {
+        let id = options.id.clone();
+        if self.agent(&id).is_some() {
+            return Err(CreateAgentError::Duplicate(id));
+        }
+        let session_id = options.session_id.clone().unwrap_or_else(|| id.clone());
+        let (session, report) =
+            self.sessions
+                .open_or_create(&session_id)
+                .await
+                .map_err(|source| CreateAgentError::Session {
+                    id: id.clone(),
+                    source,
+                })?;
+        if report.truncated_bytes.is_some() || !report.repaired.is_empty() {
+            tracing::warn!(agent = %id, session = %session_id, ?report, "session repaired on open");
+        }
+        let scope = self.ctx.child_scope(&format!("agent:{id}"));
+        let Some(actx) = scope.context() else {
+            return Err(CreateAgentError::Gone(id));
+        };
+        if let Some(parent) = options.parent() {
+            let key = cordis_system_prompt::ScopeKey::from(scope.id());
+            if let Err(source) = self.tools.bind_parent(&actx, key, parent) {
+                scope.dispose();
+                return Err(CreateAgentError::Bind { id, source });
+            }
+        }
+        let deps = Deps {
+            ctx: self.ctx.clone(),
+            llm: self.llm.clone(),
+            prompt: self.prompt.clone(),
+            tools: self.tools.clone(),
+        };
+        let agent = Agent::new(
+            id.clone(),
+            scope,
+            session,
+            deps,
+            options.call_config(),
+            self.settings,
+        );
+        {
+            let mut agents = self.agents.lock().unwrap_or_else(|e| e.into_inner());
+            if agents.contains_key(&id) {
+                agent.dispose();
+                return Err(CreateAgentError::Duplicate(id));
+            }
+            agents.insert(id.clone(), agent.clone());
+        }
+        // Disposing the agent (or the loop) forgets it and ends a running turn as `disposed`.
+        let weak = Arc::downgrade(&self.agents);
+        let handle = agent.clone();
+        let _ = actx.effect("agent", move || {
+            handle.mark_disposed();
+            if let Some(agents) = weak.upgrade() {
+                agents
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .remove(handle.id());
+            }
+        });
+        Ok(agent)
+    }
+
+    /// The agent `id`.
+    pub fn agent(&self, id: &str) -> Option<Agent> {
+        self.agents
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(id)
+            .cloned()
+    }
+
+    /// Ids of every agent, sorted.
+    pub fn agent_ids(&self) -> Vec<String> {
+        self.agents
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .keys()
+            .cloned()
+            .collect()
+    }
+}

@@ -1,0 +1,47 @@
+//! The `llm` service: what the agent loop sends a model and what comes back.
+//!
+//! A [`LlmRequest`] is built once and then *frozen* into a [`FrozenRequest`] (a shared `Arc`
+//! with no mutable access): whoever wants a different request must build a new one, so the
+//! request that was checked against the session log is the request the adapter receives.
+//! An adapter ([`LlmAdapter`]) turns a request into a stream of [`Chunk`]s: text deltas, tool
+//! calls, usage and one final `finish`.
+//!
+//! Adapters:
+//! - [`ScriptedAdapter`]: replays responses from a fixture (YAML or JSON), records every request
+//!   it received; deterministic and offline, for tests, benchmarks and demos.
+//! - an OpenAI-compatible streaming adapter is planned (the config's `adapter` tag leaves room).
+//!
+//! # Examples
+//!
+//! ```
+//! use cordis_llm::{CallConfig, FrozenRequest, LlmRequest, Message, ScriptedAdapter, ScriptedResponse, collect};
+//! use cordis_llm::LlmAdapter;
+//!
+//! # #[tokio::main(flavor = "current_thread")] async fn main() {
+//! let adapter = ScriptedAdapter::new(vec![ScriptedResponse::text("hello")]);
+//! let request = FrozenRequest::new(LlmRequest {
+//!     config: CallConfig::model("m"),
+//!     messages: vec![Message::user("hi")],
+//!     system: None,
+//!     tools: vec![],
+//!     session_id: "s".into(),
+//! });
+//! let response = collect(adapter.stream(request)).await.unwrap();
+//! assert_eq!(response.text, "hello");
+//! assert_eq!(adapter.requests().len(), 1);
+//! # }
+//! ```
+
+mod adapter;
+mod plugin;
+mod request;
+mod scripted;
+mod service;
+
+pub use adapter::{
+    Chunk, ChunkStream, Collected, FinishReason, LlmAdapter, LlmError, Usage, collect,
+};
+pub use plugin::{AdapterKind, LlmConfig, LlmPlugin};
+pub use request::{AssistantToolCall, CallConfig, FrozenRequest, LlmRequest, Message};
+pub use scripted::{ScriptError, ScriptedAdapter, ScriptedResponse, ScriptedToolCall};
+pub use service::{Llm, LlmRequestHook, RequestCheck};

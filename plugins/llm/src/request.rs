@@ -1,0 +1,128 @@
+//! Requests: call config, messages, and the frozen request the adapter receives.
+
+use std::ops::Deref;
+use std::sync::Arc;
+
+use cordis_system_prompt::ToolSchema;
+use serde::{Deserialize, Serialize};
+
+/// The per-call model configuration (the `config` part of a request header).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CallConfig {
+    /// The model name.
+    pub model: String,
+    /// Sampling temperature.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f64>,
+    /// Output token limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u32>,
+    /// Stop sequences.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop: Option<Vec<String>>,
+}
+
+impl CallConfig {
+    /// A config naming only the model.
+    pub fn model(model: impl Into<String>) -> Self {
+        CallConfig {
+            model: model.into(),
+            ..Default::default()
+        }
+    }
+}
+
+/// A tool call the assistant made, as the model sent it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AssistantToolCall {
+    /// The call id.
+    pub id: String,
+    /// The tool name.
+    pub name: String,
+    /// The raw JSON arguments text.
+    pub arguments: String,
+}
+
+/// One conversation message, as derived from the session log.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "role", rename_all = "camelCase")]
+pub enum Message {
+    /// What the user said.
+    User {
+        /// The text.
+        content: String,
+    },
+    /// What the model answered.
+    #[serde(rename_all = "camelCase")]
+    Assistant {
+        /// The text.
+        content: String,
+        /// The tool calls it made, in order.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<AssistantToolCall>,
+    },
+    /// The result of one tool call.
+    #[serde(rename_all = "camelCase")]
+    Tool {
+        /// The call id it answers.
+        call_id: String,
+        /// The tool name.
+        name: String,
+        /// The result content.
+        content: serde_json::Value,
+        /// True for failures.
+        is_error: bool,
+    },
+}
+
+impl Message {
+    /// A user message.
+    pub fn user(content: impl Into<String>) -> Self {
+        Message::User {
+            content: content.into(),
+        }
+    }
+}
+
+/// Everything one model call needs. Build it, then freeze it with [`FrozenRequest::new`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LlmRequest {
+    /// Model and sampling configuration.
+    pub config: CallConfig,
+    /// The conversation so far.
+    pub messages: Vec<Message>,
+    /// The rendered system prompt; `None` when empty.
+    pub system: Option<String>,
+    /// The model-facing tools in canonical order.
+    pub tools: Vec<ToolSchema>,
+    /// The session the request belongs to.
+    pub session_id: String,
+}
+
+/// An immutable, shared request: cloning shares it, nothing can change it.
+///
+/// To send something else, clone the inner value and freeze a new request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FrozenRequest(Arc<LlmRequest>);
+
+impl FrozenRequest {
+    /// Freezes `request`.
+    pub fn new(request: LlmRequest) -> Self {
+        FrozenRequest(Arc::new(request))
+    }
+
+    /// True when both handles share one frozen request (not merely equal ones).
+    pub fn same(&self, other: &FrozenRequest) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Deref for FrozenRequest {
+    type Target = LlmRequest;
+    fn deref(&self) -> &LlmRequest {
+        &self.0
+    }
+}

@@ -1,0 +1,83 @@
+//! The `llm` service: runs the `llm/request` waterfall, the caller's check, then the adapter.
+
+use std::sync::Arc;
+
+use cordis_runtime::{Context, Service, Waterfall};
+
+use crate::adapter::{ChunkStream, LlmAdapter, LlmError};
+use crate::request::{FrozenRequest, LlmRequest};
+
+/// The `llm/request` waterfall: listeners see the frozen request just before the adapter and may
+/// replace it with a new frozen request (never mutate it).
+///
+/// A replacement after the agent loop logged the request header is exactly what the
+/// reconstructability invariant exists to catch: the check runs after this waterfall.
+pub struct LlmRequestHook;
+
+impl Waterfall for LlmRequestHook {
+    const NAME: &'static str = "llm/request";
+    type Value = FrozenRequest;
+}
+
+/// A last check on the final request (after every `llm/request` listener); an `Err` message
+/// rejects the call before the adapter sees it.
+pub type RequestCheck<'a> = &'a (dyn Fn(&LlmRequest) -> Result<(), String> + Send + Sync);
+
+/// The model service.
+#[derive(Clone)]
+pub struct Llm {
+    ctx: Context,
+    adapter: Arc<dyn LlmAdapter>,
+}
+
+impl Service for Llm {
+    const NAME: &'static str = "llm";
+}
+
+impl std::fmt::Debug for Llm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Llm")
+            .field("adapter", &self.adapter.name())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Llm {
+    /// A service whose waterfall runs through `ctx` and whose calls go to `adapter`.
+    pub fn new(ctx: Context, adapter: Arc<dyn LlmAdapter>) -> Self {
+        Llm { ctx, adapter }
+    }
+
+    /// The adapter.
+    pub fn adapter(&self) -> &Arc<dyn LlmAdapter> {
+        &self.adapter
+    }
+
+    /// Starts a call: `llm/request` waterfall, then `check` on the final request, then the
+    /// adapter. Returns the request actually sent with its stream.
+    ///
+    /// # Errors
+    /// [`LlmError::Hook`] when a listener panicked, [`LlmError::Rejected`] when `check` failed.
+    ///
+    /// # Cancel safety
+    /// Cancel safe before the adapter is called; dropping the returned stream cancels the call.
+    pub async fn stream(
+        &self,
+        request: FrozenRequest,
+        check: Option<RequestCheck<'_>>,
+    ) -> Result<(FrozenRequest, ChunkStream), LlmError> {
+        let request = if self.ctx.waterfall_listener_count::<LlmRequestHook>() == 0 {
+            request
+        } else {
+            self.ctx
+                .waterfall::<LlmRequestHook>(request)
+                .await
+                .map_err(|e| LlmError::Hook(e.to_string()))?
+        };
+        if let Some(check) = check {
+            check(&request).map_err(LlmError::Rejected)?;
+        }
+        let stream = self.adapter.stream(request.clone());
+        Ok((request, stream))
+    }
+}

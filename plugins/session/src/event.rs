@@ -1,0 +1,220 @@
+//! The event model: the header line, the event envelope and the typed data of each kind.
+
+use cordis_llm::{AssistantToolCall, CallConfig, Chunk, Usage};
+use cordis_system_prompt::{ToolSchema, canonical_json};
+use serde::{Deserialize, Serialize};
+
+/// The session format version this crate reads and writes.
+pub const SESSION_VERSION: u32 = 0;
+
+/// The first line of a session file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionHeader {
+    /// Always `session`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// The format version ([`SESSION_VERSION`]).
+    pub version: u32,
+    /// The session id.
+    pub id: String,
+    /// Creation time, milliseconds since the Unix epoch.
+    pub created_at: u64,
+    /// The working directory the session belongs to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// The session this one was forked from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_session: Option<String>,
+}
+
+/// One logged event.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SessionEvent {
+    /// The event kind (`turn/start`, see [`kinds`]).
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Its index in the log, contiguous from 0.
+    pub seq: u64,
+    /// Append time, milliseconds since the Unix epoch.
+    pub time: u64,
+    /// The kind's payload.
+    pub data: serde_json::Value,
+    /// Events this one was derived from (chunks of a message, the call of a result).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_event_seqs: Option<Vec<u64>>,
+}
+
+/// Event kinds.
+pub mod kinds {
+    /// A turn began.
+    pub const TURN_START: &str = "turn/start";
+    /// The user's input of the turn.
+    pub const USER_MESSAGE: &str = "user/message";
+    /// A step (one model call and its tools) began: the reconstruction boundary.
+    pub const STEP_START: &str = "step/start";
+    /// The full request header snapshot (`initial`, `resume`, `change`).
+    pub const REQUEST_HEADER: &str = "request/header";
+    /// One streamed chunk.
+    pub const ASSISTANT_CHUNK: &str = "assistant/chunk";
+    /// The assembled assistant message.
+    pub const ASSISTANT_MESSAGE: &str = "assistant/message";
+    /// A tool call about to be dispatched.
+    pub const TOOL_CALL: &str = "tool/call";
+    /// A tool call's result.
+    pub const TOOL_RESULT: &str = "tool/result";
+    /// A step ended.
+    pub const STEP_END: &str = "step/end";
+    /// A turn ended, with its reason.
+    pub const TURN_END: &str = "turn/end";
+}
+
+/// A typed event payload.
+pub trait EventData: Serialize {
+    /// The event kind it is logged as.
+    const KIND: &'static str;
+}
+
+macro_rules! data {
+    ($(#[$m:meta])* $name:ident = $kind:expr; { $($(#[$fm:meta])* $field:ident : $ty:ty),* $(,)? }) => {
+        $(#[$m])*
+        #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        pub struct $name { $($(#[$fm])* pub $field: $ty),* }
+        impl EventData for $name { const KIND: &'static str = $kind; }
+    };
+}
+
+data!(/// `turn/start`.
+    TurnStartData = kinds::TURN_START; { /// The turn number (1-based).
+    turn: u64 });
+data!(/// `user/message`.
+    UserMessageData = kinds::USER_MESSAGE; { /// The turn.
+    turn: u64, /// The text.
+    content: String });
+data!(/// `step/start`.
+    StepStartData = kinds::STEP_START; { /// The turn.
+    turn: u64, /// The step (1-based).
+    step: u64 });
+data!(/// `step/end`.
+    StepEndData = kinds::STEP_END; { /// The turn.
+    turn: u64, /// The step.
+    step: u64 });
+data!(/// `assistant/chunk`.
+    AssistantChunkData = kinds::ASSISTANT_CHUNK; { /// The turn.
+    turn: u64, /// The step.
+    step: u64, /// The chunk as streamed.
+    chunk: Chunk });
+data!(/// `assistant/message`.
+    AssistantMessageData = kinds::ASSISTANT_MESSAGE; { /// The turn.
+    turn: u64, /// The step.
+    step: u64, /// The text.
+    content: String, /// Tool calls, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    tool_calls: Vec<AssistantToolCall>, /// Usage, if reported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    usage: Option<Usage> });
+data!(/// `tool/call`.
+    ToolCallData = kinds::TOOL_CALL; { /// The turn.
+    turn: u64, /// The step.
+    step: u64, /// The call id.
+    call_id: String, /// The tool name.
+    name: String, /// The raw JSON arguments text.
+    arguments: String });
+data!(/// `tool/result`.
+    ToolResultData = kinds::TOOL_RESULT; { /// The turn.
+    turn: u64, /// The step.
+    step: u64, /// The call id.
+    call_id: String, /// The tool name.
+    name: String, /// The content (the error message for failures).
+    content: serde_json::Value, /// True for failures.
+    is_error: bool, /// The failure code.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    code: Option<String> });
+data!(/// `turn/end`.
+    TurnEndData = kinds::TURN_END; { /// The turn.
+    turn: u64, /// Why it ended.
+    reason: TurnEndReason });
+data!(/// `request/header`.
+    RequestHeaderData = kinds::REQUEST_HEADER; { /// The full snapshot.
+    header: RequestHeader, /// Why it was logged.
+    reason: HeaderReason });
+
+/// Why a turn ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum TurnEndReason {
+    /// The model answered without tool calls.
+    Completed,
+    /// Cancelled by the caller.
+    Aborted {
+        /// Why, if given.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
+    /// A failure closed the turn.
+    Error {
+        /// The step that failed (the step about to open for assembly failures).
+        step: u64,
+        /// The error message.
+        message: String,
+    },
+    /// The agent was disposed mid-turn.
+    Disposed,
+    /// The step limit was reached.
+    MaxSteps {
+        /// The limit.
+        steps: u64,
+    },
+    /// Synthesized by crash repair: the process died mid-turn.
+    Interrupted,
+}
+
+/// Why a `request/header` was logged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum HeaderReason {
+    /// The first request of a loop instance on a log without a header.
+    Initial,
+    /// The first request of a loop instance on a log that already has one.
+    Resume,
+    /// The header differs from the last one logged (a pure tool reordering included).
+    Change,
+}
+
+/// Everything a request carries besides messages: `{config, system?, tools?}`.
+///
+/// Empty system text and an empty tool list are absent fields, as in the reference's
+/// `canonicalHeader`; equality compares tools in order, so a pure reordering is a change.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RequestHeader {
+    /// The call config.
+    pub config: CallConfig,
+    /// The rendered system prompt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system: Option<String>,
+    /// The model-facing tools, in order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Vec<ToolSchema>>,
+}
+
+impl RequestHeader {
+    /// The canonical header: empty fields absent, tool parameter keys sorted.
+    pub fn new(config: CallConfig, system: String, tools: Vec<ToolSchema>) -> Self {
+        RequestHeader {
+            config,
+            system: (!system.is_empty()).then_some(system),
+            tools: (!tools.is_empty()).then(|| {
+                tools
+                    .into_iter()
+                    .map(|t| ToolSchema {
+                        parameters: canonical_json(&t.parameters),
+                        ..t
+                    })
+                    .collect()
+            }),
+        }
+    }
+}

@@ -1,0 +1,179 @@
+//! The JSONL file: atomic creation, reading with torn-tail repair, and the writer thread.
+//!
+//! Everything here blocks; callers run it on `spawn_blocking` or the writer thread.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+
+use crate::event::{SESSION_VERSION, SessionEvent, SessionHeader};
+use crate::session::SessionError;
+
+/// How the writer makes appends durable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Sync {
+    /// `fsync` (data) after every batch.
+    Data,
+    /// Leave it to the OS (benchmarks, throwaway sessions).
+    Never,
+}
+
+pub(crate) enum Cmd {
+    Line(Vec<u8>),
+    Flush(tokio::sync::oneshot::Sender<Result<(), String>>),
+}
+
+/// Creates `path` holding only `header`: written to a temporary file, synced, renamed.
+pub(crate) fn create(path: &Path, header: &SessionHeader) -> Result<(), SessionError> {
+    if path.exists() {
+        return Err(SessionError::AlreadyExists {
+            path: path.display().to_string(),
+        });
+    }
+    let io = |source| SessionError::Io {
+        path: path.display().to_string(),
+        source,
+    };
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(io)?;
+    }
+    let tmp = path.with_extension("jsonl.tmp");
+    let mut line = serde_json::to_vec(header).map_err(|e| io(io::Error::other(e)))?;
+    line.push(b'\n');
+    let mut f = File::create(&tmp).map_err(io)?;
+    f.write_all(&line).map_err(io)?;
+    f.sync_all().map_err(io)?;
+    drop(f);
+    std::fs::rename(&tmp, path).map_err(io)?;
+    if let Some(dir) = path.parent()
+        && let Ok(d) = File::open(dir)
+    {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}
+
+/// What reading a file found.
+pub(crate) struct ReadLog {
+    pub(crate) header: SessionHeader,
+    pub(crate) events: Vec<SessionEvent>,
+    /// Bytes of a torn final line that were cut off.
+    pub(crate) truncated: Option<u64>,
+}
+
+/// Reads `path`, truncating a torn final line (no trailing newline) in place.
+pub(crate) fn read(path: &Path) -> Result<ReadLog, SessionError> {
+    let shown = path.display().to_string();
+    let io = |source| SessionError::Io {
+        path: shown.clone(),
+        source,
+    };
+    let mut bytes = Vec::new();
+    File::open(path)
+        .and_then(|mut f| f.read_to_end(&mut bytes))
+        .map_err(io)?;
+    let corrupt = |line: usize, message: String| SessionError::Corrupt {
+        path: shown.clone(),
+        line,
+        message,
+    };
+    let complete = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+    let mut lines = bytes[..complete].split(|b| *b == b'\n');
+    let first = lines
+        .next()
+        .filter(|l| !l.is_empty())
+        .ok_or_else(|| corrupt(1, "missing the session header line".into()))?;
+    let raw: serde_json::Value =
+        serde_json::from_slice(first).map_err(|e| corrupt(1, e.to_string()))?;
+    if raw.get("type").and_then(|t| t.as_str()) != Some("session") {
+        return Err(corrupt(1, "the first line is not a session header".into()));
+    }
+    match raw.get("version").and_then(|v| v.as_u64()) {
+        Some(v) if v == u64::from(SESSION_VERSION) => {}
+        found => {
+            return Err(SessionError::UnsupportedVersion {
+                path: shown.clone(),
+                found: found.map_or_else(|| raw["version"].to_string(), |v| v.to_string()),
+            });
+        }
+    }
+    let header: SessionHeader =
+        serde_json::from_value(raw).map_err(|e| corrupt(1, e.to_string()))?;
+    let mut events = Vec::new();
+    for (i, line) in lines.enumerate() {
+        if line.is_empty() {
+            continue; // the split after the final newline
+        }
+        let event: SessionEvent =
+            serde_json::from_slice(line).map_err(|e| corrupt(i + 2, e.to_string()))?;
+        if event.seq != events.len() as u64 {
+            return Err(corrupt(
+                i + 2,
+                format!("seq {} where {} was expected", event.seq, events.len()),
+            ));
+        }
+        events.push(event);
+    }
+    let truncated = if complete < bytes.len() {
+        let f = OpenOptions::new().write(true).open(path).map_err(io)?;
+        f.set_len(complete as u64).map_err(io)?;
+        f.sync_all().map_err(io)?;
+        Some((bytes.len() - complete) as u64)
+    } else {
+        None
+    };
+    Ok(ReadLog {
+        header,
+        events,
+        truncated,
+    })
+}
+
+/// Starts the writer thread appending to `path`.
+pub(crate) fn writer(path: PathBuf, sync: Sync) -> Result<mpsc::Sender<Cmd>, SessionError> {
+    let file = OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .map_err(|source| SessionError::Io {
+            path: path.display().to_string(),
+            source,
+        })?;
+    let (tx, rx) = mpsc::channel::<Cmd>();
+    std::thread::Builder::new()
+        .name("session-writer".into())
+        .spawn(move || run(file, sync, rx, path))
+        .map_err(|source| SessionError::Io {
+            path: String::new(),
+            source,
+        })?;
+    Ok(tx)
+}
+
+/// The writer loop: block for one command, drain the rest, write once, sync once, answer flushes.
+fn run(mut file: File, sync: Sync, rx: mpsc::Receiver<Cmd>, path: PathBuf) {
+    let mut failed: Option<String> = None;
+    let mut buf = Vec::new();
+    let mut waiters = Vec::new();
+    while let Ok(first) = rx.recv() {
+        for cmd in std::iter::once(first).chain(rx.try_iter()) {
+            match cmd {
+                Cmd::Line(line) => buf.extend_from_slice(&line),
+                Cmd::Flush(w) => waiters.push(w),
+            }
+        }
+        if failed.is_none() && !buf.is_empty() {
+            let written = file.write_all(&buf).and_then(|()| match sync {
+                Sync::Data => file.sync_data(),
+                Sync::Never => Ok(()),
+            });
+            if let Err(e) = written {
+                failed = Some(format!("writing {}: {e}", path.display()));
+            }
+        }
+        buf.clear();
+        for w in waiters.drain(..) {
+            let _ = w.send(failed.clone().map_or(Ok(()), Err));
+        }
+    }
+}

@@ -1,0 +1,43 @@
+//! Sessions: the durable, append-only event log of one agent conversation.
+//!
+//! A session file is JSONL: the first line is a [`SessionHeader`]
+//! (`{"type":"session","version":0,"id",...}`), every other line one [`SessionEvent`]
+//! (`{"type","seq","time","data","sourceEventSeqs"?}`) with `seq` equal to its index.
+//!
+//! # Durability
+//! Appends are assigned their `seq` synchronously and handed to a dedicated writer thread (file
+//! I/O never runs on async threads). The writer *group-commits*: it writes everything queued,
+//! then `fsync`s once, so a burst of appends costs one sync. [`Session::flush`] resolves once
+//! every earlier append is on disk. The bound: an append is durable at the latest when the next
+//! `flush` returns; the agent loop flushes before every model call, before dispatching tools and
+//! at turn end, so no event whose effect left the process can be lost.
+//!
+//! # Crash repair
+//! [`SessionStore::open`] truncates a torn final line, then closes a turn left open with synthetic
+//! error `tool/result`s, `step/end` and `turn/end {kind: interrupted}`, and reports both in an
+//! [`OpenReport`]. Unknown format versions are refused ([`SessionError::UnsupportedVersion`]).
+//!
+//! # Projections
+//! [`derive_messages`] and [`fold_request_header`] are pure functions of an event slice: the
+//! reconstructability invariant re-runs them on a fresh prefix of the log.
+
+mod event;
+mod file;
+mod plugin;
+mod project;
+mod session;
+mod store;
+
+pub use event::{
+    AssistantChunkData, AssistantMessageData, EventData, HeaderReason, RequestHeader,
+    RequestHeaderData, SESSION_VERSION, SessionEvent, SessionHeader, StepEndData, StepStartData,
+    ToolCallData, ToolResultData, TurnEndData, TurnEndReason, TurnStartData, UserMessageData,
+    kinds,
+};
+pub use plugin::{Durability, SessionConfig, SessionPlugin};
+pub use project::{
+    ClosingEvent, ProjectionError, closing_events, derive_messages, event_message,
+    fold_request_header, last_turn, open_turn,
+};
+pub use session::{Session, SessionError};
+pub use store::{OpenReport, SessionStore};

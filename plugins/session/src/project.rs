@@ -1,0 +1,319 @@
+//! Pure projections of an event slice: messages, the request header, the open turn.
+//!
+//! # Determinism
+//! Every function here depends only on the events passed in, never on caches or clocks, so a
+//! fresh fold of a log prefix is comparable to what the loop sent.
+
+use cordis_llm::Message;
+use serde::Deserialize;
+
+use crate::event::{
+    AssistantMessageData, EventData, RequestHeader, RequestHeaderData, SessionEvent, StepEndData,
+    StepStartData, ToolCallData, ToolResultData, TurnEndData, TurnEndReason, TurnStartData,
+    UserMessageData, kinds,
+};
+
+/// An event's payload does not fit its kind.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{kind} at seq {seq}: {message}")]
+pub struct ProjectionError {
+    /// The event kind.
+    pub kind: String,
+    /// Its seq.
+    pub seq: u64,
+    /// What is wrong.
+    pub message: String,
+}
+
+fn parse<'a, T: Deserialize<'a>>(event: &'a SessionEvent) -> Result<T, ProjectionError> {
+    T::deserialize(&event.data).map_err(|e| ProjectionError {
+        kind: event.kind.clone(),
+        seq: event.seq,
+        message: e.to_string(),
+    })
+}
+
+/// The message one event contributes to the conversation, if any.
+///
+/// # Errors
+/// A [`ProjectionError`] when the payload does not fit the kind.
+pub fn event_message(event: &SessionEvent) -> Result<Option<Message>, ProjectionError> {
+    Ok(match event.kind.as_str() {
+        kinds::USER_MESSAGE => {
+            let d: UserMessageData = parse(event)?;
+            Some(Message::User { content: d.content })
+        }
+        kinds::ASSISTANT_MESSAGE => {
+            let d: AssistantMessageData = parse(event)?;
+            Some(Message::Assistant {
+                content: d.content,
+                tool_calls: d.tool_calls,
+            })
+        }
+        kinds::TOOL_RESULT => {
+            let d: ToolResultData = parse(event)?;
+            Some(Message::Tool {
+                call_id: d.call_id,
+                name: d.name,
+                content: d.content,
+                is_error: d.is_error,
+            })
+        }
+        _ => None,
+    })
+}
+
+/// The conversation messages of `events`, in log order.
+///
+/// # Errors
+/// The first malformed payload.
+pub fn derive_messages(events: &[SessionEvent]) -> Result<Vec<Message>, ProjectionError> {
+    let mut out = Vec::new();
+    for e in events {
+        if let Some(m) = event_message(e)? {
+            out.push(m);
+        }
+    }
+    Ok(out)
+}
+
+/// The latest `request/header` snapshot of `events` (full snapshots only: a legacy
+/// `request/header-delta` is refused).
+///
+/// # Errors
+/// A malformed header, or a delta event.
+pub fn fold_request_header(
+    events: &[SessionEvent],
+) -> Result<Option<RequestHeader>, ProjectionError> {
+    for e in events.iter().rev() {
+        match e.kind.as_str() {
+            kinds::REQUEST_HEADER => return Ok(Some(parse::<RequestHeaderData>(e)?.header)),
+            "request/header-delta" => {
+                return Err(ProjectionError {
+                    kind: e.kind.clone(),
+                    seq: e.seq,
+                    message: "header deltas are not supported (full snapshots only): corrupt log"
+                        .into(),
+                });
+            }
+            _ => {}
+        }
+    }
+    Ok(None)
+}
+
+/// The number of the last turn started in `events` (0 when none).
+///
+/// # Errors
+/// A malformed `turn/start`.
+pub fn last_turn(events: &[SessionEvent]) -> Result<u64, ProjectionError> {
+    for e in events.iter().rev() {
+        if e.kind == kinds::TURN_START {
+            return Ok(parse::<TurnStartData>(e)?.turn);
+        }
+    }
+    Ok(0)
+}
+
+/// The turn left open at the end of `events`: `(turn, open step)`, if any.
+///
+/// # Errors
+/// A malformed turn or step event.
+pub fn open_turn(events: &[SessionEvent]) -> Result<Option<(u64, Option<u64>)>, ProjectionError> {
+    let mut step = None;
+    for e in events.iter().rev() {
+        match e.kind.as_str() {
+            kinds::TURN_END => return Ok(None),
+            kinds::STEP_END if step.is_none() => step = Some(None),
+            kinds::STEP_START if step.is_none() => {
+                step = Some(Some(parse::<StepStartData>(e)?.step));
+            }
+            kinds::TURN_START => {
+                let turn = parse::<TurnStartData>(e)?.turn;
+                return Ok(Some((turn, step.flatten())));
+            }
+            _ => {}
+        }
+    }
+    Ok(None)
+}
+
+/// One event [`closing_events`] wants appended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClosingEvent {
+    /// The kind.
+    pub kind: &'static str,
+    /// The payload.
+    pub data: serde_json::Value,
+    /// Its sources.
+    pub sources: Option<Vec<u64>>,
+}
+
+fn closing<D: EventData>(data: &D, sources: Option<Vec<u64>>) -> ClosingEvent {
+    ClosingEvent {
+        kind: D::KIND,
+        data: serde_json::to_value(data).unwrap_or_default(),
+        sources,
+    }
+}
+
+/// What closes the turn left open at the end of `events`, balanced: an error `tool/result`
+/// (with `code`) for every call of the open step that has none, `step/end`, `turn/end {reason}`.
+/// Empty when no turn is open.
+///
+/// # Errors
+/// A malformed event of the open turn.
+pub fn closing_events(
+    events: &[SessionEvent],
+    reason: TurnEndReason,
+    code: &str,
+) -> Result<Vec<ClosingEvent>, ProjectionError> {
+    let Some((turn, step)) = open_turn(events)? else {
+        return Ok(Vec::new());
+    };
+    let mut out = Vec::new();
+    if let Some(step) = step {
+        let start = events
+            .iter()
+            .rposition(|e| e.kind == kinds::STEP_START)
+            .unwrap_or(0);
+        // Calls in announcement order: the assistant message's list, then any extra tool/call.
+        let mut calls: Vec<(String, String, Option<u64>)> = Vec::new();
+        let mut answered = Vec::new();
+        for e in &events[start..] {
+            match e.kind.as_str() {
+                kinds::ASSISTANT_MESSAGE => {
+                    let d: AssistantMessageData = parse(e)?;
+                    for c in d.tool_calls {
+                        if !calls.iter().any(|(id, _, _)| *id == c.id) {
+                            calls.push((c.id, c.name, None));
+                        }
+                    }
+                }
+                kinds::TOOL_CALL => {
+                    let d: ToolCallData = parse(e)?;
+                    match calls.iter_mut().find(|(id, _, _)| *id == d.call_id) {
+                        Some(entry) => entry.2 = Some(e.seq),
+                        None => calls.push((d.call_id, d.name, Some(e.seq))),
+                    }
+                }
+                kinds::TOOL_RESULT => answered.push(parse::<ToolResultData>(e)?.call_id),
+                _ => {}
+            }
+        }
+        let message = match &reason {
+            TurnEndReason::Interrupted => "interrupted: the session ended before the tool finished",
+            TurnEndReason::Aborted { .. } => {
+                "aborted: the turn was cancelled before the tool finished"
+            }
+            TurnEndReason::Disposed => "disposed: the agent was disposed before the tool finished",
+            _ => "the turn failed before the tool finished",
+        };
+        for (call_id, name, seq) in calls {
+            if answered.contains(&call_id) {
+                continue;
+            }
+            let data = ToolResultData {
+                turn,
+                step,
+                call_id,
+                name,
+                content: serde_json::Value::String(message.to_owned()),
+                is_error: true,
+                code: Some(code.to_owned()),
+            };
+            out.push(closing(&data, seq.map(|s| vec![s])));
+        }
+        out.push(closing(&StepEndData { turn, step }, None));
+    }
+    out.push(closing(&TurnEndData { turn, reason }, None));
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(seq: u64, kind: &str, data: serde_json::Value) -> SessionEvent {
+        SessionEvent {
+            kind: kind.into(),
+            seq,
+            time: 0,
+            data,
+            source_event_seqs: None,
+        }
+    }
+
+    #[test]
+    fn an_open_step_with_unanswered_calls_closes_with_error_results_in_call_order() {
+        let events = vec![
+            ev(0, kinds::TURN_START, serde_json::json!({"turn": 1})),
+            ev(
+                1,
+                kinds::USER_MESSAGE,
+                serde_json::json!({"turn": 1, "content": "hi"}),
+            ),
+            ev(
+                2,
+                kinds::STEP_START,
+                serde_json::json!({"turn": 1, "step": 1}),
+            ),
+            ev(
+                3,
+                kinds::ASSISTANT_MESSAGE,
+                serde_json::json!({"turn": 1, "step": 1, "content": "",
+                "toolCalls": [{"id": "a", "name": "x", "arguments": "{}"}, {"id": "b", "name": "y", "arguments": "{}"}]}),
+            ),
+            ev(
+                4,
+                kinds::TOOL_CALL,
+                serde_json::json!({"turn": 1, "step": 1, "callId": "a", "name": "x", "arguments": "{}"}),
+            ),
+            ev(
+                5,
+                kinds::TOOL_RESULT,
+                serde_json::json!({"turn": 1, "step": 1, "callId": "a", "name": "x", "content": 1, "isError": false}),
+            ),
+        ];
+        let out = closing_events(&events, TurnEndReason::Interrupted, "INTERRUPTED").unwrap();
+        let kinds: Vec<&str> = out.iter().map(|c| c.kind).collect();
+        assert_eq!(
+            kinds,
+            [kinds::TOOL_RESULT, kinds::STEP_END, kinds::TURN_END]
+        );
+        assert_eq!(out[0].data["callId"], "b");
+        assert_eq!(out[0].data["code"], "INTERRUPTED");
+        assert_eq!(
+            out[2].data["reason"],
+            serde_json::json!({"kind": "interrupted"})
+        );
+        let messages = derive_messages(&events).unwrap();
+        assert_eq!(messages.len(), 3);
+        assert_eq!(open_turn(&events).unwrap(), Some((1, Some(1))));
+        assert_eq!(last_turn(&events).unwrap(), 1);
+    }
+
+    #[test]
+    fn a_closed_turn_needs_nothing_and_a_delta_is_refused() {
+        let events = vec![
+            ev(0, kinds::TURN_START, serde_json::json!({"turn": 1})),
+            ev(
+                1,
+                kinds::TURN_END,
+                serde_json::json!({"turn": 1, "reason": {"kind": "completed"}}),
+            ),
+        ];
+        assert!(
+            closing_events(&events, TurnEndReason::Interrupted, "X")
+                .unwrap()
+                .is_empty()
+        );
+        let delta = vec![ev(0, "request/header-delta", serde_json::json!({}))];
+        let err = fold_request_header(&delta).unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("request/header-delta at seq 0: header deltas are not supported"),
+            "{err}"
+        );
+    }
+}

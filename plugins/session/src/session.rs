@@ -1,0 +1,289 @@
+//! `Session`: the in-memory log, its message cache, and the handle on its writer.
+
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use cordis_llm::Message;
+
+use crate::event::{EventData, RequestHeader, SessionEvent, SessionHeader, TurnEndReason};
+use crate::file::Cmd;
+use crate::project::{ProjectionError, closing_events, event_message, fold_request_header};
+
+/// A session operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    /// File I/O failed.
+    #[error("session file {path}: {source}")]
+    Io {
+        /// The file.
+        path: String,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// A session with this id already exists.
+    #[error("session file {path} already exists")]
+    AlreadyExists {
+        /// The file.
+        path: String,
+    },
+    /// No session with this id.
+    #[error("session file {path} does not exist")]
+    NotFound {
+        /// The file.
+        path: String,
+    },
+    /// The header names a format version this build does not read.
+    #[error(
+        "session file {path} has format version {found}; this build reads version {} only (no migration exists)",
+        crate::event::SESSION_VERSION
+    )]
+    UnsupportedVersion {
+        /// The file.
+        path: String,
+        /// The version found.
+        found: String,
+    },
+    /// A complete line does not parse, or seqs are not contiguous.
+    #[error("session file {path}, line {line}: {message}")]
+    Corrupt {
+        /// The file.
+        path: String,
+        /// The 1-based line.
+        line: usize,
+        /// What is wrong.
+        message: String,
+    },
+    /// An id that cannot be a file name.
+    #[error("invalid session id \"{id}\" (use letters, digits, '.', '_' and '-')")]
+    InvalidId {
+        /// The id.
+        id: String,
+    },
+    /// An event payload does not fit its kind.
+    #[error(transparent)]
+    Projection(#[from] ProjectionError),
+    /// The writer failed; the session accepts no more appends.
+    #[error("session writer: {0}")]
+    Writer(String),
+}
+
+struct State {
+    events: Vec<SessionEvent>,
+    /// `event_message` of every event so far: the live cache (the invariant never trusts it).
+    messages: Vec<Message>,
+}
+
+struct Inner {
+    header: SessionHeader,
+    state: Mutex<State>,
+    writer: Option<Mutex<mpsc::Sender<Cmd>>>,
+}
+
+/// One session: append-only events, shared by clones.
+#[derive(Clone)]
+pub struct Session {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("id", &self.inner.header.id)
+            .field("events", &self.len())
+            .field("persistent", &self.inner.writer.is_some())
+            .finish()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+pub(crate) fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// A weak handle, for the store's table of live sessions.
+#[derive(Clone)]
+pub(crate) struct WeakSession(std::sync::Weak<Inner>);
+
+impl WeakSession {
+    pub(crate) fn upgrade(&self) -> Option<Session> {
+        self.0.upgrade().map(|inner| Session { inner })
+    }
+}
+
+impl Session {
+    pub(crate) fn downgrade(&self) -> WeakSession {
+        WeakSession(Arc::downgrade(&self.inner))
+    }
+
+    pub(crate) fn from_parts(
+        header: SessionHeader,
+        events: Vec<SessionEvent>,
+        writer: Option<mpsc::Sender<Cmd>>,
+    ) -> Result<Session, SessionError> {
+        let mut messages = Vec::new();
+        for e in &events {
+            messages.extend(event_message(e)?);
+        }
+        Ok(Session {
+            inner: Arc::new(Inner {
+                header,
+                state: Mutex::new(State { events, messages }),
+                writer: writer.map(Mutex::new),
+            }),
+        })
+    }
+
+    /// A session kept in memory only (tests, benchmarks, throwaway agents).
+    pub fn in_memory(id: impl Into<String>) -> Session {
+        let header = SessionHeader {
+            kind: "session".into(),
+            version: crate::event::SESSION_VERSION,
+            id: id.into(),
+            created_at: now_ms(),
+            cwd: None,
+            parent_session: None,
+        };
+        Session::from_parts(header, Vec::new(), None).unwrap_or_else(|_| unreachable!())
+    }
+
+    /// The session id.
+    pub fn id(&self) -> &str {
+        &self.inner.header.id
+    }
+
+    /// The header line.
+    pub fn header(&self) -> &SessionHeader {
+        &self.inner.header
+    }
+
+    /// Number of events.
+    pub fn len(&self) -> usize {
+        lock(&self.inner.state).events.len()
+    }
+
+    /// True when no event was appended yet.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Appends an event; returns its seq. The line is queued for the writer (see
+    /// [`Session::flush`] for durability).
+    ///
+    /// # Errors
+    /// [`SessionError::Writer`] when the writer thread is gone; a payload that does not fit
+    /// its kind ([`SessionError::Projection`]).
+    pub fn append_raw(
+        &self,
+        kind: &str,
+        data: serde_json::Value,
+        sources: Option<Vec<u64>>,
+    ) -> Result<u64, SessionError> {
+        let mut st = lock(&self.inner.state);
+        let event = SessionEvent {
+            kind: kind.to_owned(),
+            seq: st.events.len() as u64,
+            time: now_ms(),
+            data,
+            source_event_seqs: sources,
+        };
+        let message = event_message(&event)?;
+        if let Some(writer) = &self.inner.writer {
+            let mut line = serde_json::to_vec(&event)
+                .map_err(|e| SessionError::Writer(format!("serializing an event: {e}")))?;
+            line.push(b'\n');
+            lock(writer)
+                .send(Cmd::Line(line))
+                .map_err(|_| SessionError::Writer("the writer thread is gone".into()))?;
+        }
+        let seq = event.seq;
+        st.messages.extend(message);
+        st.events.push(event);
+        Ok(seq)
+    }
+
+    /// Appends a typed event; returns its seq.
+    ///
+    /// # Errors
+    /// As [`Session::append_raw`].
+    pub fn append<D: EventData>(
+        &self,
+        data: &D,
+        sources: Option<Vec<u64>>,
+    ) -> Result<u64, SessionError> {
+        let value = serde_json::to_value(data)
+            .map_err(|e| SessionError::Writer(format!("serializing {}: {e}", D::KIND)))?;
+        self.append_raw(D::KIND, value, sources)
+    }
+
+    /// Resolves once every earlier append is written (and synced, unless durability is `none`).
+    ///
+    /// # Errors
+    /// [`SessionError::Writer`] when a write or sync failed.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: the appends stay queued.
+    pub async fn flush(&self) -> Result<(), SessionError> {
+        let Some(writer) = &self.inner.writer else {
+            return Ok(());
+        };
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        lock(writer)
+            .send(Cmd::Flush(tx))
+            .map_err(|_| SessionError::Writer("the writer thread is gone".into()))?;
+        rx.await
+            .map_err(|_| SessionError::Writer("the writer thread is gone".into()))?
+            .map_err(SessionError::Writer)
+    }
+
+    /// Runs `f` on the events (under the session lock: keep it short, do not append).
+    pub fn with_events<R>(&self, f: impl FnOnce(&[SessionEvent]) -> R) -> R {
+        f(&lock(&self.inner.state).events)
+    }
+
+    /// A copy of every event.
+    pub fn events(&self) -> Vec<SessionEvent> {
+        self.with_events(<[SessionEvent]>::to_vec)
+    }
+
+    /// The conversation so far, from the live cache (the loop's request messages).
+    pub fn messages(&self) -> Vec<Message> {
+        lock(&self.inner.state).messages.clone()
+    }
+
+    /// The messages and the seq the next event will get, read atomically (the boundary).
+    pub fn boundary(&self) -> (u64, Vec<Message>) {
+        let st = lock(&self.inner.state);
+        (st.events.len() as u64, st.messages.clone())
+    }
+
+    /// The latest logged request header.
+    ///
+    /// # Errors
+    /// A malformed header event.
+    pub fn request_header(&self) -> Result<Option<RequestHeader>, SessionError> {
+        Ok(self.with_events(fold_request_header)?)
+    }
+
+    /// Closes a turn left open, balanced (see [`crate::closing_events`]); returns the seqs
+    /// appended (none when no turn is open).
+    ///
+    /// # Errors
+    /// A malformed event of the open turn, or an append failure.
+    pub fn close_open_turn(
+        &self,
+        reason: TurnEndReason,
+        code: &str,
+    ) -> Result<Vec<u64>, SessionError> {
+        let closing = self.with_events(|events| closing_events(events, reason, code))?;
+        closing
+            .into_iter()
+            .map(|c| self.append_raw(c.kind, c.data, c.sources))
+            .collect()
+    }
+}

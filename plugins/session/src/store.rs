@@ -1,0 +1,224 @@
+//! `SessionStore`: the `sessions` service that creates and opens sessions under a root directory.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use cordis_runtime::Service;
+
+use crate::event::{SESSION_VERSION, SessionHeader, TurnEndReason};
+use crate::file::{self, Sync};
+use crate::plugin::Durability;
+use crate::session::{Session, SessionError, WeakSession, now_ms};
+
+/// What opening a session repaired.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OpenReport {
+    /// Bytes of a torn final line that were truncated.
+    pub truncated_bytes: Option<u64>,
+    /// Seqs of the events appended to close a turn left open (`turn/end {interrupted}` last).
+    pub repaired: Vec<u64>,
+    /// True when the session did not exist and was created.
+    pub created: bool,
+}
+
+/// The `sessions` service.
+///
+/// A session open in this process is shared: opening its id again returns the same [`Session`]
+/// (no second writer on one file, no repair of a turn that is still running).
+#[derive(Clone)]
+pub struct SessionStore {
+    root: Option<PathBuf>,
+    durability: Durability,
+    live: Arc<Mutex<HashMap<String, WeakSession>>>,
+    /// In-memory sessions are kept for the store's lifetime (there is no file to reopen).
+    kept: Arc<Mutex<HashMap<String, Session>>>,
+}
+
+impl std::fmt::Debug for SessionStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionStore")
+            .field("root", &self.root)
+            .field("durability", &self.durability)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Service for SessionStore {
+    const NAME: &'static str = "sessions";
+}
+
+fn check_id(id: &str) -> Result<(), SessionError> {
+    let ok = !id.is_empty()
+        && !id.starts_with('.')
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+    if ok {
+        Ok(())
+    } else {
+        Err(SessionError::InvalidId { id: id.to_owned() })
+    }
+}
+
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, SessionError> + Send + 'static,
+) -> Result<T, SessionError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| SessionError::Writer(format!("blocking task failed: {e}")))?
+}
+
+impl SessionStore {
+    /// A store writing `<root>/<id>.jsonl`; `None` keeps sessions in memory (for the store's
+    /// lifetime).
+    pub fn new(root: Option<PathBuf>, durability: Durability) -> Self {
+        SessionStore {
+            root,
+            durability,
+            live: Arc::new(Mutex::new(HashMap::new())),
+            kept: Arc::new(Mutex::new(HashMap::new())),
+        }
+    }
+
+    fn live(&self, id: &str) -> Option<Session> {
+        let mut live = self.live.lock().unwrap_or_else(|e| e.into_inner());
+        live.retain(|_, w| w.upgrade().is_some());
+        live.get(id).and_then(WeakSession::upgrade)
+    }
+
+    fn remember(&self, session: &Session) {
+        if self.root.is_none() {
+            self.kept
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(session.id().to_owned(), session.clone());
+        }
+        self.live
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(session.id().to_owned(), session.downgrade());
+    }
+
+    /// The root directory, if persistent.
+    pub fn root(&self) -> Option<&Path> {
+        self.root.as_deref()
+    }
+
+    /// The file of session `id`.
+    pub fn path_of(&self, id: &str) -> Option<PathBuf> {
+        self.root.as_ref().map(|r| r.join(format!("{id}.jsonl")))
+    }
+
+    fn sync(&self) -> Sync {
+        match self.durability {
+            Durability::Fsync => Sync::Data,
+            Durability::None => Sync::Never,
+        }
+    }
+
+    /// Creates session `id`.
+    ///
+    /// # Errors
+    /// An invalid id, an existing file, or I/O.
+    pub async fn create(
+        &self,
+        id: &str,
+        cwd: Option<String>,
+        parent_session: Option<String>,
+    ) -> Result<Session, SessionError> {
+        check_id(id)?;
+        let header = SessionHeader {
+            kind: "session".into(),
+            version: SESSION_VERSION,
+            id: id.to_owned(),
+            created_at: now_ms(),
+            cwd,
+            parent_session,
+        };
+        if self.live(id).is_some() {
+            return Err(SessionError::AlreadyExists {
+                path: format!("(open in this process) {id}"),
+            });
+        }
+        let session = match self.path_of(id) {
+            None => Session::from_parts(header, Vec::new(), None)?,
+            Some(path) => {
+                let sync = self.sync();
+                blocking(move || {
+                    file::create(&path, &header)?;
+                    let writer = file::writer(path, sync)?;
+                    Session::from_parts(header, Vec::new(), Some(writer))
+                })
+                .await?
+            }
+        };
+        self.remember(&session);
+        Ok(session)
+    }
+
+    /// Opens session `id` (the live one when it is open in this process): truncates a torn final line and closes a turn left open with
+    /// `turn/end {interrupted}` (see [`OpenReport`]).
+    ///
+    /// # Errors
+    /// A missing file, an unsupported version, a corrupt line, or I/O.
+    pub async fn open(&self, id: &str) -> Result<(Session, OpenReport), SessionError> {
+        check_id(id)?;
+        if let Some(session) = self.live(id) {
+            return Ok((session, OpenReport::default()));
+        }
+        let Some(path) = self.path_of(id) else {
+            return Err(SessionError::NotFound {
+                path: format!("(in-memory store) {id}"),
+            });
+        };
+        let sync = self.sync();
+        let (session, truncated) = blocking(move || {
+            if !path.exists() {
+                return Err(SessionError::NotFound {
+                    path: path.display().to_string(),
+                });
+            }
+            let log = file::read(&path)?;
+            let writer = file::writer(path, sync)?;
+            Ok((
+                Session::from_parts(log.header, log.events, Some(writer))?,
+                log.truncated,
+            ))
+        })
+        .await?;
+        self.remember(&session);
+        let repaired = session.close_open_turn(TurnEndReason::Interrupted, "INTERRUPTED")?;
+        if !repaired.is_empty() {
+            session.flush().await?;
+        }
+        Ok((
+            session,
+            OpenReport {
+                truncated_bytes: truncated,
+                repaired,
+                created: false,
+            },
+        ))
+    }
+
+    /// Opens session `id`, creating it when it does not exist (in memory: always creates).
+    ///
+    /// # Errors
+    /// As [`SessionStore::open`] and [`SessionStore::create`].
+    pub async fn open_or_create(&self, id: &str) -> Result<(Session, OpenReport), SessionError> {
+        let exists = self.live(id).is_some() || self.path_of(id).is_some_and(|p| p.exists());
+        if exists {
+            self.open(id).await
+        } else {
+            let session = self.create(id, None, None).await?;
+            Ok((
+                session,
+                OpenReport {
+                    created: true,
+                    ..Default::default()
+                },
+            ))
+        }
+    }
+}

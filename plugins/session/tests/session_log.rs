@@ -1,0 +1,191 @@
+//! Session log persistence: contiguous seqs, replay, torn tails, open turns, versions.
+
+mod common;
+
+use common::{complete_turn, temp_dir};
+use cordis_session::*;
+use cordis_system_prompt::ToolSchema;
+
+fn tool(name: &str) -> ToolSchema {
+    ToolSchema {
+        name: name.into(),
+        description: format!("{name} tool"),
+        parameters: serde_json::json!({"type": "object", "properties": {"b": {}, "a": {}}}),
+    }
+}
+
+#[tokio::test]
+async fn seqs_are_contiguous_and_a_replayed_log_derives_the_same_messages_and_header() {
+    let dir = temp_dir("replay");
+    let store = SessionStore::new(Some(dir.clone()), Durability::Fsync);
+    let s = store.create("s1", Some("/w".into()), None).await.unwrap();
+    complete_turn(&s, 1, vec![tool("read"), tool("write")]);
+    complete_turn(&s, 2, vec![tool("write"), tool("read")]);
+    s.flush().await.unwrap();
+    let live_messages = s.messages();
+    let live_header = s.request_header().unwrap().unwrap();
+    assert_eq!(
+        live_messages,
+        derive_messages(&s.events()).unwrap(),
+        "cache == fresh fold"
+    );
+    drop(s);
+
+    let text = std::fs::read_to_string(dir.join("s1.jsonl")).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let head: serde_json::Value = serde_json::from_str(lines[0]).unwrap();
+    assert_eq!(head["type"], "session");
+    assert_eq!(head["version"], 0);
+    assert_eq!(head["cwd"], "/w");
+    for (i, line) in lines[1..].iter().enumerate() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert_eq!(v["seq"], i as u64, "contiguous seq at line {}", i + 2);
+    }
+
+    let (again, report) = store.open("s1").await.unwrap();
+    assert_eq!(report, OpenReport::default());
+    let events = again.events();
+    assert_eq!(derive_messages(&events).unwrap(), live_messages);
+    assert_eq!(fold_request_header(&events).unwrap().unwrap(), live_header);
+    assert_eq!(
+        live_header
+            .tools
+            .as_ref()
+            .unwrap()
+            .iter()
+            .map(|t| t.name.as_str())
+            .collect::<Vec<_>>(),
+        ["write", "read"],
+        "the latest snapshot wins, order kept"
+    );
+    assert_eq!(again.messages(), live_messages);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[tokio::test]
+async fn a_torn_final_line_is_truncated_and_reported() {
+    let dir = temp_dir("torn");
+    let store = SessionStore::new(Some(dir.clone()), Durability::Fsync);
+    let s = store.create("t", None, None).await.unwrap();
+    complete_turn(&s, 1, vec![]);
+    s.flush().await.unwrap();
+    let n = s.len();
+    drop(s);
+    let path = dir.join("t.jsonl");
+    let before = std::fs::metadata(&path).unwrap().len();
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap();
+    f.write_all(br#"{"type":"turn/start","seq":13,"ti"#)
+        .unwrap();
+    drop(f);
+    let (s, report) = store.open("t").await.unwrap();
+    assert_eq!(report.truncated_bytes, Some(33));
+    assert!(report.repaired.is_empty());
+    assert_eq!(s.len(), n);
+    assert_eq!(std::fs::metadata(&path).unwrap().len(), before);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[tokio::test]
+async fn an_open_turn_is_closed_with_error_results_step_end_and_interrupted() {
+    let dir = temp_dir("open");
+    let store = SessionStore::new(Some(dir.clone()), Durability::Fsync);
+    let s = store.create("o", None, None).await.unwrap();
+    s.append(&TurnStartData { turn: 1 }, None).unwrap();
+    s.append(
+        &UserMessageData {
+            turn: 1,
+            content: "go".into(),
+        },
+        None,
+    )
+    .unwrap();
+    s.append(&StepStartData { turn: 1, step: 1 }, None).unwrap();
+    let call = cordis_llm::AssistantToolCall {
+        id: "a".into(),
+        name: "slow".into(),
+        arguments: "{}".into(),
+    };
+    s.append(
+        &AssistantMessageData {
+            turn: 1,
+            step: 1,
+            content: String::new(),
+            tool_calls: vec![call],
+            usage: None,
+        },
+        None,
+    )
+    .unwrap();
+    s.append(
+        &ToolCallData {
+            turn: 1,
+            step: 1,
+            call_id: "a".into(),
+            name: "slow".into(),
+            arguments: "{}".into(),
+        },
+        None,
+    )
+    .unwrap();
+    s.flush().await.unwrap();
+    drop(s);
+    let (s, report) = store.open("o").await.unwrap();
+    assert_eq!(report.repaired, [5, 6, 7]);
+    let kinds: Vec<String> = s.events()[5..].iter().map(|e| e.kind.clone()).collect();
+    assert_eq!(kinds, ["tool/result", "step/end", "turn/end"]);
+    let events = s.events();
+    assert_eq!(events[5].data["isError"], true);
+    assert_eq!(events[5].data["code"], "INTERRUPTED");
+    assert_eq!(events[5].source_event_seqs, Some(vec![4]));
+    assert_eq!(
+        events[7].data,
+        serde_json::json!({"turn": 1, "reason": {"kind": "interrupted"}})
+    );
+    drop(s);
+    let (s, report) = store.open("o").await.unwrap();
+    assert_eq!(report, OpenReport::default(), "the repair was durable");
+    assert_eq!(s.len(), 8);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[tokio::test]
+async fn unknown_versions_corrupt_lines_and_bad_ids_are_refused_with_clear_errors() {
+    let dir = temp_dir("refuse");
+    let store = SessionStore::new(Some(dir.clone()), Durability::Fsync);
+    std::fs::write(
+        dir.join("v.jsonl"),
+        "{\"type\":\"session\",\"version\":7,\"id\":\"v\",\"createdAt\":0}\n",
+    )
+    .unwrap();
+    let err = store.open("v").await.unwrap_err();
+    assert!(matches!(err, SessionError::UnsupportedVersion { .. }));
+    assert!(
+        err.to_string().ends_with(
+            "v.jsonl has format version 7; this build reads version 0 only (no migration exists)"
+        ),
+        "{err}"
+    );
+    std::fs::write(dir.join("c.jsonl"), "{\"type\":\"session\",\"version\":0,\"id\":\"c\",\"createdAt\":0}\n{\"type\":\"x\",\"seq\":1,\"time\":0,\"data\":null}\n").unwrap();
+    let err = store.open("c").await.unwrap_err();
+    assert!(
+        err.to_string()
+            .ends_with("c.jsonl, line 2: seq 1 where 0 was expected"),
+        "{err}"
+    );
+    let err = store.create("../x", None, None).await.unwrap_err();
+    assert!(matches!(err, SessionError::InvalidId { .. }));
+    store.create("dup", None, None).await.unwrap();
+    assert!(matches!(
+        store.create("dup", None, None).await.unwrap_err(),
+        SessionError::AlreadyExists { .. }
+    ));
+    assert!(matches!(
+        store.open("nope").await.unwrap_err(),
+        SessionError::NotFound { .. }
+    ));
+    let _ = std::fs::remove_dir_all(dir);
+}
