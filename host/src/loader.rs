@@ -13,15 +13,10 @@
 //! seed. The report's [`assembly_view`] and digest derive from sorted data only; load times and
 //! the trace are order-dependent and never part of the digest.
 
-use std::time::{Duration, Instant};
-
 use cordis_runtime::{
     Context, Inject, LiveCounts, PluginOptions, Policy, Schedule, ScopeHandle, ScopeStatus,
     TraceEvent,
 };
-use futures_util::StreamExt;
-use futures_util::future::{Either, select};
-use futures_util::stream::FuturesUnordered;
 use serde_json::{Value, json};
 
 use crate::assembly::assembly_view;
@@ -92,7 +87,7 @@ pub struct EntryReport {
     pub error: Option<String>,
     /// Services a pending entry still waits for, sorted.
     pub waiting_for: Vec<String>,
-    /// Milliseconds from boot start until it settled (`None` if it never did).
+    /// How long its apply took, in milliseconds (`None` until an apply finished).
     pub load_ms: Option<u64>,
 }
 
@@ -115,6 +110,8 @@ pub struct BootReport {
     pub incidents: Vec<String>,
     /// The runtime's apply/registration trace, in the order it happened.
     pub trace: Vec<TraceEvent>,
+    /// Wall-clock time from the first apply until the runtime was idle (never in a digest).
+    pub boot_time: std::time::Duration,
 }
 
 impl BootReport {
@@ -147,6 +144,7 @@ impl BootReport {
             "assembly_error": self.assembly_error,
             "digest": self.digest,
             "incidents": self.incidents,
+            "boot_ms": self.boot_time.as_secs_f64() * 1e3,
         })
     }
 
@@ -184,7 +182,7 @@ impl BootReport {
 /// # Cancel safety
 /// Not cancel safe: entries applied before cancellation stay in the runtime; dispose `root`.
 pub async fn boot(root: &Context, plan: &LoadPlan) -> BootReport {
-    let started = Instant::now();
+    let started = std::time::Instant::now();
     // Groups first (file order keeps a nested group after its parent), then plugin entries in
     // file order: a plugin entry's scope id, and so its start order among entries waiting for
     // the same service, follows its position in the file whatever group it sits in.
@@ -221,37 +219,14 @@ pub async fn boot(root: &Context, plan: &LoadPlan) -> BootReport {
         }
     }
 
-    let mut settled: Vec<Option<Duration>> = vec![None; handles.len()];
-    let mut watchers: FuturesUnordered<_> = handles
-        .iter()
-        .enumerate()
-        .filter_map(|(i, h)| h.clone().map(|h| (i, h)))
-        .map(|(i, h)| async move {
-            let active = Box::pin(h.wait_for(ScopeStatus::Active));
-            let failed = Box::pin(h.wait_for(ScopeStatus::Failed));
-            match select(active, failed).await {
-                Either::Left(_) | Either::Right(_) => (i, started.elapsed()),
-            }
-        })
-        .collect();
-    let idle = root.idle();
-    tokio::pin!(idle);
-    loop {
-        tokio::select! {
-            biased;
-            Some((i, at)) = watchers.next() => settled[i] = Some(at),
-            () = &mut idle => break,
-        }
-    }
-    drop(watchers);
-    let end = started.elapsed();
+    root.idle().await;
+    let boot_time = started.elapsed();
 
     let entries = plan
         .entries
         .iter()
         .zip(&handles)
-        .zip(&settled)
-        .map(|((entry, handle), at)| {
+        .map(|(entry, handle)| {
             let Some(handle) = handle else {
                 return EntryReport {
                     id: entry.id.clone(),
@@ -278,10 +253,6 @@ pub async fn boot(root: &Context, plan: &LoadPlan) -> BootReport {
                 )),
                 _ => None,
             };
-            let load = match status {
-                EntryStatus::Active | EntryStatus::Failed => Some(at.unwrap_or(end)),
-                _ => None,
-            };
             EntryReport {
                 id: entry.id.clone(),
                 name: entry.name.clone(),
@@ -293,7 +264,9 @@ pub async fn boot(root: &Context, plan: &LoadPlan) -> BootReport {
                 } else {
                     Vec::new()
                 },
-                load_ms: load.map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+                load_ms: info
+                    .load_time
+                    .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
             }
         })
         .collect();
@@ -314,6 +287,7 @@ pub async fn boot(root: &Context, plan: &LoadPlan) -> BootReport {
         assembly_error: view.error,
         incidents,
         trace: root.trace_events(),
+        boot_time,
     }
 }
 

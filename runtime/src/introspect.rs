@@ -100,6 +100,9 @@ pub struct ScopeInfo {
     pub effects: EffectCounts,
     /// The required services a pending scope still waits for, sorted.
     pub missing: Vec<String>,
+    /// How long its last apply took (`None` until one finished). Wall-clock: for people, never
+    /// for digests.
+    pub load_time: Option<std::time::Duration>,
 }
 
 /// Something that went wrong without failing a scope: a panicking listener, undo or task.

@@ -405,6 +405,7 @@ pub(crate) fn start(node: &Arc<ScopeNode>) {
         }
         st.generation += 1;
         st.status = ScopeStatus::Loading;
+        st.apply_started = Some(std::time::Instant::now());
         st.generation
     };
     shared.loading_started();
@@ -469,6 +470,7 @@ fn finish(node: &Arc<ScopeNode>, generation: u64, failure: Option<ScopeFailure>)
         st.apply_task = None;
         if failure.is_none() {
             st.status = ScopeStatus::Active;
+            st.load_time = st.apply_started.take().map(|t| t.elapsed());
         }
     }
     match failure {

@@ -10,6 +10,7 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
+use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 use tokio::task::AbortHandle;
@@ -111,6 +112,10 @@ pub(crate) struct ScopeState {
     pub(crate) generation: u64,
     pub(crate) effects: BTreeMap<EffectId, Effect>,
     pub(crate) apply_task: Option<AbortHandle>,
+    /// When the current apply started (set on entering `Loading`).
+    pub(crate) apply_started: Option<Instant>,
+    /// How long the last apply took, from `Loading` to `Active` or `Failed`.
+    pub(crate) load_time: Option<Duration>,
 }
 
 /// One node of the scope tree.
@@ -165,6 +170,8 @@ impl ScopeNode {
                 generation: 0,
                 effects: BTreeMap::new(),
                 apply_task: None,
+                apply_started: None,
+                load_time: None,
             }),
             status_tx: watch::Sender::new(status),
             runner,
@@ -216,6 +223,9 @@ impl ScopeNode {
                 return false;
             }
             let was_loading = st.status == ScopeStatus::Loading;
+            if let (Unwind::Failed(_), Some(started)) = (&to, st.apply_started.take()) {
+                st.load_time = Some(started.elapsed());
+            }
             st.generation += 1;
             st.status = match &to {
                 Unwind::Dispose => ScopeStatus::Disposed,
@@ -270,6 +280,7 @@ impl ScopeNode {
             failure: st.failure.clone(),
             effects,
             missing,
+            load_time: st.load_time,
         }
     }
 }
