@@ -64,6 +64,58 @@ impl DylibPlugin {
 
 const INJECT: &[Inject] = &[Inject::required("tools")];
 
+/// Where content-addressed copies of libraries go: `$CORDIS_DYLIB_CACHE`, else
+/// `<temp dir>/cordis-dylib-cache`.
+pub fn cache_dir() -> PathBuf {
+    std::env::var_os("CORDIS_DYLIB_CACHE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| std::env::temp_dir().join("cordis-dylib-cache"))
+}
+
+/// The sha256 of a file's bytes.
+pub fn file_sha256(path: &Path) -> std::io::Result<[u8; 32]> {
+    use sha2::Digest as _;
+    Ok(sha2::Sha256::digest(std::fs::read(path)?).into())
+}
+
+/// Copies the library at `path` to `<cache>/<sha256>-<file name>` (once per content) and returns
+/// the copy and its hash, after checking the pin.
+///
+/// Loading the copy, not the original, is what lets a changed library be loaded again: a library
+/// is never unloaded, and a second `dlopen` of the same path would return the old code. The pin
+/// is checked against the very bytes that are copied, so a file swapped after the check is never
+/// loaded.
+fn stage(path: &Path, pin: Option<&[u8; 32]>) -> Result<(PathBuf, [u8; 32]), String> {
+    use sha2::Digest as _;
+    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let hash: [u8; 32] = sha2::Sha256::digest(&bytes).into();
+    let hex: String = hash.iter().map(|b| format!("{b:02x}")).collect();
+    if let Some(expected) = pin
+        && expected != &hash
+    {
+        let want: String = expected.iter().map(|b| format!("{b:02x}")).collect();
+        return Err(format!(
+            "sha256 mismatch: the entry pins {want}, the file is {hex} ({})",
+            path.display()
+        ));
+    }
+    let dir = cache_dir();
+    let file_name = path
+        .file_name()
+        .map_or_else(|| "library".into(), |n| n.to_string_lossy().into_owned());
+    let staged = dir.join(format!("{hex}-{file_name}"));
+    if !staged.exists() {
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| format!("cannot create the library cache {}: {e}", dir.display()))?;
+        // Write beside, then rename: a concurrent loader never sees a half-written copy.
+        let partial = dir.join(format!(".{hex}-{}.partial", std::process::id()));
+        std::fs::write(&partial, &bytes)
+            .and_then(|()| std::fs::rename(&partial, &staged))
+            .map_err(|e| format!("cannot copy {} into {}: {e}", path.display(), dir.display()))?;
+    }
+    Ok((staged, hash))
+}
+
 /// What `describe` returns.
 #[derive(Debug, Deserialize)]
 struct Description {
@@ -205,7 +257,8 @@ impl Plugin for DylibPlugin {
         let sha256 = self.sha256;
         let config = config.to_string();
         let loaded = tokio::task::spawn_blocking(move || -> Result<(Instance, String), String> {
-            let library = cordis_dylib::open(&path, sha256.as_ref()).map_err(|e| e.to_string())?;
+            let (staged, hash) = stage(&path, sha256.as_ref())?;
+            let library = cordis_dylib::open(&staged, Some(&hash)).map_err(|e| e.to_string())?;
             let instance = library
                 .create(&config)
                 .map_err(|e| stage_error("create", &e))?;

@@ -18,6 +18,8 @@ pub mod fault;
 pub mod loader;
 pub mod permute;
 pub mod plan;
+pub mod reload;
+pub mod watch;
 
 pub use assembly::{AssemblyView, assembly_view};
 pub use builtins::Builtins;

@@ -21,7 +21,7 @@ use serde_json::{Value, json};
 
 use crate::assembly::assembly_view;
 use crate::diagnostic::Pos;
-use crate::plan::{LoadPlan, Step};
+use crate::plan::{LoadPlan, PlannedEntry, Step};
 
 /// Where an entry ended up after boot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -183,24 +183,35 @@ impl BootReport {
 /// Not cancel safe: entries applied before cancellation stay in the runtime; dispose `root`.
 pub async fn boot(root: &Context, plan: &LoadPlan) -> BootReport {
     let started = std::time::Instant::now();
-    // Groups first (file order keeps a nested group after its parent), then plugin entries in
-    // file order: a plugin entry's scope id, and so its start order among entries waiting for
-    // the same service, follows its position in the file whatever group it sits in.
     let mut handles: Vec<Option<ScopeHandle>> = vec![None; plan.entries.len()];
-    let mut contexts: Vec<Option<Context>> = vec![None; plan.entries.len()];
-    let parent_of =
-        |contexts: &[Option<Context>], entry: &crate::plan::PlannedEntry| match entry.parent {
-            Some(p) => contexts.get(p).cloned().flatten(),
-            None => Some(root.clone()),
-        };
+    start_entries(root, plan, &mut handles);
+    root.idle().await;
+    report(root, plan, &handles, started.elapsed()).await
+}
+
+/// Starts every enabled entry of `plan` whose slot in `handles` is empty; filled slots are live
+/// entries to keep (a reload keeps unchanged entries this way).
+///
+/// Groups first (file order keeps a nested group after its parent), then plugin entries in file
+/// order: a plugin entry's scope id, and so its start order among entries waiting for the same
+/// service, follows its position in the file whatever group it sits in.
+pub(crate) fn start_entries(root: &Context, plan: &LoadPlan, handles: &mut [Option<ScopeHandle>]) {
+    let parent_of = |handles: &[Option<ScopeHandle>], entry: &PlannedEntry| match entry.parent {
+        Some(p) => handles.get(p).cloned().flatten().and_then(|h| h.context()),
+        None => Some(root.clone()),
+    };
     for (i, entry) in plan.entries.iter().enumerate() {
-        if let (Step::Group, Some(parent)) = (&entry.step, parent_of(&contexts, entry)) {
-            let h = parent.child_scope(&entry.name);
-            contexts[i] = h.context();
-            handles[i] = Some(h);
+        if handles[i].is_some() {
+            continue;
+        }
+        if let (Step::Group, Some(parent)) = (&entry.step, parent_of(handles, entry)) {
+            handles[i] = Some(parent.child_scope(&entry.name));
         }
     }
     for (i, entry) in plan.entries.iter().enumerate() {
+        if handles[i].is_some() {
+            continue;
+        }
         if let (
             Step::Plugin {
                 prepared,
@@ -208,7 +219,7 @@ pub async fn boot(root: &Context, plan: &LoadPlan) -> BootReport {
                 timeout,
             },
             Some(parent),
-        ) = (&entry.step, parent_of(&contexts, entry))
+        ) = (&entry.step, parent_of(handles, entry))
         {
             let options = PluginOptions {
                 label: Some(entry.id.clone()),
@@ -218,14 +229,19 @@ pub async fn boot(root: &Context, plan: &LoadPlan) -> BootReport {
             handles[i] = Some(parent.plugin_with(prepared.clone(), options));
         }
     }
+}
 
-    root.idle().await;
-    let boot_time = started.elapsed();
-
+/// The report on `plan`'s entries, whose live scopes are `handles`.
+pub(crate) async fn report(
+    root: &Context,
+    plan: &LoadPlan,
+    handles: &[Option<ScopeHandle>],
+    boot_time: std::time::Duration,
+) -> BootReport {
     let entries = plan
         .entries
         .iter()
-        .zip(&handles)
+        .zip(handles)
         .map(|(entry, handle)| {
             let Some(handle) = handle else {
                 return EntryReport {

@@ -123,6 +123,8 @@ pub struct PlannedEntry {
     pub parent: Option<usize>,
     /// What to do.
     pub step: Step,
+    /// For a dylib entry: the vetted library path its plugin loads.
+    pub library: Option<PathBuf>,
 }
 
 /// A resolved config file: every entry, in file order, ready to load.
@@ -285,6 +287,10 @@ impl Resolver<'_> {
         } else {
             self.plugin_step(entry, &name)
         };
+        let library = match (&step, EntrySource::lookup(&name, self.builtins)) {
+            (Some(Step::Plugin { .. }), Some(EntrySource::Dylib(_))) => self.locate(&name).ok(),
+            _ => None,
+        };
         let index = self.entries.len();
         self.entries.push(PlannedEntry {
             id: entry.id.clone(),
@@ -292,6 +298,7 @@ impl Resolver<'_> {
             pos: entry.pos,
             parent,
             step: step.unwrap_or(Step::Disabled),
+            library,
         });
         for child in &entry.children {
             self.entry(child, Some(index));

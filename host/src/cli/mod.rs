@@ -24,6 +24,7 @@ mod check;
 mod permute;
 mod render;
 mod stress;
+mod watch;
 
 /// Exit code: success.
 pub const EXIT_OK: u8 = 0;
@@ -123,6 +124,11 @@ pub struct CheckArgs {
     /// Seed of the schedule [default: $CORDIS_SEED, else taken from the clock and printed].
     #[arg(long, value_name = "S")]
     pub seed: Option<u64>,
+    /// Keep running and reload FILE whenever it changes: print a one-line summary per reload
+    /// (added, removed, restarted, failed) and the new digest; an invalid edit is reported and
+    /// the last good configuration keeps running. Stop with Ctrl-C.
+    #[arg(long)]
+    pub watch: bool,
 }
 
 /// Arguments of `cordis stress`.
@@ -266,6 +272,19 @@ where
     }
 }
 
+/// Resolution options from the command line and `CORDIS_PLUGIN_PATH`.
+fn plan_options(args: &LoadArgs, io: &Io<'_>) -> PlanOptions {
+    let mut plugin_dirs = args.plugin_dirs.clone();
+    if let Some(path) = (io.env)("CORDIS_PLUGIN_PATH") {
+        plugin_dirs.extend(std::env::split_paths(&path).filter(|p| !p.as_os_str().is_empty()));
+    }
+    PlanOptions {
+        default_timeout: Duration::from_millis(args.timeout_ms),
+        plugin_dirs,
+        config_dir: None,
+    }
+}
+
 /// Reads and resolves the config; on errors prints them all and returns the exit code.
 fn load(
     args: &LoadArgs,
@@ -280,15 +299,7 @@ fn load(
             return Ok(Err(EXIT_CONFIG));
         }
     };
-    let mut plugin_dirs = args.plugin_dirs.clone();
-    if let Some(path) = (io.env)("CORDIS_PLUGIN_PATH") {
-        plugin_dirs.extend(std::env::split_paths(&path).filter(|p| !p.as_os_str().is_empty()));
-    }
-    let options = PlanOptions {
-        default_timeout: Duration::from_millis(args.timeout_ms),
-        plugin_dirs,
-        config_dir: None,
-    };
+    let options = plan_options(args, io);
     match load_plan(&source, &file, io.env, builtins, &options) {
         Ok(plan) => Ok(Ok(plan)),
         Err(errors) => {

@@ -1,0 +1,108 @@
+//! `cordis check --watch`: boot, then reload the file whenever it changes.
+
+use std::path::Path;
+
+use cordis_runtime::{Context, Schedule};
+
+use super::check::print_report;
+use super::{CheckArgs, EXIT_CONFIG, Io, plan_options};
+use crate::builtins::Builtins;
+use crate::diagnostic::ConfigErrors;
+use crate::reload::{LiveConfig, summary_line};
+use crate::watch::ConfigWatcher;
+
+fn print_errors(errors: &ConfigErrors, io: &mut Io<'_>) -> std::io::Result<()> {
+    for d in errors.diagnostics() {
+        writeln!(io.err, "{d}")?;
+    }
+    Ok(())
+}
+
+/// Reads the config file off the async thread.
+async fn read(path: &Path) -> std::io::Result<String> {
+    let path = path.to_owned();
+    tokio::task::spawn_blocking(move || std::fs::read_to_string(path))
+        .await
+        .unwrap_or_else(|e| Err(std::io::Error::other(e)))
+}
+
+pub(crate) fn run(
+    args: &CheckArgs,
+    io: &mut Io<'_>,
+    builtins: &Builtins,
+    seed: u64,
+) -> anyhow::Result<u8> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(async {
+        let path = &args.load.file;
+        let file = path.display().to_string();
+        let mut watcher = ConfigWatcher::new(path)?;
+        let source = match read(path).await {
+            Ok(s) => s,
+            Err(e) => {
+                writeln!(io.err, "cordis: cannot read {file}: {e}")?;
+                return Ok(EXIT_CONFIG);
+            }
+        };
+        // `Io::env` is not `Sync`; a reload needs a lookup it can hold across awaits, so take a
+        // snapshot of the variables the file may name (they are read once per reload anyway).
+        let env_vars: std::collections::BTreeMap<String, String> = std::env::vars().collect();
+        let lookup = move |name: &str| env_vars.get(name).cloned();
+        let options = plan_options(&args.load, io);
+        let root = Context::root_with(Schedule::new(args.load.schedule, seed));
+        let (mut live, report) = match LiveConfig::boot(
+            root,
+            &source,
+            &file,
+            &lookup,
+            builtins.clone(),
+            options,
+        )
+        .await
+        {
+            Ok(booted) => booted,
+            Err(errors) => {
+                print_errors(&errors, io)?;
+                writeln!(io.err, "cordis: {} configuration error(s) in {file}", errors.diagnostics().len())?;
+                return Ok(EXIT_CONFIG);
+            }
+        };
+        print_report(&report, args, seed, io)?;
+        writeln!(io.err, "cordis: watching {file} for changes (Ctrl-C to stop)")?;
+        io.out.flush()?;
+        io.err.flush()?;
+        while watcher.changed().await.is_some() {
+            let source = match read(path).await {
+                Ok(s) => s,
+                Err(e) => {
+                    writeln!(io.err, "cordis: cannot read {file}: {e}; still running the last good configuration")?;
+                    continue;
+                }
+            };
+            match live.reload(&source, &lookup).await {
+                Ok(summary) => {
+                    let report = live.report().await;
+                    writeln!(io.out, "cordis: {}", summary_line(&summary))?;
+                    writeln!(io.out, "digest: {}", report.digest)?;
+                    if let Some(error) = &report.assembly_error {
+                        writeln!(io.err, "cordis: assembling the request failed: {error}")?;
+                    }
+                }
+                Err(errors) => {
+                    print_errors(&errors, io)?;
+                    writeln!(
+                        io.err,
+                        "cordis: reload rejected ({} configuration error(s)); still running the last good configuration",
+                        errors.diagnostics().len()
+                    )?;
+                }
+            }
+            io.out.flush()?;
+            io.err.flush()?;
+        }
+        live.root().dispose();
+        Ok(super::EXIT_OK)
+    })
+}

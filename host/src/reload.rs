@@ -1,0 +1,368 @@
+//! Hot reload: bring a running host to a new version of its `cordis.yml` without a restart.
+//!
+//! A reload reconciles by entry id. Each entry has a *fingerprint*: the sha256 of its definition
+//! (plugin name, config after interpolation, `disabled`, `inject`, `timeout`, and its enclosing
+//! group's fingerprint). An entry whose fingerprint is unchanged keeps its scope (same scope id,
+//! not restarted); a removed or disabled entry is disposed; a new or re-enabled one is loaded; a
+//! changed one is disposed and loaded again with the **new** definition. An invalid file changes
+//! nothing: the last good configuration keeps running.
+//!
+//! Reloads are serialized and each waits until the runtime is idle, and every reload reconciles
+//! against a whole file, never a diff of edits, so an edit that arrives while entries are still
+//! loading cannot be lost: after the last reload settles, the live state is that of the last
+//! file.
+//!
+//! # Determinism
+//! Disposal runs in reverse file order and loading in file order (groups first), so a reload
+//! under a seeded schedule replays like a boot.
+
+use std::collections::BTreeMap;
+
+use cordis_runtime::{ConfigReloaded, Context, ScopeHandle, ScopeStatus};
+use serde_json::json;
+
+use crate::builtins::Builtins;
+use crate::config::{RawEntry, parse_lenient};
+use crate::diagnostic::ConfigErrors;
+use crate::digest::digest;
+use crate::loader::{BootReport, report, start_entries};
+use crate::plan::{LoadPlan, PlanOptions, resolve};
+
+/// A configuration loaded into a runtime, ready to be reloaded.
+pub struct LiveConfig {
+    root: Context,
+    builtins: Builtins,
+    options: PlanOptions,
+    file: String,
+    plan: LoadPlan,
+    /// Per plan entry: its fingerprint.
+    fingerprints: Vec<String>,
+    /// Per plan entry: its live scope (`None` when disabled).
+    handles: Vec<Option<ScopeHandle>>,
+    reloads: u64,
+}
+
+/// A configuration read and resolved, not yet applied.
+pub struct Resolved {
+    plan: LoadPlan,
+    fingerprints: Vec<String>,
+}
+
+/// What one reload changed, by entry id (each list sorted).
+pub type ReloadSummary = ConfigReloaded;
+
+/// Reads and resolves `source`, with every entry's fingerprint in plan order.
+fn load(
+    source: &str,
+    file: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+    builtins: &Builtins,
+    options: &PlanOptions,
+) -> Result<(LoadPlan, Vec<String>), ConfigErrors> {
+    let (raw, mut errors) = parse_lenient(source, file, env);
+    let plan = match resolve(&raw, builtins, options) {
+        Ok(plan) if errors.is_empty() => plan,
+        Ok(_) => return Err(ConfigErrors(errors)),
+        Err(more) => {
+            errors.extend(more.0);
+            return Err(ConfigErrors(errors));
+        }
+    };
+    let mut by_id = BTreeMap::new();
+    fingerprint_all(&raw.entries, "", &mut by_id);
+    // A dylib entry also changes when its library's bytes do (it is then loaded again from a
+    // new content-addressed copy). An unreadable library keeps an empty hash: loading it will
+    // fail the entry with the reason.
+    let fingerprints = plan
+        .entries
+        .iter()
+        .map(|e| {
+            let fp = by_id.get(&e.id).cloned().unwrap_or_default();
+            match &e.library {
+                Some(path) => {
+                    let bytes = crate::dylib::file_sha256(path).unwrap_or_default();
+                    digest(&json!({"entry": fp, "library": crate::digest::sha256_hex(&bytes)}))
+                }
+                None => fp,
+            }
+        })
+        .collect();
+    Ok((plan, fingerprints))
+}
+
+fn fingerprint_all(entries: &[RawEntry], parent: &str, out: &mut BTreeMap<String, String>) {
+    for e in entries {
+        let fp = digest(&json!({
+            "name": e.name,
+            "config": if e.is_group { serde_json::Value::Null } else { e.config.clone().unwrap_or_default() },
+            "disabled": e.disabled,
+            "inject": e.inject,
+            "timeout_ms": e.timeout_ms,
+            "sha256": e.sha256,
+            "group": e.is_group,
+            "parent": parent,
+        }));
+        fingerprint_all(&e.children, &fp, out);
+        out.insert(e.id.clone(), fp);
+    }
+}
+
+impl LiveConfig {
+    /// Resolves `source` and boots it under `root`.
+    ///
+    /// # Errors
+    /// Every configuration error of the file; nothing is loaded then.
+    pub async fn boot(
+        root: Context,
+        source: &str,
+        file: &str,
+        env: &(dyn Fn(&str) -> Option<String> + Sync),
+        builtins: Builtins,
+        options: PlanOptions,
+    ) -> Result<(LiveConfig, BootReport), ConfigErrors> {
+        let (plan, fingerprints) = load(source, file, env, &builtins, &options)?;
+        let started = std::time::Instant::now();
+        let mut handles = vec![None; plan.entries.len()];
+        start_entries(&root, &plan, &mut handles);
+        root.idle().await;
+        let boot = report(&root, &plan, &handles, started.elapsed()).await;
+        let live = LiveConfig {
+            root,
+            builtins,
+            options,
+            file: file.to_owned(),
+            plan,
+            fingerprints,
+            handles,
+            reloads: 0,
+        };
+        Ok((live, boot))
+    }
+
+    /// Reads and resolves `source` against this host's plugin table, without touching the
+    /// running configuration.
+    ///
+    /// # Errors
+    /// Every configuration error of `source`.
+    pub fn prepare(
+        &self,
+        source: &str,
+        env: &(dyn Fn(&str) -> Option<String> + Sync),
+    ) -> Result<Resolved, ConfigErrors> {
+        let (plan, fingerprints) = load(source, &self.file, env, &self.builtins, &self.options)?;
+        Ok(Resolved { plan, fingerprints })
+    }
+
+    /// Reconciles the live entries with `source` and waits until the runtime is idle.
+    ///
+    /// Emits [`ConfigReloaded`] on the root scope after a successful reload.
+    ///
+    /// # Errors
+    /// Every configuration error of the new file; the running configuration is untouched.
+    ///
+    /// # Cancel safety
+    /// Not cancel safe: cancelling between disposal and loading leaves entries missing until
+    /// the next reload.
+    pub async fn reload(
+        &mut self,
+        source: &str,
+        env: &(dyn Fn(&str) -> Option<String> + Sync),
+    ) -> Result<ReloadSummary, ConfigErrors> {
+        let resolved = self.prepare(source, env)?;
+        Ok(self.apply(resolved).await)
+    }
+
+    /// Reconciles the live entries with a resolved configuration (see [`LiveConfig::reload`]).
+    ///
+    /// # Cancel safety
+    /// Not cancel safe.
+    pub async fn apply(&mut self, resolved: Resolved) -> ReloadSummary {
+        let Resolved { plan, fingerprints } = resolved;
+        let old: BTreeMap<&str, (&str, Option<&ScopeHandle>)> = self
+            .plan
+            .entries
+            .iter()
+            .zip(&self.fingerprints)
+            .zip(&self.handles)
+            .map(|((e, fp), h)| (e.id.as_str(), (fp.as_str(), h.as_ref())))
+            .collect();
+        let new: BTreeMap<&str, &str> = plan
+            .entries
+            .iter()
+            .zip(&fingerprints)
+            .map(|(e, fp)| (e.id.as_str(), fp.as_str()))
+            .collect();
+        let enabled_new: BTreeMap<&str, bool> = plan
+            .entries
+            .iter()
+            .map(|e| {
+                (
+                    e.id.as_str(),
+                    !matches!(e.step, crate::plan::Step::Disabled),
+                )
+            })
+            .collect();
+
+        let mut summary = ReloadSummary::default();
+        // Dispose what changed or went away, children before their groups.
+        for ((entry, fp), handle) in self
+            .plan
+            .entries
+            .iter()
+            .zip(&self.fingerprints)
+            .zip(&self.handles)
+            .rev()
+        {
+            let Some(handle) = handle else { continue };
+            match new.get(entry.id.as_str()) {
+                Some(new_fp) if new_fp == fp => {}
+                Some(_) if enabled_new[entry.id.as_str()] => {
+                    summary.restarted.push(entry.id.clone());
+                    handle.dispose();
+                }
+                _ => {
+                    summary.removed.push(entry.id.clone());
+                    handle.dispose();
+                }
+            }
+        }
+        let mut handles: Vec<Option<ScopeHandle>> = plan
+            .entries
+            .iter()
+            .zip(&fingerprints)
+            .map(|(e, fp)| match old.get(e.id.as_str()) {
+                Some((old_fp, Some(h))) if old_fp == fp => Some((*h).clone()),
+                _ => None,
+            })
+            .collect();
+        for (e, h) in plan.entries.iter().zip(&handles) {
+            let was_live = matches!(old.get(e.id.as_str()), Some((_, Some(_))));
+            if h.is_none() && enabled_new[e.id.as_str()] && !was_live {
+                summary.added.push(e.id.clone());
+            }
+        }
+        start_entries(&self.root, &plan, &mut handles);
+        self.root.idle().await;
+        for (e, h) in plan.entries.iter().zip(&handles) {
+            if let Some(h) = h
+                && h.status() != ScopeStatus::Active
+            {
+                summary.failed.push(e.id.clone());
+            }
+        }
+        self.plan = plan;
+        self.fingerprints = fingerprints;
+        self.handles = handles;
+        self.reloads += 1;
+        summary.number = self.reloads;
+        for list in [
+            &mut summary.added,
+            &mut summary.removed,
+            &mut summary.restarted,
+            &mut summary.failed,
+        ] {
+            list.sort();
+        }
+        self.root.emit(summary.clone());
+        summary
+    }
+
+    /// A report on the live entries, as `check` prints it.
+    pub async fn report(&self) -> BootReport {
+        report(
+            &self.root,
+            &self.plan,
+            &self.handles,
+            std::time::Duration::ZERO,
+        )
+        .await
+    }
+
+    /// The scope id of the live entry `id` (`None` if absent or disabled).
+    pub fn scope_id(&self, id: &str) -> Option<cordis_runtime::ScopeId> {
+        self.plan
+            .entries
+            .iter()
+            .zip(&self.handles)
+            .find(|(e, _)| e.id == id)
+            .and_then(|(_, h)| h.as_ref().map(ScopeHandle::id))
+    }
+
+    /// The fingerprints of the live configuration by entry id, for comparing two hosts.
+    pub fn fingerprints(&self) -> BTreeMap<String, String> {
+        self.plan
+            .entries
+            .iter()
+            .zip(&self.fingerprints)
+            .map(|(e, fp)| (e.id.clone(), fp.clone()))
+            .collect()
+    }
+
+    /// The root context.
+    pub fn root(&self) -> &Context {
+        &self.root
+    }
+}
+
+/// One line for people: `reload 3: added a; removed -; restarted b, c; failed -`.
+pub fn summary_line(s: &ReloadSummary) -> String {
+    let list = |v: &[String]| {
+        if v.is_empty() {
+            "-".to_owned()
+        } else {
+            v.join(", ")
+        }
+    };
+    format!(
+        "reload {}: added {}; removed {}; restarted {}; failed {}",
+        s.number,
+        list(&s.added),
+        list(&s.removed),
+        list(&s.restarted),
+        list(&s.failed)
+    )
+}
+
+/// Reloads `live` with the sources `sources` delivers, one reload at a time, until the sender is
+/// dropped; returns `live`.
+///
+/// Sources that queue up while a reload runs are taken together: the last *valid* one is
+/// applied (the ones before it are superseded), so no valid edit is ever lost to a later invalid
+/// one; if the very last source is invalid its errors are reported and the state stays at the
+/// last valid source. `on_result` sees each outcome.
+///
+/// # Cancel safety
+/// Not cancel safe (see [`LiveConfig::reload`]).
+pub async fn follow(
+    mut live: LiveConfig,
+    mut sources: tokio::sync::mpsc::UnboundedReceiver<String>,
+    env: &(dyn Fn(&str) -> Option<String> + Sync),
+    mut on_result: impl FnMut(Result<&ReloadSummary, &ConfigErrors>, &LiveConfig),
+) -> LiveConfig {
+    while let Some(first) = sources.recv().await {
+        let mut batch = vec![first];
+        while let Ok(next) = sources.try_recv() {
+            batch.push(next);
+        }
+        let mut last_error = None;
+        let mut chosen = None;
+        for (i, source) in batch.iter().enumerate().rev() {
+            match live.prepare(source, env) {
+                Ok(resolved) => {
+                    chosen = Some(resolved);
+                    break;
+                }
+                Err(errors) if i + 1 == batch.len() => last_error = Some(errors),
+                Err(_) => {}
+            }
+        }
+        if let Some(resolved) = chosen {
+            let summary = live.apply(resolved).await;
+            on_result(Ok(&summary), &live);
+        }
+        if let Some(errors) = last_error {
+            on_result(Err(&errors), &live);
+        }
+    }
+    live
+}
