@@ -32,7 +32,7 @@ impl Builtins {
     }
 
     /// Every built-in plugin: `tools`, `system-prompt`, `tool-todo`, `tool-declare`, `llm`,
-    /// `sessions`, `agent-loop`, `agent-core`, and the host's own `debug/noop`, `debug/provide`,
+    /// `sessions`, `agent-loop`, `agent-core`, `tool-subagent`, and the host's own `debug/noop`, `debug/provide`,
     /// `debug/fault`.
     pub fn standard() -> Builtins {
         let mut table = Builtins::new();
@@ -44,6 +44,7 @@ impl Builtins {
         table.insert(cordis_session::SessionPlugin);
         table.insert(cordis_agent_loop::AgentLoopPlugin);
         table.insert(cordis_agent_core::AgentCorePlugin);
+        table.insert(cordis_tool_subagent::SubagentPlugin);
         table.insert(crate::debug::Noop);
         table.insert(crate::debug::Provide);
         table.insert(crate::fault::Fault);

@@ -1,4 +1,4 @@
-//! The `cordis` command line: `cordis check` and `cordis stress`.
+//! The `cordis` command line: `cordis run`, `cordis check`, `cordis stress`, `cordis permute`.
 //!
 //! The root package's binary calls [`main`]; tests call [`run`] with arguments and an [`Io`] that
 //! captures output, so every command is testable without spawning a process.
@@ -23,6 +23,7 @@ use crate::plan::{LoadPlan, PlanOptions, load_plan};
 mod check;
 mod permute;
 mod render;
+mod run;
 mod stress;
 mod watch;
 
@@ -45,6 +46,23 @@ pub struct Cli {
 /// The `cordis` commands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Talk to the configured agent: boot FILE, read your messages from stdin, stream answers.
+    ///
+    /// Input: one message per line (blank lines are skipped). For a multi-line message, put a
+    /// line that is exactly """ before and after it. EOF (Ctrl-D, or the end of a piped file)
+    /// ends the run with exit code 0.
+    ///
+    /// Output: the assistant's text streams to stdout; each tool call and result is one line,
+    /// `[call NAME ARGS]` then `[result NAME] CONTENT` or `[error NAME CODE] MESSAGE`. Errors,
+    /// the session id and reload summaries go to stderr.
+    ///
+    /// The session log is `<root>/<ID>.jsonl` of the `sessions` entry (`.sessions/` in the
+    /// bundled cordis.yml); a new run gets a fresh ID (printed on stderr), `--resume ID`
+    /// continues one. The bundled cordis.yml uses the offline scripted demo adapter unless
+    /// CORDIS_LLM=openai (then DEEPSEEK_API_KEY, CORDIS_BASE_URL, CORDIS_MODEL apply).
+    ///
+    /// Exits 0 at EOF, 2 on configuration errors (including a config without `agent-loop`).
+    Run(RunArgs),
     /// Boot a config once and print every entry's status, the assembly view and its digest.
     ///
     /// Exits 0 when every enabled entry is active, 1 otherwise, 2 on configuration errors.
@@ -129,6 +147,54 @@ pub struct CheckArgs {
     /// the last good configuration keeps running. Stop with Ctrl-C.
     #[arg(long)]
     pub watch: bool,
+}
+
+/// Arguments of `cordis run`.
+#[derive(Debug, Clone, Args)]
+pub struct RunArgs {
+    /// The config file.
+    #[arg(default_value = "cordis.yml", value_name = "FILE")]
+    pub file: PathBuf,
+    /// Continue the session ID (its log must exist).
+    #[arg(long, value_name = "ID")]
+    pub resume: Option<String>,
+    /// Start a new session with this ID instead of a generated one (it must not exist).
+    #[arg(long, value_name = "ID")]
+    pub session: Option<String>,
+    /// The agent id (an agent the config creates is used as it is).
+    #[arg(long, value_name = "ID", default_value = "main")]
+    pub agent: String,
+    /// The model [default: the `llm` entry's `model`].
+    #[arg(long, value_name = "NAME")]
+    pub model: Option<String>,
+    /// Reload FILE whenever it changes (between turns); one summary line per reload on stderr.
+    #[arg(long)]
+    pub watch: bool,
+    /// Schedule policy of the boot: fifo, random, pct or pct:<depth>.
+    #[arg(long, value_name = "POLICY", default_value = "fifo")]
+    pub schedule: Policy,
+    /// Seed of the schedule [default: $CORDIS_SEED, else the clock].
+    #[arg(long, value_name = "S")]
+    pub seed: Option<u64>,
+    /// Apply timeout in milliseconds for entries that set no `timeout` of their own.
+    #[arg(long, value_name = "MS", default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub timeout_ms: u64,
+    /// Also allow plugin libraries from this directory (repeatable).
+    #[arg(long = "plugin-dir", value_name = "DIR")]
+    pub plugin_dirs: Vec<PathBuf>,
+}
+
+impl RunArgs {
+    /// The load options these arguments imply.
+    pub fn load_args(&self) -> LoadArgs {
+        LoadArgs {
+            file: self.file.clone(),
+            schedule: self.schedule,
+            timeout_ms: self.timeout_ms,
+            json: false,
+            plugin_dirs: self.plugin_dirs.clone(),
+        }
+    }
 }
 
 /// Arguments of `cordis stress`.
@@ -259,6 +325,7 @@ where
         }
     };
     let result = match &cli.command {
+        Command::Run(args) => run::run(args, io, builtins),
         Command::Check(args) => check::run(args, io, builtins),
         Command::Stress(args) => stress::run(args, io, builtins),
         Command::Permute(args) => permute::run(args, io, builtins),

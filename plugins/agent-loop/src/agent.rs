@@ -127,6 +127,11 @@ impl Agent {
         self.inner.scope.context()
     }
 
+    /// The call config of its requests (model, sampling).
+    pub fn call_config(&self) -> &CallConfig {
+        &self.inner.config
+    }
+
     /// The agent's session.
     pub fn session(&self) -> &Session {
         &self.inner.session

@@ -178,6 +178,31 @@ impl AgentLoop {
             .cloned()
     }
 
+    /// The agent whose registry scope is `key` (the scope a tool call was dispatched for).
+    pub fn agent_by_scope(&self, key: cordis_system_prompt::ScopeKey) -> Option<Agent> {
+        self.agents
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .find(|a| a.scope_key() == key)
+            .cloned()
+    }
+
+    /// The `llm` service agents of this loop call.
+    pub fn llm(&self) -> &Arc<Llm> {
+        &self.llm
+    }
+
+    /// The `sessions` service agents of this loop log to.
+    pub fn sessions(&self) -> &Arc<SessionStore> {
+        &self.sessions
+    }
+
+    /// The `tools` service agents of this loop dispatch through.
+    pub fn tools(&self) -> &Arc<ToolRegistry> {
+        &self.tools
+    }
+
     /// Ids of every agent, sorted.
     pub fn agent_ids(&self) -> Vec<String> {
         self.agents

@@ -9,7 +9,8 @@
 //! Adapters:
 //! - [`ScriptedAdapter`]: replays responses from a fixture (YAML or JSON), records every request
 //!   it received; deterministic and offline, for tests, benchmarks and demos.
-//! - an OpenAI-compatible streaming adapter is planned (the config's `adapter` tag leaves room).
+//! - [`OpenAiAdapter`]: an OpenAI-compatible chat-completions endpoint, streamed (server-sent
+//!   events), with tool calls assembled from deltas, usage, retries and timeouts.
 //!
 //! # Examples
 //!
@@ -33,6 +34,7 @@
 //! ```
 
 mod adapter;
+mod openai;
 mod plugin;
 mod request;
 mod scripted;
@@ -41,7 +43,11 @@ mod service;
 pub use adapter::{
     Chunk, ChunkStream, Collected, FinishReason, LlmAdapter, LlmError, Usage, collect,
 };
-pub use plugin::{AdapterKind, LlmConfig, LlmPlugin};
+pub use openai::{
+    DeltaAssembler, MAX_RETRY_AFTER, OpenAiAdapter, OpenAiSettings, SseParser, parse_retry_after,
+    request_body,
+};
+pub use plugin::{AdapterKind, DEFAULT_BASE_URL, LlmConfig, LlmPlugin};
 pub use request::{AssistantToolCall, CallConfig, FrozenRequest, LlmRequest, Message};
 pub use scripted::{ScriptError, ScriptedAdapter, ScriptedResponse, ScriptedToolCall};
 pub use service::{Llm, LlmRequestHook, RequestCheck};

@@ -2,11 +2,13 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use cordis_runtime::{BoxError, Context, Plugin};
 use serde::Deserialize;
 
 use crate::adapter::LlmAdapter;
+use crate::openai::{OpenAiAdapter, OpenAiSettings};
 use crate::scripted::{ScriptedAdapter, ScriptedResponse};
 use crate::service::Llm;
 
@@ -17,16 +19,44 @@ pub enum AdapterKind {
     /// [`ScriptedAdapter`]: replays `script` (a file) or inline `responses`.
     #[default]
     Scripted,
+    /// [`OpenAiAdapter`]: an OpenAI-compatible chat-completions endpoint (DeepSeek, OpenAI).
+    #[serde(alias = "openai-compatible")]
+    Openai,
 }
 
-/// Configuration of the `llm` plugin: `{adapter: scripted, script: path}` or
-/// `{adapter: scripted, responses: [...], repeat: bool}`.
+/// Configuration of the `llm` plugin: `{adapter: scripted, script: path}`,
+/// `{adapter: scripted, responses: [...], repeat: bool}` or
+/// `{adapter: openai, baseUrl, model, apiKey | apiKeyEnv, timeoutMs, maxRetries}`.
+///
+/// The keys of the adapter not chosen are ignored, so one entry can carry both and pick with
+/// `adapter: "${{ env.CORDIS_LLM ?? 'scripted' }}"`.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct LlmConfig {
-    /// The adapter (`scripted`; an OpenAI-compatible adapter will join it).
+    /// The adapter (`scripted` or `openai`).
     #[serde(default)]
     pub adapter: AdapterKind,
+    /// The model agents use when they name none (`cordis run` creates its agent on it).
+    #[serde(default)]
+    pub model: Option<String>,
+    /// openai: the API base URL (default `https://api.deepseek.com`).
+    #[serde(default)]
+    pub base_url: Option<String>,
+    /// openai: the API key itself (e.g. `${{ env.DEEPSEEK_API_KEY }}`).
+    #[serde(default)]
+    pub api_key: Option<String>,
+    /// openai: the environment variable holding the API key (read at load; must be set).
+    #[serde(default)]
+    pub api_key_env: Option<String>,
+    /// openai: limit for the response headers and every gap in the stream (default 60000).
+    #[serde(default)]
+    pub timeout_ms: Option<u64>,
+    /// openai: retries of 429/5xx/connection failures (default 3).
+    #[serde(default)]
+    pub max_retries: Option<u32>,
+    /// openai: the first retry delay when no `Retry-After` is sent (default 500; doubles).
+    #[serde(default)]
+    pub retry_base_ms: Option<u64>,
     /// A fixture file (YAML, or JSON by extension).
     #[serde(default)]
     pub script: Option<PathBuf>,
@@ -36,6 +66,43 @@ pub struct LlmConfig {
     /// Cycle the inline responses forever.
     #[serde(default)]
     pub repeat: bool,
+}
+
+/// The default API base URL.
+pub const DEFAULT_BASE_URL: &str = "https://api.deepseek.com";
+
+fn openai_settings(config: &LlmConfig) -> Result<OpenAiSettings, BoxError> {
+    let mut settings = OpenAiSettings::new(
+        config
+            .base_url
+            .clone()
+            .filter(|u| !u.is_empty())
+            .unwrap_or_else(|| DEFAULT_BASE_URL.to_owned()),
+    );
+    settings.api_key = match (&config.api_key, &config.api_key_env) {
+        (Some(key), _) if !key.is_empty() => Some(key.clone()),
+        (_, Some(var)) => match std::env::var(var) {
+            Ok(key) if !key.is_empty() => Some(key),
+            _ => {
+                return Err(format!(
+                    "llm: the API key variable {var} is not set (export {var}=..., or use the scripted adapter)"
+                )
+                .into());
+            }
+        },
+        _ => None,
+    };
+    settings.default_model = config.model.clone();
+    if let Some(ms) = config.timeout_ms {
+        settings.timeout = Duration::from_millis(ms.max(1));
+    }
+    if let Some(n) = config.max_retries {
+        settings.max_retries = n;
+    }
+    if let Some(ms) = config.retry_base_ms {
+        settings.retry_base = Duration::from_millis(ms);
+    }
+    Ok(settings)
 }
 
 /// The `llm` plugin.
@@ -52,6 +119,12 @@ impl Plugin for LlmPlugin {
     async fn apply(&self, ctx: Context, config: &LlmConfig) -> Result<(), BoxError> {
         let adapter: Arc<dyn LlmAdapter> = match config.adapter {
             AdapterKind::Scripted => {
+                if config.script.is_none()
+                    && config.responses.is_none()
+                    && config.base_url.is_some()
+                {
+                    tracing::debug!("llm: scripted adapter; the openai keys are ignored");
+                }
                 let scripted = match (&config.script, &config.responses) {
                     (Some(_), Some(_)) => {
                         return Err("llm: give either `script` or `responses`, not both".into());
@@ -70,8 +143,10 @@ impl Plugin for LlmPlugin {
                     scripted
                 })
             }
+            AdapterKind::Openai => Arc::new(OpenAiAdapter::new(openai_settings(config)?)?),
         };
-        let _ = ctx.provide(Llm::new(ctx.clone(), adapter))?;
+        let llm = Llm::new(ctx.clone(), adapter).with_default_model(config.model.clone());
+        let _ = ctx.provide(llm)?;
         Ok(())
     }
 }

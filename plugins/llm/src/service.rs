@@ -28,6 +28,7 @@ pub type RequestCheck<'a> = &'a (dyn Fn(&LlmRequest) -> Result<(), String> + Sen
 pub struct Llm {
     ctx: Context,
     adapter: Arc<dyn LlmAdapter>,
+    default_model: Option<String>,
 }
 
 impl Service for Llm {
@@ -45,7 +46,22 @@ impl std::fmt::Debug for Llm {
 impl Llm {
     /// A service whose waterfall runs through `ctx` and whose calls go to `adapter`.
     pub fn new(ctx: Context, adapter: Arc<dyn LlmAdapter>) -> Self {
-        Llm { ctx, adapter }
+        Llm {
+            ctx,
+            adapter,
+            default_model: None,
+        }
+    }
+
+    /// Sets the model agents use when they name none.
+    pub fn with_default_model(mut self, model: Option<String>) -> Self {
+        self.default_model = model;
+        self
+    }
+
+    /// The model agents use when they name none (the plugin's `model`).
+    pub fn default_model(&self) -> Option<&str> {
+        self.default_model.as_deref()
     }
 
     /// The adapter.

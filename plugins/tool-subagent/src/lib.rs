@@ -1,0 +1,343 @@
+//! The `tool-subagent` plugin: a tool that runs a child agent and returns its final message.
+//!
+//! A call `{task, tools?}` from an agent:
+//! 1. creates a child agent whose registry scope is parented to the caller's, so it sees the
+//!    caller's tools (its own scoped tools and everything global) — narrowed to `tools` when the
+//!    call lists some;
+//! 2. logs it to its own session `<parent session>.<toolName>-<call id>`, whose header names the
+//!    caller's session as `parentSession`;
+//! 3. runs one turn on `task`, disposes the child (its scope and registrations unwind; the log
+//!    stays) and returns the child's final assistant message. A turn that does not complete is
+//!    a tool error naming how it ended.
+//!
+//! The tool name is configurable (`toolName`), so the plugin can be loaded more than once, e.g.
+//! as `subagent` and `subagent_fork` with different descriptions. `maxDepth` bounds nesting
+//! (a subagent calling the tool again).
+//!
+//! ```yaml
+//! - id: subagent
+//!   name: tool-subagent
+//!   config: {toolName: subagent, maxDepth: 2}
+//! ```
+
+use std::sync::Arc;
+
+use cordis_agent_loop::{AgentLoop, AgentOptions};
+use cordis_runtime::{BoxError, Context, Inject, Plugin};
+use cordis_session::{SessionEvent, TurnEndReason, kinds};
+use cordis_tools::{Restriction, ToolCallContext, ToolDefinition, ToolOutput, ToolSchema};
+use serde::Deserialize;
+
+/// The default tool name.
+pub const DEFAULT_TOOL_NAME: &str = "subagent";
+
+fn default_tool_name() -> String {
+    DEFAULT_TOOL_NAME.to_owned()
+}
+
+fn default_depth() -> usize {
+    2
+}
+
+/// Configuration of `tool-subagent`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct SubagentConfig {
+    /// The tool name (default `subagent`).
+    #[serde(default = "default_tool_name")]
+    pub tool_name: String,
+    /// The tool description the model sees.
+    #[serde(default)]
+    pub description: Option<String>,
+    /// The child's model; default: the caller's.
+    #[serde(default)]
+    pub model: Option<String>,
+    /// How deep subagents may nest (1: a subagent cannot start another).
+    #[serde(default = "default_depth")]
+    pub max_depth: usize,
+}
+
+impl Default for SubagentConfig {
+    fn default() -> Self {
+        SubagentConfig {
+            tool_name: default_tool_name(),
+            description: None,
+            model: None,
+            max_depth: default_depth(),
+        }
+    }
+}
+
+/// The tool's schema for `config`.
+pub fn schema(config: &SubagentConfig) -> ToolSchema {
+    ToolSchema {
+        name: config.tool_name.clone(),
+        description: config.description.clone().unwrap_or_else(|| {
+            "Delegate a self-contained task to a subagent that has your tools; returns its final answer."
+                .to_owned()
+        }),
+        parameters: serde_json::json!({
+            "type": "object",
+            "properties": {
+                "task": {"type": "string", "description": "The complete instructions for the subagent."},
+                "tools": {
+                    "type": "array",
+                    "items": {"type": "string"},
+                    "description": "Restrict the subagent to these of your tools (default: all)."
+                }
+            },
+            "required": ["task"]
+        }),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    task: String,
+    #[serde(default)]
+    tools: Option<Vec<String>>,
+}
+
+/// The `tool-subagent` plugin (injects `agent-loop` and `tools`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SubagentPlugin;
+
+const INJECT: &[Inject] = &[Inject::required("agent-loop"), Inject::required("tools")];
+
+fn sanitize(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '_' | '-') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// The final assistant message of the last turn in `events`.
+fn final_message(events: &[SessionEvent]) -> String {
+    events
+        .iter()
+        .rev()
+        .find(|e| e.kind == kinds::ASSISTANT_MESSAGE)
+        .and_then(|e| e.data.get("content").and_then(|c| c.as_str()))
+        .unwrap_or_default()
+        .to_owned()
+}
+
+async fn run_child(
+    agents: Arc<AgentLoop>,
+    config: Arc<SubagentConfig>,
+    args: serde_json::Value,
+    cx: ToolCallContext,
+) -> Result<ToolOutput, String> {
+    let tool = &config.tool_name;
+    let Args { task, tools } =
+        serde_json::from_value(args).map_err(|e| format!("invalid {tool} arguments: {e}"))?;
+    let parent = cx.scope.and_then(|key| agents.agent_by_scope(key));
+    let (parent_id, parent_session) = match &parent {
+        Some(p) => (p.id().to_owned(), Some(p.session().id().to_owned())),
+        None => ("global".to_owned(), None),
+    };
+    let depth = parent_id.matches('/').count();
+    if depth >= config.max_depth {
+        return Err(format!(
+            "{tool}: subagents nest at most {} deep",
+            config.max_depth
+        ));
+    }
+    let model = config
+        .model
+        .clone()
+        .or_else(|| parent.as_ref().map(|p| p.call_config().model.clone()))
+        .or_else(|| agents.llm().default_model().map(str::to_owned))
+        .unwrap_or_default();
+    let base = format!(
+        "{}.{}-{}",
+        parent_session.as_deref().unwrap_or("session"),
+        sanitize(tool),
+        sanitize(&cx.call_id)
+    );
+    let store = agents.sessions();
+    let mut session_id = base.clone();
+    let mut n = 1;
+    while store.path_of(&session_id).is_some_and(|p| p.exists()) {
+        n += 1;
+        session_id = format!("{base}-{n}");
+    }
+    // Created here so its header links the parent; the agent then opens this live session.
+    let session = store
+        .create(&session_id, None, parent_session.clone())
+        .await
+        .map_err(|e| format!("{tool}: {e}"))?;
+    let mut options = AgentOptions::new(format!("{parent_id}/{tool}-{}", cx.call_id), model);
+    options.session_id = Some(session_id.clone());
+    options.parent_scope = cx.scope.map(|k| k.0);
+    if let Some(p) = &parent {
+        let c = p.call_config();
+        options.temperature = c.temperature;
+        options.max_tokens = c.max_tokens;
+        options.stop = c.stop.clone();
+    }
+    let child = agents
+        .create_agent(options)
+        .await
+        .map_err(|e| format!("{tool}: {e}"))?;
+    drop(session);
+    if let Some(allow) = tools {
+        let restricted = child
+            .context()
+            .ok_or_else(|| format!("{tool}: the subagent is gone"))
+            .and_then(|actx| {
+                agents
+                    .tools()
+                    .restrict(
+                        &actx,
+                        child.scope_key(),
+                        Restriction {
+                            allow: Some(allow),
+                            deny: None,
+                        },
+                    )
+                    .map_err(|e| format!("{tool}: {e}"))
+            });
+        if let Err(e) = restricted {
+            child.dispose();
+            return Err(e);
+        }
+    }
+    let ended = child.run_turn(task).await;
+    let text = child.session().with_events(final_message);
+    child.dispose();
+    match ended {
+        Ok(TurnEndReason::Completed) => Ok(ToolOutput::new(text)),
+        Ok(TurnEndReason::Error { message, .. }) => Err(format!(
+            "{tool}: the subagent failed (session {session_id}): {message}"
+        )),
+        Ok(other) => Err(format!(
+            "{tool}: the subagent's turn ended {} (session {session_id})",
+            serde_json::to_string(&other).unwrap_or_default()
+        )),
+        Err(e) => Err(format!("{tool}: {e}")),
+    }
+}
+
+impl Plugin for SubagentPlugin {
+    type Config = SubagentConfig;
+
+    fn name(&self) -> &str {
+        "tool-subagent"
+    }
+
+    fn inject(&self) -> &[Inject] {
+        INJECT
+    }
+
+    async fn apply(&self, ctx: Context, config: &SubagentConfig) -> Result<(), BoxError> {
+        if config.tool_name.is_empty() {
+            return Err("tool-subagent: `toolName` must not be empty".into());
+        }
+        let agents = ctx.require::<AgentLoop>()?;
+        let registry = ctx.require::<cordis_tools::ToolRegistry>()?;
+        let config = Arc::new(config.clone());
+        let def = ToolDefinition::new(schema(&config), move |args, cx| {
+            run_child(agents.clone(), config.clone(), args, cx)
+        });
+        let _ = registry.register(&ctx, def)?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use cordis_agent_loop::{AgentLoopConfig, AgentLoopPlugin};
+    use cordis_llm::{LlmConfig, LlmPlugin, ScriptedResponse};
+    use cordis_runtime::prelude::*;
+    use cordis_session::{SessionConfig, SessionPlugin, kinds};
+    use cordis_system_prompt::{SystemPromptConfig, SystemPromptPlugin};
+    use cordis_tools::{ToolRegistry, ToolsConfig, ToolsPlugin};
+
+    use super::*;
+
+    #[tokio::test]
+    async fn a_subagent_runs_on_the_callers_tools_logs_a_linked_session_and_returns_its_answer() {
+        let root = Context::root();
+        let responses = vec![
+            // parent step 1: delegate
+            ScriptedResponse::tool_call(
+                "subagent",
+                serde_json::json!({"task": "count the files", "tools": ["echo"]}),
+            ),
+            // child: use an inherited tool, then answer
+            ScriptedResponse::tool_call("echo", serde_json::json!({})),
+            ScriptedResponse::text("There are 3 files."),
+            // parent step 2
+            ScriptedResponse::text("The subagent says 3."),
+        ];
+        root.plugin(
+            LlmPlugin,
+            LlmConfig {
+                responses: Some(responses),
+                ..Default::default()
+            },
+        );
+        root.plugin(SessionPlugin, SessionConfig::default());
+        root.plugin(SystemPromptPlugin, SystemPromptConfig::default());
+        root.plugin(ToolsPlugin, ToolsConfig::default());
+        root.plugin(AgentLoopPlugin, AgentLoopConfig::default());
+        let sub = root.plugin(SubagentPlugin, SubagentConfig::default());
+        let fork = root.plugin(
+            SubagentPlugin,
+            SubagentConfig {
+                tool_name: "subagent_fork".into(),
+                ..Default::default()
+            },
+        );
+        root.idle().await;
+        assert_eq!(
+            (sub.status(), fork.status()),
+            (ScopeStatus::Active, ScopeStatus::Active)
+        );
+        let reg = root.get::<ToolRegistry>().unwrap();
+        reg.register(
+            &root,
+            ToolDefinition::new(
+                ToolSchema {
+                    name: "echo".into(),
+                    description: "e".into(),
+                    parameters: serde_json::json!({"type": "object"}),
+                },
+                |_, _| async { Ok(ToolOutput::new("pong")) },
+            ),
+        )
+        .unwrap();
+        let agents = root.get::<AgentLoop>().unwrap();
+        let main = agents
+            .create_agent(AgentOptions::new("main", "m"))
+            .await
+            .unwrap();
+        assert_eq!(
+            main.run_turn("delegate it").await.unwrap(),
+            TurnEndReason::Completed
+        );
+        let events = main.session().events();
+        let result = events
+            .iter()
+            .find(|e| e.kind == kinds::TOOL_RESULT)
+            .unwrap();
+        assert_eq!(result.data["content"], "There are 3 files.");
+        assert_eq!(result.data["isError"], false);
+        assert_eq!(agents.agent_ids(), vec!["main"], "the child is disposed");
+        // The child's session is linked and saw only the allowed tool.
+        let store = agents.sessions().clone();
+        let (child, _) = store.open("main.subagent-call-0-0").await.unwrap();
+        assert_eq!(child.header().parent_session.as_deref(), Some("main"));
+        let header = child.request_header().unwrap().unwrap();
+        let names: Vec<String> = header.tools.unwrap().into_iter().map(|t| t.name).collect();
+        assert_eq!(names, vec!["echo"]);
+        root.dispose();
+    }
+}

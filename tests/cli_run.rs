@@ -1,0 +1,200 @@
+//! `cordis run` as a user runs it: the bundled cordis.yml offline, piped stdin, session files.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+fn run(dir: &Path, args: &[&str], input: &str, env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_cordis"));
+    cmd.arg("run")
+        .args(args)
+        .current_dir(dir)
+        .env_remove("CORDIS_LLM")
+        .env("RUST_LOG", "off")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn fresh_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("cordis-run-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("cordis.yml"), include_str!("../cordis.yml")).unwrap();
+    dir
+}
+
+#[test]
+fn the_bundled_config_runs_the_offline_demo_and_resumes_the_session() {
+    let dir = fresh_dir("demo");
+    let out = run(
+        &dir,
+        &["--session", "demo"],
+        "hello\n\n\"\"\"\nfirst line\nsecond line\n\"\"\"\n",
+        &[],
+    );
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stdout.starts_with("> hello\nThis is the offline demo"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("> first line\n> second line\n"), "{stdout}");
+    assert_eq!(stdout.matches("[call todo_write ").count(), 2, "{stdout}");
+    assert_eq!(
+        stdout.matches("[result todo_write] ").count(),
+        2,
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains("new session demo (.sessions/demo.jsonl); adapter scripted"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("cordis run --resume demo"), "{stderr}");
+    let log = std::fs::read_to_string(dir.join(".sessions/demo.jsonl")).unwrap();
+    assert!(
+        log.contains(r#""content":"first line\nsecond line""#),
+        "{log}"
+    );
+    assert_eq!(log.matches(r#""type":"turn/end""#).count(), 2);
+
+    // A new run may not reuse the id; --resume continues it; an unknown id is refused.
+    let again = run(&dir, &["--session", "demo"], "", &[]);
+    assert_eq!(again.status.code(), Some(2));
+    assert!(text(&again.stderr).contains("--resume demo"));
+    let resumed = run(&dir, &["--resume", "demo"], "once more\n", &[]);
+    assert_eq!(resumed.status.code(), Some(0), "{}", text(&resumed.stderr));
+    let log = std::fs::read_to_string(dir.join(".sessions/demo.jsonl")).unwrap();
+    assert_eq!(log.matches(r#""type":"turn/end""#).count(), 3);
+    assert!(log.contains(r#""reason":"resume""#), "{log}");
+    let missing = run(&dir, &["--resume", "nope"], "", &[]);
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(text(&missing.stderr).contains("cannot resume session nope"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn failures_are_printed_on_stderr_and_eof_still_exits_zero() {
+    let dir = fresh_dir("fail");
+    // The openai adapter without its key: the llm entry fails and the run explains why.
+    let out = run(
+        &dir,
+        &[],
+        "hi\n",
+        &[
+            ("CORDIS_LLM", "openai"),
+            ("CORDIS_API_KEY_ENV", "CORDIS_TEST_NO_SUCH_KEY"),
+        ],
+    );
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("the API key variable CORDIS_TEST_NO_SUCH_KEY is not set"),
+        "{stderr}"
+    );
+    // An unknown toolOrder name fails each turn; the run goes on to EOF.
+    let config =
+        include_str!("../cordis.yml").replace("toolOrder: [todo_write,", "toolOrder: [ghost_tool,");
+    std::fs::write(dir.join("ghost.yml"), config).unwrap();
+    let out = run(&dir, &["ghost.yml"], "one\ntwo\n", &[]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(
+        stderr
+            .matches("cordis: error: turn 1 failed at step 1: toolOrder lists unregistered tool \"ghost_tool\"")
+            .count(),
+        1,
+        "{stderr}"
+    );
+    assert!(stderr.contains("turn 2 failed at step 1"), "{stderr}");
+    assert!(stderr.contains("2 turn(s) failed"), "{stderr}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn run_watch_reloads_between_turns_and_the_agent_resumes_its_session() {
+    use std::io::{BufRead, BufReader};
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    let dir = fresh_dir("watch");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cordis"))
+        .args(["run", "--watch", "--session", "w"])
+        .current_dir(&dir)
+        .env_remove("CORDIS_LLM")
+        .env("RUST_LOG", "off")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let lines = |r: Box<dyn std::io::Read + Send>| {
+        let (tx, rx) = mpsc::channel::<String>();
+        std::thread::spawn(move || {
+            for line in BufReader::new(r).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        rx
+    };
+    let out = lines(Box::new(child.stdout.take().unwrap()));
+    let err = lines(Box::new(child.stderr.take().unwrap()));
+    let wait = |rx: &mpsc::Receiver<String>, needle: &str| -> String {
+        loop {
+            match rx.recv_timeout(Duration::from_secs(20)) {
+                Ok(line) if line.contains(needle) => return line,
+                Ok(_) => {}
+                Err(e) => panic!("no line containing {needle:?}: {e}"),
+            }
+        }
+    };
+    let mut stdin = child.stdin.take().unwrap();
+    wait(&err, "watching cordis.yml");
+    writeln!(stdin, "first").unwrap();
+    wait(&out, "Noted.");
+    let file = dir.join("cordis.yml");
+    let edited = std::fs::read_to_string(&file)
+        .unwrap()
+        .replace("maxSteps: 16", "maxSteps: 8");
+    std::fs::write(&file, edited).unwrap();
+    assert_eq!(
+        wait(&err, "reload 1:"),
+        "cordis: reload 1: added -; removed -; restarted agent-loop; failed -"
+    );
+    writeln!(stdin, "second").unwrap();
+    wait(&out, "Noted.");
+    drop(stdin);
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+    let log = std::fs::read_to_string(dir.join(".sessions/w.jsonl")).unwrap();
+    let reasons: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains(r#""type":"request/header""#))
+        .map(|l| {
+            if l.contains(r#""reason":"resume""#) {
+                "resume"
+            } else {
+                "other"
+            }
+        })
+        .collect();
+    assert_eq!(reasons, vec!["other", "resume"], "{log}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
