@@ -199,10 +199,10 @@ pub fn permute(
                             .collect();
                         let outcome = rt.block_on(boot_outcome(&reordered));
                         part.registrations.insert(outcome.registrations);
-                        if part.unhealthy.is_none() {
-                            if let Some(why) = outcome.unhealthy {
-                                part.unhealthy = Some((k, ids.clone(), why));
-                            }
+                        if part.unhealthy.is_none()
+                            && let Some(why) = outcome.unhealthy
+                        {
+                            part.unhealthy = Some((k, ids.clone(), why));
                         }
                         part.headers.entry(outcome.header).or_insert(ids);
                         let d = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
