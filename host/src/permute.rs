@@ -13,12 +13,13 @@
 //! All n! orders are enumerated in lexicographic order; above `max`, `max` seeded shuffles are
 //! drawn from the permutation seed, so a run replays exactly.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Instant;
 
-use cordis_runtime::{Context, Policy, Schedule};
+use cordis_runtime::{Context, Policy, Schedule, ScopeStatus};
 
-use crate::loader::boot;
+use crate::assembly::{HeaderBytes, header_bytes};
+use crate::loader::start_entries;
 use crate::plan::{LoadPlan, Step};
 
 /// Indices (in the plan) of the entries whose registrations are permuted.
@@ -106,9 +107,52 @@ pub fn order_of(n: usize, exhaustive: bool, seed: u64, k: u64) -> Vec<usize> {
 }
 
 struct Partial {
-    digests: BTreeMap<String, Vec<String>>,
+    /// Distinct header bytes with the first order that produced them; hashed once at the end.
+    headers: HashMap<HeaderBytes, Vec<String>>,
     registrations: HashSet<Vec<String>>,
     unhealthy: Option<(u64, Vec<String>, String)>,
+}
+
+/// What one boot of a permutation shows: less than a full report, as much as the proof needs.
+struct Outcome {
+    header: HeaderBytes,
+    registrations: Vec<String>,
+    unhealthy: Option<String>,
+}
+
+/// Boots `plan` under the `fifo` schedule and disposes it again.
+async fn boot_outcome(plan: &LoadPlan) -> Outcome {
+    let root = Context::root_with(Schedule::fifo());
+    let mut handles = vec![None; plan.entries.len()];
+    start_entries(&root, plan, &mut handles);
+    root.idle().await;
+    let bad: Vec<String> = plan
+        .entries
+        .iter()
+        .zip(&handles)
+        .filter_map(|(e, h)| {
+            let status = h.as_ref()?.status();
+            (status != ScopeStatus::Active).then(|| format!("{} is {status}", e.id))
+        })
+        .collect();
+    let header = header_bytes(&root).await;
+    let unhealthy = match &header {
+        HeaderBytes::Failed(message) => Some(message.clone()),
+        _ if !bad.is_empty() => Some(bad.join(", ")),
+        _ => None,
+    };
+    let registrations = root
+        .trace_events()
+        .into_iter()
+        .filter(|e| e.kind == "register")
+        .map(|e| e.detail)
+        .collect();
+    root.dispose();
+    Outcome {
+        header,
+        registrations,
+        unhealthy,
+    }
 }
 
 /// Boots `plan` once per order of its tool-registering entries (all of them when n! ≤ `max`,
@@ -141,7 +185,7 @@ pub fn permute(
                         .enable_all()
                         .build()?;
                     let mut part = Partial {
-                        digests: BTreeMap::new(),
+                        headers: HashMap::new(),
                         registrations: HashSet::new(),
                         unhealthy: None,
                     };
@@ -153,33 +197,14 @@ pub fn permute(
                             .iter()
                             .map(|&i| plan.entries[positions[i]].id.clone())
                             .collect();
-                        let report = rt.block_on(async {
-                            let root = Context::root_with(Schedule::fifo());
-                            let report = boot(&root, &reordered).await;
-                            root.dispose();
-                            report
-                        });
-                        part.registrations.insert(
-                            report
-                                .trace
-                                .iter()
-                                .filter(|e| e.kind == "register")
-                                .map(|e| e.detail.clone())
-                                .collect(),
-                        );
-                        if part.unhealthy.is_none() && !report.healthy() {
-                            let why = report.assembly_error.clone().unwrap_or_else(|| {
-                                report
-                                    .entries
-                                    .iter()
-                                    .filter(|e| !matches!(e.status.as_str(), "active" | "disabled"))
-                                    .map(|e| format!("{} is {}", e.id, e.status))
-                                    .collect::<Vec<_>>()
-                                    .join(", ")
-                            });
+                        let outcome = rt.block_on(boot_outcome(&reordered));
+                        part.registrations.insert(outcome.registrations);
+                        if part.unhealthy.is_none()
+                            && let Some(why) = outcome.unhealthy
+                        {
                             part.unhealthy = Some((k, ids.clone(), why));
                         }
-                        part.digests.entry(report.digest).or_insert(ids);
+                        part.headers.entry(outcome.header).or_insert(ids);
                         let d = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
                         on_progress(d);
                     }
@@ -200,8 +225,8 @@ pub fn permute(
     let mut unhealthy: Option<(u64, Vec<String>, String)> = None;
     for part in partials {
         let part = part?;
-        for (d, ids) in part.digests {
-            digests.entry(d).or_insert(ids);
+        for (header, ids) in part.headers {
+            digests.entry(header.digest()).or_insert(ids);
         }
         registrations.extend(part.registrations);
         if let Some(u) = part.unhealthy

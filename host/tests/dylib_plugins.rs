@@ -281,6 +281,11 @@ fn every_bad_library_fails_its_own_entry_with_a_clear_message_and_the_host_goes_
             "struct_size is 16 bytes, smaller than ABI 1.0's 56",
         ),
         (
+            "needs-newer-host",
+            "c_needs_newer_host",
+            "c-plugin: needs host ABI 1.7 or newer",
+        ),
+        (
             "no-symbol",
             "c_no_symbol",
             "does not export `cordis_plugin_descriptor`",

@@ -51,6 +51,8 @@ pub(crate) struct Shared {
     pub(crate) counters: Counters,
     loading: AtomicUsize,
     idle_tx: watch::Sender<bool>,
+    /// Bumped on every scope status change; `ScopeHandle` waits subscribe to it.
+    status_tx: watch::Sender<u64>,
     /// True while no spawned task's future exists.
     pub(crate) tasks_done_tx: watch::Sender<bool>,
     pub(crate) incidents: Mutex<Vec<Incident>>,
@@ -89,6 +91,16 @@ impl Shared {
             .values()
             .filter_map(Weak::upgrade)
             .collect()
+    }
+
+    /// Wakes everyone waiting for a scope status (they re-check their own scope).
+    pub(crate) fn status_changed(&self) {
+        self.status_tx.send_modify(|n| *n = n.wrapping_add(1));
+    }
+
+    /// A receiver that sees every later status change.
+    pub(crate) fn status_rx(&self) -> watch::Receiver<u64> {
+        self.status_tx.subscribe()
     }
 
     pub(crate) fn loading_started(&self) {
@@ -154,6 +166,7 @@ impl Context {
             loading: AtomicUsize::new(0),
             idle_tx: watch::Sender::new(true),
             tasks_done_tx: watch::Sender::new(true),
+            status_tx: watch::Sender::new(0),
             incidents: Mutex::new(Vec::new()),
             trace: Mutex::new(Vec::new()),
         });

@@ -191,21 +191,31 @@ fn parse<T: DeserializeOwned>(value: &serde_json::Value) -> Result<T, ConfigErro
     }
 }
 
-/// A plugin with its config, ready to apply.
+/// A plugin with its config, ready to apply. Cheap to clone (every part is shared), so one
+/// prepared entry can be applied in many runtimes.
 #[derive(Clone)]
 pub struct Prepared {
     /// The plugin.
     pub plugin: Arc<dyn ErasedPlugin>,
     /// Its parsed config.
     pub config: Arc<dyn Any + Send + Sync>,
+    /// The plugin's name, shared by every scope applied from this value.
+    name: Arc<str>,
 }
 
 impl Prepared {
     /// Pairs a typed plugin with its config.
     pub fn new<P: Plugin>(plugin: P, config: P::Config) -> Prepared {
+        Prepared::erased(Arc::new(plugin), Arc::new(config))
+    }
+
+    /// Pairs a type-erased plugin with a config it parsed (see [`ErasedPlugin::parse_config`]).
+    pub fn erased(plugin: Arc<dyn ErasedPlugin>, config: Arc<dyn Any + Send + Sync>) -> Prepared {
+        let name = plugin.name().into();
         Prepared {
-            plugin: Arc::new(plugin),
-            config: Arc::new(config),
+            plugin,
+            config,
+            name,
         }
     }
 }
@@ -219,7 +229,7 @@ pub fn prepare(
     value: &serde_json::Value,
 ) -> Result<Prepared, ConfigError> {
     let config = plugin.parse_config(value)?;
-    Ok(Prepared { plugin, config })
+    Ok(Prepared::erased(plugin, config))
 }
 
 /// How to apply a plugin, beyond the plugin itself.
@@ -322,7 +332,7 @@ impl Context {
         inject.extend(options.inject);
         inject.sort();
         inject.dedup_by(|a, b| a.name == b.name && a.required == b.required);
-        let name: Arc<str> = prepared.plugin.name().into();
+        let name = prepared.name.clone();
         let runner = Runner {
             prepared,
             inject,
@@ -390,7 +400,7 @@ pub(crate) fn start(node: &Arc<ScopeNode>) {
             st.generation += 1;
             st.status = ScopeStatus::Active;
             drop(st);
-            node.status_tx.send_replace(ScopeStatus::Active);
+            node.shared.status_changed();
         }
         return;
     };
@@ -409,7 +419,7 @@ pub(crate) fn start(node: &Arc<ScopeNode>) {
         st.generation
     };
     shared.loading_started();
-    node.status_tx.send_replace(ScopeStatus::Loading);
+    node.shared.status_changed();
 
     let ctx = Context {
         node: node.clone(),
@@ -475,7 +485,7 @@ fn finish(node: &Arc<ScopeNode>, generation: u64, failure: Option<ScopeFailure>)
     }
     match failure {
         None => {
-            node.status_tx.send_replace(ScopeStatus::Active);
+            node.shared.status_changed();
             node.shared.loading_done();
         }
         Some(failure) => {

@@ -156,6 +156,11 @@ impl Schedule {
     /// Under `fifo` the stream is still seeded, so a fault plugin can pick its fault by seed.
     pub fn draw(&self, site: &str, bound: u64) -> u64 {
         let mut sites = lock(&self.inner.sites);
+        // Look up before inserting: a point is hit once per task, and the common case must not
+        // allocate the site name.
+        if let Some(rng) = sites.get_mut(site) {
+            return bounded(rng, bound.max(1));
+        }
         let rng = sites
             .entry(site.to_owned())
             .or_insert_with(|| stream(self.inner.seed, site));

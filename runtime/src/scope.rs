@@ -12,7 +12,6 @@ use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
-use tokio::sync::watch;
 use tokio::task::AbortHandle;
 
 use crate::context::{Context, Shared};
@@ -127,7 +126,6 @@ pub(crate) struct ScopeNode {
     pub(crate) label: Option<Arc<str>>,
     pub(crate) shared: Arc<Shared>,
     pub(crate) state: Mutex<ScopeState>,
-    pub(crate) status_tx: watch::Sender<ScopeStatus>,
     pub(crate) runner: Option<Runner>,
     /// The effect id of this scope inside its parent.
     pub(crate) slot: OnceLock<EffectId>,
@@ -173,7 +171,6 @@ impl ScopeNode {
                 apply_started: None,
                 load_time: None,
             }),
-            status_tx: watch::Sender::new(status),
             runner,
             slot: OnceLock::new(),
         });
@@ -250,7 +247,7 @@ impl ScopeNode {
             self.shared.counters.effect_removed();
             effect.run(self);
         }
-        self.status_tx.send_replace(status);
+        self.shared.status_changed();
         if status == ScopeStatus::Disposed {
             self.shared.unregister_scope(self);
         }
@@ -343,12 +340,7 @@ impl ScopeHandle {
     /// # Cancel safety
     /// Cancel safe: dropping the future only stops the wait.
     pub async fn settled(&self) -> ScopeStatus {
-        let mut rx = self.node.status_tx.subscribe();
-
-        match rx.wait_for(|s| *s != ScopeStatus::Loading).await {
-            Ok(s) => *s,
-            Err(_) => self.status(),
-        }
+        self.wait_until(|s| s != ScopeStatus::Loading).await
     }
 
     /// Waits until the scope reaches `status` (or is disposed).
@@ -356,14 +348,22 @@ impl ScopeHandle {
     /// # Cancel safety
     /// Cancel safe.
     pub async fn wait_for(&self, status: ScopeStatus) -> ScopeStatus {
-        let mut rx = self.node.status_tx.subscribe();
-
-        match rx
-            .wait_for(|s| *s == status || *s == ScopeStatus::Disposed)
+        self.wait_until(|s| s == status || s == ScopeStatus::Disposed)
             .await
-        {
-            Ok(s) => *s,
-            Err(_) => self.status(),
+    }
+
+    /// Waits until this scope's status satisfies `done`, re-checking on every status change of
+    /// the runtime (one notification channel per runtime, not per scope, keeps scopes small).
+    async fn wait_until(&self, done: impl Fn(ScopeStatus) -> bool) -> ScopeStatus {
+        let mut changes = self.node.shared.status_rx();
+        loop {
+            let status = self.status();
+            if done(status) {
+                return status;
+            }
+            if changes.changed().await.is_err() {
+                return self.status();
+            }
         }
     }
 

@@ -21,6 +21,7 @@ pub const C_MODES: &[(&str, &[&str])] = &[
     ("c_reserved_name", &["CORDIS_RESERVED_NAME"]),
     ("c_duplicate_name", &["CORDIS_DUPLICATE_NAME"]),
     ("c_bad_name", &["CORDIS_BAD_NAME"]),
+    ("c_needs_newer_host", &["CORDIS_NEEDS_HOST_MINOR=7"]),
 ];
 
 /// The Rust fixture cdylibs (package names).

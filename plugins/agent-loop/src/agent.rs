@@ -66,7 +66,8 @@ struct Inner {
     busy: AtomicBool,
     disposed: AtomicBool,
     /// The last header this loop instance sent (`None` until its first request).
-    baseline: Mutex<Option<RequestHeader>>,
+    /// The last request built, the baseline a new header is compared with (shared, not copied).
+    baseline: Mutex<Option<FrozenRequest>>,
     stop: watch::Sender<Option<Stop>>,
 }
 
@@ -335,8 +336,8 @@ impl Agent {
 
         let header = RequestHeader::new(inner.config.clone(), system, assembly.tools);
         let reason = {
-            let mut baseline = inner.baseline.lock().unwrap_or_else(|e| e.into_inner());
-            let reason = match &*baseline {
+            let baseline = inner.baseline.lock().unwrap_or_else(|e| e.into_inner());
+            match &*baseline {
                 None => Some(
                     if session
                         .request_header()
@@ -348,11 +349,9 @@ impl Agent {
                         HeaderReason::Initial
                     },
                 ),
-                Some(last) if *last != header => Some(HeaderReason::Change),
+                Some(last) if !same_header(last, &header) => Some(HeaderReason::Change),
                 Some(_) => None,
-            };
-            *baseline = Some(header.clone());
-            reason
+            }
         };
         if let Some(reason) = reason {
             let data = RequestHeaderData {
@@ -368,6 +367,7 @@ impl Agent {
             tools: header.tools.unwrap_or_default(),
             session_id: session.id().to_owned(),
         });
+        *inner.baseline.lock().unwrap_or_else(|e| e.into_inner()) = Some(request.clone());
         // The log that explains the request is durable before the model sees the request.
         self.flush(step).await?;
 
@@ -485,4 +485,15 @@ impl Agent {
         self.log(&StepEndData { turn, step }, None, step)?;
         Ok(true)
     }
+}
+
+/// True when `header` is what `last` (the previous request) was built from: a pure reordering
+/// of tools is a difference.
+fn same_header(last: &LlmRequest, header: &RequestHeader) -> bool {
+    last.config == header.config
+        && last.system == header.system
+        && match &header.tools {
+            Some(tools) => &last.tools == tools,
+            None => last.tools.is_empty(),
+        }
 }

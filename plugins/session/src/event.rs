@@ -1,7 +1,7 @@
 //! The event model: the header line, the event envelope and the typed data of each kind.
 
 use cordis_llm::{AssistantToolCall, CallConfig, Chunk, Usage};
-use cordis_system_prompt::{ToolSchema, canonical_json};
+use cordis_system_prompt::{ToolSchema, canonicalize};
 use serde::{Deserialize, Serialize};
 
 /// The session format version this crate reads and writes.
@@ -207,13 +207,11 @@ impl RequestHeader {
             config,
             system: (!system.is_empty()).then_some(system),
             tools: (!tools.is_empty()).then(|| {
+                let mut tools = tools;
+                for t in &mut tools {
+                    canonicalize(&mut t.parameters);
+                }
                 tools
-                    .into_iter()
-                    .map(|t| ToolSchema {
-                        parameters: canonical_json(&t.parameters),
-                        ..t
-                    })
-                    .collect()
             }),
         }
     }

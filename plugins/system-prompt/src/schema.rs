@@ -35,19 +35,68 @@ impl std::fmt::Display for ScopeKey {
 /// how the value was built (serde_json keeps insertion order when `preserve_order` is enabled
 /// anywhere in the build).
 pub fn canonical_json(value: &serde_json::Value) -> serde_json::Value {
+    let mut out = value.clone();
+    canonicalize(&mut out);
+    out
+}
+
+/// Puts `value` in the canonical form of [`canonical_json`] in place. Allocates nothing when the
+/// value is canonical already — always the case while `serde_json` keeps maps sorted (without its
+/// `preserve_order` feature), so this is a cheap guard rather than a rebuild.
+pub fn canonicalize(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::Object(map) => {
+            let sorted = map.keys().zip(map.keys().skip(1)).all(|(a, b)| a <= b);
+            if !sorted {
+                let mut entries: Vec<(String, serde_json::Value)> =
+                    std::mem::take(map).into_iter().collect();
+                entries.sort_by(|a, b| a.0.cmp(&b.0));
+                map.extend(entries);
+            }
+            map.values_mut().for_each(canonicalize);
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(canonicalize),
+        _ => {}
+    }
+}
+
+/// The pre-in-place version, kept for the property test comparing both.
+#[cfg(test)]
+fn canonical_json_rebuilt(value: &serde_json::Value) -> serde_json::Value {
     match value {
         serde_json::Value::Object(map) => {
             let mut keys: Vec<&String> = map.keys().collect();
             keys.sort();
             let mut out = serde_json::Map::new();
             for k in keys {
-                out.insert(k.clone(), canonical_json(&map[k]));
+                out.insert(k.clone(), canonical_json_rebuilt(&map[k]));
             }
             serde_json::Value::Object(out)
         }
         serde_json::Value::Array(items) => {
-            serde_json::Value::Array(items.iter().map(canonical_json).collect())
+            serde_json::Value::Array(items.iter().map(canonical_json_rebuilt).collect())
         }
         other => other.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn canonicalizing_in_place_matches_a_full_rebuild() {
+        let v = serde_json::json!({
+            "type": "object",
+            "properties": {"z": {"type": "string"}, "a": {"items": [{"y": 1, "b": 2}]}},
+            "required": ["z"]
+        });
+        let mut in_place = v.clone();
+        canonicalize(&mut in_place);
+        assert_eq!(in_place, canonical_json_rebuilt(&v));
+        assert_eq!(
+            serde_json::to_string(&in_place).unwrap(),
+            serde_json::to_string(&canonical_json_rebuilt(&v)).unwrap()
+        );
     }
 }

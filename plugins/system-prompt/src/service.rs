@@ -374,23 +374,28 @@ impl SystemPrompt {
                 .then_with(|| compare_utf16(&a.name, &b.name))
         });
 
+        // The known-name universe only matters for validating a `toolOrder`; skip building it
+        // (a set of every name) when there is none.
+        let validate = self.tool_order.is_some();
         let mut tools = Vec::new();
         let mut known = BTreeSet::new();
-        let mut seen = BTreeSet::new();
         for provider in providers {
             let result = guarded("tool provider", || provider(context))?;
-            match result.known_names {
-                Some(names) => known.extend(names),
-                None => known.extend(result.schemas.iter().map(|s| s.name.clone())),
-            }
-            for schema in result.schemas {
-                if !seen.insert(schema.name.clone()) {
-                    return Err(AssembleError::DuplicateTool { name: schema.name });
+            if validate {
+                match result.known_names {
+                    Some(names) => known.extend(names),
+                    None => known.extend(result.schemas.iter().map(|s| s.name.clone())),
                 }
-                tools.push(schema);
             }
+            tools.extend(result.schemas);
         }
         let tools = order_tools(tools, self.tool_order.as_ref(), &known)?;
+        // Canonical order puts schemas sharing a name next to each other.
+        if let Some(pair) = tools.windows(2).find(|w| w[0].name == w[1].name) {
+            return Err(AssembleError::DuplicateTool {
+                name: pair[0].name.clone(),
+            });
+        }
 
         let mut values = BTreeMap::new();
         for (name, f) in variables {
