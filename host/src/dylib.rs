@@ -107,11 +107,24 @@ fn stage(path: &Path, pin: Option<&[u8; 32]>) -> Result<(PathBuf, [u8; 32]), Str
     if !staged.exists() {
         std::fs::create_dir_all(&dir)
             .map_err(|e| format!("cannot create the library cache {}: {e}", dir.display()))?;
-        // Write beside, then rename: a concurrent loader never sees a half-written copy.
-        let partial = dir.join(format!(".{hex}-{}.partial", std::process::id()));
-        std::fs::write(&partial, &bytes)
-            .and_then(|()| std::fs::rename(&partial, &staged))
-            .map_err(|e| format!("cannot copy {} into {}: {e}", path.display(), dir.display()))?;
+        // Write beside under a name no other loader uses (threads of this process included),
+        // then rename: nobody ever sees a half-written copy, and racing loaders of the same
+        // content both end with the same complete file.
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let unique = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let partial = dir.join(format!(".{hex}-{}-{unique}.partial", std::process::id()));
+        let written =
+            std::fs::write(&partial, &bytes).and_then(|()| std::fs::rename(&partial, &staged));
+        if let Err(e) = written {
+            let _ = std::fs::remove_file(&partial);
+            if !staged.exists() {
+                return Err(format!(
+                    "cannot copy {} into {}: {e}",
+                    path.display(),
+                    dir.display()
+                ));
+            }
+        }
     }
     Ok((staged, hash))
 }

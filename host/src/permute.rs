@@ -131,8 +131,11 @@ async fn boot_outcome(plan: &LoadPlan) -> Outcome {
         .iter()
         .zip(&handles)
         .filter_map(|(e, h)| {
-            let status = h.as_ref()?.status();
-            (status != ScopeStatus::Active).then(|| format!("{} is {status}", e.id))
+            let info = h.as_ref()?.info();
+            (info.status != ScopeStatus::Active).then(|| match info.failure {
+                Some(failure) => format!("{} is {}: {failure}", e.id, info.status),
+                None => format!("{} is {}", e.id, info.status),
+            })
         })
         .collect();
     let header = header_bytes(&root).await;
