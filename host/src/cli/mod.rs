@@ -370,18 +370,51 @@ fn load(
     match load_plan(&source, &file, io.env, builtins, &options) {
         Ok(plan) => Ok(Ok(plan)),
         Err(errors) => {
-            for d in errors.diagnostics() {
-                writeln!(io.err, "{d}")?;
-            }
-            let n = errors.diagnostics().len();
-            writeln!(
-                io.err,
-                "cordis: {n} configuration error{} in {file}",
-                if n == 1 { "" } else { "s" }
-            )?;
+            print_config_errors(&errors, &file, io)?;
             Ok(Err(EXIT_CONFIG))
         }
     }
+}
+
+/// Prints every diagnostic of a file, then one line counting them.
+pub(crate) fn print_config_errors(
+    errors: &crate::diagnostic::ConfigErrors,
+    file: &str,
+    io: &mut Io<'_>,
+) -> std::io::Result<()> {
+    for d in errors.diagnostics() {
+        writeln!(io.err, "{d}")?;
+    }
+    let n = errors.diagnostics().len();
+    writeln!(
+        io.err,
+        "cordis: {n} configuration error{} in {file}",
+        if n == 1 { "" } else { "s" }
+    )
+}
+
+/// Prints why an edited file was not applied, and that the last good configuration runs on.
+pub(crate) fn print_rejected_reload(
+    errors: &crate::diagnostic::ConfigErrors,
+    io: &mut Io<'_>,
+) -> std::io::Result<()> {
+    for d in errors.diagnostics() {
+        writeln!(io.err, "{d}")?;
+    }
+    let n = errors.diagnostics().len();
+    writeln!(
+        io.err,
+        "cordis: reload rejected ({n} configuration error{}); still running the last good configuration",
+        if n == 1 { "" } else { "s" }
+    )
+}
+
+/// Reads a config file on a blocking thread, so a slow disk never stalls the runtime.
+pub(crate) async fn read_config(path: &std::path::Path) -> std::io::Result<String> {
+    let path = path.to_owned();
+    tokio::task::spawn_blocking(move || std::fs::read_to_string(path))
+        .await
+        .unwrap_or_else(|e| Err(std::io::Error::other(e)))
 }
 
 /// The seed: `--seed`, else `$CORDIS_SEED`, else the clock.

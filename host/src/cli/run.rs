@@ -10,7 +10,6 @@
 //! stdout is the transcript alone.
 
 use std::io::Write;
-use std::path::Path;
 
 use cordis_agent_loop::{Agent, AgentEvent, AgentLoop, AgentOptions, TurnError};
 use cordis_runtime::{Context, Schedule};
@@ -264,13 +263,6 @@ fn print_boot_problems(report: &BootReport, io: &mut Io<'_>) -> std::io::Result<
     Ok(())
 }
 
-async fn read_file(path: &Path) -> std::io::Result<String> {
-    let path = path.to_owned();
-    tokio::task::spawn_blocking(move || std::fs::read_to_string(path))
-        .await
-        .unwrap_or_else(|e| Err(std::io::Error::other(e)))
-}
-
 pub(crate) fn run(args: &RunArgs, io: &mut Io<'_>, builtins: &Builtins) -> anyhow::Result<u8> {
     let seed = match choose_seed(args.seed, io)? {
         Ok(seed) => seed,
@@ -300,7 +292,7 @@ pub(crate) fn run(args: &RunArgs, io: &mut Io<'_>, builtins: &Builtins) -> anyho
         } else {
             None
         };
-        let source = match read_file(path).await {
+        let source = match super::read_config(path).await {
             Ok(s) => s,
             Err(e) => {
                 writeln!(io.err, "cordis: cannot read {file}: {e}")?;
@@ -317,11 +309,7 @@ pub(crate) fn run(args: &RunArgs, io: &mut Io<'_>, builtins: &Builtins) -> anyho
             {
                 Ok(booted) => booted,
                 Err(errors) => {
-                    for d in errors.diagnostics() {
-                        writeln!(io.err, "{d}")?;
-                    }
-                    let n = errors.diagnostics().len();
-                    writeln!(io.err, "cordis: {n} configuration error{} in {file}", if n == 1 { "" } else { "s" })?;
+                    super::print_config_errors(&errors, &file, io)?;
                     return Ok(EXIT_CONFIG);
                 }
             };
@@ -394,7 +382,7 @@ pub(crate) fn run(args: &RunArgs, io: &mut Io<'_>, builtins: &Builtins) -> anyho
                         None => std::future::pending().await,
                     }
                 } => {
-                    let source = match read_file(path).await {
+                    let source = match super::read_config(path).await {
                         Ok(s) => s,
                         Err(e) => {
                             writeln!(io.err, "cordis: cannot read {file}: {e}; still running the last good configuration")?;
@@ -403,12 +391,7 @@ pub(crate) fn run(args: &RunArgs, io: &mut Io<'_>, builtins: &Builtins) -> anyho
                     };
                     match live.reload(&source, &lookup).await {
                         Ok(summary) => writeln!(io.err, "cordis: {}", summary_line(&summary))?,
-                        Err(errors) => {
-                            for d in errors.diagnostics() {
-                                writeln!(io.err, "{d}")?;
-                            }
-                            writeln!(io.err, "cordis: reload rejected; still running the last good configuration")?;
-                        }
+                        Err(errors) => super::print_rejected_reload(&errors, io)?,
                     }
                     io.err.flush()?;
                     continue;

@@ -1,30 +1,12 @@
 //! `cordis check --watch`: boot, then reload the file whenever it changes.
 
-use std::path::Path;
-
 use cordis_runtime::{Context, Schedule};
 
 use super::check::print_report;
 use super::{CheckArgs, EXIT_CONFIG, Io, plan_options};
 use crate::builtins::Builtins;
-use crate::diagnostic::ConfigErrors;
 use crate::reload::{LiveConfig, summary_line};
 use crate::watch::ConfigWatcher;
-
-fn print_errors(errors: &ConfigErrors, io: &mut Io<'_>) -> std::io::Result<()> {
-    for d in errors.diagnostics() {
-        writeln!(io.err, "{d}")?;
-    }
-    Ok(())
-}
-
-/// Reads the config file off the async thread.
-async fn read(path: &Path) -> std::io::Result<String> {
-    let path = path.to_owned();
-    tokio::task::spawn_blocking(move || std::fs::read_to_string(path))
-        .await
-        .unwrap_or_else(|e| Err(std::io::Error::other(e)))
-}
 
 pub(crate) fn run(
     args: &CheckArgs,
@@ -39,7 +21,7 @@ pub(crate) fn run(
         let path = &args.load.file;
         let file = path.display().to_string();
         let mut watcher = ConfigWatcher::new(path)?;
-        let source = match read(path).await {
+        let source = match super::read_config(path).await {
             Ok(s) => s,
             Err(e) => {
                 writeln!(io.err, "cordis: cannot read {file}: {e}")?;
@@ -64,20 +46,25 @@ pub(crate) fn run(
         {
             Ok(booted) => booted,
             Err(errors) => {
-                print_errors(&errors, io)?;
-                writeln!(io.err, "cordis: {} configuration error(s) in {file}", errors.diagnostics().len())?;
+                super::print_config_errors(&errors, &file, io)?;
                 return Ok(EXIT_CONFIG);
             }
         };
         print_report(&report, args, seed, io)?;
-        writeln!(io.err, "cordis: watching {file} for changes (Ctrl-C to stop)")?;
+        writeln!(
+            io.err,
+            "cordis: watching {file} for changes (Ctrl-C to stop)"
+        )?;
         io.out.flush()?;
         io.err.flush()?;
         while watcher.changed().await.is_some() {
-            let source = match read(path).await {
+            let source = match super::read_config(path).await {
                 Ok(s) => s,
                 Err(e) => {
-                    writeln!(io.err, "cordis: cannot read {file}: {e}; still running the last good configuration")?;
+                    writeln!(
+                        io.err,
+                        "cordis: cannot read {file}: {e}; still running the last good configuration"
+                    )?;
                     continue;
                 }
             };
@@ -90,14 +77,7 @@ pub(crate) fn run(
                         writeln!(io.err, "cordis: assembling the request failed: {error}")?;
                     }
                 }
-                Err(errors) => {
-                    print_errors(&errors, io)?;
-                    writeln!(
-                        io.err,
-                        "cordis: reload rejected ({} configuration error(s)); still running the last good configuration",
-                        errors.diagnostics().len()
-                    )?;
-                }
+                Err(errors) => super::print_rejected_reload(&errors, io)?,
             }
             io.out.flush()?;
             io.err.flush()?;
