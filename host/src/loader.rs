@@ -172,7 +172,7 @@ impl BootReport {
         self.trace
             .iter()
             .filter(|t| t.kind == "apply")
-            .map(|t| t.detail.clone())
+            .map(|t| t.who.to_string())
             .collect()
     }
 }
@@ -196,6 +196,17 @@ pub async fn boot(root: &Context, plan: &LoadPlan) -> BootReport {
 /// order: a plugin entry's scope id, and so its start order among entries waiting for the same
 /// service, follows its position in the file whatever group it sits in.
 pub(crate) fn start_entries(root: &Context, plan: &LoadPlan, handles: &mut [Option<ScopeHandle>]) {
+    start_entries_in_order(root, plan, handles, &mut (0..plan.entries.len()));
+}
+
+/// Like [`start_entries`], starting plugin entries in the order `order` yields (indices into the
+/// plan), which `permute` uses to reorder registrations without copying the plan.
+pub(crate) fn start_entries_in_order(
+    root: &Context,
+    plan: &LoadPlan,
+    handles: &mut [Option<ScopeHandle>],
+    order: &mut dyn Iterator<Item = usize>,
+) {
     let parent_of = |handles: &[Option<ScopeHandle>], entry: &PlannedEntry| match entry.parent {
         Some(p) => handles.get(p).cloned().flatten().and_then(|h| h.context()),
         None => Some(root.clone()),
@@ -208,7 +219,8 @@ pub(crate) fn start_entries(root: &Context, plan: &LoadPlan, handles: &mut [Opti
             handles[i] = Some(parent.child_scope(&entry.name));
         }
     }
-    for (i, entry) in plan.entries.iter().enumerate() {
+    for i in order {
+        let entry = &plan.entries[i];
         if handles[i].is_some() {
             continue;
         }

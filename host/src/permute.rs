@@ -19,7 +19,7 @@ use std::time::Instant;
 use cordis_runtime::{Context, Policy, Schedule, ScopeStatus};
 
 use crate::assembly::{HeaderBytes, header_bytes};
-use crate::loader::start_entries;
+use crate::loader::start_entries_in_order;
 use crate::plan::{LoadPlan, Step};
 
 /// Indices (in the plan) of the entries whose registrations are permuted.
@@ -120,21 +120,23 @@ struct Outcome {
     unhealthy: Option<String>,
 }
 
-/// Boots `plan` under the `fifo` schedule and disposes it again.
-async fn boot_outcome(plan: &LoadPlan) -> Outcome {
+/// Boots `plan` under the `fifo` schedule with its plugin entries started in `order` (plan
+/// indices), and disposes it again.
+async fn boot_outcome(plan: &LoadPlan, order: &[usize]) -> Outcome {
     let root = Context::root_with(Schedule::fifo());
     let mut handles = vec![None; plan.entries.len()];
-    start_entries(&root, plan, &mut handles);
+    start_entries_in_order(&root, plan, &mut handles, &mut order.iter().copied());
     root.idle().await;
     let bad: Vec<String> = plan
         .entries
         .iter()
         .zip(&handles)
         .filter_map(|(e, h)| {
-            let info = h.as_ref()?.info();
-            (info.status != ScopeStatus::Active).then(|| match info.failure {
-                Some(failure) => format!("{} is {}: {failure}", e.id, info.status),
-                None => format!("{} is {}", e.id, info.status),
+            let h = h.as_ref()?;
+            let status = h.status();
+            (status != ScopeStatus::Active).then(|| match h.failure() {
+                Some(failure) => format!("{} is {status}: {failure}", e.id),
+                None => format!("{} is {status}", e.id),
             })
         })
         .collect();
@@ -144,18 +146,23 @@ async fn boot_outcome(plan: &LoadPlan) -> Outcome {
         _ if !bad.is_empty() => Some(bad.join(", ")),
         _ => None,
     };
-    let registrations = root
-        .trace_events()
-        .into_iter()
-        .filter(|e| e.kind == "register")
-        .map(|e| e.detail)
-        .collect();
+    let registrations = root.trace_details("register");
     root.dispose();
     Outcome {
         header,
         registrations,
         unhealthy,
     }
+}
+
+/// The start order of plan indices that puts the entry at `positions[order[k]]` in the place of
+/// `positions[k]` (what [`reorder`] does to a copy of the plan).
+fn start_order(n: usize, positions: &[usize], order: &[usize]) -> Vec<usize> {
+    let mut indices: Vec<usize> = (0..n).collect();
+    for (k, &from) in order.iter().enumerate() {
+        indices[positions[k]] = positions[from];
+    }
+    indices
 }
 
 /// Boots `plan` once per order of its tool-registering entries (all of them when n! ≤ `max`,
@@ -195,12 +202,12 @@ pub fn permute(
                     let (from, to) = (orders * t / threads, orders * (t + 1) / threads);
                     for k in from..to {
                         let order = order_of(n, exhaustive, seed, k);
-                        let reordered = reorder(plan, positions, &order);
+                        let starts = start_order(plan.entries.len(), positions, &order);
                         let ids: Vec<String> = order
                             .iter()
                             .map(|&i| plan.entries[positions[i]].id.clone())
                             .collect();
-                        let outcome = rt.block_on(boot_outcome(&reordered));
+                        let outcome = rt.block_on(boot_outcome(plan, &starts));
                         part.registrations.insert(outcome.registrations);
                         if part.unhealthy.is_none()
                             && let Some(why) = outcome.unhealthy

@@ -46,7 +46,7 @@ fn trace_of(plan: &LoadPlan, policy: Policy, seed: u64) -> Vec<String> {
     report
         .trace
         .iter()
-        .map(|t| format!("{} {} {}", t.kind, t.scope, t.detail))
+        .map(|t| format!("{} {t}", t.scope))
         .collect()
 }
 

@@ -4,6 +4,9 @@
 //! listener list, a task while its future exists), not derived from effect bookkeeping, so a
 //! broken undo shows up as a non-zero count after the root is disposed.
 
+use std::borrow::Cow;
+use std::fmt;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::context::Context;
@@ -121,12 +124,24 @@ pub struct Incident {
 /// One step of a load, recorded in order, so tests can compare runs of the same seed.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct TraceEvent {
-    /// What happened (`apply`, or what a plugin passed to [`Context::trace`]).
-    pub kind: String,
+    /// What happened (`apply`, or what a plugin passed to [`Context::trace`], e.g. `register`).
+    pub kind: Cow<'static, str>,
     /// The scope it happened in.
     pub scope: ScopeId,
-    /// The scope's label if it has one, else its plugin name, then any detail.
+    /// Who: the scope's label if it has one (the loader's entry id), else its plugin name.
+    pub who: Arc<str>,
+    /// What a plugin passed as detail (e.g. the tool name); empty for `apply`.
     pub detail: String,
+}
+
+impl fmt::Display for TraceEvent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.detail.is_empty() {
+            write!(f, "{} {}", self.kind, self.who)
+        } else {
+            write!(f, "{} {}: {}", self.kind, self.who, self.detail)
+        }
+    }
 }
 
 impl Context {
@@ -163,18 +178,27 @@ impl Context {
     }
 
     /// Records a step in the runtime's trace (e.g. `register` with a tool name).
-    pub fn trace(&self, kind: impl Into<String>, detail: impl Into<String>) {
-        let who = self.label().unwrap_or(self.plugin_name());
-        let detail = detail.into();
+    pub fn trace(&self, kind: impl Into<Cow<'static, str>>, detail: impl Into<String>) {
+        let who = self
+            .node
+            .label
+            .clone()
+            .unwrap_or_else(|| self.node.name.clone());
         self.node.shared.trace(TraceEvent {
             kind: kind.into(),
             scope: self.node.id,
-            detail: if detail.is_empty() {
-                who.to_owned()
-            } else {
-                format!("{who}: {detail}")
-            },
+            who,
+            detail: detail.into(),
         });
+    }
+
+    /// The trace events of one kind as `who: detail` lines, in order (e.g. every `register`).
+    pub fn trace_details(&self, kind: &str) -> Vec<String> {
+        lock(&self.node.shared.trace)
+            .iter()
+            .filter(|e| e.kind == kind)
+            .map(|e| format!("{}: {}", e.who, e.detail))
+            .collect()
     }
 
     /// The trace so far, in order.

@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use crate::error::RenderError;
 use crate::render::interpolate;
-use crate::schema::{ScopeKey, ToolSchema, canonical_json};
+use crate::schema::{ScopeKey, ToolSchema, canonical_json, is_canonical};
 
 /// Who a prompt is assembled for.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
@@ -68,7 +68,16 @@ struct RequestHeader<'a> {
     #[serde(skip_serializing_if = "str::is_empty")]
     system: &'a str,
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    tools: Vec<ToolSchema>,
+    tools: Vec<ToolRef<'a>>,
+}
+
+/// A tool schema serialized by reference (same field order as [`ToolSchema`]); parameters are
+/// copied only when they are not canonical already.
+#[derive(Serialize)]
+struct ToolRef<'a> {
+    name: &'a str,
+    description: &'a str,
+    parameters: std::borrow::Cow<'a, serde_json::Value>,
 }
 
 impl PromptAssembly {
@@ -91,10 +100,14 @@ impl PromptAssembly {
         let tools = self
             .tools
             .iter()
-            .map(|t| ToolSchema {
-                name: t.name.clone(),
-                description: t.description.clone(),
-                parameters: canonical_json(&t.parameters),
+            .map(|t| ToolRef {
+                name: &t.name,
+                description: &t.description,
+                parameters: if is_canonical(&t.parameters) {
+                    std::borrow::Cow::Borrowed(&t.parameters)
+                } else {
+                    std::borrow::Cow::Owned(canonical_json(&t.parameters))
+                },
             })
             .collect();
         Ok(serde_json::to_vec(&RequestHeader {

@@ -35,7 +35,7 @@ pub use error::{AssembleError, RegisterError, RenderError, ToolOrderError};
 pub use order::{TOOL_ORDER_REST, ToolOrder, compare_utf16, order_tools, sort_by_name_utf16};
 pub use plugin::{PERSONA_ORDER, PERSONA_SECTION, SystemPromptConfig, SystemPromptPlugin};
 pub use render::{interpolate, is_variable_name};
-pub use schema::{ScopeKey, ToolSchema, canonical_json, canonicalize};
+pub use schema::{ScopeKey, ToolSchema, canonical_json, canonicalize, is_canonical};
 pub use service::{
     AssembleValue, Section, SectionFn, SectionText, SystemPrompt, SystemPromptAssemble,
     SystemPromptChange, ToolProviderFn, ToolProviderResult, VariableFn,

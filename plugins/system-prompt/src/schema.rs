@@ -40,6 +40,18 @@ pub fn canonical_json(value: &serde_json::Value) -> serde_json::Value {
     out
 }
 
+/// True when every object in `value` has its keys in sorted order (no allocation).
+pub fn is_canonical(value: &serde_json::Value) -> bool {
+    match value {
+        serde_json::Value::Object(map) => {
+            map.keys().zip(map.keys().skip(1)).all(|(a, b)| a <= b)
+                && map.values().all(is_canonical)
+        }
+        serde_json::Value::Array(items) => items.iter().all(is_canonical),
+        _ => true,
+    }
+}
+
 /// Puts `value` in the canonical form of [`canonical_json`] in place. Allocates nothing when the
 /// value is canonical already — always the case while `serde_json` keeps maps sorted (without its
 /// `preserve_order` feature), so this is a cheap guard rather than a rebuild.

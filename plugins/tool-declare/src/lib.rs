@@ -145,7 +145,7 @@ mod tests {
             .trace_events()
             .into_iter()
             .filter(|e| e.kind == "register")
-            .map(|e| e.detail)
+            .map(|e| e.to_string())
             .collect();
         root.dispose();
         (header, order)
