@@ -29,6 +29,39 @@ pub enum EffectKind {
     Custom,
 }
 
+/// The effects of one scope in registration order.
+///
+/// A sorted `Vec`, not a map: effect ids grow, so registration appends, and most scopes hold
+/// one or two effects, which a B-tree would give a whole node each. Early removal (a disposed
+/// handle) is a binary search and a shift.
+#[derive(Default)]
+pub(crate) struct Effects(Vec<(EffectId, Effect)>);
+
+impl Effects {
+    pub(crate) fn push(&mut self, id: EffectId, effect: Effect) {
+        debug_assert!(self.0.last().is_none_or(|(last, _)| *last < id));
+        self.0.push((id, effect));
+    }
+
+    pub(crate) fn remove(&mut self, id: EffectId) -> Option<Effect> {
+        let at = self.0.binary_search_by_key(&id, |(i, _)| *i).ok()?;
+        Some(self.0.remove(at).1)
+    }
+
+    pub(crate) fn contains(&self, id: EffectId) -> bool {
+        self.0.binary_search_by_key(&id, |(i, _)| *i).is_ok()
+    }
+
+    /// Every effect, last registered first.
+    pub(crate) fn drain_reversed(self) -> impl Iterator<Item = Effect> {
+        self.0.into_iter().rev().map(|(_, e)| e)
+    }
+
+    pub(crate) fn kinds(&self) -> impl Iterator<Item = EffectKind> + '_ {
+        self.0.iter().map(|(_, e)| e.kind)
+    }
+}
+
 pub(crate) struct Effect {
     pub(crate) kind: EffectKind,
     pub(crate) label: Cow<'static, str>,
@@ -62,7 +95,7 @@ impl EffectHandle {
     /// True while the effect is registered.
     pub fn is_live(&self) -> bool {
         match (self.node.upgrade(), self.id) {
-            (Some(node), Some(id)) => crate::scope::lock(&node.state).effects.contains_key(&id),
+            (Some(node), Some(id)) => crate::scope::lock(&node.state).effects.contains(id),
             _ => false,
         }
     }

@@ -7,7 +7,6 @@
 //! (unwinding what its apply registered) when one of those services is withdrawn.
 
 use std::borrow::Cow;
-use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 use std::time::{Duration, Instant};
@@ -15,7 +14,7 @@ use std::time::{Duration, Instant};
 use tokio::task::AbortHandle;
 
 use crate::context::{Context, Shared};
-use crate::effect::{Effect, EffectHandle, EffectId, EffectKind, Undo};
+use crate::effect::{Effect, EffectHandle, EffectId, EffectKind, Effects, Undo};
 use crate::introspect::{EffectCounts, ScopeInfo};
 use crate::plugin::Runner;
 
@@ -109,7 +108,7 @@ pub(crate) struct ScopeState {
     pub(crate) failure: Option<ScopeFailure>,
     /// Bumped on every (re)apply and unwind: contexts of an older generation are stale.
     pub(crate) generation: u64,
-    pub(crate) effects: BTreeMap<EffectId, Effect>,
+    pub(crate) effects: Effects,
     pub(crate) apply_task: Option<AbortHandle>,
     /// When the current apply started (set on entering `Loading`).
     pub(crate) apply_started: Option<Instant>,
@@ -166,7 +165,7 @@ impl ScopeNode {
                 status,
                 failure: None,
                 generation: 0,
-                effects: BTreeMap::new(),
+                effects: Effects::default(),
                 apply_task: None,
                 apply_started: None,
                 load_time: None,
@@ -197,14 +196,14 @@ impl ScopeNode {
         }
         let undo = register().map_err(AddError::Refused)?;
         let id = self.shared.next_effect_id();
-        st.effects.insert(id, Effect { kind, label, undo });
+        st.effects.push(id, Effect { kind, label, undo });
         self.shared.counters.effect_added();
         Ok(id)
     }
 
     /// Removes an effect without running it (it was already undone, or it ended by itself).
     pub(crate) fn take_effect(&self, id: EffectId) -> Option<Effect> {
-        let effect = lock(&self.state).effects.remove(&id);
+        let effect = lock(&self.state).effects.remove(id);
         if effect.is_some() {
             self.shared.counters.effect_removed();
         }
@@ -243,7 +242,7 @@ impl ScopeNode {
         if let Some(task) = task {
             task.abort();
         }
-        for (_, effect) in effects.into_iter().rev() {
+        for effect in effects.drain_reversed() {
             self.shared.counters.effect_removed();
             effect.run(self);
         }
@@ -261,8 +260,8 @@ impl ScopeNode {
     pub(crate) fn info(&self) -> ScopeInfo {
         let st = lock(&self.state);
         let mut effects = EffectCounts::default();
-        for e in st.effects.values() {
-            effects.add(e.kind);
+        for kind in st.effects.kinds() {
+            effects.add(kind);
         }
         let missing = match (&self.runner, st.status) {
             (Some(r), ScopeStatus::Pending) => self.shared.missing_services(&r.inject),

@@ -62,7 +62,7 @@ where
     let handle = shared.handle.spawn(wrapped);
     let _ = cell.set(handle.abort_handle());
     // The scope may have unwound between registering the effect and setting the abort handle.
-    if !lock(&node.state).effects.contains_key(&id) {
+    if !lock(&node.state).effects.contains(id) {
         handle.abort();
     }
     EffectHandle::new(node, id)
