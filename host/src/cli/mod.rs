@@ -409,6 +409,44 @@ pub(crate) fn print_rejected_reload(
     )
 }
 
+/// The process environment captured once: a lookup that can be held across awaits by a
+/// reloading host (`Io::env` is not `Sync`). Variables are read when a file is (re)loaded anyway.
+pub(crate) fn env_snapshot() -> impl Fn(&str) -> Option<String> + Send + Sync + 'static {
+    let vars: std::collections::BTreeMap<String, String> = std::env::vars().collect();
+    move |name: &str| vars.get(name).cloned()
+}
+
+/// Reads `load.file` and boots it into a live, reloadable runtime (`run`, `check --watch`);
+/// on errors prints them and returns the exit code.
+pub(crate) async fn boot_live(
+    load: &LoadArgs,
+    seed: u64,
+    env: &(dyn Fn(&str) -> Option<String> + Sync),
+    io: &mut Io<'_>,
+    builtins: &Builtins,
+) -> anyhow::Result<Result<(crate::reload::LiveConfig, crate::loader::BootReport), u8>> {
+    let file = load.file.display().to_string();
+    let source = match read_config(&load.file).await {
+        Ok(s) => s,
+        Err(e) => {
+            writeln!(io.err, "cordis: cannot read {file}: {e}")?;
+            return Ok(Err(EXIT_CONFIG));
+        }
+    };
+    let options = plan_options(load, io);
+    let root =
+        cordis_runtime::Context::root_with(cordis_runtime::Schedule::new(load.schedule, seed));
+    match crate::reload::LiveConfig::boot(root, &source, &file, env, builtins.clone(), options)
+        .await
+    {
+        Ok(booted) => Ok(Ok(booted)),
+        Err(errors) => {
+            print_config_errors(&errors, &file, io)?;
+            Ok(Err(EXIT_CONFIG))
+        }
+    }
+}
+
 /// Reads a config file on a blocking thread, so a slow disk never stalls the runtime.
 pub(crate) async fn read_config(path: &std::path::Path) -> std::io::Result<String> {
     let path = path.to_owned();

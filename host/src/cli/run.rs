@@ -12,15 +12,15 @@
 use std::io::Write;
 
 use cordis_agent_loop::{Agent, AgentEvent, AgentLoop, AgentOptions, TurnError};
-use cordis_runtime::{Context, Schedule};
+use cordis_runtime::Context;
 use cordis_session::{SessionEvent, SessionStore, TurnEndReason, kinds};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use super::{EXIT_CONFIG, EXIT_OK, Io, RunArgs, choose_seed, plan_options};
+use super::{EXIT_CONFIG, EXIT_OK, Io, RunArgs, choose_seed};
 use crate::builtins::Builtins;
 use crate::loader::{BootReport, EntryStatus};
-use crate::reload::{LiveConfig, summary_line};
+use crate::reload::summary_line;
 use crate::watch::ConfigWatcher;
 
 /// The multi-line delimiter.
@@ -292,27 +292,12 @@ pub(crate) fn run(args: &RunArgs, io: &mut Io<'_>, builtins: &Builtins) -> anyho
         } else {
             None
         };
-        let source = match super::read_config(path).await {
-            Ok(s) => s,
-            Err(e) => {
-                writeln!(io.err, "cordis: cannot read {file}: {e}")?;
-                return Ok(EXIT_CONFIG);
-            }
+        let lookup = super::env_snapshot();
+        let (mut live, report) = match super::boot_live(&load, seed, &lookup, io, builtins).await? {
+            Ok(booted) => booted,
+            Err(code) => return Ok(code),
         };
-        let env_vars: std::collections::BTreeMap<String, String> = std::env::vars().collect();
-        let lookup = move |name: &str| env_vars.get(name).cloned();
-        let options = plan_options(&load, io);
-        let root = Context::root_with(Schedule::new(load.schedule, seed));
-        let (mut live, report) =
-            match LiveConfig::boot(root.clone(), &source, &file, &lookup, builtins.clone(), options)
-                .await
-            {
-                Ok(booted) => booted,
-                Err(errors) => {
-                    super::print_config_errors(&errors, &file, io)?;
-                    return Ok(EXIT_CONFIG);
-                }
-            };
+        let root = live.root().clone();
         print_boot_problems(&report, io)?;
 
         // The session: a new one must not exist, a resumed one must.

@@ -1,11 +1,9 @@
 //! `cordis check --watch`: boot, then reload the file whenever it changes.
 
-use cordis_runtime::{Context, Schedule};
-
 use super::check::print_report;
-use super::{CheckArgs, EXIT_CONFIG, Io, plan_options};
+use super::{CheckArgs, Io};
 use crate::builtins::Builtins;
-use crate::reload::{LiveConfig, summary_line};
+use crate::reload::summary_line;
 use crate::watch::ConfigWatcher;
 
 pub(crate) fn run(
@@ -21,35 +19,12 @@ pub(crate) fn run(
         let path = &args.load.file;
         let file = path.display().to_string();
         let mut watcher = ConfigWatcher::new(path)?;
-        let source = match super::read_config(path).await {
-            Ok(s) => s,
-            Err(e) => {
-                writeln!(io.err, "cordis: cannot read {file}: {e}")?;
-                return Ok(EXIT_CONFIG);
-            }
-        };
-        // `Io::env` is not `Sync`; a reload needs a lookup it can hold across awaits, so take a
-        // snapshot of the variables the file may name (they are read once per reload anyway).
-        let env_vars: std::collections::BTreeMap<String, String> = std::env::vars().collect();
-        let lookup = move |name: &str| env_vars.get(name).cloned();
-        let options = plan_options(&args.load, io);
-        let root = Context::root_with(Schedule::new(args.load.schedule, seed));
-        let (mut live, report) = match LiveConfig::boot(
-            root,
-            &source,
-            &file,
-            &lookup,
-            builtins.clone(),
-            options,
-        )
-        .await
-        {
-            Ok(booted) => booted,
-            Err(errors) => {
-                super::print_config_errors(&errors, &file, io)?;
-                return Ok(EXIT_CONFIG);
-            }
-        };
+        let lookup = super::env_snapshot();
+        let (mut live, report) =
+            match super::boot_live(&args.load, seed, &lookup, io, builtins).await? {
+                Ok(booted) => booted,
+                Err(code) => return Ok(code),
+            };
         print_report(&report, args, seed, io)?;
         writeln!(
             io.err,
