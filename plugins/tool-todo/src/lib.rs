@@ -48,15 +48,22 @@ pub type TodoState = Arc<Mutex<BTreeMap<Option<ScopeKey>, Vec<Todo>>>>;
 pub struct TodoConfig {}
 
 /// The `tool-todo` plugin.
+///
+/// Each apply keeps its own lists, owned by the registered tool, so they go away when the scope
+/// is disposed: one plugin value in a host's table serves many runtimes (and reloads) without
+/// sharing or keeping state between them.
 #[derive(Debug, Clone, Default)]
 pub struct TodoPlugin {
-    state: TodoState,
+    latest: Arc<Mutex<TodoState>>,
 }
 
 impl TodoPlugin {
-    /// The lists the plugin keeps (for tests and introspection).
+    /// The lists of the most recent apply (for tests and introspection).
     pub fn state(&self) -> TodoState {
-        self.state.clone()
+        self.latest
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 }
 
@@ -101,7 +108,8 @@ impl Plugin for TodoPlugin {
 
     async fn apply(&self, ctx: Context, _config: &TodoConfig) -> Result<(), BoxError> {
         let registry = ctx.require::<ToolRegistry>()?;
-        let state = self.state.clone();
+        let state = TodoState::default();
+        *self.latest.lock().unwrap_or_else(|e| e.into_inner()) = state.clone();
         let def = ToolDefinition::new(todo_write_schema(), move |args, call| {
             let state = state.clone();
             async move {
@@ -134,11 +142,12 @@ mod tests {
     async fn todo_write_keeps_one_list_per_scope_and_rejects_bad_arguments() {
         let root = Context::root();
         let plugin = TodoPlugin::default();
-        let state = plugin.state();
+        let observer = plugin.clone();
         let todo = root.plugin(plugin, TodoConfig::default());
         root.plugin(ToolsPlugin, ToolsConfig::default());
         root.plugin(SystemPromptPlugin, SystemPromptConfig::default());
         root.idle().await;
+        let state = observer.state();
         assert_eq!(todo.status(), ScopeStatus::Active);
         let reg = root.get::<ToolRegistry>().unwrap();
         let call = |args: serde_json::Value| ToolCall {
@@ -161,6 +170,11 @@ mod tests {
         }
         todo.dispose();
         assert!(reg.schemas(None).is_empty());
+        assert_eq!(
+            Arc::strong_count(&state),
+            2,
+            "only this test and `latest` hold the lists once the tool is gone"
+        );
         root.dispose();
         assert!(root.live().is_zero());
     }
