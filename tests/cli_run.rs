@@ -1,8 +1,12 @@
 //! `cordis run` as a user runs it: the bundled cordis.yml offline, piped stdin, session files.
 
+mod common;
+
 use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
+
+use common::{lines, wait_for};
 
 fn run(dir: &Path, args: &[&str], input: &str, env: &[(&str, &str)]) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_cordis"));
@@ -128,10 +132,6 @@ fn failures_are_printed_on_stderr_and_eof_still_exits_zero() {
 
 #[test]
 fn run_watch_reloads_between_turns_and_the_agent_resumes_its_session() {
-    use std::io::{BufRead, BufReader};
-    use std::sync::mpsc;
-    use std::time::Duration;
-
     let dir = fresh_dir("watch");
     let mut child = Command::new(env!("CARGO_BIN_EXE_cordis"))
         .args(["run", "--watch", "--session", "w"])
@@ -143,44 +143,23 @@ fn run_watch_reloads_between_turns_and_the_agent_resumes_its_session() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let lines = |r: Box<dyn std::io::Read + Send>| {
-        let (tx, rx) = mpsc::channel::<String>();
-        std::thread::spawn(move || {
-            for line in BufReader::new(r).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        rx
-    };
-    let out = lines(Box::new(child.stdout.take().unwrap()));
-    let err = lines(Box::new(child.stderr.take().unwrap()));
-    let wait = |rx: &mpsc::Receiver<String>, needle: &str| -> String {
-        loop {
-            match rx.recv_timeout(Duration::from_secs(20)) {
-                Ok(line) if line.contains(needle) => return line,
-                Ok(_) => {}
-                Err(e) => panic!("no line containing {needle:?}: {e}"),
-            }
-        }
-    };
+    let out = lines(child.stdout.take().unwrap());
+    let err = lines(child.stderr.take().unwrap());
     let mut stdin = child.stdin.take().unwrap();
-    wait(&err, "watching cordis.yml");
+    wait_for(&err, "watching cordis.yml");
     writeln!(stdin, "first").unwrap();
-    wait(&out, "Noted.");
+    wait_for(&out, "Noted.");
     let file = dir.join("cordis.yml");
     let edited = std::fs::read_to_string(&file)
         .unwrap()
         .replace("maxSteps: 16", "maxSteps: 8");
     std::fs::write(&file, edited).unwrap();
     assert_eq!(
-        wait(&err, "reload 1:"),
+        wait_for(&err, "reload 1:"),
         "cordis: reload 1: added -; removed -; restarted agent-loop; failed -"
     );
     writeln!(stdin, "second").unwrap();
-    wait(&out, "Noted.");
+    wait_for(&out, "Noted.");
     drop(stdin);
     assert_eq!(child.wait().unwrap().code(), Some(0));
     let log = std::fs::read_to_string(dir.join(".sessions/w.jsonl")).unwrap();
