@@ -1,6 +1,12 @@
-//! Facade over the workspace, so the integration tests in `tests/` reach every crate.
+//! The `cordis` application: the command line ([`cli`]) and the standard plugin table
+//! ([`builtins`]) over the generic host. It re-exports the crates it composes so the
+//! cross-crate tests in `tests/` reach all of them through one name.
+
+pub mod builtins;
+pub mod cli;
 
 pub use cordis_host as host;
+pub use cordis_host::Builtins;
 pub use cordis_runtime as runtime;
 pub use cordis_system_prompt as system_prompt;
 pub use cordis_tools as tools;

@@ -2,10 +2,9 @@
 //! SDK, one in C) among the tool-registering entries, every order one digest.
 #![cfg(unix)]
 
-#[path = "../host/tests/common/plugins.rs"]
+#[path = "common/plugins.rs"]
 mod plugins;
 
-use cordis::host::Builtins;
 use cordis::host::permute::{factorial, permute, tool_entries};
 use cordis::host::plan::{PlanOptions, load_plan};
 
@@ -27,7 +26,7 @@ fn every_order_of_two_dylib_and_two_built_in_tool_entries_yields_one_digest() {
         &yml,
         &file,
         &|_| None,
-        &Builtins::standard(),
+        &cordis::builtins::standard(),
         &PlanOptions::default(),
     )
     .unwrap_or_else(|e| panic!("{e}"));

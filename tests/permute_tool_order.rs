@@ -3,7 +3,6 @@
 //!
 //! The full 8! = 40,320 sweep runs with `cargo run --release -- permute tests/fixtures/permute-8.yml`.
 
-use cordis::host::Builtins;
 use cordis::host::permute::{factorial, permute};
 use cordis::host::plan::{LoadPlan, PlanOptions, load_plan};
 
@@ -54,7 +53,7 @@ fn plan(yml: &str) -> LoadPlan {
         yml,
         "generated.yml",
         &|_| None,
-        &Builtins::standard(),
+        &cordis::builtins::standard(),
         &PlanOptions::default(),
     )
     .unwrap_or_else(|e| panic!("generated config is invalid: {e}"))

@@ -18,7 +18,7 @@ fn plan_of(src: &str) -> LoadPlan {
         src,
         "bench.yml",
         &|_| None,
-        &Builtins::standard(),
+        &Builtins::host(),
         &PlanOptions::default(),
     )
     .expect("a valid bench config")

@@ -44,7 +44,7 @@ fn plan(yml: &str) -> LoadPlan {
         yml,
         &file,
         &|_| None,
-        &Builtins::standard(),
+        &with_declare(),
         &PlanOptions::default(),
     )
     .unwrap_or_else(|e| panic!("{e}"))
@@ -136,4 +136,11 @@ fn execute_builtin_tool(bencher: Bencher) {
     );
     bencher.bench_local(|| rt.block_on(reg.execute(call("x_echo"), None)));
     root.dispose();
+}
+
+/// The host's own plugins plus `tool-declare`, which declares tools from config.
+fn with_declare() -> Builtins {
+    let mut table = Builtins::host();
+    table.insert(cordis_tool_declare::DeclarePlugin);
+    table
 }

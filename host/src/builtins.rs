@@ -1,7 +1,8 @@
 //! The explicit table of built-in plugins: name → plugin.
 //!
-//! The host finds plugins through this table, never through linker tricks. The root package (or a
-//! test) builds on [`Builtins::standard`] and [`Builtins::insert`]s the plugin crates it links.
+//! The host finds plugins through this table, never through linker tricks. An application (the
+//! root package's `cordis`, or a test) starts from [`Builtins::host`] and [`Builtins::insert`]s the
+//! plugin crates it links.
 //!
 //! # Determinism
 //! The table is a `BTreeMap`, so listings and suggestions come out in name order.
@@ -31,20 +32,12 @@ impl Builtins {
         Builtins::default()
     }
 
-    /// Every built-in plugin: `tools`, `system-prompt`, `tool-todo`, `tool-declare`, `llm`,
-    /// `sessions`, `agent-loop`, `agent-core`, `tool-subagent`, and the host's own `debug/noop`, `debug/provide`,
-    /// `debug/fault`.
-    pub fn standard() -> Builtins {
+    /// The host's own plugins: `tools`, `system-prompt`, and the debugging plugins
+    /// `debug/noop`, `debug/provide`, `debug/fault`. An application adds its plugin crates to it.
+    pub fn host() -> Builtins {
         let mut table = Builtins::new();
         table.insert(cordis_tools::ToolsPlugin);
         table.insert(cordis_system_prompt::SystemPromptPlugin);
-        table.insert(cordis_tool_todo::TodoPlugin::default());
-        table.insert(cordis_tool_declare::DeclarePlugin);
-        table.insert(cordis_llm::LlmPlugin);
-        table.insert(cordis_session::SessionPlugin);
-        table.insert(cordis_agent_loop::AgentLoopPlugin);
-        table.insert(cordis_agent_core::AgentCorePlugin);
-        table.insert(cordis_tool_subagent::SubagentPlugin);
         table.insert(crate::debug::Noop);
         table.insert(crate::debug::Provide);
         table.insert(crate::fault::Fault);
@@ -101,7 +94,7 @@ mod tests {
 
     #[test]
     fn suggestions_find_a_typo_and_nothing_for_noise() {
-        let table = Builtins::standard();
+        let table = Builtins::host();
         assert_eq!(table.suggest("debug/noopp")[0], "debug/noop");
         assert_eq!(table.suggest("debug/fualt")[0], "debug/fault");
         assert!(table.suggest("zzzzzz").is_empty());

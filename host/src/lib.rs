@@ -1,5 +1,7 @@
-//! The host: reads `cordis.yml`, resolves it into a load plan, loads its entries concurrently into
-//! a runtime under a seeded schedule, and offers the `cordis` CLI (`check`, `stress`).
+//! The generic host: reads `cordis.yml`, resolves it into a load plan, loads its entries
+//! concurrently into a runtime under a seeded schedule, reloads it live, and proves boots agree
+//! ([`permute`]). It knows no agent plugin and no command line: the `cordis` application (the
+//! root package) builds its plugin table on [`Builtins::host`] and drives this crate.
 //!
 //! Configuration runs in two phases: [`config`] reads the raw model (file:line errors attach
 //! there), [`plan`] resolves it against the [`builtins`] table and vets shared-library paths
@@ -8,7 +10,6 @@
 
 pub mod assembly;
 pub mod builtins;
-pub mod cli;
 pub mod config;
 pub mod debug;
 pub mod diagnostic;

@@ -426,7 +426,7 @@ mod tests {
             src,
             "c.yml",
             &|_| None,
-            &Builtins::standard(),
+            &Builtins::host(),
             &PlanOptions::default(),
         )
     }

@@ -12,7 +12,7 @@ fn resolve(src: &str) {
         src,
         "fuzz.yml",
         &env,
-        &Builtins::standard(),
+        &Builtins::host(),
         &PlanOptions::default(),
     );
 }

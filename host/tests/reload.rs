@@ -37,7 +37,7 @@ async fn boot(src: &str) -> LiveConfig {
         src,
         "cordis.yml",
         &no_env,
-        Builtins::standard(),
+        with_declare(),
         PlanOptions::default(),
     )
     .await
@@ -214,14 +214,8 @@ fn random_config(schedule: &Schedule, step: u64) -> String {
 }
 
 fn is_valid(src: &str) -> bool {
-    cordis_host::plan::load_plan(
-        src,
-        "x",
-        &no_env,
-        &Builtins::standard(),
-        &PlanOptions::default(),
-    )
-    .is_ok()
+    cordis_host::plan::load_plan(src, "x", &no_env, &with_declare(), &PlanOptions::default())
+        .is_ok()
 }
 
 async fn run_sequence(seed: u64) {
@@ -291,4 +285,11 @@ fn random_edit_sequences_settle_to_a_fresh_boot_of_the_last_file() {
     for seed in 0..sequences {
         rt.block_on(run_sequence(seed));
     }
+}
+
+/// The host's own plugins plus `tool-declare`, which declares tools from config.
+fn with_declare() -> Builtins {
+    let mut table = Builtins::host();
+    table.insert(cordis_tool_declare::DeclarePlugin);
+    table
 }

@@ -1,9 +1,14 @@
 //! Helpers for root tests that spawn the `cordis` binary and read its output as it runs.
 #![allow(dead_code)]
 
+pub mod plugins;
+
 use std::io::{BufRead, BufReader, Read};
+use std::path::PathBuf;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
+
+use cordis::cli::{Io, run};
 
 /// Reads lines from a child's stream on a thread, so a test can wait with a deadline.
 pub fn lines(stream: impl Read + Send + 'static) -> mpsc::Receiver<String> {
@@ -31,4 +36,44 @@ pub fn wait_for(rx: &mpsc::Receiver<String>, needle: &str) -> String {
         }
     }
     panic!("no line containing {needle:?}; saw:\n{}", seen.join("\n"));
+}
+
+/// Path of a fixture in `tests/fixtures/` at the workspace root.
+pub fn fixture(name: &str) -> String {
+    let p: PathBuf = [env!("CARGO_MANIFEST_DIR"), "tests", "fixtures", name]
+        .iter()
+        .collect();
+    p.display().to_string()
+}
+
+/// Output of one CLI run.
+pub struct Run {
+    pub code: u8,
+    pub out: String,
+    pub err: String,
+}
+
+/// Runs `cordis <args>` in-process with an environment holding only `env`.
+pub fn cordis(args: &[&str], env: &[(&str, &str)]) -> Run {
+    let mut out = Vec::new();
+    let mut err = Vec::new();
+    let vars: Vec<(String, String)> = env
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+    let lookup = move |name: &str| vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone());
+    let mut io = Io {
+        out: &mut out,
+        err: &mut err,
+        env: &lookup,
+        progress: false,
+    };
+    let mut argv = vec!["cordis"];
+    argv.extend_from_slice(args);
+    let code = run(argv, &mut io, &cordis::builtins::standard());
+    Run {
+        code,
+        out: String::from_utf8(out).unwrap(),
+        err: String::from_utf8(err).unwrap(),
+    }
 }

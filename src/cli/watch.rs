@@ -2,9 +2,9 @@
 
 use super::check::print_report;
 use super::{CheckArgs, Io};
-use crate::builtins::Builtins;
-use crate::reload::summary_line;
-use crate::watch::ConfigWatcher;
+use cordis_host::Builtins;
+use cordis_host::reload::summary_line;
+use cordis_host::watch::ConfigWatcher;
 
 pub(crate) fn run(
     args: &CheckArgs,

@@ -6,9 +6,9 @@ use serde_json::json;
 
 use super::render::diff;
 use super::{EXIT_FAILURE, EXIT_OK, Io, StressArgs, load, replay_command};
-use crate::builtins::Builtins;
-use crate::digest::canonical_bytes;
-use crate::loader::boot_blocking;
+use cordis_host::Builtins;
+use cordis_host::digest::canonical_bytes;
+use cordis_host::loader::boot_blocking;
 
 pub(crate) fn run(args: &StressArgs, io: &mut Io<'_>, builtins: &Builtins) -> anyhow::Result<u8> {
     let policy = args.load.schedule;

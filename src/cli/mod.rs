@@ -17,8 +17,8 @@ use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand};
 use cordis_runtime::Policy;
 
-use crate::builtins::Builtins;
-use crate::plan::{LoadPlan, PlanOptions, load_plan};
+use cordis_host::Builtins;
+use cordis_host::plan::{LoadPlan, PlanOptions, load_plan};
 
 mod check;
 mod permute;
@@ -264,7 +264,7 @@ pub struct Io<'a> {
 
 /// Runs `cordis` as a process: real arguments, stdout, stderr, environment; tracing to stderr.
 pub fn main() -> ExitCode {
-    main_with(&Builtins::standard())
+    main_with(&crate::builtins::standard())
 }
 
 /// Like [`main`], with a plugin table that may hold more than the host's own plugins.
@@ -378,7 +378,7 @@ fn load(
 
 /// Prints every diagnostic of a file, then one line counting them.
 pub(crate) fn print_config_errors(
-    errors: &crate::diagnostic::ConfigErrors,
+    errors: &cordis_host::diagnostic::ConfigErrors,
     file: &str,
     io: &mut Io<'_>,
 ) -> std::io::Result<()> {
@@ -395,7 +395,7 @@ pub(crate) fn print_config_errors(
 
 /// Prints why an edited file was not applied, and that the last good configuration runs on.
 pub(crate) fn print_rejected_reload(
-    errors: &crate::diagnostic::ConfigErrors,
+    errors: &cordis_host::diagnostic::ConfigErrors,
     io: &mut Io<'_>,
 ) -> std::io::Result<()> {
     for d in errors.diagnostics() {
@@ -424,7 +424,15 @@ pub(crate) async fn boot_live(
     env: &(dyn Fn(&str) -> Option<String> + Sync),
     io: &mut Io<'_>,
     builtins: &Builtins,
-) -> anyhow::Result<Result<(crate::reload::LiveConfig, crate::loader::BootReport), u8>> {
+) -> anyhow::Result<
+    Result<
+        (
+            cordis_host::reload::LiveConfig,
+            cordis_host::loader::BootReport,
+        ),
+        u8,
+    >,
+> {
     let file = load.file.display().to_string();
     let source = match read_config(&load.file).await {
         Ok(s) => s,
@@ -436,8 +444,15 @@ pub(crate) async fn boot_live(
     let options = plan_options(load, io);
     let root =
         cordis_runtime::Context::root_with(cordis_runtime::Schedule::new(load.schedule, seed));
-    match crate::reload::LiveConfig::boot(root, &source, &file, env, builtins.clone(), options)
-        .await
+    match cordis_host::reload::LiveConfig::boot(
+        root,
+        &source,
+        &file,
+        env,
+        builtins.clone(),
+        options,
+    )
+    .await
     {
         Ok(booted) => Ok(Ok(booted)),
         Err(errors) => {

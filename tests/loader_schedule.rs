@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 
 use common::{cordis, fixture};
 use cordis_host::loader::{EntryStatus, boot_blocking};
-use cordis_host::{Builtins, LoadPlan, PlanOptions, load_plan};
+use cordis_host::{LoadPlan, PlanOptions, load_plan};
 use cordis_runtime::{Policy, Schedule};
 
 fn plan(source: &str) -> LoadPlan {
@@ -14,7 +14,7 @@ fn plan(source: &str) -> LoadPlan {
         source,
         "test.yml",
         &|_| None,
-        &Builtins::standard(),
+        &cordis::builtins::standard(),
         &PlanOptions::default(),
     )
     .unwrap_or_else(|e| panic!("{e}"))
@@ -27,7 +27,7 @@ fn plan_file(name: &str) -> LoadPlan {
         &source,
         &file,
         &|_| None,
-        &Builtins::standard(),
+        &cordis::builtins::standard(),
         &PlanOptions::default(),
     )
     .unwrap_or_else(|e| panic!("{e}"))

@@ -6,9 +6,9 @@ use cordis_runtime::Schedule;
 use serde_json::json;
 
 use super::{EXIT_CONFIG, EXIT_FAILURE, EXIT_OK, Io, LoadArgs, load};
-use crate::builtins::Builtins;
-use crate::loader::boot_blocking;
-use crate::permute::{permute, reorder, tool_entries};
+use cordis_host::Builtins;
+use cordis_host::loader::boot_blocking;
+use cordis_host::permute::{permute, reorder, tool_entries};
 
 use super::PermuteArgs;
 
@@ -73,7 +73,7 @@ pub(crate) fn run(args: &PermuteArgs, io: &mut Io<'_>, builtins: &Builtins) -> a
         .threads
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, std::num::NonZero::get));
     let n = positions.len();
-    let total = crate::permute::factorial(n).min(args.max);
+    let total = cordis_host::permute::factorial(n).min(args.max);
     writeln!(
         io.err,
         "cordis: permuting {n} tool-registering entries: {total} orders on {threads} threads"

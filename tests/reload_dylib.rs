@@ -6,7 +6,7 @@
 mod common;
 
 use common::plugins::{self, lib, lib_name};
-use cordis_host::Builtins;
+
 use cordis_host::plan::PlanOptions;
 use cordis_host::reload::LiveConfig;
 use cordis_runtime::{Context, Schedule};
@@ -51,7 +51,7 @@ async fn a_changed_library_file_is_loaded_again_and_its_pin_checked_again() {
         &yml,
         &config_file,
         &no_env,
-        Builtins::standard(),
+        cordis::builtins::standard(),
         options,
     )
     .await

@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use common::cordis;
 use common::plugins::{self, lib, lib_name};
+use cordis_host::LoadPlan;
 use cordis_host::plan::{PlanOptions, Step, load_plan};
-use cordis_host::{Builtins, LoadPlan};
 use cordis_runtime::{Context, Inject, PluginOptions, ScopeHandle, ScopeStatus};
 use cordis_tools::{ToolCall, ToolRegistry, codes};
 use serde_json::{Value, json};
@@ -60,7 +60,7 @@ fn plan_of(file: &str) -> LoadPlan {
         &source,
         file,
         &|_| None,
-        &Builtins::standard(),
+        &cordis::builtins::standard(),
         &PlanOptions::default(),
     )
     .unwrap_or_else(|e| panic!("{e}"))

@@ -4,8 +4,8 @@ use cordis_runtime::Schedule;
 
 use super::render::{assembly_text, entry_table};
 use super::{CheckArgs, EXIT_FAILURE, EXIT_OK, Io, choose_seed, load, replay_command};
-use crate::builtins::Builtins;
-use crate::loader::{BootReport, boot_blocking};
+use cordis_host::Builtins;
+use cordis_host::loader::{BootReport, boot_blocking};
 
 pub(crate) fn run(args: &CheckArgs, io: &mut Io<'_>, builtins: &Builtins) -> anyhow::Result<u8> {
     let policy = args.load.schedule;

@@ -18,10 +18,10 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::{EXIT_CONFIG, EXIT_OK, Io, RunArgs, choose_seed};
-use crate::builtins::Builtins;
-use crate::loader::{BootReport, EntryStatus};
-use crate::reload::summary_line;
-use crate::watch::ConfigWatcher;
+use cordis_host::Builtins;
+use cordis_host::loader::{BootReport, EntryStatus};
+use cordis_host::reload::summary_line;
+use cordis_host::watch::ConfigWatcher;
 
 /// The multi-line delimiter.
 pub const FENCE: &str = "\"\"\"";

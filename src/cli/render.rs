@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use crate::loader::BootReport;
+use cordis_host::loader::BootReport;
 
 /// The entry table, one line per entry, aligned columns.
 pub(crate) fn entry_table(report: &BootReport) -> String {

@@ -1,0 +1,38 @@
+//! The standard plugin table of the `cordis` application: the host's own plugins plus every
+//! agent plugin crate this package links. Adding a built-in plugin touches its crate and this
+//! table.
+
+use cordis_host::Builtins;
+
+/// Every built-in plugin `cordis` offers: the host's (`tools`, `system-prompt`, `debug/*`) and
+/// `tool-todo`, `tool-declare`, `llm`, `sessions`, `agent-loop`, `agent-core`, `tool-subagent`.
+pub fn standard() -> Builtins {
+    let mut table = Builtins::host();
+    table.insert(cordis_tool_todo::TodoPlugin::default());
+    table.insert(cordis_tool_declare::DeclarePlugin);
+    table.insert(cordis_llm::LlmPlugin);
+    table.insert(cordis_session::SessionPlugin);
+    table.insert(cordis_agent_loop::AgentLoopPlugin);
+    table.insert(cordis_agent_core::AgentCorePlugin);
+    table.insert(cordis_tool_subagent::SubagentPlugin);
+    table
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_standard_table_names_every_agent_plugin_and_suggests_from_it() {
+        let table = super::standard();
+        for name in [
+            "tool-todo",
+            "llm",
+            "sessions",
+            "agent-loop",
+            "agent-core",
+            "debug/noop",
+        ] {
+            assert!(table.get(name).is_some(), "{name} missing");
+        }
+        assert_eq!(table.suggest("agent-lop")[0], "agent-loop");
+    }
+}
