@@ -262,7 +262,7 @@ fn usage_errors_exit_2_and_help_exits_0() {
 
 #[test]
 fn the_bundled_config_prints_the_assembly_in_canonical_order() {
-    let file = concat!(env!("CARGO_MANIFEST_DIR"), "/../cordis.yml");
+    let file = concat!(env!("CARGO_MANIFEST_DIR"), "/cordis.yml");
     let a = cordis(&["check", file, "--seed", "3", "--json"], &[]);
     let b = cordis(
         &[
