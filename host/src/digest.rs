@@ -1,56 +1,18 @@
 //! Canonical bytes and sha256 digests of JSON views, so two boots can be compared byte for byte.
 //!
 //! # Determinism
-//! Object keys are written sorted by their UTF-8 bytes whatever map type `serde_json` was built
-//! with (its `preserve_order` feature keeps insertion order; this writer does not care), with no
-//! whitespace. Strings and numbers use `serde_json`'s own escaping and formatting.
+//! The bytes are `cordis-schema`'s one canonical JSON form (object keys sorted by their UTF-8
+//! bytes whatever map type `serde_json` was built with, no whitespace), the same form the request
+//! header and the session log use.
 
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-/// The canonical byte form of `value`: sorted keys, no whitespace.
-pub fn canonical_bytes(value: &Value) -> Vec<u8> {
-    let mut out = Vec::new();
-    write(value, &mut out);
-    out
-}
-
-fn write(value: &Value, out: &mut Vec<u8>) {
-    match value {
-        Value::Array(items) => {
-            out.push(b'[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                write(item, out);
-            }
-            out.push(b']');
-        }
-        Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort();
-            out.push(b'{');
-            for (i, key) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                write(&Value::String(key.clone()), out);
-                out.push(b':');
-                write(&map[key], out);
-            }
-            out.push(b'}');
-        }
-        scalar => out.extend_from_slice(scalar.to_string().as_bytes()),
-    }
-}
+pub use cordis_schema::canonical_bytes;
 
 /// Lowercase hex sha256 of `bytes`.
 pub fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    cordis_schema::hex(&Sha256::digest(bytes))
 }
 
 /// Lowercase hex sha256 of the canonical bytes of `value`.
@@ -64,7 +26,7 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn key_order_does_not_change_the_bytes() {
+    fn key_order_does_not_change_the_digest() {
         let a: Value = serde_json::from_str(r#"{"b":1,"a":[true,null,"x"]}"#).unwrap();
         let b: Value = serde_json::from_str(r#"{"a":[true,null,"x"],"b":1}"#).unwrap();
         assert_eq!(canonical_bytes(&a), br#"{"a":[true,null,"x"],"b":1}"#);

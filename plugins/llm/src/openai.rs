@@ -624,7 +624,7 @@ mod tests {
                 },
             ],
             system: Some("sys".into()),
-            tools: vec![cordis_system_prompt::ToolSchema {
+            tools: vec![cordis_schema::ToolSchema {
                 name: "read".into(),
                 description: "Read.".into(),
                 parameters: json!({"type": "object"}),

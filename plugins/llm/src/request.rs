@@ -3,7 +3,7 @@
 use std::ops::Deref;
 use std::sync::Arc;
 
-use cordis_system_prompt::ToolSchema;
+use cordis_schema::ToolSchema;
 use serde::{Deserialize, Serialize};
 
 /// The per-call model configuration (the `config` part of a request header).

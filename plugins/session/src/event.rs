@@ -1,7 +1,7 @@
 //! The event model: the header line, the event envelope and the typed data of each kind.
 
 use cordis_llm::{AssistantToolCall, CallConfig, Chunk, Usage};
-use cordis_system_prompt::{ToolSchema, canonicalize};
+use cordis_schema::{ToolSchema, canonicalize};
 use serde::{Deserialize, Serialize};
 
 /// The session format version this crate reads and writes.

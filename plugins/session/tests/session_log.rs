@@ -4,7 +4,7 @@ mod common;
 
 use common::{complete_turn, temp_dir};
 use cordis_session::*;
-use cordis_system_prompt::ToolSchema;
+use cordis_schema::ToolSchema;
 
 fn tool(name: &str) -> ToolSchema {
     ToolSchema {

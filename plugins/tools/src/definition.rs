@@ -4,7 +4,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use cordis_system_prompt::{ScopeKey, ToolSchema};
+use cordis_schema::{ScopeKey, ToolSchema};
 use futures_util::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 

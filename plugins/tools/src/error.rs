@@ -68,17 +68,17 @@ pub enum RegisterError {
     #[error("{child} already has a parent ({parent})")]
     ParentAlreadyBound {
         /// The child scope key.
-        child: cordis_system_prompt::ScopeKey,
+        child: cordis_schema::ScopeKey,
         /// Its existing parent.
-        parent: cordis_system_prompt::ScopeKey,
+        parent: cordis_schema::ScopeKey,
     },
     /// Binding would make a cycle.
     #[error("binding {child} under {parent} would make a parent cycle")]
     ParentCycle {
         /// The child scope key.
-        child: cordis_system_prompt::ScopeKey,
+        child: cordis_schema::ScopeKey,
         /// The requested parent.
-        parent: cordis_system_prompt::ScopeKey,
+        parent: cordis_schema::ScopeKey,
     },
     /// The registering scope is disposed or restarted.
     #[error("cannot register with the tool registry: the registering scope is no longer live")]

@@ -7,7 +7,7 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use cordis_runtime::Waterfall;
-use cordis_system_prompt::ScopeKey;
+use cordis_schema::ScopeKey;
 use futures_util::FutureExt;
 
 use crate::definition::{ToolCall, ToolCallContext, ToolResult, codes};
@@ -156,7 +156,7 @@ mod tests {
     use std::time::Duration;
 
     use cordis_runtime::{Context, Position};
-    use cordis_system_prompt::ToolSchema;
+    use cordis_schema::ToolSchema;
 
     use super::*;
     use crate::definition::{ToolDefinition, ToolOutput};

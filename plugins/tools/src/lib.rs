@@ -14,7 +14,7 @@ mod execute;
 mod plugin;
 mod registry;
 
-pub use cordis_system_prompt::{ScopeKey, ToolSchema};
+pub use cordis_schema::{ScopeKey, ToolSchema};
 pub use definition::{
     ToolCall, ToolCallContext, ToolDefinition, ToolHandler, ToolOutput, ToolResult, codes,
 };

@@ -14,7 +14,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use cordis_runtime::{Context, EffectHandle, Event, Service};
-use cordis_system_prompt::{ScopeKey, ToolProviderResult, ToolSchema, sort_by_name_utf16};
+use cordis_schema::{ScopeKey, ToolSchema};
+use cordis_system_prompt::{ToolProviderResult, sort_by_name_utf16};
 use serde::{Deserialize, Serialize};
 
 use crate::definition::{ToolCall, ToolDefinition};

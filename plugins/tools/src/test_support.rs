@@ -1,6 +1,6 @@
 //! Helpers shared by the unit tests.
 
-use cordis_system_prompt::ToolSchema;
+use cordis_schema::ToolSchema;
 
 use crate::definition::{ToolDefinition, ToolOutput};
 

@@ -15,7 +15,7 @@ pub fn temp_dir(name: &str) -> PathBuf {
 }
 
 /// Appends one complete turn with a tool call and a header.
-pub fn complete_turn(s: &Session, turn: u64, tools: Vec<cordis_system_prompt::ToolSchema>) {
+pub fn complete_turn(s: &Session, turn: u64, tools: Vec<cordis_schema::ToolSchema>) {
     s.append(&TurnStartData { turn }, None).unwrap();
     s.append(
         &UserMessageData {

@@ -1,0 +1,27 @@
+//! The small data types the agent crates share, kept below all of them so that a crate which
+//! only carries tool descriptions (`llm`, `session`) does not depend on the prompt assembler.
+//!
+//! - [`ToolSchema`]: what a model sees of one tool.
+//! - [`ScopeKey`]: which registry scope an assembly or a call belongs to.
+//! - [`canonical_json`] and [`canonical_bytes`]: the one canonical JSON form in the tree (object
+//!   keys sorted by their UTF-8 bytes, no whitespace), used for request headers, session logs and
+//!   digests alike.
+//! - [`hex`]: lowercase hex of bytes, for hashes.
+//!
+//! # Examples
+//!
+//! ```
+//! let v = serde_json::json!({"b": 1, "a": {"d": true, "c": null}});
+//! assert_eq!(cordis_schema::canonical_bytes(&v), br#"{"a":{"c":null,"d":true},"b":1}"#);
+//! assert_eq!(cordis_schema::hex(&[0, 171]), "00ab");
+//! ```
+
+mod canonical;
+mod hex;
+mod scope;
+mod tool;
+
+pub use canonical::{canonical_bytes, canonical_json, canonicalize, is_canonical};
+pub use hex::hex;
+pub use scope::ScopeKey;
+pub use tool::ToolSchema;

@@ -1,0 +1,14 @@
+//! `ToolSchema`: what a model sees of one tool.
+
+use serde::{Deserialize, Serialize};
+
+/// The model-facing description of one tool.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolSchema {
+    /// The tool name the model calls.
+    pub name: String,
+    /// What the tool does, for the model.
+    pub description: String,
+    /// A JSON Schema object (`"type": "object"`) for the call arguments.
+    pub parameters: serde_json::Value,
+}
