@@ -1,0 +1,293 @@
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread;
+
+use super::*;
+
+fn both(root: &Path) -> [Workspace; 2] {
+    let ws = Workspace::open(root).unwrap();
+    [ws.clone(), ws.with_resolution(Resolution::Walk)]
+}
+
+/// A workspace and a sibling directory outside it.
+fn setup() -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("root");
+    let outside = tmp.path().join("outside");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("secret.txt"), "secret").unwrap();
+    (tmp, root, outside)
+}
+
+fn listing(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn relative_paths_resolve_lexically_and_parent_dirs_above_the_root_are_refused() {
+    let (_tmp, root, _) = setup();
+    let ws = Workspace::open(&root).unwrap();
+    assert_eq!(ws.resolve("a/./b/../c.txt").unwrap().to_string(), "a/c.txt");
+    assert_eq!(ws.resolve("").unwrap().to_string(), ".");
+    assert_eq!(ws.resolve(".").unwrap().to_string(), ".");
+    let abs = ws.root().join("x/y");
+    assert_eq!(
+        ws.resolve(abs.to_str().unwrap()).unwrap().to_string(),
+        "x/y"
+    );
+    for bad in ["..", "../x", "a/../../x", "/etc/passwd", "/"] {
+        let err = ws.resolve(bad).unwrap_err();
+        assert!(err.is_escape(), "{bad}: {err}");
+        assert!(
+            err.to_string().contains("outside the workspace root"),
+            "{err}"
+        );
+    }
+    assert!(
+        ws.resolve("../x")
+            .unwrap_err()
+            .to_string()
+            .contains("`..` climbs above")
+    );
+}
+
+#[test]
+fn writes_create_parents_keep_the_mode_and_read_back() {
+    let (_tmp, root, _) = setup();
+    for ws in both(&root) {
+        let p = ws.resolve("deep/er/file.txt").unwrap();
+        assert!(ws.write_atomic(&p, b"one").unwrap().created);
+        assert_eq!(ws.read(&p).unwrap(), b"one");
+        std::fs::set_permissions(
+            root.join("deep/er/file.txt"),
+            std::os::unix::fs::PermissionsExt::from_mode(0o600),
+        )
+        .unwrap();
+        let again = ws.write_atomic(&p, b"two").unwrap();
+        assert!(!again.created);
+        let mode = std::os::unix::fs::PermissionsExt::mode(
+            &std::fs::metadata(root.join("deep/er/file.txt"))
+                .unwrap()
+                .permissions(),
+        );
+        assert_eq!(mode & 0o777, 0o600);
+        assert_eq!(
+            listing(&root.join("deep/er")),
+            ["file.txt"],
+            "no temp file left"
+        );
+        std::fs::remove_dir_all(root.join("deep")).unwrap();
+    }
+}
+
+#[test]
+fn directories_fifos_and_missing_files_are_not_read() {
+    let (_tmp, root, _) = setup();
+    std::fs::create_dir(root.join("d")).unwrap();
+    let status = std::process::Command::new("mkfifo")
+        .arg(root.join("pipe"))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    for ws in both(&root) {
+        let err = ws.read(&ws.resolve("d").unwrap()).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                WorkspaceError::NotAFile {
+                    kind: "directory",
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        // Opening a FIFO for reading would block forever without O_NONBLOCK.
+        let err = ws.read(&ws.resolve("pipe").unwrap()).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                WorkspaceError::NotAFile {
+                    kind: "named pipe",
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        let err = ws.read(&ws.resolve("nope").unwrap()).unwrap_err();
+        assert_eq!(err.to_string(), "\"nope\" does not exist in the workspace");
+        let err = ws
+            .write_atomic(&ws.resolve("d").unwrap(), b"x")
+            .unwrap_err();
+        assert!(matches!(err, WorkspaceError::NotAFile { .. }), "{err}");
+    }
+}
+
+#[test]
+fn a_size_limit_is_enforced() {
+    let (_tmp, root, _) = setup();
+    std::fs::write(root.join("big"), vec![b'x'; 100]).unwrap();
+    let ws = Workspace::open(&root).unwrap();
+    let err = ws
+        .read_limited(&ws.resolve("big").unwrap(), 10)
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "\"big\" is 100 bytes, more than the 10-byte limit"
+    );
+}
+
+#[test]
+fn symlinks_pointing_out_are_refused_for_reads_and_writes_with_nothing_touched() {
+    let (_tmp, root, outside) = setup();
+    std::os::unix::fs::symlink(&outside, root.join("out")).unwrap();
+    std::os::unix::fs::symlink(outside.join("secret.txt"), root.join("secret-link")).unwrap();
+    std::os::unix::fs::symlink("../outside/secret.txt", root.join("relative-link")).unwrap();
+    for ws in both(&root) {
+        for path in ["out/secret.txt", "secret-link", "relative-link"] {
+            let err = ws.read(&ws.resolve(path).unwrap()).unwrap_err();
+            assert!(err.is_escape(), "{path}: {err}");
+        }
+        for path in [
+            "out/new.txt",
+            "out/sub/new.txt",
+            "secret-link",
+            "relative-link",
+        ] {
+            let err = ws
+                .write_atomic(&ws.resolve(path).unwrap(), b"pwned")
+                .unwrap_err();
+            assert!(err.is_escape(), "{path}: {err}");
+        }
+    }
+    assert_eq!(listing(&outside), ["secret.txt"]);
+    assert_eq!(
+        std::fs::read_to_string(outside.join("secret.txt")).unwrap(),
+        "secret"
+    );
+}
+
+#[test]
+fn a_symlink_inside_the_root_is_followed_for_reads_only_where_the_kernel_confines_it() {
+    let (_tmp, root, _) = setup();
+    std::fs::write(root.join("real.txt"), "real").unwrap();
+    std::os::unix::fs::symlink("real.txt", root.join("alias.txt")).unwrap();
+    let [auto, walk] = both(&root);
+    let p = auto.resolve("alias.txt").unwrap();
+    match auto.read(&p) {
+        Ok(bytes) => assert_eq!(bytes, b"real"),
+        // A kernel without openat2 falls back to the no-follow walk.
+        Err(e) => assert!(e.is_escape(), "{e}"),
+    }
+    assert!(walk.read(&p).unwrap_err().is_escape());
+    // Writing never replaces a link, even one that stays inside.
+    assert!(auto.write_atomic(&p, b"x").unwrap_err().is_escape());
+    assert_eq!(
+        std::fs::read_to_string(root.join("real.txt")).unwrap(),
+        "real"
+    );
+}
+
+/// Flips `root/sub` between a real directory and a symlink to `outside` until `stop`.
+fn flipper(root: &Path, outside: &Path, stop: Arc<AtomicBool>) -> thread::JoinHandle<u64> {
+    let sub = root.join("sub");
+    let parked = root.join("sub-real");
+    let outside = outside.to_path_buf();
+    thread::spawn(move || {
+        let mut flips = 0;
+        while !stop.load(Ordering::Relaxed) {
+            if std::fs::rename(&sub, &parked).is_ok() {
+                // A writer may recreate `sub` as a directory the moment it is gone; clear it.
+                for _ in 0..10 {
+                    if std::os::unix::fs::symlink(&outside, &sub).is_ok() {
+                        flips += 1;
+                        break;
+                    }
+                    let _ = std::fs::remove_dir_all(&sub);
+                }
+                thread::yield_now();
+                let _ = std::fs::remove_file(&sub);
+                while std::fs::rename(&parked, &sub).is_err() {
+                    let _ = std::fs::remove_dir_all(&sub);
+                }
+            }
+            thread::yield_now();
+        }
+        flips
+    })
+}
+
+#[test]
+fn a_symlink_swapped_in_between_check_and_use_never_leads_outside() {
+    let (_tmp, root, outside) = setup();
+    std::fs::create_dir(root.join("sub")).unwrap();
+    std::fs::write(root.join("sub/secret.txt"), "inside").unwrap();
+    for ws in both(&root) {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flips = flipper(&root, &outside, stop.clone());
+        let target = ws.resolve("sub/written.txt").unwrap();
+        let nested = ws.resolve("sub/new-dir/written.txt").unwrap();
+        let read = ws.resolve("sub/secret.txt").unwrap();
+        let mut refused = 0;
+        for _ in 0..2000 {
+            for p in [&target, &nested] {
+                // Under the flipper a write may also fail because its directory was removed;
+                // what matters is that none lands outside.
+                if ws.write_atomic(p, b"data").is_err() {
+                    refused += 1;
+                }
+            }
+            match ws.read(&read) {
+                Ok(bytes) => assert_eq!(bytes, b"inside", "read escaped the root"),
+                Err(_) => refused += 1,
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+        let flips = flips.join().unwrap();
+        assert_eq!(listing(&outside), ["secret.txt"], "nothing written outside");
+        assert_eq!(
+            std::fs::read_to_string(outside.join("secret.txt")).unwrap(),
+            "secret"
+        );
+        // The race is real only if the flipper ran and some operations met the link.
+        assert!(flips > 0 && refused > 0, "flips {flips}, refused {refused}");
+    }
+}
+
+#[test]
+fn a_concurrent_reader_never_sees_a_half_written_file() {
+    let (_tmp, root, _) = setup();
+    let ws = Workspace::open(&root).unwrap();
+    let p = ws.resolve("atomic.bin").unwrap();
+    let size = 1 << 20;
+    ws.write_atomic(&p, &vec![b'a'; size]).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let reader = {
+        let ws = ws.clone();
+        let p = p.clone();
+        let stop = stop.clone();
+        thread::spawn(move || {
+            let mut reads = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                let bytes = ws.read(&p).unwrap();
+                assert_eq!(bytes.len(), size, "a torn length");
+                let first = bytes[0];
+                assert!(bytes.iter().all(|&b| b == first), "a mixed file");
+                reads += 1;
+            }
+            reads
+        })
+    };
+    for i in 0..40 {
+        let byte = if i % 2 == 0 { b'b' } else { b'a' };
+        ws.write_atomic(&p, &vec![byte; size]).unwrap();
+    }
+    stop.store(true, Ordering::Relaxed);
+    assert!(reader.join().unwrap() > 0);
+    assert_eq!(listing(&root), ["atomic.bin"]);
+}
