@@ -118,6 +118,23 @@ fn site_stream(site: &str) -> u64 {
     })
 }
 
+/// The named perturbation sites and trace kinds, so a site or kind is spelled once.
+impl Schedule {
+    /// Site: before a plugin's `apply` runs.
+    pub const BEFORE_APPLY: &'static str = "before-apply";
+    /// Site: before a plugin registers something (a tool, a section, a service, an effect).
+    pub const BEFORE_REGISTER: &'static str = "before-register";
+
+    /// Trace kind: a plugin's `apply` started.
+    pub const TRACE_APPLY: &'static str = "apply";
+    /// Trace kind: a registration (a tool, an effect), with its name as the detail.
+    pub const TRACE_REGISTER: &'static str = "register";
+    /// Trace kind: a prompt section registration, with the section name.
+    pub const TRACE_SECTION: &'static str = "section";
+    /// Trace kind: a service provided, with the service name.
+    pub const TRACE_PROVIDE: &'static str = "provide";
+}
+
 impl Schedule {
     /// The schedule that perturbs nothing.
     pub fn fifo() -> Schedule {

@@ -162,7 +162,7 @@ mod tests {
         let bad = reg
             .execute(call(serde_json::json!({"todos": [{"content": "x"}]})), None)
             .await;
-        assert_eq!(bad.code.as_deref(), Some(codes::TOOL_ERROR));
+        assert_eq!(bad.code.as_deref(), Some(codes::INVALID_ARGUMENTS));
         {
             let lists = state.lock().unwrap();
             assert_eq!(lists.len(), 1);

@@ -87,22 +87,14 @@ impl ToolDefinition {
         &self.schema.name
     }
 
-    /// Checks the name and the parameters schema.
+    /// Checks the name and the shape of the parameters schema (the registry also compiles it).
     ///
     /// # Errors
-    /// A [`RegisterError`] for an empty or reserved name, a parameters value that is not a
-    /// `"type": "object"` schema, or a zero timeout.
+    /// A [`RegisterError`] for a name [`check_tool_name`] refuses, a parameters value that is not
+    /// a `"type": "object"` schema, or a zero timeout.
     pub fn validate(&self) -> Result<(), RegisterError> {
         let name = self.name();
-        if name.is_empty() {
-            return Err(RegisterError::EmptyName);
-        }
-        if name == crate::RUN_CODE {
-            return Err(RegisterError::ReservedRunCode);
-        }
-        if name == cordis_system_prompt::TOOL_ORDER_REST {
-            return Err(RegisterError::ReservedRest);
-        }
+        check_tool_name(name)?;
         let is_object_schema = self
             .schema
             .parameters
@@ -122,6 +114,33 @@ impl ToolDefinition {
     }
 }
 
+/// The longest tool name, in bytes.
+pub const MAX_TOOL_NAME: usize = 128;
+
+/// The one tool-name rule, for built-in, declared and dylib tools alike: 1 to
+/// [`MAX_TOOL_NAME`] bytes without whitespace or control characters, and not a reserved name
+/// (`run_code`, `<unlisted-tools>`).
+///
+/// # Errors
+/// The [`RegisterError`] naming the broken rule.
+pub fn check_tool_name(name: &str) -> Result<(), RegisterError> {
+    if name.is_empty() {
+        return Err(RegisterError::EmptyName);
+    }
+    if name.len() > MAX_TOOL_NAME || name.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(RegisterError::InvalidName {
+            name: name.to_owned(),
+        });
+    }
+    if name == crate::RUN_CODE {
+        return Err(RegisterError::ReservedRunCode);
+    }
+    if name == cordis_system_prompt::TOOL_ORDER_REST {
+        return Err(RegisterError::ReservedRest);
+    }
+    Ok(())
+}
+
 /// One tool call to execute.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolCall {
@@ -137,6 +156,8 @@ pub struct ToolCall {
 pub mod codes {
     /// No visible tool of that name (unknown, or restricted away for this scope).
     pub const UNKNOWN_TOOL: &str = "UNKNOWN_TOOL";
+    /// The arguments are not a JSON object matching the tool's parameters schema.
+    pub const INVALID_ARGUMENTS: &str = "INVALID_ARGUMENTS";
     /// Denied by `tools/pre-execute` or a guard.
     pub const DENIED: &str = "DENIED";
     /// The handler returned an error.

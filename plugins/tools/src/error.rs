@@ -6,6 +6,15 @@ pub enum RegisterError {
     /// Tool names must be non-empty.
     #[error("tool name must be non-empty")]
     EmptyName,
+    /// A name longer than the limit or with whitespace or control characters.
+    #[error(
+        "invalid tool name {name:?}: names are 1 to {max} bytes without whitespace or control characters",
+        max = crate::MAX_TOOL_NAME
+    )]
+    InvalidName {
+        /// The refused name.
+        name: String,
+    },
     /// `run_code` is reserved, always.
     #[error(
         "tool name \"run_code\" is reserved for the Code Mode presentation transport and cannot be registered or shadowed"
@@ -21,6 +30,14 @@ pub enum RegisterError {
     InvalidParameters {
         /// The tool name.
         name: String,
+    },
+    /// The parameters do not compile as a JSON Schema.
+    #[error("tool \"{name}\" parameters are not a valid JSON Schema: {reason}")]
+    InvalidSchema {
+        /// The tool name.
+        name: String,
+        /// What the schema compiler said.
+        reason: String,
     },
     /// A zero timeout would fail every call.
     #[error("tool \"{name}\" timeout must be positive")]

@@ -1,17 +1,19 @@
-//! Executing a call: `tools/pre-execute` (may deny) → guards (may deny) → dispatch (timeout,
-//! panic containment) → `tools/post-execute`.
+//! Executing a call: `tools/pre-execute` (may deny) → resolve → argument check → guards (may
+//! deny) → dispatch (timeout, panic containment) → `tools/post-execute`. Each stage is its own
+//! function, so a new stage (approvals, a presentation transport) slots in between two others.
 //!
 //! Every failure becomes an error [`ToolResult`]; `execute` never panics and never returns `Err`,
 //! because the agent loop must always be able to hand the model a result for each call.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
 
 use cordis_runtime::Waterfall;
 use cordis_schema::ScopeKey;
 use futures_util::FutureExt;
 
 use crate::definition::{ToolCall, ToolCallContext, ToolResult, codes};
-use crate::registry::ToolRegistry;
+use crate::registry::{Registered, ToolRegistry};
 
 /// What a `tools/pre-execute` listener decides.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -66,35 +68,23 @@ use cordis_runtime::panic_message as panic_text;
 impl ToolRegistry {
     /// Executes `call` as seen from `scope`.
     ///
-    /// Unknown or restricted-away tools give `UNKNOWN_TOOL`; denials `DENIED`; handler errors,
-    /// panics and timeouts `TOOL_ERROR`, `TOOL_PANICKED`, `TOOL_TIMEOUT`.
+    /// The pipeline, in order: `tools/pre-execute` (may rewrite or deny) → resolve the visible
+    /// tool (`UNKNOWN_TOOL`) → check the arguments against its schema (`INVALID_ARGUMENTS`) →
+    /// guards (`DENIED`) → run the handler (`TOOL_ERROR`, `TOOL_PANICKED`, `TOOL_TIMEOUT`) →
+    /// `tools/post-execute`. Guards see only calls that could run, with checked arguments.
     ///
     /// # Cancel safety
     /// Dropping the future drops the running handler future.
     pub async fn execute(&self, call: ToolCall, scope: Option<ScopeKey>) -> ToolResult {
         let ctx = self.inner.ctx.clone();
-        let pre = PreExecute {
-            call: call.clone(),
-            scope,
-            decision: Decision::Allow,
+        let call = match self.pre_execute(call, scope).await {
+            Ok(call) => call,
+            Err(result) => return result,
         };
-        let pre = match ctx.waterfall::<ToolsPreExecute>(pre).await {
-            Ok(pre) => pre,
-            Err(e) => return ToolResult::error(&call, codes::INTERNAL, e.to_string()),
+        let result = match self.admit(&call, scope) {
+            Ok(tool) => run(&tool, &call, scope).await,
+            Err(result) => result,
         };
-        let call = pre.call;
-        if let Decision::Deny(reason) = pre.decision {
-            return ToolResult::error(&call, codes::DENIED, reason);
-        }
-        for guard in self.inner.guards(scope) {
-            // A panicking guard fails closed: a broken policy must not become an allow.
-            let denial = catch_unwind(AssertUnwindSafe(|| guard(&call, scope)))
-                .unwrap_or_else(|p| Some(format!("tool guard panicked: {}", panic_text(&*p))));
-            if let Some(reason) = denial {
-                return ToolResult::error(&call, codes::DENIED, reason);
-            }
-        }
-        let result = self.dispatch(&call, scope).await;
         let post = PostExecute {
             call: call.clone(),
             scope,
@@ -106,48 +96,92 @@ impl ToolRegistry {
         }
     }
 
-    async fn dispatch(&self, call: &ToolCall, scope: Option<ScopeKey>) -> ToolResult {
-        let Some(def) = self.inner.view(scope).visible.get(&call.name).cloned() else {
-            return ToolResult::error(
+    /// `tools/pre-execute`: the call as listeners left it, or the denial.
+    async fn pre_execute(
+        &self,
+        call: ToolCall,
+        scope: Option<ScopeKey>,
+    ) -> Result<ToolCall, ToolResult> {
+        let pre = PreExecute {
+            call: call.clone(),
+            scope,
+            decision: Decision::Allow,
+        };
+        let pre = self
+            .inner
+            .ctx
+            .waterfall::<ToolsPreExecute>(pre)
+            .await
+            .map_err(|e| ToolResult::error(&call, codes::INTERNAL, e.to_string()))?;
+        match pre.decision {
+            Decision::Allow => Ok(pre.call),
+            Decision::Deny(reason) => Err(ToolResult::error(&pre.call, codes::DENIED, reason)),
+        }
+    }
+
+    /// Resolves the tool, checks the arguments, then asks the guards.
+    fn admit(
+        &self,
+        call: &ToolCall,
+        scope: Option<ScopeKey>,
+    ) -> Result<Arc<Registered>, ToolResult> {
+        let Some(tool) = self.inner.view(scope).visible.get(&call.name).cloned() else {
+            return Err(ToolResult::error(
                 call,
                 codes::UNKNOWN_TOOL,
                 format!("unknown tool \"{}\"", call.name),
-            );
+            ));
         };
-        let cx = ToolCallContext {
-            call_id: call.call_id.clone(),
-            scope,
-        };
-        let handler = def.handler.clone();
-        let args = call.arguments.clone();
-        let timeout = def.timeout;
-        // Both the synchronous call and the future are inside catch_unwind: a handler may panic
-        // before returning its future, while polling it, or (no time driver) in the timer.
-        let run = async move {
-            let fut = handler(args, cx);
-            match timeout {
-                Some(limit) => tokio::time::timeout(limit, fut).await.ok(),
-                None => Some(fut.await),
+        tool.arguments
+            .check(&call.name, &call.arguments)
+            .map_err(|message| ToolResult::error(call, codes::INVALID_ARGUMENTS, message))?;
+        for guard in self.inner.guards(scope) {
+            // A panicking guard fails closed: a broken policy must not become an allow.
+            let denial = catch_unwind(AssertUnwindSafe(|| guard(call, scope)))
+                .unwrap_or_else(|p| Some(format!("tool guard panicked: {}", panic_text(&*p))));
+            if let Some(reason) = denial {
+                return Err(ToolResult::error(call, codes::DENIED, reason));
             }
-        };
-        match AssertUnwindSafe(run).catch_unwind().await {
-            Ok(Some(Ok(output))) => ToolResult::ok(call, output.content),
-            Ok(Some(Err(message))) => ToolResult::error(call, codes::TOOL_ERROR, message),
-            Ok(None) => ToolResult::error(
-                call,
-                codes::TOOL_TIMEOUT,
-                format!(
-                    "tool \"{}\" did not finish within {} ms (timeout)",
-                    call.name,
-                    timeout.unwrap_or_default().as_millis()
-                ),
-            ),
-            Err(payload) => ToolResult::error(
-                call,
-                codes::TOOL_PANICKED,
-                format!("tool \"{}\" panicked: {}", call.name, panic_text(&*payload)),
-            ),
         }
+        Ok(tool)
+    }
+}
+
+/// Runs the handler with its timeout, containing panics.
+async fn run(tool: &Registered, call: &ToolCall, scope: Option<ScopeKey>) -> ToolResult {
+    let cx = ToolCallContext {
+        call_id: call.call_id.clone(),
+        scope,
+    };
+    let handler = tool.def.handler.clone();
+    let args = call.arguments.clone();
+    let timeout = tool.def.timeout;
+    // Both the synchronous call and the future are inside catch_unwind: a handler may panic
+    // before returning its future, while polling it, or (no time driver) in the timer.
+    let run = async move {
+        let fut = handler(args, cx);
+        match timeout {
+            Some(limit) => tokio::time::timeout(limit, fut).await.ok(),
+            None => Some(fut.await),
+        }
+    };
+    match AssertUnwindSafe(run).catch_unwind().await {
+        Ok(Some(Ok(output))) => ToolResult::ok(call, output.content),
+        Ok(Some(Err(message))) => ToolResult::error(call, codes::TOOL_ERROR, message),
+        Ok(None) => ToolResult::error(
+            call,
+            codes::TOOL_TIMEOUT,
+            format!(
+                "tool \"{}\" did not finish within {} ms (timeout)",
+                call.name,
+                timeout.unwrap_or_default().as_millis()
+            ),
+        ),
+        Err(payload) => ToolResult::error(
+            call,
+            codes::TOOL_PANICKED,
+            format!("tool \"{}\" panicked: {}", call.name, panic_text(&*payload)),
+        ),
     }
 }
 
@@ -310,6 +344,150 @@ mod tests {
         });
         let r = reg.execute(call("read"), None).await;
         assert_eq!(r.code.as_deref(), Some(codes::INTERNAL));
+        root.dispose();
+    }
+
+    fn todo_tool() -> ToolDefinition {
+        let mut def = tool("todo_write");
+        def.schema.parameters = serde_json::json!({
+            "type": "object",
+            "properties": {
+                "todos": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "content": {"type": "string"},
+                            "status": {"type": "string", "enum": ["pending", "in_progress", "completed"]}
+                        },
+                        "required": ["content", "status"],
+                        "additionalProperties": false
+                    }
+                }
+            },
+            "required": ["todos"],
+            "additionalProperties": false
+        });
+        def
+    }
+
+    async fn todo_call(arguments: serde_json::Value) -> ToolResult {
+        let root = Context::root();
+        let reg = ToolRegistry::new(root.clone());
+        let _ = reg.register(&root, todo_tool()).unwrap();
+        let result = reg
+            .execute(
+                ToolCall {
+                    call_id: "c1".into(),
+                    name: "todo_write".into(),
+                    arguments,
+                },
+                None,
+            )
+            .await;
+        root.dispose();
+        result
+    }
+
+    async fn invalid(arguments: serde_json::Value) -> String {
+        let r = todo_call(arguments).await;
+        assert_eq!(r.code.as_deref(), Some(codes::INVALID_ARGUMENTS), "{r:?}");
+        r.content.as_str().unwrap().to_owned()
+    }
+
+    #[tokio::test]
+    async fn arguments_matching_the_schema_reach_the_handler() {
+        let ok = serde_json::json!({"todos": [{"content": "x", "status": "pending"}]});
+        assert!(!todo_call(ok).await.is_error);
+    }
+
+    #[tokio::test]
+    async fn a_missing_required_field_is_refused_before_the_handler() {
+        assert_eq!(
+            invalid(serde_json::json!({"todos": [{"content": "x"}]})).await,
+            "arguments of \"todo_write\" are invalid: /todos/0/status: is required"
+        );
+        assert_eq!(
+            invalid(serde_json::json!({})).await,
+            "arguments of \"todo_write\" are invalid: /todos: is required"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_wrong_type_or_value_names_the_path_and_the_rule() {
+        assert_eq!(
+            invalid(serde_json::json!({"todos": "none"})).await,
+            "arguments of \"todo_write\" are invalid: /todos: expected array, got string"
+        );
+        assert_eq!(
+            invalid(serde_json::json!({"todos": [{"content": "x", "status": "x"}]})).await,
+            "arguments of \"todo_write\" are invalid: /todos/0/status: \"x\" is not one of [\"pending\",\"in_progress\",\"completed\"]"
+        );
+    }
+
+    #[tokio::test]
+    async fn additional_properties_false_refuses_unknown_keys_and_lists_every_violation_sorted() {
+        assert_eq!(
+            invalid(serde_json::json!({"todos": [], "extra": 1})).await,
+            "arguments of \"todo_write\" are invalid: /extra: is not allowed (additionalProperties is false)"
+        );
+        assert_eq!(
+            invalid(serde_json::json!({
+                "todos": [{"content": 1, "status": "pending", "z": 0, "a": 0}]
+            }))
+            .await,
+            "arguments of \"todo_write\" are invalid: /todos/0/a: is not allowed (additionalProperties is false); \
+             /todos/0/content: expected string, got number; \
+             /todos/0/z: is not allowed (additionalProperties is false)"
+        );
+    }
+
+    #[tokio::test]
+    async fn argument_text_that_is_not_json_is_refused() {
+        assert_eq!(
+            invalid(serde_json::Value::String("{\"todos\": [".into())).await,
+            "arguments of \"todo_write\" are not valid JSON: EOF while parsing a list at line 1 column 11"
+        );
+        assert_eq!(
+            invalid(serde_json::json!("\"quoted\"")).await,
+            "arguments of \"todo_write\" must be a JSON object, got a string"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_json_array_or_scalar_is_not_an_arguments_object() {
+        assert_eq!(
+            invalid(serde_json::json!([{"todos": []}])).await,
+            "arguments of \"todo_write\" must be a JSON object, got an array"
+        );
+        // The schema's own `type` is not what catches these: even `{"type": "object"}`
+        // (accept any object) refuses them.
+        let root = Context::root();
+        let reg = ToolRegistry::new(root.clone());
+        let _ = reg.register(&root, tool("any")).unwrap();
+        let mut c = call("any");
+        c.arguments = serde_json::json!(null);
+        let r = reg.execute(c, None).await;
+        assert_eq!(r.code.as_deref(), Some(codes::INVALID_ARGUMENTS));
+        assert_eq!(
+            r.content,
+            "arguments of \"any\" must be a JSON object, got null"
+        );
+        root.dispose();
+    }
+
+    #[tokio::test]
+    async fn a_denying_guard_never_sees_invalid_arguments() {
+        let root = Context::root();
+        let reg = ToolRegistry::new(root.clone());
+        let _ = reg.register(&root, todo_tool()).unwrap();
+        let _ = reg
+            .guard(&root, None, |_, _| Some("ask first".into()))
+            .unwrap();
+        let mut c = call("todo_write");
+        c.arguments = serde_json::json!([]);
+        let r = reg.execute(c, None).await;
+        assert_eq!(r.code.as_deref(), Some(codes::INVALID_ARGUMENTS));
         root.dispose();
     }
 }

@@ -8,6 +8,7 @@
 //! [`ToolRegistry::schemas`] is the capability catalog; what the model sees is the system-prompt
 //! assembly's canonical list, to which the registry contributes as one tool provider.
 
+mod arguments;
 mod definition;
 mod error;
 mod execute;
@@ -16,7 +17,8 @@ mod registry;
 
 pub use cordis_schema::{ScopeKey, ToolSchema};
 pub use definition::{
-    ToolCall, ToolCallContext, ToolDefinition, ToolHandler, ToolOutput, ToolResult, codes,
+    MAX_TOOL_NAME, ToolCall, ToolCallContext, ToolDefinition, ToolHandler, ToolOutput, ToolResult,
+    check_tool_name, codes,
 };
 pub use error::RegisterError;
 pub use execute::{Decision, PostExecute, PreExecute, ToolsPostExecute, ToolsPreExecute};

@@ -13,11 +13,12 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
-use cordis_runtime::{Context, EffectHandle, Event, Service};
+use cordis_runtime::{Context, EffectHandle, Event, Schedule, Service};
 use cordis_schema::{ScopeKey, ToolSchema};
 use cordis_system_prompt::{ToolProviderResult, sort_by_name_utf16};
 use serde::{Deserialize, Serialize};
 
+use crate::arguments::ArgumentSchema;
 use crate::definition::{ToolCall, ToolDefinition};
 use crate::error::RegisterError;
 
@@ -60,9 +61,15 @@ impl Compiled {
     }
 }
 
+/// A registered tool: its definition and its compiled parameters schema.
+pub(crate) struct Registered {
+    pub(crate) def: ToolDefinition,
+    pub(crate) arguments: ArgumentSchema,
+}
+
 #[derive(Default)]
 struct Layer {
-    tools: BTreeMap<String, (u64, Arc<ToolDefinition>)>,
+    tools: BTreeMap<String, (u64, Arc<Registered>)>,
     restrictions: BTreeMap<u64, Compiled>,
     guards: BTreeMap<u64, Guard>,
 }
@@ -75,7 +82,7 @@ impl Layer {
 
 /// What one scope can see.
 pub(crate) struct View {
-    pub(crate) visible: BTreeMap<String, Arc<ToolDefinition>>,
+    pub(crate) visible: BTreeMap<String, Arc<Registered>>,
     /// Pre-restriction names, for `toolOrder` validation.
     pub(crate) known: BTreeSet<String>,
 }
@@ -125,8 +132,8 @@ impl Store {
     }
 
     /// Global tools, then ancestors farthest first (so nearer ones overwrite); not `scope` itself.
-    fn inherited(&self, scope: Option<ScopeKey>) -> BTreeMap<String, Arc<ToolDefinition>> {
-        let mut out: BTreeMap<String, Arc<ToolDefinition>> = self
+    fn inherited(&self, scope: Option<ScopeKey>) -> BTreeMap<String, Arc<Registered>> {
+        let mut out: BTreeMap<String, Arc<Registered>> = self
             .global
             .tools
             .iter()
@@ -159,7 +166,7 @@ impl Store {
             .filter_map(|k| self.scoped.get(k))
             .flat_map(|l| l.restrictions.values())
             .collect();
-        let mut visible: BTreeMap<String, Arc<ToolDefinition>> = inherited
+        let mut visible: BTreeMap<String, Arc<Registered>> = inherited
             .into_iter()
             .filter(|(n, _)| restrictions.iter().all(|r| r.admits(n)))
             .collect();
@@ -217,8 +224,8 @@ impl Inner {
     }
 }
 
-fn schemas_of(visible: &BTreeMap<String, Arc<ToolDefinition>>) -> Vec<ToolSchema> {
-    let mut out: Vec<ToolSchema> = visible.values().map(|d| d.schema.clone()).collect();
+fn schemas_of(visible: &BTreeMap<String, Arc<Registered>>) -> Vec<ToolSchema> {
+    let mut out: Vec<ToolSchema> = visible.values().map(|r| r.def.schema.clone()).collect();
     sort_by_name_utf16(&mut out, |s| &s.name);
     out
 }
@@ -266,6 +273,25 @@ impl ToolRegistry {
         self.register_in(ctx, None, def)
     }
 
+    /// Registers a global tool the way a plugin's `apply` should: a seeded schedule point
+    /// ([`Schedule::BEFORE_REGISTER`], so randomized schedules interleave registrations across
+    /// plugins), a [`Schedule::TRACE_REGISTER`] trace naming the tool, then [`Self::register`].
+    ///
+    /// # Errors
+    /// As [`Self::register`].
+    ///
+    /// # Cancel safety
+    /// Dropping it before the registration registers nothing.
+    pub async fn register_scheduled(
+        &self,
+        ctx: &Context,
+        def: ToolDefinition,
+    ) -> Result<EffectHandle, RegisterError> {
+        ctx.schedule().point(Schedule::BEFORE_REGISTER).await;
+        ctx.trace(Schedule::TRACE_REGISTER, def.name().to_owned());
+        self.register(ctx, def)
+    }
+
     /// Registers a tool into `scope`'s layer as an effect of `ctx`'s scope.
     ///
     /// # Errors
@@ -287,7 +313,9 @@ impl ToolRegistry {
     ) -> Result<EffectHandle, RegisterError> {
         def.validate()?;
         let name = def.name().to_owned();
-        let def = Arc::new(def);
+        // Compiled once here, so every call is checked without reparsing the schema.
+        let arguments = ArgumentSchema::compile(&name, &def.schema.parameters)?;
+        let def = Arc::new(Registered { def, arguments });
         self.write(
             ctx,
             scope,
@@ -460,7 +488,7 @@ impl ToolRegistry {
             .view(scope)
             .visible
             .get(name)
-            .map(|d| d.schema.clone())
+            .map(|r| r.def.schema.clone())
     }
 
     /// What this registry offers the prompt assembly for `scope`: schemas plus known names.
@@ -807,6 +835,96 @@ mod tests {
             names(&reg.schemas(None)),
             ["a", "b", "\u{1F600}", "\u{FF5E}"]
         );
+        root.dispose();
+    }
+
+    #[tokio::test]
+    async fn a_parameters_value_that_is_not_a_valid_schema_is_refused_at_registration() {
+        let root = Context::root();
+        let reg = ToolRegistry::new(root.clone());
+        let with = |parameters: serde_json::Value| {
+            let mut t = tool("bad");
+            t.schema.parameters = parameters;
+            t
+        };
+        let err = reg
+            .register(
+                &root,
+                with(serde_json::json!({"type": "object", "properties": {"a": {"type": "text"}}})),
+            )
+            .unwrap_err();
+        assert!(
+            matches!(err, RegisterError::InvalidSchema { .. }),
+            "{err:?}"
+        );
+        assert!(
+            err.to_string()
+                .starts_with("tool \"bad\" parameters are not a valid JSON Schema: "),
+            "{err}"
+        );
+        let err = reg
+            .register(
+                &root,
+                with(serde_json::json!({"type": "object", "required": "a"})),
+            )
+            .unwrap_err();
+        assert!(
+            matches!(err, RegisterError::InvalidSchema { .. }),
+            "{err:?}"
+        );
+        // No reference is fetched: a schema must be self-contained.
+        let err = reg
+            .register(
+                &root,
+                with(serde_json::json!({"type": "object", "properties": {"a": {"$ref": "file:///etc/passwd"}}})),
+            )
+            .unwrap_err();
+        assert!(
+            matches!(err, RegisterError::InvalidSchema { .. }),
+            "{err:?}"
+        );
+        let local = serde_json::json!({
+            "type": "object",
+            "$defs": {"s": {"type": "string"}},
+            "properties": {"a": {"$ref": "#/$defs/s"}}
+        });
+        let _ = reg.register(&root, with(local)).unwrap();
+        root.dispose();
+    }
+
+    #[tokio::test]
+    async fn one_name_rule_refuses_whitespace_control_and_overlong_names() {
+        let root = Context::root();
+        let reg = ToolRegistry::new(root.clone());
+        assert_eq!(
+            reg.register(&root, tool("has space"))
+                .unwrap_err()
+                .to_string(),
+            "invalid tool name \"has space\": names are 1 to 128 bytes without whitespace or control characters"
+        );
+        for bad in ["tab\t", "nl\n", "bell\u{7}", &"x".repeat(129)] {
+            assert!(
+                matches!(
+                    crate::check_tool_name(bad),
+                    Err(RegisterError::InvalidName { .. })
+                ),
+                "{bad:?}"
+            );
+        }
+        assert!(crate::check_tool_name(&"x".repeat(128)).is_ok());
+        assert!(crate::check_tool_name("\u{1F600}").is_ok());
+        root.dispose();
+    }
+
+    #[tokio::test]
+    async fn register_scheduled_traces_the_tool_name() {
+        let root = Context::root();
+        let reg = ToolRegistry::new(root.clone());
+        let _ = reg.register_scheduled(&root, tool("traced")).await.unwrap();
+        assert_eq!(reg.get("traced", None).unwrap().name, "traced");
+        let traced = root.trace_details(Schedule::TRACE_REGISTER);
+        assert_eq!(traced.len(), 1);
+        assert!(traced[0].ends_with(": traced"), "{traced:?}");
         root.dispose();
     }
 }
