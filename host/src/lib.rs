@@ -17,9 +17,11 @@ pub mod digest;
 pub mod dylib;
 pub mod fault;
 pub mod loader;
+pub mod log_probe;
 pub mod permute;
 pub mod plan;
 pub mod reload;
+pub mod shutdown;
 pub mod watch;
 
 pub use assembly::{AssemblyView, assembly_view};

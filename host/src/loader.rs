@@ -52,6 +52,25 @@ impl EntryStatus {
             EntryStatus::Disabled => "disabled",
         }
     }
+
+    /// Whether the entry is where the config asked it to be: active, or disabled by the config.
+    /// Anything else (pending, still loading, failed, disposed) is a problem to report.
+    pub fn is_as_configured(self) -> bool {
+        matches!(self, EntryStatus::Active | EntryStatus::Disabled)
+    }
+
+    /// The status named `name` (as [`EntryStatus::as_str`] spells it).
+    pub fn from_name(name: &str) -> Option<EntryStatus> {
+        Some(match name {
+            "pending" => EntryStatus::Pending,
+            "loading" => EntryStatus::Loading,
+            "active" => EntryStatus::Active,
+            "failed" => EntryStatus::Failed,
+            "disposed" => EntryStatus::Disposed,
+            "disabled" => EntryStatus::Disabled,
+            _ => return None,
+        })
+    }
 }
 
 impl From<ScopeStatus> for EntryStatus {
@@ -124,7 +143,7 @@ impl BootReport {
     pub fn all_active(&self) -> bool {
         self.entries
             .iter()
-            .all(|e| matches!(e.status, EntryStatus::Active | EntryStatus::Disabled))
+            .all(|e| e.status.is_as_configured())
     }
 
     /// The report as one JSON object: seed, schedule, entries, assembly, digest, incidents.
@@ -329,10 +348,8 @@ pub fn boot_blocking(
     plan: &LoadPlan,
     schedule: Schedule,
 ) -> std::io::Result<(BootReport, LiveCounts)> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    Ok(rt.block_on(async {
+    let rt = crate::shutdown::current_thread()?;
+    let outcome = rt.block_on(async {
         let root = Context::root_with(schedule);
         let report = boot(&root, plan).await;
         root.dispose();
@@ -344,5 +361,7 @@ pub fn boot_blocking(
             tokio::task::yield_now().await;
         }
         (report, root.live())
-    }))
+    });
+    crate::shutdown::end(rt);
+    Ok(outcome)
 }

@@ -191,9 +191,7 @@ pub fn permute(
                 let positions = &positions;
                 let done = &done;
                 s.spawn(move || -> std::io::Result<Partial> {
-                    let rt = tokio::runtime::Builder::new_current_thread()
-                        .enable_all()
-                        .build()?;
+                    let rt = crate::shutdown::current_thread()?;
                     let mut part = Partial {
                         headers: HashMap::new(),
                         registrations: HashSet::new(),
@@ -218,6 +216,7 @@ pub fn permute(
                         let d = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
                         on_progress(d);
                     }
+                    crate::shutdown::end(rt);
                     Ok(part)
                 })
             })

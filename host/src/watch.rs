@@ -1,68 +1,304 @@
-//! Watching a config file for `--watch`: filesystem events on its directory, debounced.
+//! Watching a config file for `--watch`: filesystem events, debounced, checked against the
+//! file's content.
 //!
-//! The directory is watched, not the file, because editors save by writing a new file and
-//! renaming it over the old one, which ends a watch on the old inode.
+//! Editors save by writing a new file and renaming it over the old one, which ends a watch on
+//! the old inode; a Kubernetes ConfigMap swaps a `..data` symlink, so the file's own name never
+//! appears in an event; and a directory can be deleted and created again (or renamed away and
+//! back), which silently ends a watch on it. So the watcher
+//! - watches directories, not the file: the config's own directory and the directory of the
+//!   file it resolves to through symlinks, and takes any event there as a hint;
+//! - decides whether the config changed from a fingerprint of what the path resolves to
+//!   (resolved path and content hash), never from event names;
+//! - re-checks every [`POLL`] as well, re-establishes its watches when a watched directory is
+//!   replaced or comes back, and says so ([`WatchNote::Interrupted`] / [`WatchNote::Resumed`])
+//!   instead of silently following nothing.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use notify::{RecommendedWatcher, RecursiveMode, Watcher};
+use sha2::{Digest, Sha256};
 use tokio::sync::mpsc;
 
 /// Quiet time after the last event before a burst of writes counts as one change.
 pub const DEBOUNCE: Duration = Duration::from_millis(150);
 
+/// How often the watcher re-checks without an event (a missed or impossible event, a watched
+/// directory that went away).
+pub const POLL: Duration = Duration::from_millis(1000);
+
+/// What [`ConfigWatcher::changed`] reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WatchNote {
+    /// The file's content (or what its path resolves to) changed.
+    Changed,
+    /// Watching is interrupted, and why (the directory is gone, a watch could not be set).
+    /// The watcher keeps re-checking and reports [`WatchNote::Resumed`] when it can again.
+    Interrupted(String),
+    /// Watching works again after an interruption.
+    Resumed,
+}
+
+/// What the config path resolves to, to compare across events.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Fingerprint {
+    resolved: PathBuf,
+    sha256: [u8; 32],
+}
+
+/// The identity of a watched directory, to notice it being replaced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct DirId {
+    path: PathBuf,
+    dev_ino: Option<(u64, u64)>,
+}
+
 /// Reports changes of one file.
 pub struct ConfigWatcher {
-    _watcher: RecommendedWatcher,
+    path: PathBuf,
+    tx: mpsc::UnboundedSender<()>,
     events: mpsc::UnboundedReceiver<()>,
+    watcher: Option<RecommendedWatcher>,
+    watched: Vec<DirId>,
+    last: Option<Fingerprint>,
+    interrupted: bool,
+}
+
+/// `(dev, inode)` of a directory, when it exists.
+fn dev_ino(path: &Path) -> Option<(u64, u64)> {
+    let meta = std::fs::metadata(path).ok()?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        Some((meta.dev(), meta.ino()))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = meta;
+        Some((0, 0))
+    }
+}
+
+/// The directories to watch for `path`: its own, and its resolved target's when different.
+fn dirs_for(path: &Path) -> Vec<PathBuf> {
+    let own = path
+        .parent()
+        .map_or_else(|| PathBuf::from("."), Path::to_owned);
+    let mut dirs = vec![own];
+    if let Ok(resolved) = std::fs::canonicalize(path)
+        && let Some(parent) = resolved.parent()
+        && !dirs.iter().any(|d| d == parent)
+    {
+        dirs.push(parent.to_owned());
+    }
+    dirs
+}
+
+/// Reads what `path` resolves to now; `None` when it cannot be read.
+fn fingerprint(path: &Path) -> Option<Fingerprint> {
+    let resolved = std::fs::canonicalize(path).ok()?;
+    let bytes = std::fs::read(&resolved).ok()?;
+    Some(Fingerprint {
+        resolved,
+        sha256: Sha256::digest(&bytes).into(),
+    })
 }
 
 impl ConfigWatcher {
     /// Starts watching `path`.
     ///
     /// # Errors
-    /// When the directory cannot be watched (missing, or the system's watch limit is reached).
+    /// When the file's directory cannot be watched now (missing, or the system's watch limit is
+    /// reached): a watch that cannot start is a usage error, unlike one interrupted later.
     pub fn new(path: &Path) -> notify::Result<ConfigWatcher> {
         let path: PathBuf = if path.is_absolute() {
             path.to_owned()
         } else {
             std::env::current_dir()?.join(path)
         };
-        let dir = path
-            .parent()
-            .map_or_else(|| PathBuf::from("."), Path::to_owned);
-        let name = path.file_name().map(ToOwned::to_owned);
         let (tx, events) = mpsc::unbounded_channel();
-        let mut watcher =
-            notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
-                let Ok(event) = event else { return };
-                if event.kind.is_access() {
-                    return;
-                }
-                if event.paths.iter().any(|p| p.file_name() == name.as_deref()) {
-                    let _ = tx.send(());
-                }
-            })?;
-        watcher.watch(&dir, RecursiveMode::NonRecursive)?;
-        Ok(ConfigWatcher {
-            _watcher: watcher,
+        let mut watcher = ConfigWatcher {
+            last: fingerprint(&path),
+            path,
+            tx,
             events,
-        })
+            watcher: None,
+            watched: Vec::new(),
+            interrupted: false,
+        };
+        watcher.establish()?;
+        Ok(watcher)
     }
 
-    /// Waits for the next change, then for [`DEBOUNCE`] of quiet; `None` if watching stopped.
-    ///
-    /// # Cancel safety
-    /// Cancel safe: an event already received is not lost, the next call sees the change.
-    pub async fn changed(&mut self) -> Option<()> {
-        self.events.recv().await?;
-        loop {
-            match tokio::time::timeout(DEBOUNCE, self.events.recv()).await {
-                Ok(Some(())) => continue,
-                Ok(None) => return None,
-                Err(_) => return Some(()),
+    /// (Re)creates the OS watches on the current directory set.
+    fn establish(&mut self) -> notify::Result<()> {
+        self.watcher = None;
+        self.watched.clear();
+        let tx = self.tx.clone();
+        let mut watcher =
+            notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+                // Any event, or an error of the watch itself, is a hint to re-check.
+                if let Ok(event) = &event
+                    && event.kind.is_access()
+                {
+                    return;
+                }
+                let _ = tx.send(());
+            })?;
+        for dir in dirs_for(&self.path) {
+            watcher.watch(&dir, RecursiveMode::NonRecursive)?;
+            self.watched.push(DirId {
+                dev_ino: dev_ino(&dir),
+                path: dir,
+            });
+        }
+        self.watcher = Some(watcher);
+        Ok(())
+    }
+
+    /// Whether the watched directories are still the ones the path needs, unreplaced.
+    fn watches_are_current(&self) -> bool {
+        let wanted = dirs_for(&self.path);
+        wanted.len() == self.watched.len()
+            && wanted.iter().zip(&self.watched).all(|(dir, id)| {
+                *dir == id.path && id.dev_ino.is_some() && dev_ino(dir) == id.dev_ino
+            })
+    }
+
+    /// One re-check: repairs the watches if needed, then compares the fingerprint.
+    async fn check(&mut self) -> Option<WatchNote> {
+        if !self.watches_are_current() {
+            match self.establish() {
+                Ok(()) if self.interrupted => {
+                    self.interrupted = false;
+                    // The file may have changed while nothing was watched.
+                    self.last = None;
+                    return Some(WatchNote::Resumed);
+                }
+                Ok(()) => {}
+                Err(e) if !self.interrupted => {
+                    self.interrupted = true;
+                    self.watcher = None;
+                    self.watched.clear();
+                    let dir = self
+                        .path
+                        .parent()
+                        .map_or_else(|| ".".to_owned(), |d| d.display().to_string());
+                    return Some(WatchNote::Interrupted(format!(
+                        "cannot watch {dir}: {e}; re-checking every {} ms until it is back",
+                        POLL.as_millis()
+                    )));
+                }
+                Err(_) => return None,
             }
         }
+        let path = self.path.clone();
+        let now = tokio::task::spawn_blocking(move || fingerprint(&path))
+            .await
+            .ok()
+            .flatten();
+        if now.is_some() && now != self.last {
+            self.last = now;
+            return Some(WatchNote::Changed);
+        }
+        None
+    }
+
+    /// Waits for the next change or watch note; `None` if watching stopped for good.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: a change not yet reported is still seen by the next call, because changes
+    /// are decided by comparing fingerprints, not by counting events.
+    pub async fn changed(&mut self) -> Option<WatchNote> {
+        loop {
+            match tokio::time::timeout(POLL, self.events.recv()).await {
+                Ok(None) => return None,
+                Ok(Some(())) => {
+                    // Debounce: wait for quiet.
+                    while let Ok(Some(())) = tokio::time::timeout(DEBOUNCE, self.events.recv()).await
+                    {
+                    }
+                }
+                Err(_) => {}
+            }
+            if let Some(note) = self.check().await {
+                return Some(note);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn temp(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("cordis-watch-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    async fn next(w: &mut ConfigWatcher) -> WatchNote {
+        tokio::time::timeout(Duration::from_secs(20), w.changed())
+            .await
+            .expect("no watch note within 20 s")
+            .expect("watching stopped")
+    }
+
+    #[tokio::test]
+    async fn an_edit_in_place_and_a_rename_over_are_changes() {
+        let dir = temp("edit");
+        let file = dir.join("cordis.yml");
+        std::fs::write(&file, "a").unwrap();
+        let mut w = ConfigWatcher::new(&file).unwrap();
+        std::fs::write(&file, "b").unwrap();
+        assert_eq!(next(&mut w).await, WatchNote::Changed);
+        std::fs::write(dir.join("new.yml"), "c").unwrap();
+        std::fs::rename(dir.join("new.yml"), &file).unwrap();
+        assert_eq!(next(&mut w).await, WatchNote::Changed);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn a_configmap_style_symlink_swap_is_a_change() {
+        // /cfg/cordis.yml -> ..data/cordis.yml, ..data -> ..v1; the update makes ..v2 and
+        // renames a new ..data symlink over the old one.
+        let dir = temp("configmap");
+        std::fs::create_dir(dir.join("..v1")).unwrap();
+        std::fs::write(dir.join("..v1/cordis.yml"), "one").unwrap();
+        std::os::unix::fs::symlink("..v1", dir.join("..data")).unwrap();
+        std::os::unix::fs::symlink("..data/cordis.yml", dir.join("cordis.yml")).unwrap();
+        let mut w = ConfigWatcher::new(&dir.join("cordis.yml")).unwrap();
+        std::fs::create_dir(dir.join("..v2")).unwrap();
+        std::fs::write(dir.join("..v2/cordis.yml"), "two").unwrap();
+        std::os::unix::fs::symlink("..v2", dir.join("..data_tmp")).unwrap();
+        std::fs::rename(dir.join("..data_tmp"), dir.join("..data")).unwrap();
+        std::fs::remove_dir_all(dir.join("..v1")).unwrap();
+        assert_eq!(next(&mut w).await, WatchNote::Changed);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[tokio::test]
+    async fn a_replaced_directory_interrupts_then_resumes_and_sees_the_new_file() {
+        let base = temp("replaced");
+        let dir = base.join("conf");
+        std::fs::create_dir(&dir).unwrap();
+        let file = dir.join("cordis.yml");
+        std::fs::write(&file, "a").unwrap();
+        let mut w = ConfigWatcher::new(&file).unwrap();
+        // Renamed away: the watch now follows a directory that is no longer at the path.
+        std::fs::rename(&dir, base.join("away")).unwrap();
+        assert!(matches!(next(&mut w).await, WatchNote::Interrupted(_)));
+        // Back, with new content.
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::write(&file, "b").unwrap();
+        assert_eq!(next(&mut w).await, WatchNote::Resumed);
+        assert_eq!(next(&mut w).await, WatchNote::Changed);
+        // And it keeps following edits after that.
+        std::fs::write(&file, "c").unwrap();
+        assert_eq!(next(&mut w).await, WatchNote::Changed);
+        let _ = std::fs::remove_dir_all(&base);
     }
 }

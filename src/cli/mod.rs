@@ -21,10 +21,12 @@ use cordis_host::Builtins;
 use cordis_host::plan::{LoadPlan, PlanOptions, load_plan};
 
 mod check;
+mod input;
 mod permute;
 mod render;
 mod run;
 mod stress;
+mod transcript;
 mod watch;
 
 /// Exit code: success.
@@ -61,7 +63,8 @@ pub enum Command {
     /// continues one. The bundled cordis.yml uses the offline scripted demo adapter unless
     /// CORDIS_LLM=openai (then DEEPSEEK_API_KEY, CORDIS_BASE_URL, CORDIS_MODEL apply).
     ///
-    /// Exits 0 at EOF, 2 on configuration errors (including a config without `agent-loop`).
+    /// Exits 0 at EOF; 1 when stdin is not a terminal and a turn failed; 2 on configuration
+    /// errors (including a config without `agent-loop`).
     Run(RunArgs),
     /// Boot a config once and print every entry's status, the assembly view and its digest.
     ///
@@ -290,11 +293,12 @@ pub fn main_with(builtins: &Builtins) -> ExitCode {
             .unwrap_or_default();
         eprintln!("cordis: panic: {message}{at}");
     }));
-    let stdout = std::io::stdout();
-    let stderr = std::io::stderr();
-    let progress = stderr.is_terminal();
-    let mut out = stdout.lock();
-    let mut err = stderr.lock();
+    // Unlocked handles: each write takes the stream's lock only for that write. Holding the
+    // locks for the whole command starves every other writer — the stdin reader's prompt, a
+    // plugin logging from a blocking thread — and hangs the command.
+    let mut out = std::io::stdout();
+    let mut err = std::io::stderr();
+    let progress = err.is_terminal();
     let env = |name: &str| std::env::var(name).ok();
     let mut io = Io {
         out: &mut out,
@@ -407,6 +411,20 @@ pub(crate) fn print_rejected_reload(
         "cordis: reload rejected ({n} configuration error{}); still running the last good configuration",
         if n == 1 { "" } else { "s" }
     )
+}
+
+/// Says on stderr that watching was interrupted or works again.
+pub(crate) fn print_watch_note(
+    note: &cordis_host::watch::WatchNote,
+    io: &mut Io<'_>,
+) -> std::io::Result<()> {
+    use cordis_host::watch::WatchNote;
+    match note {
+        WatchNote::Changed => Ok(()),
+        WatchNote::Interrupted(why) => writeln!(io.err, "cordis: watching interrupted: {why}"),
+        WatchNote::Resumed => writeln!(io.err, "cordis: watching again"),
+    }?;
+    io.err.flush()
 }
 
 /// The process environment captured once: a lookup that can be held across awaits by a

@@ -6,7 +6,62 @@ use serde_json::Value;
 
 use cordis_host::loader::BootReport;
 
-/// The entry table, one line per entry, aligned columns.
+/// Whether printing `c` raw could mislead a person at a terminal: control characters (escape
+/// sequences, carriage returns), bidirectional overrides and isolates, and zero-width or
+/// invisible characters.
+fn is_unsafe_char(c: char, keep_newlines: bool) -> bool {
+    match c {
+        '\n' | '\t' if keep_newlines => false,
+        c if c.is_control() => true,
+        '\u{200B}'..='\u{200F}'
+        | '\u{202A}'..='\u{202E}'
+        | '\u{2060}'..='\u{2064}'
+        | '\u{2066}'..='\u{2069}'
+        | '\u{FEFF}'
+        | '\u{061C}'
+        | '\u{00AD}' => true,
+        _ => false,
+    }
+}
+
+/// `text` made safe for a terminal: every character that could mislead (see
+/// [`is_unsafe_char`]) is shown as a `\u{…}` escape; newlines and tabs are escaped too.
+pub(crate) fn safe(text: &str) -> std::borrow::Cow<'_, str> {
+    escape(text, false)
+}
+
+/// Like [`safe`], but keeps newlines and tabs: for multi-line text such as the transcript.
+pub(crate) fn safe_lines(text: &str) -> std::borrow::Cow<'_, str> {
+    escape(text, true)
+}
+
+fn escape(text: &str, keep_newlines: bool) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(|c| is_unsafe_char(c, keep_newlines)) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if is_unsafe_char(c, keep_newlines) {
+            out.push_str(&format!("\\u{{{:04X}}}", u32::from(c)));
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// `cell` padded with spaces to `width` characters (no formatter width: it is limited to
+/// `u16::MAX` and panics beyond, and ids have no length limit).
+fn pad(cell: &str, width: usize) -> String {
+    let mut s = String::with_capacity(width.max(cell.len()));
+    s.push_str(cell);
+    for _ in cell.chars().count()..width {
+        s.push(' ');
+    }
+    s
+}
+
+/// The entry table, one line per entry, aligned columns; every cell made [`safe`].
 pub(crate) fn entry_table(report: &BootReport) -> String {
     let header = ["ID", "NAME", "STATUS", "LOAD MS", "ERROR"];
     let rows: Vec<[String; 5]> = report
@@ -14,11 +69,11 @@ pub(crate) fn entry_table(report: &BootReport) -> String {
         .iter()
         .map(|e| {
             [
-                e.id.clone(),
-                e.name.clone(),
+                safe(&e.id).into_owned(),
+                safe(&e.name).into_owned(),
                 e.status.to_string(),
                 e.load_ms.map_or("-".to_owned(), |ms| ms.to_string()),
-                e.error.clone().unwrap_or_default(),
+                safe(e.error.as_deref().unwrap_or_default()).into_owned(),
             ]
         })
         .collect();
@@ -34,7 +89,8 @@ pub(crate) fn entry_table(report: &BootReport) -> String {
             if i == 4 {
                 s.push_str(cell);
             } else {
-                s.push_str(&format!("{cell:<w$}  ", w = widths[i]));
+                s.push_str(&pad(cell, widths[i]));
+                s.push_str("  ");
             }
         }
         s.trim_end().to_owned()
@@ -92,9 +148,10 @@ pub(crate) fn diff(a: &Value, seed_a: u64, b: &Value, seed_b: u64) -> String {
         if va != vb {
             let show = |v: Option<&String>| v.map_or("(absent)".to_owned(), Clone::clone);
             out.push_str(&format!(
-                "  {key}:\n    seed {seed_a}: {}\n    seed {seed_b}: {}\n",
-                show(va),
-                show(vb)
+                "  {}:\n    seed {seed_a}: {}\n    seed {seed_b}: {}\n",
+                safe(key),
+                safe(&show(va)),
+                safe(&show(vb))
             ));
         }
     }
@@ -119,7 +176,7 @@ pub(crate) fn assembly_text(report: &BootReport) -> String {
         out.push_str(&format!(
             "  {:>6}  {}\n",
             s["order"],
-            s["name"].as_str().unwrap_or("")
+            safe(s["name"].as_str().unwrap_or(""))
         ));
     }
     let tools: Vec<&str> = assembly["tools"]
@@ -130,7 +187,29 @@ pub(crate) fn assembly_text(report: &BootReport) -> String {
         .collect();
     out.push_str(&format!("tools (canonical order, {}):\n", tools.len()));
     for (i, t) in tools.iter().enumerate() {
-        out.push_str(&format!("  {:>3}. {t}\n", i + 1));
+        out.push_str(&format!("  {:>3}. {}\n", i + 1, safe(t)));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_bidi_and_zero_width_characters_are_escaped() {
+        assert_eq!(safe("plain id"), "plain id");
+        assert_eq!(safe("a\u{1b}[31mred"), "a\\u{001B}[31mred");
+        assert_eq!(safe("evil\u{202E}txt"), "evil\\u{202E}txt");
+        assert_eq!(safe("zero\u{200B}width"), "zero\\u{200B}width");
+        assert_eq!(safe("two\nlines"), "two\\u{000A}lines");
+        assert_eq!(safe_lines("two\nlines\r"), "two\nlines\\u{000D}");
+    }
+
+    #[test]
+    fn a_cell_wider_than_a_formatter_width_is_padded_without_panicking() {
+        let long = "x".repeat(70_000);
+        assert_eq!(pad(&long, 70_001).chars().count(), 70_001);
+        assert_eq!(pad("ab", 4), "ab  ");
+    }
 }

@@ -1,7 +1,8 @@
 //! `cordis run`: the stdio app. Boot a config, then talk to its agent over stdin/stdout.
 //!
 //! Input: one message per line (blank lines are skipped); a line that is exactly `"""` starts a
-//! multi-line message that the next `"""` line ends. EOF ends the run (exit 0).
+//! multi-line message that the next `"""` line ends. EOF ends the run: exit 0, or 1 when stdin
+//! is not a terminal and a turn failed (so a script sees it).
 //!
 //! Output: piped input is echoed as `> line`; the assistant's text streams to stdout as it
 //! arrives; each tool call and its result
@@ -9,68 +10,20 @@
 //! `[error NAME CODE] MESSAGE`); failures, the session id and reload summaries go to stderr, so
 //! stdout is the transcript alone.
 
-use std::io::Write;
 
 use cordis_agent_loop::{Agent, AgentEvent, AgentLoop, AgentOptions, TurnError};
+use cordis_host::Builtins;
+use cordis_host::loader::BootReport;
+use cordis_host::reload::{LiveConfig, summary_line};
+use cordis_host::watch::{ConfigWatcher, WatchNote};
 use cordis_runtime::Context;
-use cordis_session::{SessionEvent, SessionStore, TurnEndReason, kinds};
-use serde_json::Value;
+use cordis_session::{SessionStore, TurnEndReason};
 use tokio::sync::mpsc;
 
-use super::{EXIT_CONFIG, EXIT_OK, Io, RunArgs, choose_seed};
-use cordis_host::Builtins;
-use cordis_host::loader::{BootReport, EntryStatus};
-use cordis_host::reload::summary_line;
-use cordis_host::watch::ConfigWatcher;
-
-/// The multi-line delimiter.
-pub const FENCE: &str = "\"\"\"";
-
-/// Reads messages from stdin on a thread: lines, or `"""`-fenced blocks.
-fn spawn_reader(prompt: bool) -> mpsc::UnboundedReceiver<String> {
-    let (tx, rx) = mpsc::unbounded_channel();
-    std::thread::spawn(move || {
-        let stdin = std::io::stdin();
-        let mut block: Option<Vec<String>> = None;
-        let mut line = String::new();
-        loop {
-            if prompt && block.is_none() {
-                eprint!("> ");
-            }
-            line.clear();
-            match stdin.read_line(&mut line) {
-                Ok(0) | Err(_) => break,
-                Ok(_) => {}
-            }
-            let text = line.trim_end_matches(['\n', '\r']);
-            match &mut block {
-                Some(lines) if text.trim() == FENCE => {
-                    let message = lines.join("\n");
-                    block = None;
-                    if !message.trim().is_empty() && tx.send(message).is_err() {
-                        break;
-                    }
-                }
-                Some(lines) => lines.push(text.to_owned()),
-                None if text.trim() == FENCE => block = Some(Vec::new()),
-                None if text.trim().is_empty() => {}
-                None => {
-                    if tx.send(text.to_owned()).is_err() {
-                        break;
-                    }
-                }
-            }
-        }
-        // An unterminated block is still a message.
-        if let Some(lines) = block {
-            let message = lines.join("\n");
-            if !message.trim().is_empty() {
-                let _ = tx.send(message);
-            }
-        }
-    });
-    rx
-}
+use super::input::spawn_reader;
+use super::render::{safe, safe_lines};
+use super::transcript::Transcript;
+use super::{EXIT_CONFIG, EXIT_FAILURE, EXIT_OK, Io, RunArgs, choose_seed};
 
 /// A new session id: `YYYYMMDD-HHMMSS-NNN` (UTC, milliseconds).
 fn new_session_id() -> String {
@@ -99,115 +52,18 @@ fn new_session_id() -> String {
     )
 }
 
-fn clip(s: &str, max: usize) -> String {
-    let one_line = s.replace('\n', "\\n");
-    if one_line.chars().count() > max {
-        format!("{}…", one_line.chars().take(max).collect::<String>())
-    } else {
-        one_line
-    }
-}
-
-/// Writes the transcript of one agent's events.
-struct Transcript {
-    at_line_start: bool,
-}
-
-impl Transcript {
-    fn newline(&mut self, out: &mut dyn Write) -> std::io::Result<()> {
-        if !self.at_line_start {
-            writeln!(out)?;
-            self.at_line_start = true;
-        }
-        Ok(())
-    }
-
-    fn event(
-        &mut self,
-        e: &SessionEvent,
-        out: &mut dyn Write,
-        err: &mut dyn Write,
-    ) -> std::io::Result<()> {
-        let d = &e.data;
-        let s = |k: &str| d.get(k).and_then(Value::as_str).unwrap_or_default();
-        match e.kind.as_str() {
-            kinds::ASSISTANT_CHUNK
-                if d.pointer("/chunk/type").and_then(Value::as_str) == Some("text") =>
-            {
-                let delta = d
-                    .pointer("/chunk/delta")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default();
-                if !delta.is_empty() {
-                    write!(out, "{delta}")?;
-                    self.at_line_start = delta.ends_with('\n');
-                    out.flush()?;
-                }
-            }
-            kinds::TOOL_CALL => {
-                self.newline(out)?;
-                writeln!(out, "[call {} {}]", s("name"), clip(s("arguments"), 160))?;
-            }
-            kinds::TOOL_RESULT => {
-                self.newline(out)?;
-                let content = match d.get("content") {
-                    Some(Value::String(t)) => t.clone(),
-                    Some(v) => v.to_string(),
-                    None => String::new(),
-                };
-                if d.get("isError").and_then(Value::as_bool) == Some(true) {
-                    writeln!(
-                        out,
-                        "[error {} {}] {}",
-                        s("name"),
-                        s("code"),
-                        clip(&content, 200)
-                    )?;
-                } else {
-                    writeln!(out, "[result {}] {}", s("name"), clip(&content, 200))?;
-                }
-            }
-            kinds::TURN_END => {
-                self.newline(out)?;
-                out.flush()?;
-                let reason: Option<TurnEndReason> = d
-                    .get("reason")
-                    .and_then(|r| serde_json::from_value(r.clone()).ok());
-                let turn = d.get("turn").and_then(Value::as_u64).unwrap_or(0);
-                match reason {
-                    Some(TurnEndReason::Completed) | None => {}
-                    Some(TurnEndReason::Error { step, message }) => {
-                        writeln!(
-                            err,
-                            "cordis: error: turn {turn} failed at step {step}: {message}"
-                        )?;
-                    }
-                    Some(TurnEndReason::MaxSteps { steps }) => {
-                        writeln!(
-                            err,
-                            "cordis: turn {turn} stopped after {steps} steps (maxSteps)"
-                        )?;
-                    }
-                    Some(other) => {
-                        writeln!(
-                            err,
-                            "cordis: turn {turn} ended: {}",
-                            serde_json::to_string(&other).unwrap_or_default()
-                        )?;
-                    }
-                }
-                err.flush()?;
-            }
-            _ => {}
-        }
-        Ok(())
-    }
-}
-
 /// Which session the run talks on.
 enum SessionChoice {
     New(String),
     Resume(String),
+}
+
+impl SessionChoice {
+    fn id(&self) -> &str {
+        match self {
+            SessionChoice::New(id) | SessionChoice::Resume(id) => id,
+        }
+    }
 }
 
 /// Creates (or re-creates after a reload) the run's agent on its session.
@@ -241,7 +97,7 @@ async fn make_agent(
 
 fn print_boot_problems(report: &BootReport, io: &mut Io<'_>) -> std::io::Result<()> {
     for e in &report.entries {
-        if matches!(e.status, EntryStatus::Active | EntryStatus::Disabled) {
+        if e.status.is_as_configured() {
             continue;
         }
         let why = e.error.clone().unwrap_or_else(|| {
@@ -253,12 +109,19 @@ fn print_boot_problems(report: &BootReport, io: &mut Io<'_>) -> std::io::Result<
         });
         writeln!(
             io.err,
-            "cordis: entry {} ({}) is {}: {why}",
-            e.id, e.name, e.status
+            "cordis: entry {} ({}) is {}: {}",
+            safe(&e.id),
+            safe(&e.name),
+            e.status,
+            safe(&why)
         )?;
     }
     if let Some(error) = &report.assembly_error {
-        writeln!(io.err, "cordis: assembling the request failed: {error}")?;
+        writeln!(
+            io.err,
+            "cordis: assembling the request failed: {}",
+            safe(error)
+        )?;
     }
     Ok(())
 }
@@ -280,175 +143,263 @@ pub(crate) fn run(args: &RunArgs, io: &mut Io<'_>, builtins: &Builtins) -> anyho
         (None, Some(id)) => SessionChoice::New(id.clone()),
         (None, None) => SessionChoice::New(new_session_id()),
     };
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    let load = args.load_args();
-    rt.block_on(async {
-        let path = &load.file;
-        let file = path.display().to_string();
-        let mut watcher = if args.watch {
-            Some(ConfigWatcher::new(path)?)
-        } else {
-            None
-        };
-        let lookup = super::env_snapshot();
-        let (mut live, report) = match super::boot_live(&load, seed, &lookup, io, builtins).await? {
-            Ok(booted) => booted,
-            Err(code) => return Ok(code),
-        };
-        let root = live.root().clone();
-        print_boot_problems(&report, io)?;
+    let rt = cordis_host::shutdown::current_thread()?;
+    let result = rt.block_on(run_session(args, &choice, seed, io, builtins));
+    cordis_host::shutdown::end(rt);
+    result
+}
 
-        // The session: a new one must not exist, a resumed one must.
-        let session_id = match &choice {
-            SessionChoice::New(id) | SessionChoice::Resume(id) => id.clone(),
-        };
-        if let Some(agents) = root.get::<AgentLoop>() {
-            let store = agents.sessions();
-            let exists = store.path_of(&session_id).is_some_and(|p| p.exists());
-            match &choice {
-                SessionChoice::New(id) if exists => {
-                    writeln!(io.err, "cordis: session {id} exists; continue it with --resume {id}")?;
-                    root.dispose();
-                    return Ok(EXIT_CONFIG);
-                }
-                SessionChoice::Resume(id) if !exists => {
-                    let where_ = store.path_of(id).map_or_else(
-                        || "the sessions store is in memory (set `root` on the sessions entry)".to_owned(),
-                        |p| format!("no file {}", p.display()),
-                    );
-                    writeln!(io.err, "cordis: cannot resume session {id}: {where_}")?;
-                    root.dispose();
-                    return Ok(EXIT_CONFIG);
-                }
-                _ => {}
-            }
+/// Boots, opens the session, talks until EOF, then saves and disposes.
+async fn run_session(
+    args: &RunArgs,
+    choice: &SessionChoice,
+    seed: u64,
+    io: &mut Io<'_>,
+    builtins: &Builtins,
+) -> anyhow::Result<u8> {
+    let load = args.load_args();
+    let mut watcher = if args.watch {
+        Some(ConfigWatcher::new(&load.file)?)
+    } else {
+        None
+    };
+    let lookup = super::env_snapshot();
+    let (live, report) = match super::boot_live(&load, seed, &lookup, io, builtins).await? {
+        Ok(booted) => booted,
+        Err(code) => return Ok(code),
+    };
+    let root = live.root().clone();
+    print_boot_problems(&report, io)?;
+    if let Err(code) = check_session_choice(&root, choice, io)? {
+        root.dispose();
+        return Ok(code);
+    }
+    let (agent, store) = match make_agent(&root, args, choice.id()).await {
+        Ok(a) => a,
+        Err(message) => {
+            writeln!(io.err, "cordis: error: {message}")?;
+            root.dispose();
+            return Ok(EXIT_CONFIG);
         }
-        let (mut agent, store) = match make_agent(&root, args, &session_id).await {
-            Ok(a) => a,
-            Err(message) => {
-                writeln!(io.err, "cordis: error: {message}")?;
-                root.dispose();
-                return Ok(EXIT_CONFIG);
-            }
-        };
-        let shown = store
-            .path_of(agent.session().id())
-            .map_or_else(|| "in memory".to_owned(), |p| p.display().to_string());
-        let verb = if matches!(choice, SessionChoice::Resume(_)) { "resuming" } else { "new" };
+    };
+    let shown = store
+        .path_of(agent.session().id())
+        .map_or_else(|| "in memory".to_owned(), |p| p.display().to_string());
+    let verb = if matches!(choice, SessionChoice::Resume(_)) { "resuming" } else { "new" };
+    writeln!(
+        io.err,
+        "cordis: {verb} session {} ({shown}); adapter {}; one message per line, \"\"\" for multi-line, EOF to end",
+        agent.session().id(),
+        root.get::<AgentLoop>().map_or_else(String::new, |l| l.llm().adapter().name().to_owned()),
+    )?;
+    if args.watch {
         writeln!(
             io.err,
-            "cordis: {verb} session {} ({shown}); adapter {}; one message per line, \"\"\" for multi-line, EOF to end",
-            agent.session().id(),
-            root.get::<AgentLoop>().map_or_else(String::new, |l| l.llm().adapter().name().to_owned()),
+            "cordis: watching {} for changes (applied between turns)",
+            load.file.display()
         )?;
-        if args.watch {
-            writeln!(io.err, "cordis: watching {file} for changes (applied between turns)")?;
-        }
-        io.err.flush()?;
+    }
+    io.err.flush()?;
 
+    let interactive = std::io::IsTerminal::is_terminal(&std::io::stdin());
+    let mut conversation = Conversation {
+        args,
+        root: root.clone(),
+        live,
+        agent,
+        lookup: &lookup,
+        transcript: Transcript::default(),
+        failed_turns: 0,
+    };
+    conversation.talk(interactive, watcher.as_mut(), io).await?;
+
+    let Conversation {
+        live,
+        agent,
+        failed_turns,
+        ..
+    } = conversation;
+    let id = agent.session().id().to_owned();
+    agent.session().flush().await.ok();
+    live.root().dispose();
+    if failed_turns > 0 {
+        writeln!(
+            io.err,
+            "cordis: {failed_turns} turn{} failed",
+            if failed_turns == 1 { "" } else { "s" }
+        )?;
+    }
+    writeln!(io.err, "cordis: session {id} saved; continue it with: cordis run --resume {id}")?;
+    io.err.flush()?;
+    // A script (stdin not a terminal) learns from the exit code that a turn failed; a person
+    // at the terminal has read each failure already.
+    Ok(if failed_turns > 0 && !interactive {
+        EXIT_FAILURE
+    } else {
+        EXIT_OK
+    })
+}
+
+/// A new session must not exist yet; a resumed one must.
+fn check_session_choice(
+    root: &Context,
+    choice: &SessionChoice,
+    io: &mut Io<'_>,
+) -> std::io::Result<Result<(), u8>> {
+    let Some(agents) = root.get::<AgentLoop>() else {
+        return Ok(Ok(()));
+    };
+    let store = agents.sessions();
+    let exists = store.path_of(choice.id()).is_some_and(|p| p.exists());
+    match choice {
+        SessionChoice::New(id) if exists => {
+            writeln!(io.err, "cordis: session {id} exists; continue it with --resume {id}")?;
+            Ok(Err(EXIT_CONFIG))
+        }
+        SessionChoice::Resume(id) if !exists => {
+            let where_ = store.path_of(id).map_or_else(
+                || "the sessions store is in memory (set `root` on the sessions entry)".to_owned(),
+                |p| format!("no file {}", p.display()),
+            );
+            writeln!(io.err, "cordis: cannot resume session {id}: {where_}")?;
+            Ok(Err(EXIT_CONFIG))
+        }
+        _ => Ok(Ok(())),
+    }
+}
+
+/// The state of one `cordis run` conversation.
+struct Conversation<'a> {
+    args: &'a RunArgs,
+    root: Context,
+    live: LiveConfig,
+    agent: Agent,
+    lookup: &'a (dyn Fn(&str) -> Option<String> + Sync),
+    transcript: Transcript,
+    failed_turns: u64,
+}
+
+impl Conversation<'_> {
+    /// Reads messages until EOF, running one turn each; applies config edits between turns.
+    async fn talk(
+        &mut self,
+        interactive: bool,
+        mut watcher: Option<&mut ConfigWatcher>,
+        io: &mut Io<'_>,
+    ) -> anyhow::Result<()> {
         // Every event of the run's agent, in log order.
-        let (etx, mut erx) = mpsc::unbounded_channel::<AgentEvent>();
-        let _listener = root.on::<AgentEvent>(move |e| {
+        let (etx, mut events) = mpsc::unbounded_channel::<AgentEvent>();
+        let _listener = self.root.on::<AgentEvent>(move |e| {
             let _ = etx.send(e.clone());
         });
-        let prompt = std::io::IsTerminal::is_terminal(&std::io::stdin());
-        let mut input = spawn_reader(prompt);
-        let mut transcript = Transcript { at_line_start: true };
-        let mut failed_turns = 0u64;
-
+        let mut input = spawn_reader(interactive);
         loop {
             let message = tokio::select! {
                 m = input.recv() => m,
-                Some(()) = async {
-                    match watcher.as_mut() {
+                Some(note) = async {
+                    match watcher.as_deref_mut() {
                         Some(w) => w.changed().await,
                         None => std::future::pending().await,
                     }
                 } => {
-                    let source = match super::read_config(path).await {
-                        Ok(s) => s,
-                        Err(e) => {
-                            writeln!(io.err, "cordis: cannot read {file}: {e}; still running the last good configuration")?;
-                            continue;
-                        }
-                    };
-                    match live.reload(&source, &lookup).await {
-                        Ok(summary) => writeln!(io.err, "cordis: {}", summary_line(&summary))?,
-                        Err(errors) => super::print_rejected_reload(&errors, io)?,
+                    match note {
+                        WatchNote::Changed => self.reload(io).await?,
+                        other => super::print_watch_note(&other, io)?,
                     }
-                    io.err.flush()?;
                     continue;
                 }
             };
             let Some(message) = message else { break };
-            if !prompt {
+            if !interactive {
                 // Piped input is not on the screen: echo it so the transcript reads as a dialogue.
                 for line in message.lines() {
-                    writeln!(io.out, "> {line}")?;
+                    writeln!(io.out, "> {}", safe_lines(line))?;
                 }
             }
-            let mut attempt = 0;
-            let ended = loop {
-                attempt += 1;
-                let ended = {
-                    let current = agent.clone();
-                    let turn = current.run_turn(message.clone());
-                    tokio::pin!(turn);
-                    loop {
-                        tokio::select! {
-                            biased;
-                            Some(e) = erx.recv() => {
-                                if e.agent == current.id() {
-                                    transcript.event(&e.event, io.out, io.err)?;
-                                }
-                            }
-                            r = &mut turn => break r,
-                        }
-                    }
-                };
-                while let Ok(e) = erx.try_recv() {
-                    if e.agent == agent.id() {
-                        transcript.event(&e.event, io.out, io.err)?;
-                    }
-                }
-                // A reload that restarted the loop disposed the agent: make it again on the
-                // same session (its next header is logged as `resume`) and retry once.
-                if matches!(ended, Err(TurnError::Disposed(_))) && attempt == 1 {
-                    match make_agent(&root, args, &session_id).await {
-                        Ok((a, _)) => {
-                            agent = a;
-                            continue;
-                        }
-                        Err(message) => {
-                            writeln!(io.err, "cordis: error: {message}")?;
-                        }
-                    }
-                }
-                break ended;
-            };
-            match ended {
-                Ok(TurnEndReason::Completed) => {}
-                Ok(_) => failed_turns += 1,
-                Err(e) => {
-                    failed_turns += 1;
-                    writeln!(io.err, "cordis: error: {e}")?;
-                }
-            }
+            self.turn(message, &mut events, io).await?;
             io.out.flush()?;
             io.err.flush()?;
         }
-        let id = agent.session().id().to_owned();
-        agent.session().flush().await.ok();
-        live.root().dispose();
-        if failed_turns > 0 {
-            writeln!(io.err, "cordis: {failed_turns} turn(s) failed")?;
+        Ok(())
+    }
+
+    /// Re-reads the config file and applies it; an invalid edit keeps the last good one.
+    async fn reload(&mut self, io: &mut Io<'_>) -> anyhow::Result<()> {
+        let path = &self.args.file;
+        let source = match super::read_config(path).await {
+            Ok(s) => s,
+            Err(e) => {
+                writeln!(
+                    io.err,
+                    "cordis: cannot read {}: {e}; still running the last good configuration",
+                    path.display()
+                )?;
+                return Ok(());
+            }
+        };
+        match self.live.reload(&source, self.lookup).await {
+            Ok(summary) => writeln!(io.err, "cordis: {}", summary_line(&summary))?,
+            Err(errors) => super::print_rejected_reload(&errors, io)?,
         }
-        writeln!(io.err, "cordis: session {id} saved; continue it with: cordis run --resume {id}")?;
         io.err.flush()?;
-        Ok(EXIT_OK)
-    })
+        Ok(())
+    }
+
+    /// Runs one turn, streaming its events; counts it when it does not complete.
+    async fn turn(
+        &mut self,
+        message: String,
+        events: &mut mpsc::UnboundedReceiver<AgentEvent>,
+        io: &mut Io<'_>,
+    ) -> anyhow::Result<()> {
+        let mut attempt = 0;
+        let ended = loop {
+            attempt += 1;
+            let current = self.agent.clone();
+            let ended = {
+                let turn = current.run_turn(message.clone());
+                tokio::pin!(turn);
+                loop {
+                    tokio::select! {
+                        biased;
+                        Some(e) = events.recv() => {
+                            if e.agent == current.id() {
+                                self.transcript.event(&e.event, io.out, io.err)?;
+                            }
+                        }
+                        r = &mut turn => break r,
+                    }
+                }
+            };
+            while let Ok(e) = events.try_recv() {
+                if e.agent == current.id() {
+                    self.transcript.event(&e.event, io.out, io.err)?;
+                }
+            }
+            // A reload that restarted the loop disposed the agent: make it again on the same
+            // session (its next header is logged as `resume`) and retry once.
+            if matches!(ended, Err(TurnError::Disposed(_))) && attempt == 1 {
+                match make_agent(&self.root, self.args, current.session().id()).await {
+                    Ok((a, _)) => {
+                        self.agent = a;
+                        continue;
+                    }
+                    Err(message) => writeln!(io.err, "cordis: error: {message}")?,
+                }
+            }
+            break ended;
+        };
+        match ended {
+            Ok(TurnEndReason::Completed) => {}
+            // The transcript has printed why, from the turn's `turn/end` event.
+            Ok(_) => self.failed_turns += 1,
+            Err(e) => {
+                self.failed_turns += 1;
+                writeln!(io.err, "cordis: error: {e}")?;
+            }
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]

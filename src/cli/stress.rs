@@ -8,7 +8,7 @@ use super::render::diff;
 use super::{EXIT_FAILURE, EXIT_OK, Io, StressArgs, load, replay_command};
 use cordis_host::Builtins;
 use cordis_host::digest::canonical_bytes;
-use cordis_host::loader::boot_blocking;
+use cordis_host::loader::{EntryStatus, boot_blocking};
 
 pub(crate) fn run(args: &StressArgs, io: &mut Io<'_>, builtins: &Builtins) -> anyhow::Result<u8> {
     let policy = args.load.schedule;
@@ -111,7 +111,12 @@ pub(crate) fn run(args: &StressArgs, io: &mut Io<'_>, builtins: &Builtins) -> an
             (Some((_, outcome, _, _)), Some(digest)) => {
                 let inactive = outcome["entries"].as_object().map_or(0, |m| {
                     m.values()
-                        .filter(|e| !matches!(e["status"].as_str(), Some("active" | "disabled")))
+                        .filter(|e| {
+                            !e["status"]
+                                .as_str()
+                                .and_then(EntryStatus::from_name)
+                                .is_some_and(EntryStatus::is_as_configured)
+                        })
                         .count()
                 });
                 writeln!(

@@ -1,10 +1,10 @@
 //! `cordis check --watch`: boot, then reload the file whenever it changes.
 
-use super::check::print_report;
+use super::check::{SeedHint, print_report};
 use super::{CheckArgs, Io};
 use cordis_host::Builtins;
 use cordis_host::reload::summary_line;
-use cordis_host::watch::ConfigWatcher;
+use cordis_host::watch::{ConfigWatcher, WatchNote};
 
 pub(crate) fn run(
     args: &CheckArgs,
@@ -12,10 +12,8 @@ pub(crate) fn run(
     builtins: &Builtins,
     seed: u64,
 ) -> anyhow::Result<u8> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    rt.block_on(async {
+    let rt = cordis_host::shutdown::current_thread()?;
+    let result = rt.block_on(async {
         let path = &args.load.file;
         let file = path.display().to_string();
         let mut watcher = ConfigWatcher::new(path)?;
@@ -25,14 +23,18 @@ pub(crate) fn run(
                 Ok(booted) => booted,
                 Err(code) => return Ok(code),
             };
-        print_report(&report, args, seed, io)?;
+        print_report(&report, args, seed, SeedHint::Replay, io)?;
         writeln!(
             io.err,
             "cordis: watching {file} for changes (Ctrl-C to stop)"
         )?;
         io.out.flush()?;
         io.err.flush()?;
-        while watcher.changed().await.is_some() {
+        while let Some(note) = watcher.changed().await {
+            if note != WatchNote::Changed {
+                super::print_watch_note(&note, io)?;
+                continue;
+            }
             let source = match super::read_config(path).await {
                 Ok(s) => s,
                 Err(e) => {
@@ -59,5 +61,7 @@ pub(crate) fn run(
         }
         live.root().dispose();
         Ok(super::EXIT_OK)
-    })
+    });
+    cordis_host::shutdown::end(rt);
+    result
 }

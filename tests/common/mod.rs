@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod plugins;
+pub mod pty;
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::PathBuf;

@@ -1,0 +1,116 @@
+//! Runs a command in a pseudo-terminal, the way a person runs it: stdin, stdout and stderr are
+//! the terminal's slave side, so `is_terminal()` holds in the child and Ctrl-D is the line
+//! discipline's end of file, not a closed pipe.
+#![allow(dead_code)]
+
+use std::fs::File;
+use std::io::{Read, Write};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rustix::pty::{OpenptFlags, grantpt, openpt, ptsname, unlockpt};
+
+/// A child process on a pseudo-terminal, and everything it has written to it so far.
+pub struct Pty {
+    child: Child,
+    master: File,
+    screen: Arc<Mutex<Vec<u8>>>,
+}
+
+impl Pty {
+    /// Starts `cmd` with the terminal as its stdin, stdout and stderr.
+    pub fn spawn(mut cmd: Command) -> Pty {
+        let master = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY).expect("openpt");
+        grantpt(&master).expect("grantpt");
+        unlockpt(&master).expect("unlockpt");
+        let name = ptsname(&master, Vec::new()).expect("ptsname");
+        let slave = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(name.to_str().expect("pty name"))
+            .expect("open the slave side");
+        cmd.stdin(Stdio::from(slave.try_clone().unwrap()))
+            .stdout(Stdio::from(slave.try_clone().unwrap()))
+            .stderr(Stdio::from(slave));
+        let child = cmd.spawn().expect("spawn");
+        let master = File::from(master);
+        let screen = Arc::new(Mutex::new(Vec::new()));
+        let mut reader = master.try_clone().unwrap();
+        let sink = Arc::clone(&screen);
+        // Drains the terminal so the child never blocks on a full buffer; ends with EIO once
+        // every slave descriptor is closed.
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = reader.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                sink.lock().unwrap().extend_from_slice(&buf[..n]);
+            }
+        });
+        Pty {
+            child,
+            master,
+            screen,
+        }
+    }
+
+    /// Types `text` (use `"\x04"` for Ctrl-D at the start of a line).
+    pub fn send(&mut self, text: &str) {
+        self.master.write_all(text.as_bytes()).unwrap();
+        self.master.flush().unwrap();
+    }
+
+    /// Everything on the screen so far, as text.
+    pub fn screen(&self) -> String {
+        String::from_utf8_lossy(&self.screen.lock().unwrap()).into_owned()
+    }
+
+    /// Waits (at most `limit`) until the screen holds `needle` `count` times; panics with the
+    /// screen otherwise (and kills the child, so a hang fails the test instead of the suite).
+    pub fn wait_for_count(&mut self, needle: &str, count: usize, limit: Duration) {
+        let deadline = Instant::now() + limit;
+        while Instant::now() < deadline {
+            if self.screen().matches(needle).count() >= count {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        panic!(
+            "no {count}× {needle:?} on the terminal within {limit:?}; screen:\n{}",
+            self.screen()
+        );
+    }
+
+    /// Waits (at most `limit`) until the screen holds `needle`.
+    pub fn wait_for(&mut self, needle: &str, limit: Duration) {
+        self.wait_for_count(needle, 1, limit);
+    }
+
+    /// Waits (at most `limit`) for the child to exit and returns its exit code; kills it and
+    /// panics with the screen if it does not.
+    pub fn wait_exit(&mut self, limit: Duration) -> Option<i32> {
+        let deadline = Instant::now() + limit;
+        while Instant::now() < deadline {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status.code();
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        panic!(
+            "the process did not exit within {limit:?}; screen:\n{}",
+            self.screen()
+        );
+    }
+}
+
+impl Drop for Pty {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
