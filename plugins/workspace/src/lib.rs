@@ -24,8 +24,10 @@
 
 mod error;
 mod path;
+mod walk;
 mod workspace;
 
 pub use error::{Escape, WorkspaceError};
 pub use path::WorkspacePath;
+pub use walk::Listing;
 pub use workspace::{FileInfo, Resolution, Workspace, WriteOutcome};

@@ -1,0 +1,33 @@
+//! Configuration of `tool-fs`.
+
+use std::path::PathBuf;
+
+use serde::Deserialize;
+
+/// Configuration of `tool-fs`; unknown fields are rejected.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct FsConfig {
+    /// The workspace root; the current directory when absent.
+    pub root: Option<PathBuf>,
+    /// Most lines one `read_file` returns.
+    pub max_read_lines: usize,
+    /// Most bytes of text one `read_file` returns.
+    pub max_read_bytes: usize,
+    /// Largest file `read_file` and `edit_file` load at all.
+    pub max_file_bytes: u64,
+    /// Most paths one `list_files` returns.
+    pub max_list_entries: usize,
+}
+
+impl Default for FsConfig {
+    fn default() -> Self {
+        FsConfig {
+            root: None,
+            max_read_lines: 2000,
+            max_read_bytes: 64 * 1024,
+            max_file_bytes: 16 * 1024 * 1024,
+            max_list_entries: 1000,
+        }
+    }
+}

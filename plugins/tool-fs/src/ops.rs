@@ -1,0 +1,315 @@
+//! The tools as plain functions: arguments in, JSON result or a typed error out.
+//!
+//! Results and arguments use `snake_case` field names, the model-facing convention of every
+//! workspace tool.
+
+use cordis_workspace::{Workspace, WorkspaceError};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::config::FsConfig;
+
+/// A file tool failed; the message is what the model reads.
+#[derive(Debug, thiserror::Error)]
+pub enum FsError {
+    /// The arguments do not match the schema.
+    #[error("invalid {tool} arguments: {source}")]
+    Args {
+        /// The tool.
+        tool: &'static str,
+        /// The decoding error.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// A workspace refusal or I/O error.
+    #[error(transparent)]
+    Workspace(#[from] WorkspaceError),
+    /// The file is not UTF-8 text.
+    #[error("\"{path}\" is a binary file ({size} bytes); {tool} works on text only")]
+    Binary {
+        /// The path as given.
+        path: String,
+        /// Its size.
+        size: usize,
+        /// The tool.
+        tool: &'static str,
+    },
+    /// A line range outside the file or reversed.
+    #[error("invalid line range for \"{path}\" ({total_lines} lines): {problem}")]
+    Range {
+        /// The path as given.
+        path: String,
+        /// Lines in the file.
+        total_lines: usize,
+        /// What is wrong.
+        problem: String,
+    },
+    /// `old_string` does not occur.
+    #[error(
+        "old_string was not found in \"{path}\"; read the file and copy the text exactly, including whitespace and indentation"
+    )]
+    NoMatch {
+        /// The path as given.
+        path: String,
+    },
+    /// `old_string` occurs more than once and `replace_all` is off.
+    #[error(
+        "old_string matches {count} times in \"{path}\" (at lines {}); include more surrounding lines to make it unique, or set replace_all to replace every occurrence",
+        join_lines(lines)
+    )]
+    Ambiguous {
+        /// The path as given.
+        path: String,
+        /// How many matches.
+        count: usize,
+        /// The 1-based line of each match.
+        lines: Vec<usize>,
+    },
+    /// An edit that cannot do anything.
+    #[error("{0}")]
+    UselessEdit(&'static str),
+    /// A bad glob.
+    #[error("invalid glob {pattern:?}: {message}")]
+    Glob {
+        /// The pattern.
+        pattern: String,
+        /// The parser's message.
+        message: String,
+    },
+}
+
+fn join_lines(lines: &[usize]) -> String {
+    lines
+        .iter()
+        .map(usize::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn args<T: serde::de::DeserializeOwned>(tool: &'static str, value: Value) -> Result<T, FsError> {
+    serde_json::from_value(value).map_err(|source| FsError::Args { tool, source })
+}
+
+fn text(tool: &'static str, path: &str, bytes: Vec<u8>) -> Result<String, FsError> {
+    // A NUL byte marks binary even when it happens to be valid UTF-8.
+    if bytes.contains(&0) {
+        return Err(FsError::Binary {
+            path: path.to_owned(),
+            size: bytes.len(),
+            tool,
+        });
+    }
+    String::from_utf8(bytes).map_err(|e| FsError::Binary {
+        path: path.to_owned(),
+        size: e.as_bytes().len(),
+        tool,
+    })
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReadArgs {
+    path: String,
+    start_line: Option<usize>,
+    end_line: Option<usize>,
+}
+
+/// `read_file`: numbered lines of a text file, optionally a 1-based inclusive range, capped.
+///
+/// # Errors
+/// Bad arguments, escapes, binary files, files over `max_file_bytes`, bad ranges.
+pub fn read_file(ws: &Workspace, config: &FsConfig, arguments: Value) -> Result<Value, FsError> {
+    let a: ReadArgs = args(crate::READ_FILE, arguments)?;
+    let path = ws.resolve(&a.path)?;
+    let bytes = ws.read_limited(&path, config.max_file_bytes)?;
+    let size = bytes.len();
+    let content = text(crate::READ_FILE, &a.path, bytes)?;
+    let lines: Vec<&str> = content.split_inclusive('\n').collect();
+    let total = lines.len();
+    let range_err = |problem: String| FsError::Range {
+        path: a.path.clone(),
+        total_lines: total,
+        problem,
+    };
+    let start = a.start_line.unwrap_or(1);
+    if start == 0 {
+        return Err(range_err("start_line is 1-based".into()));
+    }
+    if start > total.max(1) {
+        return Err(range_err(format!("start_line {start} is past the end")));
+    }
+    let end = a.end_line.unwrap_or(total).min(total);
+    if a.end_line.is_some_and(|e| e < start) {
+        return Err(range_err(format!(
+            "end_line {} is before start_line {start}",
+            a.end_line.unwrap_or_default()
+        )));
+    }
+    let mut out = String::new();
+    let mut last = start.saturating_sub(1);
+    let mut truncated = false;
+    for (i, line) in lines.iter().enumerate().take(end).skip(start - 1) {
+        let numbered = format!("{:>6}\t{}", i + 1, line.trim_end_matches(['\n', '\r']));
+        if last + 1 - start >= config.max_read_lines
+            || out.len() + numbered.len() + 1 > config.max_read_bytes
+        {
+            truncated = true;
+            break;
+        }
+        out.push_str(&numbered);
+        out.push('\n');
+        last = i + 1;
+    }
+    let mut result = json!({
+        "path": path.to_string(),
+        "size": size,
+        "total_lines": total,
+        "start_line": start,
+        "end_line": last,
+        "content": out,
+    });
+    if truncated {
+        result["truncated"] = json!(true);
+        result["note"] = json!(format!(
+            "truncated at line {last} of {total} (limits: {} lines, {} bytes per read); use start_line={} to read on, or a narrower range",
+            config.max_read_lines,
+            config.max_read_bytes,
+            last + 1
+        ));
+    }
+    Ok(result)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WriteArgs {
+    path: String,
+    content: String,
+}
+
+/// `write_file`: creates or replaces a file atomically, creating parent directories.
+///
+/// # Errors
+/// Bad arguments, escapes, a directory or symlink at the target, I/O failures.
+pub fn write_file(ws: &Workspace, arguments: Value) -> Result<Value, FsError> {
+    let a: WriteArgs = args(crate::WRITE_FILE, arguments)?;
+    let path = ws.resolve(&a.path)?;
+    let outcome = ws.write_atomic(&path, a.content.as_bytes())?;
+    Ok(json!({
+        "path": path.to_string(),
+        "bytes": outcome.bytes,
+        "created": outcome.created,
+    }))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EditArgs {
+    path: String,
+    old_string: String,
+    new_string: String,
+    #[serde(default)]
+    replace_all: bool,
+}
+
+/// `edit_file`: replaces `old_string` by `new_string`; it must occur exactly once unless
+/// `replace_all`.
+///
+/// # Errors
+/// Bad arguments, escapes, binary files, zero or (without `replace_all`) several matches.
+pub fn edit_file(ws: &Workspace, config: &FsConfig, arguments: Value) -> Result<Value, FsError> {
+    let a: EditArgs = args(crate::EDIT_FILE, arguments)?;
+    if a.old_string.is_empty() {
+        return Err(FsError::UselessEdit(
+            "old_string is empty; to create or overwrite a file use write_file",
+        ));
+    }
+    if a.old_string == a.new_string {
+        return Err(FsError::UselessEdit(
+            "old_string and new_string are identical; nothing to change",
+        ));
+    }
+    let path = ws.resolve(&a.path)?;
+    let bytes = ws.read_limited(&path, config.max_file_bytes)?;
+    let content = text(crate::EDIT_FILE, &a.path, bytes)?;
+    let offsets: Vec<usize> = content
+        .match_indices(&a.old_string)
+        .map(|(i, _)| i)
+        .collect();
+    let lines: Vec<usize> = offsets
+        .iter()
+        .map(|&i| 1 + content[..i].bytes().filter(|&b| b == b'\n').count())
+        .collect();
+    match offsets.len() {
+        0 => return Err(FsError::NoMatch { path: a.path }),
+        1 => {}
+        count if !a.replace_all => {
+            return Err(FsError::Ambiguous {
+                path: a.path,
+                count,
+                lines,
+            });
+        }
+        _ => {}
+    }
+    let updated = content.replace(&a.old_string, &a.new_string);
+    ws.write_atomic(&path, updated.as_bytes())?;
+    Ok(json!({
+        "path": path.to_string(),
+        "replacements": offsets.len(),
+        "lines": lines,
+    }))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ListArgs {
+    #[serde(default)]
+    pattern: Option<String>,
+    #[serde(default)]
+    path: Option<String>,
+}
+
+/// `list_files`: files under `path` (default the root) matching a glob, honouring `.gitignore`.
+///
+/// A pattern without `/` matches file names (`*.rs`); one with `/` matches the path relative to
+/// the root (`src/**/*.rs`).
+///
+/// # Errors
+/// Bad arguments or glob, an escaping or missing directory.
+pub fn list_files(ws: &Workspace, config: &FsConfig, arguments: Value) -> Result<Value, FsError> {
+    let a: ListArgs = args(crate::LIST_FILES, arguments)?;
+    let matcher = match &a.pattern {
+        None => None,
+        Some(p) => Some(
+            globset::GlobBuilder::new(p)
+                .literal_separator(true)
+                .build()
+                .map_err(|e| FsError::Glob {
+                    pattern: p.clone(),
+                    message: e.kind().to_string(),
+                })?
+                .compile_matcher(),
+        ),
+    };
+    let by_name = a.pattern.as_deref().is_some_and(|p| !p.contains('/'));
+    let dir = ws.resolve(a.path.as_deref().unwrap_or("."))?;
+    let listing = ws.files(&dir, config.max_list_entries, |rel| match &matcher {
+        None => true,
+        Some(m) if by_name => m.is_match(rel.rsplit('/').next().unwrap_or(rel)),
+        Some(m) => m.is_match(rel),
+    })?;
+    let files: Vec<String> = listing.files.iter().map(ToString::to_string).collect();
+    let mut result = json!({ "files": files, "count": files.len() });
+    if listing.truncated {
+        result["truncated"] = json!(true);
+        result["note"] = json!(format!(
+            "only the first {} paths are listed; narrow the pattern or path",
+            config.max_list_entries
+        ));
+    }
+    Ok(result)
+}
+
+#[cfg(test)]
+mod tests;

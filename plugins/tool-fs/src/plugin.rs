@@ -1,0 +1,224 @@
+//! The plugin: opens the workspace and registers the four tools.
+
+use std::sync::Arc;
+
+use cordis_runtime::{BoxError, Context, Inject, Plugin};
+use cordis_tools::{ToolDefinition, ToolOutput, ToolRegistry, ToolSchema};
+use cordis_workspace::Workspace;
+use serde_json::{Value, json};
+
+use crate::config::FsConfig;
+use crate::ops::{self, FsError};
+
+/// The `tool-fs` plugin.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct FsPlugin;
+
+const INJECT: &[Inject] = &[Inject::required("tools")];
+
+type Op = fn(&Workspace, &FsConfig, Value) -> Result<Value, FsError>;
+
+fn schema(name: &str, description: &str, parameters: Value) -> ToolSchema {
+    ToolSchema {
+        name: name.to_owned(),
+        description: description.to_owned(),
+        parameters,
+    }
+}
+
+fn tool(ws: &Workspace, config: &Arc<FsConfig>, schema: ToolSchema, op: Op) -> ToolDefinition {
+    let ws = ws.clone();
+    let config = config.clone();
+    ToolDefinition::new(schema, move |args, _call| {
+        let ws = ws.clone();
+        let config = config.clone();
+        async move {
+            let joined = tokio::task::spawn_blocking(move || op(&ws, &config, args)).await;
+            match joined {
+                Ok(Ok(value)) => Ok(ToolOutput::new(value)),
+                Ok(Err(e)) => Err(e.to_string()),
+                Err(e) => Err(format!("file tool task failed: {e}")),
+            }
+        }
+    })
+}
+
+/// The four tools over `ws`, sorted by name.
+pub fn fs_tools(ws: &Workspace, config: FsConfig) -> Vec<ToolDefinition> {
+    let config = Arc::new(config);
+    vec![
+        tool(
+            ws,
+            &config,
+            schema(
+                crate::EDIT_FILE,
+                "Replace an exact string in a workspace file. old_string must match exactly once (copy it from read_file output without the line numbers, with enough context to be unique) unless replace_all is true.",
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "path": {"type": "string", "description": "File path, relative to the workspace root"},
+                        "old_string": {"type": "string", "description": "The exact text to replace"},
+                        "new_string": {"type": "string", "description": "The replacement text"},
+                        "replace_all": {"type": "boolean", "description": "Replace every occurrence (default false)"}
+                    },
+                    "required": ["path", "old_string", "new_string"]
+                }),
+            ),
+            ops::edit_file,
+        ),
+        tool(
+            ws,
+            &config,
+            schema(
+                crate::LIST_FILES,
+                "List files in the workspace, honouring .gitignore. A pattern without '/' matches file names (\"*.rs\"); with '/' it matches paths from the root (\"src/**/*.rs\").",
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "pattern": {"type": "string", "description": "Glob to filter by"},
+                        "path": {"type": "string", "description": "Directory to list (default: the workspace root)"}
+                    }
+                }),
+            ),
+            ops::list_files,
+        ),
+        tool(
+            ws,
+            &config,
+            schema(
+                crate::READ_FILE,
+                "Read a text file from the workspace as numbered lines. Long files are truncated; pass start_line and end_line (1-based, inclusive) to read a range.",
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "path": {"type": "string", "description": "File path, relative to the workspace root"},
+                        "start_line": {"type": "integer", "minimum": 1, "description": "First line to read (1-based)"},
+                        "end_line": {"type": "integer", "minimum": 1, "description": "Last line to read (inclusive)"}
+                    },
+                    "required": ["path"]
+                }),
+            ),
+            ops::read_file,
+        ),
+        tool(
+            ws,
+            &config,
+            schema(
+                crate::WRITE_FILE,
+                "Create or overwrite a workspace file with the given content (parent directories are created). Prefer edit_file for changes to existing files.",
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "path": {"type": "string", "description": "File path, relative to the workspace root"},
+                        "content": {"type": "string", "description": "The complete new content"}
+                    },
+                    "required": ["path", "content"]
+                }),
+            ),
+            |ws, _, args| ops::write_file(ws, args),
+        ),
+    ]
+}
+
+/// Opens the configured root (the current directory by default) off the async threads.
+pub(crate) async fn open_root(root: Option<std::path::PathBuf>) -> Result<Workspace, BoxError> {
+    let root = root.unwrap_or_else(|| std::path::PathBuf::from("."));
+    Ok(tokio::task::spawn_blocking(move || Workspace::open(root)).await??)
+}
+
+impl Plugin for FsPlugin {
+    type Config = FsConfig;
+
+    fn name(&self) -> &str {
+        "tool-fs"
+    }
+
+    fn inject(&self) -> &[Inject] {
+        INJECT
+    }
+
+    async fn apply(&self, ctx: Context, config: &FsConfig) -> Result<(), BoxError> {
+        let registry = ctx.require::<ToolRegistry>()?;
+        let ws = open_root(config.root.clone()).await?;
+        ctx.schedule().point("before-register").await;
+        for def in fs_tools(&ws, config.clone()) {
+            ctx.trace("register", def.name());
+            let _ = registry.register(&ctx, def)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use cordis_runtime::prelude::*;
+    use cordis_system_prompt::{SystemPromptConfig, SystemPromptPlugin};
+    use cordis_tools::{ToolCall, ToolsConfig, ToolsPlugin, codes};
+
+    use super::*;
+
+    #[tokio::test]
+    async fn the_plugin_registers_the_four_tools_over_its_configured_root() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(tmp.path().join("hello.txt"), "hi\n").unwrap();
+        let root = Context::root();
+        let config = FsConfig {
+            root: Some(tmp.path().to_path_buf()),
+            ..FsConfig::default()
+        };
+        let fs = root.plugin(FsPlugin, config);
+        root.plugin(ToolsPlugin, ToolsConfig::default());
+        root.plugin(SystemPromptPlugin, SystemPromptConfig::default());
+        root.idle().await;
+        assert_eq!(fs.status(), ScopeStatus::Active);
+        let reg = root.get::<ToolRegistry>().unwrap();
+        let names: Vec<String> = reg.schemas(None).into_iter().map(|s| s.name).collect();
+        assert_eq!(
+            names,
+            ["edit_file", "list_files", "read_file", "write_file"]
+        );
+        let call = |name: &str, args: Value| ToolCall {
+            call_id: "1".into(),
+            name: name.into(),
+            arguments: args,
+        };
+        let r = reg
+            .execute(call("read_file", json!({"path": "hello.txt"})), None)
+            .await;
+        assert!(!r.is_error, "{r:?}");
+        assert_eq!(r.content["content"], "     1\thi\n");
+        let r = reg
+            .execute(
+                call("write_file", json!({"path": "../x", "content": ""})),
+                None,
+            )
+            .await;
+        assert_eq!(r.code.as_deref(), Some(codes::TOOL_ERROR));
+        assert!(
+            r.content
+                .as_str()
+                .unwrap()
+                .contains("outside the workspace root"),
+            "{r:?}"
+        );
+        fs.dispose();
+        assert!(reg.schemas(None).is_empty());
+        root.dispose();
+        assert!(root.live().is_zero());
+    }
+
+    #[tokio::test]
+    async fn a_missing_root_fails_the_entry_with_the_path() {
+        let root = Context::root();
+        let config = FsConfig {
+            root: Some("/definitely/not/here".into()),
+            ..FsConfig::default()
+        };
+        let fs = root.plugin(FsPlugin, config);
+        root.plugin(ToolsPlugin, ToolsConfig::default());
+        root.plugin(SystemPromptPlugin, SystemPromptConfig::default());
+        root.idle().await;
+        assert_eq!(fs.status(), ScopeStatus::Failed);
+        root.dispose();
+    }
+}

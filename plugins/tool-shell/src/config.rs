@@ -1,0 +1,59 @@
+//! Configuration of `tool-shell`.
+
+use std::path::PathBuf;
+
+use serde::Deserialize;
+
+/// Configuration of `tool-shell`; unknown fields are rejected.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct ShellConfig {
+    /// The workspace root (the command's working directory); the current directory when absent.
+    pub root: Option<PathBuf>,
+    /// The shell, run as `<shell> -c <command>`.
+    pub shell: PathBuf,
+    /// Environment variables passed through; a trailing `*` matches a prefix (`LC_*`).
+    pub env: Vec<String>,
+    /// Timeout when the call gives none.
+    pub default_timeout_ms: u64,
+    /// Largest timeout a call may ask for.
+    pub max_timeout_ms: u64,
+    /// Bytes kept of stdout and of stderr each (the head and the tail).
+    pub max_output_bytes: usize,
+}
+
+impl Default for ShellConfig {
+    fn default() -> Self {
+        ShellConfig {
+            root: None,
+            shell: PathBuf::from("bash"),
+            env: [
+                "HOME", "LANG", "LC_*", "LOGNAME", "PATH", "SHELL", "TERM", "TMPDIR", "TZ", "USER",
+            ]
+            .map(String::from)
+            .to_vec(),
+            default_timeout_ms: 120_000,
+            max_timeout_ms: 600_000,
+            max_output_bytes: 30_000,
+        }
+    }
+}
+
+impl ShellConfig {
+    /// The allowed variables of the current environment, sorted by name.
+    pub fn filtered_env(&self) -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
+        let mut out: Vec<_> = std::env::vars_os()
+            .filter(|(name, _)| {
+                let name = name.to_string_lossy();
+                self.env
+                    .iter()
+                    .any(|allowed| match allowed.strip_suffix('*') {
+                        Some(prefix) => name.starts_with(prefix),
+                        None => *allowed == name,
+                    })
+            })
+            .collect();
+        out.sort();
+        out
+    }
+}

@@ -1,0 +1,69 @@
+//! The plugin: registers `bash` over the configured root.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use cordis_runtime::{BoxError, Context, Inject, Plugin};
+use cordis_tools::{ToolDefinition, ToolOutput, ToolRegistry, ToolSchema};
+use cordis_workspace::Workspace;
+use serde_json::json;
+
+use crate::config::ShellConfig;
+use crate::run::run_bash;
+
+/// The `tool-shell` plugin.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ShellPlugin;
+
+const INJECT: &[Inject] = &[Inject::required("tools")];
+
+/// The `bash` tool running in `root`.
+pub fn bash_tool(root: PathBuf, config: ShellConfig) -> ToolDefinition {
+    let root = Arc::new(root);
+    let config = Arc::new(config);
+    let schema = ToolSchema {
+        name: crate::BASH.to_owned(),
+        description: "Run a bash command in the workspace root and return its exit code, stdout and stderr (long output keeps its head and tail). Background processes are killed when the command ends.".to_owned(),
+        parameters: json!({
+            "type": "object",
+            "properties": {
+                "command": {"type": "string", "description": "The command line, run with bash -c"},
+                "timeout_ms": {"type": "integer", "minimum": 1, "description": "Kill the command after this many milliseconds"},
+                "description": {"type": "string", "description": "A few words on what the command does, shown to the user"}
+            },
+            "required": ["command"]
+        }),
+    };
+    ToolDefinition::new(schema, move |args, _call| {
+        let root = root.clone();
+        let config = config.clone();
+        async move {
+            run_bash(&root, &config, args)
+                .await
+                .map(ToolOutput::new)
+                .map_err(|e| e.to_string())
+        }
+    })
+}
+
+impl Plugin for ShellPlugin {
+    type Config = ShellConfig;
+
+    fn name(&self) -> &str {
+        "tool-shell"
+    }
+
+    fn inject(&self) -> &[Inject] {
+        INJECT
+    }
+
+    async fn apply(&self, ctx: Context, config: &ShellConfig) -> Result<(), BoxError> {
+        let registry = ctx.require::<ToolRegistry>()?;
+        let root = config.root.clone().unwrap_or_else(|| PathBuf::from("."));
+        let ws = tokio::task::spawn_blocking(move || Workspace::open(root)).await??;
+        ctx.schedule().point("before-register").await;
+        ctx.trace("register", crate::BASH);
+        let _ = registry.register(&ctx, bash_tool(ws.root().to_path_buf(), config.clone()))?;
+        Ok(())
+    }
+}

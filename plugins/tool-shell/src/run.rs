@@ -1,0 +1,229 @@
+//! Running one command: spawn in a new process group, read both pipes with caps, wait with a
+//! deadline, kill the group.
+
+use std::collections::VecDeque;
+use std::os::unix::process::ExitStatusExt;
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+use rustix::process::{Pid, Signal};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio::io::{AsyncRead, AsyncReadExt};
+
+use crate::config::ShellConfig;
+
+/// How long pipes may stay open after the group was killed (a process that left the group
+/// can hold them); then the output read so far is returned.
+const DRAIN_GRACE: Duration = Duration::from_secs(2);
+
+/// The `bash` tool failed before producing a result.
+#[derive(Debug, thiserror::Error)]
+pub enum ShellError {
+    /// The arguments do not match the schema.
+    #[error("invalid bash arguments: {0}")]
+    Args(#[source] serde_json::Error),
+    /// A zero timeout.
+    #[error("timeout_ms must be positive")]
+    ZeroTimeout,
+    /// The shell could not start.
+    #[error("cannot start {shell}: {source}")]
+    Spawn {
+        /// The shell.
+        shell: String,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BashArgs {
+    command: String,
+    timeout_ms: Option<u64>,
+    #[serde(default)]
+    #[allow(dead_code)]
+    description: Option<String>,
+}
+
+/// Kills the process group when dropped, so cancellation (a dropped future) leaves no orphans.
+struct Group(Option<Pid>);
+
+impl Group {
+    fn kill(&mut self) {
+        if let Some(pid) = self.0.take() {
+            // ESRCH (the group is already gone) is the normal case for a command that finished.
+            let _ = rustix::process::kill_process_group(pid, Signal::KILL);
+        }
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// The first and last bytes of a stream, and its total length.
+struct Capped {
+    head: Vec<u8>,
+    tail: VecDeque<u8>,
+    total: usize,
+    half: usize,
+}
+
+impl Capped {
+    fn new(cap: usize) -> Self {
+        Capped {
+            head: Vec::new(),
+            tail: VecDeque::new(),
+            total: 0,
+            half: cap / 2,
+        }
+    }
+
+    fn push(&mut self, mut bytes: &[u8]) {
+        self.total += bytes.len();
+        let room = self.half.saturating_sub(self.head.len());
+        let take = room.min(bytes.len());
+        self.head.extend_from_slice(&bytes[..take]);
+        bytes = &bytes[take..];
+        self.tail.extend(bytes);
+        while self.tail.len() > self.half {
+            self.tail.pop_front();
+        }
+    }
+
+    async fn fill(&mut self, mut stream: impl AsyncRead + Unpin) {
+        let mut buf = [0u8; 8192];
+        while let Ok(n) = stream.read(&mut buf).await {
+            if n == 0 {
+                break;
+            }
+            self.push(&buf[..n]);
+        }
+    }
+
+    fn kept(&self) -> usize {
+        self.head.len() + self.tail.len()
+    }
+
+    fn render(&self) -> String {
+        let mut out = String::from_utf8_lossy(&self.head).into_owned();
+        if self.kept() < self.total {
+            out.push_str(&format!(
+                "\n[… {} bytes omitted; {} bytes in all …]\n",
+                self.total - self.kept(),
+                self.total
+            ));
+        }
+        let tail: Vec<u8> = self.tail.iter().copied().collect();
+        out.push_str(&String::from_utf8_lossy(&tail));
+        out
+    }
+}
+
+/// Runs `arguments.command` with `<shell> -c` in `root`.
+///
+/// The result has `exit_code` (null when killed by a signal), `signal` if any, `stdout`,
+/// `stderr`, and `timed_out` plus a `note` when the deadline passed. A failing command is a
+/// result, not an error.
+///
+/// # Errors
+/// Bad arguments, a zero timeout, a shell that cannot start.
+///
+/// # Cancel safety
+/// Dropping the future kills the whole process group (and `kill_on_drop` the shell itself).
+pub async fn run_bash(
+    root: &Path,
+    config: &ShellConfig,
+    arguments: Value,
+) -> Result<Value, ShellError> {
+    let a: BashArgs = serde_json::from_value(arguments).map_err(ShellError::Args)?;
+    let timeout_ms = a
+        .timeout_ms
+        .unwrap_or(config.default_timeout_ms)
+        .min(config.max_timeout_ms);
+    if timeout_ms == 0 {
+        return Err(ShellError::ZeroTimeout);
+    }
+    let mut child = tokio::process::Command::new(&config.shell)
+        .arg("-c")
+        .arg(&a.command)
+        .current_dir(root)
+        .env_clear()
+        .envs(config.filtered_env())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|source| ShellError::Spawn {
+            shell: config.shell.display().to_string(),
+            source,
+        })?;
+    // The shell is the group leader, so its pid is the group id.
+    let mut group = Group(child.id().and_then(|id| Pid::from_raw(id as i32)));
+    let stdout = child.stdout.take();
+    let stderr = child.stderr.take();
+    let mut out = Capped::new(config.max_output_bytes);
+    let mut err = Capped::new(config.max_output_bytes);
+    let status = {
+        let reading = async {
+            if let Some(s) = stdout {
+                out.fill(s).await;
+            }
+        };
+        let reading_err = async {
+            if let Some(s) = stderr {
+                err.fill(s).await;
+            }
+        };
+        let reading = async { tokio::join!(reading, reading_err) };
+        tokio::pin!(reading);
+        let deadline = tokio::time::sleep(Duration::from_millis(timeout_ms));
+        tokio::pin!(deadline);
+        let mut drained = false;
+        let status = loop {
+            tokio::select! {
+                s = child.wait() => break s.ok(),
+                () = &mut deadline => break None,
+                _ = &mut reading, if !drained => drained = true,
+            }
+        };
+        // Background jobs of a finished command die here too: nothing outlives the call.
+        group.kill();
+        let status = match status {
+            Some(s) => Some(s),
+            None => {
+                let _ = child.wait().await;
+                None
+            }
+        };
+        if !drained {
+            let _ = tokio::time::timeout(DRAIN_GRACE, &mut reading).await;
+        }
+        status
+    };
+    let mut result = json!({
+        "exit_code": status.and_then(|s| s.code()),
+        "stdout": out.render(),
+        "stderr": err.render(),
+    });
+    if let Some(signal) = status.and_then(|s| s.signal()) {
+        result["signal"] = json!(signal);
+    }
+    if status.is_none() {
+        result["timed_out"] = json!(true);
+        result["note"] = json!(format!(
+            "the command did not finish within {timeout_ms} ms; its process group was killed"
+        ));
+    }
+    Ok(result)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,89 @@
+//! Listing files under a workspace directory the way ripgrep does (`.gitignore`, `.ignore`).
+
+use std::path::Path;
+
+use crate::error::WorkspaceError;
+use crate::path::WorkspacePath;
+use crate::workspace::Workspace;
+
+/// Files found by [`Workspace::files`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listing {
+    /// Matching files, sorted by their `/`-separated path.
+    pub files: Vec<WorkspacePath>,
+    /// True when more files matched than the limit allowed.
+    pub truncated: bool,
+}
+
+impl Workspace {
+    /// Files under `dir` for which `keep` holds (given the `/`-separated relative path), at most
+    /// `limit`, honouring `.gitignore` (inside or outside a git repository), `.ignore` and
+    /// `.git/info/exclude` files of the workspace; `.git` itself is skipped. Hidden files are
+    /// listed. Symlinks are listed, never followed.
+    ///
+    /// The walk starts at the root so the root's ignore files apply to subdirectories, and never
+    /// reads ignore files above the root.
+    ///
+    /// # Determinism
+    /// The result is sorted; which files count against `limit` follows that order.
+    ///
+    /// # Errors
+    /// An escaping or missing `dir`, or one that is not a directory.
+    pub fn files(
+        &self,
+        dir: &WorkspacePath,
+        limit: usize,
+        keep: impl Fn(&str) -> bool,
+    ) -> Result<Listing, WorkspaceError> {
+        if !self.is_dir(dir)? {
+            return Err(WorkspaceError::NotADirectory {
+                path: dir.given().to_owned(),
+            });
+        }
+        let root = self.root().to_path_buf();
+        let target = dir.relative().to_path_buf();
+        let walker = ignore::WalkBuilder::new(&root)
+            .hidden(false)
+            .parents(false)
+            .git_global(false)
+            .require_git(false)
+            .follow_links(false)
+            .sort_by_file_name(|a, b| a.cmp(b))
+            .filter_entry(move |entry| {
+                if entry.file_name() == ".git" {
+                    return false;
+                }
+                let rel = entry.path().strip_prefix(&root).unwrap_or(Path::new(""));
+                // Descend only along the way to `dir` and below it.
+                rel.starts_with(&target) || target.starts_with(rel)
+            })
+            .build();
+        let mut files: Vec<WorkspacePath> = Vec::new();
+        let mut truncated = false;
+        for entry in walker.flatten() {
+            let is_file = entry
+                .file_type()
+                .is_some_and(|t| t.is_file() || t.is_symlink());
+            if !is_file
+                || !entry
+                    .path()
+                    .strip_prefix(self.root())
+                    .is_ok_and(|r| r.starts_with(dir.relative()))
+            {
+                continue;
+            }
+            let Some(path) = self.relativize(entry.path()) else {
+                continue;
+            };
+            if keep(&path.to_string()) {
+                files.push(path);
+            }
+        }
+        files.sort_by_cached_key(|p| p.to_string());
+        if files.len() > limit {
+            files.truncate(limit);
+            truncated = true;
+        }
+        Ok(Listing { files, truncated })
+    }
+}
