@@ -4,7 +4,7 @@
 //! name comes from a config file cannot be made at run time. `debug/provide` therefore offers a
 //! fixed set of marker services, [`MARKER_NAMES`], one type each.
 
-use cordis_runtime::{BoxError, Context, Plugin, Service};
+use cordis_runtime::{BoxError, Context, Plugin, Schedule, Service};
 use serde::Deserialize;
 
 /// The service names `debug/provide` can provide.
@@ -22,8 +22,8 @@ impl<const I: usize> Service for Marker<I> {
 
 /// Registers one effect step by step, with a schedule point before it, and traces it.
 pub(crate) async fn register_effect(ctx: &Context, what: &str) {
-    ctx.schedule().point("before-register").await;
-    ctx.trace("register", what);
+    ctx.schedule().point(Schedule::BEFORE_REGISTER).await;
+    ctx.trace(Schedule::TRACE_REGISTER, what);
     let _ = ctx.effect(format!("debug {what}"), || {});
 }
 
@@ -84,8 +84,11 @@ impl Plugin for Provide {
     }
 
     async fn apply(&self, ctx: Context, config: &ProvideConfig) -> Result<(), BoxError> {
-        ctx.schedule().point("before-register").await;
-        ctx.trace("provide", MARKER_NAMES[config.service as usize]);
+        ctx.schedule().point(Schedule::BEFORE_REGISTER).await;
+        ctx.trace(
+            Schedule::TRACE_PROVIDE,
+            MARKER_NAMES[config.service as usize],
+        );
         let _ = match config.service {
             MarkerName::Alpha => ctx.provide(Marker::<0>)?,
             MarkerName::Beta => ctx.provide(Marker::<1>)?,

@@ -1,7 +1,7 @@
 //! The `tool-declare` plugin: tools declared in configuration that answer a fixed result — for
 //! stubbing third-party tools in CI and for registration-race tests.
 
-use cordis_runtime::{BoxError, Context, Inject, Plugin};
+use cordis_runtime::{BoxError, Context, Inject, Plugin, Schedule};
 use cordis_system_prompt::{Section, SystemPrompt};
 use cordis_tools::{ToolDefinition, ToolOutput, ToolRegistry, ToolSchema};
 use serde::Deserialize;
@@ -49,8 +49,6 @@ pub struct DeclareConfig {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct DeclarePlugin;
 
-const INJECT: &[Inject] = &[Inject::required("tools")];
-
 impl Plugin for DeclarePlugin {
     type Config = DeclareConfig;
 
@@ -59,7 +57,7 @@ impl Plugin for DeclarePlugin {
     }
 
     fn inject(&self) -> &[Inject] {
-        INJECT
+        ToolRegistry::INJECT
     }
 
     async fn apply(&self, ctx: Context, config: &DeclareConfig) -> Result<(), BoxError> {
@@ -78,17 +76,14 @@ impl Plugin for DeclarePlugin {
                 let result = result.clone();
                 async move { Ok(ToolOutput::new(result)) }
             });
-            // The seeded point lets randomized schedules interleave registrations across plugins.
-            ctx.schedule().point("before-register").await;
-            ctx.trace("register", declared.name.clone());
-            let _ = registry.register(&ctx, def)?;
+            let _ = registry.register_scheduled(&ctx, def).await?;
         }
         if !config.sections.is_empty() {
             // Present whenever `tools` is: the registry itself injects the system prompt.
             let prompt = ctx.require::<SystemPrompt>()?;
             for section in &config.sections {
-                ctx.schedule().point("before-register").await;
-                ctx.trace("section", section.name.clone());
+                ctx.schedule().point(Schedule::BEFORE_REGISTER).await;
+                ctx.trace(Schedule::TRACE_SECTION, section.name.clone());
                 let _ = prompt.section(
                     &ctx,
                     Section::fixed(section.name.clone(), section.order, section.text.clone()),
@@ -101,8 +96,8 @@ impl Plugin for DeclarePlugin {
 
 #[cfg(test)]
 mod tests {
+    use cordis_runtime::Policy;
     use cordis_runtime::prelude::*;
-    use cordis_runtime::{Policy, Schedule};
     use cordis_system_prompt::{
         AssembleContext, SystemPrompt, SystemPromptConfig, SystemPromptPlugin,
     };
@@ -144,7 +139,7 @@ mod tests {
         let order = root
             .trace_events()
             .into_iter()
-            .filter(|e| e.kind == "register")
+            .filter(|e| e.kind == Schedule::TRACE_REGISTER)
             .map(|e| e.to_string())
             .collect();
         root.dispose();

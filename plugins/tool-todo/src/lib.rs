@@ -5,127 +5,68 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use cordis_runtime::{BoxError, Context, Inject, Plugin};
-use cordis_tools::{ScopeKey, ToolDefinition, ToolOutput, ToolRegistry, ToolSchema};
+use cordis_tools::{NoConfig, ScopeKey, ToolDefinition, ToolRegistry};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// The tool name.
 pub const TODO_WRITE: &str = "todo_write";
 
-/// One todo item.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Todo {
-    /// What to do.
-    pub content: String,
-    /// `pending`, `in_progress` or `completed`.
-    pub status: TodoStatus,
-}
-
-/// The state of a todo item.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TodoStatus {
-    /// Not started.
-    Pending,
-    /// Being worked on.
-    InProgress,
-    /// Done.
-    Completed,
-}
-
-#[derive(Deserialize)]
+// The argument types are commented with `//`: doc comments would become schema descriptions.
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Args {
     todos: Vec<Todo>,
 }
 
-/// Todo lists by scope key (`None` for calls outside any scope).
-pub type TodoState = Arc<Mutex<BTreeMap<Option<ScopeKey>, Vec<Todo>>>>;
-
-/// Configuration of `tool-todo` (none; unknown fields rejected).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct TodoConfig {}
-
-/// The `tool-todo` plugin.
-///
-/// Each apply keeps its own lists, owned by the registered tool, so they go away when the scope
-/// is disposed: one plugin value in a host's table serves many runtimes (and reloads) without
-/// sharing or keeping state between them.
-#[derive(Debug, Clone, Default)]
-pub struct TodoPlugin {
-    latest: Arc<Mutex<TodoState>>,
+struct Todo {
+    content: String,
+    status: Status,
 }
 
-impl TodoPlugin {
-    /// The lists of the most recent apply (for tests and introspection).
-    pub fn state(&self) -> TodoState {
-        self.latest
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
-    }
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+enum Status {
+    Pending,
+    InProgress,
+    Completed,
 }
 
-const INJECT: &[Inject] = &[Inject::required("tools")];
+// Lists by scope key (`None` for calls outside any scope), owned by one registered tool.
+type Lists = Arc<Mutex<BTreeMap<Option<ScopeKey>, Vec<Todo>>>>;
 
-/// The schema of `todo_write`.
-pub fn todo_write_schema() -> ToolSchema {
-    ToolSchema {
-        name: TODO_WRITE.to_owned(),
-        description: "Replace your todo list. Keep exactly one item in_progress while working."
-            .to_owned(),
-        parameters: serde_json::json!({
-            "type": "object",
-            "properties": {
-                "todos": {
-                    "type": "array",
-                    "items": {
-                        "type": "object",
-                        "properties": {
-                            "content": {"type": "string"},
-                            "status": {"type": "string", "enum": ["pending", "in_progress", "completed"]}
-                        },
-                        "required": ["content", "status"]
-                    }
-                }
-            },
-            "required": ["todos"]
-        }),
-    }
+fn todo_write(lists: Lists) -> ToolDefinition {
+    let description = "Replace your todo list. Keep exactly one item in_progress while working.";
+    ToolDefinition::typed(TODO_WRITE, description, move |Args { todos }, call| {
+        let mut lists = lists.lock().unwrap_or_else(|e| e.into_inner());
+        lists.insert(call.scope, todos.clone());
+        async move { Ok(todos) }
+    })
 }
+
+/// The `tool-todo` plugin. Each apply registers a tool with lists of its own, which go away with
+/// the scope: one plugin value in a host's table serves many runtimes without sharing state.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TodoPlugin;
 
 impl Plugin for TodoPlugin {
-    type Config = TodoConfig;
+    type Config = NoConfig;
 
     fn name(&self) -> &str {
         "tool-todo"
     }
 
     fn inject(&self) -> &[Inject] {
-        INJECT
+        ToolRegistry::INJECT
     }
 
-    async fn apply(&self, ctx: Context, _config: &TodoConfig) -> Result<(), BoxError> {
-        let registry = ctx.require::<ToolRegistry>()?;
-        let state = TodoState::default();
-        *self.latest.lock().unwrap_or_else(|e| e.into_inner()) = state.clone();
-        let def = ToolDefinition::new(todo_write_schema(), move |args, call| {
-            let state = state.clone();
-            async move {
-                let Args { todos } = serde_json::from_value(args)
-                    .map_err(|e| format!("invalid todo_write arguments: {e}"))?;
-                let content = serde_json::to_value(&todos).map_err(|e| e.to_string())?;
-                state
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .insert(call.scope, todos);
-                Ok(ToolOutput::new(content))
-            }
-        });
-        ctx.schedule().point("before-register").await;
-        ctx.trace("register", TODO_WRITE);
-        let _ = registry.register(&ctx, def)?;
+    async fn apply(&self, ctx: Context, _config: &NoConfig) -> Result<(), BoxError> {
+        let tool = todo_write(Lists::default());
+        ctx.require::<ToolRegistry>()?
+            .register_scheduled(&ctx, tool)
+            .await?;
         Ok(())
     }
 }
@@ -134,47 +75,74 @@ impl Plugin for TodoPlugin {
 mod tests {
     use cordis_runtime::prelude::*;
     use cordis_system_prompt::{SystemPromptConfig, SystemPromptPlugin};
-    use cordis_tools::{ToolCall, ToolsConfig, ToolsPlugin, codes};
+    use cordis_tools::{ToolCall, ToolResult, ToolsConfig, ToolsPlugin, codes};
+    use serde_json::json;
 
     use super::*;
 
-    #[tokio::test]
-    async fn todo_write_keeps_one_list_per_scope_and_rejects_bad_arguments() {
-        let root = Context::root();
-        let plugin = TodoPlugin::default();
-        let observer = plugin.clone();
-        let todo = root.plugin(plugin, TodoConfig::default());
-        root.plugin(ToolsPlugin, ToolsConfig::default());
-        root.plugin(SystemPromptPlugin, SystemPromptConfig::default());
-        root.idle().await;
-        let state = observer.state();
-        assert_eq!(todo.status(), ScopeStatus::Active);
-        let reg = root.get::<ToolRegistry>().unwrap();
-        let call = |args: serde_json::Value| ToolCall {
+    async fn call(reg: &ToolRegistry, args: serde_json::Value, scope: u64) -> ToolResult {
+        let call = ToolCall {
             call_id: "1".into(),
             name: TODO_WRITE.into(),
             arguments: args,
         };
-        let args = serde_json::json!({"todos": [{"content": "x", "status": "in_progress"}]});
-        let r = reg.execute(call(args.clone()), Some(ScopeKey(7))).await;
-        assert!(!r.is_error, "{r:?}");
-        assert_eq!(r.content, args["todos"]);
-        let bad = reg
-            .execute(call(serde_json::json!({"todos": [{"content": "x"}]})), None)
-            .await;
+        reg.execute(call, Some(ScopeKey(scope))).await
+    }
+
+    #[tokio::test]
+    async fn todo_write_keeps_one_list_per_scope_and_drops_them_with_the_tool() {
+        let root = Context::root();
+        let reg = ToolRegistry::new(root.clone());
+        let lists = Lists::default();
+        let tool = reg.register(&root, todo_write(lists.clone())).unwrap();
+        let seven = json!({"todos": [{"content": "x", "status": "in_progress"}]});
+        let r = call(&reg, seven.clone(), 7).await;
+        assert_eq!((r.is_error, &r.content), (false, &seven["todos"]));
+        let _ = call(&reg, json!({"todos": []}), 8).await;
+        let bad = call(&reg, json!({"todos": [{"content": "y"}]}), 7).await;
         assert_eq!(bad.code.as_deref(), Some(codes::INVALID_ARGUMENTS));
         {
-            let lists = state.lock().unwrap();
-            assert_eq!(lists.len(), 1);
-            assert_eq!(lists[&Some(ScopeKey(7))][0].status, TodoStatus::InProgress);
+            let lists = lists.lock().unwrap();
+            assert_eq!(lists.len(), 2);
+            assert_eq!(lists[&Some(ScopeKey(7))][0].status, Status::InProgress);
+            assert!(lists[&Some(ScopeKey(8))].is_empty());
         }
+        tool.dispose();
+        assert_eq!(
+            Arc::strong_count(&lists),
+            1,
+            "only the test holds the lists"
+        );
+        root.dispose();
+    }
+
+    #[tokio::test]
+    async fn the_plugin_registers_the_schema_the_model_sees_and_unwinds_it() {
+        let root = Context::root();
+        let todo = root.plugin(TodoPlugin, NoConfig::default());
+        root.plugin(ToolsPlugin, ToolsConfig::default());
+        root.plugin(SystemPromptPlugin, SystemPromptConfig::default());
+        root.idle().await;
+        assert_eq!(todo.status(), ScopeStatus::Active);
+        let reg = root.get::<ToolRegistry>().unwrap();
+        let item = json!({
+            "type": "object",
+            "properties": {
+                "content": {"type": "string"},
+                "status": {"type": "string", "enum": ["pending", "in_progress", "completed"]}
+            },
+            "required": ["content", "status"],
+            "additionalProperties": false
+        });
+        let params = json!({
+            "type": "object",
+            "properties": {"todos": {"type": "array", "items": item}},
+            "required": ["todos"],
+            "additionalProperties": false
+        });
+        assert_eq!(reg.get(TODO_WRITE, None).unwrap().parameters, params);
         todo.dispose();
         assert!(reg.schemas(None).is_empty());
-        assert_eq!(
-            Arc::strong_count(&state),
-            2,
-            "only this test and `latest` hold the lists once the tool is gone"
-        );
         root.dispose();
         assert!(root.live().is_zero());
     }

@@ -14,6 +14,7 @@ mod error;
 mod execute;
 mod plugin;
 mod registry;
+mod typed;
 
 pub use cordis_schema::{ScopeKey, ToolSchema};
 pub use definition::{
@@ -22,8 +23,9 @@ pub use definition::{
 };
 pub use error::RegisterError;
 pub use execute::{Decision, PostExecute, PreExecute, ToolsPostExecute, ToolsPreExecute};
-pub use plugin::{ToolsConfig, ToolsPlugin};
+pub use plugin::{NoConfig, ToolsConfig, ToolsPlugin};
 pub use registry::{Guard, RUN_CODE, Restriction, ToolRegistry, ToolsChange};
+pub use typed::{parameters_schema, parse_arguments};
 
 #[cfg(test)]
 mod test_support;

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use cordis_runtime::{BoxError, Context, Inject, Plugin};
+use cordis_runtime::{BoxError, Context, Inject, Plugin, Service};
 use cordis_system_prompt::SystemPrompt;
 use serde::Deserialize;
 
@@ -14,11 +14,16 @@ use crate::registry::ToolRegistry;
 #[serde(deny_unknown_fields)]
 pub struct ToolsConfig {}
 
+/// The configuration of a plugin that takes none: `{}` (unknown fields are rejected).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NoConfig {}
+
 /// The `tools` plugin.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ToolsPlugin;
 
-const INJECT: &[Inject] = &[Inject::required("system-prompt")];
+const INJECT: &[Inject] = &[Inject::required(SystemPrompt::NAME)];
 
 impl Plugin for ToolsPlugin {
     type Config = ToolsConfig;

@@ -13,7 +13,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
-use cordis_runtime::{Context, EffectHandle, Event, Schedule, Service};
+use cordis_runtime::{Context, EffectHandle, Event, Inject, Schedule, Service};
 use cordis_schema::{ScopeKey, ToolSchema};
 use cordis_system_prompt::{ToolProviderResult, sort_by_name_utf16};
 use serde::{Deserialize, Serialize};
@@ -251,6 +251,9 @@ impl std::fmt::Debug for ToolRegistry {
 }
 
 impl ToolRegistry {
+    /// What a plugin that registers tools injects: the registry, required.
+    pub const INJECT: &'static [Inject] = &[Inject::required(Self::NAME)];
+
     /// A registry whose events and waterfalls go through `ctx` (the scope that owns it).
     pub fn new(ctx: Context) -> Self {
         ToolRegistry {
