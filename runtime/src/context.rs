@@ -55,8 +55,8 @@ pub(crate) struct Shared {
     status_tx: watch::Sender<u64>,
     /// True while no spawned task's future exists.
     pub(crate) tasks_done_tx: watch::Sender<bool>,
-    pub(crate) incidents: Mutex<Vec<Incident>>,
-    pub(crate) trace: Mutex<Vec<TraceEvent>>,
+    pub(crate) incidents: Mutex<Bounded<Incident>>,
+    pub(crate) trace: Mutex<Bounded<TraceEvent>>,
 }
 
 impl Shared {
@@ -129,6 +129,51 @@ impl Shared {
     }
 }
 
+/// How many trace events a runtime keeps (the newest); older ones are counted, not kept, so a
+/// long-lived runtime (`--watch`, reloading for days) does not grow without bound.
+pub const TRACE_CAPACITY: usize = 65_536;
+
+/// How many incidents a runtime keeps (the newest).
+pub const INCIDENT_CAPACITY: usize = 1_024;
+
+/// A log that keeps its newest `capacity` items and counts the ones it let go.
+#[derive(Debug)]
+pub(crate) struct Bounded<T> {
+    items: std::collections::VecDeque<T>,
+    capacity: usize,
+    dropped: u64,
+}
+
+impl<T: Clone> Bounded<T> {
+    pub(crate) fn new(capacity: usize) -> Self {
+        Bounded {
+            items: std::collections::VecDeque::new(),
+            capacity,
+            dropped: 0,
+        }
+    }
+
+    pub(crate) fn push(&mut self, item: T) {
+        if self.items.len() == self.capacity {
+            self.items.pop_front();
+            self.dropped += 1;
+        }
+        self.items.push_back(item);
+    }
+
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &T> {
+        self.items.iter()
+    }
+
+    pub(crate) fn to_vec(&self) -> Vec<T> {
+        self.items.iter().cloned().collect()
+    }
+
+    pub(crate) fn dropped(&self) -> u64 {
+        self.dropped
+    }
+}
+
 impl Context {
     /// Creates a new runtime and returns a context on its root scope, with the `fifo` schedule.
     ///
@@ -167,8 +212,8 @@ impl Context {
             idle_tx: watch::Sender::new(true),
             tasks_done_tx: watch::Sender::new(true),
             status_tx: watch::Sender::new(0),
-            incidents: Mutex::new(Vec::new()),
-            trace: Mutex::new(Vec::new()),
+            incidents: Mutex::new(Bounded::new(INCIDENT_CAPACITY)),
+            trace: Mutex::new(Bounded::new(TRACE_CAPACITY)),
         });
         let node = ScopeNode::new(shared, None, "root".into(), None, None, ScopeStatus::Active);
         Context {

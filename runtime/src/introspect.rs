@@ -172,9 +172,10 @@ impl Context {
         self.node.info()
     }
 
-    /// Contained failures (panicking listeners, undos, tasks) so far, in order.
+    /// Contained failures (panicking listeners, undos, tasks) so far, in order: the newest
+    /// [`INCIDENT_CAPACITY`](crate::INCIDENT_CAPACITY) of them.
     pub fn incidents(&self) -> Vec<Incident> {
-        lock(&self.node.shared.incidents).clone()
+        lock(&self.node.shared.incidents).to_vec()
     }
 
     /// Records a step in the runtime's trace (e.g. `register` with a tool name).
@@ -201,8 +202,35 @@ impl Context {
             .collect()
     }
 
-    /// The trace so far, in order.
+    /// The trace so far, in order: the newest
+    /// [`TRACE_CAPACITY`](crate::TRACE_CAPACITY) events.
     pub fn trace_events(&self) -> Vec<TraceEvent> {
-        lock(&self.node.shared.trace).clone()
+        lock(&self.node.shared.trace).to_vec()
+    }
+
+    /// How many trace events and incidents the runtime has let go to stay within its bounds.
+    pub fn introspection_dropped(&self) -> (u64, u64) {
+        (
+            lock(&self.node.shared.trace).dropped(),
+            lock(&self.node.shared.incidents).dropped(),
+        )
+    }
+}
+
+#[cfg(test)]
+mod bounded_tests {
+    use crate::TRACE_CAPACITY;
+    use crate::prelude::*;
+
+    #[tokio::test]
+    async fn the_trace_keeps_only_its_newest_events() {
+        let root = Context::root();
+        for i in 0..TRACE_CAPACITY + 10 {
+            root.trace("step", i.to_string());
+        }
+        let events = root.trace_events();
+        assert_eq!(events.len(), TRACE_CAPACITY);
+        assert_eq!(events[0].detail, "10");
+        assert_eq!(root.introspection_dropped(), (10, 0));
     }
 }

@@ -45,7 +45,7 @@ mod service;
 mod task;
 mod waterfall;
 
-pub use context::Context;
+pub use context::{Context, INCIDENT_CAPACITY, TRACE_CAPACITY};
 pub use effect::{EffectHandle, EffectKind};
 pub use error::{BoxError, ConfigError, EventError, ServiceError, panic_message};
 pub use event::{Event, Handler, Position};
