@@ -1,1 +1,19 @@
-//! Placeholder.
+//! The `tool-search` plugin: `grep`, a regular-expression search over the workspace with
+//! ripgrep's own crates (`ignore` for the walk and `.gitignore`, `regex` for matching), confined
+//! to the workspace root.
+//!
+//! # Determinism
+//! Files are searched in sorted path order and matches are reported in line order, so the same
+//! tree always gives the same result, whatever the file system's listing order.
+
+mod grep;
+mod plugin;
+
+pub use grep::{GrepError, SearchConfig, grep};
+pub use plugin::{SearchPlugin, grep_tool};
+
+/// `grep`: read-only.
+pub const GREP: &str = "grep";
+
+/// Every tool of this crate with whether it only reads.
+pub const TOOLS: &[(&str, bool)] = &[(GREP, true)];

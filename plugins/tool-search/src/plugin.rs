@@ -1,0 +1,70 @@
+//! The plugin: registers `grep` over the configured root.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use cordis_runtime::{BoxError, Context, Inject, Plugin};
+use cordis_tools::{ToolDefinition, ToolOutput, ToolRegistry, ToolSchema};
+use cordis_workspace::Workspace;
+use serde_json::json;
+
+use crate::grep::{SearchConfig, grep};
+
+/// The `tool-search` plugin.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SearchPlugin;
+
+const INJECT: &[Inject] = &[Inject::required("tools")];
+
+/// The `grep` tool over `ws`.
+pub fn grep_tool(ws: Workspace, config: SearchConfig) -> ToolDefinition {
+    let config = Arc::new(config);
+    let schema = ToolSchema {
+        name: crate::GREP.to_owned(),
+        description: "Search workspace files for a regular expression (Rust regex syntax), honouring .gitignore. Returns path:line:text for each matching line, in path order.".to_owned(),
+        parameters: json!({
+            "type": "object",
+            "properties": {
+                "pattern": {"type": "string", "description": "The regular expression"},
+                "path": {"type": "string", "description": "Directory or file to search (default: the workspace root)"},
+                "glob": {"type": "string", "description": "Only files matching this glob (\"*.rs\", \"src/**/*.ts\")"},
+                "case_insensitive": {"type": "boolean"},
+                "max_matches": {"type": "integer", "minimum": 1}
+            },
+            "required": ["pattern"]
+        }),
+    };
+    ToolDefinition::new(schema, move |args, _call| {
+        let ws = ws.clone();
+        let config = config.clone();
+        async move {
+            match tokio::task::spawn_blocking(move || grep(&ws, &config, args)).await {
+                Ok(Ok(value)) => Ok(ToolOutput::new(value)),
+                Ok(Err(e)) => Err(e.to_string()),
+                Err(e) => Err(format!("grep task failed: {e}")),
+            }
+        }
+    })
+}
+
+impl Plugin for SearchPlugin {
+    type Config = SearchConfig;
+
+    fn name(&self) -> &str {
+        "tool-search"
+    }
+
+    fn inject(&self) -> &[Inject] {
+        INJECT
+    }
+
+    async fn apply(&self, ctx: Context, config: &SearchConfig) -> Result<(), BoxError> {
+        let registry = ctx.require::<ToolRegistry>()?;
+        let root = config.root.clone().unwrap_or_else(|| PathBuf::from("."));
+        let ws = tokio::task::spawn_blocking(move || Workspace::open(root)).await??;
+        ctx.schedule().point("before-register").await;
+        ctx.trace("register", crate::GREP);
+        let _ = registry.register(&ctx, grep_tool(ws, config.clone()))?;
+        Ok(())
+    }
+}
