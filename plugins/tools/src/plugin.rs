@@ -56,6 +56,7 @@ mod tests {
     use cordis_runtime::prelude::*;
     use cordis_system_prompt::{
         AssembleContext, ScopeKey, SystemPromptConfig, SystemPromptPlugin, TOOL_ORDER_REST,
+        ToolOrder,
     };
 
     use super::*;
@@ -68,7 +69,7 @@ mod tests {
             SystemPromptPlugin,
             SystemPromptConfig {
                 persona: None,
-                tool_order,
+                tool_order: tool_order.map(|o| ToolOrder::new(o).unwrap()),
             },
         );
         root.idle().await;
