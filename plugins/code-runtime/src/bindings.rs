@@ -1,0 +1,113 @@
+//! What a program can call: the host's side of `tools.<name>(args)`.
+
+use serde_json::Value;
+use tokio::sync::watch;
+
+use crate::BoxFuture;
+
+/// Whether a tool's calls may overlap with others.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Concurrency {
+    /// May overlap with other read-only calls (up to the run's parallel limit).
+    ReadOnly,
+    /// Runs alone: it starts when every earlier call has finished, and nothing starts until it
+    /// has finished.
+    Mutating,
+}
+
+/// One sub-call as the host receives it.
+#[derive(Debug, Clone)]
+pub struct ToolCall {
+    /// 1, 2, … in the order the program submitted its calls (the registry's `<callId>:code:<n>`).
+    pub seq: u64,
+    /// The binding's name.
+    pub name: String,
+    /// The arguments, already checked to be lossless JSON.
+    pub arguments: Value,
+    /// Fires when the run settles; a call still running then should wrap up.
+    pub run_over: RunOver,
+}
+
+/// A failed sub-call; the program sees it as a rejected `ToolCallError` carrying the tool's name
+/// and this message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct ToolCallError {
+    /// What went wrong, for the program (and through it, the model).
+    pub message: String,
+}
+
+impl ToolCallError {
+    /// A failure with this message.
+    pub fn new(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+        }
+    }
+}
+
+/// The host's tools as a program sees them.
+///
+/// # Determinism
+/// The runtime sorts and deduplicates [`ToolBindings::names`]; sub-calls start strictly in
+/// submission order, so the order calls reach [`ToolBindings::call`] depends only on the program.
+pub trait ToolBindings: Send + Sync {
+    /// The names the program can call.
+    fn names(&self) -> Vec<String>;
+    /// The tool's concurrency class, read right before each call starts.
+    fn concurrency(&self, name: &str) -> Concurrency;
+    /// Performs one call.
+    ///
+    /// # Cancel safety
+    /// The future is dropped unfinished if it has not finished within
+    /// [`Limits::sub_call_grace`](crate::Limits::sub_call_grace) after [`ToolCall::run_over`]
+    /// fires (or by the run's wall-clock ceiling, whichever is first).
+    fn call(&self, call: ToolCall) -> BoxFuture<'_, Result<Value, ToolCallError>>;
+}
+
+/// Bindings with no tools.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoTools;
+
+impl ToolBindings for NoTools {
+    fn names(&self) -> Vec<String> {
+        Vec::new()
+    }
+    fn concurrency(&self, _name: &str) -> Concurrency {
+        Concurrency::Mutating
+    }
+    fn call(&self, call: ToolCall) -> BoxFuture<'_, Result<Value, ToolCallError>> {
+        Box::pin(async move {
+            Err(ToolCallError::new(format!(
+                "unknown tool \"{}\"",
+                call.name
+            )))
+        })
+    }
+}
+
+/// Tells a running sub-call that its run has settled.
+#[derive(Debug, Clone)]
+pub struct RunOver(watch::Receiver<bool>);
+
+impl RunOver {
+    pub(crate) fn channel() -> (watch::Sender<bool>, Self) {
+        let (tx, rx) = watch::channel(false);
+        (tx, Self(rx))
+    }
+
+    /// Whether the run has settled.
+    pub fn is_over(&self) -> bool {
+        *self.0.borrow()
+    }
+
+    /// Resolves once the run has settled.
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn wait(&self) {
+        let mut rx = self.0.clone();
+        // An error means the run's sender is gone, which only happens once it is over.
+        let _ = rx.wait_for(|over| *over).await;
+    }
+}
