@@ -12,46 +12,50 @@ fn check_bad(name: &str) -> (String, String) {
     (file, run.err)
 }
 
+/// The position is the same as before; the wording is the new parser's (saphyr-parser).
 #[test]
 fn yaml_syntax_errors_name_file_line_and_column() {
     let (file, err) = check_bad("bad-yaml-syntax.yml");
     assert!(
         err.contains(&format!(
-            "{file}:5:9: YAML syntax error: did not find expected ',' or ']'"
+            "{file}:5:9: YAML syntax error: illegal placement of ':' indicator"
         )),
         "{err}"
     );
 }
 
+/// Points at the `name` value (it pointed at the entry's dash before the marked parse).
 #[test]
 fn unknown_plugins_suggest_the_closest_name() {
     let (file, err) = check_bad("bad-unknown-plugin.yml");
-    assert!(err.contains(&format!("{file}:3:1: entry \"marker\": unknown plugin \"debug/provde\"; did you mean \"debug/provide\"?")), "{err}");
+    assert!(err.contains(&format!("{file}:4:9: entry \"marker\": unknown plugin \"debug/provde\"; did you mean \"debug/provide\"?")), "{err}");
 }
 
+/// Points at both `id` values (it pointed at the entries' dashes before the marked parse).
 #[test]
 fn duplicate_ids_name_both_places() {
     let (file, err) = check_bad("bad-duplicate-id.yml");
     assert!(
         err.contains(&format!(
-            "{file}:5:1: entry \"same\": duplicate id \"same\"; first used at {file}:1:1"
+            "{file}:5:7: entry \"same\": duplicate id \"same\"; first used at {file}:1:7"
         )),
         "{err}"
     );
 }
 
+/// Regression (issue 12): a `config.<field>` error pointed at the entry's dash, not the field.
 #[test]
 fn config_type_errors_name_the_entry_and_the_field_path() {
     let (file, err) = check_bad("bad-config-type.yml");
     assert!(
         err.contains(&format!(
-            "{file}:1:1: entry \"marker\": config.service: unknown variant `omega`"
+            "{file}:4:14: entry \"marker\": config.service: unknown variant `omega`"
         )),
         "{err}"
     );
     assert!(
         err.contains(&format!(
-            "{file}:5:1: entry \"faulty\": config.delay_ms: invalid type: string \"soon\""
+            "{file}:9:15: entry \"faulty\": config.delay_ms: invalid type: string \"soon\""
         )),
         "{err}"
     );
@@ -319,5 +323,112 @@ fn an_unknown_tool_order_name_fails_check_with_the_reference_message() {
         "{}",
         run.err
     );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Regression (issue 12): `timeout:` inside a config string was taken for the entry's key.
+#[test]
+fn a_key_inside_a_string_is_not_mistaken_for_the_entry_key() {
+    let (file, err) = check_bad("bad-key-in-string.yml");
+    assert!(
+        err.contains(&format!(
+            "{file}:4:12: entry \"quiet\": key \"timeout\" must be a positive number of milliseconds, found \"soon\""
+        )),
+        "{err}"
+    );
+}
+
+/// Regression (issue 12): a group's child's `inject:` was reported for the group's own key.
+#[test]
+fn a_nested_key_is_not_mistaken_for_the_entry_key() {
+    let (file, err) = check_bad("bad-nested-key.yml");
+    assert!(
+        err.contains(&format!(
+            "{file}:7:3: entry \"outer\": key \"inject\" must be absent on a group"
+        )),
+        "{err}"
+    );
+}
+
+/// Regression (issue 12): a bad `toolOrder` failed at run time (and inside `agent-core`, not at
+/// all: check exited 0). It is now a configuration error at the value, exit 2.
+#[test]
+fn tool_order_shape_errors_are_configuration_errors_at_the_value() {
+    let (file, err) = check_bad("bad-tool-order.yml");
+    let rest = "toolOrder must contain the \"<unlisted-tools>\" rest entry (where unlisted tools are inserted)";
+    for needle in [
+        format!("{file}:4:16: entry \"prompt\": config.toolOrder: {rest}"),
+        format!("{file}:9:16: entry \"core\": config.toolOrder: {rest}"),
+        format!(
+            "{file}:14:23: entry \"twice\": config.toolOrder: toolOrder lists \"bash\" more than once"
+        ),
+        "cordis: 3 configuration errors".to_owned(),
+    ] {
+        assert!(err.contains(&needle), "missing {needle:?} in\n{err}");
+    }
+}
+
+/// Regression (issue 11): hidden characters in ids were accepted and printed raw, unknown tags
+/// were dropped, a chain of defaults was accepted, and CR-only line endings put every position
+/// at 1:1. A byte-order mark is accepted.
+#[test]
+fn hostile_text_is_refused_at_real_positions_and_never_printed_raw() {
+    let dir = std::env::temp_dir().join(format!("cordis-hostile-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("cordis.yml");
+    let text = std::fs::read_to_string(fixture("bad-hostile.yml")).unwrap();
+    std::fs::write(&file, format!("\u{feff}{}", text.replace('\n', "\r"))).unwrap();
+    let file = file.to_str().unwrap();
+    let run = cordis(&["check", file, "--seed", "1"], &[]);
+    assert_eq!(run.code, 2, "{}", run.err);
+    assert!(!run.err.contains('\u{202e}'), "printed raw: {}", run.err);
+    for needle in [
+        format!(
+            "{file}:3:7: entry \"ok\\u{{202e}}evil\": id \"ok\\u{{202e}}evil\" contains U+202E, a bidirectional character"
+        ),
+        format!("{file}:9:11: entry \"tagged\": YAML tag `!!binary` is not supported"),
+        format!("{file}:14:12: entry \"chained\": unsupported expression"),
+        "cordis: 3 configuration errors".to_owned(),
+    ] {
+        assert!(
+            run.err.contains(&needle),
+            "missing {needle:?} in\n{}",
+            run.err
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Regression (issue 11): an anchored megabyte aliased 2,000 times took 30 s and 6 GB, and
+/// 100,000 brackets took 52 s before the error. Both are refused before values are built.
+#[test]
+fn hostile_yaml_sizes_are_refused_with_a_clear_error() {
+    let dir = std::env::temp_dir().join(format!("cordis-bombs-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut bomb = format!(
+        "- id: a\n  name: debug/noop\n  config:\n    big: &big \"{}\"\n    copies:\n",
+        "x".repeat(1 << 20)
+    );
+    for _ in 0..2_000 {
+        bomb.push_str("      - *big\n");
+    }
+    let deep = format!(
+        "- id: a\n  name: debug/noop\n  config: {}\n",
+        "[".repeat(100_000)
+    );
+    for (name, src, needle) in [
+        ("bomb.yml", &bomb, "7:9: YAML aliases expand to more than "),
+        (
+            "deep.yml",
+            &deep,
+            "3:266: YAML nesting is deeper than 255 levels",
+        ),
+    ] {
+        let file = dir.join(name);
+        std::fs::write(&file, src).unwrap();
+        let run = cordis(&["check", file.to_str().unwrap(), "--seed", "1"], &[]);
+        assert_eq!(run.code, 2, "{name}: {}", run.err);
+        assert!(run.err.contains(needle), "{name}: {}", run.err);
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }

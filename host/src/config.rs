@@ -1,8 +1,8 @@
-//! The raw `cordis.yml` model: what the file says, with a position for every entry.
+//! The raw `cordis.yml` model: what the file says, with a position for every key and value.
 //!
 //! This is phase one of two (phase two is [`crate::plan`]): no plugin is looked up and nothing is
 //! loaded here. The only outside input is the environment, read through the `env` function the
-//! caller passes, for `${{ env.NAME }}` interpolation.
+//! caller passes, for `${{ env.NAME }}` interpolation ([`crate::env`]).
 //!
 //! # Format
 //! A top-level YAML list of entries `{id?, name, config?, disabled?, inject?, timeout?, sha256?}`.
@@ -11,8 +11,10 @@
 //! `@cordisjs/plugin-group`) is a group: its `config` is a nested list of entries, and disabling
 //! it disables them all. Inside string values of `config`, `${{ env.NAME }}` and
 //! `${{ env.NAME ?? 'default' }}` are replaced by the variable's value (no code is evaluated;
-//! the result is always a string). cordis's `!!js` tag is rejected. Entries of disabled entries
-//! (and groups) are not interpolated, so their variables need not be set.
+//! the result is always a string). cordis's `!!js` tag and every other non-core tag are
+//! rejected. Entries of disabled entries (and groups) are not interpolated, so their variables
+//! need not be set. Ids and names may not contain control, bidirectional or zero-width
+//! characters (they would disguise what a terminal shows).
 //!
 //! # Ids
 //! An entry without `id` gets one derived from its name and position, never a random one:
@@ -20,16 +22,17 @@
 //! that is the first top-level entry.
 //!
 //! # Positions
-//! serde_yaml_ng's `Value` has no spans, so each entry's line is found by scanning the source
-//! for the block-sequence dashes of its list (the list's first dash sets the indentation). A
-//! file in flow style (`[{…}]`) still parses; its entries then point at the list's first line.
+//! The file is read into a [`Tree`](crate::yaml::Tree) that marks every node, so a diagnostic
+//! points at the key or value it is about: an unknown key at the key, a bad value at the value,
+//! an unset variable at `env.NAME` inside the string. An entry's own position is its dash (or,
+//! in a flow list, its opening brace). Positions count lines as YAML does (`\n`, `\r\n` or a
+//! lone `\r`) and columns in characters, from 1.
 
-use std::collections::BTreeSet;
+use std::sync::{Arc, OnceLock};
 
-use serde_yaml_ng::Value as Yaml;
-use serde_yaml_ng::value::TaggedValue;
-
-use crate::diagnostic::{ConfigErrors, Diagnostic, ENTRY_KEYS, Pos, Problem};
+use crate::diagnostic::{ConfigErrors, Diagnostic, Pos, Problem, hidden_char};
+use crate::env::{interpolate, needle};
+use crate::yaml::{Kind, NodeId, Tree, duplicate_keys};
 
 /// The plugin names that make an entry a group.
 pub const GROUP_NAMES: &[&str] = &["cordis/group", "@cordisjs/plugin-group"];
@@ -41,6 +44,37 @@ pub struct RawConfig {
     pub file: String,
     /// The top-level entries, in file order.
     pub entries: Vec<RawEntry>,
+    /// The marked tree the entries were read from (for positions inside `config`).
+    marks: Marks,
+}
+
+/// The parsed tree behind a [`RawConfig`], shared; equal when it is the same parse.
+#[derive(Clone, Default)]
+struct Marks(Arc<Tree>);
+
+impl PartialEq for Marks {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl std::fmt::Debug for Marks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Marks")
+    }
+}
+
+/// Where an entry's keys' values were written.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct EntryMarks {
+    /// The `id` value.
+    pub id: Option<Pos>,
+    /// The `name` value.
+    pub name: Option<Pos>,
+    /// The `config` value.
+    pub config: Option<Pos>,
+    /// The `sha256` value.
+    pub sha256: Option<Pos>,
 }
 
 /// One entry as written.
@@ -68,6 +102,106 @@ pub struct RawEntry {
     pub is_group: bool,
     /// Where the entry starts (its dash).
     pub pos: Pos,
+    /// Where its values were written.
+    pub marks: EntryMarks,
+    /// The `config` node in the tree, for [`RawConfig::config_pos`].
+    config_node: Option<NodeId>,
+}
+
+impl RawConfig {
+    /// Where a problem with `entry`'s config at `path` (serde_path_to_error's form, such as
+    /// `tools[2].name`) was written: the value at the deepest part of the path that exists; for
+    /// an `unknown field` message, that field's key. The entry's position if it has no config.
+    pub fn config_pos(&self, entry: &RawEntry, path: &str, message: &str) -> Pos {
+        let tree = &self.marks.0;
+        let Some(mut node) = entry.config_node else {
+            return entry.pos;
+        };
+        let mut rest = path.trim_start_matches('.');
+        while !rest.is_empty() {
+            let next = match &tree.node(node).kind {
+                Kind::Seq(items) if rest.starts_with('[') => {
+                    let Some(end) = rest.find(']') else { break };
+                    let Some(item) = rest[1..end]
+                        .parse::<usize>()
+                        .ok()
+                        .and_then(|i| items.get(i))
+                    else {
+                        break;
+                    };
+                    rest = &rest[end + 1..];
+                    *item
+                }
+                Kind::Map(pairs) => {
+                    // The longest key the path continues with (keys may contain dots).
+                    let found = pairs
+                        .iter()
+                        .filter_map(|(k, v)| {
+                            let key = key_text(tree, *k)?;
+                            let after = rest.strip_prefix(key.as_str())?;
+                            (after.is_empty() || after.starts_with(['.', '[']))
+                                .then_some((key.len(), *v))
+                        })
+                        .max_by_key(|(len, _)| *len);
+                    let Some((len, value)) = found else { break };
+                    rest = &rest[len..];
+                    value
+                }
+                _ => break,
+            };
+            node = next;
+            rest = rest.strip_prefix('.').unwrap_or(rest);
+        }
+        if let (Some(field), Kind::Map(pairs)) = (
+            message
+                .strip_prefix("unknown field `")
+                .and_then(|m| m.split('`').next()),
+            &tree.node(node).kind,
+        ) && let Some((key, _)) = pairs
+            .iter()
+            .find(|(k, _)| key_text(tree, *k).as_deref() == Some(field))
+        {
+            return tree.node(*key).pos;
+        }
+        tree.node(node).pos
+    }
+}
+
+fn key_text(tree: &Tree, key: NodeId) -> Option<String> {
+    match tree.node(key).kind {
+        Kind::Str(..) => tree.str(key).map(str::to_owned),
+        Kind::Int(i) => Some(i.to_string()),
+        Kind::UInt(u) => Some(u.to_string()),
+        Kind::Bool(b) => Some(b.to_string()),
+        Kind::Float(f) => Some(f.to_string()),
+        _ => None,
+    }
+}
+
+/// Character index → byte offset, for pointing inside a scalar (built only when needed).
+#[derive(Default)]
+struct SourceMap {
+    ascii: bool,
+    offsets: OnceLock<Vec<usize>>,
+}
+
+impl SourceMap {
+    fn new(source: &str) -> SourceMap {
+        SourceMap {
+            ascii: source.is_ascii(),
+            offsets: OnceLock::new(),
+        }
+    }
+
+    fn byte(&self, source: &str, index: usize) -> usize {
+        if self.ascii {
+            return index.min(source.len());
+        }
+        let offsets = self
+            .offsets
+            .get_or_init(|| source.char_indices().map(|(b, _)| b).collect());
+        offsets.get(index).copied().unwrap_or(source.len())
+    }
 }
 
 /// Parses a config file, collecting every problem.
@@ -87,129 +221,90 @@ pub fn parse(
     }
 }
 
-/// Parses as far as possible: the entries that could be read, and every problem found.
+/// Parses as far as possible: the entries that could be read, and every problem found (in file
+/// order).
 pub fn parse_lenient(
     source: &str,
     file: &str,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> (RawConfig, Vec<Diagnostic>) {
-    let mut p = Parser {
+    let tree = match Tree::parse(source) {
+        Ok(tree) => tree,
+        Err(fatal) => {
+            let config = RawConfig {
+                file: file.to_owned(),
+                entries: Vec::new(),
+                marks: Marks::default(),
+            };
+            let error = Diagnostic {
+                file: file.to_owned(),
+                pos: fatal.pos,
+                entry: None,
+                problem: fatal.problem,
+            };
+            return (config, vec![error]);
+        }
+    };
+    let map = SourceMap::new(source);
+    let mut r = Reader {
         file,
-        lines: source.lines().collect(),
+        source,
+        tree: &tree,
+        map: &map,
         env,
         errors: Vec::new(),
-        js: Vec::new(),
-        js_reported: BTreeSet::new(),
+        claimed: vec![false; tree.tag_problems.len()],
     };
-    p.js = p.scan_js_tags();
-    let mut config = RawConfig {
+    let entries = match tree.root {
+        None => Vec::new(),
+        Some(root) => r.list(root, "", false),
+    };
+    r.claim(0, usize::MAX, None);
+    let mut errors = r.errors;
+    errors.sort_by_key(|d| d.pos);
+    let config = RawConfig {
         file: file.to_owned(),
-        entries: Vec::new(),
+        entries,
+        marks: Marks(Arc::new(tree)),
     };
-    let doc: Yaml = match serde_yaml_ng::from_str(source) {
-        Ok(v) => v,
-        Err(e) => {
-            let pos = e
-                .location()
-                .map(|l| Pos {
-                    line: l.line(),
-                    column: l.column(),
-                })
-                .unwrap_or(Pos { line: 1, column: 1 });
-            let message = e.to_string();
-            let message = match message.find(" at line ") {
-                Some(i) => message[..i].to_owned(),
-                None => message,
-            };
-            p.error(pos, None, Problem::Syntax(message));
-            return (config, p.errors);
-        }
-    };
-    let doc = match doc {
-        Yaml::Null => Yaml::Sequence(Vec::new()),
-        other => other,
-    };
-    let end = p.lines.len();
-    config.entries = p.list(&doc, 0, end, &[], false, Pos { line: 1, column: 1 });
-    for pos in p.js.clone() {
-        if !p.js_reported.contains(&pos) {
-            p.error(pos, None, Problem::JsTag);
-        }
-    }
-    p.errors.sort_by_key(|d| d.pos);
-    (config, p.errors)
+    (config, errors)
 }
 
-struct Parser<'a> {
+struct Reader<'a> {
     file: &'a str,
-    lines: Vec<&'a str>,
+    source: &'a str,
+    tree: &'a Tree,
+    map: &'a SourceMap,
     env: &'a dyn Fn(&str) -> Option<String>,
     errors: Vec<Diagnostic>,
-    /// Positions of `!!js` tags (serde_yaml_ng drops unknown `!!` tags, so they are found here).
-    js: Vec<Pos>,
-    js_reported: BTreeSet<Pos>,
+    /// Per refused tag: already reported.
+    claimed: Vec<bool>,
 }
 
-fn kind_of(v: &Yaml) -> &'static str {
-    match v {
-        Yaml::Null => "null",
-        Yaml::Bool(_) => "a boolean",
-        Yaml::Number(_) => "a number",
-        Yaml::String(_) => "a string",
-        Yaml::Sequence(_) => "a list",
-        Yaml::Mapping(_) => "a mapping",
-        Yaml::Tagged(_) => "a tagged value",
+fn kind_of(k: &Kind) -> &'static str {
+    match k {
+        Kind::Null => "null",
+        Kind::Bool(_) => "a boolean",
+        Kind::Int(_) | Kind::UInt(_) | Kind::Float(_) => "a number",
+        Kind::Str(..) => "a string",
+        Kind::Seq(_) => "a list",
+        Kind::Map(_) => "a mapping",
     }
 }
 
-fn is_js_tag(tagged: &TaggedValue) -> bool {
-    let tag = tagged.tag.to_string();
-    tag == "!!js" || tag == "!js" || tag.ends_with(":js") || tag.starts_with("!!js/")
+/// The slots of an entry's known keys: (key node, value node).
+#[derive(Default)]
+struct Fields {
+    id: Option<(NodeId, NodeId)>,
+    name: Option<(NodeId, NodeId)>,
+    config: Option<(NodeId, NodeId)>,
+    disabled: Option<(NodeId, NodeId)>,
+    inject: Option<(NodeId, NodeId)>,
+    timeout: Option<(NodeId, NodeId)>,
+    sha256: Option<(NodeId, NodeId)>,
 }
 
-fn short(v: &Yaml) -> String {
-    match v {
-        Yaml::String(s) => format!("\"{s}\""),
-        Yaml::Number(n) => n.to_string(),
-        Yaml::Bool(b) => b.to_string(),
-        other => kind_of(other).to_owned(),
-    }
-}
-
-impl Parser<'_> {
-    /// Every `!!js` tag token outside comments and quotes.
-    fn scan_js_tags(&self) -> Vec<Pos> {
-        let mut out = Vec::new();
-        for (i, line) in self.lines.iter().enumerate() {
-            let bytes = line.as_bytes();
-            let mut quote: Option<u8> = None;
-            for (c, &b) in bytes.iter().enumerate() {
-                let prev = if c == 0 { b' ' } else { bytes[c - 1] };
-                match quote {
-                    Some(q) if b == q => quote = None,
-                    Some(_) => {}
-                    None if (b == b'"' || b == b'\'') && !prev.is_ascii_alphanumeric() => {
-                        quote = Some(b);
-                    }
-                    None if b == b'#' && prev.is_ascii_whitespace() => break,
-                    None if bytes[c..].starts_with(b"!!js")
-                        && (prev.is_ascii_whitespace() || b"[{,:-".contains(&prev))
-                        && bytes
-                            .get(c + 4)
-                            .is_none_or(|n| n.is_ascii_whitespace() || b",]}".contains(n)) =>
-                    {
-                        out.push(Pos {
-                            line: i + 1,
-                            column: c + 1,
-                        });
-                    }
-                    None => {}
-                }
-            }
-        }
-        out
-    }
-
+impl Reader<'_> {
     fn error(&mut self, pos: Pos, entry: Option<&str>, problem: Problem) {
         self.errors.push(Diagnostic {
             file: self.file.to_owned(),
@@ -219,263 +314,261 @@ impl Parser<'_> {
         });
     }
 
-    /// Lines (0-based) of the block-sequence dashes of the list that starts after `from`.
-    fn dashes(&self, from: usize, to: usize) -> Vec<(usize, usize)> {
-        let mut indent = None;
-        let mut out = Vec::new();
-        for i in from..to.min(self.lines.len()) {
-            let line = self.lines[i];
-            let trimmed = line.trim_start();
-            if trimmed.is_empty() || trimmed.starts_with('#') {
-                continue;
+    fn short(&self, id: NodeId) -> String {
+        let node = self.tree.node(id);
+        match &node.kind {
+            Kind::Str(..) => format!("\"{}\"", self.tree.str(id).unwrap_or_default()),
+            Kind::Int(i) => i.to_string(),
+            Kind::UInt(u) => u.to_string(),
+            Kind::Float(f) => f.to_string(),
+            Kind::Bool(b) => b.to_string(),
+            other => kind_of(other).to_owned(),
+        }
+    }
+
+    fn bad(&mut self, value: NodeId, entry: &str, key: &'static str, expected: &'static str) {
+        let found = self.short(value);
+        let pos = self.tree.node(value).pos;
+        self.error(
+            pos,
+            Some(entry),
+            Problem::BadField {
+                key,
+                expected,
+                found,
+            },
+        );
+    }
+
+    /// Reports the refused tags among nodes `from..=to` not reported yet; true if there were.
+    fn claim(&mut self, from: NodeId, to: NodeId, entry: Option<&str>) -> bool {
+        let problems = &self.tree.tag_problems;
+        let start = problems.partition_point(|(_, id, _)| *id < from);
+        let mut any = false;
+        for i in start..problems.len() {
+            let (pos, id, problem) = &problems[i];
+            if *id > to {
+                break;
             }
-            let col = line.len() - trimmed.len();
-            let is_dash = trimmed == "-" || trimmed.starts_with("- ") || trimmed.starts_with("-\t");
-            match indent {
-                None if is_dash => {
-                    indent = Some(col);
-                    out.push((i, col));
-                }
-                Some(ind) if is_dash && col == ind => out.push((i, col)),
-                Some(ind) if col < ind => break,
-                _ => {}
+            any = true;
+            if !self.claimed[i] {
+                self.claimed[i] = true;
+                self.error(*pos, entry, problem.clone());
             }
         }
-        out
+        any
     }
 
-    /// First line in `from..to` containing `needle`, as a position.
-    fn find(&self, from: usize, to: usize, needle: &str) -> Option<Pos> {
-        (from..to.min(self.lines.len())).find_map(|i| {
-            self.lines[i].find(needle).map(|c| Pos {
-                line: i + 1,
-                column: c + 1,
-            })
-        })
+    /// Where a list item starts: its dash when it has one on its line, else the node itself.
+    fn item_pos(&self, id: NodeId) -> Pos {
+        let node = self.tree.node(id);
+        let start = self.map.byte(self.source, node.span.0);
+        let before = self.source[..start].trim_end_matches([' ', '\t']);
+        let gap = start - before.len();
+        if before.ends_with('-') && node.pos.column > gap + 1 {
+            Pos {
+                line: node.pos.line,
+                column: node.pos.column - gap - 1,
+            }
+        } else {
+            node.pos
+        }
     }
 
-    /// Reads a list of entries whose source lies in lines `from..to` (0-based).
-    fn list(
-        &mut self,
-        value: &Yaml,
-        from: usize,
-        to: usize,
-        path: &[usize],
-        disabled: bool,
-        fallback: Pos,
-    ) -> Vec<RawEntry> {
-        let Yaml::Sequence(items) = value else {
+    /// Reads a list of entries; `prefix` is the position path of the enclosing group.
+    fn list(&mut self, list: NodeId, prefix: &str, disabled: bool) -> Vec<RawEntry> {
+        let Kind::Seq(items) = &self.tree.node(list).kind else {
+            let node = self.tree.node(list);
             self.error(
-                fallback,
+                node.pos,
                 None,
                 Problem::NotAList {
-                    found: kind_of(value),
+                    found: kind_of(&node.kind),
                 },
             );
             return Vec::new();
         };
-        let dashes = self.dashes(from, to);
-        let located = dashes.len() == items.len();
-        let mut out = Vec::new();
+        let mut out = Vec::with_capacity(items.len());
         for (i, item) in items.iter().enumerate() {
-            let (start, end, pos) = if located {
-                let (line, col) = dashes[i];
-                let end = dashes.get(i + 1).map_or(to, |d| d.0);
-                (
-                    line,
-                    end,
-                    Pos {
-                        line: line + 1,
-                        column: col + 1,
-                    },
-                )
+            let position = if prefix.is_empty() {
+                i.to_string()
             } else {
-                (from, to, fallback)
+                format!("{prefix}.{i}")
             };
-            let mut path = path.to_vec();
-            path.push(i);
-            if let Some(entry) = self.entry(item, start, end, pos, &path, disabled) {
+            if let Some(entry) = self.entry(*item, &position, disabled) {
                 out.push(entry);
             }
         }
         out
     }
 
-    fn entry(
-        &mut self,
-        item: &Yaml,
-        start: usize,
-        end: usize,
-        pos: Pos,
-        path: &[usize],
-        parent_disabled: bool,
-    ) -> Option<RawEntry> {
-        let position = path
-            .iter()
-            .map(usize::to_string)
-            .collect::<Vec<_>>()
-            .join(".");
-        let Yaml::Mapping(map) = item else {
+    fn entry(&mut self, item: NodeId, position: &str, parent_disabled: bool) -> Option<RawEntry> {
+        let tree = self.tree;
+        let node = tree.node(item);
+        let pos = self.item_pos(item);
+        let Kind::Map(pairs) = &node.kind else {
+            self.claim(item, node.last, None);
             self.error(
                 pos,
                 None,
                 Problem::EntryNotMapping {
-                    found: kind_of(item),
+                    found: kind_of(&node.kind),
                 },
             );
             return None;
         };
-        let get = |k: &str| map.get(k);
-        let name = match get("name") {
-            Some(Yaml::String(s)) => Some(s.clone()),
-            _ => None,
-        };
-        let derived = format!("{}#{position}", name.as_deref().unwrap_or("entry"));
-        let (id, explicit_id) = match get("id") {
-            Some(Yaml::String(s)) => (s.clone(), true),
-            Some(Yaml::Number(n)) => (n.to_string(), true),
-            _ => (derived, false),
-        };
-        let key_pos = |p: &Self, key: &str| {
-            p.find(start, end, &format!("{key}:"))
-                .or_else(|| p.find(start, end, key))
-                .unwrap_or(pos)
-        };
-        // Keys.
-        let mut seen = BTreeSet::new();
-        for key in map.keys() {
-            match key {
-                Yaml::String(k) if ENTRY_KEYS.contains(&k.as_str()) => {
-                    seen.insert(k.clone());
+        let mut fields = Fields::default();
+        let mut unknown = Vec::new();
+        for &(k, v) in pairs {
+            let slot = match tree.str(k) {
+                Some("id") => &mut fields.id,
+                Some("name") => &mut fields.name,
+                Some("config") => &mut fields.config,
+                Some("disabled") => &mut fields.disabled,
+                Some("inject") => &mut fields.inject,
+                Some("timeout") => &mut fields.timeout,
+                Some("sha256") => &mut fields.sha256,
+                _ => {
+                    unknown.push(k);
+                    continue;
                 }
-                other => {
-                    let k = match other {
-                        Yaml::String(s) => s.clone(),
-                        v => short(v),
-                    };
-                    let at = key_pos(self, &k);
-                    self.error(at, Some(&id), Problem::UnknownKey { key: k });
-                }
+            };
+            // A repeated key is reported below; the first one counts.
+            slot.get_or_insert((k, v));
+        }
+        let name = fields
+            .name
+            .and_then(|(_, v)| tree.str(v))
+            .map(str::to_owned);
+        let (id, explicit_id) = match fields.id.map(|(_, v)| (v, &tree.node(v).kind)) {
+            Some((v, Kind::Str(..))) => (tree.str(v).unwrap_or_default().to_owned(), true),
+            Some((_, Kind::Int(i))) => (i.to_string(), true),
+            Some((_, Kind::UInt(u))) => (u.to_string(), true),
+            Some((_, Kind::Float(f))) => (f.to_string(), true),
+            _ => (
+                format!("{}#{position}", name.as_deref().unwrap_or("entry")),
+                false,
+            ),
+        };
+        for k in unknown {
+            let key = match tree.str(k) {
+                Some(s) => s.to_owned(),
+                None => self.short(k),
+            };
+            self.error(tree.node(k).pos, Some(&id), Problem::UnknownKey { key });
+        }
+        if pairs.len() > 1 {
+            for k in duplicate_keys(tree, pairs) {
+                let key = key_text(tree, k).unwrap_or_default();
+                self.error(tree.node(k).pos, Some(&id), Problem::DuplicateKey { key });
             }
         }
-        match get("id") {
-            None | Some(Yaml::String(_)) | Some(Yaml::Number(_)) => {}
-            Some(v) => {
-                let at = key_pos(self, "id");
-                self.error(at, Some(&id), bad("id", "a string", v));
-            }
+        if let Some((_, v)) = fields.id
+            && !explicit_id
+        {
+            self.bad(v, &id, "id", "a string");
         }
-        match get("name") {
-            Some(Yaml::String(_)) => {}
+        match fields.name {
+            Some((_, v)) if name.is_none() => self.bad(v, &id, "name", "a string"),
+            Some(_) => {}
             None => self.error(pos, Some(&id), Problem::MissingName),
-            Some(v) => {
-                let at = key_pos(self, "name");
-                self.error(at, Some(&id), bad("name", "a string", v));
+        }
+        for (key, value, at) in [
+            ("id", explicit_id.then_some(&id), fields.id),
+            ("name", name.as_ref(), fields.name),
+        ] {
+            if let (Some(value), Some((_, v))) = (value, at)
+                && let Some((ch, kind)) = hidden_char(value)
+            {
+                let problem = Problem::HiddenCharacter {
+                    key,
+                    value: value.clone(),
+                    ch,
+                    kind,
+                };
+                self.error(tree.node(v).pos, Some(&id), problem);
             }
         }
-        let own_disabled = match get("disabled") {
-            None | Some(Yaml::Null) => false,
-            Some(Yaml::Bool(b)) => *b,
-            Some(v) => {
-                let at = key_pos(self, "disabled");
-                self.error(at, Some(&id), bad("disabled", "true or false", v));
+        let own_disabled = match fields.disabled.map(|(_, v)| (v, &tree.node(v).kind)) {
+            None | Some((_, Kind::Null)) => false,
+            Some((_, Kind::Bool(b))) => *b,
+            Some((v, _)) => {
+                self.bad(v, &id, "disabled", "true or false");
                 false
             }
         };
         let disabled = parent_disabled || own_disabled;
-        let inject = match get("inject") {
-            None | Some(Yaml::Null) => Vec::new(),
-            Some(Yaml::String(s)) => vec![s.clone()],
-            Some(Yaml::Sequence(items)) if items.iter().all(|v| matches!(v, Yaml::String(_))) => {
-                items
-                    .iter()
-                    .filter_map(|v| v.as_str().map(str::to_owned))
-                    .collect()
-            }
-            Some(v) => {
-                let at = key_pos(self, "inject");
-                self.error(at, Some(&id), bad("inject", "a list of service names", v));
+        let inject = match fields.inject.map(|(_, v)| (v, &tree.node(v).kind)) {
+            None | Some((_, Kind::Null)) => Vec::new(),
+            Some((v, Kind::Str(..))) => vec![tree.str(v).unwrap_or_default().to_owned()],
+            Some((_, Kind::Seq(items))) if items.iter().all(|i| tree.str(*i).is_some()) => items
+                .iter()
+                .filter_map(|i| tree.str(*i).map(str::to_owned))
+                .collect(),
+            Some((v, _)) => {
+                self.bad(v, &id, "inject", "a list of service names");
                 Vec::new()
             }
         };
-        let timeout_ms = match get("timeout") {
-            None | Some(Yaml::Null) => None,
-            Some(Yaml::Number(n)) if n.as_u64().is_some_and(|t| t > 0) => n.as_u64(),
-            Some(v) => {
-                let at = key_pos(self, "timeout");
-                self.error(
-                    at,
-                    Some(&id),
-                    bad("timeout", "a positive number of milliseconds", v),
-                );
+        let timeout_ms = match fields.timeout.map(|(_, v)| (v, &tree.node(v).kind)) {
+            None | Some((_, Kind::Null)) => None,
+            Some((_, Kind::Int(t))) if *t > 0 => Some(*t as u64),
+            Some((_, Kind::UInt(t))) => Some(*t),
+            Some((v, _)) => {
+                self.bad(v, &id, "timeout", "a positive number of milliseconds");
                 None
             }
         };
-        let sha256 = match get("sha256") {
-            None | Some(Yaml::Null) => None,
-            Some(Yaml::String(s)) if s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit()) => {
+        let sha256 = match fields.sha256.map(|(_, v)| (v, tree.str(v))) {
+            None => None,
+            Some((v, _)) if tree.node(v).kind == Kind::Null => None,
+            Some((_, Some(s))) if s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit()) => {
                 Some(s.to_ascii_lowercase())
             }
-            Some(v) => {
-                let at = key_pos(self, "sha256");
-                self.error(
-                    at,
-                    Some(&id),
-                    bad("sha256", "a SHA-256 hash as 64 hex digits", v),
-                );
+            Some((v, _)) => {
+                self.bad(v, &id, "sha256", "a SHA-256 hash as 64 hex digits");
                 None
             }
         };
         let is_group = name.as_deref().is_some_and(|n| GROUP_NAMES.contains(&n));
-        let raw_config = get("config").cloned().unwrap_or(Yaml::Null);
+        let config_node = fields.config.map(|(_, v)| v);
         let mut children = Vec::new();
         let config = if is_group {
-            if !inject.is_empty() || timeout_ms.is_some() {
-                let at = key_pos(
-                    self,
-                    if inject.is_empty() {
-                        "timeout"
-                    } else {
-                        "inject"
-                    },
-                );
-                self.error(
-                    at,
-                    Some(&id),
-                    Problem::BadField {
-                        key: if inject.is_empty() {
-                            "timeout"
-                        } else {
-                            "inject"
+            for (key, field) in [("inject", fields.inject), ("timeout", fields.timeout)] {
+                if let Some((k, v)) = field
+                    && tree.node(v).kind != Kind::Null
+                {
+                    self.error(
+                        tree.node(k).pos,
+                        Some(&id),
+                        Problem::BadField {
+                            key,
+                            expected: "absent on a group (set it on the group's entries)",
+                            found: "a value".to_owned(),
                         },
-                        expected: "absent on a group (set it on the group's entries)",
-                        found: "a value".to_owned(),
-                    },
-                );
-            }
-            let config_line = self
-                .find(start, end, "config:")
-                .map_or(start, |p| p.line - 1);
-            let list = match raw_config {
-                Yaml::Null => Yaml::Sequence(Vec::new()),
-                other => other,
-            };
-            let at = key_pos(self, "config");
-            children = self.list(&list, config_line + 1, end, path, disabled, at);
-            Some(serde_json::Value::Null)
-        } else if self.js.iter().any(|p| p.line > start && p.line <= end) {
-            for p in self.js.clone() {
-                if p.line > start && p.line <= end && self.js_reported.insert(p) {
-                    self.error(p, Some(&id), Problem::JsTag);
+                    );
                 }
             }
+            if let Some(list) = config_node
+                && tree.node(list).kind != Kind::Null
+            {
+                children = self.list(list, position, disabled);
+            }
+            self.claim(item, node.last, Some(&id));
+            Some(serde_json::Value::Null)
+        } else if self.claim(item, node.last, Some(&id)) {
             None
         } else if disabled {
             Some(serde_json::Value::Null)
         } else {
-            let before = self.errors.len();
-            let value = self.config_json(&raw_config, start, end, &id, pos);
-            (self.errors.len() == before).then_some(value)
+            match config_node {
+                None => Some(serde_json::Value::Null),
+                Some(c) => {
+                    let before = self.errors.len();
+                    let value = self.json(c, &id);
+                    (self.errors.len() == before).then_some(value)
+                }
+            }
         };
         Some(RawEntry {
             id,
@@ -489,155 +582,93 @@ impl Parser<'_> {
             children,
             is_group,
             pos,
+            marks: EntryMarks {
+                id: fields.id.map(|(_, v)| tree.node(v).pos),
+                name: fields.name.map(|(_, v)| tree.node(v).pos),
+                config: config_node.map(|v| tree.node(v).pos),
+                sha256: fields.sha256.map(|(_, v)| tree.node(v).pos),
+            },
+            config_node,
         })
     }
 
     /// Converts a config value to JSON, interpolating `${{ env.X }}` in strings.
-    fn config_json(
-        &mut self,
-        v: &Yaml,
-        start: usize,
-        end: usize,
-        id: &str,
-        pos: Pos,
-    ) -> serde_json::Value {
+    fn json(&mut self, id: NodeId, entry: &str) -> serde_json::Value {
         use serde_json::Value as Json;
-        match v {
-            Yaml::Null => Json::Null,
-            Yaml::Bool(b) => Json::Bool(*b),
-            Yaml::Number(n) => {
-                if let Some(i) = n.as_i64() {
-                    Json::from(i)
-                } else if let Some(u) = n.as_u64() {
-                    Json::from(u)
-                } else {
-                    n.as_f64()
-                        .and_then(serde_json::Number::from_f64)
-                        .map_or(Json::Null, Json::Number)
+        let tree = self.tree;
+        match &tree.node(id).kind {
+            Kind::Null => Json::Null,
+            Kind::Bool(b) => Json::Bool(*b),
+            Kind::Int(i) => Json::from(*i),
+            Kind::UInt(u) => Json::from(*u),
+            Kind::Float(f) => serde_json::Number::from_f64(*f).map_or(Json::Null, Json::Number),
+            Kind::Str(..) => {
+                let s = tree.str(id).unwrap_or_default();
+                match interpolate(s, self.env) {
+                    Ok(out) => Json::String(out),
+                    Err(problem) => {
+                        let at = self.find_in(id, &needle(&problem));
+                        self.error(at, Some(entry), problem);
+                        Json::Null
+                    }
                 }
             }
-            Yaml::String(s) => Json::String(self.interpolate(s, start, end, id, pos)),
-            Yaml::Sequence(items) => Json::Array(
-                items
-                    .iter()
-                    .map(|i| self.config_json(i, start, end, id, pos))
-                    .collect(),
-            ),
-            Yaml::Mapping(map) => {
+            Kind::Seq(items) => Json::Array(items.iter().map(|i| self.json(*i, entry)).collect()),
+            Kind::Map(pairs) => {
                 let mut out = serde_json::Map::new();
-                for (k, val) in map {
-                    let key = match k {
-                        Yaml::String(s) => s.clone(),
-                        Yaml::Number(n) => n.to_string(),
-                        Yaml::Bool(b) => b.to_string(),
-                        other => {
+                if pairs.len() > 1 {
+                    for k in duplicate_keys(tree, pairs) {
+                        let key = key_text(tree, k).unwrap_or_default();
+                        self.error(tree.node(k).pos, Some(entry), Problem::DuplicateKey { key });
+                    }
+                }
+                for (k, v) in pairs {
+                    let key = match &tree.node(*k).kind {
+                        Kind::Str(..) | Kind::Int(_) | Kind::UInt(_) | Kind::Bool(_) => {
+                            key_text(tree, *k).unwrap_or_default()
+                        }
+                        Kind::Float(f) => f.to_string(),
+                        _ => {
+                            let found = self.short(*k);
                             self.error(
-                                pos,
-                                Some(id),
-                                Problem::NonStringKey {
-                                    found: short(other),
-                                },
+                                tree.node(*k).pos,
+                                Some(entry),
+                                Problem::NonStringKey { found },
                             );
                             continue;
                         }
                     };
-                    let value = self.config_json(val, start, end, id, pos);
+                    let value = self.json(*v, entry);
                     out.insert(key, value);
                 }
                 Json::Object(out)
             }
-            Yaml::Tagged(tagged) => {
-                if is_js_tag(tagged) {
-                    let at = self.find(start, end, "!!js").unwrap_or(pos);
-                    self.error(at, Some(id), Problem::JsTag);
-                } else {
-                    let tag = tagged.tag.to_string();
-                    let at = self.find(start, end, &tag).unwrap_or(pos);
-                    self.error(at, Some(id), Problem::UnsupportedTag { tag });
-                }
-                Json::Null
-            }
         }
     }
 
-    fn interpolate(&mut self, s: &str, start: usize, end: usize, id: &str, pos: Pos) -> String {
-        match interpolate(s, self.env) {
-            Ok(out) => out,
-            Err(problem) => {
-                let needle = match &problem {
-                    Problem::UnsetEnv { var } => format!("env.{var}"),
-                    _ => "${{".to_owned(),
-                };
-                let at = self.find(start, end, &needle).unwrap_or(pos);
-                self.error(at, Some(id), problem);
-                s.to_owned()
-            }
-        }
-    }
-}
-
-fn bad(key: &'static str, expected: &'static str, v: &Yaml) -> Problem {
-    Problem::BadField {
-        key,
-        expected,
-        found: short(v),
-    }
-}
-
-/// Replaces every `${{ env.NAME }}` / `${{ env.NAME ?? 'default' }}` in `s`.
-///
-/// # Errors
-/// [`Problem::UnsetEnv`] for a variable that is unset and has no default;
-/// [`Problem::BadExpression`] for anything else inside `${{ }}`.
-pub fn interpolate(s: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String, Problem> {
-    let mut out = String::new();
-    let mut rest = s;
-    while let Some(open) = rest.find("${{") {
-        out.push_str(&rest[..open]);
-        let after = &rest[open + 3..];
-        let Some(close) = after.find("}}") else {
-            return Err(Problem::BadExpression {
-                expr: after.to_owned(),
-            });
+    /// The position of the first `needle` in a scalar's source text; the scalar's own
+    /// position if it is not there verbatim (an escape sequence, say).
+    fn find_in(&self, id: NodeId, needle: &str) -> Pos {
+        let node = self.tree.node(id);
+        let start = self.map.byte(self.source, node.span.0);
+        let end = self.map.byte(self.source, node.span.1).max(start);
+        let text = &self.source[start..end];
+        let Some(at) = text.find(needle) else {
+            return node.pos;
         };
-        let expr = &after[..close];
-        out.push_str(&evaluate(expr, env)?);
-        rest = &after[close + 2..];
-    }
-    out.push_str(rest);
-    Ok(out)
-}
-
-fn evaluate(expr: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String, Problem> {
-    let bad = || Problem::BadExpression {
-        expr: expr.to_owned(),
-    };
-    let (var, default) = match expr.split_once("??") {
-        Some((v, d)) => (v.trim(), Some(d.trim())),
-        None => (expr.trim(), None),
-    };
-    let name = var.strip_prefix("env.").ok_or_else(bad)?;
-    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-        return Err(bad());
-    }
-    let default = match default {
-        None => None,
-        Some(d) => {
-            let quoted = (d.len() >= 2)
-                && ((d.starts_with('\'') && d.ends_with('\''))
-                    || (d.starts_with('"') && d.ends_with('"')));
-            if !quoted {
-                return Err(bad());
+        let mut pos = node.pos;
+        let mut chars = text[..at].chars().peekable();
+        while let Some(c) = chars.next() {
+            match c {
+                '\r' if chars.peek() == Some(&'\n') => {}
+                '\n' | '\r' => {
+                    pos.line += 1;
+                    pos.column = 1;
+                }
+                _ => pos.column += 1,
             }
-            Some(d[1..d.len() - 1].to_owned())
         }
-    };
-    match (env(name), default) {
-        (Some(v), _) => Ok(v),
-        (None, Some(d)) => Ok(d),
-        (None, None) => Err(Problem::UnsetEnv {
-            var: name.to_owned(),
-        }),
+        pos
     }
 }
 
@@ -649,8 +680,9 @@ mod tests {
         None
     }
 
-    fn env_home(name: &str) -> Option<String> {
-        (name == "HOME").then(|| "/home/me".to_owned())
+    fn errors(src: &str) -> Vec<String> {
+        let (_, errors) = parse_lenient(src, "f.yml", &no_env);
+        errors.iter().map(ToString::to_string).collect()
     }
 
     /// Regression: the `!!js` scan sliced a line by byte index and panicked inside a multi-byte
@@ -673,43 +705,6 @@ mod tests {
             &no_env,
         );
         assert!(js.is_err());
-    }
-
-    #[test]
-    fn interpolation_replaces_set_variables_and_defaults() {
-        assert_eq!(
-            interpolate("${{ env.HOME }}/x", &env_home).unwrap(),
-            "/home/me/x"
-        );
-        assert_eq!(
-            interpolate("a ${{env.NOPE ?? 'dflt'}} b", &env_home).unwrap(),
-            "a dflt b"
-        );
-        assert_eq!(
-            interpolate("${{ env.HOME ?? \"x\" }}", &env_home).unwrap(),
-            "/home/me"
-        );
-        assert_eq!(interpolate("plain", &no_env).unwrap(), "plain");
-    }
-
-    #[test]
-    fn interpolation_rejects_unset_variables_and_code() {
-        assert_eq!(
-            interpolate("${{ env.NOPE }}", &no_env),
-            Err(Problem::UnsetEnv { var: "NOPE".into() })
-        );
-        assert!(matches!(
-            interpolate("${{ process.exit() }}", &no_env),
-            Err(Problem::BadExpression { .. })
-        ));
-        assert!(matches!(
-            interpolate("${{ env.X ?? bare }}", &no_env),
-            Err(Problem::BadExpression { .. })
-        ));
-        assert!(matches!(
-            interpolate("${{ env.X", &no_env),
-            Err(Problem::BadExpression { .. })
-        ));
     }
 
     #[test]
@@ -744,14 +739,225 @@ mod tests {
         assert!(errors[0].pos.line >= 2, "{:?}", errors[0]);
     }
 
+    /// A bad value is reported at the value (it was the key's column before the marked parse).
     #[test]
     fn every_entry_problem_is_reported_together() {
         let src = "- id: a\n  name: debug/noop\n  colour: red\n- id: b\n  disabled: maybe\n  name: debug/noop\n- id: c\n  name: debug/fault\n  config:\n    api: !!js process.env.KEY\n";
-        let (_, errors) = parse_lenient(src, "f.yml", &no_env);
-        let text: Vec<String> = errors.iter().map(ToString::to_string).collect();
+        let text = errors(src);
         assert_eq!(text.len(), 3, "{text:#?}");
         assert!(text[0].starts_with("f.yml:3:3: entry \"a\": unknown key \"colour\""));
-        assert!(text[1].starts_with("f.yml:5:3: entry \"b\": key \"disabled\""));
+        assert!(text[1].starts_with("f.yml:5:13: entry \"b\": key \"disabled\""));
         assert!(text[2].starts_with("f.yml:10:10: entry \"c\": the `!!js` tag"));
+    }
+
+    /// Regression (issue 12): the scanner took the first `timeout:` text after the dash, here
+    /// inside a config string, as the entry's key.
+    #[test]
+    fn a_key_inside_a_string_is_not_the_entry_key() {
+        let src =
+            "- id: a\n  name: debug/noop\n  config: {note: \"timeout: later\"}\n  timeout: soon\n";
+        assert_eq!(
+            errors(src),
+            [
+                "f.yml:4:12: entry \"a\": key \"timeout\" must be a positive number of milliseconds, found \"soon\""
+            ]
+        );
+    }
+
+    /// Regression (issue 12): the scanner found a nested `inject:` (inside config) first.
+    #[test]
+    fn a_nested_key_is_not_the_entry_key() {
+        let src = "- id: a\n  name: debug/noop\n  config:\n    inject: [x]\n  inject: 5\n";
+        assert_eq!(
+            errors(src),
+            ["f.yml:5:11: entry \"a\": key \"inject\" must be a list of service names, found 5"]
+        );
+    }
+
+    #[test]
+    fn unknown_and_refused_tags_are_named_at_their_position() {
+        let src = "- id: a\n  name: debug/noop\n  config:\n    a: !!binary aGk=\n    b: !!js/function x\n    c: !<tag:yaml.org,2002:js/function> x\n    d: !custom x\n    e: !!str 12\n    f: !!int twelve\n    g: !!set {}\n";
+        let text = errors(src);
+        assert_eq!(
+            text,
+            [
+                "f.yml:4:8: entry \"a\": YAML tag `!!binary` is not supported",
+                "f.yml:5:8: entry \"a\": the `!!js` tag is not supported (no code is evaluated); use `${{ env.NAME }}` or `${{ env.NAME ?? 'default' }}` instead",
+                "f.yml:6:8: entry \"a\": the `!!js` tag is not supported (no code is evaluated); use `${{ env.NAME }}` or `${{ env.NAME ?? 'default' }}` instead",
+                "f.yml:7:8: entry \"a\": YAML tag `!custom` is not supported",
+                "f.yml:9:8: entry \"a\": YAML tag `!!int` does not fit the value \"twelve\"",
+                "f.yml:10:8: entry \"a\": YAML tag `!!set` is not supported",
+            ]
+        );
+        let ok = parse(
+            "- id: a\n  name: debug/noop\n  config: {e: !!str 12, f: !!int 7}\n",
+            "f.yml",
+            &no_env,
+        )
+        .unwrap();
+        assert_eq!(
+            ok.entries[0].config,
+            Some(serde_json::json!({"e": "12", "f": 7}))
+        );
+    }
+
+    /// Regression (issue 11): a UTF-8 byte-order mark was refused.
+    #[test]
+    fn a_byte_order_mark_is_accepted() {
+        let cfg = parse("\u{feff}- id: a\n  name: debug/noop\n", "f.yml", &no_env).unwrap();
+        assert_eq!(cfg.entries[0].pos, Pos { line: 1, column: 1 });
+    }
+
+    /// Regression (issue 11): with CR-only line endings every position was 1:1.
+    #[test]
+    fn cr_only_line_endings_give_real_positions() {
+        let src = "- id: a\r  name: debug/noop\r- id: b\r  name: debug/noop\r  colour: red\r  config: {x: \"${{ env.NOPE }}\"}\r";
+        let text = errors(src);
+        assert_eq!(
+            text,
+            [
+                "f.yml:5:3: entry \"b\": unknown key \"colour\"; allowed keys: id, name, config, disabled, inject, timeout, sha256",
+                "f.yml:6:20: entry \"b\": environment variable \"NOPE\" is not set (use `${{ env.NOPE ?? 'default' }}` to give a default)",
+            ]
+        );
+    }
+
+    #[test]
+    fn an_unset_variable_is_pointed_at_inside_a_multi_line_string() {
+        let src = "- id: a\n  name: debug/noop\n  config:\n    text: |\n      first line\n      then ${{ env.NOPE }}\n";
+        assert!(
+            errors(src)[0].starts_with("f.yml:6:16: entry \"a\": environment variable \"NOPE\"")
+        );
+    }
+
+    #[test]
+    fn a_chain_of_defaults_is_a_configuration_error() {
+        let src = "- id: a\n  name: debug/noop\n  config: {k: \"${{ env.X ?? 'a' ?? 'b' }}\"}\n";
+        assert!(
+            errors(src)[0].starts_with("f.yml:3:16: entry \"a\": unsupported expression"),
+            "{:?}",
+            errors(src)
+        );
+    }
+
+    #[test]
+    fn duplicate_keys_are_refused_at_the_second_key() {
+        let src = "- id: a\n  name: debug/noop\n  id: b\n  config: {x: 1, x: 2}\n";
+        assert_eq!(
+            errors(src),
+            [
+                "f.yml:3:3: entry \"a\": duplicate key \"id\" (the first one would be silently replaced)",
+                "f.yml:4:18: entry \"a\": duplicate key \"x\" (the first one would be silently replaced)",
+            ]
+        );
+    }
+
+    /// Regression (issue 11): bidi, zero-width and control characters in ids were accepted and
+    /// printed raw.
+    #[test]
+    fn hidden_characters_in_ids_and_names_are_refused_and_never_printed_raw() {
+        for (id, code, kind) in [
+            ("a\u{202e}b", "U+202E", "bidirectional"),
+            ("a\u{200b}b", "U+200B", "zero-width"),
+            ("a\u{1b}[2Jb", "U+001B", "control"),
+            ("a\u{2066}b", "U+2066", "bidirectional"),
+        ] {
+            let escaped: String = id
+                .chars()
+                .map(|c| {
+                    if c.is_ascii_graphic() {
+                        c.to_string()
+                    } else {
+                        format!("\\u{:04X}", c as u32)
+                    }
+                })
+                .collect();
+            let src = format!("- id: \"{escaped}\"\n  name: debug/noop\n");
+            let text = errors(&src);
+            assert_eq!(text.len(), 1, "{text:?}");
+            assert!(
+                text[0].starts_with("f.yml:1:7: entry \"a\\u{"),
+                "{}",
+                text[0]
+            );
+            assert!(
+                text[0].contains(&format!("contains {code}, a {kind} character")),
+                "{}",
+                text[0]
+            );
+            assert!(!text[0].contains(id), "printed raw: {}", text[0]);
+        }
+        let text = errors("- id: ok\n  name: \"x\\u202Ey\"\n");
+        assert!(
+            text[0].contains("name \"x\\u{202e}y\" contains U+202E"),
+            "{text:?}"
+        );
+    }
+
+    #[test]
+    fn a_very_long_id_is_just_an_id() {
+        let id = "x".repeat(70_000);
+        let cfg = parse(
+            &format!("- id: {id}\n  name: debug/noop\n  colour: red\n"),
+            "f.yml",
+            &no_env,
+        );
+        let err = cfg.unwrap_err().to_string();
+        assert!(err.starts_with(&format!("f.yml:3:3: entry \"{id}\": unknown key")));
+    }
+
+    /// Issue 11: an anchored megabyte aliased 2,000 times took 30 s and 6 GB.
+    #[test]
+    fn alias_amplification_is_refused_before_any_value_is_built() {
+        let mut src = format!(
+            "- id: a\n  name: debug/noop\n  config:\n    big: &big \"{}\"\n    copies:\n",
+            "x".repeat(1 << 20)
+        );
+        for _ in 0..2_000 {
+            src.push_str("      - *big\n");
+        }
+        let text = errors(&src);
+        assert_eq!(
+            text,
+            [format!(
+                "f.yml:7:9: YAML aliases expand to more than {} bytes; refusing to build the value (aliases may repeat at most 1 MiB, or the file's size if larger)",
+                src.len()
+            )]
+        );
+        let small = "- id: a\n  name: debug/noop\n  config: {a: &x {k: v}, b: *x}\n";
+        let cfg = parse(small, "f.yml", &no_env).unwrap();
+        assert_eq!(
+            cfg.entries[0].config,
+            Some(serde_json::json!({"a": {"k": "v"}, "b": {"k": "v"}}))
+        );
+    }
+
+    /// Issue 11: 100,000 brackets took 52 s before the error.
+    #[test]
+    fn deep_nesting_is_refused_with_the_limit() {
+        let src = format!(
+            "- id: a\n  name: debug/noop\n  config: {}\n",
+            "[".repeat(100_000)
+        );
+        assert_eq!(
+            errors(&src),
+            ["f.yml:3:266: YAML nesting is deeper than 255 levels"]
+        );
+    }
+
+    #[test]
+    fn config_positions_follow_the_serde_path() {
+        let src = "- id: a\n  name: debug/noop\n  config:\n    list:\n      - {name: x}\n      - {name: y, extra: 1}\n    a.b: {c: 2}\n";
+        let cfg = parse(src, "f.yml", &no_env).unwrap();
+        let e = &cfg.entries[0];
+        let at = |path: &str, msg: &str| cfg.config_pos(e, path, msg).to_string();
+        assert_eq!(at("list[1].name", "invalid type"), "6:16");
+        assert_eq!(
+            at("list[1]", "unknown field `extra`, expected `name`"),
+            "6:19"
+        );
+        assert_eq!(at("a.b.c", "x"), "7:14");
+        assert_eq!(at("list[7]", "x"), "5:7");
+        assert_eq!(at(".", "missing field `x`"), "4:5");
     }
 }

@@ -32,6 +32,64 @@ pub enum Problem {
     /// The file is not valid YAML.
     #[error("YAML syntax error: {0}")]
     Syntax(String),
+    /// Lists and mappings nested deeper than the limit (a hostile or broken file).
+    #[error("YAML nesting is deeper than {limit} levels")]
+    TooDeep {
+        /// The deepest nesting allowed.
+        limit: usize,
+    },
+    /// Aliases would repeat more content than the limit (alias amplification).
+    #[error(
+        "YAML aliases expand to more than {limit} bytes; refusing to build the value (aliases may repeat at most 1 MiB, or the file's size if larger)"
+    )]
+    AliasExpansion {
+        /// The expanded size allowed.
+        limit: u64,
+    },
+    /// An alias inside the node its anchor names.
+    #[error("a YAML alias refers to a node that contains it (a cycle)")]
+    RecursiveAlias,
+    /// More than one YAML document (`---`).
+    #[error("a config file holds one YAML document; found a second one")]
+    SecondDocument,
+    /// A core-schema tag on a value of another type (`!!int abc`).
+    #[error("YAML tag `{tag}` does not fit the value \"{}\"", Shown(value))]
+    TagMismatch {
+        /// The tag as written.
+        tag: String,
+        /// The scalar.
+        value: String,
+    },
+    /// A mapping has the same key twice.
+    #[error(
+        "duplicate key \"{}\" (the first one would be silently replaced)",
+        Shown(key)
+    )]
+    DuplicateKey {
+        /// The key.
+        key: String,
+    },
+    /// An id or name with a character that would disguise it on a terminal.
+    #[error(
+        "{key} \"{}\" contains {}, a {kind} character; ids and names may not contain control, bidirectional or zero-width characters",
+        Shown(value), codepoint(*ch)
+    )]
+    HiddenCharacter {
+        /// `id` or `name`.
+        key: &'static str,
+        /// The value (printed escaped).
+        value: String,
+        /// The first offending character.
+        ch: char,
+        /// `control`, `bidirectional` or `zero-width`.
+        kind: &'static str,
+    },
+    /// Entries wait on each other's services in a circle: none of them can ever start.
+    #[error("inject cycle: {}", cycle.join(" → "))]
+    InjectCycle {
+        /// `entry "a" (file:line:col) needs "beta"`, one per entry, around the cycle.
+        cycle: Vec<String>,
+    },
     /// The file (or a group's config) is not a list of entries.
     #[error("expected a list of entries (`- id: …\\n  name: …`), found {found}")]
     NotAList {
@@ -45,7 +103,7 @@ pub enum Problem {
         found: &'static str,
     },
     /// An entry has a key the loader does not know.
-    #[error("unknown key \"{key}\"; allowed keys: {}", ENTRY_KEYS.join(", "))]
+    #[error("unknown key \"{}\"; allowed keys: {}", Shown(key), ENTRY_KEYS.join(", "))]
     UnknownKey {
         /// The key.
         key: String,
@@ -97,7 +155,7 @@ pub enum Problem {
         found: String,
     },
     /// No built-in plugin has this name.
-    #[error("unknown plugin \"{name}\"{}", suggest(suggestions))]
+    #[error("unknown plugin \"{}\"{}", Shown(name), suggest(suggestions))]
     UnknownPlugin {
         /// The name.
         name: String,
@@ -131,7 +189,7 @@ pub enum Problem {
         name: String,
     },
     /// Two entries share an id.
-    #[error("duplicate id \"{id}\"; first used at {first}")]
+    #[error("duplicate id \"{}\"; first used at {first}", Shown(id))]
     DuplicateId {
         /// The id.
         id: String,
@@ -141,6 +199,52 @@ pub enum Problem {
     /// The plugin rejected its config.
     #[error("{0}")]
     Config(cordis_runtime::ConfigError),
+}
+
+/// The first character of `s` that would hide or disguise text on a terminal, with its kind:
+/// control characters (C0, DEL, C1), bidirectional controls, and zero-width characters.
+pub fn hidden_char(s: &str) -> Option<(char, &'static str)> {
+    s.chars().find_map(|c| {
+        let kind = match c {
+            c if c.is_control() => "control",
+            '\u{061C}'
+            | '\u{200E}'
+            | '\u{200F}'
+            | '\u{202A}'..='\u{202E}'
+            | '\u{2066}'..='\u{2069}' => "bidirectional",
+            '\u{200B}'..='\u{200D}'
+            | '\u{2060}'..='\u{2064}'
+            | '\u{FEFF}'
+            | '\u{00AD}'
+            | '\u{180E}' => "zero-width",
+            _ => return None,
+        };
+        Some((c, kind))
+    })
+}
+
+/// Text from a config file, printed with every [`hidden_char`] escaped (`\u{202e}`), so a
+/// message never carries raw control or bidi characters to a terminal.
+pub struct Shown<'a>(pub &'a str);
+
+impl fmt::Display for Shown<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if hidden_char(self.0).is_none() {
+            return f.write_str(self.0);
+        }
+        for c in self.0.chars() {
+            if hidden_char(c.encode_utf8(&mut [0; 4])).is_some() {
+                write!(f, "{}", c.escape_unicode())?;
+            } else {
+                write!(f, "{c}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn codepoint(c: char) -> String {
+    format!("U+{:04X}", c as u32)
 }
 
 fn suggest(suggestions: &[String]) -> String {
@@ -172,9 +276,9 @@ pub struct Diagnostic {
 
 impl fmt::Display for Diagnostic {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}: ", self.file, self.pos)?;
+        write!(f, "{}:{}: ", Shown(&self.file), self.pos)?;
         if let Some(entry) = &self.entry {
-            write!(f, "entry \"{entry}\": ")?;
+            write!(f, "entry \"{}\": ", Shown(entry))?;
         }
         write!(f, "{}", self.problem)
     }

@@ -15,6 +15,7 @@ pub mod debug;
 pub mod diagnostic;
 pub mod digest;
 pub mod dylib;
+pub mod env;
 pub mod fault;
 pub mod loader;
 pub mod log_probe;
@@ -23,6 +24,7 @@ pub mod plan;
 pub mod reload;
 pub mod shutdown;
 pub mod watch;
+pub mod yaml;
 
 pub use assembly::{AssemblyView, assembly_view};
 pub use builtins::Builtins;

@@ -182,12 +182,28 @@ pub fn load_plan(
     builtins: &Builtins,
     options: &PlanOptions,
 ) -> Result<LoadPlan, ConfigErrors> {
+    load(source, file, env, builtins, options).map(|(_, plan)| plan)
+}
+
+/// [`load_plan`], also returning the raw model it resolved: the one plan-loading path that
+/// `check`, boots and reloads share, so they report the same errors in the same order.
+///
+/// # Errors
+/// Every problem found, in file order.
+pub fn load(
+    source: &str,
+    file: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+    builtins: &Builtins,
+    options: &PlanOptions,
+) -> Result<(RawConfig, LoadPlan), ConfigErrors> {
     let (raw, mut errors) = parse_lenient(source, file, env);
     let (plan, more) = resolve_lenient(&raw, builtins, options);
     errors.extend(more);
     if errors.is_empty() {
-        Ok(plan)
+        Ok((raw, plan))
     } else {
+        // Stable: problems at one position keep the order they were found in.
         errors.sort_by_key(|d| d.pos);
         Err(ConfigErrors(errors))
     }
@@ -202,15 +218,17 @@ pub fn resolve(
     builtins: &Builtins,
     options: &PlanOptions,
 ) -> Result<LoadPlan, ConfigErrors> {
-    let (plan, errors) = resolve_lenient(raw, builtins, options);
+    let (plan, mut errors) = resolve_lenient(raw, builtins, options);
     if errors.is_empty() {
         Ok(plan)
     } else {
+        errors.sort_by_key(|d| d.pos);
         Err(ConfigErrors(errors))
     }
 }
 
 struct Resolver<'a> {
+    raw: &'a RawConfig,
     file: &'a str,
     builtins: &'a Builtins,
     options: &'a PlanOptions,
@@ -233,6 +251,7 @@ fn resolve_lenient(
         .filter_map(|d| d.canonicalize().ok())
         .collect();
     let mut r = Resolver {
+        raw,
         file: &raw.file,
         builtins,
         options,
@@ -255,27 +274,30 @@ fn resolve_lenient(
 }
 
 impl Resolver<'_> {
-    fn error(&mut self, entry: &RawEntry, problem: Problem) {
+    /// Reports `problem` of `entry` at `pos` (the value it is about).
+    fn error(&mut self, entry: &RawEntry, pos: Pos, problem: Problem) {
         self.errors.push(Diagnostic {
             file: self.file.to_owned(),
-            pos: entry.pos,
+            pos,
             entry: Some(entry.id.clone()),
             problem,
         });
     }
 
     fn entry(&mut self, entry: &RawEntry, parent: Option<usize>) {
+        let id_pos = entry.marks.id.unwrap_or(entry.pos);
         if let Some(first) = self.seen.get(&entry.id) {
             let first = format!("{}:{first}", self.file);
             self.error(
                 entry,
+                id_pos,
                 Problem::DuplicateId {
                     id: entry.id.clone(),
                     first,
                 },
             );
         } else {
-            self.seen.insert(entry.id.clone(), entry.pos);
+            self.seen.insert(entry.id.clone(), id_pos);
         }
         let name = entry.name.clone().unwrap_or_default();
         let step = if entry.disabled {
@@ -306,11 +328,13 @@ impl Resolver<'_> {
     }
 
     fn plugin_step(&mut self, entry: &RawEntry, name: &str) -> Option<Step> {
+        let name_pos = entry.marks.name.unwrap_or(entry.pos);
         let plugin = match EntrySource::lookup(name, self.builtins) {
             Some(EntrySource::Builtin(plugin)) => {
                 if entry.sha256.is_some() {
                     self.error(
                         entry,
+                        entry.marks.sha256.unwrap_or(name_pos),
                         Problem::Sha256OnBuiltin {
                             name: name.to_owned(),
                         },
@@ -325,7 +349,7 @@ impl Resolver<'_> {
                     Arc::new(DylibPlugin::new(name, path, pin)) as Arc<dyn ErasedPlugin>
                 }
                 Err(problem) => {
-                    self.error(entry, problem);
+                    self.error(entry, name_pos, problem);
                     return None;
                 }
             },
@@ -333,6 +357,7 @@ impl Resolver<'_> {
                 let suggestions = self.builtins.suggest(name);
                 self.error(
                     entry,
+                    name_pos,
                     Problem::UnknownPlugin {
                         name: name.to_owned(),
                         suggestions,
@@ -352,7 +377,8 @@ impl Resolver<'_> {
                     .map_or(self.options.default_timeout, Duration::from_millis),
             }),
             Err(e) => {
-                self.error(entry, Problem::Config(e));
+                let pos = self.raw.config_pos(entry, &e.path, &e.message);
+                self.error(entry, pos, Problem::Config(e));
                 None
             }
         }
@@ -457,20 +483,20 @@ mod tests {
         assert_eq!(lines.len(), 4, "{err}");
         assert_eq!(
             lines[0],
-            "c.yml:1:1: entry \"a\": unknown plugin \"debug/noopp\"; did you mean \"debug/noop\"?"
+            "c.yml:2:9: entry \"a\": unknown plugin \"debug/noopp\"; did you mean \"debug/noop\"?"
         );
         assert_eq!(
             lines[1],
-            "c.yml:3:1: entry \"a\": duplicate id \"a\"; first used at c.yml:1:1"
+            "c.yml:3:7: entry \"a\": duplicate id \"a\"; first used at c.yml:1:7"
         );
         assert!(
-            lines[2].starts_with("c.yml:5:1: entry \"b\": config.service: "),
+            lines[2].starts_with("c.yml:7:21: entry \"b\": config.service: "),
             "{}",
             lines[2]
         );
         assert_eq!(
             lines[3],
-            "c.yml:8:1: entry \"d\": plugin library \"./libthing.so\" not found (looked for ./libthing.so)"
+            "c.yml:9:9: entry \"d\": plugin library \"./libthing.so\" not found (looked for ./libthing.so)"
         );
     }
 

@@ -22,11 +22,11 @@ use cordis_runtime::{ConfigReloaded, Context, ScopeHandle, ScopeStatus};
 use serde_json::json;
 
 use crate::builtins::Builtins;
-use crate::config::{RawEntry, parse_lenient};
+use crate::config::RawEntry;
 use crate::diagnostic::ConfigErrors;
 use crate::digest::digest;
 use crate::loader::{BootReport, report, start_entries};
-use crate::plan::{LoadPlan, PlanOptions, resolve};
+use crate::plan::{LoadPlan, PlanOptions};
 
 /// A configuration loaded into a runtime, ready to be reloaded.
 pub struct LiveConfig {
@@ -59,15 +59,7 @@ fn load(
     builtins: &Builtins,
     options: &PlanOptions,
 ) -> Result<(LoadPlan, Vec<String>), ConfigErrors> {
-    let (raw, mut errors) = parse_lenient(source, file, env);
-    let plan = match resolve(&raw, builtins, options) {
-        Ok(plan) if errors.is_empty() => plan,
-        Ok(_) => return Err(ConfigErrors(errors)),
-        Err(more) => {
-            errors.extend(more.0);
-            return Err(ConfigErrors(errors));
-        }
-    };
+    let (raw, plan) = crate::plan::load(source, file, env, builtins, options)?;
     let mut by_id = BTreeMap::new();
     fingerprint_all(&raw.entries, "", &mut by_id);
     // A dylib entry also changes when its library's bytes do (it is then loaded again from a

@@ -2,9 +2,15 @@
 //! `sessions`, `system-prompt`, `tools` and `agent-loop` — as child plugins of its scope.
 //!
 //! `persona` and `toolOrder` sit side by side in its config and are forwarded to the
-//! system prompt as they are: an absent `toolOrder` stays absent (lexicographic order), an
-//! explicit `[]` stays `[]` (and fails the system prompt's load: no rest entry). The two are
-//! never conflated on the way down.
+//! system prompt as they are: an absent `toolOrder` stays absent (lexicographic order). A
+//! `toolOrder` is a [`ToolOrder`], validated when the config is parsed, so an explicit `[]` (no
+//! rest entry) is a configuration error of this entry (`config.toolOrder: …`), never a
+//! system prompt that fails later while `agent-core` looks fine.
+//!
+//! `agent-core` is active only when its parts are: its apply waits until no part is still
+//! loading, and if one failed, `agent-core` fails with that part's reason (its other parts are
+//! then disposed with it). A part left pending for a service from outside (no `llm` here, say)
+//! does not hold it back.
 //!
 //! # Examples
 //! ```yaml
@@ -20,9 +26,9 @@
 
 use cordis_agent_loop::{AgentLoopConfig, AgentLoopPlugin, AgentOptions};
 use cordis_llm::{LlmConfig, LlmPlugin};
-use cordis_runtime::{BoxError, Context, Plugin};
+use cordis_runtime::{BoxError, Context, Plugin, ScopeHandle, ScopeStatus};
 use cordis_session::{SessionConfig, SessionPlugin};
-use cordis_system_prompt::{SystemPromptConfig, SystemPromptPlugin};
+use cordis_system_prompt::{SystemPromptConfig, SystemPromptPlugin, ToolOrder};
 use cordis_tools::{ToolsConfig, ToolsPlugin};
 use serde::Deserialize;
 
@@ -35,7 +41,7 @@ pub struct AgentCoreConfig {
     pub persona: Option<String>,
     /// The explicit tool order, forwarded to `system-prompt` only when present.
     #[serde(default)]
-    pub tool_order: Option<Vec<String>>,
+    pub tool_order: Option<ToolOrder>,
     /// The `llm` plugin's config; absent mounts no `llm` (another plugin provides it).
     #[serde(default)]
     pub llm: Option<LlmConfig>,
@@ -95,15 +101,55 @@ impl Plugin for AgentCorePlugin {
     }
 
     async fn apply(&self, ctx: Context, config: &AgentCoreConfig) -> Result<(), BoxError> {
+        let mut parts = Vec::with_capacity(5);
         if let Some(llm) = &config.llm {
-            ctx.plugin(LlmPlugin, llm.clone());
+            parts.push(("llm", ctx.plugin(LlmPlugin, llm.clone())));
         }
-        ctx.plugin(SessionPlugin, config.sessions.clone());
-        ctx.plugin(SystemPromptPlugin, config.system_prompt_config());
-        ctx.plugin(ToolsPlugin, ToolsConfig::default());
-        ctx.plugin(AgentLoopPlugin, config.agent_loop_config());
-        Ok(())
+        parts.push((
+            "sessions",
+            ctx.plugin(SessionPlugin, config.sessions.clone()),
+        ));
+        parts.push((
+            "system-prompt",
+            ctx.plugin(SystemPromptPlugin, config.system_prompt_config()),
+        ));
+        parts.push(("tools", ctx.plugin(ToolsPlugin, ToolsConfig::default())));
+        parts.push((
+            "agent-loop",
+            ctx.plugin(AgentLoopPlugin, config.agent_loop_config()),
+        ));
+        settle(&parts).await
     }
+}
+
+/// Waits until no part is loading, then fails with the first failed part's reason (in mount
+/// order, so the message does not depend on which part finished first).
+///
+/// # Cancel safety
+/// Cancel safe: dropping it only stops the wait.
+async fn settle(parts: &[(&str, ScopeHandle)]) -> Result<(), BoxError> {
+    // A part that settles can start a pending sibling (by providing its service), so one pass
+    // is not enough: repeat until a pass finds every part settled.
+    loop {
+        for (_, part) in parts {
+            part.settled().await;
+        }
+        if parts
+            .iter()
+            .all(|(_, part)| part.status() != ScopeStatus::Loading)
+        {
+            break;
+        }
+    }
+    for (name, part) in parts {
+        if part.status() == ScopeStatus::Failed {
+            let reason = part
+                .failure()
+                .map_or_else(|| "failed".to_owned(), |f| f.to_string());
+            return Err(format!("part \"{name}\" failed: {reason}").into());
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -120,21 +166,49 @@ mod tests {
     }
 
     #[test]
-    fn absent_tool_order_stays_absent_and_an_empty_list_stays_empty() {
+    fn absent_tool_order_stays_absent_and_an_empty_list_does_not_parse() {
         let absent = parse(serde_json::json!({"persona": "p"}));
         assert_eq!(absent.system_prompt_config().tool_order, None);
         assert_eq!(absent.system_prompt_config().persona.as_deref(), Some("p"));
-        let empty = parse(serde_json::json!({"toolOrder": []}));
-        assert_eq!(empty.system_prompt_config().tool_order, Some(vec![]));
+        let empty = serde_json::from_value::<AgentCoreConfig>(serde_json::json!({"toolOrder": []}));
+        assert!(
+            empty
+                .unwrap_err()
+                .to_string()
+                .starts_with("toolOrder must contain the \"<unlisted-tools>\" rest entry"),
+        );
         let listed =
             parse(serde_json::json!({"persona": "p", "toolOrder": ["a", "<unlisted-tools>"]}));
         assert_eq!(
             listed.system_prompt_config(),
             SystemPromptConfig {
                 persona: Some("p".into()),
-                tool_order: Some(vec!["a".into(), "<unlisted-tools>".into()])
+                tool_order: Some(
+                    ToolOrder::new(vec!["a".into(), "<unlisted-tools>".into()]).unwrap()
+                )
             }
         );
+    }
+
+    /// Issue 12: a failing part left `agent-core` active and the failure a log line.
+    #[tokio::test]
+    async fn a_failing_part_fails_the_composite_with_its_reason() {
+        let root = Context::root();
+        // `script` and `responses` together: the `llm` part refuses to start.
+        let config = parse(serde_json::json!({
+            "llm": {"adapter": "scripted", "script": "s.yml", "responses": [{"text": "hi"}]},
+            "agents": [{"id": "main", "model": "m"}],
+        }));
+        let core = root.plugin(AgentCorePlugin, config);
+        assert_eq!(core.settled().await, ScopeStatus::Failed);
+        let reason = core.failure().unwrap().to_string();
+        assert!(reason.starts_with("part \"llm\" failed: "), "{reason}");
+        root.idle().await;
+        assert!(
+            root.get::<SystemPrompt>().is_none(),
+            "the other parts went with it"
+        );
+        root.dispose();
     }
 
     #[tokio::test]
@@ -163,14 +237,6 @@ mod tests {
         core.dispose();
         assert!(root.get::<AgentLoop>().is_none());
 
-        // An explicit empty toolOrder is forwarded, and system-prompt refuses it.
-        let core = root.plugin(AgentCorePlugin, parse(serde_json::json!({"toolOrder": []})));
-        root.idle().await;
-        assert_eq!(core.status(), ScopeStatus::Active);
-        assert!(
-            root.get::<SystemPrompt>().is_none(),
-            "[] was not turned into absent"
-        );
         root.dispose();
     }
 }

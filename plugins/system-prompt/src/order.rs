@@ -28,9 +28,22 @@ pub fn compare_utf16(a: &str, b: &str) -> Ordering {
 }
 
 /// A validated `toolOrder`: contains [`TOOL_ORDER_REST`] exactly once and no name twice.
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// It deserializes through [`ToolOrder::new`], so a config holding one has a valid order or
+/// did not parse: a shape error is a configuration error (`config.toolOrder: …`) at plan time,
+/// never a plugin that fails when it loads.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+#[serde(try_from = "Vec<String>")]
 pub struct ToolOrder {
     entries: Vec<String>,
+}
+
+impl TryFrom<Vec<String>> for ToolOrder {
+    type Error = ToolOrderError;
+
+    fn try_from(entries: Vec<String>) -> Result<Self, Self::Error> {
+        ToolOrder::new(entries)
+    }
 }
 
 impl ToolOrder {
@@ -260,6 +273,24 @@ mod tests {
             ToolOrder::new(vec!["bash".into()]).unwrap_err().to_string(),
             expected
         );
+    }
+
+    #[test]
+    fn deserializing_validates_the_shape() {
+        let parse = |v| serde_json::from_value::<ToolOrder>(v).map_err(|e| e.to_string());
+        assert_eq!(
+            parse(serde_json::json!(["a", TOOL_ORDER_REST])),
+            Ok(order(&["a", TOOL_ORDER_REST]))
+        );
+        assert_eq!(
+            parse(serde_json::json!([])),
+            Err("toolOrder must contain the \"<unlisted-tools>\" rest entry (where unlisted tools are inserted)".into())
+        );
+        assert_eq!(
+            parse(serde_json::json!(["a", TOOL_ORDER_REST, "a"])),
+            Err("toolOrder lists \"a\" more than once".into())
+        );
+        assert!(parse(serde_json::json!("a")).is_err());
     }
 
     #[test]

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use cordis_runtime::{BoxError, Context, Plugin};
 use serde::Deserialize;
 
+use crate::order::ToolOrder;
 use crate::service::{Section, SystemPrompt};
 
 /// The persona section's name; always registered (possibly empty) so the name stays reserved.
@@ -16,7 +17,7 @@ pub const PERSONA_ORDER: f64 = 0.0;
 /// Configuration of the `system-prompt` plugin.
 ///
 /// `tool_order` stays an `Option`: absent means lexicographic order, while an explicit `[]` is a
-/// configured list without the rest entry and fails to load. The two must never be conflated.
+/// configured list without the rest entry and does not parse. The two must never be conflated.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct SystemPromptConfig {
@@ -25,7 +26,7 @@ pub struct SystemPromptConfig {
     pub persona: Option<String>,
     /// The explicit model-facing tool order; must contain `"<unlisted-tools>"` once.
     #[serde(default)]
-    pub tool_order: Option<Vec<String>>,
+    pub tool_order: Option<ToolOrder>,
 }
 
 /// The `system-prompt` plugin.
@@ -40,7 +41,10 @@ impl Plugin for SystemPromptPlugin {
     }
 
     async fn apply(&self, ctx: Context, config: &SystemPromptConfig) -> Result<(), BoxError> {
-        let service = Arc::new(SystemPrompt::new(ctx.clone(), config.tool_order.clone())?);
+        let service = Arc::new(SystemPrompt::with_order(
+            ctx.clone(),
+            config.tool_order.clone(),
+        ));
         let persona = config.persona.clone().unwrap_or_default();
         let _ = service.section(
             &ctx,
@@ -67,9 +71,9 @@ mod tests {
         assert_eq!(parse(serde_json::json!({})).unwrap().tool_order, None);
         assert_eq!(
             parse(serde_json::json!({"toolOrder": []}))
-                .unwrap()
-                .tool_order,
-            Some(vec![])
+                .unwrap_err()
+                .to_string(),
+            "toolOrder must contain the \"<unlisted-tools>\" rest entry (where unlisted tools are inserted)"
         );
     }
 
@@ -82,32 +86,29 @@ mod tests {
         );
     }
 
-    #[tokio::test]
-    async fn an_invalid_tool_order_fails_the_plugin_load() {
-        let root = Context::root();
-        let config = SystemPromptConfig {
-            tool_order: Some(vec![]),
-            ..Default::default()
-        };
-        let handle = root.plugin(SystemPromptPlugin, config);
-        assert_eq!(handle.settled().await, ScopeStatus::Failed);
+    /// Issue 12: a bad `toolOrder` was a scope that failed at run time; it is now a config
+    /// that does not parse, with the field path.
+    #[test]
+    fn an_invalid_tool_order_is_a_config_error_with_its_path() {
+        let plugin: std::sync::Arc<dyn cordis_runtime::ErasedPlugin> =
+            std::sync::Arc::new(SystemPromptPlugin);
+        let err = cordis_runtime::prepare(plugin.clone(), &serde_json::json!({"toolOrder": []}))
+            .err()
+            .unwrap();
         assert_eq!(
-            handle.failure().unwrap().to_string(),
-            "toolOrder must contain the \"<unlisted-tools>\" rest entry (where unlisted tools are inserted)"
+            err.to_string(),
+            "config.toolOrder: toolOrder must contain the \"<unlisted-tools>\" rest entry (where unlisted tools are inserted)"
         );
-        assert!(root.get::<SystemPrompt>().is_none());
-        let config = SystemPromptConfig {
-            tool_order: Some(vec!["a".into(), "<unlisted-tools>".into(), "a".into()]),
-            ..Default::default()
-        };
-        let handle = root.plugin(SystemPromptPlugin, config);
-        assert_eq!(handle.settled().await, ScopeStatus::Failed);
+        let err = cordis_runtime::prepare(
+            plugin,
+            &serde_json::json!({"toolOrder": ["a", "<unlisted-tools>", "a"]}),
+        )
+        .err()
+        .unwrap();
         assert_eq!(
-            handle.failure().unwrap().to_string(),
-            "toolOrder lists \"a\" more than once"
+            err.to_string(),
+            "config.toolOrder: toolOrder lists \"a\" more than once"
         );
-        root.dispose();
-        assert!(root.live().is_zero());
     }
 
     #[tokio::test]

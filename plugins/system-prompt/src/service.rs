@@ -176,11 +176,16 @@ impl SystemPrompt {
     /// A [`ToolOrderError`] when `tool_order` has no rest entry or lists a name twice.
     pub fn new(ctx: Context, tool_order: Option<Vec<String>>) -> Result<Self, ToolOrderError> {
         let tool_order = tool_order.map(ToolOrder::new).transpose()?;
-        Ok(SystemPrompt {
+        Ok(SystemPrompt::with_order(ctx, tool_order))
+    }
+
+    /// Creates the service with an already validated `toolOrder` (see [`SystemPrompt::new`]).
+    pub fn with_order(ctx: Context, tool_order: Option<ToolOrder>) -> Self {
+        SystemPrompt {
             ctx,
             tool_order,
             state: Arc::new(Mutex::new(State::default())),
-        })
+        }
     }
 
     /// The validated `toolOrder`, if configured.

@@ -34,7 +34,10 @@ pub fn declared(name: &str) -> DeclaredTool {
 pub fn prompt_config(tool_order: Option<Vec<&str>>) -> SystemPromptConfig {
     SystemPromptConfig {
         persona: Some("You are a test agent.".into()),
-        tool_order: tool_order.map(|o| o.into_iter().map(String::from).collect()),
+        tool_order: tool_order.map(|o| {
+            cordis_system_prompt::ToolOrder::new(o.into_iter().map(String::from).collect())
+                .expect("a valid test toolOrder")
+        }),
     }
 }
 
