@@ -14,8 +14,6 @@ use crate::ops::{self, FsError};
 #[derive(Debug, Clone, Copy, Default)]
 pub struct FsPlugin;
 
-const INJECT: &[Inject] = &[Inject::required("tools")];
-
 type Op = fn(&Workspace, &FsConfig, Value) -> Result<Value, FsError>;
 
 fn schema(name: &str, description: &str, parameters: Value) -> ToolSchema {
@@ -134,16 +132,14 @@ impl Plugin for FsPlugin {
     }
 
     fn inject(&self) -> &[Inject] {
-        INJECT
+        ToolRegistry::INJECT
     }
 
     async fn apply(&self, ctx: Context, config: &FsConfig) -> Result<(), BoxError> {
         let registry = ctx.require::<ToolRegistry>()?;
         let ws = open_root(config.root.clone()).await?;
-        ctx.schedule().point("before-register").await;
         for def in fs_tools(&ws, config.clone()) {
-            ctx.trace("register", def.name());
-            let _ = registry.register(&ctx, def)?;
+            let _ = registry.register_scheduled(&ctx, def).await?;
         }
         Ok(())
     }

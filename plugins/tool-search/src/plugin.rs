@@ -14,8 +14,6 @@ use crate::grep::{SearchConfig, grep};
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SearchPlugin;
 
-const INJECT: &[Inject] = &[Inject::required("tools")];
-
 /// The `grep` tool over `ws`.
 pub fn grep_tool(ws: Workspace, config: SearchConfig) -> ToolDefinition {
     let config = Arc::new(config);
@@ -55,16 +53,16 @@ impl Plugin for SearchPlugin {
     }
 
     fn inject(&self) -> &[Inject] {
-        INJECT
+        ToolRegistry::INJECT
     }
 
     async fn apply(&self, ctx: Context, config: &SearchConfig) -> Result<(), BoxError> {
         let registry = ctx.require::<ToolRegistry>()?;
         let root = config.root.clone().unwrap_or_else(|| PathBuf::from("."));
         let ws = tokio::task::spawn_blocking(move || Workspace::open(root)).await??;
-        ctx.schedule().point("before-register").await;
-        ctx.trace("register", crate::GREP);
-        let _ = registry.register(&ctx, grep_tool(ws, config.clone()))?;
+        let _ = registry
+            .register_scheduled(&ctx, grep_tool(ws, config.clone()))
+            .await?;
         Ok(())
     }
 }
