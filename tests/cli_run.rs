@@ -93,7 +93,7 @@ fn the_bundled_config_runs_the_offline_demo_and_resumes_the_session() {
 }
 
 #[test]
-fn failures_are_printed_on_stderr_and_eof_still_exits_zero() {
+fn failures_are_printed_on_stderr_once_and_a_piped_run_exits_1() {
     let dir = fresh_dir("fail");
     // The openai adapter without its key: the llm entry fails and the run explains why.
     let out = run(
@@ -108,16 +108,23 @@ fn failures_are_printed_on_stderr_and_eof_still_exits_zero() {
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(
-        stderr.contains("the API key variable CORDIS_TEST_NO_SUCH_KEY is not set"),
+        stderr.contains("CORDIS_TEST_NO_SUCH_KEY is not set"),
         "{stderr}"
     );
-    // An unknown toolOrder name fails each turn; the run goes on to EOF.
+    // The file has every entry: no advice to add them, a pointer at the real problem.
+    assert!(!stderr.contains("add `llm`"), "{stderr}");
+    assert!(
+        stderr.contains("no agent to talk to: entry agent-loop (agent-loop) is pending"),
+        "{stderr}"
+    );
+    // An unknown toolOrder name fails each turn; the run goes on to EOF and, stdin being a
+    // pipe, exits 1 so a script sees it.
     let config =
         include_str!("../cordis.yml").replace("toolOrder: [todo_write,", "toolOrder: [ghost_tool,");
     std::fs::write(dir.join("ghost.yml"), config).unwrap();
     let out = run(&dir, &["ghost.yml"], "one\ntwo\n", &[]);
     let stderr = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert_eq!(
         stderr
             .matches("cordis: error: turn 1 failed at step 1: toolOrder lists unregistered tool \"ghost_tool\"")
@@ -126,7 +133,7 @@ fn failures_are_printed_on_stderr_and_eof_still_exits_zero() {
         "{stderr}"
     );
     assert!(stderr.contains("turn 2 failed at step 1"), "{stderr}");
-    assert!(stderr.contains("2 turn(s) failed"), "{stderr}");
+    assert!(stderr.contains("2 turns failed"), "{stderr}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

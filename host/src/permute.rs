@@ -39,16 +39,6 @@ pub fn tool_entries(plan: &LoadPlan) -> Vec<usize> {
         .collect()
 }
 
-/// `plan` with the entries at `positions` rearranged: position `positions[k]` receives the entry
-/// that was at `positions[order[k]]`. Groups never move, so parent indices stay valid.
-pub fn reorder(plan: &LoadPlan, positions: &[usize], order: &[usize]) -> LoadPlan {
-    let mut out = plan.clone();
-    for (k, &from) in order.iter().enumerate() {
-        out.entries[positions[k]] = plan.entries[positions[from]].clone();
-    }
-    out
-}
-
 /// What a permutation run found.
 #[derive(Debug, Clone)]
 pub struct PermuteReport {
@@ -156,13 +146,42 @@ async fn boot_outcome(plan: &LoadPlan, order: &[usize]) -> Outcome {
 }
 
 /// The start order of plan indices that puts the entry at `positions[order[k]]` in the place of
-/// `positions[k]` (what [`reorder`] does to a copy of the plan).
+/// `positions[k]`: the boot of the file with those entries written in that order.
 fn start_order(n: usize, positions: &[usize], order: &[usize]) -> Vec<usize> {
     let mut indices: Vec<usize> = (0..n).collect();
     for (k, &from) in order.iter().enumerate() {
         indices[positions[k]] = positions[from];
     }
     indices
+}
+
+/// What booting one order shows: the digest the proof compares, and why it was unhealthy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OrderOutcome {
+    /// The request digest of this order.
+    pub digest: String,
+    /// Why an entry was not active or the assembly failed, if so.
+    pub unhealthy: Option<String>,
+    /// The tool registrations in the order they happened (`who: tool`).
+    pub registrations: Vec<String>,
+}
+
+/// Boots one order of the tool-registering entries (`order[k]` indexes [`tool_entries`]),
+/// exactly as [`permute`] boots each of its orders, so a printed order replays what failed.
+///
+/// # Errors
+/// Only if a tokio runtime cannot be built.
+pub fn boot_order(plan: &LoadPlan, order: &[usize]) -> std::io::Result<OrderOutcome> {
+    let positions = tool_entries(plan);
+    let starts = start_order(plan.entries.len(), &positions, order);
+    let rt = crate::shutdown::current_thread()?;
+    let outcome = rt.block_on(boot_outcome(plan, &starts));
+    crate::shutdown::end(rt);
+    Ok(OrderOutcome {
+        digest: outcome.header.digest(),
+        unhealthy: outcome.unhealthy,
+        registrations: outcome.registrations,
+    })
 }
 
 /// Boots `plan` once per order of its tool-registering entries (all of them when n! ≤ `max`,

@@ -9,24 +9,18 @@ use cordis_host::Builtins;
 use cordis_host::loader::{BootReport, boot_blocking};
 
 pub(crate) fn run(args: &CheckArgs, io: &mut Io<'_>, builtins: &Builtins) -> anyhow::Result<u8> {
-    let policy = args.load.schedule;
-    let seed = match choose_seed(args.seed, io)? {
-        Ok(seed) => seed,
-        Err(code) => return Ok(code),
-    };
+    let policy = args.policy();
+    let seed = choose_seed(args.seed, io)?;
     writeln!(io.err, "cordis: seed {seed} (schedule {policy})")?;
     if args.watch {
         return super::watch::run(args, io, builtins, seed);
     }
-    let plan = match load(&args.load, io, builtins)? {
-        Ok(plan) => plan,
-        Err(code) => return Ok(code),
-    };
+    let plan = load(&args.config, io, builtins)?;
     let (report, leaked) = boot_blocking(&plan, Schedule::new(policy, seed))?;
     let hint = seed_hint(&plan, &report, policy, seed)?;
     let mut code = print_report(&report, args, seed, hint, io)?;
     if !leaked.is_zero() {
-        let replay = replay_command(&args.load.file, seed, policy);
+        let replay = replay_command(&args.config.file, seed, policy);
         writeln!(
             io.err,
             "cordis: disposing the root left live resources {leaked:?} (seed {seed}, schedule {policy}); replay: {replay}"
@@ -96,8 +90,8 @@ pub(crate) fn print_report(
     seed_hint: SeedHint,
     io: &mut Io<'_>,
 ) -> anyhow::Result<u8> {
-    let policy = args.load.schedule;
-    if args.load.json {
+    let policy = args.policy();
+    if args.json {
         writeln!(
             io.out,
             "{}",
@@ -116,7 +110,7 @@ pub(crate) fn print_report(
     let replay = match seed_hint {
         SeedHint::Replay => format!(
             " (seed {seed}, schedule {policy}); replay: {}",
-            replay_command(&args.load.file, seed, policy)
+            replay_command(&args.config.file, seed, policy)
         ),
         SeedHint::SameUnder(other) => format!(
             "; it fails the same under seed {other}, so it is not a scheduling race: fix the entry"

@@ -85,12 +85,44 @@ pub enum Command {
     Permute(PermuteArgs),
 }
 
-/// Arguments of `cordis permute`.
+/// Where the config is and how its entries load: shared by every command that reads one.
 #[derive(Debug, Clone, Args)]
-pub struct PermuteArgs {
+pub struct ConfigArgs {
     /// The config file.
     #[arg(default_value = "cordis.yml", value_name = "FILE")]
     pub file: PathBuf,
+    /// Apply timeout in milliseconds for entries that set no `timeout` of their own.
+    #[arg(long, value_name = "MS", default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub timeout_ms: u64,
+    /// Also allow plugin libraries from this directory (repeatable). Directories in
+    /// CORDIS_PLUGIN_PATH (separated like PATH) are allowed too; the config file's directory
+    /// always is.
+    #[arg(long = "plugin-dir", value_name = "DIR")]
+    pub plugin_dirs: Vec<PathBuf>,
+}
+
+/// The schedule a boot runs under; each command has its own default policy.
+#[derive(Debug, Clone, Copy, Args)]
+pub struct ScheduleArgs {
+    /// Schedule policy: fifo (no perturbation), random (seeded yields), pct or pct:<depth>
+    /// [default: random for check and stress, fifo for run].
+    #[arg(long, value_name = "POLICY")]
+    pub schedule: Option<Policy>,
+}
+
+impl ScheduleArgs {
+    /// The policy asked for, else the command's `default`.
+    pub fn policy_or(self, default: Policy) -> Policy {
+        self.schedule.unwrap_or(default)
+    }
+}
+
+/// Arguments of `cordis permute`.
+#[derive(Debug, Clone, Args)]
+pub struct PermuteArgs {
+    /// What to load.
+    #[command(flatten)]
+    pub config: ConfigArgs,
     /// Run every order when n! is at most this many; else this many seeded shuffles.
     #[arg(long, value_name = "N", default_value_t = 40_320, value_parser = clap::value_parser!(u64).range(1..))]
     pub max: u64,
@@ -103,48 +135,26 @@ pub struct PermuteArgs {
     /// Boot just this order (comma-separated entry ids, as a failure prints) and print its digest.
     #[arg(long, value_name = "IDS", value_delimiter = ',')]
     pub order: Option<Vec<String>>,
-    /// Apply timeout in milliseconds for entries that set no `timeout` of their own.
-    #[arg(long, value_name = "MS", default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(1..))]
-    pub timeout_ms: u64,
     /// Print one JSON object on stdout.
     #[arg(long)]
     pub json: bool,
-    /// Also allow plugin libraries from this directory (repeatable; see also CORDIS_PLUGIN_PATH).
-    #[arg(long = "plugin-dir", value_name = "DIR")]
-    pub plugin_dirs: Vec<PathBuf>,
-}
-
-/// Options shared by every command that loads a config.
-#[derive(Debug, Clone, Args)]
-pub struct LoadArgs {
-    /// The config file.
-    #[arg(default_value = "cordis.yml", value_name = "FILE")]
-    pub file: PathBuf,
-    /// Schedule policy: fifo (no perturbation), random (seeded yields), pct or pct:<depth>.
-    #[arg(long, value_name = "POLICY", default_value = "random")]
-    pub schedule: Policy,
-    /// Apply timeout in milliseconds for entries that set no `timeout` of their own.
-    #[arg(long, value_name = "MS", default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(1..))]
-    pub timeout_ms: u64,
-    /// Print one JSON object on stdout instead of tables.
-    #[arg(long)]
-    pub json: bool,
-    /// Also allow plugin libraries from this directory (repeatable). Directories in
-    /// CORDIS_PLUGIN_PATH (separated like PATH) are allowed too; the config file's directory
-    /// always is.
-    #[arg(long = "plugin-dir", value_name = "DIR")]
-    pub plugin_dirs: Vec<PathBuf>,
 }
 
 /// Arguments of `cordis check`.
 #[derive(Debug, Clone, Args)]
 pub struct CheckArgs {
-    /// What to load and how.
+    /// What to load.
     #[command(flatten)]
-    pub load: LoadArgs,
+    pub config: ConfigArgs,
+    /// How to schedule the boot.
+    #[command(flatten)]
+    pub schedule: ScheduleArgs,
     /// Seed of the schedule [default: $CORDIS_SEED, else taken from the clock and printed].
     #[arg(long, value_name = "S")]
     pub seed: Option<u64>,
+    /// Print one JSON object on stdout instead of tables.
+    #[arg(long)]
+    pub json: bool,
     /// Keep running and reload FILE whenever it changes: print a one-line summary per reload
     /// (added, removed, restarted, failed) and the new digest; an invalid edit is reported and
     /// the last good configuration keeps running. Stop with Ctrl-C.
@@ -152,12 +162,25 @@ pub struct CheckArgs {
     pub watch: bool,
 }
 
+impl CheckArgs {
+    /// The policy of this check.
+    pub fn policy(&self) -> Policy {
+        self.schedule.policy_or(Policy::Random)
+    }
+}
+
 /// Arguments of `cordis run`.
 #[derive(Debug, Clone, Args)]
 pub struct RunArgs {
-    /// The config file.
-    #[arg(default_value = "cordis.yml", value_name = "FILE")]
-    pub file: PathBuf,
+    /// What to load.
+    #[command(flatten)]
+    pub config: ConfigArgs,
+    /// How to schedule the boot.
+    #[command(flatten)]
+    pub schedule: ScheduleArgs,
+    /// Seed of the schedule [default: $CORDIS_SEED, else the clock].
+    #[arg(long, value_name = "S")]
+    pub seed: Option<u64>,
     /// Continue the session ID (its log must exist).
     #[arg(long, value_name = "ID")]
     pub resume: Option<String>,
@@ -173,39 +196,24 @@ pub struct RunArgs {
     /// Reload FILE whenever it changes (between turns); one summary line per reload on stderr.
     #[arg(long)]
     pub watch: bool,
-    /// Schedule policy of the boot: fifo, random, pct or pct:<depth>.
-    #[arg(long, value_name = "POLICY", default_value = "fifo")]
-    pub schedule: Policy,
-    /// Seed of the schedule [default: $CORDIS_SEED, else the clock].
-    #[arg(long, value_name = "S")]
-    pub seed: Option<u64>,
-    /// Apply timeout in milliseconds for entries that set no `timeout` of their own.
-    #[arg(long, value_name = "MS", default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(1..))]
-    pub timeout_ms: u64,
-    /// Also allow plugin libraries from this directory (repeatable).
-    #[arg(long = "plugin-dir", value_name = "DIR")]
-    pub plugin_dirs: Vec<PathBuf>,
 }
 
 impl RunArgs {
-    /// The load options these arguments imply.
-    pub fn load_args(&self) -> LoadArgs {
-        LoadArgs {
-            file: self.file.clone(),
-            schedule: self.schedule,
-            timeout_ms: self.timeout_ms,
-            json: false,
-            plugin_dirs: self.plugin_dirs.clone(),
-        }
+    /// The policy of this run's boot.
+    pub fn policy(&self) -> Policy {
+        self.schedule.policy_or(Policy::Fifo)
     }
 }
 
 /// Arguments of `cordis stress`.
 #[derive(Debug, Clone, Args)]
 pub struct StressArgs {
-    /// What to load and how.
+    /// What to load.
     #[command(flatten)]
-    pub load: LoadArgs,
+    pub config: ConfigArgs,
+    /// How to schedule each boot.
+    #[command(flatten)]
+    pub schedule: ScheduleArgs,
     /// How many seeds to run (before sharding).
     #[arg(long, value_name = "N")]
     pub seeds: u64,
@@ -215,6 +223,16 @@ pub struct StressArgs {
     /// Run only seed indices k with k mod N == I (e.g. `--shard 2/8` in CI job 2 of 8).
     #[arg(long, value_name = "I/N")]
     pub shard: Option<Shard>,
+    /// Print one JSON object on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+impl StressArgs {
+    /// The policy of every boot.
+    pub fn policy(&self) -> Policy {
+        self.schedule.policy_or(Policy::Random)
+    }
 }
 
 /// A slice of the seed range: indices `k` with `k % count == index`.
@@ -259,8 +277,9 @@ pub struct Io<'a> {
     pub out: &'a mut dyn Write,
     /// Standard error.
     pub err: &'a mut dyn Write,
-    /// Environment lookup (`CORDIS_SEED`, `${{ env.NAME }}`).
-    pub env: &'a dyn Fn(&str) -> Option<String>,
+    /// Environment lookup (`CORDIS_SEED`, `CORDIS_PLUGIN_PATH`, `${{ env.NAME }}`): every
+    /// command reads the environment through it, and nothing else.
+    pub env: &'a (dyn Fn(&str) -> Option<String> + Sync),
     /// Draw a progress bar on stderr (a terminal) instead of periodic lines.
     pub progress: bool,
 }
@@ -336,15 +355,32 @@ where
     };
     match result {
         Ok(code) => code,
-        Err(e) => {
-            let _ = writeln!(io.err, "cordis: error: {e:#}");
-            EXIT_FAILURE
-        }
+        Err(e) => match e.downcast_ref::<Exit>() {
+            // Already explained where it happened.
+            Some(Exit(code)) => *code,
+            None => {
+                let _ = writeln!(io.err, "cordis: error: {e:#}");
+                EXIT_FAILURE
+            }
+        },
     }
 }
 
+/// Ends a command early with an exit code, after the command has printed why: the one error
+/// that [`run`] turns into a code without printing anything more.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Exit(pub u8);
+
+impl std::fmt::Display for Exit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "exit {}", self.0)
+    }
+}
+
+impl std::error::Error for Exit {}
+
 /// Resolution options from the command line and `CORDIS_PLUGIN_PATH`.
-fn plan_options(args: &LoadArgs, io: &Io<'_>) -> PlanOptions {
+fn plan_options(args: &ConfigArgs, io: &Io<'_>) -> PlanOptions {
     let mut plugin_dirs = args.plugin_dirs.clone();
     if let Some(path) = (io.env)("CORDIS_PLUGIN_PATH") {
         plugin_dirs.extend(std::env::split_paths(&path).filter(|p| !p.as_os_str().is_empty()));
@@ -356,26 +392,22 @@ fn plan_options(args: &LoadArgs, io: &Io<'_>) -> PlanOptions {
     }
 }
 
-/// Reads and resolves the config; on errors prints them all and returns the exit code.
-fn load(
-    args: &LoadArgs,
-    io: &mut Io<'_>,
-    builtins: &Builtins,
-) -> anyhow::Result<Result<LoadPlan, u8>> {
+/// Reads and resolves the config; on errors prints them all and exits 2.
+fn load(args: &ConfigArgs, io: &mut Io<'_>, builtins: &Builtins) -> anyhow::Result<LoadPlan> {
     let file = args.file.display().to_string();
     let source = match std::fs::read_to_string(&args.file) {
         Ok(s) => s,
         Err(e) => {
             writeln!(io.err, "cordis: cannot read {file}: {e}")?;
-            return Ok(Err(EXIT_CONFIG));
+            return Err(Exit(EXIT_CONFIG).into());
         }
     };
     let options = plan_options(args, io);
     match load_plan(&source, &file, io.env, builtins, &options) {
-        Ok(plan) => Ok(Ok(plan)),
+        Ok(plan) => Ok(plan),
         Err(errors) => {
             print_config_errors(&errors, &file, io)?;
-            Ok(Err(EXIT_CONFIG))
+            Err(Exit(EXIT_CONFIG).into())
         }
     }
 }
@@ -427,55 +459,32 @@ pub(crate) fn print_watch_note(
     io.err.flush()
 }
 
-/// The process environment captured once: a lookup that can be held across awaits by a
-/// reloading host (`Io::env` is not `Sync`). Variables are read when a file is (re)loaded anyway.
-pub(crate) fn env_snapshot() -> impl Fn(&str) -> Option<String> + Send + Sync + 'static {
-    let vars: std::collections::BTreeMap<String, String> = std::env::vars().collect();
-    move |name: &str| vars.get(name).cloned()
-}
-
-/// Reads `load.file` and boots it into a live, reloadable runtime (`run`, `check --watch`);
-/// on errors prints them and returns the exit code.
+/// Reads the config and boots it into a live, reloadable runtime (`run`, `check --watch`);
+/// on errors prints them and exits 2.
 pub(crate) async fn boot_live(
-    load: &LoadArgs,
-    seed: u64,
-    env: &(dyn Fn(&str) -> Option<String> + Sync),
+    config: &ConfigArgs,
+    schedule: cordis_runtime::Schedule,
     io: &mut Io<'_>,
     builtins: &Builtins,
-) -> anyhow::Result<
-    Result<
-        (
-            cordis_host::reload::LiveConfig,
-            cordis_host::loader::BootReport,
-        ),
-        u8,
-    >,
-> {
-    let file = load.file.display().to_string();
-    let source = match read_config(&load.file).await {
+) -> anyhow::Result<(cordis_host::reload::LiveConfig, cordis_host::loader::BootReport)> {
+    let file = config.file.display().to_string();
+    let source = match read_config(&config.file).await {
         Ok(s) => s,
         Err(e) => {
             writeln!(io.err, "cordis: cannot read {file}: {e}")?;
-            return Ok(Err(EXIT_CONFIG));
+            return Err(Exit(EXIT_CONFIG).into());
         }
     };
-    let options = plan_options(load, io);
-    let root =
-        cordis_runtime::Context::root_with(cordis_runtime::Schedule::new(load.schedule, seed));
-    match cordis_host::reload::LiveConfig::boot(
-        root,
-        &source,
-        &file,
-        env,
-        builtins.clone(),
-        options,
-    )
-    .await
+    let options = plan_options(config, io);
+    let root = cordis_runtime::Context::root_with(schedule);
+    let env = io.env;
+    match cordis_host::reload::LiveConfig::boot(root, &source, &file, env, builtins.clone(), options)
+        .await
     {
-        Ok(booted) => Ok(Ok(booted)),
+        Ok(booted) => Ok(booted),
         Err(errors) => {
             print_config_errors(&errors, &file, io)?;
-            Ok(Err(EXIT_CONFIG))
+            Err(Exit(EXIT_CONFIG).into())
         }
     }
 }
@@ -489,19 +498,20 @@ pub(crate) async fn read_config(path: &std::path::Path) -> std::io::Result<Strin
 }
 
 /// The seed: `--seed`, else `$CORDIS_SEED`, else the clock.
-fn choose_seed(flag: Option<u64>, io: &mut Io<'_>) -> anyhow::Result<Result<u64, u8>> {
+fn choose_seed(flag: Option<u64>, io: &mut Io<'_>) -> anyhow::Result<u64> {
     if let Some(seed) = flag {
-        return Ok(Ok(seed));
+        return Ok(seed);
     }
     if let Some(text) = (io.env)("CORDIS_SEED") {
         return match text.trim().parse::<u64>() {
-            Ok(seed) => Ok(Ok(seed)),
+            Ok(seed) => Ok(seed),
             Err(_) => {
                 writeln!(
                     io.err,
-                    "cordis: CORDIS_SEED=\"{text}\" is not a seed (an unsigned 64-bit number)"
+                    "cordis: CORDIS_SEED=\"{}\" is not a seed (an unsigned 64-bit number)",
+                    render::safe(&text)
                 )?;
-                Ok(Err(EXIT_CONFIG))
+                Err(Exit(EXIT_CONFIG).into())
             }
         };
     }
@@ -510,7 +520,7 @@ fn choose_seed(flag: Option<u64>, io: &mut Io<'_>) -> anyhow::Result<Result<u64,
         .context("the system clock is before 1970")?
         .as_nanos();
     // Keep it short enough to type.
-    Ok(Ok(u64::try_from(nanos % 1_000_000_000).unwrap_or(0)))
+    Ok(u64::try_from(nanos % 1_000_000_000).unwrap_or(0))
 }
 
 /// The command that replays one seed.

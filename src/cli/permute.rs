@@ -2,13 +2,12 @@
 
 use std::path::Path;
 
-use cordis_runtime::Schedule;
 use serde_json::json;
 
-use super::{EXIT_CONFIG, EXIT_FAILURE, EXIT_OK, Io, LoadArgs, load};
-use cordis_host::Builtins;
-use cordis_host::loader::boot_blocking;
-use cordis_host::permute::{permute, reorder, tool_entries};
+use super::render::safe;
+use super::{EXIT_CONFIG, EXIT_FAILURE, EXIT_OK, Io, load};
+use cordis_host::{Builtins, LoadPlan};
+use cordis_host::permute::{boot_order, permute, tool_entries};
 
 use super::PermuteArgs;
 
@@ -21,64 +20,73 @@ fn replay(file: &Path, ids: &[String]) -> String {
     )
 }
 
-pub(crate) fn run(args: &PermuteArgs, io: &mut Io<'_>, builtins: &Builtins) -> anyhow::Result<u8> {
-    let load_args = LoadArgs {
-        file: args.file.clone(),
-        schedule: cordis_runtime::Policy::Fifo,
-        timeout_ms: args.timeout_ms,
-        json: args.json,
-        plugin_dirs: args.plugin_dirs.clone(),
-    };
-    let plan = match load(&load_args, io, builtins)? {
-        Ok(plan) => plan,
-        Err(code) => return Ok(code),
-    };
-    let positions = tool_entries(&plan);
-    if let Some(ids) = &args.order {
-        let mut order = Vec::with_capacity(ids.len());
-        for id in ids {
-            match positions.iter().position(|&p| &plan.entries[p].id == id) {
-                Some(k) if !order.contains(&k) => order.push(k),
-                _ => {
-                    let known: Vec<&str> = positions
-                        .iter()
-                        .map(|&p| plan.entries[p].id.as_str())
-                        .collect();
-                    writeln!(
-                        io.err,
-                        "cordis: --order names \"{id}\" twice or it is not a tool-registering entry; those are: {}",
-                        known.join(", ")
-                    )?;
-                    return Ok(EXIT_CONFIG);
-                }
+/// `--order`: boots one order (entry ids), as the proof boots each, and prints its digest.
+fn replay_order(plan: &LoadPlan, ids: &[String], io: &mut Io<'_>) -> anyhow::Result<u8> {
+    let positions = tool_entries(plan);
+    let mut order = Vec::with_capacity(ids.len());
+    for id in ids {
+        match positions.iter().position(|&p| &plan.entries[p].id == id) {
+            Some(k) if !order.contains(&k) => order.push(k),
+            _ => {
+                let known: Vec<&str> = positions
+                    .iter()
+                    .map(|&p| plan.entries[p].id.as_str())
+                    .collect();
+                writeln!(
+                    io.err,
+                    "cordis: --order names \"{}\" twice or it is not a tool-registering entry; those are: {}",
+                    safe(id),
+                    safe(&known.join(", "))
+                )?;
+                return Ok(EXIT_CONFIG);
             }
         }
-        if order.len() != positions.len() {
-            writeln!(
-                io.err,
-                "cordis: --order must name all {} tool-registering entries",
-                positions.len()
-            )?;
-            return Ok(EXIT_CONFIG);
-        }
-        let (report, _) = boot_blocking(&reorder(&plan, &positions, &order), Schedule::fifo())?;
-        writeln!(io.out, "{}", report.digest)?;
-        return Ok(if report.healthy() {
-            EXIT_OK
-        } else {
-            EXIT_FAILURE
-        });
+    }
+    if order.len() != positions.len() {
+        writeln!(
+            io.err,
+            "cordis: --order must name all {} tool-registering entries",
+            positions.len()
+        )?;
+        return Ok(EXIT_CONFIG);
+    }
+    let outcome = boot_order(plan, &order)?;
+    writeln!(io.out, "{}", outcome.digest)?;
+    if let Some(why) = &outcome.unhealthy {
+        writeln!(io.err, "cordis: this order did not boot cleanly: {}", safe(why))?;
+        return Ok(EXIT_FAILURE);
+    }
+    Ok(EXIT_OK)
+}
+
+pub(crate) fn run(args: &PermuteArgs, io: &mut Io<'_>, builtins: &Builtins) -> anyhow::Result<u8> {
+    let plan = load(&args.config, io, builtins)?;
+    if let Some(ids) = &args.order {
+        return replay_order(&plan, ids, io);
     }
     let threads = args
         .threads
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, std::num::NonZero::get));
-    let n = positions.len();
+    let n = tool_entries(&plan).len();
     let total = cordis_host::permute::factorial(n).min(args.max);
     writeln!(
         io.err,
         "cordis: permuting {n} tool-registering entries: {total} orders on {threads} threads"
     )?;
-    let report = permute(&plan, args.max, args.seed, threads, &|_| {})?;
+    // A bar on a terminal (the workers tick it from their threads); nothing when piped.
+    let bar = if io.progress {
+        let bar = indicatif::ProgressBar::new(total);
+        if let Ok(style) =
+            indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} orders {per_sec} {eta}")
+        {
+            bar.set_style(style);
+        }
+        bar
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
+    let report = permute(&plan, args.max, args.seed, threads, &|done| bar.set_position(done))?;
+    bar.finish_and_clear();
     let distinct = report.digests.len();
     if args.json {
         writeln!(
@@ -121,7 +129,7 @@ pub(crate) fn run(args: &PermuteArgs, io: &mut Io<'_>, builtins: &Builtins) -> a
         writeln!(io.err, "cordis: the request depends on registration order:")?;
         for (digest, ids) in report.digests.iter().take(2) {
             writeln!(io.err, "  order {} -> digest {digest}", ids.join(","))?;
-            writeln!(io.err, "    replay: {}", replay(&args.file, ids))?;
+            writeln!(io.err, "    replay: {}", replay(&args.config.file, ids))?;
         }
         code = EXIT_FAILURE;
     }
@@ -131,7 +139,7 @@ pub(crate) fn run(args: &PermuteArgs, io: &mut Io<'_>, builtins: &Builtins) -> a
             "cordis: order {} did not boot cleanly: {why}",
             ids.join(",")
         )?;
-        writeln!(io.err, "    replay: {}", replay(&args.file, ids))?;
+        writeln!(io.err, "    replay: {}", replay(&args.config.file, ids))?;
         code = EXIT_FAILURE;
     }
     Ok(code)

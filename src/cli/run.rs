@@ -127,10 +127,7 @@ fn print_boot_problems(report: &BootReport, io: &mut Io<'_>) -> std::io::Result<
 }
 
 pub(crate) fn run(args: &RunArgs, io: &mut Io<'_>, builtins: &Builtins) -> anyhow::Result<u8> {
-    let seed = match choose_seed(args.seed, io)? {
-        Ok(seed) => seed,
-        Err(code) => return Ok(code),
-    };
+    let seed = choose_seed(args.seed, io)?;
     let choice = match (&args.resume, &args.session) {
         (Some(_), Some(_)) => {
             writeln!(
@@ -157,22 +154,35 @@ async fn run_session(
     io: &mut Io<'_>,
     builtins: &Builtins,
 ) -> anyhow::Result<u8> {
-    let load = args.load_args();
+    let config = &args.config;
     let mut watcher = if args.watch {
-        Some(ConfigWatcher::new(&load.file)?)
+        Some(ConfigWatcher::new(&config.file)?)
     } else {
         None
     };
-    let lookup = super::env_snapshot();
-    let (live, report) = match super::boot_live(&load, seed, &lookup, io, builtins).await? {
-        Ok(booted) => booted,
-        Err(code) => return Ok(code),
-    };
+    let schedule = cordis_runtime::Schedule::new(args.policy(), seed);
+    let (live, report) = super::boot_live(config, schedule, io, builtins).await?;
     let root = live.root().clone();
     print_boot_problems(&report, io)?;
     if let Err(code) = check_session_choice(&root, choice, io)? {
         root.dispose();
         return Ok(code);
+    }
+    if root.get::<AgentLoop>().is_none()
+        && let Some(entry) = report
+            .entries
+            .iter()
+            .find(|e| e.name == "agent-loop" && !e.status.is_as_configured())
+    {
+        // The file has the entries; something above kept them from starting.
+        writeln!(
+            io.err,
+            "cordis: no agent to talk to: entry {} (agent-loop) is {}; fix the problems above",
+            safe(&entry.id),
+            entry.status
+        )?;
+        root.dispose();
+        return Ok(EXIT_CONFIG);
     }
     let (agent, store) = match make_agent(&root, args, choice.id()).await {
         Ok(a) => a,
@@ -196,7 +206,7 @@ async fn run_session(
         writeln!(
             io.err,
             "cordis: watching {} for changes (applied between turns)",
-            load.file.display()
+            config.file.display()
         )?;
     }
     io.err.flush()?;
@@ -207,7 +217,6 @@ async fn run_session(
         root: root.clone(),
         live,
         agent,
-        lookup: &lookup,
         transcript: Transcript::default(),
         failed_turns: 0,
     };
@@ -274,7 +283,6 @@ struct Conversation<'a> {
     root: Context,
     live: LiveConfig,
     agent: Agent,
-    lookup: &'a (dyn Fn(&str) -> Option<String> + Sync),
     transcript: Transcript,
     failed_turns: u64,
 }
@@ -325,7 +333,7 @@ impl Conversation<'_> {
 
     /// Re-reads the config file and applies it; an invalid edit keeps the last good one.
     async fn reload(&mut self, io: &mut Io<'_>) -> anyhow::Result<()> {
-        let path = &self.args.file;
+        let path = &self.args.config.file;
         let source = match super::read_config(path).await {
             Ok(s) => s,
             Err(e) => {
@@ -337,7 +345,7 @@ impl Conversation<'_> {
                 return Ok(());
             }
         };
-        match self.live.reload(&source, self.lookup).await {
+        match self.live.reload(&source, io.env).await {
             Ok(summary) => writeln!(io.err, "cordis: {}", summary_line(&summary))?,
             Err(errors) => super::print_rejected_reload(&errors, io)?,
         }

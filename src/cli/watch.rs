@@ -14,15 +14,11 @@ pub(crate) fn run(
 ) -> anyhow::Result<u8> {
     let rt = cordis_host::shutdown::current_thread()?;
     let result = rt.block_on(async {
-        let path = &args.load.file;
+        let path = &args.config.file;
         let file = path.display().to_string();
         let mut watcher = ConfigWatcher::new(path)?;
-        let lookup = super::env_snapshot();
-        let (mut live, report) =
-            match super::boot_live(&args.load, seed, &lookup, io, builtins).await? {
-                Ok(booted) => booted,
-                Err(code) => return Ok(code),
-            };
+        let schedule = cordis_runtime::Schedule::new(args.policy(), seed);
+        let (mut live, report) = super::boot_live(&args.config, schedule, io, builtins).await?;
         print_report(&report, args, seed, SeedHint::Replay, io)?;
         writeln!(
             io.err,
@@ -45,7 +41,7 @@ pub(crate) fn run(
                     continue;
                 }
             };
-            match live.reload(&source, &lookup).await {
+            match live.reload(&source, io.env).await {
                 Ok(summary) => {
                     let report = live.report().await;
                     writeln!(io.out, "cordis: {}", summary_line(&summary))?;
