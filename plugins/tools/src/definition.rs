@@ -8,6 +8,7 @@ use cordis_schema::{ScopeKey, ToolSchema};
 use futures_util::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 
+use crate::arguments::ArgumentSchema;
 use crate::error::RegisterError;
 
 /// What a handler learns about the call besides its arguments.
@@ -87,12 +88,19 @@ impl ToolDefinition {
         &self.schema.name
     }
 
-    /// Checks the name and the shape of the parameters schema (the registry also compiles it).
+    /// Checks everything registration checks except duplicates: the name, the parameters
+    /// schema (an object schema that compiles), and the timeout. Lets a plugin check a whole
+    /// list before registering any of it.
     ///
     /// # Errors
     /// A [`RegisterError`] for a name [`check_tool_name`] refuses, a parameters value that is not
-    /// a `"type": "object"` schema, or a zero timeout.
+    /// a valid `"type": "object"` JSON Schema, or a zero timeout.
     pub fn validate(&self) -> Result<(), RegisterError> {
+        self.compile().map(drop)
+    }
+
+    /// [`Self::validate`], keeping the compiled schema (registration compiles it only here).
+    pub(crate) fn compile(&self) -> Result<ArgumentSchema, RegisterError> {
         let name = self.name();
         check_tool_name(name)?;
         let is_object_schema = self
@@ -110,7 +118,7 @@ impl ToolDefinition {
                 name: name.to_owned(),
             });
         }
-        Ok(())
+        ArgumentSchema::compile(name, &self.schema.parameters)
     }
 }
 

@@ -314,10 +314,9 @@ impl ToolRegistry {
         scope: Option<ScopeKey>,
         def: ToolDefinition,
     ) -> Result<EffectHandle, RegisterError> {
-        def.validate()?;
-        let name = def.name().to_owned();
         // Compiled once here, so every call is checked without reparsing the schema.
-        let arguments = ArgumentSchema::compile(&name, &def.schema.parameters)?;
+        let arguments = def.compile()?;
+        let name = def.name().to_owned();
         let def = Arc::new(Registered { def, arguments });
         self.write(
             ctx,
@@ -860,6 +859,10 @@ mod tests {
             matches!(err, RegisterError::InvalidSchema { .. }),
             "{err:?}"
         );
+        // `validate` checks the same, so a plugin can vet a whole list before registering any.
+        let probe =
+            with(serde_json::json!({"type": "object", "properties": {"a": {"type": "text"}}}));
+        assert_eq!(probe.validate().unwrap_err(), err);
         assert!(
             err.to_string()
                 .starts_with("tool \"bad\" parameters are not a valid JSON Schema: "),
