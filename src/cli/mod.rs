@@ -419,7 +419,8 @@ pub(crate) fn print_config_errors(
     io: &mut Io<'_>,
 ) -> std::io::Result<()> {
     for d in errors.diagnostics() {
-        writeln!(io.err, "{d}")?;
+        // A diagnostic quotes the file, and the file is untrusted text.
+        writeln!(io.err, "{}", render::safe_lines(&d.to_string()))?;
     }
     let n = errors.diagnostics().len();
     writeln!(
@@ -435,7 +436,8 @@ pub(crate) fn print_rejected_reload(
     io: &mut Io<'_>,
 ) -> std::io::Result<()> {
     for d in errors.diagnostics() {
-        writeln!(io.err, "{d}")?;
+        // A diagnostic quotes the file, and the file is untrusted text.
+        writeln!(io.err, "{}", render::safe_lines(&d.to_string()))?;
     }
     let n = errors.diagnostics().len();
     writeln!(

@@ -1,0 +1,40 @@
+//! Hostile and careless input to the CLI: whatever a file or a plugin says reaches the terminal
+//! escaped, and no size of it panics the renderer.
+
+mod common;
+
+use common::cordis;
+
+fn write(name: &str, text: &str) -> (std::path::PathBuf, String) {
+    let dir = std::env::temp_dir().join(format!("cordis-hostile-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("cordis.yml");
+    std::fs::write(&file, text).unwrap();
+    let shown = file.display().to_string();
+    (dir, shown)
+}
+
+#[test]
+fn an_id_longer_than_any_formatter_width_is_rendered_without_panicking() {
+    let id = "x".repeat(70_000);
+    let (dir, file) = write("long-id", &format!("- {{id: {id}, name: debug/noop}}\n"));
+    let run = cordis(&["check", &file, "--seed", "1"], &[]);
+    assert_eq!(run.code, 0, "{}", run.err);
+    assert!(run.out.contains(&id), "the table holds the whole id");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn terminal_escapes_in_a_config_never_reach_the_terminal_raw() {
+    // An unknown plugin name is quoted back in the diagnostic.
+    let (dir, file) = write(
+        "escape",
+        "- {id: a, name: \"debug/noop\\e[2J\\u202Eevil\"}\n",
+    );
+    let run = cordis(&["check", &file, "--seed", "1"], &[]);
+    assert_eq!(run.code, 2, "{}", run.err);
+    assert!(!run.err.contains('\u{1b}'), "raw ESC on stderr: {:?}", run.err);
+    assert!(!run.err.contains('\u{202E}'), "raw RLO on stderr: {:?}", run.err);
+    let _ = std::fs::remove_dir_all(&dir);
+}
