@@ -193,3 +193,52 @@ fn kind_of(value: &Value) -> &'static str {
 fn flatten(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn a_declared_draft_is_honoured_without_fetching_its_meta_schema() {
+        let draft7 = json!({
+            "$schema": "http://json-schema.org/draft-07/schema#",
+            "type": "object",
+            "properties": {"n": {"type": "integer", "format": "uint8"}},
+            "additionalProperties": false
+        });
+        let schema = ArgumentSchema::compile("t", &draft7).unwrap();
+        assert!(
+            schema.check("t", &json!({"n": 300})).is_ok(),
+            "format is an annotation"
+        );
+        assert_eq!(
+            schema.check("t", &json!({"n": 1.5, "x": 0})).unwrap_err(),
+            "arguments of \"t\" are invalid: /n: expected integer, got number; \
+             /x: is not allowed (additionalProperties is false)"
+        );
+        let unknown = json!({"$schema": "https://example.com/my-draft", "type": "object"});
+        assert!(ArgumentSchema::compile("t", &unknown).is_err());
+    }
+
+    #[test]
+    fn long_values_are_shortened_and_many_violations_counted() {
+        let schema = ArgumentSchema::compile(
+            "t",
+            &json!({"type": "object", "additionalProperties": {"enum": [1]}}),
+        )
+        .unwrap();
+        let long = "x".repeat(200);
+        let err = schema.check("t", &json!({"a": long})).unwrap_err();
+        assert!(
+            err.starts_with("arguments of \"t\" are invalid: /a: \"xxx"),
+            "{err}"
+        );
+        assert!(err.ends_with("… is not one of [1]"), "{err}");
+        let many: serde_json::Map<String, Value> =
+            (0..10).map(|i| (format!("k{i}"), json!(0))).collect();
+        let err = schema.check("t", &Value::Object(many)).unwrap_err();
+        assert!(err.ends_with("; and 2 more"), "{err}");
+    }
+}
