@@ -1,0 +1,28 @@
+//! The plugin that offers the [`Presenters`] service.
+
+use cordis_runtime::{BoxError, Context, Plugin};
+use serde::Deserialize;
+
+use crate::presenters::Presenters;
+
+/// Configuration of the presenter plugin (none; unknown fields are rejected).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PresenterConfig {}
+
+/// The `presenter` plugin: provides [`Presenters::standard`] as the `presenters` service.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PresenterPlugin;
+
+impl Plugin for PresenterPlugin {
+    type Config = PresenterConfig;
+
+    fn name(&self) -> &str {
+        "presenter"
+    }
+
+    async fn apply(&self, ctx: Context, _config: &PresenterConfig) -> Result<(), BoxError> {
+        let _ = ctx.provide(Presenters::standard())?;
+        Ok(())
+    }
+}

@@ -1,0 +1,189 @@
+//! The presenter trait and the `presenters` service.
+
+use std::collections::BTreeMap;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+
+use cordis_runtime::{Context, EffectHandle, Service};
+use serde_json::Value;
+
+use crate::card::{Card, Presentation, ResultView, ToolKind};
+
+/// A presenter could not describe a call or result (the caller falls back to generic).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PresentError {
+    /// A required argument is missing or has the wrong type.
+    #[error("argument \"{0}\" is missing or not a {1}")]
+    Argument(&'static str, &'static str),
+    /// Registering a presenter from a scope that is gone.
+    #[error("cannot register a presenter: the registering scope is no longer live")]
+    ScopeGone,
+}
+
+/// Describes one tool's calls and results for people.
+pub trait ToolPresenter: Send + Sync + 'static {
+    /// True when the tool only reads (approvals defaults and UIs may use it).
+    fn read_only(&self) -> bool;
+
+    /// The call, before it runs (also what an approval prompt shows).
+    ///
+    /// # Errors
+    /// Arguments the presenter cannot read.
+    fn present_call(&self, args: &Value) -> Result<Presentation, PresentError>;
+
+    /// The result, with the call's arguments.
+    ///
+    /// # Errors
+    /// Arguments or content the presenter cannot read.
+    fn present_result(
+        &self,
+        args: &Value,
+        result: ResultView<'_>,
+    ) -> Result<Presentation, PresentError>;
+}
+
+/// The generic presentation: the tool name as title, kind `other`, the arguments as input.
+pub fn generic(name: &str, args: &Value) -> Presentation {
+    Presentation {
+        title: name.to_owned(),
+        kind: ToolKind::Other,
+        input: args.clone(),
+        card: Card::Generic,
+        text: None,
+    }
+}
+
+/// A result's text: a string as is, anything else as compact JSON.
+pub(crate) fn content_text(content: &Value) -> String {
+    match content {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+type Entry = (u64, Arc<dyn ToolPresenter>);
+
+#[derive(Default)]
+struct Table {
+    next: u64,
+    by_name: BTreeMap<String, Vec<Entry>>,
+}
+
+/// The `presenters` service: presenters keyed by tool name; the latest registration of a name
+/// wins until it is withdrawn.
+#[derive(Clone, Default)]
+pub struct Presenters {
+    table: Arc<Mutex<Table>>,
+}
+
+impl std::fmt::Debug for Presenters {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Presenters")
+            .field("tools", &self.table().by_name.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+impl Service for Presenters {
+    const NAME: &'static str = "presenters";
+}
+
+impl Presenters {
+    fn table(&self) -> MutexGuard<'_, Table> {
+        // Only bookkeeping runs under this lock; presenters run outside it.
+        self.table.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn insert(&self, name: &str, presenter: Arc<dyn ToolPresenter>) -> u64 {
+        let mut table = self.table();
+        table.next += 1;
+        let id = table.next;
+        table
+            .by_name
+            .entry(name.to_owned())
+            .or_default()
+            .push((id, presenter));
+        id
+    }
+
+    /// The presenters of the standard workspace tools ([`crate::STANDARD_TOOLS`]).
+    pub fn standard() -> Self {
+        let presenters = Presenters::default();
+        for (name, presenter) in crate::standard::presenters() {
+            presenters.insert(name, presenter);
+        }
+        presenters
+    }
+
+    /// Registers `presenter` for tool `name` as an effect of `ctx`'s scope.
+    ///
+    /// # Errors
+    /// [`PresentError::ScopeGone`] when `ctx` is no longer live.
+    pub fn register(
+        &self,
+        ctx: &Context,
+        name: &str,
+        presenter: Arc<dyn ToolPresenter>,
+    ) -> Result<EffectHandle, PresentError> {
+        if !ctx.is_live() {
+            return Err(PresentError::ScopeGone);
+        }
+        let id = self.insert(name, presenter);
+        let weak: Weak<Mutex<Table>> = Arc::downgrade(&self.table);
+        let name = name.to_owned();
+        Ok(ctx.effect(format!("presenter {name}"), move || {
+            let Some(table) = weak.upgrade() else {
+                return;
+            };
+            let mut table = table.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(list) = table.by_name.get_mut(&name) {
+                list.retain(|(i, _)| *i != id);
+                if list.is_empty() {
+                    table.by_name.remove(&name);
+                }
+            }
+        }))
+    }
+
+    /// The presenter for `name`, if any.
+    pub fn get(&self, name: &str) -> Option<Arc<dyn ToolPresenter>> {
+        self.table()
+            .by_name
+            .get(name)
+            .and_then(|list| list.last())
+            .map(|(_, p)| p.clone())
+    }
+
+    /// Whether `name` is known to only read; `None` without a presenter.
+    pub fn read_only(&self, name: &str) -> Option<bool> {
+        let presenter = self.get(name)?;
+        catch_unwind(AssertUnwindSafe(|| presenter.read_only())).ok()
+    }
+
+    /// The call of `name` with `args`; generic when there is no presenter or it fails.
+    pub fn present_call(&self, name: &str, args: &Value) -> Presentation {
+        let Some(presenter) = self.get(name) else {
+            return generic(name, args);
+        };
+        match catch_unwind(AssertUnwindSafe(|| presenter.present_call(args))) {
+            Ok(Ok(p)) => p,
+            _ => generic(name, args),
+        }
+    }
+
+    /// The result of `name`; generic (with the content as text) when there is no presenter
+    /// or it fails.
+    pub fn present_result(&self, name: &str, args: &Value, result: ResultView<'_>) -> Presentation {
+        let fallback = || Presentation {
+            text: Some(content_text(result.content)),
+            ..generic(name, args)
+        };
+        let Some(presenter) = self.get(name) else {
+            return fallback();
+        };
+        match catch_unwind(AssertUnwindSafe(|| presenter.present_result(args, result))) {
+            Ok(Ok(p)) => p,
+            _ => fallback(),
+        }
+    }
+}

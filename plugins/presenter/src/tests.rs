@@ -1,0 +1,222 @@
+use std::sync::Arc;
+
+use cordis_runtime::prelude::*;
+use serde_json::{Value, json};
+
+use crate::*;
+
+fn ok(content: &Value) -> ResultView<'_> {
+    ResultView {
+        content,
+        is_error: false,
+    }
+}
+
+#[test]
+fn the_standard_tools_have_titles_kinds_and_cards() {
+    let p = Presenters::standard();
+    let read = p.present_call(
+        "read_file",
+        &json!({"path": "a.rs", "start_line": 2, "end_line": 9}),
+    );
+    assert_eq!(
+        (read.title.as_str(), read.kind, &read.card),
+        ("Read a.rs (lines 2–9)", ToolKind::Read, &Card::Generic)
+    );
+    let edit = p.present_call(
+        "edit_file",
+        &json!({"path": "a.rs", "old_string": "x", "new_string": "y"}),
+    );
+    assert_eq!(
+        edit.card,
+        Card::Diff {
+            path: "a.rs".into(),
+            old_text: Some("x".into()),
+            new_text: "y".into()
+        }
+    );
+    let write = p.present_call("write_file", &json!({"path": "n.txt", "content": "hi\n"}));
+    assert_eq!(
+        (write.title.as_str(), write.kind),
+        ("Write n.txt", ToolKind::Edit)
+    );
+    assert_eq!(
+        write.card,
+        Card::Diff {
+            path: "n.txt".into(),
+            old_text: None,
+            new_text: "hi\n".into()
+        }
+    );
+    let grep = p.present_call("grep", &json!({"pattern": "fn main", "path": "src"}));
+    assert_eq!(
+        (grep.title.as_str(), grep.kind),
+        ("Grep fn main in src", ToolKind::Search)
+    );
+    let list = p.present_call("list_files", &json!({"pattern": "*.rs"}));
+    assert_eq!(
+        (list.title.as_str(), list.kind),
+        ("List *.rs", ToolKind::Search)
+    );
+    let bash = p.present_call(
+        "bash",
+        &json!({"command": "cargo test", "description": "Run the tests"}),
+    );
+    assert_eq!(
+        (bash.title.as_str(), bash.kind, bash.text.as_deref()),
+        ("cargo test", ToolKind::Execute, Some("Run the tests"))
+    );
+    for (name, read_only) in STANDARD_TOOLS {
+        assert_eq!(p.read_only(name), Some(*read_only), "{name}");
+    }
+    assert_eq!(p.read_only("todo_write"), None);
+}
+
+#[test]
+fn results_carry_output_exit_codes_and_errors() {
+    let p = Presenters::standard();
+    let args = json!({"command": "make"});
+    let content = json!({"exit_code": 2, "stdout": "building\n", "stderr": "error: nope\n"});
+    let r = p.present_result("bash", &args, ok(&content));
+    assert_eq!(
+        r.card,
+        Card::Terminal {
+            output: "building\nerror: nope\n".into(),
+            exit_code: Some(2)
+        }
+    );
+    assert_eq!(
+        render_card(&r.card),
+        "building\nerror: nope\n[exit code 2]\n"
+    );
+    let content = json!({"path": "a.rs", "content": "     1\tfn a() {}\n", "total_lines": 1});
+    let r = p.present_result("read_file", &json!({"path": "a.rs"}), ok(&content));
+    assert_eq!(r.text.as_deref(), Some("     1\tfn a() {}\n"));
+    let message = json!("old_string was not found in \"a.rs\"");
+    let r = p.present_result(
+        "edit_file",
+        &json!({"path": "a.rs", "old_string": "x", "new_string": "y"}),
+        ResultView {
+            content: &message,
+            is_error: true,
+        },
+    );
+    assert_eq!(
+        (r.card, r.text.as_deref()),
+        (Card::Generic, Some("old_string was not found in \"a.rs\""))
+    );
+}
+
+struct Broken;
+impl ToolPresenter for Broken {
+    fn read_only(&self) -> bool {
+        panic!("broken")
+    }
+    fn present_call(&self, _: &Value) -> Result<Presentation, PresentError> {
+        panic!("presenter bug")
+    }
+    fn present_result(&self, _: &Value, _: ResultView<'_>) -> Result<Presentation, PresentError> {
+        Err(PresentError::Argument("x", "string"))
+    }
+}
+
+#[tokio::test]
+async fn a_failing_or_missing_presenter_falls_back_to_the_generic_card() {
+    let p = Presenters::standard();
+    // Arguments the presenter cannot read.
+    let args = json!({"cmd": "ls"});
+    let g = p.present_call("bash", &args);
+    assert_eq!(g, generic("bash", &args));
+    assert_eq!((g.title.as_str(), g.kind), ("bash", ToolKind::Other));
+    let content = json!({"x": 1});
+    let r = p.present_result("unknown_tool", &json!({}), ok(&content));
+    assert_eq!(
+        (r.card, r.text.as_deref()),
+        (Card::Generic, Some("{\"x\":1}"))
+    );
+    let root = Context::root();
+    let _ = p.register(&root, "bash", Arc::new(Broken)).unwrap();
+    let args = json!({"command": "ls"});
+    assert_eq!(
+        p.present_call("bash", &args),
+        generic("bash", &args),
+        "a panic falls back"
+    );
+    assert_eq!(p.read_only("bash"), None);
+    let r = p.present_result("bash", &args, ok(&content));
+    assert_eq!(r.card, Card::Generic);
+    root.dispose();
+    assert_eq!(
+        p.present_call("bash", &args).kind,
+        ToolKind::Execute,
+        "withdrawn with its scope"
+    );
+}
+
+#[test]
+fn cards_serialize_in_the_wire_shape() {
+    let diff = Card::Diff {
+        path: "a".into(),
+        old_text: None,
+        new_text: "b".into(),
+    };
+    assert_eq!(
+        serde_json::to_value(&diff).unwrap(),
+        json!({"type": "diff", "path": "a", "oldText": null, "newText": "b"})
+    );
+    let term = Card::Terminal {
+        output: "o".into(),
+        exit_code: Some(0),
+    };
+    assert_eq!(
+        serde_json::to_value(&term).unwrap(),
+        json!({"type": "terminal", "output": "o", "exitCode": 0})
+    );
+    assert_eq!(
+        serde_json::to_value(Card::Generic).unwrap(),
+        json!({"type": "generic"})
+    );
+    let p = Presenters::standard().present_call("grep", &json!({"pattern": "x"}));
+    assert_eq!(
+        serde_json::to_value(&p).unwrap(),
+        json!({"title": "Grep x", "kind": "search", "input": {"pattern": "x"}, "card": {"type": "generic"}})
+    );
+}
+
+#[test]
+fn diffs_render_as_unified_diffs() {
+    let old = "a\nb\nc\n";
+    let new = "a\nB\nc\n";
+    assert_eq!(
+        unified_diff("f.txt", Some(old), new),
+        "--- a/f.txt\n+++ b/f.txt\n@@ -1,3 +1,3 @@\n a\n-b\n+B\n c\n"
+    );
+    assert_eq!(
+        unified_diff("n.txt", None, "x\n"),
+        "--- /dev/null\n+++ b/n.txt\n@@ -0,0 +1 @@\n+x\n"
+    );
+}
+
+#[test]
+fn logged_argument_text_parses_like_the_reference() {
+    assert_eq!(parse_arguments_text(""), json!({}));
+    assert_eq!(parse_arguments_text("{\"a\":1}"), json!({"a": 1}));
+    assert_eq!(parse_arguments_text("{broken"), json!("{broken"));
+}
+
+#[tokio::test]
+async fn the_plugin_offers_the_service() {
+    let root = Context::root();
+    let h = root.plugin(PresenterPlugin, PresenterConfig::default());
+    root.idle().await;
+    assert_eq!(h.status(), ScopeStatus::Active);
+    let p = root.get::<Presenters>().unwrap();
+    assert_eq!(
+        p.present_call("bash", &json!({"command": "ls"})).title,
+        "ls"
+    );
+    h.dispose();
+    assert!(root.get::<Presenters>().is_none());
+    root.dispose();
+    assert!(root.live().is_zero());
+}
