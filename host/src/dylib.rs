@@ -64,69 +64,35 @@ impl DylibPlugin {
 
 const INJECT: &[Inject] = &[Inject::required("tools")];
 
-/// Where content-addressed copies of libraries go: `$CORDIS_DYLIB_CACHE`, else
-/// `<temp dir>/cordis-dylib-cache`.
-pub fn cache_dir() -> PathBuf {
-    std::env::var_os("CORDIS_DYLIB_CACHE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| std::env::temp_dir().join("cordis-dylib-cache"))
-}
-
-/// The sha256 of a file's bytes.
-pub fn file_sha256(path: &Path) -> std::io::Result<[u8; 32]> {
-    use sha2::Digest as _;
-    Ok(sha2::Sha256::digest(std::fs::read(path)?).into())
-}
-
-/// Copies the library at `path` to `<cache>/<sha256>-<file name>` (once per content) and returns
-/// the copy and its hash, after checking the pin.
+/// Where verified copies of libraries go for this process's environment:
+/// `$CORDIS_DYLIB_CACHE`, else `$XDG_CACHE_HOME/cordis/dylib`, else `~/.cache/cordis/dylib`
+/// (see [`cordis_dylib::cache`] for how it is created and checked).
 ///
-/// Loading the copy, not the original, is what lets a changed library be loaded again: a library
-/// is never unloaded, and a second `dlopen` of the same path would return the old code. The pin
-/// is checked against the very bytes that are copied, so a file swapped after the check is never
-/// loaded.
-fn stage(path: &Path, pin: Option<&[u8; 32]>) -> Result<(PathBuf, [u8; 32]), String> {
-    use sha2::Digest as _;
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let hash: [u8; 32] = sha2::Sha256::digest(&bytes).into();
-    let hex: String = hash.iter().map(|b| format!("{b:02x}")).collect();
-    if let Some(expected) = pin
-        && expected != &hash
-    {
-        let want: String = expected.iter().map(|b| format!("{b:02x}")).collect();
-        return Err(format!(
-            "sha256 mismatch: the entry pins {want}, the file is {hex} ({})",
-            path.display()
-        ));
-    }
-    let dir = cache_dir();
-    let file_name = path
-        .file_name()
-        .map_or_else(|| "library".into(), |n| n.to_string_lossy().into_owned());
-    let staged = dir.join(format!("{hex}-{file_name}"));
-    if !staged.exists() {
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| format!("cannot create the library cache {}: {e}", dir.display()))?;
-        // Write beside under a name no other loader uses (threads of this process included),
-        // then rename: nobody ever sees a half-written copy, and racing loaders of the same
-        // content both end with the same complete file.
-        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let unique = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let partial = dir.join(format!(".{hex}-{}-{unique}.partial", std::process::id()));
-        let written =
-            std::fs::write(&partial, &bytes).and_then(|()| std::fs::rename(&partial, &staged));
-        if let Err(e) = written {
-            let _ = std::fs::remove_file(&partial);
-            if !staged.exists() {
-                return Err(format!(
-                    "cannot copy {} into {}: {e}",
-                    path.display(),
-                    dir.display()
-                ));
-            }
-        }
-    }
-    Ok((staged, hash))
+/// # Errors
+/// None of those variables is set.
+pub fn cache_dir() -> Result<PathBuf, cordis_dylib::CacheError> {
+    cordis_dylib::cache::default_dir(|name| std::env::var_os(name))
+}
+
+/// The sha256 of a library file's bytes (never following a symlink, never blocking on a FIFO).
+///
+/// # Errors
+/// The file cannot be opened or read, or it is not a regular file.
+pub fn file_sha256(path: &Path) -> std::io::Result<[u8; 32]> {
+    cordis_dylib::file_sha256(path)
+}
+
+/// Opens the entry's library (through the per-user cache), creates an instance and describes it.
+fn load(path: &Path, pin: Option<&[u8; 32]>, config: &str) -> Result<(Instance, String), String> {
+    let cache = cordis_dylib::Cache::from_env().map_err(|e| e.to_string())?;
+    let library = cordis_dylib::open_in(&cache, path, pin).map_err(|e| e.to_string())?;
+    let instance = library
+        .create(config)
+        .map_err(|e| stage_error("create", &e))?;
+    let text = instance
+        .describe()
+        .map_err(|e| stage_error("describe", &e))?;
+    Ok((instance, text))
 }
 
 /// What `describe` returns.
@@ -187,12 +153,12 @@ fn tools_of(text: &str) -> Result<Vec<(ToolSchema, Option<Duration>)>, String> {
     Ok(out)
 }
 
-/// The call limiter of each library, by canonical path.
+/// The call limiter of each library, by content.
 fn limiter(instance: &Instance) -> Arc<Semaphore> {
-    static LIMITERS: Mutex<BTreeMap<PathBuf, Arc<Semaphore>>> = Mutex::new(BTreeMap::new());
+    static LIMITERS: Mutex<BTreeMap<[u8; 32], Arc<Semaphore>>> = Mutex::new(BTreeMap::new());
     let library = instance.library();
     let mut map = LIMITERS.lock().unwrap_or_else(|e| e.into_inner());
-    map.entry(library.path().to_owned())
+    map.entry(library.sha256())
         .or_insert_with(|| {
             let permits = if library.thread_safe() {
                 THREAD_SAFE_CALLS
@@ -204,16 +170,14 @@ fn limiter(instance: &Instance) -> Arc<Semaphore> {
         .clone()
 }
 
-/// Owns an instance; destroys it on a blocking thread (it may wait for a running call).
+/// Owns an instance; destroys it on a foreign thread (`destroy` may wait for a running call,
+/// or never return), so dropping never blocks and nothing waits for it.
 struct Owned(Option<Instance>);
 
 impl Drop for Owned {
     fn drop(&mut self) {
         if let Some(instance) = self.0.take() {
-            match tokio::runtime::Handle::try_current() {
-                Ok(handle) => drop(handle.spawn_blocking(move || drop(instance))),
-                Err(_) => drop(instance),
-            }
+            cordis_dylib::foreign::detach(move || drop(instance));
         }
     }
 }
@@ -231,7 +195,9 @@ async fn call(
         .map_err(|e| format!("{library}: {e}"))?;
     let args = args.to_string();
     let name = tool.clone();
-    let joined = tokio::task::spawn_blocking(move || {
+    // On a thread the host can abandon: if the registry's timeout drops this future, the
+    // call keeps its thread and its permit until the plugin returns, and nothing waits for it.
+    let joined = cordis_dylib::foreign::spawn(move || {
         let _permit = permit;
         match &instance.0 {
             Some(i) => i.invoke(&name, &args),
@@ -240,15 +206,16 @@ async fn call(
     })
     .await;
     match joined {
-        Ok(Ok(text)) => serde_json::from_str::<Value>(&text)
+        Ok(Ok(Ok(text))) => serde_json::from_str::<Value>(&text)
             .map(ToolOutput::new)
             .map_err(|e| format!("{library}: tool \"{tool}\" returned invalid JSON: {e}")),
         // `resume_unwind` skips the panic hook; the registry reports `TOOL_PANICKED`.
-        Ok(Err(CallError::Panic(message))) => {
+        Ok(Ok(Err(CallError::Panic(message)))) => {
             std::panic::resume_unwind(Box::new(format!("{message} (in {library})")))
         }
-        Ok(Err(e)) => Err(format!("{library}: {e}")),
-        Err(e) => Err(format!("{library}: the call was lost: {e}")),
+        Ok(Ok(Err(e))) => Err(format!("{library}: {e}")),
+        Ok(Err(_)) => Err(format!("{library}: the host panicked calling the plugin")),
+        Err(e) => Err(format!("{library}: {e}")),
     }
 }
 
@@ -269,19 +236,13 @@ impl Plugin for DylibPlugin {
         let path = self.path.clone();
         let sha256 = self.sha256;
         let config = config.to_string();
-        let loaded = tokio::task::spawn_blocking(move || -> Result<(Instance, String), String> {
-            let (staged, hash) = stage(&path, sha256.as_ref())?;
-            let library = cordis_dylib::open(&staged, Some(&hash)).map_err(|e| e.to_string())?;
-            let instance = library
-                .create(&config)
-                .map_err(|e| stage_error("create", &e))?;
-            let text = instance
-                .describe()
-                .map_err(|e| stage_error("describe", &e))?;
-            Ok((instance, text))
-        })
-        .await
-        .map_err(|e| format!("{name}: loading was lost: {e}"))?;
+        // On a thread the host can abandon: when the entry's timeout drops this future, a
+        // `create` that never returns keeps only its own thread (and its instance, if it ever
+        // comes, is destroyed there).
+        let loaded = cordis_dylib::foreign::spawn(move || load(&path, sha256.as_ref(), &config))
+            .await
+            .map_err(|e| format!("{name}: loading was lost: {e}"))?
+            .map_err(|_| format!("{name}: the host panicked loading the library"))?;
         let (instance, text) = loaded.map_err(|e| format!("{name}: {e}"))?;
         let limiter = limiter(&instance);
         let instance = Arc::new(Owned(Some(instance)));

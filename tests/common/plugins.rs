@@ -22,6 +22,11 @@ pub const C_MODES: &[(&str, &[&str])] = &[
     ("c_duplicate_name", &["CORDIS_DUPLICATE_NAME"]),
     ("c_bad_name", &["CORDIS_BAD_NAME"]),
     ("c_needs_newer_host", &["CORDIS_NEEDS_HOST_MINOR=7"]),
+    ("c_evil", &["CORDIS_EVIL"]),
+    ("c_create_hangs", &["CORDIS_CREATE_HANGS"]),
+    ("c_describe_hangs", &["CORDIS_DESCRIBE_HANGS"]),
+    ("c_invoke_hangs", &["CORDIS_INVOKE_HANGS"]),
+    ("c_destroy_hangs", &["CORDIS_DESTROY_HANGS"]),
 ];
 
 /// The Rust fixture cdylibs (package names).
@@ -113,4 +118,83 @@ fn build() -> PathBuf {
         std::fs::copy(rust_dir.join(lib_name(p)), dir.join(lib_name(p))).unwrap();
     }
     dir
+}
+
+/// What one run of the `cordis` binary did.
+#[derive(Debug)]
+pub struct BinRun {
+    /// The exit code (`None` if a signal ended it).
+    pub code: Option<i32>,
+    /// Standard output.
+    pub out: String,
+    /// Standard error.
+    pub err: String,
+}
+
+/// Runs the `cordis` binary with `args` and `env` (on top of this process's environment, minus
+/// the cache variables), killing it and panicking if it has not exited within `limit`: a guard
+/// against hangs, not a performance threshold.
+pub fn cordis_bin(
+    args: &[&str],
+    env: &[(&str, &std::ffi::OsStr)],
+    limit: std::time::Duration,
+) -> BinRun {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_cordis"));
+    cmd.args(args)
+        .env_remove("CORDIS_DYLIB_CACHE")
+        .env_remove("XDG_CACHE_HOME")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cordis_wait(cmd, args, limit)
+}
+
+/// Spawns `cmd` and waits as [`cordis_bin`] does.
+pub fn cordis_wait(mut cmd: Command, args: &[&str], limit: std::time::Duration) -> BinRun {
+    use std::io::Read;
+    let started = std::time::Instant::now();
+    let mut child = cmd.spawn().expect("spawning cordis");
+    let pipe = |r: Option<Box<dyn Read + Send>>| {
+        let mut r = r.unwrap();
+        std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = r.read_to_string(&mut s);
+            s
+        })
+    };
+    let out = pipe(
+        child
+            .stdout
+            .take()
+            .map(|s| Box::new(s) as Box<dyn Read + Send>),
+    );
+    let err = pipe(
+        child
+            .stderr
+            .take()
+            .map(|s| Box::new(s) as Box<dyn Read + Send>),
+    );
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            let err = err.join().unwrap_or_default();
+            panic!(
+                "`cordis {}` did not exit within {limit:?}; stderr:\n{err}",
+                args.join(" ")
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
+    BinRun {
+        code: status.code(),
+        out: out.join().unwrap_or_default(),
+        err: err.join().unwrap_or_default(),
+    }
 }

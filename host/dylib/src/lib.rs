@@ -8,6 +8,16 @@
 //! unsound (thread-local destructors may still point into it), so once the host has called into
 //! a library it leaks the handle; [`open`] of the same path returns the same [`Library`].
 //!
+//! # Where libraries are loaded from
+//! Never from the configured path itself: its bytes are read once, hashed (and checked against
+//! the entry's pin), copied into the per-user [`Cache`], and loaded from the descriptor of that
+//! verified copy; see [`cache`] for the guarantees.
+//!
+//! # Calls that never return
+//! Call a plugin through [`foreign::spawn`], not on a runtime's blocking pool: a call that
+//! times out is abandoned on its thread, and nothing (runtime shutdown, process exit) waits for
+//! it. [`foreign::stats`] counts abandoned calls.
+//!
 //! # Trust
 //! Loading runs the library's initialisers and calling it runs its code in this process: the
 //! host contains *failures* (status codes, panics the SDK catches, bad JSON), not malice. The
@@ -23,8 +33,14 @@
 //! ```
 #![allow(unsafe_code)]
 
-mod call;
-mod library;
+#![cfg(unix)]
 
+pub mod cache;
+mod call;
+pub mod foreign;
+mod library;
+mod mapped;
+
+pub use cache::{Cache, CacheError, file_sha256};
 pub use call::{CallError, Instance};
-pub use library::{Library, LoadError, open};
+pub use library::{Library, LoadError, open, open_in};

@@ -1,10 +1,22 @@
-//! Opening a library and checking its descriptor, serialized behind one lock.
+//! Opening a library and checking its descriptor.
+//!
+//! A library is read once from its path (its bytes hashed and checked against the pin), copied
+//! into the per-user [`Cache`], and loaded from the descriptor of that verified copy; the code
+//! the loader mapped is compared with the hashed bytes before anything of the library is called
+//! (beyond its initialisers). Libraries are keyed by content: the same bytes load once.
+//!
+//! No global lock is held across file I/O or `dlopen`: a per-content lock makes concurrent
+//! loads of the same bytes wait for one another, and the table of loaded libraries is locked
+//! only to look up and insert.
 
 use std::collections::BTreeMap;
 use std::ffi::c_void;
+use std::fs::File;
 use std::mem::MaybeUninit;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use crate::cache::{Cache, CacheError, hex, read_library};
 
 use cordis_plugin_sdk::abi::{
     ABI_MAJOR, ABI_MINOR, DESCRIPTOR_SYMBOL, DESCRIPTOR_V1_SIZE, Descriptor, FLAG_THREAD_SAFE,
@@ -18,6 +30,12 @@ pub enum LoadError {
     /// The file could not be read (for hashing).
     #[error("cannot read the library: {0}")]
     Read(String),
+    /// The library cache cannot be used.
+    #[error(transparent)]
+    Cache(#[from] CacheError),
+    /// The code the loader mapped is not the bytes that were verified.
+    #[error("the loaded code is not the verified file: {0}")]
+    Unverified(String),
     /// The file's sha256 is not the pinned one.
     #[error("sha256 mismatch: the entry pins {expected}, the file is {actual}")]
     Sha256Mismatch {
@@ -77,7 +95,10 @@ pub struct Library {
     pub(crate) host: HostVtable,
     /// Taken around every call into a library that is not thread-safe.
     call_lock: Option<Mutex<()>>,
-    sha256: OnceLock<[u8; 32]>,
+    sha256: [u8; 32],
+    /// The verified copy it was loaded from, open for the life of the process: the loader knows
+    /// the library by the name `/proc/self/fd/N`, which must never name another file.
+    _file: File,
 }
 
 // SAFETY: the descriptor's function pointers stay valid because the library is never unloaded;
@@ -85,13 +106,18 @@ pub struct Library {
 // library that is not thread-safe are serialized by `call_lock`, so sharing `&Library` across
 // threads never makes the plugin run concurrently unless its descriptor allows it.
 unsafe impl Send for Library {}
-// SAFETY: see `Send`; every field is read-only after `open` except the `OnceLock` and `Mutex`.
+// SAFETY: see `Send`; every field is read-only after `open` except the `Mutex`.
 unsafe impl Sync for Library {}
 
 impl Library {
-    /// The canonical path it was loaded from.
+    /// The canonical path it was first loaded from.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The sha256 of its bytes.
+    pub fn sha256(&self) -> [u8; 32] {
+        self.sha256
     }
 
     /// The plugin's ABI version.
@@ -115,67 +141,76 @@ impl Library {
     }
 }
 
-/// Every library loaded so far, by canonical path. Its lock also serializes `dlopen` and the
-/// handshake.
-static LOADED: Mutex<BTreeMap<PathBuf, &'static Library>> = Mutex::new(BTreeMap::new());
+/// Every library loaded so far, by content.
+static LOADED: Mutex<BTreeMap<[u8; 32], &'static Library>> = Mutex::new(BTreeMap::new());
+/// One lock per content being loaded, so the same bytes are loaded once.
+static LOADING: Mutex<BTreeMap<[u8; 32], Arc<Mutex<()>>>> = Mutex::new(BTreeMap::new());
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-fn file_sha256(path: &Path) -> Result<[u8; 32], LoadError> {
-    let bytes = std::fs::read(path).map_err(|e| LoadError::Read(e.to_string()))?;
-    Ok(Sha256::digest(&bytes).into())
-}
-
-fn check_pin(lib: &Library, expected: Option<&[u8; 32]>) -> Result<(), LoadError> {
-    let Some(expected) = expected else {
-        return Ok(());
-    };
-    let actual = match lib.sha256.get() {
-        Some(h) => *h,
-        None => {
-            let h = file_sha256(&lib.path)?;
-            *lib.sha256.get_or_init(|| h)
-        }
-    };
-    if &actual == expected {
-        Ok(())
-    } else {
-        Err(LoadError::Sha256Mismatch {
-            expected: hex(expected),
-            actual: hex(&actual),
-        })
-    }
+/// Loads the plugin library at `path` (a canonical path the caller has vetted) through the
+/// cache of this process's environment ([`Cache::from_env`]); see [`open_in`].
+///
+/// # Errors
+/// Any [`LoadError`].
+pub fn open(path: &Path, sha256: Option<&[u8; 32]>) -> Result<&'static Library, LoadError> {
+    open_in(&Cache::from_env()?, path, sha256)
 }
 
 /// Loads the plugin library at `path` (a canonical path the caller has vetted) and checks its
-/// descriptor, or returns the library already loaded from that path.
+/// descriptor, or returns the library already loaded with the same bytes.
 ///
-/// With `sha256`, the file must hash to it; the hash is checked before the file is opened (a
-/// file swapped between the check and `dlopen` is not detected).
+/// The file is read once (without following a symlink or blocking on a FIFO); with `sha256`,
+/// those bytes must hash to it. They are copied into `cache`, and the library is loaded from
+/// the descriptor of the verified copy.
 ///
 /// # Errors
 /// Any [`LoadError`]. A library is leaked as soon as the host has called into it, even if the
 /// handshake then fails.
-pub fn open(path: &Path, sha256: Option<&[u8; 32]>) -> Result<&'static Library, LoadError> {
-    let mut loaded = LOADED.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(lib) = loaded.get(path) {
-        check_pin(lib, sha256)?;
+pub fn open_in(
+    cache: &Cache,
+    path: &Path,
+    sha256: Option<&[u8; 32]>,
+) -> Result<&'static Library, LoadError> {
+    let (bytes, meta) = read_library(path).map_err(|e| LoadError::Read(e.to_string()))?;
+    warn_if_shared(path, &meta);
+    let hash: [u8; 32] = Sha256::digest(&bytes).into();
+    if let Some(expected) = sha256
+        && expected != &hash
+    {
+        return Err(LoadError::Sha256Mismatch {
+            expected: hex(expected),
+            actual: hex(&hash),
+        });
+    }
+    if let Some(lib) = lock(&LOADED).get(&hash) {
         return Ok(lib);
     }
-    let mut hash = None;
-    if let Some(expected) = sha256 {
-        let actual = file_sha256(path)?;
-        if &actual != expected {
-            return Err(LoadError::Sha256Mismatch {
-                expected: hex(expected),
-                actual: hex(&actual),
-            });
-        }
-        hash = Some(actual);
+    let gate = lock(&LOADING).entry(hash).or_default().clone();
+    let _loading = lock(&gate);
+    if let Some(lib) = lock(&LOADED).get(&hash) {
+        return Ok(lib);
     }
-    let descriptor = handshake(path)?;
+    let result = load(cache, path, &bytes, hash);
+    lock(&LOADING).remove(&hash);
+    let library = result?;
+    lock(&LOADED).insert(hash, library);
+    Ok(library)
+}
+
+fn load(
+    cache: &Cache,
+    path: &Path,
+    bytes: &[u8],
+    hash: [u8; 32],
+) -> Result<&'static Library, LoadError> {
+    let file_name = path
+        .file_name()
+        .map_or_else(|| "library".into(), |n| n.to_string_lossy().into_owned());
+    let file = cache.materialize(bytes, &hash, &file_name)?;
+    let (descriptor, file) = handshake(file, bytes)?;
     let library: &'static mut Library = Box::leak(Box::new(Library {
         path: path.to_owned(),
         descriptor,
@@ -190,35 +225,65 @@ pub fn open(path: &Path, sha256: Option<&[u8; 32]>) -> Result<&'static Library, 
             host_data: std::ptr::null(),
         },
         call_lock: (descriptor.flags & FLAG_THREAD_SAFE == 0).then(|| Mutex::new(())),
-        sha256: hash.map(OnceLock::from).unwrap_or_default(),
+        sha256: hash,
+        _file: file,
     }));
     library.host.host_data = std::ptr::from_ref::<Library>(library).cast::<c_void>();
-    let library: &'static Library = library;
-    loaded.insert(path.to_owned(), library);
     Ok(library)
+}
+
+/// Warns (once per path) when others can replace a library: it or its directory is
+/// world-writable.
+fn warn_if_shared(path: &Path, meta: &std::fs::Metadata) {
+    use std::os::unix::fs::MetadataExt;
+    static WARNED: Mutex<std::collections::BTreeSet<PathBuf>> =
+        Mutex::new(std::collections::BTreeSet::new());
+    let dir_shared = path
+        .parent()
+        .and_then(|d| std::fs::metadata(d).ok())
+        .is_some_and(|m| m.mode() & 0o002 != 0);
+    let what = match (meta.mode() & 0o002 != 0, dir_shared) {
+        (true, _) => "the library file is world-writable",
+        (false, true) => "its directory is world-writable",
+        (false, false) => return,
+    };
+    if lock(&WARNED).insert(path.to_owned()) {
+        tracing::warn!(
+            plugin = %path.display(),
+            "{what}: any user on this machine can replace the code this host loads (pin it with sha256, or fix the permissions)"
+        );
+    }
 }
 
 type DescriptorFn = extern "C" fn() -> *const Descriptor;
 
-#[cfg(unix)]
-fn dlopen(path: &Path) -> Result<libloading::os::unix::Library, LoadError> {
+/// The name under which the loader opens `file` itself: the descriptor, not a path anyone
+/// could swap.
+fn fd_path(file: &File) -> PathBuf {
+    use std::os::fd::AsRawFd;
+    let fd = file.as_raw_fd();
+    if cfg!(target_os = "linux") || cfg!(target_os = "android") {
+        PathBuf::from(format!("/proc/self/fd/{fd}"))
+    } else {
+        PathBuf::from(format!("/dev/fd/{fd}"))
+    }
+}
+
+/// Opens the library from the verified copy's descriptor, checks that the code mapped is those
+/// bytes, calls its descriptor function, and copies the checked descriptor. Hands the file back
+/// to be kept open for good (see [`Library`]).
+fn handshake(file: File, bytes: &[u8]) -> Result<(Descriptor, File), LoadError> {
     use libloading::os::unix::{Library, RTLD_LOCAL, RTLD_NOW};
     // SAFETY: opening runs the library's initialisers. The caller vetted the path (allowed
-    // directories, optional sha256 pin) and the host trusts the plugins it is configured with;
-    // RTLD_LOCAL keeps the library's symbols out of the global namespace.
-    unsafe { Library::open(Some(path), RTLD_NOW | RTLD_LOCAL) }
-        .map_err(|e| LoadError::Open(e.to_string()))
-}
-
-#[cfg(not(unix))]
-fn dlopen(path: &Path) -> Result<libloading::Library, LoadError> {
-    // SAFETY: as on unix: the caller vetted the path and trusts the library's initialisers.
-    unsafe { libloading::Library::new(path) }.map_err(|e| LoadError::Open(e.to_string()))
-}
-
-/// Opens the library, calls its descriptor function, and copies the checked descriptor.
-fn handshake(path: &Path) -> Result<Descriptor, LoadError> {
-    let lib = dlopen(path)?;
+    // directories, optional sha256 pin), these are the bytes it hashed (the loader opens our
+    // own descriptor), and the host trusts the plugins it is configured with; RTLD_LOCAL keeps
+    // the library's symbols out of the global namespace.
+    let lib = unsafe { Library::open(Some(fd_path(&file)), RTLD_NOW | RTLD_LOCAL) }
+        .map_err(|e| LoadError::Open(e.to_string()))?;
+    // The loader now knows this object (also) as `/proc/self/fd/N`; if that number were reused
+    // for another file, a later `dlopen` of the name would return this object. So the
+    // descriptor stays open for good from here on, whatever happens.
+    let file = std::mem::ManuallyDrop::new(file);
     // SAFETY: the symbol's type is fixed by the ABI (`extern "C" fn() -> *const Descriptor`);
     // a library exporting another type under this name breaks the ABI contract we rely on.
     let entry: DescriptorFn = match unsafe { lib.get::<DescriptorFn>(DESCRIPTOR_SYMBOL.as_bytes()) }
@@ -227,10 +292,15 @@ fn handshake(path: &Path) -> Result<Descriptor, LoadError> {
         // Nothing of the library has run but its initialisers: closing it is as safe as opening.
         Err(_) => return Err(LoadError::MissingSymbol),
     };
+    if let Err(e) = crate::mapped::verify(entry as *const c_void, bytes) {
+        std::mem::forget(lib);
+        return Err(LoadError::Unverified(e));
+    }
     // From here on the library's code has run: never unload it.
     let ptr = entry();
     std::mem::forget(lib);
-    read_descriptor(ptr)
+    let descriptor = read_descriptor(ptr)?;
+    Ok((descriptor, std::mem::ManuallyDrop::into_inner(file)))
 }
 
 fn read_descriptor(ptr: *const Descriptor) -> Result<Descriptor, LoadError> {
