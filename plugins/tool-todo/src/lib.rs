@@ -4,8 +4,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use cordis_runtime::{BoxError, Context, Inject, Plugin};
-use cordis_tools::{NoConfig, ScopeKey, ToolDefinition, ToolRegistry};
+use cordis_tools::{ScopeKey, ToolDefinition, ToolSet, ToolSetPlugin};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -46,36 +45,29 @@ fn todo_write(lists: Lists) -> ToolDefinition {
     })
 }
 
-/// The `tool-todo` plugin. Each apply registers a tool with lists of its own, which go away with
-/// the scope: one plugin value in a host's table serves many runtimes without sharing state.
+/// The tools of `tool-todo`. Each apply gets a tool with lists of its own, which go away with the
+/// scope: one plugin value in a host's table serves many runtimes without sharing state.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct TodoPlugin;
+pub struct TodoTools;
 
-impl Plugin for TodoPlugin {
-    type Config = NoConfig;
+impl ToolSet for TodoTools {
+    const NAME: &'static str = "tool-todo";
 
-    fn name(&self) -> &str {
-        "tool-todo"
-    }
-
-    fn inject(&self) -> &[Inject] {
-        ToolRegistry::INJECT
-    }
-
-    async fn apply(&self, ctx: Context, _config: &NoConfig) -> Result<(), BoxError> {
-        let tool = todo_write(Lists::default());
-        ctx.require::<ToolRegistry>()?
-            .register_scheduled(&ctx, tool)
-            .await?;
-        Ok(())
+    fn tools(&self) -> Vec<ToolDefinition> {
+        vec![todo_write(Lists::default())]
     }
 }
+
+/// The `tool-todo` plugin.
+pub type TodoPlugin = ToolSetPlugin<TodoTools>;
 
 #[cfg(test)]
 mod tests {
     use cordis_runtime::prelude::*;
     use cordis_system_prompt::{SystemPromptConfig, SystemPromptPlugin};
-    use cordis_tools::{ToolCall, ToolResult, ToolsConfig, ToolsPlugin, codes};
+    use cordis_tools::{
+        NoConfig, ToolCall, ToolRegistry, ToolResult, ToolsConfig, ToolsPlugin, codes,
+    };
     use serde_json::json;
 
     use super::*;
@@ -119,7 +111,7 @@ mod tests {
     #[tokio::test]
     async fn the_plugin_registers_the_schema_the_model_sees_and_unwinds_it() {
         let root = Context::root();
-        let todo = root.plugin(TodoPlugin, NoConfig::default());
+        let todo = root.plugin(TodoPlugin::default(), NoConfig::default());
         root.plugin(ToolsPlugin, ToolsConfig::default());
         root.plugin(SystemPromptPlugin, SystemPromptConfig::default());
         root.idle().await;

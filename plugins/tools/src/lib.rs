@@ -14,6 +14,7 @@ mod error;
 mod execute;
 mod plugin;
 mod registry;
+mod tool_set;
 mod typed;
 
 pub use cordis_schema::{ScopeKey, ToolSchema};
@@ -25,6 +26,7 @@ pub use error::RegisterError;
 pub use execute::{Decision, PostExecute, PreExecute, ToolsPostExecute, ToolsPreExecute};
 pub use plugin::{NoConfig, ToolsConfig, ToolsPlugin};
 pub use registry::{Guard, RUN_CODE, Restriction, ToolRegistry, ToolsChange};
+pub use tool_set::{ToolSet, ToolSetPlugin};
 pub use typed::{parameters_schema, parse_arguments};
 
 #[cfg(test)]
