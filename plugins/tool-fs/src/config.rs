@@ -1,15 +1,11 @@
 //! Configuration of `tool-fs`.
 
-use std::path::PathBuf;
-
 use serde::Deserialize;
 
 /// Configuration of `tool-fs`; unknown fields are rejected.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct FsConfig {
-    /// The workspace root; the current directory when absent.
-    pub root: Option<PathBuf>,
     /// Most lines one `read_file` returns.
     pub max_read_lines: usize,
     /// Most bytes of text one `read_file` returns.
@@ -23,7 +19,6 @@ pub struct FsConfig {
 impl Default for FsConfig {
     fn default() -> Self {
         FsConfig {
-            root: None,
             max_read_lines: 2000,
             max_read_bytes: 64 * 1024,
             max_file_bytes: 16 * 1024 * 1024,

@@ -14,6 +14,8 @@ use crate::ops::{self, FsError};
 #[derive(Debug, Clone, Copy, Default)]
 pub struct FsPlugin;
 
+const INJECT: &[Inject] = &[Inject::required("tools"), Inject::required("workspace")];
+
 type Op = fn(&Workspace, &FsConfig, Value) -> Result<Value, FsError>;
 
 fn schema(name: &str, description: &str, parameters: Value) -> ToolSchema {
@@ -118,12 +120,6 @@ pub fn fs_tools(ws: &Workspace, config: FsConfig) -> Vec<ToolDefinition> {
     ]
 }
 
-/// Opens the configured root (the current directory by default) off the async threads.
-pub(crate) async fn open_root(root: Option<std::path::PathBuf>) -> Result<Workspace, BoxError> {
-    let root = root.unwrap_or_else(|| std::path::PathBuf::from("."));
-    Ok(tokio::task::spawn_blocking(move || Workspace::open(root)).await??)
-}
-
 impl Plugin for FsPlugin {
     type Config = FsConfig;
 
@@ -132,12 +128,12 @@ impl Plugin for FsPlugin {
     }
 
     fn inject(&self) -> &[Inject] {
-        ToolRegistry::INJECT
+        INJECT
     }
 
     async fn apply(&self, ctx: Context, config: &FsConfig) -> Result<(), BoxError> {
         let registry = ctx.require::<ToolRegistry>()?;
-        let ws = open_root(config.root.clone()).await?;
+        let ws = ctx.require::<Workspace>()?;
         for def in fs_tools(&ws, config.clone()) {
             let _ = registry.register_scheduled(&ctx, def).await?;
         }
@@ -150,21 +146,26 @@ mod tests {
     use cordis_runtime::prelude::*;
     use cordis_system_prompt::{SystemPromptConfig, SystemPromptPlugin};
     use cordis_tools::{ToolCall, ToolsConfig, ToolsPlugin, codes};
+    use cordis_workspace::{WorkspaceConfig, WorkspacePlugin};
 
     use super::*;
 
     #[tokio::test]
-    async fn the_plugin_registers_the_four_tools_over_its_configured_root() {
+    async fn the_plugin_registers_the_four_tools_over_the_workspace_service() {
         let tmp = tempfile::tempdir().unwrap();
         std::fs::write(tmp.path().join("hello.txt"), "hi\n").unwrap();
         let root = Context::root();
-        let config = FsConfig {
-            root: Some(tmp.path().to_path_buf()),
-            ..FsConfig::default()
-        };
-        let fs = root.plugin(FsPlugin, config);
+        let fs = root.plugin(FsPlugin, FsConfig::default());
         root.plugin(ToolsPlugin, ToolsConfig::default());
         root.plugin(SystemPromptPlugin, SystemPromptConfig::default());
+        root.idle().await;
+        assert_eq!(fs.status(), ScopeStatus::Pending, "waits for the workspace");
+        let ws = root.plugin(
+            WorkspacePlugin,
+            WorkspaceConfig {
+                root: Some(tmp.path().to_path_buf()),
+            },
+        );
         root.idle().await;
         assert_eq!(fs.status(), ScopeStatus::Active);
         let reg = root.get::<ToolRegistry>().unwrap();
@@ -197,24 +198,9 @@ mod tests {
                 .contains("outside the workspace root"),
             "{r:?}"
         );
-        fs.dispose();
-        assert!(reg.schemas(None).is_empty());
+        ws.dispose();
+        assert!(reg.schemas(None).is_empty(), "withdrawn with the workspace");
         root.dispose();
         assert!(root.live().is_zero());
-    }
-
-    #[tokio::test]
-    async fn a_missing_root_fails_the_entry_with_the_path() {
-        let root = Context::root();
-        let config = FsConfig {
-            root: Some("/definitely/not/here".into()),
-            ..FsConfig::default()
-        };
-        let fs = root.plugin(FsPlugin, config);
-        root.plugin(ToolsPlugin, ToolsConfig::default());
-        root.plugin(SystemPromptPlugin, SystemPromptConfig::default());
-        root.idle().await;
-        assert_eq!(fs.status(), ScopeStatus::Failed);
-        root.dispose();
     }
 }

@@ -1,7 +1,5 @@
 //! The search itself.
 
-use std::path::PathBuf;
-
 use cordis_workspace::{Workspace, WorkspaceError, WorkspacePath};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -10,8 +8,6 @@ use serde_json::{Value, json};
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct SearchConfig {
-    /// The workspace root; the current directory when absent.
-    pub root: Option<PathBuf>,
     /// Most matches one call returns (a call may ask for fewer).
     pub max_matches: usize,
     /// Longest matching line shown, in characters.
@@ -23,7 +19,6 @@ pub struct SearchConfig {
 impl Default for SearchConfig {
     fn default() -> Self {
         SearchConfig {
-            root: None,
             max_matches: 200,
             max_line_chars: 300,
             max_file_bytes: 4 * 1024 * 1024,

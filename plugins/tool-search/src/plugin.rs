@@ -1,6 +1,5 @@
 //! The plugin: registers `grep` over the configured root.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use cordis_runtime::{BoxError, Context, Inject, Plugin};
@@ -13,6 +12,8 @@ use crate::grep::{SearchConfig, grep};
 /// The `tool-search` plugin.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SearchPlugin;
+
+const INJECT: &[Inject] = &[Inject::required("tools"), Inject::required("workspace")];
 
 /// The `grep` tool over `ws`.
 pub fn grep_tool(ws: Workspace, config: SearchConfig) -> ToolDefinition {
@@ -53,15 +54,14 @@ impl Plugin for SearchPlugin {
     }
 
     fn inject(&self) -> &[Inject] {
-        ToolRegistry::INJECT
+        INJECT
     }
 
     async fn apply(&self, ctx: Context, config: &SearchConfig) -> Result<(), BoxError> {
         let registry = ctx.require::<ToolRegistry>()?;
-        let root = config.root.clone().unwrap_or_else(|| PathBuf::from("."));
-        let ws = tokio::task::spawn_blocking(move || Workspace::open(root)).await??;
+        let ws = ctx.require::<Workspace>()?;
         let _ = registry
-            .register_scheduled(&ctx, grep_tool(ws, config.clone()))
+            .register_scheduled(&ctx, grep_tool((*ws).clone(), config.clone()))
             .await?;
         Ok(())
     }

@@ -8,8 +8,6 @@ use serde::Deserialize;
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct ShellConfig {
-    /// The workspace root (the command's working directory); the current directory when absent.
-    pub root: Option<PathBuf>,
     /// The shell, run as `<shell> -c <command>`.
     pub shell: PathBuf,
     /// Environment variables passed through; a trailing `*` matches a prefix (`LC_*`).
@@ -25,7 +23,6 @@ pub struct ShellConfig {
 impl Default for ShellConfig {
     fn default() -> Self {
         ShellConfig {
-            root: None,
             shell: PathBuf::from("bash"),
             env: [
                 "HOME", "LANG", "LC_*", "LOGNAME", "PATH", "SHELL", "TERM", "TMPDIR", "TZ", "USER",

@@ -15,6 +15,8 @@ use crate::run::run_bash;
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ShellPlugin;
 
+const INJECT: &[Inject] = &[Inject::required("tools"), Inject::required("workspace")];
+
 /// The `bash` tool running in `root`.
 pub fn bash_tool(root: PathBuf, config: ShellConfig) -> ToolDefinition {
     let root = Arc::new(root);
@@ -52,13 +54,12 @@ impl Plugin for ShellPlugin {
     }
 
     fn inject(&self) -> &[Inject] {
-        ToolRegistry::INJECT
+        INJECT
     }
 
     async fn apply(&self, ctx: Context, config: &ShellConfig) -> Result<(), BoxError> {
         let registry = ctx.require::<ToolRegistry>()?;
-        let root = config.root.clone().unwrap_or_else(|| PathBuf::from("."));
-        let ws = tokio::task::spawn_blocking(move || Workspace::open(root)).await??;
+        let ws = ctx.require::<Workspace>()?;
         let tool = bash_tool(ws.root().to_path_buf(), config.clone());
         let _ = registry.register_scheduled(&ctx, tool).await?;
         Ok(())

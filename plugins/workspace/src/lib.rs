@@ -12,6 +12,9 @@
 //! Either way the check and the use are the same system call, so a symlink swapped in between
 //! them cannot redirect the operation outside the root.
 //!
+//! The [`WorkspacePlugin`] opens the configured root once and offers it as the `workspace`
+//! service, which the file, search and shell tools inject: one root, one boundary.
+//!
 //! # Examples
 //! ```
 //! let dir = tempfile::tempdir().unwrap();
@@ -24,10 +27,12 @@
 
 mod error;
 mod path;
+mod plugin;
 mod walk;
 mod workspace;
 
 pub use error::{Escape, WorkspaceError};
 pub use path::WorkspacePath;
+pub use plugin::{WorkspaceConfig, WorkspacePlugin};
 pub use walk::Listing;
 pub use workspace::{FileInfo, Resolution, Workspace, WriteOutcome};

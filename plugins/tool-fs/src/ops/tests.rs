@@ -368,3 +368,56 @@ fn escape_attempts_are_refused_with_nothing_touched() {
     assert!(e.to_string().contains("outside the workspace root"), "{e}");
     outside_untouched(tmp.path());
 }
+
+#[test]
+fn a_directory_swapped_for_a_symlink_mid_write_never_lets_write_or_edit_escape() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    let (tmp, ws) = ws();
+    let sub = ws.root().join("sub");
+    let parked = ws.root().join("parked");
+    std::fs::create_dir(&sub).unwrap();
+    std::fs::write(sub.join("secret.txt"), "secret").unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let flipper = {
+        let (stop, outside) = (stop.clone(), tmp.path().join("outside"));
+        std::thread::spawn(move || {
+            let mut flips = 0u32;
+            while !stop.load(Ordering::Relaxed) {
+                if std::fs::rename(&sub, &parked).is_ok() {
+                    if std::os::unix::fs::symlink(&outside, &sub).is_ok() {
+                        flips += 1;
+                    }
+                    std::thread::yield_now();
+                    let _ = std::fs::remove_file(&sub);
+                    while std::fs::rename(&parked, &sub).is_err() {
+                        let _ = std::fs::remove_dir_all(&sub);
+                    }
+                }
+                std::thread::yield_now();
+            }
+            flips
+        })
+    };
+    let c = FsConfig::default();
+    let mut refused = 0;
+    for i in 0..1000 {
+        let content = format!("pwned {i}");
+        let writes = [
+            write_file(&ws, json!({"path": "sub/secret.txt", "content": content})),
+            write_file(&ws, json!({"path": "sub/new/file.txt", "content": content})),
+            edit_file(
+                &ws,
+                &c,
+                json!({"path": "sub/secret.txt", "old_string": "secret", "new_string": "x"}),
+            ),
+        ];
+        refused += writes.iter().filter(|r| r.is_err()).count();
+        // Put the marker back for the next edit, through the boundary.
+        let _ = write_file(&ws, json!({"path": "sub/secret.txt", "content": "secret"}));
+    }
+    stop.store(true, Ordering::Relaxed);
+    assert!(flipper.join().unwrap() > 0 && refused > 0);
+    outside_untouched(tmp.path());
+}
