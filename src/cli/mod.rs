@@ -21,6 +21,7 @@ use cordis_host::Builtins;
 use cordis_host::plan::{LoadPlan, PlanOptions, load_plan};
 
 mod check;
+pub mod ci;
 mod input;
 mod permute;
 mod render;
@@ -207,17 +208,25 @@ impl RunArgs {
 
 /// Arguments of `cordis stress`.
 #[derive(Debug, Clone, Args)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct StressArgs {
+    /// `merge`: combine shard reports instead of running seeds.
+    #[command(subcommand)]
+    pub merge: Option<StressCommand>,
     /// What to load.
     #[command(flatten)]
     pub config: ConfigArgs,
     /// How to schedule each boot.
     #[command(flatten)]
     pub schedule: ScheduleArgs,
-    /// How many seeds to run (before sharding).
+    /// How many seed indices to run (before sharding); with --time-budget, at most this many.
     #[arg(long, value_name = "N")]
-    pub seeds: u64,
-    /// The first seed; seed k is START + k.
+    pub seeds: Option<u64>,
+    /// Run seeds until this much time is spent (e.g. 90s, 10m, 1h30m), then report how many
+    /// ran; the seed range is cut where the budget ended.
+    #[arg(long, value_name = "DURATION", value_parser = ci::parse_duration)]
+    pub time_budget: Option<Duration>,
+    /// The first seed; seed index k is START + k.
     #[arg(long, value_name = "S", default_value_t = 0)]
     pub start: u64,
     /// Run only seed indices k with k mod N == I (e.g. `--shard 2/8` in CI job 2 of 8).
@@ -226,6 +235,26 @@ pub struct StressArgs {
     /// Print one JSON object on stdout.
     #[arg(long)]
     pub json: bool,
+    /// Write a JUnit XML file: one test case for this shard, a failure carrying the replay
+    /// commands.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    /// Write this shard's report (JSON) for `cordis stress merge`.
+    #[arg(long, value_name = "FILE")]
+    pub report: Option<PathBuf>,
+}
+
+/// The subcommands of `cordis stress`.
+#[derive(Debug, Clone, Subcommand)]
+pub enum StressCommand {
+    /// Combine shard reports (`--report` files) into one verdict: seeds covered, gaps (seed
+    /// indices no shard ran, e.g. a missing shard), and divergences. Exits 0 when the shards
+    /// cover the whole planned range and agree, 1 otherwise, 2 when the files do not fit.
+    Merge {
+        /// The shard reports.
+        #[arg(value_name = "REPORT", required = true)]
+        reports: Vec<PathBuf>,
+    },
 }
 
 impl StressArgs {

@@ -1,8 +1,13 @@
 //! `cordis stress`: boot once per seed and prove every boot ends the same.
 //!
 //! Three phases: pick this shard's seeds, boot each one against the first seed's outcome
-//! (stopping at the first divergence or leak), then report (text or JSON).
+//! (stopping at the first divergence or leak, or when the time budget is spent), then report:
+//! text or JSON on stdout, and for CI a shard report (`--report`, combined by `stress merge`),
+//! JUnit XML (`--junit`) and, under GitHub Actions, `::error` annotations at the entries' lines.
 
+use std::time::Instant;
+
+use anyhow::Context as _;
 use cordis_host::Builtins;
 use cordis_host::LoadPlan;
 use cordis_host::digest::canonical_bytes;
@@ -11,17 +16,19 @@ use cordis_runtime::{Policy, Schedule};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{Value, json};
 
+use super::ci::{self, JunitCase, SHARD_REPORT_VERSION, ShardReport, github_error, junit_xml};
 use super::render::{diff, safe};
-use super::{EXIT_FAILURE, EXIT_OK, Io, StressArgs, load, replay_command};
+use super::{
+    EXIT_CONFIG, EXIT_FAILURE, EXIT_OK, Exit, Io, StressArgs, StressCommand, load, replay_command,
+};
 
-/// The seeds of this shard: indices `k` of `0..seeds` with `k % count == index`, as `start + k`.
-fn shard_seeds(args: &StressArgs) -> (u64, u64, Vec<u64>) {
+/// The seed indices of this shard: `k` in `0..seeds` (unbounded with only a time budget) with
+/// `k % count == index`; seed `k` is `start + k`.
+fn shard_indices(args: &StressArgs) -> (u64, u64, Box<dyn Iterator<Item = u64>>) {
     let (index, count) = args.shard.map_or((0, 1), |s| (s.index, s.count));
-    let seeds = (0..args.seeds)
-        .filter(|k| k % count == index)
-        .map(|k| args.start.wrapping_add(k))
-        .collect();
-    (index, count, seeds)
+    let limit = args.seeds.unwrap_or(u64::MAX);
+    let indices = (index..limit).step_by(usize::try_from(count).unwrap_or(usize::MAX));
+    (index, count, Box::new(indices))
 }
 
 /// The first seed's outcome, which every later seed must match.
@@ -36,19 +43,30 @@ struct Baseline {
 struct Verdict {
     baseline: Option<Baseline>,
     failure: Option<Value>,
+    /// The first failing seed's entries, for annotations.
+    failing_entries: Vec<String>,
+    /// Seeds run.
+    runs: u64,
+    /// Every shard index below this ran.
+    covered_below: u64,
+    /// Whether the time budget ended the run.
+    budget_spent: bool,
 }
 
 /// Progress on a terminal as a bar, elsewhere as a line every tenth of the run.
 struct Progress {
     bar: Option<ProgressBar>,
     step: usize,
-    total: usize,
+    total: Option<usize>,
 }
 
 impl Progress {
-    fn new(io: &Io<'_>, total: usize) -> Progress {
+    fn new(io: &Io<'_>, total: Option<usize>) -> Progress {
         let bar = io.progress.then(|| {
-            let bar = ProgressBar::new(total as u64);
+            let bar = match total {
+                Some(total) => ProgressBar::new(total as u64),
+                None => ProgressBar::no_length(),
+            };
             if let Ok(style) =
                 ProgressStyle::with_template("{bar:40} {pos}/{len} seeds {per_sec} {eta}")
             {
@@ -58,7 +76,7 @@ impl Progress {
         });
         Progress {
             bar,
-            step: (total / 10).max(1),
+            step: total.map_or(1_000, |t| (t / 10).max(1)),
             total,
         }
     }
@@ -66,12 +84,14 @@ impl Progress {
     fn done(&self, done: usize, io: &mut Io<'_>) -> std::io::Result<()> {
         match &self.bar {
             Some(bar) => bar.inc(1),
-            None if done % self.step == 0 || done == self.total => writeln!(
-                io.err,
-                "cordis: stress {done}/{} seeds ({}%)",
-                self.total,
-                done * 100 / self.total
-            )?,
+            None if done % self.step == 0 || Some(done) == self.total => match self.total {
+                Some(total) => writeln!(
+                    io.err,
+                    "cordis: stress {done}/{total} seeds ({}%)",
+                    done * 100 / total.max(1)
+                )?,
+                None => writeln!(io.err, "cordis: stress {done} seeds")?,
+            },
             None => {}
         }
         Ok(())
@@ -84,22 +104,40 @@ impl Progress {
     }
 }
 
-/// Boots every seed, comparing each outcome with the first; stops at the first problem.
+/// Boots every seed of the shard (until the time budget, if any, is spent), comparing each
+/// outcome with the first; stops at the first problem.
 fn run_seeds(
     plan: &LoadPlan,
     args: &StressArgs,
-    seeds: &[u64],
     io: &mut Io<'_>,
 ) -> anyhow::Result<Verdict> {
     let policy = args.policy();
     let file = &args.config.file;
-    let progress = Progress::new(io, seeds.len());
+    let (_, count, indices) = shard_indices(args);
+    let total = args
+        .seeds
+        .filter(|_| args.time_budget.is_none())
+        .map(|n| usize::try_from(n.div_ceil(count)).unwrap_or(usize::MAX));
+    let progress = Progress::new(io, total);
+    let started = Instant::now();
     let mut verdict = Verdict {
         baseline: None,
         failure: None,
+        failing_entries: Vec::new(),
+        runs: 0,
+        covered_below: args.seeds.unwrap_or(0),
+        budget_spent: false,
     };
-    for (done, &seed) in seeds.iter().enumerate() {
+    for k in indices {
+        if args.time_budget.is_some_and(|budget| started.elapsed() >= budget) {
+            verdict.budget_spent = true;
+            verdict.covered_below = k;
+            break;
+        }
+        let seed = args.start.wrapping_add(k);
         let (report, leaked) = boot_blocking(plan, Schedule::new(policy, seed))?;
+        verdict.runs += 1;
+        verdict.covered_below = k.saturating_add(1);
         if !leaked.is_zero() {
             progress.finish();
             writeln!(
@@ -107,8 +145,12 @@ fn run_seeds(
                 "cordis: seed {seed}: disposing the root left live resources {leaked:?}\n  replay: {}",
                 replay_command(file, seed, policy)
             )?;
-            verdict.failure =
-                Some(json!({"kind": "leak", "seed": seed, "live": format!("{leaked:?}")}));
+            verdict.failure = Some(json!({
+                "kind": "leak",
+                "seed": seed,
+                "live": format!("{leaked:?}"),
+                "replay": [replay_command(file, seed, policy)],
+            }));
             break;
         }
         let outcome = report.outcome();
@@ -138,19 +180,37 @@ fn run_seeds(
                 for replay in &replays {
                     writeln!(io.err, "  {replay}")?;
                 }
+                verdict.failing_entries = differing_entries(&first.outcome, &outcome);
                 verdict.failure = Some(json!({
                     "kind": "divergence",
                     "seeds": [first.seed, seed],
+                    "entries": verdict.failing_entries,
                     "replay": replays,
                 }));
                 break;
             }
             Some(_) => {}
         }
-        progress.done(done + 1, io)?;
+        progress.done(usize::try_from(verdict.runs).unwrap_or(usize::MAX), io)?;
     }
     progress.finish();
     Ok(verdict)
+}
+
+/// The ids of entries whose outcome differs between two seeds, sorted.
+fn differing_entries(a: &Value, b: &Value) -> Vec<String> {
+    let empty = serde_json::Map::new();
+    let ea = a["entries"].as_object().unwrap_or(&empty);
+    let eb = b["entries"].as_object().unwrap_or(&empty);
+    let mut ids: Vec<String> = ea
+        .keys()
+        .chain(eb.keys())
+        .filter(|id| ea.get(*id) != eb.get(*id))
+        .cloned()
+        .collect();
+    ids.sort();
+    ids.dedup();
+    ids
 }
 
 /// How many entries are not as configured in an outcome (the same in every agreeing seed).
@@ -168,48 +228,218 @@ fn inactive_entries(outcome: &Value) -> usize {
 }
 
 pub(crate) fn run(args: &StressArgs, io: &mut Io<'_>, builtins: &Builtins) -> anyhow::Result<u8> {
+    if let Some(StressCommand::Merge { reports }) = &args.merge {
+        return merge(reports, io);
+    }
+    if args.seeds.is_none() && args.time_budget.is_none() {
+        writeln!(
+            io.err,
+            "cordis: stress needs --seeds N, --time-budget DURATION, or both (see cordis stress --help)"
+        )?;
+        return Err(Exit(EXIT_CONFIG).into());
+    }
     let policy: Policy = args.policy();
-    let (index, count, seeds) = shard_seeds(args);
+    let (index, count, _) = shard_indices(args);
+    let range = args.seeds.map_or_else(
+        || format!("{}..", args.start),
+        |n| format!("{}..{}", args.start, args.start.wrapping_add(n)),
+    );
+    let budget = args
+        .time_budget
+        .map_or_else(String::new, |b| format!(", budget {} s", b.as_secs_f64()));
     writeln!(
         io.err,
-        "cordis: seeds {}..{} (schedule {policy}, shard {index}/{count}: {} seeds)",
-        args.start,
-        args.start.wrapping_add(args.seeds),
-        seeds.len()
+        "cordis: seeds {range} (schedule {policy}, shard {index}/{count}{budget})"
     )?;
     let plan = load(&args.config, io, builtins)?;
-    let verdict = run_seeds(&plan, args, &seeds, io)?;
+    let started = Instant::now();
+    let verdict = run_seeds(&plan, args, io)?;
+    let seconds = started.elapsed().as_secs_f64();
     let digest = verdict.baseline.as_ref().map(|b| b.digest.clone());
-    if args.json {
-        let summary = json!({
-            "schedule": policy.to_string(),
-            "start": args.start,
-            "seeds": args.seeds,
-            "shard": format!("{index}/{count}"),
-            "runs": seeds.len(),
-            "digest": digest,
-            "failure": verdict.failure,
+    let report = ShardReport {
+        version: SHARD_REPORT_VERSION,
+        file: args.config.file.display().to_string(),
+        schedule: policy.to_string(),
+        start: args.start,
+        seeds: args.seeds,
+        shard_index: index,
+        shard_count: count,
+        covered_below: verdict.covered_below,
+        runs: verdict.runs,
+        digest: digest.clone(),
+        failure: verdict.failure.clone(),
+        seconds,
+    };
+    if let Some(path) = &args.report {
+        std::fs::write(path, serde_json::to_string_pretty(&report)? + "\n")
+            .with_context(|| format!("writing the shard report {}", path.display()))?;
+    }
+    if let Some(path) = &args.junit {
+        let failure = verdict.failure.as_ref().map(|f| {
+            let kind = f["kind"].as_str().unwrap_or("failure");
+            let replays: Vec<&str> = f["replay"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .collect();
+            format!("{kind} under schedule {policy}\nreplay:\n  {}", replays.join("\n  "))
         });
-        writeln!(io.out, "{}", serde_json::to_string_pretty(&summary)?)?;
+        let case = JunitCase {
+            name: format!("shard {index}/{count}, seeds {range}, {} run", verdict.runs),
+            seconds,
+            failure,
+        };
+        std::fs::write(path, junit_xml("cordis stress", &[case]))
+            .with_context(|| format!("writing the JUnit report {}", path.display()))?;
+    }
+    if (io.env)("GITHUB_ACTIONS").as_deref() == Some("true")
+        && let Some(failure) = &verdict.failure
+    {
+        annotate(&plan, &verdict, failure, io)?;
+    }
+    if args.json {
+        writeln!(io.out, "{}", serde_json::to_string_pretty(&report)?)?;
     }
     if verdict.failure.is_some() {
         return Ok(EXIT_FAILURE);
     }
     if !args.json {
+        let cut = if verdict.budget_spent {
+            format!(" (time budget spent; seed indices below {} of this shard ran)", verdict.covered_below)
+        } else {
+            String::new()
+        };
         match &verdict.baseline {
             Some(first) => {
                 let inactive = inactive_entries(&first.outcome);
                 writeln!(
                     io.out,
-                    "{} seeds agree: digest {}; {} entr{} not active in every run",
-                    seeds.len(),
+                    "{} seeds agree: digest {}; {} entr{} not active in every run{cut}",
+                    verdict.runs,
                     safe(&first.digest),
                     inactive,
                     if inactive == 1 { "y" } else { "ies" }
                 )?;
             }
-            None => writeln!(io.out, "no seeds in this shard")?,
+            None => writeln!(io.out, "no seeds in this shard{cut}")?,
         }
     }
     Ok(EXIT_OK)
+}
+
+/// GitHub Actions annotations for a failure: one per differing entry, at its line.
+fn annotate(
+    plan: &LoadPlan,
+    verdict: &Verdict,
+    failure: &Value,
+    io: &mut Io<'_>,
+) -> std::io::Result<()> {
+    let kind = failure["kind"].as_str().unwrap_or("failure");
+    let replay = failure["replay"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect::<Vec<_>>()
+        .join("\n");
+    let lines: Vec<Option<usize>> = if verdict.failing_entries.is_empty() {
+        vec![None]
+    } else {
+        verdict
+            .failing_entries
+            .iter()
+            .map(|id| plan.entries.iter().find(|e| &e.id == id).map(|e| e.pos.line))
+            .collect()
+    };
+    for (i, line) in lines.into_iter().enumerate() {
+        let what = verdict
+            .failing_entries
+            .get(i)
+            .map_or_else(String::new, |id| format!(" in entry \"{id}\""));
+        writeln!(
+            io.out,
+            "{}",
+            github_error(
+                &plan.file,
+                line,
+                "cordis stress",
+                &format!("{kind}{what}; replay:\n{replay}")
+            )
+        )?;
+    }
+    Ok(())
+}
+
+/// `cordis stress merge`: one verdict from shard reports.
+fn merge(paths: &[std::path::PathBuf], io: &mut Io<'_>) -> anyhow::Result<u8> {
+    let mut reports = Vec::with_capacity(paths.len());
+    for path in paths {
+        let text = match std::fs::read_to_string(path) {
+            Ok(t) => t,
+            Err(e) => {
+                writeln!(io.err, "cordis: cannot read {}: {e}", path.display())?;
+                return Err(Exit(EXIT_CONFIG).into());
+            }
+        };
+        match serde_json::from_str::<ShardReport>(&text) {
+            Ok(r) if r.version == SHARD_REPORT_VERSION => reports.push((path.clone(), r)),
+            Ok(r) => {
+                writeln!(
+                    io.err,
+                    "cordis: {} is a version {} shard report; this cordis reads version {SHARD_REPORT_VERSION}",
+                    path.display(),
+                    r.version
+                )?;
+                return Err(Exit(EXIT_CONFIG).into());
+            }
+            Err(e) => {
+                writeln!(
+                    io.err,
+                    "cordis: {} is not a shard report (write one with cordis stress --report FILE): {e}",
+                    path.display()
+                )?;
+                return Err(Exit(EXIT_CONFIG).into());
+            }
+        }
+    }
+    let merged = match ci::merge(&reports) {
+        Ok(m) => m,
+        Err(e) => {
+            writeln!(io.err, "cordis: {e}")?;
+            return Err(Exit(EXIT_CONFIG).into());
+        }
+    };
+    writeln!(
+        io.out,
+        "{} shard report{}: {} of {} seed indices covered",
+        reports.len(),
+        if reports.len() == 1 { "" } else { "s" },
+        merged.covered,
+        merged.planned
+    )?;
+    for (from, to) in merged.gaps.iter().take(20) {
+        if from == to {
+            writeln!(io.out, "gap: seed index {from}")?;
+        } else {
+            writeln!(io.out, "gap: seed indices {from}..={to}")?;
+        }
+    }
+    if merged.gaps.len() > 20 {
+        writeln!(io.out, "gap: … {} more ranges", merged.gaps.len() - 20)?;
+    }
+    for (digest, shards) in &merged.digests {
+        let list: Vec<String> = shards.iter().map(u64::to_string).collect();
+        writeln!(io.out, "digest {} from shard(s) {}", safe(digest), list.join(", "))?;
+    }
+    for (shard, failure) in &merged.failures {
+        writeln!(io.out, "failure in shard {shard}: {}", safe(&failure.to_string()))?;
+    }
+    if merged.passed() {
+        writeln!(io.out, "verdict: the shards agree over the whole range")?;
+        Ok(EXIT_OK)
+    } else {
+        writeln!(io.out, "verdict: FAILED (gaps, divergences or disagreeing shards above)")?;
+        Ok(EXIT_FAILURE)
+    }
 }

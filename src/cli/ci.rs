@@ -1,0 +1,382 @@
+//! Output for CI systems: JUnit XML, GitHub Actions annotations, and the shard reports that
+//! `cordis stress merge` combines into one verdict.
+//!
+//! # Determinism
+//! A merged report lists shards, gaps and divergences sorted (by shard index, seed index), so
+//! the same shard files give the same verdict whatever order they are named in.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// One JUnit test case: a stress shard, passed or failed.
+#[derive(Debug, Clone)]
+pub struct JunitCase {
+    /// The case name (which shard, which seeds).
+    pub name: String,
+    /// Seconds it took.
+    pub seconds: f64,
+    /// Why it failed (the first line is the message; the rest, e.g. replay commands, the body).
+    pub failure: Option<String>,
+}
+
+/// `text` escaped for XML attributes and text.
+fn xml(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            // XML 1.0 cannot carry most control characters at all, even escaped.
+            c if c.is_control() && !matches!(c, '\n' | '\t' | '\r') => {
+                out.push_str(&format!("\\u{{{:04X}}}", u32::from(c)));
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// A JUnit XML document with one suite (`suite`) of `cases`.
+pub fn junit_xml(suite: &str, cases: &[JunitCase]) -> String {
+    let failures = cases.iter().filter(|c| c.failure.is_some()).count();
+    let seconds: f64 = cases.iter().map(|c| c.seconds).sum();
+    let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    out.push_str(&format!(
+        "<testsuites tests=\"{}\" failures=\"{failures}\" time=\"{seconds:.3}\">\n",
+        cases.len()
+    ));
+    out.push_str(&format!(
+        "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{failures}\" time=\"{seconds:.3}\">\n",
+        xml(suite),
+        cases.len()
+    ));
+    for case in cases {
+        out.push_str(&format!(
+            "    <testcase classname=\"{}\" name=\"{}\" time=\"{:.3}\"",
+            xml(suite),
+            xml(&case.name),
+            case.seconds
+        ));
+        match &case.failure {
+            None => out.push_str("/>\n"),
+            Some(failure) => {
+                let message = failure.lines().next().unwrap_or_default();
+                out.push_str(&format!(
+                    ">\n      <failure message=\"{}\">{}</failure>\n    </testcase>\n",
+                    xml(message),
+                    xml(failure)
+                ));
+            }
+        }
+    }
+    out.push_str("  </testsuite>\n</testsuites>\n");
+    out
+}
+
+/// A GitHub Actions `::error` workflow command pointing at `file:line`.
+pub fn github_error(file: &str, line: Option<usize>, title: &str, message: &str) -> String {
+    // Properties escape `%`, CR, LF, `:` and `,`; the message only `%`, CR and LF.
+    let property = |s: &str| {
+        s.replace('%', "%25")
+            .replace('\r', "%0D")
+            .replace('\n', "%0A")
+            .replace(':', "%3A")
+            .replace(',', "%2C")
+    };
+    let data = |s: &str| {
+        s.replace('%', "%25")
+            .replace('\r', "%0D")
+            .replace('\n', "%0A")
+    };
+    let at = line.map_or_else(String::new, |l| format!(",line={l}"));
+    format!(
+        "::error file={}{at},title={}::{}",
+        property(file),
+        property(title),
+        data(message)
+    )
+}
+
+/// Parses a duration such as `90s`, `10m`, `1h30m`, `500ms` or a plain number of seconds.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    if let Ok(secs) = text.parse::<u64>() {
+        return Ok(Duration::from_secs(secs));
+    }
+    let mut total = Duration::ZERO;
+    let mut rest = text;
+    if rest.is_empty() {
+        return Err("an empty duration; write e.g. 90s, 10m or 1h30m".to_owned());
+    }
+    while !rest.is_empty() {
+        let digits = rest.chars().take_while(char::is_ascii_digit).count();
+        if digits == 0 {
+            return Err(format!(
+                "\"{text}\" is not a duration; write e.g. 90s, 10m or 1h30m"
+            ));
+        }
+        let n: u64 = rest[..digits]
+            .parse()
+            .map_err(|_| format!("\"{text}\": the number is too large"))?;
+        rest = &rest[digits..];
+        let unit_len = rest.chars().take_while(char::is_ascii_alphabetic).count();
+        let unit = &rest[..unit_len];
+        rest = &rest[unit_len..];
+        let part = match unit {
+            "ms" => Duration::from_millis(n),
+            "s" => Duration::from_secs(n),
+            "m" => Duration::from_secs(n.saturating_mul(60)),
+            "h" => Duration::from_secs(n.saturating_mul(3600)),
+            _ => {
+                return Err(format!(
+                    "\"{text}\": unknown unit \"{unit}\" (use ms, s, m or h)"
+                ));
+            }
+        };
+        total = total.saturating_add(part);
+    }
+    Ok(total)
+}
+
+/// What one `cordis stress` shard did, as `--report FILE` writes it and `stress merge` reads it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ShardReport {
+    /// The report format's version.
+    pub version: u32,
+    /// The config file, as given.
+    pub file: String,
+    /// The schedule policy.
+    pub schedule: String,
+    /// The first seed: seed index `k` is `start + k`.
+    pub start: u64,
+    /// The planned number of seed indices (`--seeds`), `None` for a budget-only run.
+    pub seeds: Option<u64>,
+    /// This shard's index.
+    pub shard_index: u64,
+    /// How many shards.
+    pub shard_count: u64,
+    /// Every index `k < covered_below` with `k % shard_count == shard_index` ran.
+    pub covered_below: u64,
+    /// How many seeds ran.
+    pub runs: u64,
+    /// The digest every run agreed on.
+    pub digest: Option<String>,
+    /// The first divergence or leak, as printed (kind, seeds, replay commands).
+    pub failure: Option<serde_json::Value>,
+    /// Seconds the shard took.
+    pub seconds: f64,
+}
+
+/// The current [`ShardReport::version`].
+pub const SHARD_REPORT_VERSION: u32 = 1;
+
+/// Seed indices a merge found no shard for, as inclusive ranges.
+pub type Gaps = Vec<(u64, u64)>;
+
+/// The combined verdict of several shard reports.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Merged {
+    /// Seed indices covered (every shard's covered set, together).
+    pub covered: u64,
+    /// The planned range `0..seeds`.
+    pub planned: u64,
+    /// Indices of the plan no shard covered.
+    pub gaps: Gaps,
+    /// Distinct digests, each with the shards that reported it.
+    pub digests: BTreeMap<String, Vec<u64>>,
+    /// Failures reported by shards, by shard index.
+    pub failures: Vec<(u64, serde_json::Value)>,
+}
+
+impl Merged {
+    /// Whether the shards together prove agreement over the whole plan.
+    pub fn passed(&self) -> bool {
+        self.gaps.is_empty() && self.failures.is_empty() && self.digests.len() <= 1
+    }
+}
+
+/// Why shard reports cannot be merged.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MergeError {
+    /// No reports.
+    #[error("no shard reports to merge")]
+    Empty,
+    /// Two reports describe different runs.
+    #[error(
+        "{path} is a shard of another run ({what} differs: {theirs} vs {ours}); merge shards of one run only"
+    )]
+    Mismatch {
+        /// The odd report.
+        path: String,
+        /// Which field differs.
+        what: &'static str,
+        /// Its value there.
+        theirs: String,
+        /// The first report's value.
+        ours: String,
+    },
+    /// A report names no planned seed count.
+    #[error("{0} has no planned seed count (a --time-budget run without --seeds): merge needs --seeds to know the range")]
+    NoPlan(String),
+}
+
+/// Merges shard reports of one run (same file, schedule, start, seeds and shard count).
+pub fn merge(reports: &[(PathBuf, ShardReport)]) -> Result<Merged, MergeError> {
+    let (first_path, first) = reports.first().ok_or(MergeError::Empty)?;
+    let planned = first
+        .seeds
+        .ok_or_else(|| MergeError::NoPlan(first_path.display().to_string()))?;
+    for (path, r) in reports {
+        let mismatch = |what: &'static str, theirs: String, ours: String| MergeError::Mismatch {
+            path: path.display().to_string(),
+            what,
+            theirs,
+            ours,
+        };
+        if r.file != first.file {
+            return Err(mismatch("file", r.file.clone(), first.file.clone()));
+        }
+        if r.schedule != first.schedule {
+            return Err(mismatch("schedule", r.schedule.clone(), first.schedule.clone()));
+        }
+        if r.start != first.start {
+            return Err(mismatch("start", r.start.to_string(), first.start.to_string()));
+        }
+        if r.seeds != first.seeds {
+            return Err(mismatch("seeds", format!("{:?}", r.seeds), format!("{:?}", first.seeds)));
+        }
+        if r.shard_count != first.shard_count {
+            return Err(mismatch(
+                "shard count",
+                r.shard_count.to_string(),
+                first.shard_count.to_string(),
+            ));
+        }
+    }
+    let count = first.shard_count.max(1);
+    // The highest index each shard covered below, per shard index (a repeated shard counts
+    // for the most it covered).
+    let mut below: BTreeMap<u64, u64> = BTreeMap::new();
+    for (_, r) in reports {
+        let e = below.entry(r.shard_index).or_insert(0);
+        *e = (*e).max(r.covered_below.min(planned));
+    }
+    let mut gaps: Gaps = Vec::new();
+    let mut covered = 0;
+    for k in 0..planned {
+        let ran = below.get(&(k % count)).is_some_and(|&b| k < b);
+        if ran {
+            covered += 1;
+        } else {
+            match gaps.last_mut() {
+                Some((_, end)) if *end + 1 == k => *end = k,
+                _ => gaps.push((k, k)),
+            }
+        }
+    }
+    let mut digests: BTreeMap<String, Vec<u64>> = BTreeMap::new();
+    let mut failures = Vec::new();
+    let mut sorted: Vec<&ShardReport> = reports.iter().map(|(_, r)| r).collect();
+    sorted.sort_by_key(|r| r.shard_index);
+    for r in sorted {
+        if let Some(d) = &r.digest {
+            digests.entry(d.clone()).or_default().push(r.shard_index);
+        }
+        if let Some(f) = &r.failure {
+            failures.push((r.shard_index, f.clone()));
+        }
+    }
+    Ok(Merged {
+        covered,
+        planned,
+        gaps,
+        digests,
+        failures,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shard(index: u64, count: u64, below: u64, digest: &str) -> (PathBuf, ShardReport) {
+        (
+            PathBuf::from(format!("shard-{index}.json")),
+            ShardReport {
+                version: SHARD_REPORT_VERSION,
+                file: "cordis.yml".into(),
+                schedule: "random".into(),
+                start: 0,
+                seeds: Some(100),
+                shard_index: index,
+                shard_count: count,
+                covered_below: below,
+                runs: 0,
+                digest: Some(digest.into()),
+                failure: None,
+                seconds: 0.0,
+            },
+        )
+    }
+
+    #[test]
+    fn four_shards_cover_exactly_the_unsharded_range() {
+        let all: Vec<_> = (0..4).map(|i| shard(i, 4, 100, "d")).collect();
+        let merged = merge(&all).unwrap();
+        assert_eq!((merged.covered, merged.planned), (100, 100));
+        assert!(merged.passed(), "{merged:?}");
+    }
+
+    #[test]
+    fn a_missing_shard_is_a_gap_of_its_indices() {
+        let three: Vec<_> = [0, 1, 3].iter().map(|&i| shard(i, 4, 100, "d")).collect();
+        let merged = merge(&three).unwrap();
+        assert_eq!(merged.covered, 75);
+        assert_eq!(merged.gaps.len(), 25);
+        assert_eq!(merged.gaps[0], (2, 2));
+        assert!(!merged.passed());
+    }
+
+    #[test]
+    fn a_budget_cut_shard_leaves_a_tail_gap_and_different_digests_fail() {
+        let mut all: Vec<_> = (0..2).map(|i| shard(i, 2, 100, "d")).collect();
+        all[1].1.covered_below = 51;
+        all[1].1.digest = Some("e".into());
+        let merged = merge(&all).unwrap();
+        assert_eq!(merged.covered, 76);
+        assert_eq!(merged.gaps[0], (51, 51));
+        assert_eq!(merged.digests.len(), 2);
+        assert!(!merged.passed());
+    }
+
+    #[test]
+    fn shards_of_different_runs_are_refused() {
+        let mut all: Vec<_> = (0..2).map(|i| shard(i, 2, 100, "d")).collect();
+        all[1].1.schedule = "pct".into();
+        assert!(matches!(merge(&all), Err(MergeError::Mismatch { what: "schedule", .. })));
+    }
+
+    #[test]
+    fn durations_and_escapes() {
+        assert_eq!(parse_duration("90s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("1h30m"), Ok(Duration::from_secs(5400)));
+        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(parse_duration("12"), Ok(Duration::from_secs(12)));
+        assert!(parse_duration("ten").is_err());
+        assert!(parse_duration("5 parsecs").is_err());
+        assert_eq!(
+            github_error("a,b.yml", Some(3), "t:x", "50%\nnext"),
+            "::error file=a%2Cb.yml,line=3,title=t%3Ax::50%25%0Anext"
+        );
+        let x = junit_xml("s", &[JunitCase { name: "<a>".into(), seconds: 1.0, failure: Some("bad \"x\"\nreplay".into()) }]);
+        assert!(x.contains("name=\"&lt;a&gt;\""), "{x}");
+        assert!(x.contains("failure message=\"bad &quot;x&quot;\""), "{x}");
+    }
+}
