@@ -8,7 +8,9 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 
-use rustix::fs::{AtFlags, FileType, Mode, OFlags, ResolveFlags};
+#[cfg(any(target_os = "linux", target_os = "android"))]
+use rustix::fs::ResolveFlags;
+use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 use rustix::io::Errno;
 
 use crate::error::{Escape, WorkspaceError};
@@ -199,6 +201,8 @@ impl Workspace {
         } else {
             &path.rel
         };
+        // openat2 is Linux-only; elsewhere every open is the no-follow walk.
+        #[cfg(any(target_os = "linux", target_os = "android"))]
         if self.resolution == Resolution::Auto && OPENAT2.load(Ordering::Relaxed) != 2 {
             let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
             // EAGAIN: a concurrent rename raced the lookup; the kernel asks for a retry.
