@@ -114,7 +114,10 @@ fn the_cache_is_a_private_directory_under_the_users_cache_home_by_default() {
     assert!(cache.join(format!("{hash}-libplug.so")).is_file());
 
     let xdg = dir.join("xdg");
-    let env = [("HOME", home.as_os_str()), ("XDG_CACHE_HOME", xdg.as_os_str())];
+    let env = [
+        ("HOME", home.as_os_str()),
+        ("XDG_CACHE_HOME", xdg.as_os_str()),
+    ];
     let (run, report) = check(&file, &env);
     assert_good(&run, &report);
     let meta = std::fs::symlink_metadata(xdg.join("cordis/dylib")).unwrap();
@@ -141,7 +144,11 @@ fn a_symlink_planted_at_the_cached_name_is_replaced_never_followed() {
         let meta = std::fs::symlink_metadata(&planted).unwrap();
         assert!(meta.is_file(), "the planted link was replaced by a copy");
         assert_eq!(std::fs::read(&planted).unwrap(), good);
-        assert_eq!(std::fs::read(&evil).unwrap(), evil_bytes, "the target is untouched");
+        assert_eq!(
+            std::fs::read(&evil).unwrap(),
+            evil_bytes,
+            "the target is untouched"
+        );
     }
 }
 
@@ -207,8 +214,12 @@ fn a_cached_copy_swapped_between_check_and_load_never_runs() {
         std::fs::write(&sources[1], &evil_i).unwrap();
         let stop = Arc::new(AtomicBool::new(false));
         let racer = {
-            let (stop, target, sources, tmp) =
-                (stop.clone(), target.clone(), sources.clone(), dir.join("racer.tmp"));
+            let (stop, target, sources, tmp) = (
+                stop.clone(),
+                target.clone(),
+                sources.clone(),
+                dir.join("racer.tmp"),
+            );
             std::thread::spawn(move || {
                 let mut k = 0usize;
                 while !stop.load(Ordering::Relaxed) {
@@ -269,14 +280,23 @@ fn a_cache_directory_that_is_a_symlink_shared_or_someone_elses_is_refused() {
     if is_root() {
         let foreign = private_dir(&dir.join("foreign"));
         std::os::unix::fs::chown(&foreign, Some(65534), Some(65534)).unwrap();
-        cases.push((foreign, "is owned by uid 65534, not by this user".to_owned()));
+        cases.push((
+            foreign,
+            "is owned by uid 65534, not by this user".to_owned(),
+        ));
     } else {
         eprintln!("skipped: the other-owner case needs root to chown a directory to nobody");
     }
     for (cache, message) in cases {
         let (run, report) = check(&file, &cache_env(&cache));
         let e = entry(&report);
-        assert_eq!(e["status"], "failed", "{}: {e}\n{}", cache.display(), run.err);
+        assert_eq!(
+            e["status"],
+            "failed",
+            "{}: {e}\n{}",
+            cache.display(),
+            run.err
+        );
         let error = e["error"].as_str().unwrap_or_default();
         assert!(
             error.contains(&format!("the library cache {}", cache.display()))
@@ -350,6 +370,15 @@ fn another_user_can_load_plugins_on_the_same_machine() {
     let root_home = private_dir(&dir.join("root-home"));
     let (run, report) = check(&file, &[("HOME", root_home.as_os_str())]);
     assert_good(&run, &report);
+    // The other user loads bytes the first user never loaded (the old shared cache in the temp
+    // dir, created by the first user, refused every new copy from anyone else).
+    let unique = format!(
+        "\nother user {} {:?}\n",
+        std::process::id(),
+        std::time::SystemTime::now()
+    );
+    let other_lib = [std::fs::read(lib("c_good")).unwrap(), unique.into_bytes()].concat();
+    std::fs::write(dir.join("libplug.so"), other_lib).unwrap();
     let other_home = private_dir(&dir.join("other-home"));
     std::os::unix::fs::chown(&other_home, Some(65534), Some(65534)).unwrap();
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_cordis"));

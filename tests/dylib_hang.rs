@@ -74,12 +74,14 @@ fn call(name: &str) -> ToolCall {
     }
 }
 
-/// A tool call that never returns times out, and neither it nor a `destroy` that never returns
-/// keeps a runtime from being dropped.
+/// A `create` that never returns times out, a tool call that never returns times out, and
+/// neither they nor a `destroy` that never returns keep a runtime from being dropped (a plain
+/// drop, which waits for every blocking task the runtime started).
 #[test]
-fn a_tool_call_or_destroy_that_never_returns_does_not_block_dropping_the_runtime() {
+fn a_create_tool_call_or_destroy_that_never_returns_does_not_block_dropping_the_runtime() {
     let yml = format!(
-        "{BASE}{}{}",
+        "{BASE}{}{}{}",
+        dylib("stuck-create", "c_create_hangs", "c_", 300),
         dylib("stuck-call", "c_invoke_hangs", "i_", 10_000),
         dylib("stuck-destroy", "c_destroy_hangs", "d_", 10_000),
     );
@@ -103,19 +105,25 @@ fn a_tool_call_or_destroy_that_never_returns_does_not_block_dropping_the_runtime
             let mut handles = Vec::new();
             for e in &plan.entries {
                 if let Step::Plugin {
-                    prepared, inject, ..
+                    prepared,
+                    inject,
+                    timeout,
+                    ..
                 } = &e.step
                 {
                     let options = PluginOptions {
                         label: Some(e.id.clone()),
                         inject: inject.iter().map(Inject::required_named).collect(),
-                        timeout: Some(Duration::from_secs(10)),
+                        timeout: Some(*timeout),
                     };
                     handles.push(root.plugin_with(prepared.clone(), options));
                 }
             }
             root.idle().await;
-            let statuses: Vec<ScopeStatus> = handles.iter().map(|h| h.status()).collect();
+            let statuses: Vec<(String, ScopeStatus)> = handles
+                .iter()
+                .map(|h| (h.info().label.unwrap_or_default(), h.status()))
+                .collect();
             let reg = root.get::<ToolRegistry>().unwrap();
             // `hang` declares a 50 ms timeout.
             let first = reg.execute(call("i_hang"), None).await;
@@ -130,10 +138,18 @@ fn a_tool_call_or_destroy_that_never_returns_does_not_block_dropping_the_runtime
     let (statuses, first, second) = done_rx
         .recv_timeout(Duration::from_secs(20))
         .expect("the runtime was dropped despite the hung plugin calls");
-    assert!(
-        statuses.iter().all(|s| *s == ScopeStatus::Active),
-        "{statuses:?}"
+    for (id, status) in &statuses {
+        let expected = if id == "stuck-create" {
+            ScopeStatus::Failed
+        } else {
+            ScopeStatus::Active
+        };
+        assert_eq!(*status, expected, "{id}: {statuses:?}");
+    }
+    assert_eq!(
+        first.code.as_deref(),
+        Some(codes::TOOL_TIMEOUT),
+        "{first:?}"
     );
-    assert_eq!(first.code.as_deref(), Some(codes::TOOL_TIMEOUT), "{first:?}");
     assert_eq!(second.content, json!({"echo": {}}));
 }

@@ -2,18 +2,21 @@
 //! plugin that injects `tools`.
 //!
 //! Resolution ([`crate::plan`]) vets the path (allowed directories, symlinks resolved); applying
-//! the entry opens the library (once per path, never unloaded; see [`cordis_dylib`]), creates
-//! an instance from the entry's `config`, asks it for its tools, copies them into host-owned
-//! schemas and registers them through the ordinary [`ToolRegistry`], so disposal unregisters
-//! them like any plugin's. Opening, `create` and `describe` run on a blocking thread, under the
-//! entry's apply timeout.
+//! the entry loads the library through the per-user cache (read once, pin checked, loaded from
+//! the verified copy's descriptor; see [`cordis_dylib::cache`]), creates an instance from the
+//! entry's `config`, asks it for its tools, copies them into host-owned schemas and registers
+//! them through the ordinary [`ToolRegistry`], so disposal unregisters them like any plugin's.
+//! Loading, `create` and `describe` run on a foreign-call thread ([`cordis_dylib::foreign`]),
+//! under the entry's apply timeout.
 //!
 //! # Calls
-//! Every call runs on `tokio::task::spawn_blocking`, behind a per-library semaphore: one call at
-//! a time unless the library declares itself thread-safe (then [`THREAD_SAFE_CALLS`]), and
-//! under the tool's timeout (the plugin's `timeout_ms`, else [`DEFAULT_TOOL_TIMEOUT`]). A call
-//! that times out keeps its blocking thread and its permit until the plugin returns, so a hung
-//! plugin slows only its own tools. A plugin panic is the call's `TOOL_PANICKED` result.
+//! Every call runs on a foreign-call thread, behind a per-library semaphore: one call at a time
+//! unless the library declares itself thread-safe (then [`THREAD_SAFE_CALLS`]), and under the
+//! tool's timeout (the plugin's `timeout_ms`, else [`DEFAULT_TOOL_TIMEOUT`]). A call that times
+//! out is abandoned: it keeps its thread and its permit until the plugin returns, so a hung
+//! plugin slows only its own tools, and nothing (runtime shutdown, process exit) waits for it.
+//! Not `spawn_blocking`: a runtime's shutdown waits for its blocking tasks. A plugin panic is the
+//! call's `TOOL_PANICKED` result.
 //!
 //! # Determinism
 //! Tools are registered in the order the plugin describes them, each after the schedule's

@@ -209,18 +209,15 @@ impl Cache {
         }
         for _ in 0..16 {
             let staging = format!(".{}.partial", random_hex());
-            let flags = OFlags::RDWR
-                | OFlags::CREATE
-                | OFlags::EXCL
-                | OFlags::NOFOLLOW
-                | OFlags::CLOEXEC;
-            let fd = match rustix::fs::openat(&self.dir, &staging, flags, Mode::from_raw_mode(0o600))
-            {
-                Ok(fd) => fd,
-                // Someone holds that name (whatever it is, it is not followed): draw again.
-                Err(rustix::io::Errno::EXIST) => continue,
-                Err(e) => return Err(io("cannot create a copy", &e)),
-            };
+            let flags =
+                OFlags::RDWR | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+            let fd =
+                match rustix::fs::openat(&self.dir, &staging, flags, Mode::from_raw_mode(0o600)) {
+                    Ok(fd) => fd,
+                    // Someone holds that name (whatever it is, it is not followed): draw again.
+                    Err(rustix::io::Errno::EXIST) => continue,
+                    Err(e) => return Err(io("cannot create a copy", &e)),
+                };
             let mut file = File::from(fd);
             let written = file.write_all(bytes).and_then(|()| sha256_of(&file));
             match written {
@@ -282,7 +279,9 @@ pub(crate) fn read_library(path: &Path) -> std::io::Result<(Vec<u8>, std::fs::Me
     let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
     let mut file = File::from(rustix::fs::open(path, flags, Mode::empty()).map_err(|e| {
         if e == rustix::io::Errno::LOOP {
-            std::io::Error::other("it is a symlink (it was resolved when the configuration was read)")
+            std::io::Error::other(
+                "it is a symlink (it was resolved when the configuration was read)",
+            )
         } else {
             std::io::Error::from(e)
         }
@@ -387,14 +386,23 @@ mod tests {
         let base = scratch("modes");
         let dir = base.join("a/b");
         let cache = Cache::open(&dir).unwrap();
-        let mode = std::fs::metadata(cache.path()).unwrap().permissions().mode();
+        let mode = std::fs::metadata(cache.path())
+            .unwrap()
+            .permissions()
+            .mode();
         assert_eq!(mode & 0o777, 0o700);
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o770)).unwrap();
         let err = Cache::open(&dir).unwrap_err();
-        assert!(matches!(err, CacheError::Writable { mode: 0o770, .. }), "{err}");
+        assert!(
+            matches!(err, CacheError::Writable { mode: 0o770, .. }),
+            "{err}"
+        );
         let link = base.join("link");
         std::os::unix::fs::symlink(&dir, &link).unwrap();
-        assert!(matches!(Cache::open(&link), Err(CacheError::Symlink { .. })));
+        assert!(matches!(
+            Cache::open(&link),
+            Err(CacheError::Symlink { .. })
+        ));
         std::fs::write(base.join("file"), "x").unwrap();
         assert!(matches!(
             Cache::open(&base.join("file")),
@@ -418,7 +426,12 @@ mod tests {
         assert_eq!(sha256_of(&file).unwrap(), hash);
         assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
         let placed = cache.path().join(&name);
-        assert!(!std::fs::symlink_metadata(&placed).unwrap().file_type().is_symlink());
+        assert!(
+            !std::fs::symlink_metadata(&placed)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
         assert_eq!(std::fs::read(&placed).unwrap(), bytes);
         // The copy checks out now and is reused; wrong bytes there are replaced.
         assert!(cache.reuse(&name, &hash).is_some());

@@ -32,7 +32,6 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 #![allow(unsafe_code)]
-
 #![cfg(unix)]
 
 pub mod cache;

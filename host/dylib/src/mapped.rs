@@ -59,7 +59,11 @@ fn segments(bytes: &[u8]) -> Option<Vec<Segment>> {
 }
 
 /// Checks the mapping of the object containing `symbol` against `bytes`.
-#[cfg(all(target_os = "linux", target_pointer_width = "64", target_endian = "little"))]
+#[cfg(all(
+    target_os = "linux",
+    target_pointer_width = "64",
+    target_endian = "little"
+))]
 pub(crate) fn verify(symbol: *const c_void, bytes: &[u8]) -> Result<(), String> {
     let Some(segments) = segments(bytes) else {
         return Err("the verified file is not a little-endian ELF64 object".to_owned());
@@ -78,7 +82,10 @@ pub(crate) fn verify(symbol: *const c_void, bytes: &[u8]) -> Result<(), String> 
     // `dli_fbase` is where the lowest segment's page was mapped.
     let bias = (info.dli_fbase as u64).wrapping_sub(first);
     let mut checked = 0;
-    for s in segments.iter().filter(|s| s.flags & PF_W == 0 && s.flags & PF_R != 0) {
+    for s in segments
+        .iter()
+        .filter(|s| s.flags & PF_W == 0 && s.flags & PF_R != 0)
+    {
         let (Ok(start), Ok(len)) = (usize::try_from(s.offset), usize::try_from(s.filesz)) else {
             return Err("a segment does not fit in memory".to_owned());
         };
@@ -106,7 +113,11 @@ pub(crate) fn verify(symbol: *const c_void, bytes: &[u8]) -> Result<(), String> 
 }
 
 /// Elsewhere only the descriptor-based load stands (see the module docs).
-#[cfg(not(all(target_os = "linux", target_pointer_width = "64", target_endian = "little")))]
+#[cfg(not(all(
+    target_os = "linux",
+    target_pointer_width = "64",
+    target_endian = "little"
+)))]
 pub(crate) fn verify(_symbol: *const c_void, _bytes: &[u8]) -> Result<(), String> {
     Ok(())
 }
