@@ -345,15 +345,21 @@ impl Reader<'_> {
         let problems = &self.tree.tag_problems;
         let start = problems.partition_point(|(_, id, _)| *id < from);
         let mut any = false;
-        for i in start..problems.len() {
-            let (pos, id, problem) = &problems[i];
+        for ((pos, id, problem), claimed) in
+            problems[start..].iter().zip(&mut self.claimed[start..])
+        {
             if *id > to {
                 break;
             }
             any = true;
-            if !self.claimed[i] {
-                self.claimed[i] = true;
-                self.error(*pos, entry, problem.clone());
+            if !*claimed {
+                *claimed = true;
+                self.errors.push(Diagnostic {
+                    file: self.file.to_owned(),
+                    pos: *pos,
+                    entry: entry.map(str::to_owned),
+                    problem: problem.clone(),
+                });
             }
         }
         any

@@ -358,3 +358,43 @@ pub async fn follow(
     }
     live
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::load_plan;
+
+    /// Regression (issue 12): reload had its own plan loading that listed parse problems
+    /// before resolution problems instead of in file order as `check` does.
+    #[tokio::test]
+    async fn a_rejected_reload_reports_what_check_reports_in_the_same_order() {
+        let good = "- id: a\n  name: debug/noop\n";
+        let (live, _) = LiveConfig::boot(
+            Context::root(),
+            good,
+            "c.yml",
+            &|_| None,
+            Builtins::host(),
+            PlanOptions::default(),
+        )
+        .await
+        .unwrap();
+        let bad = "- id: a\n  name: debug/nope\n- id: b\n  name: debug/noop\n  colour: red\n";
+        let check = load_plan(
+            bad,
+            "c.yml",
+            &|_| None,
+            &Builtins::host(),
+            &PlanOptions::default(),
+        )
+        .unwrap_err()
+        .to_string();
+        let reload = live.prepare(bad, &|_| None).err().unwrap().to_string();
+        assert_eq!(reload, check);
+        assert!(
+            check.starts_with("c.yml:2:9: entry \"a\": unknown plugin"),
+            "{check}"
+        );
+        live.root().dispose();
+    }
+}

@@ -27,8 +27,24 @@ proptest! {
 
     #[test]
     fn yaml_shaped_text_never_panics(
-        src in "(- |  |id: |name: |config: |\\{|\\}|\\[|\\]|!!js |\\$\\{\\{ env\\.[A-Z😀]{0,3} (\\?\\? 'x')? \\}\\}|😀|～|#|\"|'|\n|:|,|[a-z/-]{1,8}){0,60}"
+        src in "(- |  |id: |name: |config: |\\{|\\}|\\[|\\]|!!js |!!str |!!binary |!<tag:x> |&a |\\*a |\\$\\{\\{ env\\.[A-Z😀]{0,3} (\\?\\? 'x')? \\}\\}|😀|～|\u{202e}|\u{feff}|#|\"|'|\n|\r|:|,|[a-z/-]{1,8}){0,60}"
     ) {
+        resolve(&src);
+    }
+
+    #[test]
+    fn nested_anchors_and_aliases_never_panic_or_blow_up(
+        depth in 1usize..12, width in 1usize..12, alias_first in any::<bool>()
+    ) {
+        // Every level aliases the previous one `width` times: up to 11^11 nodes if expanded.
+        let mut src = String::from("- id: a\n  name: debug/noop\n  config:\n    l0: &l0 [x]\n");
+        for level in 1..depth {
+            let items = vec![format!("*l{}", level - 1); width].join(", ");
+            src.push_str(&format!("    l{level}: &l{level} [{items}]\n"));
+        }
+        if alias_first {
+            src.push_str("    z: *l0\n");
+        }
         resolve(&src);
     }
 
