@@ -20,6 +20,7 @@ use cordis_runtime::Policy;
 use cordis_host::Builtins;
 use cordis_host::plan::{LoadPlan, PlanOptions, load_plan};
 
+mod call;
 mod check;
 pub mod ci;
 mod input;
@@ -84,6 +85,60 @@ pub enum Command {
     /// order yields the same request digest with every entry active, 1 otherwise (printing two
     /// orders that differ and the command that replays each), 2 on configuration errors.
     Permute(PermuteArgs),
+    /// Boot a config and call one tool with JSON arguments, printing its result.
+    ///
+    /// The call goes through the registry as a model's would (argument check against the tool's
+    /// schema, guards and approvals, the handler), with the fifo schedule. Exits 0 when the tool
+    /// succeeds (its result on stdout), 1 when it fails (the error on stderr), 2 on
+    /// configuration or usage errors. Example: cordis call cordis.yml todo_write '{"todos": []}'
+    Call(CallArgs),
+}
+
+/// Arguments of `cordis call`: `[FILE] TOOL [JSON]`.
+#[derive(Debug, Clone, Args)]
+pub struct CallArgs {
+    /// `[FILE] TOOL [JSON]`: the config (default cordis.yml), the tool's name, and its
+    /// arguments as one JSON object (default `{}`).
+    #[arg(value_name = "[FILE] TOOL [JSON]", num_args = 1..=3, required = true)]
+    pub words: Vec<String>,
+    /// Apply timeout in milliseconds for entries that set no `timeout` of their own.
+    #[arg(long, value_name = "MS", default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub timeout_ms: u64,
+    /// Also allow plugin libraries from this directory (repeatable).
+    #[arg(long = "plugin-dir", value_name = "DIR")]
+    pub plugin_dirs: Vec<PathBuf>,
+    /// How to schedule the boot [default: fifo].
+    #[command(flatten)]
+    pub schedule: ScheduleArgs,
+}
+
+impl CallArgs {
+    /// The config, tool and arguments the words name: a last word that starts with `{` is the
+    /// JSON; of the rest, one word is the tool, two are the file and the tool.
+    pub fn split(&self) -> Result<(ConfigArgs, String, String), String> {
+        let mut words = self.words.clone();
+        let json = match words.last() {
+            Some(last) if last.trim_start().starts_with('{') => words.pop(),
+            _ => None,
+        }
+        .unwrap_or_else(|| "{}".to_owned());
+        let (file, tool) = match words.as_slice() {
+            [tool] => (PathBuf::from("cordis.yml"), tool.clone()),
+            [file, tool] => (PathBuf::from(file), tool.clone()),
+            _ => {
+                return Err(
+                    "give [FILE] TOOL [JSON], e.g. cordis call cordis.yml todo_write '{\"todos\": []}'"
+                        .to_owned(),
+                );
+            }
+        };
+        let config = ConfigArgs {
+            file,
+            timeout_ms: self.timeout_ms,
+            plugin_dirs: self.plugin_dirs.clone(),
+        };
+        Ok((config, tool, json))
+    }
 }
 
 /// Where the config is and how its entries load: shared by every command that reads one.
@@ -381,6 +436,7 @@ where
         Command::Check(args) => check::run(args, io, builtins),
         Command::Stress(args) => stress::run(args, io, builtins),
         Command::Permute(args) => permute::run(args, io, builtins),
+        Command::Call(args) => call::run(args, io, builtins),
     };
     match result {
         Ok(code) => code,

@@ -1,0 +1,79 @@
+//! `cordis call`: boot a config and call one tool, the plugin author's quickest loop.
+//!
+//! The call goes through the registry exactly as a model's would (argument check, pre-execute,
+//! guards, the handler, post-execute), so what it prints is what an agent would get.
+
+use cordis_host::Builtins;
+use cordis_runtime::Schedule;
+use cordis_tools::{ToolCall, ToolRegistry};
+
+use super::render::{safe, safe_lines};
+use super::{CallArgs, EXIT_CONFIG, EXIT_FAILURE, EXIT_OK, Exit, Io};
+
+pub(crate) fn run(args: &CallArgs, io: &mut Io<'_>, builtins: &Builtins) -> anyhow::Result<u8> {
+    let (config, tool, json) = match args.split() {
+        Ok(split) => split,
+        Err(why) => {
+            writeln!(io.err, "cordis: {why}")?;
+            return Err(Exit(EXIT_CONFIG).into());
+        }
+    };
+    let arguments: serde_json::Value = match serde_json::from_str(&json) {
+        Ok(v) => v,
+        Err(e) => {
+            writeln!(
+                io.err,
+                "cordis: the arguments are not JSON ({e}); give one JSON object, e.g. '{{\"path\": \"README.md\"}}'"
+            )?;
+            return Err(Exit(EXIT_CONFIG).into());
+        }
+    };
+    let rt = cordis_host::shutdown::current_thread()?;
+    let result = rt.block_on(async {
+        let schedule = Schedule::new(args.schedule.policy_or(cordis_runtime::Policy::Fifo), 0);
+        let (live, report) = super::boot_live(&config, schedule, io, builtins).await?;
+        for e in report.entries.iter().filter(|e| !e.status.is_as_configured()) {
+            writeln!(
+                io.err,
+                "cordis: entry {} ({}) is {}: {}",
+                safe(&e.id),
+                safe(&e.name),
+                e.status,
+                safe(e.error.as_deref().unwrap_or("waiting for services"))
+            )?;
+        }
+        let Some(registry) = live.root().get::<ToolRegistry>() else {
+            writeln!(
+                io.err,
+                "cordis: the configuration provides no `tools` registry: add an entry `{{id: tools, name: tools}}`"
+            )?;
+            live.root().dispose();
+            return Err(Exit(EXIT_CONFIG).into());
+        };
+        let call = ToolCall {
+            call_id: "cli-call".to_owned(),
+            name: tool.clone(),
+            arguments,
+        };
+        let result = registry.execute(call, None).await;
+        live.root().dispose();
+        let content = match &result.content {
+            serde_json::Value::String(text) => text.clone(),
+            other => serde_json::to_string_pretty(other)?,
+        };
+        if result.is_error {
+            writeln!(
+                io.err,
+                "cordis: {} failed ({}): {}",
+                safe(&tool),
+                safe(result.code.as_deref().unwrap_or("error")),
+                safe_lines(&content)
+            )?;
+            return Ok(EXIT_FAILURE);
+        }
+        writeln!(io.out, "{}", safe_lines(&content))?;
+        Ok(EXIT_OK)
+    });
+    cordis_host::shutdown::end(rt);
+    result
+}

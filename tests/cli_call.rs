@@ -1,0 +1,41 @@
+//! `cordis call`: boot a config and call one tool, as a plugin author does while writing one.
+
+mod common;
+
+use common::cordis;
+
+const BUNDLED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/cordis.yml");
+
+#[test]
+fn a_call_prints_the_tool_result() {
+    let run = cordis(
+        &["call", BUNDLED, "todo_write", r#"{"todos": [{"content": "ship", "status": "pending"}]}"#],
+        &[],
+    );
+    assert_eq!(run.code, 0, "{}", run.err);
+    let printed: serde_json::Value = serde_json::from_str(&run.out).unwrap();
+    assert_eq!(printed[0]["content"], "ship");
+}
+
+#[test]
+fn a_failing_call_names_the_code_and_the_schema_rule() {
+    let run = cordis(
+        &["call", BUNDLED, "todo_write", r#"{"todos": [{"content": "x", "status": "maybe"}]}"#],
+        &[],
+    );
+    assert_eq!(run.code, 1, "{}", run.out);
+    assert!(run.err.contains("todo_write failed (INVALID_ARGUMENTS)"), "{}", run.err);
+    assert!(run.err.contains("/todos/0/status"), "{}", run.err);
+    let unknown = cordis(&["call", BUNDLED, "no_such_tool"], &[]);
+    assert_eq!(unknown.code, 1);
+    assert!(unknown.err.contains("UNKNOWN_TOOL"), "{}", unknown.err);
+}
+
+#[test]
+fn bad_words_and_bad_json_are_usage_errors() {
+    let not_json = cordis(&["call", BUNDLED, "todo_write", "{oops"], &[]);
+    assert_eq!(not_json.code, 2);
+    assert!(not_json.err.contains("the arguments are not JSON"), "{}", not_json.err);
+    let too_many = cordis(&["call", BUNDLED, "todo_write", "extra"], &[]);
+    assert_eq!(too_many.code, 2, "{}", too_many.err);
+}
