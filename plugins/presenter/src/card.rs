@@ -62,6 +62,19 @@ pub struct Presentation {
     /// Free text shown with the card: a command's description, a read's content, an error.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
+    /// Files the call touches, for editors that follow along (ACP `locations`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub locations: Vec<Location>,
+}
+
+/// A file (and line) a tool call touches.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Location {
+    /// The path as the tool was given it.
+    pub path: String,
+    /// A 1-based line, when one is known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<u64>,
 }
 
 /// A tool result as presenters see it.

@@ -24,7 +24,8 @@ mod presenters;
 mod standard;
 
 pub use card::{
-    Card, Presentation, ResultView, ToolKind, parse_arguments_text, render_card, unified_diff,
+    Card, Location, Presentation, ResultView, ToolKind, parse_arguments_text, render_card,
+    unified_diff,
 };
 pub use plugin::{PresenterConfig, PresenterPlugin};
 pub use presenters::{PresentError, Presenters, ToolPresenter, generic};

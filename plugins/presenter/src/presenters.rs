@@ -50,6 +50,7 @@ pub fn generic(name: &str, args: &Value) -> Presentation {
         input: args.clone(),
         card: Card::Generic,
         text: None,
+        locations: Vec::new(),
     }
 }
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::card::{Card, Presentation, ResultView, ToolKind};
+use crate::card::{Card, Location, Presentation, ResultView, ToolKind};
 use crate::presenters::{PresentError, ToolPresenter, content_text};
 
 /// The tools [`crate::Presenters::standard`] presents, with whether each only reads.
@@ -58,6 +58,10 @@ impl ToolPresenter for ReadFile {
             input: args.clone(),
             card: Card::Generic,
             text: None,
+            locations: vec![Location {
+                path: path.to_owned(),
+                line: Some(args.get("start_line").and_then(Value::as_u64).unwrap_or(1)),
+            }],
         })
     }
     fn present_result(
@@ -99,6 +103,10 @@ impl ToolPresenter for WriteFile {
                 new_text: str_arg(args, "content")?.to_owned(),
             },
             text: None,
+            locations: vec![Location {
+                path: path.to_owned(),
+                line: None,
+            }],
         })
     }
     fn present_result(
@@ -136,6 +144,10 @@ impl ToolPresenter for EditFile {
                 new_text: str_arg(args, "new_string")?.to_owned(),
             },
             text: None,
+            locations: vec![Location {
+                path: path.to_owned(),
+                line: None,
+            }],
         })
     }
     fn present_result(
@@ -170,6 +182,7 @@ impl ToolPresenter for ListFiles {
             input: args.clone(),
             card: Card::Generic,
             text: None,
+            locations: Vec::new(),
         })
     }
     fn present_result(
@@ -217,6 +230,7 @@ impl ToolPresenter for Grep {
             input: args.clone(),
             card: Card::Generic,
             text: None,
+            locations: Vec::new(),
         })
     }
     fn present_result(
@@ -257,6 +271,7 @@ impl ToolPresenter for Bash {
                 exit_code: None,
             },
             text: opt_str(args, "description").map(str::to_owned),
+            locations: Vec::new(),
         })
     }
     fn present_result(

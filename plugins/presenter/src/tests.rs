@@ -23,6 +23,13 @@ fn the_standard_tools_have_titles_kinds_and_cards() {
         (read.title.as_str(), read.kind, &read.card),
         ("Read a.rs (lines 2–9)", ToolKind::Read, &Card::Generic)
     );
+    assert_eq!(
+        read.locations,
+        [Location {
+            path: "a.rs".into(),
+            line: Some(2)
+        }]
+    );
     let edit = p.present_call(
         "edit_file",
         &json!({"path": "a.rs", "old_string": "x", "new_string": "y"}),

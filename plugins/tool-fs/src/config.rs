@@ -8,6 +8,8 @@ use serde::Deserialize;
 pub struct FsConfig {
     /// Most lines one `read_file` returns.
     pub max_read_lines: usize,
+    /// Longest line `read_file` shows, in characters; longer ones are cut with a marker.
+    pub max_line_chars: usize,
     /// Most bytes of text one `read_file` returns.
     pub max_read_bytes: usize,
     /// Largest file `read_file` and `edit_file` load at all.
@@ -20,6 +22,7 @@ impl Default for FsConfig {
     fn default() -> Self {
         FsConfig {
             max_read_lines: 2000,
+            max_line_chars: 2000,
             max_read_bytes: 64 * 1024,
             max_file_bytes: 16 * 1024 * 1024,
             max_list_entries: 1000,

@@ -149,9 +149,21 @@ pub fn read_file(ws: &Workspace, config: &FsConfig, arguments: Value) -> Result<
     let mut last = start.saturating_sub(1);
     let mut truncated = false;
     for (i, line) in lines.iter().enumerate().take(end).skip(start - 1) {
-        let numbered = format!("{:>6}\t{}", i + 1, line.trim_end_matches(['\n', '\r']));
+        let line = line.trim_end_matches(['\n', '\r']);
+        let numbered = match line.char_indices().nth(config.max_line_chars) {
+            // A minified file's one huge line must not make every read come back empty.
+            Some((cut, _)) => format!(
+                "{:>6}\t{} [… line cut at {} of {} characters]",
+                i + 1,
+                &line[..cut],
+                config.max_line_chars,
+                line.chars().count()
+            ),
+            None => format!("{:>6}\t{line}", i + 1),
+        };
+        let first = last + 1 == start;
         if last + 1 - start >= config.max_read_lines
-            || out.len() + numbered.len() + 1 > config.max_read_bytes
+            || (!first && out.len() + numbered.len() + 1 > config.max_read_bytes)
         {
             truncated = true;
             break;

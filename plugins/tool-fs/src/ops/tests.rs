@@ -421,3 +421,29 @@ fn a_directory_swapped_for_a_symlink_mid_write_never_lets_write_or_edit_escape()
     assert!(flipper.join().unwrap() > 0 && refused > 0);
     outside_untouched(tmp.path());
 }
+
+#[test]
+fn read_file_cuts_a_huge_line_instead_of_returning_nothing() {
+    let (_tmp, ws) = ws();
+    put(
+        &ws,
+        "min.js",
+        format!("{}\nnext\n", "x".repeat(10_000)).as_bytes(),
+    );
+    let c = FsConfig {
+        max_line_chars: 10,
+        max_read_bytes: 50,
+        ..FsConfig::default()
+    };
+    let r = read_file(&ws, &c, json!({"path": "min.js"})).unwrap();
+    assert_eq!(
+        r["content"],
+        "     1\txxxxxxxxxx [… line cut at 10 of 10000 characters]\n"
+    );
+    assert_eq!(
+        (r["end_line"].as_u64(), &r["truncated"]),
+        (Some(1), &json!(true))
+    );
+    let r = read_file(&ws, &c, json!({"path": "min.js", "start_line": 2})).unwrap();
+    assert_eq!(r["content"], "     2\tnext\n");
+}
