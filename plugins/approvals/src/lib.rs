@@ -22,4 +22,4 @@ mod policy;
 
 pub use approver::{AllowAll, AllowListed, Answer, ApprovalRequest, Approver, ApproverService};
 pub use plugin::{ApprovalDecided, Approvals, ApprovalsPlugin, DecidedBy};
-pub use policy::{ApprovalsConfig, Policy, READ_ONLY_TOOLS};
+pub use policy::{ApprovalsConfig, DISPATCHING_TOOLS, Policy, READ_ONLY_TOOLS};

@@ -30,6 +30,10 @@ impl fmt::Display for Policy {
 /// Tools allowed by default: they read the workspace or only keep session state.
 pub const READ_ONLY_TOOLS: &[&str] = &["grep", "list_files", "read_file", "todo_write"];
 
+/// Tools allowed by default because they act only through other tool calls, each of which
+/// passes the guard itself (Code Mode's transport); asking for them too would ask twice.
+pub const DISPATCHING_TOOLS: &[&str] = &["run_code"];
+
 /// Configuration of `approvals`; unknown fields are rejected.
 ///
 /// ```yaml
@@ -43,7 +47,7 @@ pub const READ_ONLY_TOOLS: &[&str] = &["grep", "list_files", "read_file", "todo_
 pub struct ApprovalsConfig {
     /// Per-tool policies; they override the defaults.
     pub tools: BTreeMap<String, Policy>,
-    /// The policy of every other tool not in [`READ_ONLY_TOOLS`] (mutating tools, the shell,
+    /// The policy of every tool not in [`READ_ONLY_TOOLS`] or [`DISPATCHING_TOOLS`] (mutating tools, the shell,
     /// and tools this crate does not know, such as MCP tools).
     pub default: Policy,
 }
@@ -58,13 +62,14 @@ impl Default for ApprovalsConfig {
 }
 
 impl ApprovalsConfig {
-    /// The policy for `tool`: its configured one, else `allow` for read-only tools, else
+    /// The policy for `tool`: its configured one, else `allow` for read-only and dispatching
+    /// tools, else
     /// [`ApprovalsConfig::default`].
     pub fn policy_for(&self, tool: &str) -> Policy {
         if let Some(p) = self.tools.get(tool) {
             return *p;
         }
-        if READ_ONLY_TOOLS.contains(&tool) {
+        if READ_ONLY_TOOLS.contains(&tool) || DISPATCHING_TOOLS.contains(&tool) {
             Policy::Allow
         } else {
             self.default

@@ -87,6 +87,11 @@ fn defaults_allow_read_only_tools_and_ask_for_the_rest() {
         assert_eq!(c.policy_for(name), expected, "{name}");
     }
     assert_eq!(c.policy_for("some_mcp_tool"), Policy::Ask);
+    assert_eq!(
+        c.policy_for("run_code"),
+        Policy::Allow,
+        "its sub-calls are guarded"
+    );
     let c: ApprovalsConfig = serde_json::from_value(
         json!({"tools": {"bash": "deny", "read_file": "ask"}, "default": "allow"}),
     )
