@@ -323,7 +323,7 @@ async fn the_invariant_catches_a_request_changed_after_logging() {
         Position::Back,
         |req: FrozenRequest, next| async move {
             let mut changed = (*req).clone();
-            changed.messages.clear();
+            changed.messages = Default::default();
             next.run(FrozenRequest::new(changed)).await
         },
     );

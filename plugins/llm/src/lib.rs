@@ -7,8 +7,8 @@
 //! calls, usage and one final `finish`.
 //!
 //! Adapters:
-//! - [`ScriptedAdapter`]: replays responses from a fixture (YAML or JSON), records every request
-//!   it received; deterministic and offline, for tests, benchmarks and demos.
+//! - [`ScriptedAdapter`]: replays responses from a fixture (YAML or JSON) and, when asked, keeps
+//!   the last requests it received; deterministic and offline, for tests, benchmarks and demos.
 //! - [`OpenAiAdapter`]: an OpenAI-compatible chat-completions endpoint, streamed (server-sent
 //!   events), with tool calls assembled from deltas, usage, retries and timeouts.
 //!
@@ -19,10 +19,10 @@
 //! use cordis_llm::LlmAdapter;
 //!
 //! # #[tokio::main(flavor = "current_thread")] async fn main() {
-//! let adapter = ScriptedAdapter::new(vec![ScriptedResponse::text("hello")]);
+//! let adapter = ScriptedAdapter::new(vec![ScriptedResponse::text("hello")]).recording(8);
 //! let request = FrozenRequest::new(LlmRequest {
 //!     config: CallConfig::model("m"),
-//!     messages: vec![Message::user("hi")],
+//!     messages: vec![Message::user("hi")].into(),
 //!     system: None,
 //!     tools: vec![],
 //!     session_id: "s".into(),
@@ -34,6 +34,7 @@
 //! ```
 
 mod adapter;
+mod history;
 mod openai;
 mod plugin;
 mod request;
@@ -43,11 +44,12 @@ mod service;
 pub use adapter::{
     Chunk, ChunkStream, Collected, FinishReason, LlmAdapter, LlmError, Usage, collect,
 };
+pub use history::{CHUNK, History, HistoryIter};
 pub use openai::{
     DeltaAssembler, MAX_RETRY_AFTER, OpenAiAdapter, OpenAiSettings, SseParser, parse_retry_after,
     request_body,
 };
-pub use plugin::{AdapterKind, DEFAULT_BASE_URL, LlmConfig, LlmPlugin};
+pub use plugin::{AdapterKind, DEFAULT_BASE_URL, LlmConfig, LlmConfigError, LlmPlugin};
 pub use request::{AssistantToolCall, CallConfig, FrozenRequest, LlmRequest, Message};
 pub use scripted::{ScriptError, ScriptedAdapter, ScriptedResponse, ScriptedToolCall};
 pub use service::{Llm, LlmRequestHook, RequestCheck};

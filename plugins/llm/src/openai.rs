@@ -622,7 +622,8 @@ mod tests {
                     content: json!({"ok": true}),
                     is_error: false,
                 },
-            ],
+            ]
+            .into(),
             system: Some("sys".into()),
             tools: vec![cordis_schema::ToolSchema {
                 name: "read".into(),

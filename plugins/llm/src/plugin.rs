@@ -66,12 +66,31 @@ pub struct LlmConfig {
     /// Cycle the inline responses forever.
     #[serde(default)]
     pub repeat: bool,
+    /// scripted: keep the last N requests for inspection (tests; default 0, none kept).
+    #[serde(default)]
+    pub record_requests: usize,
+}
+
+/// The `llm` entry's configuration cannot build its adapter.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LlmConfigError {
+    /// The variable `apiKeyEnv` names is unset or empty.
+    #[error(
+        "llm: the API key variable {var} is not set: export {var} (or point apiKeyEnv of the llm entry at another variable)"
+    )]
+    MissingApiKey {
+        /// The variable.
+        var: String,
+    },
+    /// Both a fixture file and inline responses.
+    #[error("llm: give either `script` or `responses`, not both")]
+    ScriptAndResponses,
 }
 
 /// The default API base URL.
 pub const DEFAULT_BASE_URL: &str = "https://api.deepseek.com";
 
-fn openai_settings(config: &LlmConfig) -> Result<OpenAiSettings, BoxError> {
+fn openai_settings(config: &LlmConfig) -> Result<OpenAiSettings, LlmConfigError> {
     let mut settings = OpenAiSettings::new(
         config
             .base_url
@@ -83,12 +102,7 @@ fn openai_settings(config: &LlmConfig) -> Result<OpenAiSettings, BoxError> {
         (Some(key), _) if !key.is_empty() => Some(key.clone()),
         (_, Some(var)) => match std::env::var(var) {
             Ok(key) if !key.is_empty() => Some(key),
-            _ => {
-                return Err(format!(
-                    "llm: the API key variable {var} is not set (export {var}=..., or use the scripted adapter)"
-                )
-                .into());
-            }
+            _ => return Err(LlmConfigError::MissingApiKey { var: var.clone() }),
         },
         _ => None,
     };
@@ -126,9 +140,7 @@ impl Plugin for LlmPlugin {
                     tracing::debug!("llm: scripted adapter; the openai keys are ignored");
                 }
                 let scripted = match (&config.script, &config.responses) {
-                    (Some(_), Some(_)) => {
-                        return Err("llm: give either `script` or `responses`, not both".into());
-                    }
+                    (Some(_), Some(_)) => return Err(LlmConfigError::ScriptAndResponses.into()),
                     (Some(path), None) => {
                         let path = path.clone();
                         tokio::task::spawn_blocking(move || ScriptedAdapter::load(&path)).await??
@@ -137,6 +149,7 @@ impl Plugin for LlmPlugin {
                         ScriptedAdapter::new(responses.clone().unwrap_or_default())
                     }
                 };
+                let scripted = scripted.recording(config.record_requests);
                 Arc::new(if config.repeat {
                     scripted.repeating()
                 } else {
@@ -182,6 +195,23 @@ mod tests {
         assert!(bad.failure().unwrap().message.contains("missing.yml"));
         root.dispose();
         let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn a_missing_api_key_names_the_variable_to_set() {
+        let var = "CORDIS_LLM_TEST_SURELY_UNSET_KEY";
+        let config = LlmConfig {
+            adapter: AdapterKind::Openai,
+            api_key_env: Some(var.into()),
+            ..Default::default()
+        };
+        let err = openai_settings(&config).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "llm: the API key variable {var} is not set: export {var} (or point apiKeyEnv of the llm entry at another variable)"
+            )
+        );
     }
 
     #[test]

@@ -6,6 +6,8 @@ use std::sync::Arc;
 use cordis_schema::ToolSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::history::History;
+
 /// The per-call model configuration (the `config` part of a request header).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -92,8 +94,8 @@ impl Message {
 pub struct LlmRequest {
     /// Model and sampling configuration.
     pub config: CallConfig,
-    /// The conversation so far.
-    pub messages: Vec<Message>,
+    /// The conversation so far, shared with the session and earlier requests (not copied).
+    pub messages: History,
     /// The rendered system prompt; `None` when empty.
     pub system: Option<String>,
     /// The model-facing tools in canonical order.

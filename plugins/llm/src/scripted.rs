@@ -1,4 +1,4 @@
-//! The scripted adapter: replays responses from a fixture and records every request.
+//! The scripted adapter: replays responses from a fixture and, when asked, records requests.
 //!
 //! # Fixture format
 //! YAML or JSON (chosen by the file extension: `.json` is JSON, anything else YAML). Either a
@@ -18,7 +18,13 @@
 //! # Determinism
 //! Responses are handed out in request arrival order; tool-call ids default to
 //! `call-<response index>-<call index>`.
+//!
+//! # Recording
+//! Requests are not kept unless asked for ([`ScriptedAdapter::recording`], or `recordRequests`
+//! in the plugin config): a long-running demo must not keep every request it served. The record
+//! is bounded: the last `limit` requests.
 
+use std::collections::VecDeque;
 use std::path::Path;
 use std::sync::Mutex;
 use std::time::Duration;
@@ -194,13 +200,15 @@ pub enum ScriptError {
 
 struct State {
     next: usize,
-    requests: Vec<FrozenRequest>,
+    requests: VecDeque<FrozenRequest>,
 }
 
-/// Replays scripted responses and records every request received.
+/// Replays scripted responses; records the last requests received when asked to.
 pub struct ScriptedAdapter {
     responses: Vec<ScriptedResponse>,
     repeat: bool,
+    /// How many of the latest requests to keep (0: none).
+    record: usize,
     state: Mutex<State>,
 }
 
@@ -209,6 +217,7 @@ impl std::fmt::Debug for ScriptedAdapter {
         f.debug_struct("ScriptedAdapter")
             .field("responses", &self.responses.len())
             .field("repeat", &self.repeat)
+            .field("record", &self.record)
             .finish_non_exhaustive()
     }
 }
@@ -219,11 +228,18 @@ impl ScriptedAdapter {
         ScriptedAdapter {
             responses,
             repeat: false,
+            record: 0,
             state: Mutex::new(State {
                 next: 0,
-                requests: Vec::new(),
+                requests: VecDeque::new(),
             }),
         }
+    }
+
+    /// Keeps the last `limit` requests received, for [`ScriptedAdapter::requests`] (tests).
+    pub fn recording(mut self, limit: usize) -> Self {
+        self.record = limit;
+        self
     }
 
     /// Cycles through the responses forever.
@@ -274,13 +290,11 @@ impl ScriptedAdapter {
         ScriptedAdapter::parse(&text, json, &shown)
     }
 
-    /// Every request received so far, in arrival order.
+    /// The recorded requests (the last `limit` of [`ScriptedAdapter::recording`]), in arrival
+    /// order; always empty when recording is off.
     pub fn requests(&self) -> Vec<FrozenRequest> {
-        self.state
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .requests
-            .clone()
+        let st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        st.requests.iter().cloned().collect()
     }
 
     /// How many responses were handed out.
@@ -297,7 +311,12 @@ impl LlmAdapter for ScriptedAdapter {
     fn stream(&self, request: FrozenRequest) -> ChunkStream {
         let index = {
             let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
-            st.requests.push(request);
+            if self.record > 0 {
+                if st.requests.len() == self.record {
+                    st.requests.pop_front();
+                }
+                st.requests.push_back(request);
+            }
             let i = st.next;
             st.next += 1;
             i
@@ -354,7 +373,7 @@ mod tests {
     fn request() -> FrozenRequest {
         FrozenRequest::new(LlmRequest {
             config: CallConfig::model("m"),
-            messages: vec![],
+            messages: Default::default(),
             system: None,
             tools: vec![],
             session_id: "s".into(),
@@ -371,7 +390,9 @@ mod tests {
     - {id: x, name: raw, arguments: "{not json"}
 - error: rate limited
 "#;
-        let a = ScriptedAdapter::parse(yaml, false, "inline").unwrap();
+        let a = ScriptedAdapter::parse(yaml, false, "inline")
+            .unwrap()
+            .recording(16);
         let one = collect(a.stream(request())).await.unwrap();
         assert_eq!(one.text, "Hello");
         assert_eq!(one.usage.unwrap().output_tokens, 2);
@@ -406,6 +427,26 @@ mod tests {
             texts += &collect(a.stream(request())).await.unwrap().text;
         }
         assert_eq!(texts, "ababa");
+    }
+
+    #[tokio::test]
+    async fn requests_are_kept_only_when_asked_and_then_only_the_latest() {
+        let quiet = ScriptedAdapter::new(vec![ScriptedResponse::text("a")]).repeating();
+        for _ in 0..10 {
+            collect(quiet.stream(request())).await.unwrap();
+        }
+        assert!(quiet.requests().is_empty(), "off by default");
+        assert_eq!(quiet.used(), 10);
+        let kept = ScriptedAdapter::new(vec![ScriptedResponse::text("a")])
+            .repeating()
+            .recording(3);
+        let sent: Vec<FrozenRequest> = (0..10).map(|_| request()).collect();
+        for r in &sent {
+            collect(kept.stream(r.clone())).await.unwrap();
+        }
+        let got = kept.requests();
+        assert_eq!(got.len(), 3);
+        assert!(got.iter().zip(&sent[7..]).all(|(a, b)| a.same(b)));
     }
 
     #[test]

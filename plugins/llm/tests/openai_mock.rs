@@ -178,7 +178,7 @@ fn adapter(mock: &Mock, tune: impl FnOnce(&mut OpenAiSettings)) -> OpenAiAdapter
 fn request() -> FrozenRequest {
     FrozenRequest::new(LlmRequest {
         config: CallConfig::model("deepseek-chat"),
-        messages: vec![Message::user("hi")],
+        messages: vec![Message::user("hi")].into(),
         system: Some("You are terse.".into()),
         tools: vec![],
         session_id: "s".into(),

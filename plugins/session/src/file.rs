@@ -1,13 +1,20 @@
 //! The JSONL file: atomic creation, reading with torn-tail repair, and the writer thread.
 //!
 //! Everything here blocks; callers run it on `spawn_blocking` or the writer thread.
+//!
+//! # Torn tails
+//! The writer appends whole lines, so the only damage a crash leaves is at the end: a final
+//! line without its newline. When that line is a complete event (it parses, its seq is the next
+//! one) only the newline was lost, and the event is kept and the newline written; anything else
+//! is a torn write and is cut off.
 
 use std::fs::{File, OpenOptions};
-use std::io::{self, Read, Write};
+use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 
 use crate::event::{SESSION_VERSION, SessionEvent, SessionHeader};
+use crate::lock::WriterLock;
 use crate::session::SessionError;
 
 /// How the writer makes appends durable.
@@ -60,9 +67,12 @@ pub(crate) struct ReadLog {
     pub(crate) events: Vec<SessionEvent>,
     /// Bytes of a torn final line that were cut off.
     pub(crate) truncated: Option<u64>,
+    /// True when the final line was a complete event missing only its newline (now written).
+    pub(crate) newline_repaired: bool,
 }
 
-/// Reads `path`, truncating a torn final line (no trailing newline) in place.
+/// Reads `path`, repairing its end in place: a complete final event missing only its newline
+/// gets it, a torn final line is truncated.
 pub(crate) fn read(path: &Path) -> Result<ReadLog, SessionError> {
     let shown = path.display().to_string();
     let io = |source| SessionError::Io {
@@ -115,23 +125,42 @@ pub(crate) fn read(path: &Path) -> Result<ReadLog, SessionError> {
         }
         events.push(event);
     }
-    let truncated = if complete < bytes.len() {
-        let f = OpenOptions::new().write(true).open(path).map_err(io)?;
-        f.set_len(complete as u64).map_err(io)?;
+    let tail = &bytes[complete..];
+    let (mut truncated, mut newline_repaired) = (None, false);
+    if !tail.is_empty() {
+        let whole = serde_json::from_slice::<SessionEvent>(tail)
+            .ok()
+            .filter(|e| e.seq == events.len() as u64);
+        let mut f = OpenOptions::new().write(true).open(path).map_err(io)?;
+        match whole {
+            Some(event) => {
+                f.seek(SeekFrom::End(0))
+                    .and_then(|_| f.write_all(b"\n"))
+                    .map_err(io)?;
+                events.push(event);
+                newline_repaired = true;
+            }
+            None => {
+                f.set_len(complete as u64).map_err(io)?;
+                truncated = Some(tail.len() as u64);
+            }
+        }
         f.sync_all().map_err(io)?;
-        Some((bytes.len() - complete) as u64)
-    } else {
-        None
-    };
+    }
     Ok(ReadLog {
         header,
         events,
         truncated,
+        newline_repaired,
     })
 }
 
-/// Starts the writer thread appending to `path`.
-pub(crate) fn writer(path: PathBuf, sync: Sync) -> Result<mpsc::Sender<Cmd>, SessionError> {
+/// Starts the writer thread appending to `path`; it holds `lock` until its last line is written.
+pub(crate) fn writer(
+    path: PathBuf,
+    sync: Sync,
+    lock: WriterLock,
+) -> Result<mpsc::Sender<Cmd>, SessionError> {
     let file = OpenOptions::new()
         .append(true)
         .open(&path)
@@ -142,7 +171,11 @@ pub(crate) fn writer(path: PathBuf, sync: Sync) -> Result<mpsc::Sender<Cmd>, Ses
     let (tx, rx) = mpsc::channel::<Cmd>();
     std::thread::Builder::new()
         .name("session-writer".into())
-        .spawn(move || run(file, sync, rx, path))
+        .spawn(move || {
+            run(file, sync, rx, path);
+            // Released only now: everything queued before the last handle went is on disk.
+            drop(lock);
+        })
         .map_err(|source| SessionError::Io {
             path: String::new(),
             source,

@@ -12,8 +12,15 @@
 //! `flush` returns; the agent loop flushes before every model call, before dispatching tools and
 //! at turn end, so no event whose effect left the process can be lost.
 //!
+//! # One writer
+//! A persistent session's writer holds an exclusive advisory lock on `<id>.lock` (which names
+//! its pid) for its lifetime; any other opener, in this process or another, gets
+//! [`SessionError::SessionLocked`] ("session X is open in process N"). The lock dies with its
+//! process, so a crash never leaves a session blocked.
+//!
 //! # Crash repair
-//! [`SessionStore::open`] truncates a torn final line, then closes a turn left open with synthetic
+//! [`SessionStore::open`] keeps a complete final event that lost only its newline (and writes
+//! the newline), truncates a torn final line, then closes a turn left open with synthetic
 //! error `tool/result`s, `step/end` and `turn/end {kind: interrupted}`, and reports both in an
 //! [`OpenReport`]. Unknown format versions are refused ([`SessionError::UnsupportedVersion`]).
 //!
@@ -23,6 +30,7 @@
 
 mod event;
 mod file;
+mod lock;
 mod plugin;
 mod project;
 mod session;

@@ -4,7 +4,7 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use cordis_llm::Message;
+use cordis_llm::History;
 
 use crate::event::{EventData, RequestHeader, SessionEvent, SessionHeader, TurnEndReason};
 use crate::file::Cmd;
@@ -63,21 +63,42 @@ pub enum SessionError {
     /// An event payload does not fit its kind.
     #[error(transparent)]
     Projection(#[from] ProjectionError),
+    /// Another writer holds the session (in this process or another one).
+    #[error("session {id} is open in {}", held_by(*pid))]
+    SessionLocked {
+        /// The session id.
+        id: String,
+        /// The holder's pid, when its lock file names one.
+        pid: Option<u32>,
+    },
     /// The writer failed; the session accepts no more appends.
     #[error("session writer: {0}")]
     Writer(String),
 }
 
+fn held_by(pid: Option<u32>) -> String {
+    pid.map_or_else(|| "another process".to_owned(), |p| format!("process {p}"))
+}
+
+/// The writer of a persistent session: its queue, and the token its lock watches.
+pub(crate) struct Writer {
+    pub(crate) tx: mpsc::Sender<Cmd>,
+    /// Dropped with the last handle: the lock then knows the session is shutting down.
+    pub(crate) alive: Arc<()>,
+}
+
 struct State {
     events: Vec<SessionEvent>,
-    /// `event_message` of every event so far: the live cache (the invariant never trusts it).
-    messages: Vec<Message>,
+    /// `event_message` of every event so far: the live cache (the invariant never trusts it),
+    /// shared with every request built from it.
+    messages: History,
 }
 
 struct Inner {
     header: SessionHeader,
     state: Mutex<State>,
     writer: Option<Mutex<mpsc::Sender<Cmd>>>,
+    _alive: Option<Arc<()>>,
 }
 
 /// One session: append-only events, shared by clones.
@@ -124,17 +145,19 @@ impl Session {
     pub(crate) fn from_parts(
         header: SessionHeader,
         events: Vec<SessionEvent>,
-        writer: Option<mpsc::Sender<Cmd>>,
+        writer: Option<Writer>,
     ) -> Result<Session, SessionError> {
-        let mut messages = Vec::new();
+        let mut messages = History::new();
         for e in &events {
             messages.extend(event_message(e)?);
         }
+        let (tx, alive) = writer.map(|w| (w.tx, w.alive)).unzip();
         Ok(Session {
             inner: Arc::new(Inner {
                 header,
                 state: Mutex::new(State { events, messages }),
-                writer: writer.map(Mutex::new),
+                writer: tx.map(Mutex::new),
+                _alive: alive,
             }),
         })
     }
@@ -251,13 +274,14 @@ impl Session {
         self.with_events(<[SessionEvent]>::to_vec)
     }
 
-    /// The conversation so far, from the live cache (the loop's request messages).
-    pub fn messages(&self) -> Vec<Message> {
+    /// The conversation so far, from the live cache (the loop's request messages): a shared
+    /// snapshot, O(1).
+    pub fn messages(&self) -> History {
         lock(&self.inner.state).messages.clone()
     }
 
     /// The messages and the seq the next event will get, read atomically (the boundary).
-    pub fn boundary(&self) -> (u64, Vec<Message>) {
+    pub fn boundary(&self) -> (u64, History) {
         let st = lock(&self.inner.state);
         (st.events.len() as u64, st.messages.clone())
     }

@@ -8,14 +8,17 @@ use cordis_runtime::Service;
 
 use crate::event::{SESSION_VERSION, SessionHeader, TurnEndReason};
 use crate::file::{self, Sync};
+use crate::lock;
 use crate::plugin::Durability;
-use crate::session::{Session, SessionError, WeakSession, now_ms};
+use crate::session::{Session, SessionError, WeakSession, Writer, now_ms};
 
 /// What opening a session repaired.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct OpenReport {
     /// Bytes of a torn final line that were truncated.
     pub truncated_bytes: Option<u64>,
+    /// True when the final event was complete but for its newline (kept; the newline written).
+    pub newline_repaired: bool,
     /// Seqs of the events appended to close a turn left open (`turn/end {interrupted}` last).
     pub repaired: Vec<u64>,
     /// True when the session did not exist and was created.
@@ -24,8 +27,10 @@ pub struct OpenReport {
 
 /// The `sessions` service.
 ///
-/// A session open in this process is shared: opening its id again returns the same [`Session`]
-/// (no second writer on one file, no repair of a turn that is still running).
+/// A session open through this store is shared: opening its id again returns the same
+/// [`Session`] (no second writer on one file, no repair of a turn that is still running). Any
+/// other writer, another store or another process, gets [`SessionError::SessionLocked`]: a
+/// persistent session's writer holds an exclusive lock on `<id>.lock` while it has handles.
 #[derive(Clone)]
 pub struct SessionStore {
     root: Option<PathBuf>,
@@ -146,9 +151,11 @@ impl SessionStore {
             Some(path) => {
                 let sync = self.sync();
                 blocking(move || {
+                    let alive = Arc::new(());
+                    let lock = lock::acquire(&path, &header.id, &alive)?;
                     file::create(&path, &header)?;
-                    let writer = file::writer(path, sync)?;
-                    Session::from_parts(header, Vec::new(), Some(writer))
+                    let tx = file::writer(path, sync, lock)?;
+                    Session::from_parts(header, Vec::new(), Some(Writer { tx, alive }))
                 })
                 .await?
             }
@@ -157,11 +164,12 @@ impl SessionStore {
         Ok(session)
     }
 
-    /// Opens session `id` (the live one when it is open in this process): truncates a torn final line and closes a turn left open with
-    /// `turn/end {interrupted}` (see [`OpenReport`]).
+    /// Opens session `id` (the live one when this store has it open): repairs the end of the
+    /// file and closes a turn left open with `turn/end {interrupted}` (see [`OpenReport`]).
     ///
     /// # Errors
-    /// A missing file, an unsupported version, a corrupt line, or I/O.
+    /// A missing file, [`SessionError::SessionLocked`] when another writer has it open, an
+    /// unsupported version, a corrupt line, or I/O.
     pub async fn open(&self, id: &str) -> Result<(Session, OpenReport), SessionError> {
         check_id(id)?;
         if let Some(session) = self.live(id) {
@@ -173,17 +181,22 @@ impl SessionStore {
             });
         };
         let sync = self.sync();
-        let (session, truncated) = blocking(move || {
+        let owned_id = id.to_owned();
+        let (session, truncated, newline_repaired) = blocking(move || {
             if !path.exists() {
                 return Err(SessionError::NotFound {
                     path: path.display().to_string(),
                 });
             }
+            // Locked before reading: no other writer can be appending while the log is read.
+            let alive = Arc::new(());
+            let lock = lock::acquire(&path, &owned_id, &alive)?;
             let log = file::read(&path)?;
-            let writer = file::writer(path, sync)?;
+            let tx = file::writer(path, sync, lock)?;
             Ok((
-                Session::from_parts(log.header, log.events, Some(writer))?,
+                Session::from_parts(log.header, log.events, Some(Writer { tx, alive }))?,
                 log.truncated,
+                log.newline_repaired,
             ))
         })
         .await?;
@@ -196,6 +209,7 @@ impl SessionStore {
             session,
             OpenReport {
                 truncated_bytes: truncated,
+                newline_repaired,
                 repaired,
                 created: false,
             },

@@ -3,8 +3,8 @@
 mod common;
 
 use common::{complete_turn, temp_dir};
-use cordis_session::*;
 use cordis_schema::ToolSchema;
+use cordis_session::*;
 
 fn tool(name: &str) -> ToolSchema {
     ToolSchema {
@@ -85,6 +85,64 @@ async fn a_torn_final_line_is_truncated_and_reported() {
     assert_eq!(report.truncated_bytes, Some(33));
     assert!(report.repaired.is_empty());
     assert_eq!(s.len(), n);
+    assert_eq!(std::fs::metadata(&path).unwrap().len(), before);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// Regression: a last event that was written whole but lost its newline used to be discarded as
+/// a torn tail.
+#[tokio::test]
+async fn a_complete_final_event_missing_only_its_newline_is_kept_and_the_newline_written() {
+    use std::io::Write;
+    let dir = temp_dir("newline");
+    let store = SessionStore::new(Some(dir.clone()), Durability::Fsync);
+    let s = store.create("nl", None, None).await.unwrap();
+    complete_turn(&s, 1, vec![]);
+    s.flush().await.unwrap();
+    let n = s.len() as u64;
+    drop(s);
+    let path = dir.join("nl.jsonl");
+    let line = format!(r#"{{"type":"turn/start","seq":{n},"time":1,"data":{{"turn":2}}}}"#);
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap();
+    f.write_all(line.as_bytes()).unwrap();
+    drop(f);
+    let (s, report) = store.open("nl").await.unwrap();
+    assert!(report.newline_repaired, "{report:?}");
+    assert_eq!(report.truncated_bytes, None);
+    let events = s.events();
+    assert_eq!(events[n as usize].kind, kinds::TURN_START);
+    assert_eq!(events[n as usize].data["turn"], 2);
+    // The kept turn was open: crash repair closes it after the kept event.
+    assert_eq!(report.repaired, vec![n + 1]);
+    s.flush().await.unwrap();
+    drop(s);
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.contains(&format!("{line}\n")), "{text}");
+    assert!(
+        text.lines()
+            .all(|l| serde_json::from_str::<serde_json::Value>(l).is_ok())
+    );
+    let (again, second) = store.open("nl").await.unwrap();
+    assert_eq!(second, OpenReport::default());
+    assert_eq!(again.len() as u64, n + 2);
+    drop(again);
+
+    // A complete object whose seq does not follow is not the next event: cut as torn.
+    let before = std::fs::metadata(&path).unwrap().len();
+    let stray = r#"{"type":"turn/start","seq":999,"time":1,"data":{"turn":3}}"#;
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap();
+    f.write_all(stray.as_bytes()).unwrap();
+    drop(f);
+    let (s, report) = store.open("nl").await.unwrap();
+    assert_eq!(report.truncated_bytes, Some(stray.len() as u64));
+    assert!(!report.newline_repaired);
+    assert_eq!(s.len() as u64, n + 2);
     assert_eq!(std::fs::metadata(&path).unwrap().len(), before);
     let _ = std::fs::remove_dir_all(dir);
 }

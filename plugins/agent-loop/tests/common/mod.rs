@@ -63,6 +63,7 @@ pub async fn boot(
         LlmPlugin,
         LlmConfig {
             responses: Some(responses),
+            record_requests: 64,
             ..Default::default()
         },
     );
