@@ -153,14 +153,9 @@ async fn loaded_tools_answer_and_disposal_unregisters_them() {
     assert_eq!((r.is_error, r.content), (false, json!("cba")));
     let r = run("word_count", json!({"text": "one two  three"})).await;
     assert_eq!(r.content, json!({"words": 3}));
+    // Arguments that break the declared schema never reach the plugin.
     let r = run("word_count", json!({"text": 7})).await;
-    assert_eq!(r.code.as_deref(), Some(codes::TOOL_ERROR));
-    assert!(
-        r.content
-            .as_str()
-            .unwrap()
-            .contains("`text` must be a string")
-    );
+    assert_eq!(r.code.as_deref(), Some(codes::INVALID_ARGUMENTS), "{r:?}");
 
     let r = run("k_echo", json!({"x": [1, "é"]})).await;
     assert_eq!(r.content, json!({"echo": {"x": [1, "é"]}}));
@@ -184,8 +179,8 @@ async fn loaded_tools_answer_and_disposal_unregisters_them() {
     let r = run("k_hang", json!({})).await;
     assert_eq!(r.code.as_deref(), Some(codes::TOOL_TIMEOUT), "{r:?}");
     // The host keeps serving the same (serialized) plugin once the hung call returns.
-    let r = run("k_echo", json!(1)).await;
-    assert_eq!(r.content, json!({"echo": 1}));
+    let r = run("k_echo", json!({"n": 1})).await;
+    assert_eq!(r.content, json!({"echo": {"n": 1}}));
 
     let names = |reg: &ToolRegistry| -> Vec<String> {
         reg.schemas(None).into_iter().map(|s| s.name).collect()
@@ -437,8 +432,9 @@ fn configuration_problems_are_reported_with_file_line_and_entry() {
             .unwrap_or_else(|| panic!("no error for {id} at line {n}: {}", run.err))
             .to_string()
     };
-    assert!(line(1, "missing").contains("plugin library \"./libmissing.so\" not found"));
-    for (n, id) in [(3, "absolute"), (5, "dotdot"), (7, "symlink")] {
+    // Positions point at the offending value: the `name` line, the `sha256` line.
+    assert!(line(2, "missing").contains("plugin library \"./libmissing.so\" not found"));
+    for (n, id) in [(4, "absolute"), (6, "dotdot"), (8, "symlink")] {
         let l = line(n, id);
         assert!(l.contains("outside the allowed plugin directories"), "{l}");
         assert!(
@@ -450,7 +446,7 @@ fn configuration_problems_are_reported_with_file_line_and_entry() {
         );
     }
     assert!(line(11, "bad-pin").contains("key \"sha256\" must be a SHA-256 hash as 64 hex digits"));
-    assert!(line(12, "pinned-builtin").contains("\"tools\" is a built-in plugin"));
+    assert!(line(14, "pinned-builtin").contains("\"tools\" is a built-in plugin"));
     let summary = format!("cordis: 6 configuration errors in {file}\n");
     assert!(run.err.ends_with(&summary), "{}", run.err);
 

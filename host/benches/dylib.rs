@@ -118,7 +118,7 @@ fn call(name: &str) -> ToolCall {
     }
 }
 
-/// One registry call of a dylib tool: semaphore, `spawn_blocking`, the C call, JSON parse.
+/// One registry call of a dylib tool: semaphore, a foreign-call thread, the C call, JSON parse.
 #[divan::bench]
 fn execute_dylib_tool(bencher: Bencher) {
     let (rt, root, reg) = registry_with(
