@@ -29,3 +29,19 @@ impl Default for FsConfig {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_config_reads_camel_case_keys_and_rejects_unknown_ones() {
+        let c: FsConfig =
+            serde_json::from_value(serde_json::json!({"maxReadLines": 5, "maxLineChars": 7}))
+                .unwrap();
+        assert_eq!((c.max_read_lines, c.max_line_chars), (5, 7));
+        assert_eq!(c.max_file_bytes, FsConfig::default().max_file_bytes);
+        let e = serde_json::from_value::<FsConfig>(serde_json::json!({"root": "."})).unwrap_err();
+        assert!(e.to_string().contains("unknown field `root`"), "{e}");
+    }
+}

@@ -54,3 +54,24 @@ impl ShellConfig {
         out
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_config_reads_camel_case_keys_and_rejects_unknown_ones() {
+        let c: ShellConfig = serde_json::from_value(serde_json::json!({
+            "env": ["PATH"], "defaultTimeoutMs": 5, "maxOutputBytes": 10
+        }))
+        .unwrap();
+        assert_eq!(
+            (c.env.len(), c.default_timeout_ms, c.max_output_bytes),
+            (1, 5, 10)
+        );
+        assert_eq!(c.max_timeout_ms, ShellConfig::default().max_timeout_ms);
+        let e =
+            serde_json::from_value::<ShellConfig>(serde_json::json!({"root": "."})).unwrap_err();
+        assert!(e.to_string().contains("unknown field `root`"), "{e}");
+    }
+}
