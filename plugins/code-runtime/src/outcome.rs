@@ -13,6 +13,13 @@ pub struct CodeRunOutcome {
     pub sub_calls: u64,
 }
 
+impl CodeRunOutcome {
+    /// The captured lines' texts, in order (what the model-facing result joins).
+    pub fn log_texts(&self) -> Vec<String> {
+        self.logs.iter().map(|line| line.text.clone()).collect()
+    }
+}
+
 /// One captured console line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LogLine {

@@ -288,16 +288,27 @@ async fn a_blow_up_of_small_objects_fails_with_the_memory_kind() {
 
 #[tokio::test]
 async fn a_syntax_error_is_an_exception() {
-    let (kind, message) = failure(&run("return (;").await);
+    let (kind, message) = failure(&run("\n\nreturn (;").await);
     assert_eq!(kind, FailureKind::Exception);
     assert!(message.starts_with("SyntaxError: "), "{message}");
+    assert!(message.ends_with(" (line 3, column 9)"), "{message}");
 }
 
 #[tokio::test]
 async fn a_throw_is_an_exception_with_its_message() {
     assert_eq!(
         failure(&run("throw new TypeError('nope');").await),
-        (FailureKind::Exception, "TypeError: nope".into())
+        (
+            FailureKind::Exception,
+            "TypeError: nope (line 1, column 11)".into()
+        )
+    );
+    assert_eq!(
+        failure(&run("const a = 1;\n\nnull.x;").await),
+        (
+            FailureKind::Exception,
+            "TypeError: cannot read property 'x' of null (line 3, column 1)".into()
+        )
     );
     assert_eq!(
         failure(&run("throw {code: 7};").await),

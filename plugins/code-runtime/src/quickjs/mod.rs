@@ -31,6 +31,9 @@ const ENGINE_THREAD_STACK: usize = 8 << 20;
 /// result), `console` (`log`, `info`, `warn`, `error`, `debug`, captured) and `ToolCallError`
 /// (the rejection of a failed sub-call, with `toolName` and `message`); and the language's
 /// built-ins, without timers, modules or any I/O.
+///
+/// Sub-calls still running when a run settles get [`Limits::sub_call_grace`](crate::Limits) on
+/// Tokio's timer, so a run must be awaited inside a Tokio runtime with time enabled.
 #[derive(Debug, Default, Clone)]
 pub struct QuickJs {
     live: Arc<AtomicUsize>,

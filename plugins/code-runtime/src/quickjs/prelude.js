@@ -108,11 +108,28 @@
     return stringify(root);
   }
 
+  // The program's source is the body of the function the AsyncFunction constructor builds,
+  // which puts two lines of its own before the body.
+  const BODY_FIRST_LINE = 3;
+  const sourcePosition = /<input>:(\d+):(\d+)/;
+  const regexpExec = RegExp.prototype.exec;
+
+  // Where in the program an error was raised, as ` (line L, column C)`, or "" when unknown.
+  function location(error) {
+    const stack = error.stack;
+    if (typeof stack !== "string") return "";
+    const found = apply(regexpExec, sourcePosition, [stack]);
+    if (found === null) return "";
+    const line = Number(found[1]) - BODY_FIRST_LINE + 1;
+    return line >= 1 ? ` (line ${line}, column ${found[2]})` : "";
+  }
+
   function describe(error) {
     try {
       if (error instanceof ErrorCtor) {
         const text = `${error.name}: ${error.message}`;
-        return error instanceof ToolCallError ? `${text} (from tool ${stringify(error.toolName)})` : text;
+        if (error instanceof ToolCallError) return `${text} (from tool ${stringify(error.toolName)})`;
+        return text + location(error);
       }
       return `uncaught ${show(error)}`;
     } catch (_) {
