@@ -696,3 +696,53 @@ async fn invalid_limits_are_refused_before_anything_runs() {
     assert!(err.to_string().contains("output_bytes"), "{err}");
     assert_eq!(runtime.live_threads(), 0);
 }
+
+#[tokio::test]
+async fn atomics_wait_cannot_block_the_engine() {
+    let (kind, message) =
+        failure(&run("Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0);").await);
+    assert_eq!(kind, FailureKind::Exception);
+    assert!(message.starts_with("TypeError"), "{message}");
+}
+
+#[tokio::test]
+async fn catastrophic_regex_backtracking_is_interrupted() {
+    let limits = Limits {
+        cpu_time: Duration::from_millis(200),
+        ..limits()
+    };
+    let program = "return /(a+)+b/.test('a'.repeat(64));";
+    let outcome = run_with(
+        &QuickJs::new(),
+        program,
+        Tools::new(),
+        limits,
+        Cancel::never(),
+    )
+    .await;
+    assert_eq!(failure(&outcome).0, FailureKind::Timeout);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_runs_each_get_their_own_engine_and_all_threads_end() {
+    let runtime = QuickJs::new();
+    let runs = (0..8).map(|n| {
+        let runtime = runtime.clone();
+        async move {
+            runtime
+                .run(CodeRunRequest {
+                    program: format!("globalThis.n = (globalThis.n ?? 0) + {n}; return (await tools.echo({{n}})).n + n;"),
+                    bindings: Tools::new(),
+                    limits: limits(),
+                    cancel: Cancel::never(),
+                })
+                .await
+                .unwrap()
+        }
+    });
+    let outcomes = futures_util::future::join_all(runs).await;
+    for (n, outcome) in outcomes.into_iter().enumerate() {
+        assert_eq!(outcome.result.unwrap(), Some(json!(2 * n)));
+    }
+    assert_eq!(runtime.live_threads(), 0);
+}
