@@ -7,6 +7,14 @@
 //!
 //! [`ToolRegistry::schemas`] is the capability catalog; what the model sees is the system-prompt
 //! assembly's canonical list, to which the registry contributes as one tool provider.
+//!
+//! Registration checks the name ([`check_tool_name`], one rule for every kind of tool) and
+//! compiles the parameters schema once; [`ToolRegistry::execute`] checks every call's arguments
+//! against it before guards and the handler run, so no tool, built-in or dylib, sees arguments
+//! its schema refuses.
+//!
+//! Writing a tool: [`ToolDefinition::typed`] derives the schema from a Rust argument type; a
+//! plugin that only registers tools is a [`ToolSet`] served by [`ToolSetPlugin`].
 
 mod arguments;
 mod definition;
