@@ -111,7 +111,7 @@ fn adapter_only(bencher: divan::Bencher) {
     let adapter = ScriptedAdapter::new(vec![ScriptedResponse::text("ok")]).repeating();
     let request = FrozenRequest::new(LlmRequest {
         config: CallConfig::model("m"),
-        messages: vec![],
+        messages: Default::default(),
         system: Some("s".into()),
         tools: (0..50).map(schema).collect(),
         session_id: "s".into(),
@@ -139,6 +139,27 @@ fn steady_one_step_turn_50_tools_with_invariant(bencher: divan::Bencher) {
     let root = boot_root(&rt, true);
     let agent = fresh_agent(&rt, &root);
     bencher.bench_local(|| rt.block_on(agent.run_turn("hello")).unwrap());
+}
+
+/// One more one-step turn on an agent with 200 turns of history (the per-step cost the history
+/// must not dominate: requests share it instead of copying it).
+#[divan::bench(sample_count = 100, sample_size = 1)]
+fn step_50_tools_at_200_turns(bencher: divan::Bencher) {
+    let rt = runtime();
+    let root = boot_root(&rt, false);
+    bencher
+        .with_inputs(|| {
+            let agent = fresh_agent(&rt, &root);
+            for _ in 0..200 {
+                rt.block_on(agent.run_turn("hello")).unwrap();
+            }
+            agent
+        })
+        .bench_local_values(|agent| {
+            let reason = rt.block_on(agent.run_turn("hello"));
+            assert!(reason.is_ok());
+            agent
+        });
 }
 
 /// Assembly alone (the system-prompt part of a step) for 50 tools.
