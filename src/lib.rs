@@ -4,6 +4,7 @@
 
 pub mod builtins;
 pub mod cli;
+pub mod exercise;
 
 pub use cordis_host as host;
 pub use cordis_host::Builtins;

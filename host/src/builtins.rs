@@ -33,7 +33,7 @@ impl Builtins {
     }
 
     /// The host's own plugins: `tools`, `system-prompt`, and the debugging plugins
-    /// `debug/noop`, `debug/provide`, `debug/fault`, `debug/log`. An application adds its plugin crates to it.
+    /// `debug/noop`, `debug/provide`, `debug/fault`, `debug/log`, `debug/echo`. An application adds its plugin crates to it.
     pub fn host() -> Builtins {
         let mut table = Builtins::new();
         table.insert(cordis_tools::ToolsPlugin);
@@ -42,6 +42,7 @@ impl Builtins {
         table.insert(crate::debug::Provide);
         table.insert(crate::fault::Fault);
         table.insert(crate::log_probe::LogProbe);
+        table.insert(crate::echo::Echo);
         table
     }
 

@@ -15,6 +15,7 @@ pub mod debug;
 pub mod diagnostic;
 pub mod digest;
 pub mod dylib;
+pub mod echo;
 pub mod env;
 pub mod fault;
 pub mod loader;

@@ -8,7 +8,9 @@
 //! - `pct:<d>`: a PCT-style policy (Burckhardt et al., "A randomized scheduler with probabilistic
 //!   guarantees of finding bugs"): each task gets a seeded priority, lower priorities yield more at
 //!   every point, and `d - 1` seeded change points demote the task that reaches them. It favours
-//!   bugs that need a few specific orderings over uniform shuffles.
+//!   bugs that need a few specific orderings over uniform shuffles. A point named `kind/actor`
+//!   (e.g. `tool-call/alpha`) gives `actor` a priority of its own within its task, so futures
+//!   joined in one task are perturbed against each other too.
 //!
 //! Every draw comes from a ChaCha stream of its own per named site (seed + site name), so adding
 //! a site never shifts the draws of another.
@@ -81,8 +83,10 @@ const PCT_HORIZON: u64 = 64;
 
 #[derive(Default)]
 struct PctState {
-    /// Tasks in order of first appearance, with their priorities (higher runs earlier).
-    priorities: HashMap<tokio::task::Id, u64>,
+    /// Actors (a task, or an actor named by a site within a task) with their priorities
+    /// (higher runs earlier).
+    /// `None` as the task is the runtime's root future (`block_on`), which is no task.
+    priorities: HashMap<(Option<tokio::task::Id>, Option<String>), u64>,
     steps: u64,
     change_points: Vec<u64>,
     demoted: u64,
@@ -200,19 +204,20 @@ impl Schedule {
     }
 
     fn pct_yields(&self, site: &str) -> u64 {
-        let Some(task) = tokio::task::try_id() else {
-            return 0;
-        };
+        let task = tokio::task::try_id();
         let fresh = self.draw(&format!("pct/priority/{site}"), MAX_YIELDS);
+        // A site `kind/actor` names an actor inside its task: futures joined in one task (the
+        // parallel tool calls of one step) are separate actors with priorities of their own.
+        let actor = (task, site.split_once('/').map(|(_, who)| who.to_owned()));
         let mut pct = lock(&self.inner.pct);
         pct.steps += 1;
         let step = pct.steps;
-        let priority = *pct.priorities.entry(task).or_insert(fresh);
+        let priority = *pct.priorities.entry(actor.clone()).or_insert(fresh);
 
         if pct.change_points.contains(&step) {
             pct.demoted += 1;
             let low = MAX_YIELDS + pct.demoted;
-            pct.priorities.insert(task, low);
+            pct.priorities.insert(actor, low);
             low
         } else {
             priority

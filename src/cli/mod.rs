@@ -297,6 +297,16 @@ pub struct StressArgs {
     /// Write this shard's report (JSON) for `cordis stress merge`.
     #[arg(long, value_name = "FILE")]
     pub report: Option<PathBuf>,
+    /// Exercise each boot: hold the scripted conversation in SCRIPT with the agent, dispose,
+    /// and compare the whole session log (times scrubbed) besides the digest and statuses.
+    /// SCRIPT is YAML: `turns: [messages]` and optional `responses: [...]` in the llm entry's
+    /// scripted format (see docs/exercise.md).
+    #[arg(long, value_name = "SCRIPT")]
+    pub exercise: Option<PathBuf>,
+    /// With --exercise: print each seed's scrubbed session log on stdout, one JSON event per
+    /// line (what the replay commands use to show a divergence).
+    #[arg(long, requires = "exercise")]
+    pub print_log: bool,
 }
 
 /// The subcommands of `cordis stress`.

@@ -16,6 +16,8 @@ use cordis_runtime::{Policy, Schedule};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{Value, json};
 
+use crate::exercise::{ExerciseScript, exercise_plan};
+
 use super::ci::{self, JunitCase, SHARD_REPORT_VERSION, ShardReport, github_error, junit_xml};
 use super::render::{diff, safe};
 use super::{
@@ -109,10 +111,10 @@ impl Progress {
 fn run_seeds(
     plan: &LoadPlan,
     args: &StressArgs,
+    exercise: Option<&ExerciseScript>,
     io: &mut Io<'_>,
 ) -> anyhow::Result<Verdict> {
     let policy = args.policy();
-    let file = &args.config.file;
     let (_, count, indices) = shard_indices(args);
     let total = args
         .seeds
@@ -128,6 +130,7 @@ fn run_seeds(
         covered_below: args.seeds.unwrap_or(0),
         budget_spent: false,
     };
+    let runtime = cordis_host::shutdown::current_thread()?;
     for k in indices {
         if args.time_budget.is_some_and(|budget| started.elapsed() >= budget) {
             verdict.budget_spent = true;
@@ -135,7 +138,35 @@ fn run_seeds(
             break;
         }
         let seed = args.start.wrapping_add(k);
-        let (report, leaked) = boot_blocking(plan, Schedule::new(policy, seed))?;
+        let (outcome, digest, leaked) = match exercise {
+            None => {
+                let (report, leaked) = boot_blocking(plan, Schedule::new(policy, seed))?;
+                (report.outcome(), report.digest, leaked)
+            }
+            Some(script) => {
+                match runtime.block_on(crate::exercise::exercise(plan, script, Schedule::new(policy, seed))) {
+                    Ok(run) => {
+                        if args.print_log {
+                            for event in &run.log {
+                                writeln!(io.out, "{}", serde_json::to_string(event)?)?;
+                            }
+                        }
+                        (run.comparable(), run.report.digest.clone(), run.live_after)
+                    }
+                    Err(e) => {
+                        progress.finish();
+                        writeln!(io.err, "cordis: seed {seed}: {e}")?;
+                        verdict.failure = Some(json!({
+                            "kind": "exercise",
+                            "seed": seed,
+                            "message": e.to_string(),
+                            "replay": [replay(args, seed, policy)],
+                        }));
+                        break;
+                    }
+                }
+            }
+        };
         verdict.runs += 1;
         verdict.covered_below = k.saturating_add(1);
         if !leaked.is_zero() {
@@ -143,17 +174,16 @@ fn run_seeds(
             writeln!(
                 io.err,
                 "cordis: seed {seed}: disposing the root left live resources {leaked:?}\n  replay: {}",
-                replay_command(file, seed, policy)
+                replay(args, seed, policy)
             )?;
             verdict.failure = Some(json!({
                 "kind": "leak",
                 "seed": seed,
                 "live": format!("{leaked:?}"),
-                "replay": [replay_command(file, seed, policy)],
+                "replay": [replay(args, seed, policy)],
             }));
             break;
         }
-        let outcome = report.outcome();
         let bytes = canonical_bytes(&outcome);
         match &verdict.baseline {
             None => {
@@ -161,7 +191,7 @@ fn run_seeds(
                     seed,
                     outcome,
                     bytes,
-                    digest: report.digest.clone(),
+                    digest,
                 });
             }
             Some(first) if first.bytes != bytes => {
@@ -171,16 +201,16 @@ fn run_seeds(
                     "cordis: seeds {} and {seed} diverge (schedule {policy}):",
                     first.seed
                 )?;
-                write!(io.err, "{}", diff(&first.outcome, first.seed, &outcome, seed))?;
-                let replays = [
-                    replay_command(file, first.seed, policy),
-                    replay_command(file, seed, policy),
-                ];
+                explain(&first.outcome, first.seed, &outcome, seed, io)?;
+                let replays = [replay(args, first.seed, policy), replay(args, seed, policy)];
                 writeln!(io.err, "replay:")?;
                 for replay in &replays {
                     writeln!(io.err, "  {replay}")?;
                 }
-                verdict.failing_entries = differing_entries(&first.outcome, &outcome);
+                verdict.failing_entries = differing_entries(
+                    exercise.map_or(&first.outcome, |_| &first.outcome["boot"]),
+                    exercise.map_or(&outcome, |_| &outcome["boot"]),
+                );
                 verdict.failure = Some(json!({
                     "kind": "divergence",
                     "seeds": [first.seed, seed],
@@ -194,7 +224,54 @@ fn run_seeds(
         progress.done(usize::try_from(verdict.runs).unwrap_or(usize::MAX), io)?;
     }
     progress.finish();
+    cordis_host::shutdown::end(runtime);
     Ok(verdict)
+}
+
+/// The command that replays one seed: `cordis check` for a boot, `cordis stress --exercise
+/// … --print-log` for an exercise (diff two seeds' output to see the divergence).
+fn replay(args: &StressArgs, seed: u64, policy: Policy) -> String {
+    match &args.exercise {
+        None => replay_command(&args.config.file, seed, policy),
+        Some(script) => format!(
+            "cordis stress {} --exercise {} --schedule {policy} --start {seed} --seeds 1 --print-log",
+            shell_word(&args.config.file.display().to_string()),
+            shell_word(&script.display().to_string())
+        ),
+    }
+}
+
+/// `word` quoted for a POSIX shell when it needs it.
+fn shell_word(word: &str) -> String {
+    if word
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "_./-+@:".contains(c))
+    {
+        word.to_owned()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
+/// Prints how two seeds' outcomes differ: for an exercise, the first differing session event
+/// (both sides) and any boot difference; for a boot, the diff of the outcomes.
+fn explain(a: &Value, seed_a: u64, b: &Value, seed_b: u64, io: &mut Io<'_>) -> std::io::Result<()> {
+    let (Some(log_a), Some(log_b)) = (a["log"].as_array(), b["log"].as_array()) else {
+        return write!(io.err, "{}", diff(a, seed_a, b, seed_b));
+    };
+    if a["boot"] != b["boot"] {
+        write!(io.err, "{}", diff(&a["boot"], seed_a, &b["boot"], seed_b))?;
+    }
+    if a["turns"] != b["turns"] {
+        writeln!(io.err, "  turn ends:\n    seed {seed_a}: {}\n    seed {seed_b}: {}", safe(&a["turns"].to_string()), safe(&b["turns"].to_string()))?;
+    }
+    if let Some((i, x, y)) = crate::exercise::first_difference(log_a, log_b) {
+        let show = |v: Option<Value>| v.map_or_else(|| "(no event)".to_owned(), |v| safe(&v.to_string()).into_owned());
+        writeln!(io.err, "  first differing session event: #{i}")?;
+        writeln!(io.err, "    seed {seed_a}: {}", show(x))?;
+        writeln!(io.err, "    seed {seed_b}: {}", show(y))?;
+    }
+    Ok(())
 }
 
 /// The ids of entries whose outcome differs between two seeds, sorted.
@@ -252,8 +329,22 @@ pub(crate) fn run(args: &StressArgs, io: &mut Io<'_>, builtins: &Builtins) -> an
         "cordis: seeds {range} (schedule {policy}, shard {index}/{count}{budget})"
     )?;
     let plan = load(&args.config, io, builtins)?;
+    let (plan, script) = match &args.exercise {
+        None => (plan, None),
+        Some(path) => {
+            let prepared = ExerciseScript::load(path)
+                .and_then(|script| Ok((exercise_plan(&plan, &script)?, script)));
+            match prepared {
+                Ok((plan, script)) => (plan, Some(script)),
+                Err(e) => {
+                    writeln!(io.err, "cordis: {e}")?;
+                    return Err(Exit(EXIT_CONFIG).into());
+                }
+            }
+        }
+    };
     let started = Instant::now();
-    let verdict = run_seeds(&plan, args, io)?;
+    let verdict = run_seeds(&plan, args, script.as_ref(), io)?;
     let seconds = started.elapsed().as_secs_f64();
     let digest = verdict.baseline.as_ref().map(|b| b.digest.clone());
     let report = ShardReport {

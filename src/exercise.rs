@@ -1,0 +1,315 @@
+//! Exercising a composition: boot it under one seed, hold a scripted conversation with its
+//! agent, dispose it, and return everything the run showed in a form two seeds can compare —
+//! the boot outcome (statuses, digest), the session log with times scrubbed, and what disposal
+//! left live.
+//!
+//! # The script
+//! A YAML (or JSON) file:
+//! ```yaml
+//! # The user's messages, one turn each.
+//! turns: ["list my todos", "now in parallel"]
+//! # The scripted model's responses, in order, in the llm entry's `responses` format
+//! # (text, toolCalls, usage, error). Absent: the llm entry's own scripted responses.
+//! responses:
+//!   - toolCalls:
+//!       - {name: todo_write, arguments: {todos: []}}
+//!       - {name: todo_write, arguments: {todos: []}}
+//!   - text: done
+//! ```
+//! The composition's `llm` entry is switched to the scripted adapter with these responses and
+//! its `sessions` entry to memory, so an exercise touches no network and no files.
+//!
+//! # Scrubbing (what two seeds may differ in)
+//! Every key named in [`SCRUBBED_KEYS`] is removed wherever it occurs in an event (append
+//! times and durations). Ids need no scrubbing: the session id is fixed (`exercise`), call ids
+//! come from the script, and sequence numbers are part of what must agree.
+//!
+//! # Determinism
+//! Tool results of calls made in one step are committed in call order, whatever order they
+//! complete in, so the log does not depend on completion order; a seeded exercise proves it.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use cordis_agent_loop::{AgentLoop, AgentOptions};
+use cordis_host::loader::{BootReport, boot};
+use cordis_host::plan::{LoadPlan, Step};
+use cordis_llm::{AdapterKind, LlmConfig, ScriptedResponse};
+use cordis_runtime::{Context, LiveCounts, Prepared, Schedule};
+use cordis_session::SessionConfig;
+use serde::Deserialize;
+use serde_json::Value;
+
+/// Keys removed from every session event before comparing seeds: they carry wall-clock time.
+pub const SCRUBBED_KEYS: &[&str] = &["time", "ts", "timestamp", "elapsedMs", "durationMs", "latencyMs"];
+
+/// The session (and agent) id every exercise uses.
+pub const EXERCISE_ID: &str = "exercise";
+
+/// A scripted conversation.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExerciseScript {
+    /// The user's messages, one turn each.
+    pub turns: Vec<String>,
+    /// The model's responses; `None` keeps the llm entry's own.
+    #[serde(default)]
+    pub responses: Option<Vec<ScriptedResponse>>,
+}
+
+/// Why an exercise could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum ExerciseError {
+    /// The script file could not be read.
+    #[error("cannot read the exercise script {path}: {source}")]
+    Read {
+        /// The file.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The script is not valid.
+    #[error("{path}: not an exercise script: {message} (expected `turns: [...]` and optional `responses: [...]`)")]
+    Parse {
+        /// The file.
+        path: String,
+        /// The parser's message, with its position.
+        message: String,
+    },
+    /// The composition has no entry the exercise needs.
+    #[error("the configuration has no `{0}` entry; an exercise talks to the agent, so it needs `llm`, `sessions` and `agent-loop` entries")]
+    Missing(&'static str),
+    /// The agent could not be created after boot (its services are not all active).
+    #[error("no agent to exercise: {0}")]
+    NoAgent(String),
+}
+
+impl ExerciseScript {
+    /// Reads a script file (YAML or JSON).
+    ///
+    /// # Errors
+    /// When the file cannot be read or is not a script.
+    pub fn load(path: &Path) -> Result<ExerciseScript, ExerciseError> {
+        let shown = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|source| ExerciseError::Read {
+            path: shown.clone(),
+            source,
+        })?;
+        ExerciseScript::parse(&text, &shown)
+    }
+
+    /// Parses a script's text; `origin` names it in errors.
+    ///
+    /// # Errors
+    /// When the text is not a script.
+    pub fn parse(text: &str, origin: &str) -> Result<ExerciseScript, ExerciseError> {
+        serde_yaml_ng::from_str(text).map_err(|e| ExerciseError::Parse {
+            path: origin.to_owned(),
+            message: e.to_string(),
+        })
+    }
+}
+
+/// `plan` set up for an exercise: its `llm` entry scripted with `script`'s responses (if any)
+/// and recording nothing, its `sessions` entry in memory.
+///
+/// # Errors
+/// When the plan has no `llm`, `sessions` or `agent-loop` entry.
+pub fn exercise_plan(plan: &LoadPlan, script: &ExerciseScript) -> Result<LoadPlan, ExerciseError> {
+    let mut out = plan.clone();
+    let (mut llm, mut sessions, mut agent_loop) = (false, false, false);
+    for entry in &mut out.entries {
+        let Step::Plugin { prepared, .. } = &mut entry.step else {
+            continue;
+        };
+        match prepared.plugin.name() {
+            "llm" => {
+                if let Some(config) = prepared.config.downcast_ref::<LlmConfig>() {
+                    let mut config = config.clone();
+                    config.adapter = AdapterKind::Scripted;
+                    config.record_requests = 0;
+                    if let Some(responses) = &script.responses {
+                        config.responses = Some(responses.clone());
+                        config.script = None;
+                        config.repeat = false;
+                    }
+                    *prepared = Prepared::erased(Arc::clone(&prepared.plugin), Arc::new(config));
+                    llm = true;
+                }
+            }
+            "sessions" => {
+                if let Some(config) = prepared.config.downcast_ref::<SessionConfig>() {
+                    let mut config = config.clone();
+                    config.root = None;
+                    *prepared = Prepared::erased(Arc::clone(&prepared.plugin), Arc::new(config));
+                    sessions = true;
+                }
+            }
+            "agent-loop" => agent_loop = true,
+            _ => {}
+        }
+    }
+    if !llm {
+        return Err(ExerciseError::Missing("llm"));
+    }
+    if !sessions {
+        return Err(ExerciseError::Missing("sessions"));
+    }
+    if !agent_loop {
+        return Err(ExerciseError::Missing("agent-loop"));
+    }
+    Ok(out)
+}
+
+/// What one exercise showed.
+#[derive(Debug, Clone)]
+pub struct ExerciseOutcome {
+    /// The boot report (statuses, assembly, digest).
+    pub report: BootReport,
+    /// The agent's session log, each event scrubbed of [`SCRUBBED_KEYS`].
+    pub log: Vec<Value>,
+    /// Each turn's end: `completed`, or the reason it did not.
+    pub turns: Vec<String>,
+    /// What disposal left live (should be nothing).
+    pub live_after: LiveCounts,
+    /// The order in which `debug/echo` tool calls completed (`who: tool`), to show that the
+    /// log agrees even where completion order does not.
+    pub completions: Vec<String>,
+}
+
+impl ExerciseOutcome {
+    /// Everything two seeds must agree on, as one JSON value: the boot outcome, the turn ends
+    /// and the scrubbed log.
+    pub fn comparable(&self) -> Value {
+        serde_json::json!({
+            "boot": self.report.outcome(),
+            "turns": self.turns,
+            "log": self.log,
+        })
+    }
+}
+
+/// Removes [`SCRUBBED_KEYS`] from `value`, at any depth.
+pub fn scrub(value: &mut Value) {
+    let mut stack = vec![value];
+    while let Some(v) = stack.pop() {
+        match v {
+            Value::Object(map) => {
+                for key in SCRUBBED_KEYS {
+                    map.remove(*key);
+                }
+                stack.extend(map.values_mut());
+            }
+            Value::Array(items) => stack.extend(items.iter_mut()),
+            _ => {}
+        }
+    }
+}
+
+/// Boots `plan` (prepared by [`exercise_plan`]) under `schedule`, runs `script`'s turns,
+/// disposes, and returns what it saw.
+///
+/// # Errors
+/// When no agent can be created (the boot left the agent loop pending or failed).
+pub async fn exercise(
+    plan: &LoadPlan,
+    script: &ExerciseScript,
+    schedule: Schedule,
+) -> Result<ExerciseOutcome, ExerciseError> {
+    let root = Context::root_with(schedule);
+    let report = boot(&root, plan).await;
+    let Some(agents) = root.get::<AgentLoop>() else {
+        let bad: Vec<String> = report
+            .entries
+            .iter()
+            .filter(|e| !e.status.is_as_configured())
+            .map(|e| format!("{} is {}", e.id, e.status))
+            .collect();
+        root.dispose();
+        return Err(ExerciseError::NoAgent(if bad.is_empty() {
+            "the agent-loop service is not provided".to_owned()
+        } else {
+            bad.join(", ")
+        }));
+    };
+    let model = agents
+        .llm()
+        .default_model()
+        .unwrap_or("default")
+        .to_owned();
+    let mut options = AgentOptions::new(EXERCISE_ID, model);
+    options.session_id = Some(EXERCISE_ID.to_owned());
+    let agent = match agents.create_agent(options).await {
+        Ok(agent) => agent,
+        Err(e) => {
+            root.dispose();
+            return Err(ExerciseError::NoAgent(e.to_string()));
+        }
+    };
+    let mut turns = Vec::with_capacity(script.turns.len());
+    for message in &script.turns {
+        let end = match agent.run_turn(message.clone()).await {
+            Ok(reason) => serde_json::to_string(&reason).unwrap_or_default(),
+            Err(e) => e.to_string(),
+        };
+        turns.push(end);
+    }
+    let mut log: Vec<Value> = agent
+        .session()
+        .events()
+        .into_iter()
+        .map(|e| serde_json::to_value(e).unwrap_or(Value::Null))
+        .collect();
+    for event in &mut log {
+        scrub(event);
+    }
+    let completions = root.trace_details(cordis_host::echo::TRACE_TOOL_COMPLETE);
+    root.dispose();
+    root.tasks_finished().await;
+    let live_after = root.live();
+    Ok(ExerciseOutcome {
+        report,
+        log,
+        turns,
+        live_after,
+        completions,
+    })
+}
+
+/// The first event at which two logs differ: its index and each side (`None` past the end).
+pub fn first_difference(a: &[Value], b: &[Value]) -> Option<(usize, Option<Value>, Option<Value>)> {
+    let n = a.len().max(b.len());
+    (0..n).find_map(|i| {
+        let (x, y) = (a.get(i), b.get(i));
+        (x != y).then(|| (i, x.cloned(), y.cloned()))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scrubbing_removes_times_at_any_depth_and_nothing_else() {
+        let mut v = serde_json::json!({"type": "x", "seq": 3, "time": 17, "data": {"durationMs": 4, "items": [{"ts": 1, "keep": 2}]}});
+        scrub(&mut v);
+        assert_eq!(v, serde_json::json!({"type": "x", "seq": 3, "data": {"items": [{"keep": 2}]}}));
+    }
+
+    #[test]
+    fn a_script_needs_turns_and_names_its_file_when_wrong() {
+        let ok = ExerciseScript::parse("turns: [hi]\nresponses: [{text: hello}]\n", "s.yml").unwrap();
+        assert_eq!(ok.turns, ["hi"]);
+        assert_eq!(ok.responses.as_ref().map(Vec::len), Some(1));
+        let err = ExerciseScript::parse("turn: [hi]\n", "s.yml").unwrap_err().to_string();
+        assert!(err.starts_with("s.yml: not an exercise script"), "{err}");
+    }
+
+    #[test]
+    fn first_difference_finds_the_index_and_a_shorter_log() {
+        let a = vec![serde_json::json!(1), serde_json::json!(2)];
+        let b = vec![serde_json::json!(1)];
+        assert_eq!(first_difference(&a, &a), None);
+        assert_eq!(first_difference(&a, &b), Some((1, Some(serde_json::json!(2)), None)));
+    }
+}

@@ -1,0 +1,138 @@
+//! Whole-session determinism: `cordis stress --exercise` boots, holds a scripted conversation
+//! whose tool calls run in parallel, disposes, and compares the session logs of every seed.
+
+mod common;
+
+use std::collections::BTreeSet;
+
+use common::{cordis, fixture};
+use cordis::exercise::{ExerciseScript, exercise, exercise_plan};
+use cordis_host::digest::canonical_bytes;
+use cordis_host::{PlanOptions, load_plan};
+use cordis_runtime::{Policy, Schedule};
+
+fn plan(name: &str) -> cordis_host::LoadPlan {
+    let file = fixture(&format!("exercise/{name}"));
+    let source = std::fs::read_to_string(&file).unwrap();
+    load_plan(
+        &source,
+        &file,
+        &|_| None,
+        &cordis::builtins::standard(),
+        &PlanOptions::default(),
+    )
+    .unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn script() -> ExerciseScript {
+    ExerciseScript::load(std::path::Path::new(&fixture("exercise/script.yml"))).unwrap()
+}
+
+#[test]
+fn the_log_agrees_across_seeds_while_tool_completion_order_varies() {
+    let script = script();
+    let plan = exercise_plan(&plan("parallel.yml"), &script).unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut logs = BTreeSet::new();
+    let mut completion_orders = BTreeSet::new();
+    for seed in 0..64 {
+        let run = rt
+            .block_on(exercise(&plan, &script, Schedule::new(Policy::Random, seed)))
+            .unwrap();
+        assert!(run.live_after.is_zero(), "seed {seed}: {:?}", run.live_after);
+        assert!(run.turns.iter().all(|t| t.contains("completed")), "{:?}", run.turns);
+        assert_eq!(run.completions.len(), 5, "{:?}", run.completions);
+        logs.insert(canonical_bytes(&run.comparable()));
+        completion_orders.insert(run.completions);
+    }
+    // Not vacuous: the tools really finished in different orders...
+    assert!(completion_orders.len() > 1, "{completion_orders:?}");
+    // ...and the log never showed it.
+    assert_eq!(logs.len(), 1);
+}
+
+#[test]
+fn stress_exercise_over_the_parallel_composition_agrees() {
+    let run = cordis(
+        &[
+            "stress",
+            &fixture("exercise/parallel.yml"),
+            "--exercise",
+            &fixture("exercise/script.yml"),
+            "--seeds",
+            "300",
+        ],
+        &[],
+    );
+    assert_eq!(run.code, 0, "{}", run.err);
+    assert!(run.out.starts_with("300 seeds agree"), "{}", run.out);
+}
+
+/// The replay commands a divergence printed, as argument lists.
+fn replays(err: &str) -> Vec<Vec<String>> {
+    err.lines()
+        .filter_map(|l| l.trim().strip_prefix("cordis "))
+        .map(|l| l.split(' ').map(str::to_owned).collect())
+        .collect()
+}
+
+#[test]
+fn a_racy_plugin_is_caught_under_random_and_pct_and_each_replay_reproduces_its_log() {
+    for policy in ["random", "pct"] {
+        let run = cordis(
+            &[
+                "stress",
+                &fixture("exercise/racy.yml"),
+                "--exercise",
+                &fixture("exercise/script.yml"),
+                "--seeds",
+                "1000",
+                "--schedule",
+                policy,
+            ],
+            &[],
+        );
+        assert_eq!(run.code, 1, "{policy}: {}", run.out);
+        assert!(run.err.contains("diverge"), "{}", run.err);
+        assert!(run.err.contains("first differing session event"), "{}", run.err);
+        let commands = replays(&run.err);
+        assert_eq!(commands.len(), 2, "{}", run.err);
+        let mut logs = Vec::new();
+        for command in &commands {
+            let args: Vec<&str> = command.iter().map(String::as_str).collect();
+            let first = cordis(&args, &[]);
+            let again = cordis(&args, &[]);
+            assert_eq!(first.code, 0, "{}", first.err);
+            assert!(first.out.contains("\"type\":\"tool/result\""), "{}", first.out);
+            // A seed replays its log exactly.
+            assert_eq!(first.out, again.out, "{command:?}");
+            logs.push(first.out);
+        }
+        // And the two seeds' logs differ, as the divergence said.
+        assert_ne!(logs[0], logs[1], "{policy}");
+    }
+}
+
+#[test]
+fn an_exercise_needs_an_agent_and_a_valid_script() {
+    let dir = std::env::temp_dir().join(format!("cordis-exercise-bad-{}", std::process::id()));
+    let _ = std::fs::create_dir_all(&dir);
+    let bad_script = dir.join("bad.yml");
+    std::fs::write(&bad_script, "turn: [oops]\n").unwrap();
+    let run = cordis(
+        &["stress", &fixture("exercise/parallel.yml"), "--exercise", bad_script.to_str().unwrap(), "--seeds", "1"],
+        &[],
+    );
+    assert_eq!(run.code, 2, "{}", run.err);
+    assert!(run.err.contains("not an exercise script"), "{}", run.err);
+    let run = cordis(
+        &["stress", &fixture("good.yml"), "--exercise", &fixture("exercise/script.yml"), "--seeds", "1"],
+        &[],
+    );
+    assert_eq!(run.code, 2, "{}", run.err);
+    assert!(run.err.contains("has no `llm` entry"), "{}", run.err);
+    let _ = std::fs::remove_dir_all(&dir);
+}
