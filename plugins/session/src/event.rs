@@ -2,7 +2,10 @@
 
 use cordis_llm::{AssistantToolCall, CallConfig, Chunk, Usage};
 use cordis_schema::{ToolSchema, canonicalize};
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
+
+use crate::project::ProjectionError;
 
 /// The session format version this crate reads and writes.
 pub const SESSION_VERSION: u32 = 0;
@@ -46,6 +49,40 @@ pub struct SessionEvent {
     pub source_event_seqs: Option<Vec<u64>>,
 }
 
+impl SessionEvent {
+    /// True when this event is of `T`'s kind.
+    pub fn is<T: EventData>(&self) -> bool {
+        self.kind == T::KIND
+    }
+
+    /// The payload as `T`, instead of reading JSON keys.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use cordis_session::{Session, TurnStartData};
+    ///
+    /// let s = Session::in_memory("s");
+    /// s.append(&TurnStartData { turn: 1 }, None).unwrap();
+    /// let first = &s.events()[0];
+    /// assert_eq!(first.data_as::<TurnStartData>().unwrap().turn, 1);
+    /// ```
+    ///
+    /// # Errors
+    /// A [`ProjectionError`] when the event is of another kind or its payload does not fit.
+    pub fn data_as<T: EventData>(&self) -> Result<T, ProjectionError> {
+        let error = |message: String| ProjectionError {
+            kind: self.kind.clone(),
+            seq: self.seq,
+            message,
+        };
+        if !self.is::<T>() {
+            return Err(error(format!("expected a {} event", T::KIND)));
+        }
+        T::deserialize(&self.data).map_err(|e| error(e.to_string()))
+    }
+}
+
 /// Event kinds.
 pub mod kinds {
     /// A turn began.
@@ -70,8 +107,9 @@ pub mod kinds {
     pub const TURN_END: &str = "turn/end";
 }
 
-/// A typed event payload.
-pub trait EventData: Serialize {
+/// A typed event payload: written with [`crate::Session::append`], read back with
+/// [`SessionEvent::data_as`].
+pub trait EventData: Serialize + DeserializeOwned {
     /// The event kind it is logged as.
     const KIND: &'static str;
 }
@@ -214,5 +252,38 @@ impl RequestHeader {
                 tools
             }),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn data_as_reads_its_own_kind_and_names_the_event_otherwise() {
+        let event = SessionEvent {
+            kind: kinds::TURN_START.into(),
+            seq: 4,
+            time: 0,
+            data: serde_json::json!({"turn": 2}),
+            source_event_seqs: None,
+        };
+        assert_eq!(event.data_as::<TurnStartData>().unwrap().turn, 2);
+        assert!(event.is::<TurnStartData>() && !event.is::<TurnEndData>());
+        let err = event.data_as::<StepStartData>().unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "turn/start at seq 4: expected a step/start event"
+        );
+        let bad = SessionEvent {
+            data: serde_json::json!({"turn": "two"}),
+            ..event
+        };
+        let err = bad.data_as::<TurnStartData>().unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("turn/start at seq 4: invalid type"),
+            "{err}"
+        );
     }
 }

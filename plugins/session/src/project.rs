@@ -5,7 +5,6 @@
 //! fresh fold of a log prefix is comparable to what the loop sent.
 
 use cordis_llm::Message;
-use serde::Deserialize;
 
 use crate::event::{
     AssistantMessageData, EventData, RequestHeader, RequestHeaderData, SessionEvent, StepEndData,
@@ -25,12 +24,8 @@ pub struct ProjectionError {
     pub message: String,
 }
 
-fn parse<'a, T: Deserialize<'a>>(event: &'a SessionEvent) -> Result<T, ProjectionError> {
-    T::deserialize(&event.data).map_err(|e| ProjectionError {
-        kind: event.kind.clone(),
-        seq: event.seq,
-        message: e.to_string(),
-    })
+fn parse<T: EventData>(event: &SessionEvent) -> Result<T, ProjectionError> {
+    event.data_as()
 }
 
 /// The message one event contributes to the conversation, if any.

@@ -24,7 +24,7 @@ use std::sync::Arc;
 
 use cordis_agent_loop::{AgentLoop, AgentOptions};
 use cordis_runtime::{BoxError, Context, Inject, Plugin};
-use cordis_session::{SessionEvent, TurnEndReason, kinds};
+use cordis_session::{AssistantMessageData, SessionEvent, TurnEndReason};
 use cordis_tools::{Restriction, ToolCallContext, ToolDefinition, ToolOutput, ToolSchema};
 use serde::Deserialize;
 
@@ -122,10 +122,10 @@ fn final_message(events: &[SessionEvent]) -> String {
     events
         .iter()
         .rev()
-        .find(|e| e.kind == kinds::ASSISTANT_MESSAGE)
-        .and_then(|e| e.data.get("content").and_then(|c| c.as_str()))
+        .find(|e| e.is::<AssistantMessageData>())
+        .and_then(|e| e.data_as::<AssistantMessageData>().ok())
+        .map(|d| d.content)
         .unwrap_or_default()
-        .to_owned()
 }
 
 async fn run_child(
@@ -256,7 +256,7 @@ mod tests {
     use cordis_agent_loop::{AgentLoopConfig, AgentLoopPlugin};
     use cordis_llm::{LlmConfig, LlmPlugin, ScriptedResponse};
     use cordis_runtime::prelude::*;
-    use cordis_session::{SessionConfig, SessionPlugin, kinds};
+    use cordis_session::{SessionConfig, SessionPlugin, ToolResultData};
     use cordis_system_prompt::{SystemPromptConfig, SystemPromptPlugin};
     use cordis_tools::{ToolRegistry, ToolsConfig, ToolsPlugin};
 
@@ -326,10 +326,12 @@ mod tests {
         let events = main.session().events();
         let result = events
             .iter()
-            .find(|e| e.kind == kinds::TOOL_RESULT)
+            .find(|e| e.is::<ToolResultData>())
+            .unwrap()
+            .data_as::<ToolResultData>()
             .unwrap();
-        assert_eq!(result.data["content"], "There are 3 files.");
-        assert_eq!(result.data["isError"], false);
+        assert_eq!(result.content, "There are 3 files.");
+        assert!(!result.is_error);
         assert_eq!(agents.agent_ids(), vec!["main"], "the child is disposed");
         // The child's session is linked and saw only the allowed tool.
         let store = agents.sessions().clone();
