@@ -396,19 +396,28 @@ impl Reader<'_> {
         };
         let mut out = Vec::with_capacity(items.len());
         for (i, item) in items.iter().enumerate() {
-            let position = if prefix.is_empty() {
-                i.to_string()
-            } else {
-                format!("{prefix}.{i}")
-            };
-            if let Some(entry) = self.entry(*item, &position, disabled) {
+            if let Some(entry) = self.entry(*item, (prefix, i), disabled) {
                 out.push(entry);
             }
         }
         out
     }
 
-    fn entry(&mut self, item: NodeId, position: &str, parent_disabled: bool) -> Option<RawEntry> {
+    /// Reads one entry; `at` is its group's position path and its index there (formatted only
+    /// when needed: for a derived id or a group's children).
+    fn entry(
+        &mut self,
+        item: NodeId,
+        at: (&str, usize),
+        parent_disabled: bool,
+    ) -> Option<RawEntry> {
+        let position = || {
+            if at.0.is_empty() {
+                at.1.to_string()
+            } else {
+                format!("{}.{}", at.0, at.1)
+            }
+        };
         let tree = self.tree;
         let node = tree.node(item);
         let pos = self.item_pos(item);
@@ -452,7 +461,7 @@ impl Reader<'_> {
             Some((_, Kind::UInt(u))) => (u.to_string(), true),
             Some((_, Kind::Float(f))) => (f.to_string(), true),
             _ => (
-                format!("{}#{position}", name.as_deref().unwrap_or("entry")),
+                format!("{}#{}", name.as_deref().unwrap_or("entry"), position()),
                 false,
             ),
         };
@@ -558,7 +567,7 @@ impl Reader<'_> {
             if let Some(list) = config_node
                 && tree.node(list).kind != Kind::Null
             {
-                children = self.list(list, position, disabled);
+                children = self.list(list, &position(), disabled);
             }
             self.claim(item, node.last, Some(&id));
             Some(serde_json::Value::Null)

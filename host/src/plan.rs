@@ -235,7 +235,7 @@ struct Resolver<'a> {
     config_dir: PathBuf,
     /// Canonical allowed directories: the config's, then the plugin directories.
     allowed: Vec<PathBuf>,
-    seen: BTreeMap<String, Pos>,
+    seen: BTreeMap<&'a str, Pos>,
     entries: Vec<PlannedEntry>,
     errors: Vec<Diagnostic>,
 }
@@ -273,7 +273,7 @@ fn resolve_lenient(
     )
 }
 
-impl Resolver<'_> {
+impl<'a> Resolver<'a> {
     /// Reports `problem` of `entry` at `pos` (the value it is about).
     fn error(&mut self, entry: &RawEntry, pos: Pos, problem: Problem) {
         self.errors.push(Diagnostic {
@@ -284,9 +284,9 @@ impl Resolver<'_> {
         });
     }
 
-    fn entry(&mut self, entry: &RawEntry, parent: Option<usize>) {
+    fn entry(&mut self, entry: &'a RawEntry, parent: Option<usize>) {
         let id_pos = entry.marks.id.unwrap_or(entry.pos);
-        if let Some(first) = self.seen.get(&entry.id) {
+        if let Some(first) = self.seen.get(entry.id.as_str()) {
             let first = format!("{}:{first}", self.file);
             self.error(
                 entry,
@@ -297,7 +297,7 @@ impl Resolver<'_> {
                 },
             );
         } else {
-            self.seen.insert(entry.id.clone(), id_pos);
+            self.seen.insert(&entry.id, id_pos);
         }
         let name = entry.name.clone().unwrap_or_default();
         let step = if entry.disabled {
@@ -309,8 +309,8 @@ impl Resolver<'_> {
         } else {
             self.plugin_step(entry, &name)
         };
-        let library = match (&step, EntrySource::lookup(&name, self.builtins)) {
-            (Some(Step::Plugin { .. }), Some(EntrySource::Dylib(_))) => self.locate(&name).ok(),
+        let library = match &step {
+            Some(Step::Plugin { .. }) if looks_like_dylib(&name) => self.locate(&name).ok(),
             _ => None,
         };
         let index = self.entries.len();

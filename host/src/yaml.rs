@@ -499,20 +499,47 @@ fn parse_float(v: &str) -> Option<f64> {
     unsigned.parse::<f64>().ok().filter(|f| f.is_finite())
 }
 
-/// Distinct scalar keys of a mapping, for duplicate detection.
+/// A scalar key as YAML compares it (no allocation).
+#[derive(PartialEq, Eq, PartialOrd, Ord)]
+enum KeyId<'a> {
+    Null,
+    Bool(bool),
+    Int(i128),
+    Str(&'a str),
+}
+
+fn key_id(tree: &Tree, key: NodeId) -> Option<KeyId<'_>> {
+    Some(match &tree.node(key).kind {
+        Kind::Str(..) => KeyId::Str(tree.str(key).unwrap_or_default()),
+        Kind::Int(i) => KeyId::Int(i128::from(*i)),
+        Kind::UInt(u) => KeyId::Int(i128::from(*u)),
+        Kind::Bool(b) => KeyId::Bool(*b),
+        Kind::Null => KeyId::Null,
+        _ => return None,
+    })
+}
+
+/// The keys of a mapping that repeat an earlier key, in written order.
 pub(crate) fn duplicate_keys(tree: &Tree, pairs: &[(NodeId, NodeId)]) -> Vec<NodeId> {
-    let mut seen = BTreeSet::new();
     let mut out = Vec::new();
+    if pairs.len() <= 16 {
+        // Entries have a handful of keys: pairwise comparison beats building a set.
+        for (i, (k, _)) in pairs.iter().enumerate() {
+            let Some(id) = key_id(tree, *k) else { continue };
+            if pairs[..i]
+                .iter()
+                .any(|(earlier, _)| key_id(tree, *earlier).as_ref() == Some(&id))
+            {
+                out.push(*k);
+            }
+        }
+        return out;
+    }
+    let mut seen = BTreeSet::new();
     for (k, _) in pairs {
-        let key = match &tree.node(*k).kind {
-            Kind::Str(..) => format!("s{}", tree.str(*k).unwrap_or_default()),
-            Kind::Int(i) => format!("i{i}"),
-            Kind::UInt(u) => format!("i{u}"),
-            Kind::Bool(b) => format!("b{b}"),
-            Kind::Null => "n".to_owned(),
-            _ => continue,
-        };
-        if !seen.insert(key) {
+        if let Some(id) = key_id(tree, *k)
+            && !seen.insert(id)
+        {
             out.push(*k);
         }
     }
