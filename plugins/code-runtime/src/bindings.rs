@@ -46,23 +46,54 @@ impl ToolCallError {
     }
 }
 
+/// A sub-call whose execution has finished, on its way to [`ToolBindings::commit`].
+#[derive(Debug, Clone)]
+pub struct Executed {
+    /// The call's sequence number (see [`ToolCall::seq`]).
+    pub seq: u64,
+    /// The binding's name.
+    pub name: String,
+    /// What [`ToolBindings::call`] returned.
+    pub result: Result<Value, ToolCallError>,
+}
+
 /// The host's tools as a program sees them.
 ///
+/// A sub-call has two phases: [`ToolBindings::call`] executes it (read-only calls may overlap)
+/// and [`ToolBindings::commit`] finishes it (the registry's post-execute and its settle event).
+/// Commits run one at a time in submission order, and the program receives each result when its
+/// commit ends, so results reach the program in submission order too.
+///
 /// # Determinism
-/// The runtime sorts and deduplicates [`ToolBindings::names`]; sub-calls start strictly in
-/// submission order, so the order calls reach [`ToolBindings::call`] depends only on the program.
+/// The runtime sorts and deduplicates [`ToolBindings::names`]. Calls start strictly in
+/// submission order (the work `call` does before returning its future happens in that order),
+/// commits happen in submission order, and the engine takes in one result at a time and runs the
+/// program until it waits again before it takes the next. So what a program logs and returns
+/// depends on its code and its tools' results, never on which tool finished first.
+///
+/// A mutating call starts once every earlier call is committed, and nothing starts until its own
+/// commit has ended.
 pub trait ToolBindings: Send + Sync {
     /// The names the program can call.
     fn names(&self) -> Vec<String>;
     /// The tool's concurrency class, read right before each call starts.
     fn concurrency(&self, name: &str) -> Concurrency;
-    /// Performs one call.
+    /// Executes one call.
     ///
     /// # Cancel safety
     /// The future is dropped unfinished if it has not finished within
     /// [`Limits::sub_call_grace`](crate::Limits::sub_call_grace) after [`ToolCall::run_over`]
     /// fires (or by the run's wall-clock ceiling, whichever is first).
     fn call(&self, call: ToolCall) -> BoxFuture<'_, Result<Value, ToolCallError>>;
+    /// Finishes one executed call; what it returns is what the program receives. By default the
+    /// execution's result, unchanged.
+    ///
+    /// # Cancel safety
+    /// As for [`ToolBindings::call`]; calls that finish executing after the run settled are
+    /// still committed (in order) within the grace, but their results reach no program.
+    fn commit(&self, executed: Executed) -> BoxFuture<'_, Result<Value, ToolCallError>> {
+        Box::pin(std::future::ready(executed.result))
+    }
 }
 
 /// Bindings with no tools.

@@ -45,7 +45,9 @@ mod outcome;
 mod quickjs;
 mod runtime;
 
-pub use bindings::{Concurrency, NoTools, RunOver, ToolBindings, ToolCall, ToolCallError};
+pub use bindings::{
+    Concurrency, Executed, NoTools, RunOver, ToolBindings, ToolCall, ToolCallError,
+};
 pub use cancel::Cancel;
 pub use error::CodeRuntimeError;
 pub use limits::Limits;

@@ -746,3 +746,67 @@ async fn concurrent_runs_each_get_their_own_engine_and_all_threads_end() {
     }
     assert_eq!(runtime.live_threads(), 0);
 }
+
+/// `first` finishes only after `second` has: execution order is the reverse of submission.
+struct Reversed {
+    second_done: Notify,
+    commits: Mutex<Vec<u64>>,
+}
+
+impl ToolBindings for Reversed {
+    fn names(&self) -> Vec<String> {
+        vec!["first".into(), "second".into()]
+    }
+    fn concurrency(&self, _: &str) -> Concurrency {
+        Concurrency::ReadOnly
+    }
+    fn call(&self, call: ToolCall) -> BoxFuture<'_, Result<Value, ToolCallError>> {
+        Box::pin(async move {
+            if call.name == "first" {
+                self.second_done.notified().await;
+            } else {
+                self.second_done.notify_one();
+            }
+            Ok(json!(call.name))
+        })
+    }
+    fn commit(
+        &self,
+        executed: cordis_code_runtime::Executed,
+    ) -> BoxFuture<'_, Result<Value, ToolCallError>> {
+        self.commits.lock().unwrap().push(executed.seq);
+        Box::pin(std::future::ready(executed.result))
+    }
+}
+
+#[tokio::test]
+async fn results_reach_the_program_in_submission_order_whatever_finishes_first() {
+    let runtime = QuickJs::new();
+    let bindings = Arc::new(Reversed {
+        second_done: Notify::new(),
+        commits: Mutex::new(Vec::new()),
+    });
+    let program = r#"
+        const winner = await Promise.race([
+            tools.first({}).then((r) => { console.log(r); return r; }),
+            tools.second({}).then((r) => { console.log(r); return r; }),
+        ]);
+        await new Promise((resolve) => setTimeoutLike(resolve));
+        return winner;
+        function setTimeoutLike(resolve) { tools.second({}).then(resolve); }
+    "#;
+    let outcome = runtime
+        .run(CodeRunRequest {
+            program: program.into(),
+            bindings: bindings.clone(),
+            limits: limits(),
+            cancel: Cancel::never(),
+        })
+        .await
+        .unwrap();
+    let texts: Vec<_> = outcome.logs.iter().map(|line| line.text.as_str()).collect();
+    assert_eq!(texts, ["first", "second"]);
+    assert_eq!(outcome.result.unwrap(), Some(json!("first")));
+    assert_eq!(*bindings.commits.lock().unwrap(), [1, 2, 3]);
+    assert_eq!(runtime.live_threads(), 0);
+}

@@ -1,14 +1,23 @@
-//! The host's side of sub-calls: starts them in submission order within the concurrency rules.
+//! The host's side of sub-calls: starts them in submission order within the concurrency rules,
+//! and commits them one at a time in submission order.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 
+use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
 use serde_json::Value as Json;
 
-use crate::{BoxFuture, Concurrency, RunOver, ToolBindings, ToolCall, ToolCallError};
+use crate::{BoxFuture, Concurrency, Executed, RunOver, ToolBindings, ToolCall, ToolCallError};
 
-/// A finished sub-call: its sequence number, name, class and result.
-pub(crate) type Finished = (u64, String, Concurrency, Result<Json, ToolCallError>);
+/// A call whose execution ended: its class and what `call` returned.
+type Finished = (Concurrency, Executed);
+
+/// A committed call, ready for the program.
+pub(crate) struct Settled {
+    pub(crate) seq: u64,
+    pub(crate) name: String,
+    pub(crate) result: Result<Json, ToolCallError>,
+}
 
 struct Queued {
     seq: u64,
@@ -16,18 +25,25 @@ struct Queued {
     arguments: Json,
 }
 
-/// Submission-order scheduling: read-only calls overlap up to `max_parallel`; a mutating call
-/// waits for everything before it, then runs alone.
+/// Submission-order scheduling. Read-only calls execute side by side up to `max_parallel`; a
+/// mutating call starts once everything before it is committed and holds a barrier until its
+/// own commit has ended. Commits run one at a time, in submission order.
 pub(crate) struct Dispatch<'a> {
     bindings: &'a dyn ToolBindings,
     max_parallel: usize,
     run_over: RunOver,
     queue: VecDeque<Queued>,
-    running: usize,
-    exclusive: bool,
-    /// Calls in flight; polled by the run's own future, never spawned, so dropping the run
+    executing: usize,
+    barrier: bool,
+    /// No call starts any more: the run has settled.
+    closed: bool,
+    /// Executions in flight; polled by the run's own future, never spawned, so dropping the run
     /// drops them.
-    pub(crate) in_flight: FuturesUnordered<BoxFuture<'a, Finished>>,
+    in_flight: FuturesUnordered<BoxFuture<'a, Finished>>,
+    /// Executions that ended, waiting for every earlier call's commit.
+    finished: BTreeMap<u64, Finished>,
+    next_commit: u64,
+    committing: Option<BoxFuture<'a, (Concurrency, Settled)>>,
 }
 
 impl<'a> Dispatch<'a> {
@@ -41,13 +57,17 @@ impl<'a> Dispatch<'a> {
             max_parallel,
             run_over,
             queue: VecDeque::new(),
-            running: 0,
-            exclusive: false,
+            executing: 0,
+            barrier: false,
+            closed: false,
             in_flight: FuturesUnordered::new(),
+            finished: BTreeMap::new(),
+            next_commit: 1,
+            committing: None,
         }
     }
 
-    /// Queues a call and starts whatever may start.
+    /// Queues a call (sequence numbers arrive as 1, 2, …) and starts whatever may start.
     pub(crate) fn submit(&mut self, seq: u64, name: String, arguments: Json) {
         self.queue.push_back(Queued {
             seq,
@@ -57,24 +77,81 @@ impl<'a> Dispatch<'a> {
         self.start_ready();
     }
 
-    /// Records a finished call and starts whatever may start now.
-    pub(crate) fn finished(&mut self, class: Concurrency) {
-        self.running -= 1;
-        if class == Concurrency::Mutating {
-            self.exclusive = false;
+    /// Starts no more calls; queued ones are abandoned.
+    pub(crate) fn close(&mut self) {
+        self.closed = true;
+        self.queue.clear();
+    }
+
+    /// Whether a started call has not been committed yet (and still can be).
+    pub(crate) fn busy(&self) -> bool {
+        !self.in_flight.is_empty()
+            || self.committing.is_some()
+            || self.finished.contains_key(&self.next_commit)
+    }
+
+    /// Drives executions and commits until the next commit ends; pending forever when nothing
+    /// is under way.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: all progress is kept in `self`, so a dropped call loses nothing.
+    pub(crate) async fn next_settled(&mut self) -> Settled {
+        loop {
+            self.start_commit();
+            let commit = async {
+                match &mut self.committing {
+                    Some(commit) => commit.await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                biased;
+                (class, settled) = commit => {
+                    self.committing = None;
+                    self.next_commit += 1;
+                    if class == Concurrency::Mutating {
+                        self.barrier = false;
+                    }
+                    self.start_ready();
+                    return settled;
+                }
+                Some((class, executed)) = self.in_flight.next(), if !self.in_flight.is_empty() => {
+                    self.executing -= 1;
+                    self.finished.insert(executed.seq, (class, executed));
+                    self.start_ready();
+                }
+            }
         }
-        self.start_ready();
+    }
+
+    fn start_commit(&mut self) {
+        if self.committing.is_some() {
+            return;
+        }
+        let Some((class, executed)) = self.finished.remove(&self.next_commit) else {
+            return;
+        };
+        let bindings = self.bindings;
+        self.committing = Some(Box::pin(async move {
+            let (seq, name) = (executed.seq, executed.name.clone());
+            let result = bindings.commit(executed).await;
+            (class, Settled { seq, name, result })
+        }));
     }
 
     /// Starts queued calls strictly in order while the head may start; the class is read right
     /// before a call starts.
     fn start_ready(&mut self) {
-        while let Some(head) = self.queue.front() {
-            let class = self.bindings.concurrency(&head.name);
-            let may_start = match class {
-                Concurrency::ReadOnly => !self.exclusive && self.running < self.max_parallel,
-                Concurrency::Mutating => self.running == 0,
+        while !self.closed {
+            let Some(head) = self.queue.front() else {
+                break;
             };
+            let class = self.bindings.concurrency(&head.name);
+            let may_start = !self.barrier
+                && match class {
+                    Concurrency::ReadOnly => self.executing < self.max_parallel,
+                    Concurrency::Mutating => self.executing == 0 && self.next_commit == head.seq,
+                };
             if !may_start {
                 break;
             }
@@ -86,8 +163,8 @@ impl<'a> Dispatch<'a> {
             else {
                 break;
             };
-            self.running += 1;
-            self.exclusive = class == Concurrency::Mutating;
+            self.executing += 1;
+            self.barrier = class == Concurrency::Mutating;
             let call = ToolCall {
                 seq,
                 name: name.clone(),
@@ -95,8 +172,16 @@ impl<'a> Dispatch<'a> {
                 run_over: self.run_over.clone(),
             };
             let future = self.bindings.call(call);
-            self.in_flight
-                .push(Box::pin(async move { (seq, name, class, future.await) }));
+            self.in_flight.push(Box::pin(async move {
+                (
+                    class,
+                    Executed {
+                        seq,
+                        name,
+                        result: future.await,
+                    },
+                )
+            }));
         }
     }
 }
@@ -105,13 +190,15 @@ impl<'a> Dispatch<'a> {
 mod tests {
     use std::sync::Mutex;
 
-    use futures_util::StreamExt;
     use serde_json::json;
 
     use super::*;
 
-    /// Records start order; `w*` tools are mutating.
-    struct Recorder(Mutex<Vec<String>>);
+    /// Records starts and commits; `w*` tools are mutating.
+    #[derive(Default)]
+    struct Recorder {
+        events: Mutex<Vec<String>>,
+    }
 
     impl ToolBindings for Recorder {
         fn names(&self) -> Vec<String> {
@@ -125,27 +212,72 @@ mod tests {
             }
         }
         fn call(&self, call: ToolCall) -> BoxFuture<'_, Result<Json, ToolCallError>> {
-            self.0.lock().unwrap().push(call.name);
-            Box::pin(async { Ok(json!(null)) })
+            self.events
+                .lock()
+                .unwrap()
+                .push(format!("start {}", call.name));
+            // Later calls finish first: each yields fewer times than the one before it.
+            let yields = 10 - call.seq;
+            Box::pin(async move {
+                for _ in 0..yields {
+                    tokio::task::yield_now().await;
+                }
+                Ok(json!(call.seq))
+            })
+        }
+        fn commit(&self, executed: Executed) -> BoxFuture<'_, Result<Json, ToolCallError>> {
+            self.events
+                .lock()
+                .unwrap()
+                .push(format!("commit {}", executed.name));
+            Box::pin(std::future::ready(executed.result))
         }
     }
 
     #[tokio::test]
-    async fn a_mutating_call_waits_for_earlier_reads_and_blocks_later_ones() {
-        let recorder = Recorder(Mutex::new(Vec::new()));
+    async fn calls_start_in_order_within_the_limits_and_commit_in_order() {
+        let recorder = Recorder::default();
         let (_tx, over) = RunOver::channel();
         let mut dispatch = Dispatch::new(&recorder, 2, over);
         for (seq, name) in ["r1", "r2", "r3", "w4", "r5"].into_iter().enumerate() {
             dispatch.submit(seq as u64 + 1, name.into(), json!({}));
         }
         // The parallel limit holds r3 back; nothing else may start yet.
-        assert_eq!(*recorder.0.lock().unwrap(), ["r1", "r2"]);
-        let mut order = Vec::new();
-        while let Some((seq, _, class, _)) = dispatch.in_flight.next().await {
-            order.push(seq);
-            dispatch.finished(class);
+        assert_eq!(*recorder.events.lock().unwrap(), ["start r1", "start r2"]);
+        let mut settled = Vec::new();
+        while dispatch.busy() {
+            settled.push(dispatch.next_settled().await.seq);
         }
-        assert_eq!(*recorder.0.lock().unwrap(), ["r1", "r2", "r3", "w4", "r5"]);
-        assert_eq!(order.len(), 5);
+        assert_eq!(settled, [1, 2, 3, 4, 5]);
+        let events = recorder.events.lock().unwrap().clone();
+        let position = |event: &str| events.iter().position(|e| e == event).unwrap();
+        // w4 starts only after r1..r3 are committed; r5 only after w4's commit.
+        assert!(position("start w4") > position("commit r3"), "{events:?}");
+        assert!(position("start r5") > position("commit w4"), "{events:?}");
+        let commits: Vec<_> = events.iter().filter(|e| e.starts_with("commit")).collect();
+        assert_eq!(
+            commits,
+            [
+                "commit r1",
+                "commit r2",
+                "commit r3",
+                "commit w4",
+                "commit r5"
+            ]
+        );
+    }
+
+    #[tokio::test]
+    async fn a_closed_dispatch_starts_nothing_more() {
+        let recorder = Recorder::default();
+        let (_tx, over) = RunOver::channel();
+        let mut dispatch = Dispatch::new(&recorder, 1, over);
+        dispatch.submit(1, "r1".into(), json!({}));
+        dispatch.submit(2, "r2".into(), json!({}));
+        dispatch.close();
+        while dispatch.busy() {
+            dispatch.next_settled().await;
+        }
+        assert_eq!(*recorder.events.lock().unwrap(), ["start r1", "commit r1"]);
     }
 }

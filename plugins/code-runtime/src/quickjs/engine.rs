@@ -8,7 +8,7 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
 use rquickjs::promise::PromiseState;
@@ -393,8 +393,10 @@ fn drive<'js>(
     }
 }
 
-/// Blocks until the host settles a call (or wakes the engine), then delivers every message that
-/// has arrived. The CPU stopwatch is paused for the wait.
+/// Blocks until the host settles a call (or wakes the engine), then delivers that one result.
+/// One at a time: the caller runs the program until it waits again before it takes the next,
+/// so the program's course does not depend on how results were batched in the channel. The CPU
+/// stopwatch is paused for the wait.
 fn wait_for_host<'js>(
     ctx: &Ctx<'js>,
     shared: &Shared,
@@ -403,20 +405,12 @@ fn wait_for_host<'js>(
 ) -> Result<(), CodeRunFailure> {
     let deadline = shared.started + shared.limits.wall_clock;
     let waiting_since = Instant::now();
-    let first = from_host.recv_timeout(deadline.saturating_duration_since(waiting_since));
+    let message = from_host.recv_timeout(deadline.saturating_duration_since(waiting_since));
     shared
         .waiting
         .set(shared.waiting.get() + waiting_since.elapsed());
-    let mut next = match first {
-        Ok(msg) => Some(msg),
-        Err(RecvTimeoutError::Timeout) => None,
-        Err(RecvTimeoutError::Disconnected) => {
-            shared.abort.store(true, Ordering::Relaxed);
-            None
-        }
-    };
-    while let Some(msg) = next.take() {
-        if let HostMsg::Settled { seq, name, result } = msg {
+    match message {
+        Ok(HostMsg::Settled { seq, name, result }) => {
             shared
                 .outstanding
                 .set(shared.outstanding.get().saturating_sub(1));
@@ -434,14 +428,8 @@ fn wait_for_host<'js>(
                 }));
             }
         }
-        next = match from_host.try_recv() {
-            Ok(msg) => Some(msg),
-            Err(TryRecvError::Empty) => None,
-            Err(TryRecvError::Disconnected) => {
-                shared.abort.store(true, Ordering::Relaxed);
-                None
-            }
-        };
+        Ok(HostMsg::Wake) | Err(RecvTimeoutError::Timeout) => {}
+        Err(RecvTimeoutError::Disconnected) => shared.abort.store(true, Ordering::Relaxed),
     }
     // A wake, a timeout or a lost host is picked up here rather than at the next interrupt.
     shared.must_stop();

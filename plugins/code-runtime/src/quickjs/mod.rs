@@ -8,9 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc;
 
-use futures_util::StreamExt;
-
-use self::dispatch::Dispatch;
+use self::dispatch::{Dispatch, Settled};
 use self::engine::{EngineEvent, EngineInput, EngineOutcome, HostMsg};
 use crate::{
     BoxFuture, CodeRunFailure, CodeRunOutcome, CodeRunRequest, CodeRuntime, CodeRuntimeError,
@@ -177,9 +175,9 @@ async fn run(
                 Some(EngineEvent::Done(outcome)) => break outcome,
                 None => break engine_exit("the engine thread ended without an outcome".to_owned()),
             },
-            Some((seq, name, class, result)) = dispatch.in_flight.next(), if !dispatch.in_flight.is_empty() => {
+            settled = dispatch.next_settled() => {
+                let Settled { seq, name, result } = settled;
                 let _ = to_engine.send(HostMsg::Settled { seq, name, result });
-                dispatch.finished(class);
             }
             () = cancel.fired(), if !cancelled => {
                 cancelled = true;
@@ -190,11 +188,16 @@ async fn run(
     };
 
     // The run is settled: tell running calls, give them the grace (within the wall-clock
-    // ceiling) to finish, and abandon the ones that never started.
+    // ceiling) to finish and be committed, and abandon the ones that never started.
     let _ = over_tx.send(true);
-    if !dispatch.in_flight.is_empty() {
+    dispatch.close();
+    if dispatch.busy() {
         let deadline = wall_deadline.min(tokio::time::Instant::now() + grace);
-        let drain = async { while dispatch.in_flight.next().await.is_some() {} };
+        let drain = async {
+            while dispatch.busy() {
+                dispatch.next_settled().await;
+            }
+        };
         let _ = tokio::time::timeout_at(deadline, drain).await;
     }
     drop(dispatch);
