@@ -74,7 +74,8 @@ pub struct Executed {
 /// A mutating call starts once every earlier call is committed, and nothing starts until its own
 /// commit has ended.
 pub trait ToolBindings: Send + Sync {
-    /// The names the program can call.
+    /// The names the program can call (the scope's tools; never `run_code` itself, which a
+    /// program must not reach).
     fn names(&self) -> Vec<String>;
     /// The tool's concurrency class, read right before each call starts.
     fn concurrency(&self, name: &str) -> Concurrency;
