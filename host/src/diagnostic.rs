@@ -84,12 +84,6 @@ pub enum Problem {
         /// `control`, `bidirectional` or `zero-width`.
         kind: &'static str,
     },
-    /// Entries wait on each other's services in a circle: none of them can ever start.
-    #[error("inject cycle: {}", cycle.join(" → "))]
-    InjectCycle {
-        /// `entry "a" (file:line:col) needs "beta"`, one per entry, around the cycle.
-        cycle: Vec<String>,
-    },
     /// The file (or a group's config) is not a list of entries.
     #[error("expected a list of entries (`- id: …\\n  name: …`), found {found}")]
     NotAList {
@@ -112,7 +106,7 @@ pub enum Problem {
     #[error("missing required key \"name\" (the plugin to load)")]
     MissingName,
     /// A known key has a value of the wrong shape.
-    #[error("key \"{key}\" must be {expected}, found {found}")]
+    #[error("key \"{key}\" must be {expected}, found {}", Shown(found))]
     BadField {
         /// The key.
         key: &'static str,
@@ -131,7 +125,8 @@ pub enum Problem {
     },
     /// A `${{ … }}` expression that is not `env.NAME` or `env.NAME ?? 'default'`.
     #[error(
-        "unsupported expression `${{{{{expr}}}}}`: only `env.NAME` and `env.NAME ?? 'default'` are allowed"
+        "unsupported expression `${{{{{}}}}}`: only `env.NAME` and `env.NAME ?? 'default'` are allowed",
+        Shown(expr)
     )]
     BadExpression {
         /// The expression text.
@@ -143,13 +138,13 @@ pub enum Problem {
     )]
     JsTag,
     /// Any other YAML tag.
-    #[error("YAML tag `{tag}` is not supported")]
+    #[error("YAML tag `{}` is not supported", Shown(tag))]
     UnsupportedTag {
         /// The tag.
         tag: String,
     },
     /// A mapping key that is not a string, inside a config value.
-    #[error("config keys must be strings, found {found}")]
+    #[error("config keys must be strings, found {}", Shown(found))]
     NonStringKey {
         /// What was found.
         found: String,
@@ -163,7 +158,11 @@ pub enum Problem {
         suggestions: Vec<String>,
     },
     /// A dylib entry's library does not exist.
-    #[error("plugin library \"{path}\" not found (looked for {looked})")]
+    #[error(
+        "plugin library \"{}\" not found (looked for {})",
+        Shown(path),
+        Shown(looked)
+    )]
     DylibMissing {
         /// The path as written.
         path: String,
@@ -172,7 +171,10 @@ pub enum Problem {
     },
     /// A dylib entry's library lies outside every allowed directory.
     #[error(
-        "plugin library \"{path}\" resolves to {resolved}, outside the allowed plugin directories ({allowed}); move it there or pass --plugin-dir / CORDIS_PLUGIN_PATH"
+        "plugin library \"{}\" resolves to {}, outside the allowed plugin directories ({}); move it there or pass --plugin-dir / CORDIS_PLUGIN_PATH",
+        Shown(path),
+        Shown(resolved),
+        Shown(allowed)
     )]
     DylibOutsideDirs {
         /// The path as written.
@@ -183,7 +185,10 @@ pub enum Problem {
         allowed: String,
     },
     /// `sha256` on an entry that is not a dylib.
-    #[error("key \"sha256\" pins a plugin library file; \"{name}\" is a built-in plugin")]
+    #[error(
+        "key \"sha256\" pins a plugin library file; \"{}\" is a built-in plugin",
+        Shown(name)
+    )]
     Sha256OnBuiltin {
         /// The plugin name.
         name: String,
@@ -197,7 +202,7 @@ pub enum Problem {
         first: String,
     },
     /// The plugin rejected its config.
-    #[error("{0}")]
+    #[error("{}", Shown(&.0.to_string()))]
     Config(cordis_runtime::ConfigError),
 }
 
@@ -304,5 +309,44 @@ impl fmt::Display for ConfigErrors {
             write!(f, "{d}")?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 11: untrusted text from the file reaches the terminal only escaped.
+    #[test]
+    fn no_message_carries_a_raw_hidden_character() {
+        let evil = "a\u{202e}b\u{1b}[2J";
+        let problems = [
+            Problem::UnknownKey { key: evil.into() },
+            Problem::BadField {
+                key: "timeout",
+                expected: "a number",
+                found: format!("\"{evil}\""),
+            },
+            Problem::BadExpression { expr: evil.into() },
+            Problem::UnsupportedTag { tag: evil.into() },
+            Problem::Config(cordis_runtime::ConfigError {
+                path: "mode".into(),
+                message: format!("unknown variant `{evil}`"),
+            }),
+        ];
+        for problem in problems {
+            let text = Diagnostic {
+                file: "f.yml".into(),
+                pos: Pos { line: 1, column: 1 },
+                entry: Some(evil.into()),
+                problem,
+            }
+            .to_string();
+            assert!(
+                !text.contains('\u{202e}') && !text.contains('\u{1b}'),
+                "{text}"
+            );
+            assert!(text.contains("a\\u{202e}b\\u{1b}[2J"), "{text}");
+        }
     }
 }
