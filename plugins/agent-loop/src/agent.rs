@@ -319,11 +319,29 @@ impl Agent {
     }
 
     /// One step; returns whether the model called tools (the turn continues).
+    ///
+    /// Three phases: [`Agent::prepare_request`] (assemble, log, freeze),
+    /// [`Agent::collect_response`] (the model call, logged chunk by chunk) and
+    /// [`Agent::dispatch_tools`] (calls logged, run through the registry, results in call order).
     async fn run_step(&self, turn: u64, step: u64) -> Result<bool, Failure> {
+        let (boundary, request) = self.prepare_request(turn, step).await?;
+        let calls = self.collect_response(turn, step, boundary, request).await?;
+        let more = !calls.is_empty();
+        if more {
+            self.dispatch_tools(turn, step, calls).await?;
+        }
+        self.log(&StepEndData { turn, step }, None, step)?;
+        Ok(more)
+    }
+
+    /// Assembles the prompt (before `step/start`: an assembly failure opens no step), logs
+    /// `step/start` and, when it is new or changed, the `request/header`, and freezes the request.
+    /// Returns the boundary (the seq of `step/start`) with the request, once the log that explains
+    /// it is durable.
+    async fn prepare_request(&self, turn: u64, step: u64) -> Result<(u64, FrozenRequest), Failure> {
         let inner = &self.inner;
         let session = &inner.session;
         let err = fail(step);
-        // Assemble before step/start: an assembly failure opens no step.
         let assembly = inner
             .deps
             .prompt
@@ -370,7 +388,22 @@ impl Agent {
         *inner.baseline.lock().unwrap_or_else(|e| e.into_inner()) = Some(request.clone());
         // The log that explains the request is durable before the model sees the request.
         self.flush(step).await?;
+        Ok((boundary, request))
+    }
 
+    /// Calls the model (the invariant checks the final request against the log from
+    /// `boundary`), logs every chunk as it arrives and then the assembled `assistant/message`.
+    /// Returns the tool calls the model made, in order.
+    async fn collect_response(
+        &self,
+        turn: u64,
+        step: u64,
+        boundary: u64,
+        request: FrozenRequest,
+    ) -> Result<Vec<AssistantToolCall>, Failure> {
+        let inner = &self.inner;
+        let session = &inner.session;
+        let err = fail(step);
         let check = move |req: &LlmRequest| -> Result<(), String> {
             session.with_events(|events| check_request(events, boundary, req))
         };
@@ -414,11 +447,22 @@ impl Agent {
             };
             self.log(&data, Some(chunk_seqs), step)?;
         }
-        if calls.is_empty() {
-            self.log(&StepEndData { turn, step }, None, step)?;
-            return Ok(false);
-        }
+        Ok(calls)
+    }
 
+    /// Logs the `tool/call`s (durable before any tool runs), dispatches them through the
+    /// registry for the agent's scope, in parallel up to `maxParallelTools`, and logs each
+    /// `tool/result` in call order.
+    ///
+    /// # Determinism
+    /// Results are committed in call order whatever order the tools finish in.
+    async fn dispatch_tools(
+        &self,
+        turn: u64,
+        step: u64,
+        calls: Vec<AssistantToolCall>,
+    ) -> Result<(), Failure> {
+        let inner = &self.inner;
         let call_ids: Vec<(String, String)> = calls
             .iter()
             .map(|c| (c.id.clone(), c.name.clone()))
@@ -482,8 +526,7 @@ impl Agent {
             self.log(&data, Some(vec![call_seqs[index]]), step)?;
             index += 1;
         }
-        self.log(&StepEndData { turn, step }, None, step)?;
-        Ok(true)
+        Ok(())
     }
 }
 

@@ -4,7 +4,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{boot, names, prompt_config};
+use common::{boot, names, prompt_config, wait_until};
 use cordis_agent_loop::AgentLoopPlugin;
 use cordis_llm::{FrozenRequest, LlmRequestHook, ScriptedResponse};
 use cordis_runtime::prelude::*;
@@ -413,9 +413,10 @@ async fn cancel_ends_the_turn_aborted_and_dispose_ends_it_disposed_balanced() {
         let agent = agent.clone();
         async move { agent.run_turn("wait").await }
     });
-    while rig.requests().is_empty() {
-        tokio::time::sleep(Duration::from_millis(1)).await;
-    }
+    wait_until("the first request reaches the adapter", || {
+        !rig.requests().is_empty()
+    })
+    .await;
     assert_eq!(
         agent.run_turn("second").await,
         Err(cordis_agent_loop::TurnError::Busy("main".into()))
@@ -441,9 +442,10 @@ async fn cancel_ends_the_turn_aborted_and_dispose_ends_it_disposed_balanced() {
         let agent = agent.clone();
         async move { agent.run_turn("wait again").await }
     });
-    while rig.requests().len() < 2 {
-        tokio::time::sleep(Duration::from_millis(1)).await;
-    }
+    wait_until("the second request reaches the adapter", || {
+        rig.requests().len() >= 2
+    })
+    .await;
     agent.dispose();
     assert_eq!(running.await.unwrap().unwrap(), TurnEndReason::Disposed);
     assert_eq!(

@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use cordis_agent_loop::{
     AgentError, AgentEvent, AgentLoop, AgentLoopConfig, AgentLoopPlugin, AgentOptions,
@@ -141,4 +142,14 @@ impl Rig {
 
 pub fn names(tools: &[cordis_system_prompt::ToolSchema]) -> Vec<String> {
     tools.iter().map(|t| t.name.clone()).collect()
+}
+
+/// Polls `done` until it holds; panics naming `what` after a deadline that only guards against
+/// a hang (a test that never gets there fails instead of running forever).
+pub async fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting until {what}");
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
 }
