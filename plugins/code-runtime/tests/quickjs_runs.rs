@@ -810,3 +810,26 @@ async fn results_reach_the_program_in_submission_order_whatever_finishes_first()
     assert_eq!(*bindings.commits.lock().unwrap(), [1, 2, 3]);
     assert_eq!(runtime.live_threads(), 0);
 }
+
+#[tokio::test]
+async fn an_endless_chain_of_microtasks_is_stopped_by_the_cpu_budget() {
+    let limits = Limits {
+        cpu_time: Duration::from_millis(200),
+        ..limits()
+    };
+    let outcome = run_with(
+        &QuickJs::new(),
+        "for (;;) await null;",
+        Tools::new(),
+        limits,
+        Cancel::never(),
+    )
+    .await;
+    assert_eq!(
+        failure(&outcome),
+        (
+            FailureKind::Timeout,
+            "compute budget exhausted (200ms busy)".into()
+        )
+    );
+}
