@@ -5,6 +5,7 @@
 pub mod builtins;
 pub mod cli;
 pub mod exercise;
+pub mod testing;
 
 pub use cordis_host as host;
 pub use cordis_host::Builtins;
