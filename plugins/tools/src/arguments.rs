@@ -12,7 +12,7 @@
 
 use std::fmt::Write as _;
 
-use boon::{Compiler, ErrorKind, SchemaIndex, Schemas, UrlLoader, ValidationError};
+use boon::{CompileError, Compiler, ErrorKind, SchemaIndex, Schemas, UrlLoader, ValidationError};
 use serde_json::Value;
 
 use crate::error::RegisterError;
@@ -46,9 +46,9 @@ impl ArgumentSchema {
     /// [`RegisterError::InvalidSchema`] when it is not a valid JSON Schema or refers outside
     /// itself.
     pub(crate) fn compile(tool: &str, parameters: &Value) -> Result<Self, RegisterError> {
-        let invalid = |e: &dyn std::fmt::Display| RegisterError::InvalidSchema {
+        let invalid = |e: &CompileError| RegisterError::InvalidSchema {
             name: tool.to_owned(),
-            reason: flatten(&e.to_string()),
+            reason: compile_reason(e, parameters),
         };
         let mut compiler = Compiler::new();
         compiler.use_loader(Box::new(NoRemote));
@@ -89,20 +89,38 @@ impl ArgumentSchema {
         };
         let mut found = Vec::new();
         leaves(&error, arguments, &mut found);
-        found.sort();
-        found.dedup();
-        let mut message = format!("arguments of \"{tool}\" are invalid: ");
-        for (i, (path, rule)) in found.iter().take(MAX_LISTED).enumerate() {
-            if i > 0 {
-                message.push_str("; ");
-            }
-            let _ = write!(message, "{path}: {rule}");
-        }
-        if found.len() > MAX_LISTED {
-            let _ = write!(message, "; and {} more", found.len() - MAX_LISTED);
-        }
-        Err(message)
+        Err(format!(
+            "arguments of \"{tool}\" are invalid: {}",
+            listed(found)
+        ))
     }
+}
+
+/// Why a schema did not compile, with paths into the schema rather than the validator's URLs.
+fn compile_reason(error: &CompileError, parameters: &Value) -> String {
+    if let CompileError::ValidationError { src, .. } = error {
+        let mut found = Vec::new();
+        leaves(src, parameters, &mut found);
+        return format!("against its meta-schema, {}", listed(found));
+    }
+    flatten(&error.to_string()).replace(&format!("{SCHEMA_URL}#"), "#")
+}
+
+/// `path: rule` pairs sorted, deduplicated, joined, and capped at [`MAX_LISTED`].
+fn listed(mut found: Vec<(String, String)>) -> String {
+    found.sort();
+    found.dedup();
+    let mut message = String::new();
+    for (i, (path, rule)) in found.iter().take(MAX_LISTED).enumerate() {
+        if i > 0 {
+            message.push_str("; ");
+        }
+        let _ = write!(message, "{path}: {rule}");
+    }
+    if found.len() > MAX_LISTED {
+        let _ = write!(message, "; and {} more", found.len() - MAX_LISTED);
+    }
+    message
 }
 
 /// Collects `(instance path, rule)` for every leaf violation under `error`.
@@ -217,6 +235,21 @@ mod tests {
             schema.check("t", &json!({"n": 1.5, "x": 0})).unwrap_err(),
             "arguments of \"t\" are invalid: /n: expected integer, got number; \
              /x: is not allowed (additionalProperties is false)"
+        );
+        let err = |schema: Value| {
+            ArgumentSchema::compile("t", &schema)
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default()
+        };
+        assert_eq!(
+            err(json!({"type": "object", "required": "a"})),
+            "tool \"t\" parameters are not a valid JSON Schema: against its meta-schema, \
+             /required: expected array, got string"
+        );
+        assert_eq!(
+            err(json!({"type": "object", "properties": {"a": {"$ref": "#/nope"}}})),
+            "tool \"t\" parameters are not a valid JSON Schema: json-pointer in #/nope not found"
         );
         let unknown = json!({"$schema": "https://example.com/my-draft", "type": "object"});
         assert!(ArgumentSchema::compile("t", &unknown).is_err());
