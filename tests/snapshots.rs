@@ -39,6 +39,11 @@ struct Scenario {
     runs: Vec<Run>,
 }
 
+/// `cordis run`'s exit code for a run: 1 when a turn failed (stdin is piped), else 0.
+fn expected_exit(transcript_err: &str) -> i32 {
+    i32::from(transcript_err.contains(" failed at step "))
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Run {
@@ -110,12 +115,19 @@ fn execute(name: &str, scenario: &Scenario) -> (BTreeMap<String, String>, String
         drop(stdin);
         let out = child.wait_with_output().unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(0), "{name} run {i}: {stderr}");
+        assert_eq!(
+            out.status.code(),
+            Some(expected_exit(&stderr)),
+            "{name} run {i}: {stderr}"
+        );
         transcript += &String::from_utf8(out.stdout).unwrap();
     }
     let mut logs = BTreeMap::new();
     for entry in std::fs::read_dir(&sessions).unwrap() {
         let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "lock") {
+            continue; // the writer's lock sidecar (it holds a pid, not events)
+        }
         let id = path.file_name().unwrap().to_str().unwrap().to_owned();
         logs.insert(id, std::fs::read_to_string(&path).unwrap());
     }
