@@ -5,7 +5,9 @@
 use cordis_host::Builtins;
 
 /// Every built-in plugin `cordis` offers: the host's (`tools`, `system-prompt`, `debug/*`) and
-/// `tool-todo`, `tool-declare`, `llm`, `sessions`, `agent-loop`, `agent-core`, `tool-subagent`.
+/// `tool-todo`, `tool-declare`, `llm`, `sessions`, `agent-loop`, `agent-core`, `tool-subagent`,
+/// and the workspace tools: `workspace`, `tool-fs`, `tool-search`, `tool-shell`, `approvals`,
+/// `presenter`.
 pub fn standard() -> Builtins {
     let mut table = Builtins::host();
     table.insert(cordis_tool_todo::TodoPlugin::default());
@@ -15,6 +17,12 @@ pub fn standard() -> Builtins {
     table.insert(cordis_agent_loop::AgentLoopPlugin);
     table.insert(cordis_agent_core::AgentCorePlugin);
     table.insert(cordis_tool_subagent::SubagentPlugin);
+    table.insert(cordis_workspace::WorkspacePlugin);
+    table.insert(cordis_tool_fs::FsPlugin);
+    table.insert(cordis_tool_search::SearchPlugin);
+    table.insert(cordis_tool_shell::ShellPlugin);
+    table.insert(cordis_approvals::ApprovalsPlugin);
+    table.insert(cordis_presenter::PresenterPlugin);
     table
 }
 

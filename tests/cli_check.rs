@@ -285,14 +285,23 @@ fn the_bundled_config_prints_the_assembly_in_canonical_order() {
     let jb: serde_json::Value = serde_json::from_str(&b.out).unwrap();
     assert_eq!(
         ja["assembly"]["tools"],
-        serde_json::json!(["todo_write", "bash", "read_file", "subagent", "write_file"]),
+        serde_json::json!([
+            "todo_write",
+            "bash",
+            "edit_file",
+            "grep",
+            "list_files",
+            "read_file",
+            "subagent",
+            "write_file"
+        ]),
         "toolOrder puts todo_write first, the rest sorted"
     );
     assert_eq!(ja["assembly"]["sections"][0]["name"], "deployment:persona");
     assert_eq!(ja["digest"], jb["digest"]);
     let text = cordis(&["check", file, "--seed", "3"], &[]);
     assert!(
-        text.out.contains("tools (canonical order, 5):"),
+        text.out.contains("tools (canonical order, 8):"),
         "{}",
         text.out
     );

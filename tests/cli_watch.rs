@@ -13,7 +13,7 @@ fn editing_the_file_while_watching_prints_a_reload_summary_and_keeps_the_last_go
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("cordis.yml");
-    let original = include_str!("../cordis.yml");
+    let original = include_str!("fixtures/stand-in-tools.yml");
     std::fs::write(&file, original).unwrap();
 
     let mut child = Command::new(env!("CARGO_BIN_EXE_cordis"))
@@ -35,7 +35,7 @@ fn editing_the_file_while_watching_prints_a_reload_summary_and_keeps_the_last_go
     );
     assert_ne!(
         edited, original,
-        "the bundled cordis.yml changed; update this test"
+        "tests/fixtures/stand-in-tools.yml changed; update this test"
     );
     std::fs::write(&file, &edited).unwrap();
     let summary = wait_for(&out, "reload 1:");

@@ -20,6 +20,7 @@ use cordis_runtime::Policy;
 use cordis_host::Builtins;
 use cordis_host::plan::{LoadPlan, PlanOptions, load_plan};
 
+mod approve;
 mod call;
 mod check;
 pub mod ci;
@@ -252,6 +253,13 @@ pub struct RunArgs {
     /// Reload FILE whenever it changes (between turns); one summary line per reload on stderr.
     #[arg(long)]
     pub watch: bool,
+    /// Allow every tool call whose approval policy is `ask` without asking.
+    #[arg(long)]
+    pub yes: bool,
+    /// Allow calls of TOOL without asking (repeatable). Without a terminal, `ask` tools not
+    /// named here (or by --yes) are denied and the model is told so.
+    #[arg(long = "approve", value_name = "TOOL")]
+    pub approve: Vec<String>,
 }
 
 impl RunArgs {

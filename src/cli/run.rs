@@ -12,6 +12,8 @@
 
 
 use cordis_agent_loop::{Agent, AgentEvent, AgentLoop, AgentOptions, TurnError};
+use cordis_approvals::{Answer, ApprovalRequest};
+use cordis_presenter::{Presenters, render_card};
 use cordis_host::Builtins;
 use cordis_host::loader::BootReport;
 use cordis_host::reload::{LiveConfig, summary_line};
@@ -20,10 +22,43 @@ use cordis_runtime::Context;
 use cordis_session::{SessionStore, TurnEndReason};
 use tokio::sync::mpsc;
 
+use super::approve::{Asked, allows, approver_for};
 use super::input::spawn_reader;
 use super::render::{safe, safe_lines};
 use super::transcript::Transcript;
 use super::{EXIT_CONFIG, EXIT_FAILURE, EXIT_OK, Io, RunArgs, choose_seed};
+
+/// Shows an approval question (the call's card) and reads the answer from the next typed line.
+async fn ask(
+    root: &Context,
+    request: &ApprovalRequest,
+    input: &mut mpsc::UnboundedReceiver<String>,
+    io: &mut Io<'_>,
+) -> std::io::Result<Answer> {
+    let name = &request.call.name;
+    let shown = match root.get::<Presenters>() {
+        Some(presenters) => {
+            let p = presenters.present_call(name, &request.call.arguments);
+            let mut text = format!("{}\n", safe(&p.title));
+            let card = render_card(&p.card);
+            if !card.is_empty() {
+                text.push_str(&safe_lines(&card));
+                if !card.ends_with('\n') {
+                    text.push('\n');
+                }
+            }
+            text
+        }
+        None => format!("{name} {}\n", safe(&request.call.arguments.to_string())),
+    };
+    write!(io.err, "cordis: {} wants to run:\n{shown}cordis: allow {}? [y/N] ", safe(name), safe(name))?;
+    io.err.flush()?;
+    Ok(match input.recv().await {
+        Some(line) if allows(&line) => Answer::Allow,
+        Some(_) => Answer::Deny(Some("the user said no".to_owned())),
+        None => Answer::Deny(Some("the input ended before an answer".to_owned())),
+    })
+}
 
 /// A new session id: `YYYYMMDD-HHMMSS-NNN` (UTC, milliseconds).
 fn new_session_id() -> String {
@@ -212,6 +247,9 @@ async fn run_session(
     io.err.flush()?;
 
     let interactive = std::io::IsTerminal::is_terminal(&std::io::stdin());
+    let (approver, asked) = approver_for(args.yes, &args.approve, interactive);
+    // The root's service is seen by every scope, reloads included; it goes with the root.
+    let _approver = approver.map(|a| root.provide(a));
     let mut conversation = Conversation {
         args,
         root: root.clone(),
@@ -219,6 +257,8 @@ async fn run_session(
         agent,
         transcript: Transcript::default(),
         failed_turns: 0,
+        input: spawn_reader(interactive),
+        asked,
     };
     conversation.talk(interactive, watcher.as_mut(), io).await?;
 
@@ -285,6 +325,10 @@ struct Conversation<'a> {
     agent: Agent,
     transcript: Transcript,
     failed_turns: u64,
+    /// Messages (and, during a turn, answers to approval questions) typed by the user.
+    input: mpsc::UnboundedReceiver<String>,
+    /// Approval questions from the terminal approver (interactive runs only).
+    asked: Option<mpsc::UnboundedReceiver<Asked>>,
 }
 
 impl Conversation<'_> {
@@ -300,10 +344,9 @@ impl Conversation<'_> {
         let _listener = self.root.on::<AgentEvent>(move |e| {
             let _ = etx.send(e.clone());
         });
-        let mut input = spawn_reader(interactive);
         loop {
             let message = tokio::select! {
-                m = input.recv() => m,
+                m = self.input.recv() => m,
                 Some(note) = async {
                     match watcher.as_deref_mut() {
                         Some(w) => w.changed().await,
@@ -372,8 +415,18 @@ impl Conversation<'_> {
                         biased;
                         Some(e) = events.recv() => {
                             if e.agent == current.id() {
-                                self.transcript.event(&e.event, io.out, io.err)?;
+                                let presenters = self.root.get::<Presenters>();
+                                self.transcript.event(&e.event, presenters.as_deref(), io.out, io.err)?;
                             }
+                        }
+                        Some(asked) = async {
+                            match self.asked.as_mut() {
+                                Some(rx) => rx.recv().await,
+                                None => std::future::pending().await,
+                            }
+                        } => {
+                            let answer = ask(&self.root, &asked.request, &mut self.input, io).await?;
+                            let _ = asked.reply.send(answer);
                         }
                         r = &mut turn => break r,
                     }
@@ -381,7 +434,8 @@ impl Conversation<'_> {
             };
             while let Ok(e) = events.try_recv() {
                 if e.agent == current.id() {
-                    self.transcript.event(&e.event, io.out, io.err)?;
+                    let presenters = self.root.get::<Presenters>();
+                    self.transcript.event(&e.event, presenters.as_deref(), io.out, io.err)?;
                 }
             }
             // A reload that restarted the loop disposed the agent: make it again on the same

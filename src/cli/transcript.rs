@@ -3,6 +3,9 @@
 
 use std::io::Write;
 
+use std::collections::BTreeMap;
+
+use cordis_presenter::{Card, Presenters, ResultView, parse_arguments_text, render_card};
 use cordis_session::{SessionEvent, TurnEndReason, kinds};
 use serde_json::Value;
 
@@ -21,11 +24,27 @@ fn clip(s: &str, max: usize) -> String {
 /// Writes the transcript of one agent's events.
 pub(crate) struct Transcript {
     at_line_start: bool,
+    /// The arguments of calls whose results have not come yet, by call id: presenters need
+    /// them to describe a result (the path of an edit, the command of a run).
+    pending: BTreeMap<String, Value>,
 }
 
 impl Default for Transcript {
     fn default() -> Self {
-        Transcript { at_line_start: true }
+        Transcript {
+            at_line_start: true,
+            pending: BTreeMap::new(),
+        }
+    }
+}
+
+/// The body of a result's card for the terminal: a unified diff for an edit, the output and
+/// exit code of a command; nothing for a generic card (its one line says it all).
+fn card_body(presenters: &Presenters, name: &str, args: &Value, content: &Value, is_error: bool) -> Option<String> {
+    let p = presenters.present_result(name, args, ResultView { content, is_error });
+    match p.card {
+        Card::Generic => None,
+        card => Some(render_card(&card)),
     }
 }
 
@@ -41,6 +60,7 @@ impl Transcript {
     pub(crate) fn event(
         &mut self,
         e: &SessionEvent,
+        presenters: Option<&Presenters>,
         out: &mut dyn Write,
         err: &mut dyn Write,
     ) -> std::io::Result<()> {
@@ -63,6 +83,8 @@ impl Transcript {
             kinds::TOOL_CALL => {
                 self.newline(out)?;
                 writeln!(out, "[call {} {}]", safe(s("name")), clip(s("arguments"), 160))?;
+                self.pending
+                    .insert(s("callId").to_owned(), parse_arguments_text(s("arguments")));
             }
             kinds::TOOL_RESULT => {
                 self.newline(out)?;
@@ -81,6 +103,21 @@ impl Transcript {
                     )?;
                 } else {
                     writeln!(out, "[result {}] {}", safe(s("name")), clip(&content, 200))?;
+                }
+                let args = self.pending.remove(s("callId")).unwrap_or(Value::Null);
+                let is_error = d.get("isError").and_then(Value::as_bool) == Some(true);
+                if let Some(presenters) = presenters
+                    && let Some(body) = card_body(
+                        presenters,
+                        s("name"),
+                        &args,
+                        d.get("content").unwrap_or(&Value::Null),
+                        is_error,
+                    )
+                {
+                    for line in body.lines() {
+                        writeln!(out, "  {}", safe(line))?;
+                    }
                 }
             }
             kinds::TURN_END => {
