@@ -118,7 +118,10 @@ impl AgentLoop {
                     id: id.clone(),
                     source,
                 })?;
-        if report.truncated_bytes.is_some() || !report.repaired.is_empty() {
+        if report.truncated_bytes.is_some()
+            || report.newline_repaired
+            || !report.repaired.is_empty()
+        {
             tracing::warn!(agent = %id, session = %session_id, ?report, "session repaired on open");
         }
         let scope = self.ctx.child_scope(&format!("agent:{id}"));
