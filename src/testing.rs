@@ -251,8 +251,8 @@ impl Stress {
         self
     }
 
-    /// Reads `CORDIS_STRESS_SEEDS`, `CORDIS_SEED` and `CARGO_PKG_NAME` through `lookup`
-    /// instead of the process environment.
+    /// Reads the overrides (`CORDIS_STRESS_SEEDS`, `CORDIS_SEED`) and the composition's
+    /// `${{ env.NAME }}` values through `lookup` instead of the process environment.
     pub fn env(mut self, lookup: impl Fn(&str) -> Option<String> + 'static) -> Self {
         self.env = Box::new(lookup);
         self
@@ -406,7 +406,8 @@ impl Stress {
     fn replay(&self, seeds: &[u64]) -> String {
         let list: Vec<String> = seeds.iter().map(u64::to_string).collect();
         let mut command = format!("{SEED_ENV}={} cargo test", list.join(","));
-        if let Some(package) = (self.env)("CARGO_PKG_NAME") {
+        // Not an override: cargo sets it for the test process it runs.
+        if let Ok(package) = std::env::var("CARGO_PKG_NAME") {
             let _ = write!(command, " -p {package}");
         }
         if let Some(test) = std::thread::current().name().filter(|n| *n != "main") {
