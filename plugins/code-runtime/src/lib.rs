@@ -8,6 +8,9 @@
 //! - [`QuickJs`] is the JavaScript backend (QuickJS-ng through `rquickjs`): a fresh engine on a
 //!   dedicated thread per run, so a hot loop never stalls the async host.
 //!
+//! - [`CodeRuntimePlugin`] (`code-runtime`) provides a [`QuickJs`] as the host service
+//!   [`CodeRuntimeService`] (`codeRuntime`), which the registry's `run_code` reads at call time.
+//!
 //! # Containment, not a security boundary
 //! A run is contained: it has a memory cap, a CPU-time budget, a wall-clock ceiling, an output
 //! cap and cancellation; the engine has no network, file system, clock-driven timers or module
@@ -44,6 +47,7 @@ mod limits;
 mod outcome;
 mod quickjs;
 mod runtime;
+mod service;
 
 pub use bindings::{
     Concurrency, Executed, NoTools, RunOver, ToolBindings, ToolCall, ToolCallError,
@@ -54,3 +58,4 @@ pub use limits::Limits;
 pub use outcome::{CodeRunFailure, CodeRunOutcome, FailureKind, LogLevel, LogLine};
 pub use quickjs::QuickJs;
 pub use runtime::{BoxFuture, CodeRunRequest, CodeRuntime};
+pub use service::{CodeRuntimeConfig, CodeRuntimePlugin, CodeRuntimeService};
