@@ -1,0 +1,140 @@
+//! The bundled agent acting on a workspace through `cordis run`: it reads a file, edits it and
+//! runs a command to check it, with approvals, and the transcript and session log show it.
+#![cfg(unix)]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use common::pty::Pty;
+
+/// The bundled composition with the demo responses replaced by `responses` (YAML).
+fn config(responses: &str) -> String {
+    let bundled = include_str!("../cordis.yml");
+    let start = bundled.find("    repeat: true\n").expect("the demo's responses");
+    let end = bundled.find("\n- id: sessions").expect("the sessions entry");
+    format!("{}    responses:\n{responses}{}", &bundled[..start], &bundled[end..])
+}
+
+const ACTING: &str = r#"      - toolCalls: [{name: read_file, arguments: {path: notes.txt}}]
+      - toolCalls: [{name: edit_file, arguments: {path: notes.txt, old_string: draft, new_string: final}}]
+      - toolCalls: [{name: bash, arguments: {command: "grep -c final notes.txt"}}]
+      - text: "The note is final now."
+"#;
+
+fn workspace(name: &str, responses: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("cordis-act-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("cordis.yml"), config(responses)).unwrap();
+    std::fs::write(dir.join("notes.txt"), "status: draft\n").unwrap();
+    dir
+}
+
+fn run(dir: &Path, args: &[&str], input: &str) -> (Option<i32>, String, String) {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cordis"))
+        .arg("run")
+        .args(args)
+        .current_dir(dir)
+        .env_remove("CORDIS_LLM")
+        .env_remove("CORDIS_WORKSPACE")
+        .env("RUST_LOG", "off")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn log(dir: &Path, id: &str) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(dir.join(".sessions").join(format!("{id}.jsonl")))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn with_yes_the_agent_reads_edits_and_checks_a_file_and_the_transcript_shows_the_cards() {
+    let dir = workspace("yes", ACTING);
+    let (code, out, err) = run(&dir, &["--session", "act", "--yes"], "make the note final\n");
+    assert_eq!(code, Some(0), "{err}\n{out}");
+    assert_eq!(std::fs::read_to_string(dir.join("notes.txt")).unwrap(), "status: final\n");
+    // The edit's card is a unified diff; the command's card its output and exit code.
+    assert!(out.contains("[call edit_file"), "{out}");
+    assert!(out.contains("--- a/notes.txt") && out.contains("-draft") && out.contains("+final"), "{out}");
+    assert!(out.contains("[result bash]"), "{out}");
+    assert!(out.contains("exit code 0") || out.contains("exit 0"), "{out}");
+    assert!(out.contains("The note is final now."), "{out}");
+    let events = log(&dir, "act");
+    let results: Vec<&serde_json::Value> = events
+        .iter()
+        .filter(|e| e["type"] == "tool/result")
+        .collect();
+    assert_eq!(results.len(), 3, "{events:?}");
+    assert!(results.iter().all(|r| r["data"]["isError"] == false), "{results:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn piped_without_approval_the_edit_and_the_command_are_denied_and_nothing_changes() {
+    let dir = workspace("denied", ACTING);
+    let (code, out, err) = run(&dir, &["--session", "deny"], "make the note final\n");
+    // Denials are results the model reads, not failed turns.
+    assert_eq!(code, Some(0), "{err}\n{out}");
+    assert_eq!(std::fs::read_to_string(dir.join("notes.txt")).unwrap(), "status: draft\n");
+    assert!(out.contains("[error edit_file DENIED]"), "{out}");
+    assert!(out.contains("[error bash DENIED]"), "{out}");
+    assert!(out.contains("needs approval (policy ask)"), "{out}");
+    // read_file is read-only: allowed.
+    assert!(out.contains("[result read_file]"), "{out}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn approve_lets_one_tool_through() {
+    let dir = workspace("approve", ACTING);
+    let (code, out, err) = run(&dir, &["--session", "one", "--approve", "edit_file"], "go\n");
+    assert_eq!(code, Some(0), "{err}\n{out}");
+    assert_eq!(std::fs::read_to_string(dir.join("notes.txt")).unwrap(), "status: final\n");
+    assert!(out.contains("[error bash DENIED]"), "{out}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn at_a_terminal_the_edit_is_shown_and_asked_and_no_denies_it() {
+    let dir = workspace("tty", ACTING);
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_cordis"));
+    cmd.args(["run", "--session", "tty"])
+        .current_dir(&dir)
+        .env_remove("CORDIS_LLM")
+        .env_remove("CORDIS_WORKSPACE")
+        .env("RUST_LOG", "off");
+    let mut term = Pty::spawn(cmd);
+    let limit = Duration::from_secs(60);
+    term.wait_for("> ", limit);
+    term.send("make the note final\r");
+    term.wait_for("allow edit_file? [y/N]", limit);
+    // The question shows what will happen: the diff of the edit.
+    assert!(term.screen().contains("+final"), "{}", term.screen());
+    term.send("y\r");
+    term.wait_for("allow bash? [y/N]", limit);
+    assert!(term.screen().contains("grep -c final notes.txt"), "{}", term.screen());
+    term.send("n\r");
+    term.wait_for("The note is final now.", limit);
+    term.wait_for("[error bash DENIED]", limit);
+    term.send("\x04");
+    assert_eq!(term.wait_exit(limit), Some(0), "{}", term.screen());
+    assert_eq!(std::fs::read_to_string(dir.join("notes.txt")).unwrap(), "status: final\n");
+    let _ = std::fs::remove_dir_all(&dir);
+}
