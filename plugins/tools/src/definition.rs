@@ -4,6 +4,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+pub use cordis_code_runtime::Concurrency;
 use cordis_schema::{ScopeKey, ToolSchema};
 use futures_util::future::BoxFuture;
 use serde::{Deserialize, Serialize};
@@ -43,7 +44,8 @@ pub type ToolHandler = Arc<
         + Sync,
 >;
 
-/// A tool: its schema, its handler and an optional timeout.
+/// A tool: its schema, its handler, an optional timeout, its concurrency class and an optional
+/// output schema.
 #[derive(Clone)]
 pub struct ToolDefinition {
     /// The model-facing schema.
@@ -52,6 +54,12 @@ pub struct ToolDefinition {
     pub handler: ToolHandler,
     /// Fails a call that runs longer.
     pub timeout: Option<Duration>,
+    /// Whether calls may overlap: read-only calls may run together, mutating ones run alone in
+    /// submission order (in the native loop and inside `run_code` alike). Default: mutating.
+    pub concurrency: Concurrency,
+    /// The JSON Schema of a successful output's content, if the tool declares one (the Code Mode
+    /// SDK types a call's result with it; `unknown` without).
+    pub output_schema: Option<serde_json::Value>,
 }
 
 impl fmt::Debug for ToolDefinition {
@@ -59,6 +67,8 @@ impl fmt::Debug for ToolDefinition {
         f.debug_struct("ToolDefinition")
             .field("schema", &self.schema)
             .field("timeout", &self.timeout)
+            .field("concurrency", &self.concurrency)
+            .field("output_schema", &self.output_schema)
             .finish_non_exhaustive()
     }
 }
@@ -74,7 +84,21 @@ impl ToolDefinition {
             schema,
             handler: Arc::new(move |args, cx| Box::pin(handler(args, cx))),
             timeout: None,
+            concurrency: Concurrency::Mutating,
+            output_schema: None,
         }
+    }
+
+    /// Marks the tool read-only: its calls may overlap with other read-only calls.
+    pub fn read_only(mut self) -> Self {
+        self.concurrency = Concurrency::ReadOnly;
+        self
+    }
+
+    /// Declares the JSON Schema of the tool's output content.
+    pub fn with_output_schema(mut self, schema: serde_json::Value) -> Self {
+        self.output_schema = Some(schema);
+        self
     }
 
     /// Sets the timeout.

@@ -259,6 +259,8 @@ mod tests {
             schema: schema("eager"),
             handler: std::sync::Arc::new(|_, _| panic!("before the future")),
             timeout: None,
+            concurrency: crate::Concurrency::Mutating,
+            output_schema: None,
         };
         let slow = ToolDefinition::new(schema("slow"), |_, _| async {
             tokio::time::sleep(Duration::from_secs(60)).await;

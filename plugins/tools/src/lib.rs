@@ -27,8 +27,8 @@ mod typed;
 
 pub use cordis_schema::{ScopeKey, ToolSchema};
 pub use definition::{
-    MAX_TOOL_NAME, ToolCall, ToolCallContext, ToolDefinition, ToolHandler, ToolOutput, ToolResult,
-    check_tool_name, codes,
+    Concurrency, MAX_TOOL_NAME, ToolCall, ToolCallContext, ToolDefinition, ToolHandler, ToolOutput,
+    ToolResult, check_tool_name, codes,
 };
 pub use error::RegisterError;
 pub use execute::{Decision, PostExecute, PreExecute, ToolsPostExecute, ToolsPreExecute};
