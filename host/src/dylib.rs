@@ -38,8 +38,8 @@ use tokio::sync::Semaphore;
 pub const THREAD_SAFE_CALLS: usize = 8;
 /// The timeout of a plugin tool that sets no `timeout_ms`.
 pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(30);
-/// The longest tool name a plugin may describe, in bytes.
-pub const MAX_TOOL_NAME: usize = 128;
+/// The longest tool name a plugin may describe, in bytes: the registry's one rule.
+pub use cordis_tools::MAX_TOOL_NAME;
 
 /// A dylib entry's plugin: the library path (canonical, vetted) and its optional pin.
 #[derive(Debug, Clone)]
@@ -129,11 +129,9 @@ fn tools_of(text: &str) -> Result<Vec<(ToolSchema, Option<Duration>)>, String> {
     let mut out = Vec::new();
     for tool in description.tools {
         let name = &tool.name;
-        if name.len() > MAX_TOOL_NAME || name.chars().any(|c| c.is_whitespace() || c.is_control()) {
-            return Err(format!(
-                "describe returned an invalid tool name {name:?}: names are 1 to {MAX_TOOL_NAME} bytes without whitespace or control characters"
-            ));
-        }
+        // The registry's own name rule, the same for first-party and library tools.
+        cordis_tools::check_tool_name(name)
+            .map_err(|e| format!("describe returned an invalid tool name {name:?}: {e}"))?;
         if !seen.insert(name.clone()) {
             return Err(format!("describe returned tool \"{name}\" twice"));
         }
@@ -160,7 +158,7 @@ fn tools_of(text: &str) -> Result<Vec<(ToolSchema, Option<Duration>)>, String> {
 fn limiter(instance: &Instance) -> Arc<Semaphore> {
     static LIMITERS: Mutex<BTreeMap<[u8; 32], Arc<Semaphore>>> = Mutex::new(BTreeMap::new());
     let library = instance.library();
-    let mut map = LIMITERS.lock().unwrap_or_else(|e| e.into_inner());
+    let mut map = cordis_runtime::lock(&LIMITERS);
     map.entry(library.sha256())
         .or_insert_with(|| {
             let permits = if library.thread_safe() {
@@ -265,10 +263,9 @@ impl Plugin for DylibPlugin {
             let def = ToolDefinition::new(schema, handler)
                 .with_timeout(timeout.unwrap_or(DEFAULT_TOOL_TIMEOUT));
             // The seeded point lets randomized schedules interleave registrations across plugins.
-            ctx.schedule().point("before-register").await;
-            ctx.trace("register", def.name().to_owned());
             registry
-                .register(&ctx, def)
+                .register_scheduled(&ctx, def)
+                .await
                 .map_err(|e| format!("{name}: {e}"))?;
         }
         Ok(())

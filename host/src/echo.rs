@@ -35,8 +35,6 @@ pub const TRACE_TOOL_COMPLETE: &str = "tool-complete";
 /// Seeded points a call passes before it answers.
 const POINTS: usize = 3;
 
-const INJECT: &[Inject] = &[Inject::required("tools")];
-
 impl Plugin for Echo {
     type Config = EchoConfig;
 
@@ -45,7 +43,7 @@ impl Plugin for Echo {
     }
 
     fn inject(&self) -> &[Inject] {
-        INJECT
+        ToolRegistry::INJECT
     }
 
     async fn apply(&self, ctx: Context, config: &EchoConfig) -> Result<(), BoxError> {

@@ -190,7 +190,7 @@ impl BootReport {
     pub fn apply_order(&self) -> Vec<String> {
         self.trace
             .iter()
-            .filter(|t| t.kind == "apply")
+            .filter(|t| t.kind == Schedule::TRACE_APPLY)
             .map(|t| t.who.to_string())
             .collect()
     }

@@ -39,8 +39,6 @@ pub struct LogProbeConfig {
     pub level: LogLevel,
 }
 
-const INJECT: &[Inject] = &[Inject::required("tools")];
-
 /// Logs `message` at `level` from a blocking thread and waits for it.
 async fn log_elsewhere(level: LogLevel, message: String) {
     let logged = tokio::task::spawn_blocking(move || match level {
@@ -61,7 +59,7 @@ impl Plugin for LogProbe {
     }
 
     fn inject(&self) -> &[Inject] {
-        INJECT
+        ToolRegistry::INJECT
     }
 
     async fn apply(&self, ctx: Context, config: &LogProbeConfig) -> Result<(), BoxError> {
@@ -81,9 +79,7 @@ impl Plugin for LogProbe {
                 Ok(ToolOutput::new(serde_json::json!({"logged": true})))
             }
         });
-        ctx.schedule().point("before-register").await;
-        ctx.trace("register", "debug_log");
-        let _ = registry.register(&ctx, def)?;
+        let _ = registry.register_scheduled(&ctx, def).await?;
         Ok(())
     }
 }

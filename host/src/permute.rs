@@ -136,7 +136,7 @@ async fn boot_outcome(plan: &LoadPlan, order: &[usize]) -> Outcome {
         _ if !bad.is_empty() => Some(bad.join(", ")),
         _ => None,
     };
-    let registrations = root.trace_details("register");
+    let registrations = root.trace_details(Schedule::TRACE_REGISTER);
     root.dispose();
     Outcome {
         header,

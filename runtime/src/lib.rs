@@ -53,7 +53,7 @@ pub use host_event::ConfigReloaded;
 pub use introspect::{EffectCounts, Incident, LiveCounts, ScopeInfo, TraceEvent};
 pub use plugin::{ErasedPlugin, FnPlugin, Inject, Plugin, PluginOptions, Prepared, prepare};
 pub use schedule::{Policy, PolicyParseError, Schedule};
-pub use scope::{FailureKind, ScopeFailure, ScopeHandle, ScopeId, ScopeStatus};
+pub use scope::{FailureKind, ScopeFailure, ScopeHandle, ScopeId, ScopeStatus, lock};
 pub use service::Service;
 pub use waterfall::{Next, Waterfall};
 

@@ -130,9 +130,13 @@ pub(crate) struct ScopeNode {
     pub(crate) slot: OnceLock<EffectId>,
 }
 
-/// Locks a mutex, ignoring poison: every callback we run under our own locks is panic-free, and
-/// user callbacks never run while one is held.
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+/// Locks a mutex, ignoring poison: the one poison-ignoring lock of the workspace.
+///
+/// Poison only says a thread panicked while holding the guard. Our critical sections keep
+/// their data consistent at every step (they run no user callbacks and do not panic midway),
+/// so the data behind a poisoned lock is still good, and a plugin's panic, which the runtime
+/// contains, must not turn every later lock into a second panic.
+pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 

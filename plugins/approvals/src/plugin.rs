@@ -98,7 +98,7 @@ impl Approvals {
 
     fn state(&self) -> MutexGuard<'_, State> {
         // Only bookkeeping runs under this lock.
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        cordis_runtime::lock(&self.state)
     }
 
     /// The policy for `tool`.

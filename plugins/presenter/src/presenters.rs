@@ -92,7 +92,7 @@ impl Service for Presenters {
 impl Presenters {
     fn table(&self) -> MutexGuard<'_, Table> {
         // Only bookkeeping runs under this lock; presenters run outside it.
-        self.table.lock().unwrap_or_else(|e| e.into_inner())
+        cordis_runtime::lock(&self.table)
     }
 
     fn insert(&self, name: &str, presenter: Arc<dyn ToolPresenter>) -> u64 {
@@ -136,7 +136,7 @@ impl Presenters {
             let Some(table) = weak.upgrade() else {
                 return;
             };
-            let mut table = table.lock().unwrap_or_else(|e| e.into_inner());
+            let mut table = cordis_runtime::lock(&table);
             if let Some(list) = table.by_name.get_mut(&name) {
                 list.retain(|(i, _)| *i != id);
                 if list.is_empty() {

@@ -9,9 +9,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Mutex, Weak};
 
-use cordis_runtime::{Context, EffectHandle, Event, Service, Waterfall};
+use cordis_runtime::{Context, EffectHandle, Event, Service, Waterfall, lock};
 
 use crate::assembly::{AssembleContext, AssembledSection, PromptAssembly};
 use crate::error::{AssembleError, RegisterError, ToolOrderError};
@@ -143,11 +143,6 @@ impl State {
         self.next_id += 1;
         self.next_id
     }
-}
-
-fn lock(m: &Mutex<State>) -> MutexGuard<'_, State> {
-    // Only our own panic-free bookkeeping runs under this lock, so poison carries no meaning.
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// The system-prompt assembly service.
