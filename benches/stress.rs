@@ -1,0 +1,83 @@
+//! Stress throughput of the `cordis` application: seeded boots of the bundled `cordis.yml`
+//! (standard plugin table, agent entries included) and exercise runs of a 3-turn script.
+//!
+//! Run with `cargo bench -p cordis --bench stress`. Target (issue 18): ≥ 10,000 seeded boots/s
+//! on one core. Each iteration is one seed; divan's `items/s` column is seeds per second.
+
+use cordis::exercise::{ExerciseScript, exercise, exercise_plan};
+use cordis_host::loader::{boot, boot_blocking};
+use cordis_host::{LoadPlan, PlanOptions, load_plan};
+use cordis_runtime::{Context, Policy, Schedule};
+use divan::counter::ItemsCount;
+
+fn main() {
+    divan::main();
+}
+
+/// The bundled composition, resolved once as `cordis stress` does (environment unset).
+fn bundled() -> LoadPlan {
+    load_plan(
+        include_str!("../cordis.yml"),
+        "cordis.yml",
+        &|_| None,
+        &cordis::builtins::standard(),
+        &PlanOptions::default(),
+    )
+    .expect("the bundled cordis.yml resolves")
+}
+
+fn rt() -> tokio::runtime::Runtime {
+    cordis_host::shutdown::current_thread().expect("tokio runtime")
+}
+
+fn policy(name: &str) -> Policy {
+    name.parse().expect("a policy name")
+}
+
+/// One seed: boot, dispose, wait for its tasks, on one current-thread runtime kept across
+/// seeds (what `cordis::testing` does).
+#[divan::bench(args = ["fifo", "random", "pct"])]
+fn seeded_boot_of_the_bundled_config(bencher: divan::Bencher, policy_name: &str) {
+    let (plan, rt, policy) = (bundled(), rt(), policy(policy_name));
+    let mut seed = 0u64;
+    bencher.counter(ItemsCount::new(1usize)).bench_local(|| {
+        seed += 1;
+        rt.block_on(async {
+            let root = Context::root_with(Schedule::new(policy, seed));
+            let report = boot(&root, &plan).await;
+            root.dispose();
+            root.tasks_finished().await;
+            report.digest.len()
+        })
+    });
+}
+
+/// One seed as `cordis stress` without `--exercise` runs it: a fresh runtime per boot.
+#[divan::bench]
+fn seeded_boot_with_a_runtime_per_seed(bencher: divan::Bencher) {
+    let plan = bundled();
+    let mut seed = 0u64;
+    bencher.counter(ItemsCount::new(1usize)).bench_local(|| {
+        seed += 1;
+        let (report, live) =
+            boot_blocking(&plan, Schedule::new(Policy::Random, seed)).expect("a runtime");
+        (report.digest.len(), live.is_zero())
+    });
+}
+
+/// One seed of `stress --exercise`: boot the bundled composition, three turns with its own
+/// scripted responses (each turn a `todo_write` call, then an answer), dispose.
+#[divan::bench(args = ["random", "pct"], sample_count = 50)]
+fn exercise_of_three_turns(bencher: divan::Bencher, policy_name: &str) {
+    let script = ExerciseScript::parse("turns: [one, two, three]\n", "bench").expect("script");
+    let plan = exercise_plan(&bundled(), &script).expect("an exercisable composition");
+    let (rt, policy) = (rt(), policy(policy_name));
+    let mut seed = 0u64;
+    bencher.counter(ItemsCount::new(1usize)).bench_local(|| {
+        seed += 1;
+        let run = rt
+            .block_on(exercise(&plan, &script, Schedule::new(policy, seed)))
+            .expect("the exercise runs");
+        run.log.len()
+    });
+}
