@@ -39,3 +39,21 @@ fn bad_words_and_bad_json_are_usage_errors() {
     let too_many = cordis(&["call", BUNDLED, "todo_write", "extra"], &[]);
     assert_eq!(too_many.code, 2, "{}", too_many.err);
 }
+
+#[test]
+fn cache_dir_and_prune_work_on_the_named_cache_only() {
+    let dir = std::env::temp_dir().join(format!("cordis-cli-cache-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let env = [("CORDIS_DYLIB_CACHE", dir.to_str().unwrap())];
+    let shown = cordis(&["cache", "dir"], &env);
+    assert_eq!(shown.out.trim(), dir.to_str().unwrap());
+    let first = cordis(&["cache", "prune"], &env);
+    assert_eq!(first.code, 0, "{}", first.err);
+    std::fs::write(dir.join(format!("{}-libp.so", "cd".repeat(32))), b"12345").unwrap();
+    std::fs::write(dir.join("keep.txt"), b"mine").unwrap();
+    let pruned = cordis(&["cache", "prune"], &env);
+    assert_eq!(pruned.code, 0, "{}", pruned.err);
+    assert!(pruned.out.starts_with("removed 1 file (5 bytes)"), "{}", pruned.out);
+    assert!(dir.join("keep.txt").exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}

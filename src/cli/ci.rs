@@ -103,7 +103,7 @@ pub fn github_error(file: &str, line: Option<usize>, title: &str, message: &str)
     )
 }
 
-/// Parses a duration such as `90s`, `10m`, `1h30m`, `500ms` or a plain number of seconds.
+/// Parses a duration such as `90s`, `10m`, `1h30m`, `500ms`, `7d` or a plain number of seconds.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
     if let Ok(secs) = text.parse::<u64>() {
@@ -133,9 +133,10 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
             "s" => Duration::from_secs(n),
             "m" => Duration::from_secs(n.saturating_mul(60)),
             "h" => Duration::from_secs(n.saturating_mul(3600)),
+            "d" => Duration::from_secs(n.saturating_mul(86_400)),
             _ => {
                 return Err(format!(
-                    "\"{text}\": unknown unit \"{unit}\" (use ms, s, m or h)"
+                    "\"{text}\": unknown unit \"{unit}\" (use ms, s, m, h or d)"
                 ));
             }
         };
@@ -369,6 +370,7 @@ mod tests {
         assert_eq!(parse_duration("1h30m"), Ok(Duration::from_secs(5400)));
         assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
         assert_eq!(parse_duration("12"), Ok(Duration::from_secs(12)));
+        assert_eq!(parse_duration("7d"), Ok(Duration::from_secs(7 * 86_400)));
         assert!(parse_duration("ten").is_err());
         assert!(parse_duration("5 parsecs").is_err());
         assert_eq!(

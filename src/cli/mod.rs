@@ -21,6 +21,7 @@ use cordis_host::Builtins;
 use cordis_host::plan::{LoadPlan, PlanOptions, load_plan};
 
 mod approve;
+mod cache;
 mod call;
 mod check;
 pub mod ci;
@@ -93,6 +94,28 @@ pub enum Command {
     /// succeeds (its result on stdout), 1 when it fails (the error on stderr), 2 on
     /// configuration or usage errors. Example: cordis call cordis.yml todo_write '{"todos": []}'
     Call(CallArgs),
+    /// Where third-party plugin libraries are copied before they load, and clearing it.
+    ///
+    /// Each user has a cache of their own ($CORDIS_DYLIB_CACHE, else
+    /// $XDG_CACHE_HOME/cordis/dylib, else ~/.cache/cordis/dylib), created with mode 0700 and
+    /// verified before every load. It is never pruned by itself: copies of changed libraries
+    /// pile up until `cordis cache prune`.
+    #[command(subcommand)]
+    Cache(CacheCommand),
+}
+
+/// The subcommands of `cordis cache`.
+#[derive(Debug, Clone, Subcommand)]
+pub enum CacheCommand {
+    /// Print the cache directory.
+    Dir,
+    /// Remove cached library copies (and leftover staging files); anything else in the
+    /// directory is left alone. Running processes keep the copies they loaded.
+    Prune {
+        /// Only remove copies not modified for this long (e.g. 7d, 12h).
+        #[arg(long, value_name = "DURATION", value_parser = ci::parse_duration)]
+        older_than: Option<Duration>,
+    },
 }
 
 /// Arguments of `cordis call`: `[FILE] TOOL [JSON]`.
@@ -455,6 +478,7 @@ where
         Command::Stress(args) => stress::run(args, io, builtins),
         Command::Permute(args) => permute::run(args, io, builtins),
         Command::Call(args) => call::run(args, io, builtins),
+        Command::Cache(command) => cache::run(command, io),
     };
     match result {
         Ok(code) => code,

@@ -86,6 +86,28 @@ pub enum CacheError {
     },
 }
 
+/// What [`Cache::prune`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PruneOutcome {
+    /// Files removed.
+    pub removed: u64,
+    /// Their total size in bytes.
+    pub bytes: u64,
+    /// Cache files kept because they are newer than the limit.
+    pub kept: u64,
+    /// Files that could not be removed, with why.
+    pub failed: Vec<String>,
+}
+
+/// Whether `name` is one the cache writes: `<64 hex>-<library name>` or `.<hex>.partial`.
+fn is_cache_name(name: &str) -> bool {
+    let hex = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_hexdigit());
+    if let Some(inner) = name.strip_prefix('.').and_then(|n| n.strip_suffix(".partial")) {
+        return hex(inner);
+    }
+    name.len() > 65 && name.as_bytes()[64] == b'-' && hex(&name[..64])
+}
+
 /// An opened, verified cache directory.
 #[derive(Debug)]
 pub struct Cache {
@@ -189,6 +211,54 @@ impl Cache {
     /// The directory.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Removes cached copies (`<sha256>-<name>`) and leftover staging files (`.<hex>.partial`)
+    /// not modified within `keep` (all of them when `keep` is zero), working on the opened,
+    /// verified directory so a swapped path cannot redirect it. Anything else in the directory
+    /// is left alone. A process that has a removed copy loaded keeps using it; the next load
+    /// copies the library again.
+    ///
+    /// # Errors
+    /// When the directory cannot be listed; a file that cannot be removed is reported in the
+    /// outcome, not as an error.
+    pub fn prune(&self, keep: std::time::Duration) -> Result<PruneOutcome, CacheError> {
+        let io = |e: &dyn std::fmt::Display| CacheError::Io {
+            path: self.path.clone(),
+            reason: e.to_string(),
+        };
+        let mut outcome = PruneOutcome::default();
+        let now = std::time::SystemTime::now();
+        let mut names = Vec::new();
+        let dir = rustix::fs::Dir::read_from(&self.dir).map_err(|e| io(&e))?;
+        for entry in dir {
+            let entry = entry.map_err(|e| io(&e))?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if is_cache_name(&name) {
+                names.push(name);
+            }
+        }
+        names.sort();
+        for name in names {
+            let Ok(stat) = rustix::fs::statat(&self.dir, name.as_str(), rustix::fs::AtFlags::SYMLINK_NOFOLLOW) else {
+                continue;
+            };
+            let modified = std::time::UNIX_EPOCH
+                + std::time::Duration::from_secs(u64::try_from(stat.st_mtime).unwrap_or(0));
+            let age = now.duration_since(modified).unwrap_or_default();
+            if !keep.is_zero() && age < keep {
+                outcome.kept += 1;
+                continue;
+            }
+            match rustix::fs::unlinkat(&self.dir, name.as_str(), rustix::fs::AtFlags::empty()) {
+                Ok(()) => {
+                    outcome.removed += 1;
+                    outcome.bytes += u64::try_from(stat.st_size).unwrap_or(0);
+                }
+                Err(e) => outcome.failed.push(format!("{name}: {e}")),
+            }
+        }
+        Ok(outcome)
     }
 
     /// A readable descriptor of a cache file holding exactly `bytes` (whose sha256 is `hash`):
@@ -344,6 +414,24 @@ fn random_hex() -> String {
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn prune_removes_only_cache_files_and_keeps_recent_ones_when_asked() {
+        let dir = std::env::temp_dir().join(format!("cordis-prune-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let cache = Cache::open(&dir).unwrap();
+        let copy = format!("{}-libx.so", "ab".repeat(32));
+        std::fs::write(dir.join(&copy), b"lib").unwrap();
+        std::fs::write(dir.join(".0123abcd.partial"), b"half").unwrap();
+        std::fs::write(dir.join("notes.txt"), b"mine").unwrap();
+        let recent = cache.prune(std::time::Duration::from_secs(3600)).unwrap();
+        assert_eq!((recent.removed, recent.kept), (0, 2));
+        let all = cache.prune(std::time::Duration::ZERO).unwrap();
+        assert_eq!((all.removed, all.bytes), (2, 7));
+        assert!(dir.join("notes.txt").exists(), "a file the cache did not write stays");
+        assert!(!dir.join(&copy).exists());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     fn scratch(name: &str) -> PathBuf {
         let dir = std::env::temp_dir().join(format!(
