@@ -12,7 +12,9 @@
 //! its queue is on disk.
 //!
 //! The lock file is opened without following symlinks and must be a regular file, since the pid
-//! is written into it.
+//! is written into it. It stays after the writer ends: unlinking it would let a concurrent
+//! opener lock an orphaned inode while a third creates a fresh file, and two writers could both
+//! "hold" the session. Its pid only means something while the lock is held.
 
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
