@@ -42,6 +42,7 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+use cordis_host::assembly::{HeaderBytes, header_bytes};
 use cordis_host::digest::canonical_bytes;
 use cordis_host::loader::boot;
 use cordis_host::{Builtins, LoadPlan, PlanOptions, load_plan};
@@ -333,10 +334,22 @@ impl Stress {
             match &first {
                 None => first = Some((seed, outcome, bytes, digest)),
                 Some((a, first_outcome, first_bytes, _)) if *first_bytes != bytes => {
+                    let mut diff = explain(first_outcome, *a, &outcome, seed);
+                    if script.is_none() {
+                        // The outcome names tools but holds only the header's digest; replay
+                        // both seeds for the header itself, to show what in it differs.
+                        let header =
+                            |s| runtime.block_on(header_of(plan, Schedule::new(self.policy, s)));
+                        let (x, y) = (header(*a), header(seed));
+                        if x != y {
+                            diff.push_str("  request header:\n");
+                            diff.push_str(&leaf_diff(&x, *a, &y, seed).replace("\n  ", "\n    "));
+                        }
+                    }
                     return Err(StressError::Diverged(Box::new(Divergence {
                         policy: self.policy,
                         seeds: [*a, seed],
-                        diff: explain(first_outcome, *a, &outcome, seed),
+                        diff,
                         outcomes: [first_outcome.clone(), outcome],
                         replay: self.replay(&[*a, seed]),
                     })));
@@ -424,6 +437,22 @@ async fn boot_once(plan: &LoadPlan, schedule: Schedule) -> (Value, String, LiveC
     root.dispose();
     root.tasks_finished().await;
     (report.outcome(), report.digest, root.live())
+}
+
+/// The request header a boot of `plan` under `schedule` assembles, as JSON (a string for an
+/// assembly that failed or found no system prompt).
+async fn header_of(plan: &LoadPlan, schedule: Schedule) -> Value {
+    let root = Context::root_with(schedule);
+    boot(&root, plan).await;
+    let header = match header_bytes(&root).await {
+        HeaderBytes::Header(bytes) | HeaderBytes::NoPrompt(bytes) => {
+            serde_json::from_slice(&bytes).unwrap_or(Value::Null)
+        }
+        HeaderBytes::Failed(message) => Value::String(format!("assemble failed: {message}")),
+    };
+    root.dispose();
+    root.tasks_finished().await;
+    header
 }
 
 fn outcome_of(run: &ExerciseOutcome) -> (Value, String, LiveCounts) {

@@ -1,5 +1,5 @@
-//! `racy/tally`: an example first-party plugin with a deliberate race, and what catching it
-//! looks like.
+//! `racy/tally` and `racy/first-seen`: example first-party plugins with deliberate races, and
+//! what catching them looks like.
 //!
 //! Each of its tools answers how many of the entry's calls had completed before it
 //! (`"completedBefore": n`). When the model calls two of them in one step they run
@@ -87,9 +87,54 @@ impl Plugin for Tally {
     }
 }
 
-/// The standard plugin table plus `racy/tally`: what `cordis-racy` runs with.
+/// The `racy/first-seen` plugin: a boot-time race. It registers one tool whose description
+/// lists the tools already registered when its entry applied, which depends on which entries
+/// the schedule applied first. Even the request header differs between seeds, so a boot-only
+/// stress (no exercise) catches it.
+#[derive(Debug, Clone, Copy)]
+pub struct FirstSeen;
+
+/// Config of `racy/first-seen`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FirstSeenConfig {
+    /// The tool to register.
+    pub tool: String,
+}
+
+impl Plugin for FirstSeen {
+    type Config = FirstSeenConfig;
+
+    fn name(&self) -> &str {
+        "racy/first-seen"
+    }
+
+    fn inject(&self) -> &[Inject] {
+        INJECT
+    }
+
+    async fn apply(&self, ctx: Context, config: &FirstSeenConfig) -> Result<(), BoxError> {
+        let registry = ctx.require::<ToolRegistry>()?;
+        // Sorting does not help: the race is in which tools exist yet, not their order.
+        let mut seen: Vec<String> = registry.schemas(None).into_iter().map(|s| s.name).collect();
+        seen.sort();
+        let schema = ToolSchema {
+            name: config.tool.clone(),
+            description: format!("Registered after: {}.", seen.join(", ")),
+            parameters: serde_json::json!({"type": "object"}),
+        };
+        let def = ToolDefinition::new(schema, |_arguments, _| async {
+            Ok(ToolOutput::new(serde_json::json!({})))
+        });
+        registry.register_scheduled(&ctx, def).await?;
+        Ok(())
+    }
+}
+
+/// The standard plugin table plus `racy/tally` and `racy/first-seen`: what `cordis-racy` runs
+/// with.
 pub fn builtins() -> cordis::Builtins {
     let mut table = cordis::builtins::standard();
-    table.insert(Tally);
+    table.insert(Tally).insert(FirstSeen);
     table
 }

@@ -146,3 +146,32 @@ fn the_embedding_binary_catches_it_with_stress_exercise_and_replays_each_seed() 
         assert_ne!(logs[0], logs[1], "{policy}: the two seeds' logs differ");
     }
 }
+
+#[test]
+fn a_boot_time_race_is_caught_without_an_exercise_and_the_diff_names_the_field() {
+    let err = stress(concat!(env!("CARGO_MANIFEST_DIR"), "/first-seen.yml"))
+        .plugin(Tally)
+        .plugin(cordis_example_racy::FirstSeen)
+        .seeds(1_000)
+        .env(|_| None)
+        .try_run()
+        .unwrap_err();
+    let divergence = err.divergence().unwrap_or_else(|| panic!("{err}"));
+    assert!(
+        divergence.diff.contains("Registered after:"),
+        "{divergence}"
+    );
+    assert!(divergence.diff.contains("/digest:"), "{divergence}");
+    assert!(divergence.diff.contains("request header:"), "{divergence}");
+    // The replay of each seed alone gives the outcome the divergence showed.
+    for (seed, outcome) in divergence.seeds.iter().zip(&divergence.outcomes) {
+        let alone = stress(concat!(env!("CARGO_MANIFEST_DIR"), "/first-seen.yml"))
+            .plugin(Tally)
+            .plugin(cordis_example_racy::FirstSeen)
+            .only_seeds([*seed])
+            .env(|_| None)
+            .try_run()
+            .unwrap();
+        assert_eq!(&alone.outcome, outcome, "seed {seed}");
+    }
+}
