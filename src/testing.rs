@@ -318,10 +318,7 @@ impl Stress {
                 },
             };
             if verbose {
-                eprintln!(
-                    "cordis::testing: seed {seed} (schedule {}): {outcome}",
-                    self.policy
-                );
+                print_outcome(seed, self.policy, &outcome);
             }
             if !live.is_zero() {
                 return Err(StressError::Leak {
@@ -453,6 +450,23 @@ async fn header_of(plan: &LoadPlan, schedule: Schedule) -> Value {
     root.dispose();
     root.tasks_finished().await;
     header
+}
+
+/// A replayed seed's outcome on stderr: for an exercise the boot outcome and turn ends on one
+/// line each and the session log one event per line (as `stress --print-log` prints it), so
+/// two seeds' output can be diffed.
+fn print_outcome(seed: u64, policy: Policy, outcome: &Value) {
+    eprintln!("cordis::testing: seed {seed} (schedule {policy}):");
+    match outcome["log"].as_array() {
+        None => eprintln!("{outcome}"),
+        Some(log) => {
+            eprintln!("boot: {}", outcome["boot"]);
+            eprintln!("turns: {}", outcome["turns"]);
+            for event in log {
+                eprintln!("{event}");
+            }
+        }
+    }
 }
 
 fn outcome_of(run: &ExerciseOutcome) -> (Value, String, LiveCounts) {
