@@ -51,7 +51,8 @@ pub struct Resolved {
 /// What one reload changed, by entry id (each list sorted).
 pub type ReloadSummary = ConfigReloaded;
 
-/// Reads and resolves `source`, with every entry's fingerprint in plan order.
+/// Reads and resolves `source`, with every entry's definition fingerprint in plan order (the
+/// library bytes of dylib entries are added by [`with_library_hashes`], off the async threads).
 fn load(
     source: &str,
     file: &str,
@@ -62,24 +63,31 @@ fn load(
     let (raw, plan) = crate::plan::load(source, file, env, builtins, options)?;
     let mut by_id = BTreeMap::new();
     fingerprint_all(&raw.entries, "", &mut by_id);
-    // A dylib entry also changes when its library's bytes do (it is then loaded again from a
-    // new content-addressed copy). An unreadable library keeps an empty hash: loading it will
-    // fail the entry with the reason.
     let fingerprints = plan
         .entries
         .iter()
-        .map(|e| {
-            let fp = by_id.get(&e.id).cloned().unwrap_or_default();
-            match &e.library {
-                Some(path) => {
-                    let bytes = crate::dylib::file_sha256(path).unwrap_or_default();
-                    digest(&json!({"entry": fp, "library": crate::digest::sha256_hex(&bytes)}))
-                }
-                None => fp,
-            }
-        })
+        .map(|e| by_id.get(&e.id).cloned().unwrap_or_default())
         .collect();
     Ok((plan, fingerprints))
+}
+
+/// A dylib entry also changes when its library's bytes do (it is then loaded again from a new
+/// content-addressed copy): folds each library's hash into its entry's fingerprint, reading the
+/// files on blocking threads. An unreadable library keeps an empty hash: loading it will fail
+/// the entry with the reason.
+async fn with_library_hashes(plan: &LoadPlan, mut fingerprints: Vec<String>) -> Vec<String> {
+    for (entry, fp) in plan.entries.iter().zip(fingerprints.iter_mut()) {
+        let Some(path) = entry.library.clone() else {
+            continue;
+        };
+        let bytes = tokio::task::spawn_blocking(move || {
+            crate::dylib::file_sha256(&path).unwrap_or_default()
+        })
+        .await
+        .unwrap_or_default();
+        *fp = digest(&json!({"entry": fp, "library": crate::digest::sha256_hex(&bytes)}));
+    }
+    fingerprints
 }
 
 fn fingerprint_all(entries: &[RawEntry], parent: &str, out: &mut BTreeMap<String, String>) {
@@ -113,6 +121,7 @@ impl LiveConfig {
         options: PlanOptions,
     ) -> Result<(LiveConfig, BootReport), ConfigErrors> {
         let (plan, fingerprints) = load(source, file, env, &builtins, &options)?;
+        let fingerprints = with_library_hashes(&plan, fingerprints).await;
         let started = std::time::Instant::now();
         let mut handles = vec![None; plan.entries.len()];
         start_entries(&root, &plan, &mut handles);
@@ -170,6 +179,7 @@ impl LiveConfig {
     /// Not cancel safe.
     pub async fn apply(&mut self, resolved: Resolved) -> ReloadSummary {
         let Resolved { plan, fingerprints } = resolved;
+        let fingerprints = with_library_hashes(&plan, fingerprints).await;
         let old: BTreeMap<&str, (&str, Option<&ScopeHandle>)> = self
             .plan
             .entries
