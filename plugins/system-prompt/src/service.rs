@@ -65,7 +65,8 @@ impl Section {
         }
     }
 
-    /// A section whose text is computed per assembly.
+    /// A section whose text is computed per assembly; an assembly for which it computes an
+    /// empty text leaves it out (not even its name appears), so it can apply to some scopes only.
     pub fn dynamic(
         name: impl Into<String>,
         order: f64,
@@ -363,7 +364,15 @@ impl SystemPrompt {
         for (name, order, text) in sections {
             let text = match text {
                 SectionText::Static(s) => s,
-                SectionText::Dynamic(f) => guarded(&format!("section \"{name}\""), || f(context))?,
+                SectionText::Dynamic(f) => {
+                    let text = guarded(&format!("section \"{name}\""), || f(context))?;
+                    // A computed section that is empty for this assembly is not part of it:
+                    // that is how a section applies to some scopes only (Code Mode's SDK).
+                    if text.is_empty() {
+                        continue;
+                    }
+                    text
+                }
             };
             assembled.push(AssembledSection { name, order, text });
         }
@@ -591,6 +600,30 @@ mod tests {
         let b = backward.assemble(AssembleContext::global()).await.unwrap();
         assert_eq!(a.render().unwrap(), "Z\n\nA\n\nB\n\nSmile\n\nTilde\n\nNone");
         assert_eq!(a, b);
+        root.dispose();
+    }
+
+    #[tokio::test]
+    async fn a_computed_section_empty_for_one_scope_is_left_out_of_that_assembly() {
+        let root = Context::root();
+        let sp = service(&root, None);
+        let _ = sp
+            .section(
+                &root,
+                Section::dynamic("scoped-only", 1.0, |c: &AssembleContext| {
+                    c.scope.map(|k| format!("for {k}")).unwrap_or_default()
+                }),
+            )
+            .unwrap();
+        let _ = sp.section(&root, Section::fixed("empty", 0.0, "")).unwrap();
+        let global = sp.assemble(AssembleContext::global()).await.unwrap();
+        let names: Vec<&str> = global.sections.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["empty"], "a fixed empty section stays listed");
+        let scoped = sp
+            .assemble(AssembleContext::scoped(crate::ScopeKey(3)))
+            .await
+            .unwrap();
+        assert_eq!(scoped.sections.len(), 2);
         root.dispose();
     }
 
