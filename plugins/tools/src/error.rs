@@ -1,6 +1,6 @@
 //! Errors of registry writes.
 
-/// A tool registration, restriction, guard or parent binding was refused.
+/// A tool registration, restriction, guard, parent binding or presentation was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RegisterError {
     /// Tool names must be non-empty.
@@ -96,6 +96,21 @@ pub enum RegisterError {
         child: cordis_schema::ScopeKey,
         /// The requested parent.
         parent: cordis_schema::ScopeKey,
+    },
+    /// `present_as` without a scope.
+    #[error(
+        "tools.present_as() requires a scope (an agent's or a standing scope's key): a registry-wide presentation is the `mode` field of the tools entry"
+    )]
+    PresentUnscoped,
+    /// A scope declares one presentation.
+    #[error(
+        "tools.present_as(\"{new}\") conflicts with \"{old}\" already declared for this scope; one composition selects one presentation"
+    )]
+    PresentConflict {
+        /// The refused mode.
+        new: crate::PresentationMode,
+        /// The mode declared first.
+        old: crate::PresentationMode,
     },
     /// The registering scope is disposed or restarted.
     #[error("cannot register with the tool registry: the registering scope is no longer live")]

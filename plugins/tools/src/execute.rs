@@ -13,7 +13,8 @@ use cordis_schema::ScopeKey;
 use futures_util::FutureExt;
 
 use crate::definition::{ToolCall, ToolCallContext, ToolResult, codes};
-use crate::registry::{Registered, ToolRegistry};
+use crate::presentation::PresentationMode;
+use crate::registry::{RUN_CODE, Registered, ToolRegistry};
 
 /// What a `tools/pre-execute` listener decides.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -65,6 +66,15 @@ impl Waterfall for ToolsPostExecute {
 
 use cordis_runtime::panic_message as panic_text;
 
+/// How far a call got before `tools/post-execute`.
+pub(crate) enum Dispatched {
+    /// Refused before it could run (collapsed or denied by pre-execute): its final result.
+    Refused(ToolResult),
+    /// It went through admission (and ran, unless refused there): the call as dispatched and
+    /// its result, for post-execute.
+    Ran(ToolCall, ToolResult),
+}
+
 impl ToolRegistry {
     /// Executes `call` as seen from `scope`.
     ///
@@ -75,22 +85,57 @@ impl ToolRegistry {
     ///
     /// # Cancel safety
     /// Dropping the future drops the running handler future.
+    ///
+    /// Under a `code` presentation, a direct call of any visible tool but `run_code` is refused
+    /// first, before pre-execute, guards and approval (`UNKNOWN_TOOL`, with a message telling the
+    /// model to call it from inside `run_code`).
     pub async fn execute(&self, call: ToolCall, scope: Option<ScopeKey>) -> ToolResult {
-        let ctx = self.inner.ctx.clone();
+        match self.dispatch(call, scope, None).await {
+            Dispatched::Refused(result) => result,
+            Dispatched::Ran(call, result) => self.post_execute(call, scope, result).await,
+        }
+    }
+
+    /// Every stage before `tools/post-execute`. `parent` is the id of the `run_code` call a
+    /// sub-call belongs to: a sub-call is exempt from the collapse.
+    pub(crate) async fn dispatch(
+        &self,
+        call: ToolCall,
+        scope: Option<ScopeKey>,
+        parent: Option<&str>,
+    ) -> Dispatched {
+        if parent.is_none()
+            && call.name != RUN_CODE
+            && self.inner.mode_for(scope) == PresentationMode::Code
+            && self.inner.view(scope).visible.contains_key(&call.name)
+        {
+            let message = cordis_code_mode::collapsed_call_message(&call.name);
+            return Dispatched::Refused(ToolResult::error(&call, codes::UNKNOWN_TOOL, message));
+        }
         let call = match self.pre_execute(call, scope).await {
             Ok(call) => call,
-            Err(result) => return result,
+            Err(result) => return Dispatched::Refused(result),
         };
         let result = match self.admit(&call, scope) {
             Ok(tool) => run(&tool, &call, scope).await,
             Err(result) => result,
         };
+        Dispatched::Ran(call, result)
+    }
+
+    /// `tools/post-execute`: the result as listeners leave it.
+    pub(crate) async fn post_execute(
+        &self,
+        call: ToolCall,
+        scope: Option<ScopeKey>,
+        result: ToolResult,
+    ) -> ToolResult {
         let post = PostExecute {
             call: call.clone(),
             scope,
             result,
         };
-        match ctx.waterfall::<ToolsPostExecute>(post).await {
+        match self.inner.ctx.waterfall::<ToolsPostExecute>(post).await {
             Ok(post) => post.result,
             Err(e) => ToolResult::error(&call, codes::INTERNAL, e.to_string()),
         }

@@ -21,7 +21,9 @@ mod definition;
 mod error;
 mod execute;
 mod plugin;
+mod presentation;
 mod registry;
+mod run_code;
 mod tool_set;
 mod typed;
 
@@ -32,7 +34,11 @@ pub use definition::{
 };
 pub use error::RegisterError;
 pub use execute::{Decision, PostExecute, PreExecute, ToolsPostExecute, ToolsPreExecute};
-pub use plugin::{NoConfig, ToolsConfig, ToolsPlugin};
+pub use plugin::{
+    NoConfig, ToolPresentationConfig, ToolPresentationPlugin, ToolsConfig, ToolsConfigError,
+    ToolsPlugin,
+};
+pub use presentation::{DEFAULT_MAX_PARALLEL_SUB_CALLS, Presentation, PresentationMode};
 pub use registry::{Guard, RUN_CODE, Restriction, ToolRegistry, ToolsChange};
 pub use tool_set::{ToolSet, ToolSetPlugin};
 pub use typed::{parameters_schema, parse_arguments};

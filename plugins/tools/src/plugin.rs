@@ -1,18 +1,118 @@
 //! The `tools` plugin: provides the [`ToolRegistry`] and registers it as a tool provider of the
-//! system-prompt assembly (the registry is just one provider, as in the reference).
+//! system-prompt assembly (the registry is just one provider, as in the reference), plus the two
+//! Code Mode sections, which render (and appear) only for a scope whose mode calls for them.
+//!
+//! The `tool-presentation` plugin declares one presentation for its own scope (a standing scope
+//! agents join by parenting): its whole body is [`ToolRegistry::present_as`].
 
 use std::sync::Arc;
 
-use cordis_runtime::{BoxError, Context, Inject, Plugin, Service};
+use cordis_code_runtime::CodeRuntimeService;
+use cordis_runtime::{BoxError, Context, FnPlugin, Inject, Plugin, Service};
 use cordis_system_prompt::SystemPrompt;
 use serde::Deserialize;
 
+use crate::presentation::{DEFAULT_MAX_PARALLEL_SUB_CALLS, Presentation, PresentationMode};
 use crate::registry::ToolRegistry;
 
-/// Configuration of the `tools` plugin (none yet; unknown fields are rejected).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+/// Configuration of the `tool-presentation` plugin: the mode, required.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct ToolsConfig {}
+pub struct ToolPresentationConfig {
+    /// How this scope's tools (and those of scopes bound under it) are presented.
+    pub mode: PresentationMode,
+}
+
+/// The `tool-presentation` plugin: `present_as(mode)` for its own scope. For `code` and `both`
+/// it waits for the code runtime (its `runtime` child stays pending until one is loaded).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ToolPresentationPlugin;
+
+const PRESENTATION_INJECT: &[Inject] = &[Inject::required(ToolRegistry::NAME)];
+
+impl Plugin for ToolPresentationPlugin {
+    type Config = ToolPresentationConfig;
+
+    fn name(&self) -> &str {
+        "tool-presentation"
+    }
+
+    fn inject(&self) -> &[Inject] {
+        PRESENTATION_INJECT
+    }
+
+    async fn apply(&self, ctx: Context, config: &ToolPresentationConfig) -> Result<(), BoxError> {
+        let key = cordis_schema::ScopeKey::from(ctx.scope_id());
+        let mode = config.mode;
+        if mode == PresentationMode::Native {
+            let registry = ctx.require::<ToolRegistry>()?;
+            let _ = registry.present_as(&ctx, Some(key), mode)?;
+            return Ok(());
+        }
+        // The declaration is an effect of the child: it unwinds when the runtime goes away.
+        let waiting = FnPlugin::new(
+            "tool-presentation/runtime",
+            move |child: Context, (): ()| async move {
+                let registry = child.require::<ToolRegistry>()?;
+                let _ = registry.present_as(&child, Some(key), mode)?;
+                Ok(())
+            },
+        )
+        .inject(Inject::required(ToolRegistry::NAME))
+        .inject(Inject::required(CodeRuntimeService::NAME));
+        let _ = ctx.plugin(waiting, ());
+        Ok(())
+    }
+}
+
+/// Configuration of the `tools` plugin (unknown fields are rejected).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ToolsConfig {
+    /// The presentation of every scope that declares none (default `native`).
+    #[serde(default)]
+    pub mode: PresentationMode,
+    /// How many read-only sub-calls of one `run_code` run may overlap (≥ 1, default 10).
+    #[serde(default = "default_parallel")]
+    pub max_parallel_sub_calls: usize,
+}
+
+fn default_parallel() -> usize {
+    DEFAULT_MAX_PARALLEL_SUB_CALLS
+}
+
+impl Default for ToolsConfig {
+    fn default() -> Self {
+        ToolsConfig {
+            mode: PresentationMode::Native,
+            max_parallel_sub_calls: DEFAULT_MAX_PARALLEL_SUB_CALLS,
+        }
+    }
+}
+
+/// A `tools` config the registry refuses.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ToolsConfigError {
+    /// `maxParallelSubCalls: 0` would let no sub-call start.
+    #[error("tools: maxParallelSubCalls must be a positive integer (got {0})")]
+    ZeroParallelism(usize),
+}
+
+impl ToolsConfig {
+    /// The registry settings this config asks for.
+    ///
+    /// # Errors
+    /// [`ToolsConfigError::ZeroParallelism`] for `maxParallelSubCalls: 0`.
+    pub fn presentation(&self) -> Result<Presentation, ToolsConfigError> {
+        if self.max_parallel_sub_calls == 0 {
+            return Err(ToolsConfigError::ZeroParallelism(0));
+        }
+        Ok(Presentation {
+            mode: self.mode,
+            max_parallel_sub_calls: self.max_parallel_sub_calls,
+        })
+    }
+}
 
 /// The configuration of a plugin that takes none: `{}` (unknown fields are rejected).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
@@ -36,9 +136,13 @@ impl Plugin for ToolsPlugin {
         INJECT
     }
 
-    async fn apply(&self, ctx: Context, _config: &ToolsConfig) -> Result<(), BoxError> {
+    async fn apply(&self, ctx: Context, config: &ToolsConfig) -> Result<(), BoxError> {
+        let presentation = config.presentation()?;
         let prompt = ctx.require::<SystemPrompt>()?;
-        let registry = ToolRegistry::new(ctx.clone());
+        let registry = ToolRegistry::with_presentation(ctx.clone(), presentation);
+        for section in registry.sections() {
+            let _ = prompt.section(&ctx, section)?;
+        }
         // The provider holds the registry weakly: the provider effect may outlive a restart.
         let weak = Arc::downgrade(&registry.inner);
         let _ = prompt.tools(&ctx, move |assemble| {

@@ -13,6 +13,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
+use cordis_code_mode::Language;
+use cordis_code_runtime::CodeRuntimeService;
 use cordis_runtime::{Context, EffectHandle, Event, Inject, Schedule, Service};
 use cordis_schema::{ScopeKey, ToolSchema};
 use cordis_system_prompt::{ToolProviderResult, sort_by_name_utf16};
@@ -21,6 +23,7 @@ use serde::{Deserialize, Serialize};
 use crate::arguments::ArgumentSchema;
 use crate::definition::{ToolCall, ToolDefinition};
 use crate::error::RegisterError;
+use crate::presentation::{Presentation, PresentationMode};
 
 /// The name reserved for the Code Mode transport tool.
 pub const RUN_CODE: &str = "run_code";
@@ -68,15 +71,20 @@ pub(crate) struct Registered {
 }
 
 #[derive(Default)]
-struct Layer {
+pub(crate) struct Layer {
     tools: BTreeMap<String, (u64, Arc<Registered>)>,
     restrictions: BTreeMap<u64, Compiled>,
     guards: BTreeMap<u64, Guard>,
+    /// This scope's presentation declaration (write id, mode); at most one.
+    pub(crate) mode: Option<(u64, PresentationMode)>,
 }
 
 impl Layer {
     fn is_empty(&self) -> bool {
-        self.tools.is_empty() && self.restrictions.is_empty() && self.guards.is_empty()
+        self.tools.is_empty()
+            && self.restrictions.is_empty()
+            && self.guards.is_empty()
+            && self.mode.is_none()
     }
 }
 
@@ -88,7 +96,7 @@ pub(crate) struct View {
 }
 
 #[derive(Default)]
-struct Store {
+pub(crate) struct Store {
     next: u64,
     global: Layer,
     scoped: BTreeMap<ScopeKey, Layer>,
@@ -96,7 +104,7 @@ struct Store {
 }
 
 impl Store {
-    fn next_id(&mut self) -> u64 {
+    pub(crate) fn next_id(&mut self) -> u64 {
         self.next += 1;
         self.next
     }
@@ -116,7 +124,7 @@ impl Store {
         chain
     }
 
-    fn layer_mut(&mut self, scope: Option<ScopeKey>) -> &mut Layer {
+    pub(crate) fn layer_mut(&mut self, scope: Option<ScopeKey>) -> &mut Layer {
         match scope {
             None => &mut self.global,
             Some(key) => self.scoped.entry(key).or_default(),
@@ -179,6 +187,13 @@ impl Store {
         View { visible, known }
     }
 
+    /// The nearest presentation declaration on `scope`'s chain.
+    fn declared_mode(&self, scope: Option<ScopeKey>) -> Option<PresentationMode> {
+        self.chain(scope?)
+            .into_iter()
+            .find_map(|k| self.scoped.get(&k).and_then(|l| l.mode).map(|(_, m)| m))
+    }
+
     /// Global guards first, then the chain's farthest first.
     fn guards(&self, scope: Option<ScopeKey>) -> Vec<Guard> {
         let mut out: Vec<Guard> = self.global.guards.values().cloned().collect();
@@ -196,6 +211,12 @@ impl Store {
 pub(crate) struct Inner {
     pub(crate) ctx: Context,
     store: Mutex<Store>,
+    /// The default mode and sub-call parallelism.
+    pub(crate) presentation: Presentation,
+    /// The `run_code` transport, built on first need (one per runtime language).
+    run_code: Mutex<Option<(Language, Arc<Registered>)>>,
+    /// Itself, for the `run_code` handler (which must not keep the registry alive).
+    this: Weak<Inner>,
 }
 
 impl Inner {
@@ -204,8 +225,52 @@ impl Inner {
         self.store.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// What `scope` sees: its visible tools, plus `run_code` when its mode is not native.
     pub(crate) fn view(&self, scope: Option<ScopeKey>) -> View {
-        self.store().view(scope)
+        let (mut view, mode) = {
+            let store = self.store();
+            let mode = store.declared_mode(scope).unwrap_or(self.presentation.mode);
+            (store.view(scope), mode)
+        };
+        if mode != PresentationMode::Native
+            && let Some(run_code) = self.run_code()
+        {
+            view.visible.insert(RUN_CODE.to_owned(), run_code);
+            view.known.insert(RUN_CODE.to_owned());
+        }
+        view
+    }
+
+    /// The nearest declaration on `scope`'s chain, else the default.
+    pub(crate) fn mode_for(&self, scope: Option<ScopeKey>) -> PresentationMode {
+        self.store()
+            .declared_mode(scope)
+            .unwrap_or(self.presentation.mode)
+    }
+
+    /// The `run_code` transport for the loaded runtime's language (JavaScript without one).
+    fn run_code(&self) -> Option<Arc<Registered>> {
+        let language = self
+            .ctx
+            .get::<CodeRuntimeService>()
+            .and_then(|rt| Language::from_runtime(rt.0.language()).ok())
+            .unwrap_or(Language::JavaScript);
+        let mut cached = self.run_code.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((lang, registered)) = cached.as_ref()
+            && *lang == language
+        {
+            return Some(registered.clone());
+        }
+        match crate::run_code::transport(self.this.clone(), language) {
+            Ok(registered) => {
+                *cached = Some((language, registered.clone()));
+                Some(registered)
+            }
+            Err(error) => {
+                tracing::error!(%error, "the run_code transport does not compile");
+                None
+            }
+        }
     }
 
     pub(crate) fn guards(&self, scope: Option<ScopeKey>) -> Vec<Guard> {
@@ -215,6 +280,19 @@ impl Inner {
     /// The registry as a tool provider of the prompt assembly.
     pub(crate) fn provider_result(&self, scope: Option<ScopeKey>) -> ToolProviderResult {
         let view = self.view(scope);
+        if self.mode_for(scope) == PresentationMode::Code {
+            // Collapsed: the model receives run_code alone, so a toolOrder naming any other
+            // tool fails the assembly.
+            let schemas = view
+                .visible
+                .get(RUN_CODE)
+                .map(|r| vec![r.def.schema.clone()])
+                .unwrap_or_default();
+            return ToolProviderResult {
+                schemas,
+                known_names: Some(vec![RUN_CODE.to_owned()]),
+            };
+        }
         let mut known: Vec<String> = view.known.into_iter().collect();
         sort_by_name_utf16(&mut known, |s| s);
         ToolProviderResult {
@@ -254,12 +332,22 @@ impl ToolRegistry {
     /// What a plugin that registers tools injects: the registry, required.
     pub const INJECT: &'static [Inject] = &[Inject::required(Self::NAME)];
 
-    /// A registry whose events and waterfalls go through `ctx` (the scope that owns it).
+    /// A registry whose events and waterfalls go through `ctx` (the scope that owns it), with
+    /// every scope native unless it declares otherwise.
     pub fn new(ctx: Context) -> Self {
+        Self::with_presentation(ctx, Presentation::default())
+    }
+
+    /// A registry with these presentation settings (the `tools` entry's `mode` and
+    /// `maxParallelSubCalls`).
+    pub fn with_presentation(ctx: Context, presentation: Presentation) -> Self {
         ToolRegistry {
-            inner: Arc::new(Inner {
+            inner: Arc::new_cyclic(|this| Inner {
                 ctx,
                 store: Mutex::new(Store::default()),
+                presentation,
+                run_code: Mutex::new(None),
+                this: this.clone(),
             }),
         }
     }
@@ -500,7 +588,7 @@ impl ToolRegistry {
 
     /// The write primitive: `apply` under the lock; on success its undo becomes an effect of
     /// `ctx`'s scope. An emptied layer is dropped, and `tools/change` follows every change.
-    fn write<K: Send + 'static>(
+    pub(crate) fn write<K: Send + 'static>(
         &self,
         ctx: &Context,
         scope: Option<ScopeKey>,
@@ -541,7 +629,7 @@ impl ToolRegistry {
 }
 
 impl Store {
-    fn layer_mut_existing(&mut self, scope: Option<ScopeKey>) -> Option<&mut Layer> {
+    pub(crate) fn layer_mut_existing(&mut self, scope: Option<ScopeKey>) -> Option<&mut Layer> {
         match scope {
             None => Some(&mut self.global),
             Some(key) => self.scoped.get_mut(&key),

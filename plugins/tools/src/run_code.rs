@@ -1,0 +1,175 @@
+//! The `run_code` transport: the tool a non-native scope gains, which runs one program on the
+//! loaded code runtime with the scope's tools as bindings.
+//!
+//! Each binding call goes through the registry's full pipeline (pre-execute, guards, execute,
+//! post-execute) as the sub-call `<callId>:code:<n>` (n = 1, 2, … in submission order), marked
+//! with its parent so the `code` collapse does not refuse it. The runtime is read when a call
+//! starts, so a native deployment needs none.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, Weak};
+
+use cordis_code_mode::{Language, RunCodeSchema, render_run_failure, render_run_result};
+use cordis_code_runtime::{
+    BoxFuture, Cancel, CodeRunRequest, CodeRuntimeService, Concurrency, Executed, Limits,
+    ToolBindings, ToolCall as SubCall, ToolCallError,
+};
+use cordis_schema::{ScopeKey, ToolSchema};
+use serde_json::Value;
+
+use crate::definition::{ToolCall, ToolCallContext, ToolDefinition, ToolOutput, ToolResult};
+use crate::execute::Dispatched;
+use crate::registry::{Inner, RUN_CODE, Registered, ToolRegistry};
+
+/// Builds the transport for `language`; its handler holds the registry weakly.
+///
+/// # Errors
+/// Only if the fixed `run_code` schema failed to compile (a bug, reported rather than a panic).
+pub(crate) fn transport(
+    registry: Weak<Inner>,
+    language: Language,
+) -> Result<Arc<Registered>, crate::RegisterError> {
+    let schema = RunCodeSchema::for_language(language);
+    let def = ToolDefinition::new(
+        ToolSchema {
+            name: RUN_CODE.to_owned(),
+            description: schema.description.to_owned(),
+            parameters: schema.parameters,
+        },
+        move |args, cx| {
+            let registry = registry.upgrade().map(|inner| ToolRegistry { inner });
+            async move {
+                let Some(registry) = registry else {
+                    return Err("run_code: the tool registry is gone".to_owned());
+                };
+                registry.run_code(args, cx).await
+            }
+        },
+    )
+    .with_output_schema(schema.output_schema);
+    // Not `def.compile()`: that applies the registration name rule, which reserves this name.
+    let arguments = crate::arguments::ArgumentSchema::compile(RUN_CODE, &def.schema.parameters)?;
+    Ok(Arc::new(Registered { def, arguments }))
+}
+
+impl ToolRegistry {
+    /// Runs one `run_code` call: the program on the loaded runtime, the scope's tools as
+    /// bindings, the outcome rendered as the one result the model sees.
+    async fn run_code(&self, args: Value, cx: ToolCallContext) -> Result<ToolOutput, String> {
+        let program = args
+            .get("code")
+            .and_then(Value::as_str)
+            .ok_or("run_code: `code` must be a string")?
+            .to_owned();
+        let Some(runtime) = self.inner.ctx.get::<CodeRuntimeService>() else {
+            let mode = self.inner.mode_for(cx.scope);
+            return Err(format!(
+                "mode \"{mode}\" requires a code runtime: load the `code-runtime` plugin or present this scope as \"native\""
+            ));
+        };
+        let bindings = Arc::new(RegistryBindings {
+            registry: self.clone(),
+            scope: cx.scope,
+            call_id: cx.call_id,
+            pending: Mutex::new(BTreeMap::new()),
+        });
+        let request = CodeRunRequest {
+            program,
+            bindings,
+            limits: Limits {
+                max_parallel_sub_calls: self.inner.presentation.max_parallel_sub_calls,
+                ..Limits::default()
+            },
+            // Dropping this future (the call's timeout or cancellation) aborts the run.
+            cancel: Cancel::never(),
+        };
+        let outcome = runtime.0.run(request).await.map_err(|e| e.to_string())?;
+        let logs = outcome.log_texts();
+        match outcome.result {
+            Ok(value) => Ok(ToolOutput::new(render_run_result(&logs, value.as_ref()))),
+            Err(failure) => Err(render_run_failure(
+                failure.kind.as_str(),
+                &failure.message,
+                &logs,
+            )),
+        }
+    }
+}
+
+/// The scope's tools as a program's bindings.
+struct RegistryBindings {
+    registry: ToolRegistry,
+    scope: Option<ScopeKey>,
+    /// The outer `run_code` call id (the sub-calls' parent).
+    call_id: String,
+    /// Executed sub-calls awaiting their commit (post-execute), by sequence number.
+    pending: Mutex<BTreeMap<u64, (ToolCall, ToolResult)>>,
+}
+
+impl RegistryBindings {
+    fn pending(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, (ToolCall, ToolResult)>> {
+        self.pending.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// A tool result as a program sees it: the content, or a rejection with the error message.
+fn for_program(result: &ToolResult) -> Result<Value, ToolCallError> {
+    if !result.is_error {
+        return Ok(result.content.clone());
+    }
+    Err(ToolCallError::new(match &result.content {
+        Value::String(message) => message.clone(),
+        other => other.to_string(),
+    }))
+}
+
+impl ToolBindings for RegistryBindings {
+    fn names(&self) -> Vec<String> {
+        self.registry
+            .schemas(self.scope)
+            .into_iter()
+            .map(|s| s.name)
+            .filter(|n| n != RUN_CODE)
+            .collect()
+    }
+
+    fn concurrency(&self, name: &str) -> Concurrency {
+        self.registry
+            .concurrency(name, self.scope)
+            .unwrap_or(Concurrency::Mutating)
+    }
+
+    fn call(&self, call: SubCall) -> BoxFuture<'_, Result<Value, ToolCallError>> {
+        let sub = ToolCall {
+            call_id: format!("{}:code:{}", self.call_id, call.seq),
+            name: call.name,
+            arguments: call.arguments,
+        };
+        let seq = call.seq;
+        Box::pin(async move {
+            match self
+                .registry
+                .dispatch(sub, self.scope, Some(&self.call_id))
+                .await
+            {
+                Dispatched::Refused(result) => for_program(&result),
+                Dispatched::Ran(call, result) => {
+                    let out = for_program(&result);
+                    self.pending().insert(seq, (call, result));
+                    out
+                }
+            }
+        })
+    }
+
+    fn commit(&self, executed: Executed) -> BoxFuture<'_, Result<Value, ToolCallError>> {
+        Box::pin(async move {
+            let Some((call, result)) = self.pending().remove(&executed.seq) else {
+                // Refused before it ran: nothing to post-execute.
+                return executed.result;
+            };
+            let result = self.registry.post_execute(call, self.scope, result).await;
+            for_program(&result)
+        })
+    }
+}
