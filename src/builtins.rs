@@ -7,7 +7,7 @@ use cordis_host::Builtins;
 /// Every built-in plugin `cordis` offers: the host's (`tools`, `system-prompt`, `debug/*`) and
 /// `tool-todo`, `tool-declare`, `llm`, `sessions`, `agent-loop`, `agent-core`, `tool-subagent`,
 /// and the workspace tools: `workspace`, `tool-fs`, `tool-search`, `tool-shell`, `approvals`,
-/// `presenter`.
+/// `presenter`, and Code Mode's `code-runtime` and `tool-presentation`.
 pub fn standard() -> Builtins {
     let mut table = Builtins::host();
     table.insert(cordis_tool_todo::TodoPlugin::default());
@@ -23,6 +23,8 @@ pub fn standard() -> Builtins {
     table.insert(cordis_tool_shell::ShellPlugin);
     table.insert(cordis_approvals::ApprovalsPlugin);
     table.insert(cordis_presenter::PresenterPlugin);
+    table.insert(cordis_code_runtime::CodeRuntimePlugin);
+    table.insert(cordis_tools::ToolPresentationPlugin);
     table
 }
 
