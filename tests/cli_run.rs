@@ -184,3 +184,43 @@ fn run_watch_reloads_between_turns_and_the_agent_resumes_its_session() {
     assert_eq!(reasons, vec!["other", "resume"], "{log}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_second_process_on_one_session_is_refused_with_the_holder_and_exit_3() {
+    let dir = fresh_dir("locked");
+    // The first run has the session open while it waits for input.
+    let mut first = Command::new(env!("CARGO_BIN_EXE_cordis"))
+        .args(["run", "--session", "shared"])
+        .current_dir(&dir)
+        .env_remove("CORDIS_LLM")
+        .env("RUST_LOG", "off")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let first_err = lines(first.stderr.take().unwrap());
+    wait_for(&first_err, "new session shared");
+    let second = run(&dir, &["--resume", "shared"], "hello\n", &[]);
+    let stderr = text(&second.stderr);
+    assert_eq!(second.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains(&format!("session shared is open in process {}", first.id())),
+        "{stderr}"
+    );
+    // The first run ends normally; then the session can be resumed.
+    let mut stdin = first.stdin.take().unwrap();
+    writeln!(stdin, "hi").unwrap();
+    drop(stdin);
+    assert_eq!(first.wait().unwrap().code(), Some(0));
+    let third = run(&dir, &["--resume", "shared"], "again\n", &[]);
+    assert_eq!(third.status.code(), Some(0), "{}", text(&third.stderr));
+    let log = std::fs::read_to_string(dir.join(".sessions/shared.jsonl")).unwrap();
+    let seqs: Vec<u64> = log
+        .lines()
+        .skip(1)
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["seq"].as_u64().unwrap())
+        .collect();
+    assert_eq!(seqs, (0..seqs.len() as u64).collect::<Vec<_>>(), "contiguous seqs");
+    let _ = std::fs::remove_dir_all(&dir);
+}

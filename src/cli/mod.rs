@@ -39,6 +39,8 @@ pub const EXIT_OK: u8 = 0;
 pub const EXIT_FAILURE: u8 = 1;
 /// Exit code: configuration or usage error.
 pub const EXIT_CONFIG: u8 = 2;
+/// Exit code: `cordis run`'s session is open in another process.
+pub const EXIT_LOCKED: u8 = 3;
 
 /// Loads cordis.yml plugin configurations under a seeded schedule and checks them.
 #[derive(Debug, Parser)]
@@ -68,7 +70,8 @@ pub enum Command {
     /// CORDIS_LLM=openai (then DEEPSEEK_API_KEY, CORDIS_BASE_URL, CORDIS_MODEL apply).
     ///
     /// Exits 0 at EOF; 1 when stdin is not a terminal and a turn failed; 2 on configuration
-    /// errors (including a config without `agent-loop`).
+    /// errors (including a config without `agent-loop`); 3 when the session is open in another
+    /// process (one writer per session).
     Run(RunArgs),
     /// Boot a config once and print every entry's status, the assembly view and its digest.
     ///

@@ -11,7 +11,7 @@
 //! stdout is the transcript alone.
 
 
-use cordis_agent_loop::{Agent, AgentEvent, AgentLoop, AgentOptions, TurnError};
+use cordis_agent_loop::{Agent, AgentEvent, AgentLoop, AgentOptions, CreateAgentError, TurnError};
 use cordis_approvals::{Answer, ApprovalRequest};
 use cordis_presenter::{Presenters, render_card};
 use cordis_host::Builtins;
@@ -19,14 +19,14 @@ use cordis_host::loader::BootReport;
 use cordis_host::reload::{LiveConfig, summary_line};
 use cordis_host::watch::{ConfigWatcher, WatchNote};
 use cordis_runtime::Context;
-use cordis_session::{SessionStore, TurnEndReason};
+use cordis_session::{SessionError, SessionStore, TurnEndReason};
 use tokio::sync::mpsc;
 
 use super::approve::{Asked, allows, approver_for};
 use super::input::spawn_reader;
 use super::render::{safe, safe_lines};
 use super::transcript::Transcript;
-use super::{EXIT_CONFIG, EXIT_FAILURE, EXIT_OK, Io, RunArgs, choose_seed};
+use super::{EXIT_CONFIG, EXIT_FAILURE, EXIT_LOCKED, EXIT_OK, Io, RunArgs, choose_seed};
 
 /// Shows an approval question (the call's card) and reads the answer from the next typed line.
 async fn ask(
@@ -106,12 +106,12 @@ async fn make_agent(
     root: &Context,
     args: &RunArgs,
     session_id: &str,
-) -> Result<(Agent, std::sync::Arc<SessionStore>), String> {
+) -> Result<(Agent, std::sync::Arc<SessionStore>), NoAgent> {
     let Some(agents) = root.get::<AgentLoop>() else {
-        return Err(
+        return Err(NoAgent::Other(
             "the configuration provides no `agent-loop` service: add `llm`, `sessions` and `agent-loop` entries (see the bundled cordis.yml)"
                 .into(),
-        );
+        ));
     };
     if let Some(existing) = agents.agent(&args.agent) {
         return Ok((existing, agents.sessions().clone()));
@@ -123,11 +123,35 @@ async fn make_agent(
         .unwrap_or_else(|| "default".to_owned());
     let mut options = AgentOptions::new(args.agent.clone(), model);
     options.session_id = Some(session_id.to_owned());
-    let agent = agents
-        .create_agent(options)
-        .await
-        .map_err(|e| e.to_string())?;
+    let agent = agents.create_agent(options).await.map_err(|e| match &e {
+        CreateAgentError::Session {
+            source: SessionError::SessionLocked { id, pid },
+            ..
+        } => {
+            let holder = pid.map_or_else(|| "another process".to_owned(), |p| format!("process {p}"));
+            NoAgent::Locked(format!(
+                "session {id} is open in {holder}; end it there first, or start a new session (without --resume)"
+            ))
+        }
+        other => NoAgent::Other(other.to_string()),
+    })?;
     Ok((agent, agents.sessions().clone()))
+}
+
+/// Why [`make_agent`] made no agent.
+enum NoAgent {
+    /// The session is open in another process (exit [`EXIT_LOCKED`]).
+    Locked(String),
+    /// Anything else (exit [`EXIT_CONFIG`]).
+    Other(String),
+}
+
+impl std::fmt::Display for NoAgent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NoAgent::Locked(why) | NoAgent::Other(why) => f.write_str(why),
+        }
+    }
 }
 
 fn print_boot_problems(report: &BootReport, io: &mut Io<'_>) -> std::io::Result<()> {
@@ -221,9 +245,14 @@ async fn run_session(
     }
     let (agent, store) = match make_agent(&root, args, choice.id()).await {
         Ok(a) => a,
-        Err(message) => {
-            writeln!(io.err, "cordis: error: {message}")?;
+        Err(NoAgent::Locked(why)) => {
             root.dispose();
+            writeln!(io.err, "cordis: {why}")?;
+            return Ok(EXIT_LOCKED);
+        }
+        Err(NoAgent::Other(message)) => {
+            root.dispose();
+            writeln!(io.err, "cordis: error: {message}")?;
             return Ok(EXIT_CONFIG);
         }
     };
