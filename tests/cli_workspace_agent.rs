@@ -83,6 +83,26 @@ fn with_yes_the_agent_reads_edits_and_checks_a_file_and_the_transcript_shows_the
         .collect();
     assert_eq!(results.len(), 3, "{events:?}");
     assert!(results.iter().all(|r| r["data"]["isError"] == false), "{results:?}");
+    // The log records each approval decision of an `ask` tool, before its result.
+    let approvals: Vec<(String, bool, String)> = events
+        .iter()
+        .filter(|e| e["type"] == "tool/approval")
+        .map(|e| {
+            let d = &e["data"];
+            (
+                d["name"].as_str().unwrap().to_owned(),
+                d["allowed"].as_bool().unwrap(),
+                d["by"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        approvals,
+        [
+            ("edit_file".to_owned(), true, "approver".to_owned()),
+            ("bash".to_owned(), true, "approver".to_owned())
+        ]
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -98,6 +118,15 @@ fn piped_without_approval_the_edit_and_the_command_are_denied_and_nothing_change
     assert!(out.contains("needs approval (policy ask)"), "{out}");
     // read_file is read-only: allowed.
     assert!(out.contains("[result read_file]"), "{out}");
+    let denied: Vec<String> = log(&dir, "deny")
+        .iter()
+        .filter(|e| e["type"] == "tool/approval")
+        .map(|e| format!("{} {} {}", e["data"]["name"], e["data"]["allowed"], e["data"]["by"]))
+        .collect();
+    assert_eq!(
+        denied,
+        ["\"edit_file\" false \"no-approver\"", "\"bash\" false \"no-approver\""]
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -6,10 +6,12 @@ use std::sync::{Arc, Mutex};
 use cordis_llm::{
     AssistantToolCall, CallConfig, Chunk, FinishReason, FrozenRequest, Llm, LlmRequest, Usage,
 };
+use cordis_approvals::{Approvals, Policy as ApprovalPolicy};
 use cordis_runtime::{Context, ScopeHandle};
 use cordis_session::{
     AssistantChunkData, AssistantMessageData, EventData, HeaderReason, RequestHeader,
-    RequestHeaderData, Session, StepEndData, StepStartData, ToolCallData, ToolResultData,
+    RequestHeaderData, Session, StepEndData, StepStartData, ToolApprovalData, ToolCallData,
+    ToolResultData,
     TurnEndReason, TurnStartData, UserMessageData, last_turn,
 };
 use cordis_system_prompt::{AssembleContext, ScopeKey, SystemPrompt};
@@ -511,9 +513,29 @@ impl Agent {
         }))
         .buffered(inner.settings.max_parallel_tools);
         let mut index = 0;
+        let approvals = inner.deps.ctx.get::<Approvals>();
         while let Some(result) = results.next().await {
             // The loop's call id and name, whatever a pre-execute listener rewrote.
             let (call_id, name) = call_ids[index].clone();
+            // Approval decisions are logged here, in call order, not when the guard made them
+            // (that order is the tools' completion order); calls simply allowed are not noted.
+            if let Some(decision) = approvals
+                .as_ref()
+                .and_then(|a| a.take_decision(Some(key), &call_id))
+                .filter(|d| d.policy != ApprovalPolicy::Allow)
+            {
+                let data = ToolApprovalData {
+                    turn,
+                    step,
+                    call_id: call_id.clone(),
+                    name: name.clone(),
+                    policy: decision.policy.to_string(),
+                    allowed: decision.allowed,
+                    by: decision.by.as_str().to_owned(),
+                    reason: decision.reason,
+                };
+                self.log(&data, Some(vec![call_seqs[index]]), step)?;
+            }
             let data = ToolResultData {
                 turn,
                 step,

@@ -27,6 +27,19 @@ pub enum DecidedBy {
     ChangedAfterApproval,
 }
 
+impl DecidedBy {
+    /// The name the session log uses: `policy`, `approver`, `no-approver`,
+    /// `changed-after-approval`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DecidedBy::Policy => "policy",
+            DecidedBy::Approver => "approver",
+            DecidedBy::NoApprover => "no-approver",
+            DecidedBy::ChangedAfterApproval => "changed-after-approval",
+        }
+    }
+}
+
 /// One approval decision (`approvals/decision`), emitted for every call that reaches the
 /// guard and for calls the approver refuses.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

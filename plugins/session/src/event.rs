@@ -101,6 +101,8 @@ pub mod kinds {
     pub const TOOL_CALL: &str = "tool/call";
     /// A tool call's result.
     pub const TOOL_RESULT: &str = "tool/result";
+    /// How an approvals policy decided a call that was not simply allowed (before its result).
+    pub const TOOL_APPROVAL: &str = "tool/approval";
     /// A step ended.
     pub const STEP_END: &str = "step/end";
     /// A turn ended, with its reason.
@@ -170,6 +172,17 @@ data!(/// `tool/result`.
     is_error: bool, /// The failure code.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     code: Option<String> });
+data!(/// `tool/approval`: an approval decision on a call whose policy is not `allow`.
+    ToolApprovalData = kinds::TOOL_APPROVAL; { /// The turn.
+    turn: u64, /// The step.
+    step: u64, /// The call id.
+    call_id: String, /// The tool name.
+    name: String, /// The tool's policy (`ask` or `deny`).
+    policy: String, /// Whether the call ran.
+    allowed: bool, /// Who decided (`policy`, `approver`, `no-approver`, `changed-after-approval`).
+    by: String, /// Why it was denied.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    reason: Option<String> });
 data!(/// `turn/end`.
     TurnEndData = kinds::TURN_END; { /// The turn.
     turn: u64, /// Why it ended.

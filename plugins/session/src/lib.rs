@@ -39,7 +39,8 @@ mod store;
 pub use event::{
     AssistantChunkData, AssistantMessageData, EventData, HeaderReason, RequestHeader,
     RequestHeaderData, SESSION_VERSION, SessionEvent, SessionHeader, StepEndData, StepStartData,
-    ToolCallData, ToolResultData, TurnEndData, TurnEndReason, TurnStartData, UserMessageData,
+    ToolApprovalData, ToolCallData, ToolResultData, TurnEndData, TurnEndReason, TurnStartData,
+    UserMessageData,
     kinds,
 };
 pub use plugin::{Durability, SessionConfig, SessionPlugin};
