@@ -40,6 +40,7 @@ pub use plugin::{
 };
 pub use presentation::{DEFAULT_MAX_PARALLEL_SUB_CALLS, Presentation, PresentationMode};
 pub use registry::{Guard, RUN_CODE, Restriction, ToolRegistry, ToolsChange};
+pub use run_code::{CodeDispatch, DispatchOutcome, ToolsCodeDispatch};
 pub use tool_set::{ToolSet, ToolSetPlugin};
 pub use typed::{parameters_schema, parse_arguments};
 

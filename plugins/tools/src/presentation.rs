@@ -570,6 +570,22 @@ mod tests {
                 next.run(v)
             },
         );
+        let dispatches = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let record = dispatches.clone();
+        let _ = root.on_waterfall::<crate::ToolsCodeDispatch, _, _>(
+            Position::Back,
+            move |v: crate::CodeDispatch, next| {
+                let phase = match &v.outcome {
+                    None => "start".to_owned(),
+                    Some(o) => format!("done {} {}", o.is_error, o.content),
+                };
+                record.lock().unwrap().push(format!(
+                    "{} {} {} {phase}",
+                    v.parent_call_id, v.sub_call_id, v.name
+                ));
+                next.run(v)
+            },
+        );
         let code = Some(ScopeKey(21));
         let _ = reg.present_as(&root, code, PresentationMode::Code).unwrap();
         let program = "const a = await tools.alpha({}); console.log('got ' + a); \
@@ -587,6 +603,15 @@ mod tests {
         assert!(!r.is_error, "{r:?}");
         assert_eq!(r.content, "got alpha\nalpha+zulu");
         assert_eq!(*seen.lock().unwrap(), ["c9:code:1", "c9:code:2", "c9"]);
+        assert_eq!(
+            *dispatches.lock().unwrap(),
+            [
+                "c9 c9:code:1 alpha start",
+                "c9 c9:code:1 alpha done false \"alpha\"",
+                "c9 c9:code:2 zulu start",
+                "c9 c9:code:2 zulu done false \"zulu\"",
+            ]
+        );
         let r = reg
             .execute(
                 ToolCall {

@@ -5,6 +5,11 @@
 //! post-execute) as the sub-call `<callId>:code:<n>` (n = 1, 2, … in submission order), marked
 //! with its parent so the `code` collapse does not refuse it. The runtime is read when a call
 //! starts, so a native deployment needs none.
+//!
+//! Each sub-call passes the [`ToolsCodeDispatch`] waterfall twice, awaited in order: when it
+//! starts (no outcome yet) and after its commit (with the outcome). The agent loop turns these
+//! into the session events `tool/code-dispatch-start` and `tool/code-dispatch`; neither enters
+//! the model's history, which receives only the outer `run_code` result.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, Weak};
@@ -102,14 +107,77 @@ struct RegistryBindings {
     scope: Option<ScopeKey>,
     /// The outer `run_code` call id (the sub-calls' parent).
     call_id: String,
-    /// Executed sub-calls awaiting their commit (post-execute), by sequence number.
-    pending: Mutex<BTreeMap<u64, (ToolCall, ToolResult)>>,
+    /// Sub-calls awaiting their commit, by sequence number: the call, its result, and whether
+    /// it ran (so post-execute is due) or was refused by pre-execute.
+    pending: Mutex<BTreeMap<u64, Pending>>,
 }
 
+type Pending = (ToolCall, ToolResult, bool);
+
 impl RegistryBindings {
-    fn pending(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, (ToolCall, ToolResult)>> {
+    fn pending(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, Pending>> {
         self.pending.lock().unwrap_or_else(|e| e.into_inner())
     }
+
+    /// Passes one dispatch record through [`ToolsCodeDispatch`]; a failing listener leaves the
+    /// record as it was.
+    async fn announce(&self, record: CodeDispatch) -> CodeDispatch {
+        let ctx = self.registry.inner.ctx.clone();
+        match ctx.waterfall::<ToolsCodeDispatch>(record.clone()).await {
+            Ok(out) => out,
+            Err(error) => {
+                tracing::warn!(%error, "a tools/code-dispatch listener failed");
+                record
+            }
+        }
+    }
+
+    fn record(&self, call: &ToolCall, outcome: Option<DispatchOutcome>) -> CodeDispatch {
+        CodeDispatch {
+            scope: self.scope,
+            parent_call_id: self.call_id.clone(),
+            sub_call_id: call.call_id.clone(),
+            name: call.name.clone(),
+            arguments: call.arguments.clone(),
+            outcome,
+        }
+    }
+}
+
+/// The `tools/code-dispatch` waterfall: one `run_code` sub-call starting (no outcome) or
+/// settled (with its outcome, after post-execute). Listeners may rewrite the logged content;
+/// what the program receives is not affected.
+pub struct ToolsCodeDispatch;
+
+/// A sub-call's outcome as logged.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DispatchOutcome {
+    /// True for a failed sub-call.
+    pub is_error: bool,
+    /// The result content (the error message for a failure).
+    pub content: Value,
+}
+
+/// The value flowing through [`ToolsCodeDispatch`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct CodeDispatch {
+    /// The scope the `run_code` call runs in.
+    pub scope: Option<ScopeKey>,
+    /// The `run_code` call id.
+    pub parent_call_id: String,
+    /// `<parent>:code:<n>`, n = 1, 2, … in submission order.
+    pub sub_call_id: String,
+    /// The tool name.
+    pub name: String,
+    /// The arguments as the program passed them.
+    pub arguments: Value,
+    /// `None` when the call starts; the outcome once it has settled.
+    pub outcome: Option<DispatchOutcome>,
+}
+
+impl cordis_runtime::Waterfall for ToolsCodeDispatch {
+    const NAME: &'static str = "tools/code-dispatch";
+    type Value = CodeDispatch;
 }
 
 /// A tool result as a program sees it: the content, or a rejection with the error message.
@@ -147,28 +215,39 @@ impl ToolBindings for RegistryBindings {
         };
         let seq = call.seq;
         Box::pin(async move {
-            match self
+            let _ = self.announce(self.record(&sub, None)).await;
+            let (call, result, ran) = match self
                 .registry
-                .dispatch(sub, self.scope, Some(&self.call_id))
+                .dispatch(sub.clone(), self.scope, Some(&self.call_id))
                 .await
             {
-                Dispatched::Refused(result) => for_program(&result),
-                Dispatched::Ran(call, result) => {
-                    let out = for_program(&result);
-                    self.pending().insert(seq, (call, result));
-                    out
-                }
-            }
+                Dispatched::Refused(result) => (sub, result, false),
+                Dispatched::Ran(call, result) => (call, result, true),
+            };
+            let out = for_program(&result);
+            self.pending().insert(seq, (call, result, ran));
+            out
         })
     }
 
     fn commit(&self, executed: Executed) -> BoxFuture<'_, Result<Value, ToolCallError>> {
         Box::pin(async move {
-            let Some((call, result)) = self.pending().remove(&executed.seq) else {
-                // Refused before it ran: nothing to post-execute.
+            let taken = self.pending().remove(&executed.seq);
+            let Some((call, result, ran)) = taken else {
                 return executed.result;
             };
-            let result = self.registry.post_execute(call, self.scope, result).await;
+            let result = if ran {
+                self.registry
+                    .post_execute(call.clone(), self.scope, result)
+                    .await
+            } else {
+                result
+            };
+            let outcome = DispatchOutcome {
+                is_error: result.is_error,
+                content: result.content.clone(),
+            };
+            let _ = self.announce(self.record(&call, Some(outcome))).await;
             for_program(&result)
         })
     }
