@@ -103,6 +103,10 @@ pub mod kinds {
     pub const TOOL_RESULT: &str = "tool/result";
     /// How an approvals policy decided a call that was not simply allowed (before its result).
     pub const TOOL_APPROVAL: &str = "tool/approval";
+    /// A `run_code` sub-call started (derives no model message).
+    pub const TOOL_CODE_DISPATCH_START: &str = "tool/code-dispatch-start";
+    /// A `run_code` sub-call settled (derives no model message).
+    pub const TOOL_CODE_DISPATCH: &str = "tool/code-dispatch";
     /// A step ended.
     pub const STEP_END: &str = "step/end";
     /// A turn ended, with its reason.
@@ -183,6 +187,24 @@ data!(/// `tool/approval`: an approval decision on a call whose policy is not `a
     by: String, /// Why it was denied.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     reason: Option<String> });
+data!(/// `tool/code-dispatch-start`: a `run_code` sub-call started.
+    ToolCodeDispatchStartData = kinds::TOOL_CODE_DISPATCH_START; { /// The turn.
+    turn: u64, /// The step.
+    step: u64, /// The `run_code` call id.
+    parent_call_id: String, /// `<parent>:code:<n>`, n in submission order.
+    sub_call_id: String, /// The tool name.
+    name: String, /// The arguments the program passed.
+    arguments: serde_json::Value });
+data!(/// `tool/code-dispatch`: a `run_code` sub-call settled (after its post-execute).
+    ToolCodeDispatchData = kinds::TOOL_CODE_DISPATCH; { /// The turn.
+    turn: u64, /// The step.
+    step: u64, /// The `run_code` call id.
+    parent_call_id: String, /// `<parent>:code:<n>`, n in submission order.
+    sub_call_id: String, /// The tool name.
+    name: String, /// The arguments the program passed.
+    arguments: serde_json::Value, /// True for a failed sub-call.
+    is_error: bool, /// The content (the error message for failures).
+    content: serde_json::Value });
 data!(/// `turn/end`.
     TurnEndData = kinds::TURN_END; { /// The turn.
     turn: u64, /// Why it ended.

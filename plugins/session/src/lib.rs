@@ -39,9 +39,8 @@ mod store;
 pub use event::{
     AssistantChunkData, AssistantMessageData, EventData, HeaderReason, RequestHeader,
     RequestHeaderData, SESSION_VERSION, SessionEvent, SessionHeader, StepEndData, StepStartData,
-    ToolApprovalData, ToolCallData, ToolResultData, TurnEndData, TurnEndReason, TurnStartData,
-    UserMessageData,
-    kinds,
+    ToolApprovalData, ToolCallData, ToolCodeDispatchData, ToolCodeDispatchStartData,
+    ToolResultData, TurnEndData, TurnEndReason, TurnStartData, UserMessageData, kinds,
 };
 pub use plugin::{Durability, SessionConfig, SessionPlugin};
 pub use project::{
