@@ -65,7 +65,7 @@ impl DylibPlugin {
     }
 }
 
-const INJECT: &[Inject] = &[Inject::required("tools")];
+const INJECT: &[Inject] = ToolRegistry::INJECT;
 
 /// Where verified copies of libraries go for this process's environment:
 /// `$CORDIS_DYLIB_CACHE`, else `$XDG_CACHE_HOME/cordis/dylib`, else `~/.cache/cordis/dylib`

@@ -16,7 +16,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Instant;
 
-use cordis_runtime::{Context, Policy, Schedule, ScopeStatus};
+use cordis_runtime::{Context, Policy, Schedule, ScopeStatus, Service};
 
 use crate::assembly::{HeaderBytes, header_bytes};
 use crate::loader::start_entries_in_order;
@@ -32,7 +32,7 @@ pub fn tool_entries(plan: &LoadPlan) -> Vec<usize> {
                 .plugin
                 .inject()
                 .iter()
-                .any(|i| i.required && i.name == "tools"),
+                .any(|i| i.required && i.name == cordis_tools::ToolRegistry::NAME),
             _ => false,
         })
         .map(|(i, _)| i)

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use cordis_llm::Llm;
-use cordis_runtime::{BoxError, Context, Inject, Plugin};
+use cordis_runtime::{BoxError, Context, Inject, Plugin, Service};
 use cordis_session::SessionStore;
 use cordis_system_prompt::SystemPrompt;
 use cordis_tools::ToolRegistry;
@@ -23,7 +23,7 @@ const INJECT: &[Inject] = &[
     Inject::required("llm"),
     Inject::required("sessions"),
     Inject::required("system-prompt"),
-    Inject::required("tools"),
+    Inject::required(ToolRegistry::NAME),
 ];
 
 impl Plugin for AgentLoopPlugin {

@@ -233,7 +233,7 @@ impl Approvals {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ApprovalsPlugin;
 
-const INJECT: &[Inject] = &[Inject::required("tools")];
+const INJECT: &[Inject] = ToolRegistry::INJECT;
 
 impl Plugin for ApprovalsPlugin {
     type Config = ApprovalsConfig;

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use cordis_runtime::{BoxError, Context, Inject, Plugin};
+use cordis_runtime::{BoxError, Context, Inject, Plugin, Service};
 use cordis_tools::{ToolDefinition, ToolOutput, ToolRegistry, ToolSchema};
 use cordis_workspace::Workspace;
 use serde_json::{Value, json};
@@ -14,7 +14,10 @@ use crate::ops::{self, FsError};
 #[derive(Debug, Clone, Copy, Default)]
 pub struct FsPlugin;
 
-const INJECT: &[Inject] = &[Inject::required("tools"), Inject::required("workspace")];
+const INJECT: &[Inject] = &[
+    Inject::required(ToolRegistry::NAME),
+    Inject::required(Workspace::NAME),
+];
 
 type Op = fn(&Workspace, &FsConfig, Value) -> Result<Value, FsError>;
 

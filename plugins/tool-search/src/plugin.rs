@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use cordis_runtime::{BoxError, Context, Inject, Plugin};
+use cordis_runtime::{BoxError, Context, Inject, Plugin, Service};
 use cordis_tools::{ToolDefinition, ToolOutput, ToolRegistry, ToolSchema};
 use cordis_workspace::Workspace;
 use serde_json::json;
@@ -13,7 +13,10 @@ use crate::grep::{SearchConfig, grep};
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SearchPlugin;
 
-const INJECT: &[Inject] = &[Inject::required("tools"), Inject::required("workspace")];
+const INJECT: &[Inject] = &[
+    Inject::required(ToolRegistry::NAME),
+    Inject::required(Workspace::NAME),
+];
 
 /// The `grep` tool over `ws`.
 pub fn grep_tool(ws: Workspace, config: SearchConfig) -> ToolDefinition {

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use cordis_runtime::{BoxError, Context, Inject, Plugin};
+use cordis_runtime::{BoxError, Context, Inject, Plugin, Service};
 use cordis_tools::{ToolDefinition, ToolOutput, ToolRegistry, ToolSchema};
 use cordis_workspace::Workspace;
 use serde_json::json;
@@ -15,7 +15,10 @@ use crate::run::run_bash;
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ShellPlugin;
 
-const INJECT: &[Inject] = &[Inject::required("tools"), Inject::required("workspace")];
+const INJECT: &[Inject] = &[
+    Inject::required(ToolRegistry::NAME),
+    Inject::required(Workspace::NAME),
+];
 
 /// The `bash` tool running in `root`.
 pub fn bash_tool(root: PathBuf, config: ShellConfig) -> ToolDefinition {

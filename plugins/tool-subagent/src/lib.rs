@@ -23,9 +23,11 @@
 use std::sync::Arc;
 
 use cordis_agent_loop::{AgentLoop, AgentOptions};
-use cordis_runtime::{BoxError, Context, Inject, Plugin};
+use cordis_runtime::{BoxError, Context, Inject, Plugin, Service};
 use cordis_session::{AssistantMessageData, SessionEvent, TurnEndReason};
-use cordis_tools::{Restriction, ToolCallContext, ToolDefinition, ToolOutput, ToolSchema};
+use cordis_tools::{
+    Restriction, ToolCallContext, ToolDefinition, ToolOutput, ToolRegistry, ToolSchema,
+};
 use serde::Deserialize;
 
 /// The default tool name.
@@ -103,7 +105,10 @@ struct Args {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SubagentPlugin;
 
-const INJECT: &[Inject] = &[Inject::required("agent-loop"), Inject::required("tools")];
+const INJECT: &[Inject] = &[
+    Inject::required(AgentLoop::NAME),
+    Inject::required(ToolRegistry::NAME),
+];
 
 fn sanitize(s: &str) -> String {
     s.chars()
