@@ -3,19 +3,20 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
+use cordis_approvals::{Approvals, Policy as ApprovalPolicy};
 use cordis_llm::{
     AssistantToolCall, CallConfig, Chunk, FinishReason, FrozenRequest, Llm, LlmRequest, Usage,
 };
-use cordis_approvals::{Approvals, Policy as ApprovalPolicy};
+use cordis_runtime::Position;
 use cordis_runtime::{Context, ScopeHandle};
 use cordis_session::{
     AssistantChunkData, AssistantMessageData, EventData, HeaderReason, RequestHeader,
     RequestHeaderData, Session, StepEndData, StepStartData, ToolApprovalData, ToolCallData,
-    ToolResultData,
-    TurnEndReason, TurnStartData, UserMessageData, last_turn,
+    ToolResultData, TurnEndReason, TurnStartData, UserMessageData, last_turn,
 };
+use cordis_session::{ToolCodeDispatchData, ToolCodeDispatchStartData};
 use cordis_system_prompt::{AssembleContext, ScopeKey, SystemPrompt};
-use cordis_tools::{ToolCall, ToolRegistry, ToolResult, codes};
+use cordis_tools::{CodeDispatch, ToolCall, ToolRegistry, ToolResult, ToolsCodeDispatch, codes};
 use futures_util::StreamExt;
 use tokio::sync::watch;
 
@@ -482,6 +483,7 @@ impl Agent {
         }
         self.flush(step).await?;
         let key = inner.key;
+        let _sub_calls = self.log_sub_calls(turn, step, &call_ids, &call_seqs);
         let tools = inner.deps.tools.clone();
         let timeout = inner.settings.tool_timeout;
         let mut results = futures_util::stream::iter(calls.into_iter().map(|call| {
@@ -549,6 +551,84 @@ impl Agent {
             index += 1;
         }
         Ok(())
+    }
+}
+
+impl Agent {
+    /// Logs the `run_code` sub-calls of this step's calls (`tool/code-dispatch-start` when one
+    /// starts, `tool/code-dispatch` when it settles) until the returned guard is dropped. They
+    /// derive no model message; only the outer `tool/result` enters the history.
+    fn log_sub_calls(
+        &self,
+        turn: u64,
+        step: u64,
+        call_ids: &[(String, String)],
+        call_seqs: &[u64],
+    ) -> StopListening {
+        let key = self.inner.key;
+        let parents: std::collections::BTreeMap<String, u64> = call_ids
+            .iter()
+            .zip(call_seqs)
+            .map(|((id, _), seq)| (id.clone(), *seq))
+            .collect();
+        // Weak: the listener must not keep the agent alive.
+        let weak = Arc::downgrade(&self.inner);
+        let handle = self.inner.deps.ctx.on_waterfall::<ToolsCodeDispatch, _, _>(
+            Position::Back,
+            move |record: CodeDispatch, next| {
+                let source = parents.get(&record.parent_call_id).copied();
+                if let (Some(source), Some(inner)) = (source, weak.upgrade())
+                    && record.scope == Some(key)
+                {
+                    Agent { inner }.log_sub_call(&record, turn, step, source);
+                }
+                next.run(record)
+            },
+        );
+        StopListening(handle)
+    }
+
+    fn log_sub_call(&self, record: &CodeDispatch, turn: u64, step: u64, source: u64) {
+        let logged = match &record.outcome {
+            None => self.log(
+                &ToolCodeDispatchStartData {
+                    turn,
+                    step,
+                    parent_call_id: record.parent_call_id.clone(),
+                    sub_call_id: record.sub_call_id.clone(),
+                    name: record.name.clone(),
+                    arguments: record.arguments.clone(),
+                },
+                Some(vec![source]),
+                step,
+            ),
+            Some(outcome) => self.log(
+                &ToolCodeDispatchData {
+                    turn,
+                    step,
+                    parent_call_id: record.parent_call_id.clone(),
+                    sub_call_id: record.sub_call_id.clone(),
+                    name: record.name.clone(),
+                    arguments: record.arguments.clone(),
+                    is_error: outcome.is_error,
+                    content: outcome.content.clone(),
+                },
+                Some(vec![source]),
+                step,
+            ),
+        };
+        if let Err(failure) = logged {
+            tracing::warn!(agent = %self.inner.id, message = %failure.message, "a run_code sub-call was not logged");
+        }
+    }
+}
+
+/// Removes a listener when dropped (on every way out of a step's dispatch).
+struct StopListening(cordis_runtime::EffectHandle);
+
+impl Drop for StopListening {
+    fn drop(&mut self) {
+        self.0.dispose();
     }
 }
 

@@ -1,0 +1,86 @@
+//! A scripted turn in Code Mode: the model calls `run_code` with a program making two tool
+//! calls; the log holds the outer call, one start/settle pair per sub-call, and one result.
+
+mod common;
+
+use std::sync::Arc;
+
+use common::boot;
+use cordis_code_runtime::{CodeRuntimeService, QuickJs};
+use cordis_llm::ScriptedResponse;
+use cordis_session::{SessionConfig, TurnEndReason, kinds};
+use cordis_tools::{PresentationMode, ToolRegistry};
+use serde_json::json;
+
+const PROGRAM: &str = "const a = await tools.alpha({x: '1'}); console.log('captured output'); \
+                       const b = await tools.beta({x: '2'}); return a.from + '+' + b.from;";
+
+#[tokio::test]
+async fn a_run_code_turn_logs_each_sub_call_and_one_result() {
+    let script = vec![
+        ScriptedResponse::tool_call(
+            "run_code",
+            json!({"code": PROGRAM, "description": "Call alpha then beta"}),
+        ),
+        ScriptedResponse::text("done"),
+    ];
+    let rig = boot(None, script, &["alpha", "beta"], SessionConfig::default()).await;
+    let _ = rig
+        .root
+        .provide(CodeRuntimeService(Arc::new(QuickJs::new())))
+        .unwrap();
+    let agent = rig.agent();
+    let reg = rig.root.get::<ToolRegistry>().unwrap();
+    let actx = agent.context().unwrap();
+    let _ = reg
+        .present_as(&actx, Some(agent.scope_key()), PresentationMode::Code)
+        .unwrap();
+
+    let reason = agent.run_turn("use code").await.unwrap();
+    assert_eq!(reason, TurnEndReason::Completed);
+    assert!(rig.errors.lock().unwrap().is_empty(), "{:?}", rig.errors);
+
+    // The golden of the tool part of the log, call ids scrubbed to their shape.
+    let events = agent.session().events();
+    let call = rig.of_kind(kinds::TOOL_CALL);
+    assert_eq!(call.len(), 1);
+    let id = call[0].data["callId"].as_str().unwrap().to_owned();
+    let scrub = |v: &serde_json::Value| {
+        serde_json::from_str::<serde_json::Value>(&v.to_string().replace(&id, "<id>")).unwrap()
+    };
+    let tool_part: Vec<serde_json::Value> = events
+        .iter()
+        .filter(|e| e.kind.starts_with("tool/"))
+        .map(|e| {
+            let mut data = scrub(&e.data);
+            let obj = data.as_object_mut().unwrap();
+            obj.remove("turn");
+            obj.remove("step");
+            if e.kind == kinds::TOOL_CALL {
+                obj.remove("arguments");
+            }
+            json!({"kind": e.kind, "data": data, "sources": e.source_event_seqs.as_ref().map(|s| s.len())})
+        })
+        .collect();
+    let expected = json!([
+        {"kind": "tool/call", "data": {"callId": "<id>", "name": "run_code"}, "sources": null},
+        {"kind": "tool/code-dispatch-start", "data": {"parentCallId": "<id>", "subCallId": "<id>:code:1", "name": "alpha", "arguments": {"x": "1"}}, "sources": 1},
+        {"kind": "tool/code-dispatch", "data": {"parentCallId": "<id>", "subCallId": "<id>:code:1", "name": "alpha", "arguments": {"x": "1"}, "isError": false, "content": {"from": "alpha"}}, "sources": 1},
+        {"kind": "tool/code-dispatch-start", "data": {"parentCallId": "<id>", "subCallId": "<id>:code:2", "name": "beta", "arguments": {"x": "2"}}, "sources": 1},
+        {"kind": "tool/code-dispatch", "data": {"parentCallId": "<id>", "subCallId": "<id>:code:2", "name": "beta", "arguments": {"x": "2"}, "isError": false, "content": {"from": "beta"}}, "sources": 1},
+        {"kind": "tool/result", "data": {"callId": "<id>", "name": "run_code", "content": "captured output\nalpha+beta", "isError": false}, "sources": 1},
+    ]);
+    assert_eq!(serde_json::Value::Array(tool_part), expected);
+
+    // Only the outer result reaches the model; the model saw run_code alone.
+    let requests = rig.requests();
+    assert_eq!(requests.len(), 2);
+    let names: Vec<&str> = requests[0].tools.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["run_code"]);
+    assert_eq!(
+        requests[1].messages.len(),
+        3,
+        "user, assistant, one tool result"
+    );
+    rig.root.dispose();
+}
