@@ -5,8 +5,11 @@ use std::io::Write;
 
 use std::collections::BTreeMap;
 
+use cordis_llm::Chunk;
 use cordis_presenter::{Card, Presenters, ResultView, parse_arguments_text, render_card};
-use cordis_session::{SessionEvent, TurnEndReason, kinds};
+use cordis_session::{
+    AssistantChunkData, SessionEvent, ToolCallData, ToolResultData, TurnEndData, TurnEndReason,
+};
 use serde_json::Value;
 
 use super::render::{safe, safe_lines};
@@ -40,7 +43,13 @@ impl Default for Transcript {
 
 /// The body of a result's card for the terminal: a unified diff for an edit, the output and
 /// exit code of a command; nothing for a generic card (its one line says it all).
-fn card_body(presenters: &Presenters, name: &str, args: &Value, content: &Value, is_error: bool) -> Option<String> {
+fn card_body(
+    presenters: &Presenters,
+    name: &str,
+    args: &Value,
+    content: &Value,
+    is_error: bool,
+) -> Option<String> {
     let p = presenters.present_result(name, args, ResultView { content, is_error });
     match p.card {
         Card::Generic => None,
@@ -64,97 +73,98 @@ impl Transcript {
         out: &mut dyn Write,
         err: &mut dyn Write,
     ) -> std::io::Result<()> {
-        let d = &e.data;
-        let s = |k: &str| d.get(k).and_then(Value::as_str).unwrap_or_default();
-        match e.kind.as_str() {
-            kinds::ASSISTANT_CHUNK
-                if d.pointer("/chunk/type").and_then(Value::as_str) == Some("text") =>
+        // Typed reads: an event that does not parse as its kind's payload is skipped (the log
+        // is checked on its own; the transcript only shows it).
+        if let Ok(chunk) = e.data_as::<AssistantChunkData>() {
+            if let Chunk::Text { delta } = chunk.chunk
+                && !delta.is_empty()
             {
-                let delta = d
-                    .pointer("/chunk/delta")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default();
-                if !delta.is_empty() {
-                    write!(out, "{}", safe_lines(delta))?;
-                    self.at_line_start = delta.ends_with('\n');
-                    out.flush()?;
-                }
-            }
-            kinds::TOOL_CALL => {
-                self.newline(out)?;
-                writeln!(out, "[call {} {}]", safe(s("name")), clip(s("arguments"), 160))?;
-                self.pending
-                    .insert(s("callId").to_owned(), parse_arguments_text(s("arguments")));
-            }
-            kinds::TOOL_RESULT => {
-                self.newline(out)?;
-                let content = match d.get("content") {
-                    Some(Value::String(t)) => t.clone(),
-                    Some(v) => v.to_string(),
-                    None => String::new(),
-                };
-                if d.get("isError").and_then(Value::as_bool) == Some(true) {
-                    writeln!(
-                        out,
-                        "[error {} {}] {}",
-                        safe(s("name")),
-                        safe(s("code")),
-                        clip(&content, 200)
-                    )?;
-                } else {
-                    writeln!(out, "[result {}] {}", safe(s("name")), clip(&content, 200))?;
-                }
-                let args = self.pending.remove(s("callId")).unwrap_or(Value::Null);
-                let is_error = d.get("isError").and_then(Value::as_bool) == Some(true);
-                if let Some(presenters) = presenters
-                    && let Some(body) = card_body(
-                        presenters,
-                        s("name"),
-                        &args,
-                        d.get("content").unwrap_or(&Value::Null),
-                        is_error,
-                    )
-                {
-                    for line in body.lines() {
-                        writeln!(out, "  {}", safe(line))?;
-                    }
-                }
-            }
-            kinds::TURN_END => {
-                self.newline(out)?;
+                write!(out, "{}", safe_lines(&delta))?;
+                self.at_line_start = delta.ends_with('\n');
                 out.flush()?;
-                let reason: Option<TurnEndReason> = d
-                    .get("reason")
-                    .and_then(|r| serde_json::from_value(r.clone()).ok());
-                let turn = d.get("turn").and_then(Value::as_u64).unwrap_or(0);
-                match reason {
-                    Some(TurnEndReason::Completed) | None => {}
-                    Some(TurnEndReason::Error { step, message }) => {
-                        writeln!(
-                            err,
-                            "cordis: error: turn {turn} failed at step {step}: {}",
-                            safe_lines(&message)
-                        )?;
-                    }
-                    Some(TurnEndReason::MaxSteps { steps }) => {
-                        writeln!(
-                            err,
-                            "cordis: turn {turn} stopped after {steps} steps (maxSteps)"
-                        )?;
-                    }
-                    Some(other) => {
-                        writeln!(
-                            err,
-                            "cordis: turn {turn} ended: {}",
-                            serde_json::to_string(&other).unwrap_or_default()
-                        )?;
-                    }
-                }
-                err.flush()?;
             }
-            _ => {}
+            return Ok(());
         }
+        if let Ok(call) = e.data_as::<ToolCallData>() {
+            self.newline(out)?;
+            writeln!(
+                out,
+                "[call {} {}]",
+                safe(&call.name),
+                clip(&call.arguments, 160)
+            )?;
+            self.pending
+                .insert(call.call_id, parse_arguments_text(&call.arguments));
+            return Ok(());
+        }
+        if let Ok(result) = e.data_as::<ToolResultData>() {
+            self.newline(out)?;
+            let content = match &result.content {
+                Value::String(t) => t.clone(),
+                v => v.to_string(),
+            };
+            if result.is_error {
+                writeln!(
+                    out,
+                    "[error {} {}] {}",
+                    safe(&result.name),
+                    safe(result.code.as_deref().unwrap_or_default()),
+                    clip(&content, 200)
+                )?;
+            } else {
+                writeln!(
+                    out,
+                    "[result {}] {}",
+                    safe(&result.name),
+                    clip(&content, 200)
+                )?;
+            }
+            let args = self.pending.remove(&result.call_id).unwrap_or(Value::Null);
+            if let Some(presenters) = presenters
+                && let Some(body) = card_body(
+                    presenters,
+                    &result.name,
+                    &args,
+                    &result.content,
+                    result.is_error,
+                )
+            {
+                for line in body.lines() {
+                    writeln!(out, "  {}", safe(line))?;
+                }
+            }
+            return Ok(());
+        }
+        let Ok(end) = e.data_as::<TurnEndData>() else {
+            return Ok(());
+        };
+        let turn = end.turn;
+        self.newline(out)?;
+        out.flush()?;
+        match end.reason {
+            TurnEndReason::Completed => {}
+            TurnEndReason::Error { step, message } => {
+                writeln!(
+                    err,
+                    "cordis: error: turn {turn} failed at step {step}: {}",
+                    safe_lines(&message)
+                )?;
+            }
+            TurnEndReason::MaxSteps { steps } => {
+                writeln!(
+                    err,
+                    "cordis: turn {turn} stopped after {steps} steps (maxSteps)"
+                )?;
+            }
+            other => {
+                writeln!(
+                    err,
+                    "cordis: turn {turn} ended: {}",
+                    serde_json::to_string(&other).unwrap_or_default()
+                )?;
+            }
+        }
+        err.flush()?;
         Ok(())
     }
 }
-
