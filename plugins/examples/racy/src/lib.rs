@@ -41,8 +41,6 @@ fn yes() -> bool {
 /// Seeded points a call passes before it answers: stand-ins for a real tool's awaits.
 const POINTS: usize = 2;
 
-const INJECT: &[Inject] = &[Inject::required("tools")];
-
 impl Plugin for Tally {
     type Config = TallyConfig;
 
@@ -51,7 +49,7 @@ impl Plugin for Tally {
     }
 
     fn inject(&self) -> &[Inject] {
-        INJECT
+        ToolRegistry::INJECT
     }
 
     async fn apply(&self, ctx: Context, config: &TallyConfig) -> Result<(), BoxError> {
@@ -110,7 +108,7 @@ impl Plugin for FirstSeen {
     }
 
     fn inject(&self) -> &[Inject] {
-        INJECT
+        ToolRegistry::INJECT
     }
 
     async fn apply(&self, ctx: Context, config: &FirstSeenConfig) -> Result<(), BoxError> {
