@@ -658,3 +658,59 @@ mod tests {
         assert!(root.live().is_zero(), "{:?}", root.live());
     }
 }
+
+#[cfg(test)]
+mod proptests {
+    use cordis_runtime::Context;
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::test_support::tool;
+
+    const NAMES: [&str; 7] = [
+        "zulu",
+        "alpha",
+        "\u{1F600}_smile",
+        "\u{FF5E}_wave",
+        "my-tool",
+        "Echelle",
+        "__proto__",
+    ];
+
+    fn sdk_after_registering(order: &[usize]) -> String {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let _guard = rt.enter();
+        let root = Context::root();
+        let reg = ToolRegistry::with_presentation(
+            root.clone(),
+            Presentation {
+                mode: PresentationMode::Code,
+                ..Presentation::default()
+            },
+        );
+        for &i in order {
+            let mut def = tool(NAMES[i]);
+            def.schema.parameters = serde_json::json!({
+                "type": "object",
+                "properties": {"n": {"type": "integer", "description": format!("n of {i}")}}
+            });
+            let _ = reg.register(&root, def).unwrap();
+        }
+        let text = reg.sdk_text(None);
+        root.dispose();
+        text
+    }
+
+    proptest! {
+        #[test]
+        fn the_sdk_text_does_not_depend_on_registration_order(
+            order in Just((0..NAMES.len()).collect::<Vec<_>>()).prop_shuffle()
+        ) {
+            let sorted: Vec<usize> = (0..NAMES.len()).collect();
+            prop_assert_eq!(sdk_after_registering(&order), sdk_after_registering(&sorted));
+        }
+    }
+}
