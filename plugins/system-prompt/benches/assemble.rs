@@ -35,6 +35,7 @@ fn assemble_1000_tools(bencher: divan::Bencher) {
         .tools(&root, move |_| ToolProviderResult {
             schemas: all.clone(),
             known_names: None,
+            unavailable: None,
         })
         .expect("root is live");
     bencher.bench_local(|| {

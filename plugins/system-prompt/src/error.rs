@@ -88,6 +88,12 @@ pub enum AssembleError {
         /// The panic message.
         message: String,
     },
+    /// A tool provider cannot serve this assembly.
+    #[error("{message}")]
+    ProviderUnavailable {
+        /// The provider's reason.
+        message: String,
+    },
     /// A `system-prompt/assemble` listener panicked, so the assembly is lost.
     #[error(transparent)]
     Waterfall(#[from] EventError),

@@ -87,6 +87,9 @@ pub struct ToolProviderResult {
     pub schemas: Vec<ToolSchema>,
     /// The pre-restriction names `toolOrder` is validated against; `None` = the schemas' names.
     pub known_names: Option<Vec<String>>,
+    /// Why this provider cannot serve this assembly (e.g. a Code Mode scope without a code
+    /// runtime): the assembly fails with this message.
+    pub unavailable: Option<String>,
 }
 
 /// The `system-prompt/assemble` waterfall: listeners see the canonical assembly and may change it.
@@ -390,6 +393,9 @@ impl SystemPrompt {
         let mut known = BTreeSet::new();
         for provider in providers {
             let result = guarded("tool provider", || provider(context))?;
+            if let Some(message) = result.unavailable {
+                return Err(AssembleError::ProviderUnavailable { message });
+            }
             if validate {
                 match result.known_names {
                     Some(names) => known.extend(names),
@@ -451,6 +457,7 @@ mod tests {
         move |_| ToolProviderResult {
             schemas: schemas.clone(),
             known_names: None,
+            unavailable: None,
         }
     }
 
@@ -512,6 +519,7 @@ mod tests {
             .tools(&root, |_| ToolProviderResult {
                 schemas: vec![],
                 known_names: Some(vec!["ghost".into()]),
+                unavailable: None,
             })
             .unwrap();
         let a = sp.assemble(AssembleContext::global()).await.unwrap();
@@ -624,6 +632,26 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(scoped.sections.len(), 2);
+        root.dispose();
+    }
+
+    #[tokio::test]
+    async fn an_unavailable_provider_fails_the_assembly_with_its_reason() {
+        let root = Context::root();
+        let sp = service(&root, None);
+        let _ = sp
+            .tools(&root, |_| ToolProviderResult {
+                unavailable: Some("no runtime".into()),
+                ..ToolProviderResult::default()
+            })
+            .unwrap();
+        let err = sp.assemble(AssembleContext::global()).await.unwrap_err();
+        assert_eq!(
+            err,
+            AssembleError::ProviderUnavailable {
+                message: "no runtime".into()
+            }
+        );
         root.dispose();
     }
 

@@ -241,6 +241,9 @@ mod tests {
         let _ = root.plugin(ToolsPlugin, config);
         root.idle().await;
         let reg = root.get::<ToolRegistry>().expect("tools active");
+        let _ = root
+            .provide(CodeRuntimeService(Arc::new(QuickJs::new())))
+            .unwrap();
         for n in ["zulu", "alpha", "\u{1F600}_smile", "\u{FF5E}_wave"] {
             let _ = reg.register(&root, tool(n)).unwrap();
         }
@@ -421,6 +424,30 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_non_native_assembly_without_a_code_runtime_fails_naming_the_mode() {
+        let root = Context::root();
+        let _ = root.plugin(SystemPromptPlugin, SystemPromptConfig::default());
+        let _ = root.plugin(ToolsPlugin, ToolsConfig::default());
+        root.idle().await;
+        let reg = registry(&root);
+        let _ = reg.register(&root, tool("alpha")).unwrap();
+        let both = Some(ScopeKey(6));
+        let _ = reg.present_as(&root, both, PresentationMode::Both).unwrap();
+        let sp = root.get::<SystemPrompt>().unwrap();
+        let err = sp
+            .assemble(AssembleContext::scoped(ScopeKey(6)))
+            .await
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "tools: mode \"both\" requires a code runtime: load the `code-runtime` plugin or present this scope as \"native\""
+        );
+        // A native assembly needs none.
+        assert_eq!(assemble(&root, None).await.tools.len(), 1);
+        root.dispose();
+    }
+
+    #[tokio::test]
     async fn a_second_declaration_and_an_unscoped_one_are_refused() {
         let root = boot(PresentationMode::Native, None).await;
         let reg = registry(&root);
@@ -546,6 +573,9 @@ mod tests {
         let _ = root.plugin(ToolsPlugin, config);
         root.idle().await;
         let reg = registry(&root);
+        let _ = root
+            .provide(CodeRuntimeService(Arc::new(QuickJs::new())))
+            .unwrap();
         for n in ["\u{FF5E}_wave", "\u{1F600}_smile", "alpha", "zulu"] {
             let _ = reg.register(&root, tool(n)).unwrap();
         }
@@ -558,9 +588,6 @@ mod tests {
     async fn run_code_runs_a_program_whose_sub_calls_go_through_the_pipeline() {
         let root = boot(PresentationMode::Native, None).await;
         let reg = registry(&root);
-        let _ = root
-            .provide(CodeRuntimeService(Arc::new(QuickJs::new())))
-            .unwrap();
         let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
         let log = seen.clone();
         let _ = root.on_waterfall::<ToolsPostExecute, _, _>(
@@ -635,7 +662,10 @@ mod tests {
 
     #[tokio::test]
     async fn the_presentation_plugin_waits_for_a_code_runtime_and_unwinds_with_its_scope() {
-        let root = boot(PresentationMode::Native, None).await;
+        let root = Context::root();
+        let _ = root.plugin(SystemPromptPlugin, SystemPromptConfig::default());
+        let _ = root.plugin(ToolsPlugin, ToolsConfig::default());
+        root.idle().await;
         let reg = registry(&root);
         let entry = root.plugin(
             ToolPresentationPlugin,

@@ -279,8 +279,18 @@ impl Inner {
 
     /// The registry as a tool provider of the prompt assembly.
     pub(crate) fn provider_result(&self, scope: Option<ScopeKey>) -> ToolProviderResult {
+        let mode = self.mode_for(scope);
+        if mode != PresentationMode::Native && self.ctx.get::<CodeRuntimeService>().is_none() {
+            // Checked at use time, so a native deployment needs no runtime.
+            return ToolProviderResult {
+                unavailable: Some(format!(
+                    "tools: mode \"{mode}\" requires a code runtime: load the `code-runtime` plugin or present this scope as \"native\""
+                )),
+                ..ToolProviderResult::default()
+            };
+        }
         let view = self.view(scope);
-        if self.mode_for(scope) == PresentationMode::Code {
+        if mode == PresentationMode::Code {
             // Collapsed: the model receives run_code alone, so a toolOrder naming any other
             // tool fails the assembly.
             let schemas = view
@@ -291,6 +301,7 @@ impl Inner {
             return ToolProviderResult {
                 schemas,
                 known_names: Some(vec![RUN_CODE.to_owned()]),
+                unavailable: None,
             };
         }
         let mut known: Vec<String> = view.known.into_iter().collect();
@@ -298,6 +309,7 @@ impl Inner {
         ToolProviderResult {
             schemas: schemas_of(&view.visible),
             known_names: Some(known),
+            unavailable: None,
         }
     }
 }
