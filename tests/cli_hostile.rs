@@ -38,3 +38,29 @@ fn terminal_escapes_in_a_config_never_reach_the_terminal_raw() {
     assert!(!run.err.contains('\u{202E}'), "raw RLO on stderr: {:?}", run.err);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn an_inject_cycle_is_a_configuration_error_naming_both_entries_and_positions() {
+    let (dir, file) = write(
+        "cycle",
+        "- id: a\n  name: debug/provide\n  config: {service: alpha}\n  inject: [beta]\n- id: b\n  name: debug/provide\n  config: {service: beta}\n  inject: [alpha]\n- {id: c, name: debug/noop}\n",
+    );
+    let run = cordis(&["check", &file, "--seed", "1"], &[]);
+    assert_eq!(run.code, 2, "{}{}", run.out, run.err);
+    assert!(
+        run.err.contains(&format!(
+            "{file}:1:1: entry \"a\": inject cycle: \"a\" waits for beta, which only \"b\" (5:1) provides, \"b\" waits for alpha, which only \"a\" (1:1) provides"
+        )),
+        "{}",
+        run.err
+    );
+    // Without the cycle (b no longer waits for alpha) it boots.
+    std::fs::write(
+        &file,
+        "- id: a\n  name: debug/provide\n  config: {service: alpha}\n  inject: [beta]\n- id: b\n  name: debug/provide\n  config: {service: beta}\n",
+    )
+    .unwrap();
+    let run = cordis(&["check", &file, "--seed", "1"], &[]);
+    assert_eq!(run.code, 0, "{}", run.err);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -83,6 +83,10 @@ impl Plugin for Provide {
         "debug/provide"
     }
 
+    fn provides(&self, config: &ProvideConfig) -> Vec<String> {
+        vec![MARKER_NAMES[config.service as usize].to_owned()]
+    }
+
     async fn apply(&self, ctx: Context, config: &ProvideConfig) -> Result<(), BoxError> {
         ctx.schedule().point(Schedule::BEFORE_REGISTER).await;
         ctx.trace(

@@ -29,6 +29,9 @@ pub const ENTRY_KEYS: &[&str] = &[
 /// What is wrong, without where.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Problem {
+    /// Entries that would wait for each other's services forever.
+    #[error("inject cycle: {0}")]
+    InjectCycle(String),
     /// The file is not valid YAML.
     #[error("YAML syntax error: {0}")]
     Syntax(String),

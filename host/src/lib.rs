@@ -11,6 +11,7 @@
 pub mod assembly;
 pub mod builtins;
 pub mod config;
+pub mod cycle;
 pub mod debug;
 pub mod diagnostic;
 pub mod digest;

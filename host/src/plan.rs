@@ -264,13 +264,13 @@ fn resolve_lenient(
     for entry in &raw.entries {
         r.entry(entry, None);
     }
-    (
-        LoadPlan {
-            file: raw.file.clone(),
-            entries: r.entries,
-        },
-        r.errors,
-    )
+    let plan = LoadPlan {
+        file: raw.file.clone(),
+        entries: r.entries,
+    };
+    let mut errors = r.errors;
+    errors.extend(crate::cycle::inject_cycles(&plan));
+    (plan, errors)
 }
 
 impl<'a> Resolver<'a> {

@@ -97,6 +97,15 @@ pub trait Plugin: Send + Sync + 'static {
         &[]
     }
 
+    /// Services this plugin provides when applied with `config`, so a host can name an
+    /// `inject` cycle (entries that would wait for each other forever) before loading anything.
+    /// The default, nothing, only means a cycle through this plugin shows up as pending
+    /// entries at run time instead.
+    fn provides(&self, config: &Self::Config) -> Vec<String> {
+        let _ = config;
+        Vec::new()
+    }
+
     /// Applies the plugin in `ctx`'s scope: register listeners, services, tools, tasks.
     ///
     /// # Errors
@@ -128,6 +137,8 @@ pub trait ErasedPlugin: Send + Sync + 'static {
         ctx: Context,
         config: &'a (dyn Any + Send + Sync),
     ) -> BoxFuture<'a, Result<(), BoxError>>;
+    /// See [`Plugin::provides`]; a config of another type provides nothing.
+    fn provides_erased(&self, config: &(dyn Any + Send + Sync)) -> Vec<String>;
 }
 
 impl<P: Plugin> ErasedPlugin for P {
@@ -144,6 +155,13 @@ impl<P: Plugin> ErasedPlugin for P {
         value: &serde_json::Value,
     ) -> Result<Arc<dyn Any + Send + Sync>, ConfigError> {
         parse::<P::Config>(value).map(|c| Arc::new(c) as Arc<dyn Any + Send + Sync>)
+    }
+
+    fn provides_erased(&self, config: &(dyn Any + Send + Sync)) -> Vec<String> {
+        config
+            .downcast_ref::<P::Config>()
+            .map(|c| Plugin::provides(self, c))
+            .unwrap_or_default()
     }
 
     fn apply_erased<'a>(

@@ -33,6 +33,10 @@ impl Plugin for AgentLoopPlugin {
         "agent-loop"
     }
 
+    fn provides(&self, _config: &Self::Config) -> Vec<String> {
+        vec![<crate::AgentLoop as cordis_runtime::Service>::NAME.to_owned()]
+    }
+
     fn inject(&self) -> &[Inject] {
         INJECT
     }

@@ -242,6 +242,10 @@ impl Plugin for ApprovalsPlugin {
         "approvals"
     }
 
+    fn provides(&self, _config: &Self::Config) -> Vec<String> {
+        vec![<Approvals as cordis_runtime::Service>::NAME.to_owned()]
+    }
+
     fn inject(&self) -> &[Inject] {
         INJECT
     }

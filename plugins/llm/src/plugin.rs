@@ -130,6 +130,10 @@ impl Plugin for LlmPlugin {
         "llm"
     }
 
+    fn provides(&self, _config: &Self::Config) -> Vec<String> {
+        vec![<crate::Llm as cordis_runtime::Service>::NAME.to_owned()]
+    }
+
     async fn apply(&self, ctx: Context, config: &LlmConfig) -> Result<(), BoxError> {
         let adapter: Arc<dyn LlmAdapter> = match config.adapter {
             AdapterKind::Scripted => {

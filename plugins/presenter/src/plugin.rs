@@ -21,6 +21,10 @@ impl Plugin for PresenterPlugin {
         "presenter"
     }
 
+    fn provides(&self, _config: &Self::Config) -> Vec<String> {
+        vec![<crate::Presenters as cordis_runtime::Service>::NAME.to_owned()]
+    }
+
     async fn apply(&self, ctx: Context, _config: &PresenterConfig) -> Result<(), BoxError> {
         let _ = ctx.provide(Presenters::standard())?;
         Ok(())

@@ -41,6 +41,10 @@ impl Plugin for SessionPlugin {
         "sessions"
     }
 
+    fn provides(&self, _config: &Self::Config) -> Vec<String> {
+        vec![<crate::SessionStore as cordis_runtime::Service>::NAME.to_owned()]
+    }
+
     async fn apply(&self, ctx: Context, config: &SessionConfig) -> Result<(), BoxError> {
         let _ = ctx.provide(SessionStore::new(config.root.clone(), config.durability))?;
         Ok(())

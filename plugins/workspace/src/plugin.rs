@@ -31,6 +31,10 @@ impl Plugin for WorkspacePlugin {
         "workspace"
     }
 
+    fn provides(&self, _config: &Self::Config) -> Vec<String> {
+        vec![<crate::Workspace as cordis_runtime::Service>::NAME.to_owned()]
+    }
+
     async fn apply(&self, ctx: Context, config: &WorkspaceConfig) -> Result<(), BoxError> {
         let root = config.root.clone().unwrap_or_else(|| PathBuf::from("."));
         // Canonicalizing and opening the root touch the file system: off the async threads.
