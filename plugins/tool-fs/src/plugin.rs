@@ -84,7 +84,8 @@ pub fn fs_tools(ws: &Workspace, config: FsConfig) -> Vec<ToolDefinition> {
                 }),
             ),
             ops::list_files,
-        ),
+        )
+        .read_only(),
         tool(
             ws,
             &config,
@@ -102,7 +103,8 @@ pub fn fs_tools(ws: &Workspace, config: FsConfig) -> Vec<ToolDefinition> {
                 }),
             ),
             ops::read_file,
-        ),
+        )
+        .read_only(),
         tool(
             ws,
             &config,
@@ -152,6 +154,25 @@ mod tests {
     use cordis_workspace::{WorkspaceConfig, WorkspacePlugin};
 
     use super::*;
+
+    #[test]
+    fn reads_may_overlap_and_writes_run_alone() {
+        let ws = Workspace::open(std::env::temp_dir()).unwrap();
+        let classes: Vec<(String, cordis_tools::Concurrency)> = fs_tools(&ws, FsConfig::default())
+            .iter()
+            .map(|t| (t.name().to_owned(), t.concurrency))
+            .collect();
+        use cordis_tools::Concurrency::{Mutating, ReadOnly};
+        assert_eq!(
+            classes,
+            [
+                (crate::EDIT_FILE.to_owned(), Mutating),
+                (crate::LIST_FILES.to_owned(), ReadOnly),
+                (crate::READ_FILE.to_owned(), ReadOnly),
+                (crate::WRITE_FILE.to_owned(), Mutating),
+            ]
+        );
+    }
 
     #[tokio::test]
     async fn the_plugin_registers_the_four_tools_over_the_workspace_service() {

@@ -47,6 +47,7 @@ pub fn grep_tool(ws: Workspace, config: SearchConfig) -> ToolDefinition {
             }
         }
     })
+    .read_only()
 }
 
 impl Plugin for SearchPlugin {
