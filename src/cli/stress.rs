@@ -55,11 +55,9 @@ struct Verdict {
     budget_spent: bool,
 }
 
-/// Progress on a terminal as a bar, elsewhere as a line every tenth of the run.
+/// Progress on a terminal as a bar (seeds, seeds/s, ETA); nothing when not a terminal.
 struct Progress {
     bar: Option<ProgressBar>,
-    step: usize,
-    total: Option<usize>,
 }
 
 impl Progress {
@@ -76,27 +74,15 @@ impl Progress {
             }
             bar
         });
-        Progress {
-            bar,
-            step: total.map_or(1_000, |t| (t / 10).max(1)),
-            total,
-        }
+        Progress { bar }
     }
 
-    fn done(&self, done: usize, io: &mut Io<'_>) -> std::io::Result<()> {
-        match &self.bar {
-            Some(bar) => bar.inc(1),
-            None if done % self.step == 0 || Some(done) == self.total => match self.total {
-                Some(total) => writeln!(
-                    io.err,
-                    "cordis: stress {done}/{total} seeds ({}%)",
-                    done * 100 / total.max(1)
-                )?,
-                None => writeln!(io.err, "cordis: stress {done} seeds")?,
-            },
-            None => {}
+    /// One more seed done: the bar moves on a terminal; piped output stays quiet (CI logs get
+    /// the summary line, not a line per tenth).
+    fn done(&self) {
+        if let Some(bar) = &self.bar {
+            bar.inc(1);
         }
-        Ok(())
     }
 
     fn finish(&self) {
@@ -221,7 +207,7 @@ fn run_seeds(
             }
             Some(_) => {}
         }
-        progress.done(usize::try_from(verdict.runs).unwrap_or(usize::MAX), io)?;
+        progress.done();
     }
     progress.finish();
     cordis_host::shutdown::end(runtime);
