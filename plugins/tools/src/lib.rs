@@ -8,6 +8,13 @@
 //! [`ToolRegistry::schemas`] is the capability catalog; what the model sees is the system-prompt
 //! assembly's canonical list, to which the registry contributes as one tool provider.
 //!
+//! Presentation (Code Mode) is scope state too: [`ToolRegistry::present_as`] declares `native`,
+//! `code` or `both` for a scope, [`ToolRegistry::mode_for`] reads the nearest declaration; a
+//! non-native scope gains the `run_code` transport, which runs a program on the `codeRuntime`
+//! service with the scope's tools as bindings (each sub-call through the full pipeline and the
+//! [`ToolsCodeDispatch`] waterfall). See the `presentation` module's table for what each mode
+//! changes; [`ToolPresentationPlugin`] is the composition row that declares one.
+//!
 //! Registration checks the name ([`check_tool_name`], one rule for every kind of tool) and
 //! compiles the parameters schema once; [`ToolRegistry::execute`] checks every call's arguments
 //! against it before guards and the handler run, so no tool, built-in or dylib, sees arguments

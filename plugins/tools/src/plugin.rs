@@ -216,6 +216,29 @@ mod tests {
         assert!(root.live().is_zero(), "{:?}", root.live());
     }
 
+    #[test]
+    fn the_tools_config_defaults_to_native_and_refuses_zero_parallelism() {
+        let config: ToolsConfig = serde_json::from_value(serde_json::json!({})).unwrap();
+        assert_eq!(config, ToolsConfig::default());
+        assert_eq!(config.presentation().unwrap(), Presentation::default());
+        let config: ToolsConfig =
+            serde_json::from_value(serde_json::json!({"mode": "both", "maxParallelSubCalls": 3}))
+                .unwrap();
+        assert_eq!(config.presentation().unwrap().max_parallel_sub_calls, 3);
+        let zero: ToolsConfig =
+            serde_json::from_value(serde_json::json!({"maxParallelSubCalls": 0})).unwrap();
+        assert_eq!(
+            zero.presentation().unwrap_err().to_string(),
+            "tools: maxParallelSubCalls must be a positive integer (got 0)"
+        );
+        let err = serde_json::from_value::<ToolsConfig>(serde_json::json!({"mode": "codes"}))
+            .unwrap_err();
+        assert!(err.to_string().contains("unknown variant `codes`"), "{err}");
+        let err =
+            serde_json::from_value::<ToolPresentationConfig>(serde_json::json!({})).unwrap_err();
+        assert!(err.to_string().contains("missing field `mode`"), "{err}");
+    }
+
     #[tokio::test]
     async fn withdrawing_the_system_prompt_unwinds_the_registry_and_its_provider() {
         let root = Context::root();
