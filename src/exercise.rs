@@ -41,7 +41,14 @@ use serde::Deserialize;
 use serde_json::Value;
 
 /// Keys removed from every session event before comparing seeds: they carry wall-clock time.
-pub const SCRUBBED_KEYS: &[&str] = &["time", "ts", "timestamp", "elapsedMs", "durationMs", "latencyMs"];
+pub const SCRUBBED_KEYS: &[&str] = &[
+    "time",
+    "ts",
+    "timestamp",
+    "elapsedMs",
+    "durationMs",
+    "latencyMs",
+];
 
 /// The session (and agent) id every exercise uses.
 pub const EXERCISE_ID: &str = "exercise";
@@ -69,7 +76,9 @@ pub enum ExerciseError {
         source: std::io::Error,
     },
     /// The script is not valid.
-    #[error("{path}: not an exercise script: {message} (expected `turns: [...]` and optional `responses: [...]`)")]
+    #[error(
+        "{path}: not an exercise script: {message} (expected `turns: [...]` and optional `responses: [...]`)"
+    )]
     Parse {
         /// The file.
         path: String,
@@ -77,7 +86,9 @@ pub enum ExerciseError {
         message: String,
     },
     /// The composition has no entry the exercise needs.
-    #[error("the configuration has no `{0}` entry; an exercise talks to the agent, so it needs `llm`, `sessions` and `agent-loop` entries")]
+    #[error(
+        "the configuration has no `{0}` entry; an exercise talks to the agent, so it needs `llm`, `sessions` and `agent-loop` entries"
+    )]
     Missing(&'static str),
     /// The agent could not be created after boot (its services are not all active).
     #[error("no agent to exercise: {0}")]
@@ -232,11 +243,7 @@ pub async fn exercise(
             bad.join(", ")
         }));
     };
-    let model = agents
-        .llm()
-        .default_model()
-        .unwrap_or("default")
-        .to_owned();
+    let model = agents.llm().default_model().unwrap_or("default").to_owned();
     let mut options = AgentOptions::new(EXERCISE_ID, model);
     options.session_id = Some(EXERCISE_ID.to_owned());
     let agent = match agents.create_agent(options).await {
@@ -293,15 +300,21 @@ mod tests {
     fn scrubbing_removes_times_at_any_depth_and_nothing_else() {
         let mut v = serde_json::json!({"type": "x", "seq": 3, "time": 17, "data": {"durationMs": 4, "items": [{"ts": 1, "keep": 2}]}});
         scrub(&mut v);
-        assert_eq!(v, serde_json::json!({"type": "x", "seq": 3, "data": {"items": [{"keep": 2}]}}));
+        assert_eq!(
+            v,
+            serde_json::json!({"type": "x", "seq": 3, "data": {"items": [{"keep": 2}]}})
+        );
     }
 
     #[test]
     fn a_script_needs_turns_and_names_its_file_when_wrong() {
-        let ok = ExerciseScript::parse("turns: [hi]\nresponses: [{text: hello}]\n", "s.yml").unwrap();
+        let ok =
+            ExerciseScript::parse("turns: [hi]\nresponses: [{text: hello}]\n", "s.yml").unwrap();
         assert_eq!(ok.turns, ["hi"]);
         assert_eq!(ok.responses.as_ref().map(Vec::len), Some(1));
-        let err = ExerciseScript::parse("turn: [hi]\n", "s.yml").unwrap_err().to_string();
+        let err = ExerciseScript::parse("turn: [hi]\n", "s.yml")
+            .unwrap_err()
+            .to_string();
         assert!(err.starts_with("s.yml: not an exercise script"), "{err}");
     }
 
@@ -310,6 +323,9 @@ mod tests {
         let a = vec![serde_json::json!(1), serde_json::json!(2)];
         let b = vec![serde_json::json!(1)];
         assert_eq!(first_difference(&a, &a), None);
-        assert_eq!(first_difference(&a, &b), Some((1, Some(serde_json::json!(2)), None)));
+        assert_eq!(
+            first_difference(&a, &b),
+            Some((1, Some(serde_json::json!(2)), None))
+        );
     }
 }

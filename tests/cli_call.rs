@@ -9,7 +9,12 @@ const BUNDLED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/cordis.yml");
 #[test]
 fn a_call_prints_the_tool_result() {
     let run = cordis(
-        &["call", BUNDLED, "todo_write", r#"{"todos": [{"content": "ship", "status": "pending"}]}"#],
+        &[
+            "call",
+            BUNDLED,
+            "todo_write",
+            r#"{"todos": [{"content": "ship", "status": "pending"}]}"#,
+        ],
         &[],
     );
     assert_eq!(run.code, 0, "{}", run.err);
@@ -20,11 +25,20 @@ fn a_call_prints_the_tool_result() {
 #[test]
 fn a_failing_call_names_the_code_and_the_schema_rule() {
     let run = cordis(
-        &["call", BUNDLED, "todo_write", r#"{"todos": [{"content": "x", "status": "maybe"}]}"#],
+        &[
+            "call",
+            BUNDLED,
+            "todo_write",
+            r#"{"todos": [{"content": "x", "status": "maybe"}]}"#,
+        ],
         &[],
     );
     assert_eq!(run.code, 1, "{}", run.out);
-    assert!(run.err.contains("todo_write failed (INVALID_ARGUMENTS)"), "{}", run.err);
+    assert!(
+        run.err.contains("todo_write failed (INVALID_ARGUMENTS)"),
+        "{}",
+        run.err
+    );
     assert!(run.err.contains("/todos/0/status"), "{}", run.err);
     let unknown = cordis(&["call", BUNDLED, "no_such_tool"], &[]);
     assert_eq!(unknown.code, 1);
@@ -35,7 +49,11 @@ fn a_failing_call_names_the_code_and_the_schema_rule() {
 fn bad_words_and_bad_json_are_usage_errors() {
     let not_json = cordis(&["call", BUNDLED, "todo_write", "{oops"], &[]);
     assert_eq!(not_json.code, 2);
-    assert!(not_json.err.contains("the arguments are not JSON"), "{}", not_json.err);
+    assert!(
+        not_json.err.contains("the arguments are not JSON"),
+        "{}",
+        not_json.err
+    );
     let too_many = cordis(&["call", BUNDLED, "todo_write", "extra"], &[]);
     assert_eq!(too_many.code, 2, "{}", too_many.err);
 }
@@ -53,7 +71,11 @@ fn cache_dir_and_prune_work_on_the_named_cache_only() {
     std::fs::write(dir.join("keep.txt"), b"mine").unwrap();
     let pruned = cordis(&["cache", "prune"], &env);
     assert_eq!(pruned.code, 0, "{}", pruned.err);
-    assert!(pruned.out.starts_with("removed 1 file (5 bytes)"), "{}", pruned.out);
+    assert!(
+        pruned.out.starts_with("removed 1 file (5 bytes)"),
+        "{}",
+        pruned.out
+    );
     assert!(dir.join("keep.txt").exists());
     let _ = std::fs::remove_dir_all(&dir);
 }

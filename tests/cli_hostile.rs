@@ -34,8 +34,16 @@ fn terminal_escapes_in_a_config_never_reach_the_terminal_raw() {
     );
     let run = cordis(&["check", &file, "--seed", "1"], &[]);
     assert_eq!(run.code, 2, "{}", run.err);
-    assert!(!run.err.contains('\u{1b}'), "raw ESC on stderr: {:?}", run.err);
-    assert!(!run.err.contains('\u{202E}'), "raw RLO on stderr: {:?}", run.err);
+    assert!(
+        !run.err.contains('\u{1b}'),
+        "raw ESC on stderr: {:?}",
+        run.err
+    );
+    assert!(
+        !run.err.contains('\u{202E}'),
+        "raw RLO on stderr: {:?}",
+        run.err
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -219,8 +219,16 @@ fn a_second_process_on_one_session_is_refused_with_the_holder_and_exit_3() {
     let seqs: Vec<u64> = log
         .lines()
         .skip(1)
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["seq"].as_u64().unwrap())
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["seq"]
+                .as_u64()
+                .unwrap()
+        })
         .collect();
-    assert_eq!(seqs, (0..seqs.len() as u64).collect::<Vec<_>>(), "contiguous seqs");
+    assert_eq!(
+        seqs,
+        (0..seqs.len() as u64).collect::<Vec<_>>(),
+        "contiguous seqs"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

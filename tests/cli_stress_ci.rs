@@ -35,7 +35,10 @@ fn shard(dir: &std::path::Path, i: u64, n: u64, seeds: u64) -> String {
 fn four_merged_shards_cover_exactly_the_seeds_of_one_run_and_a_missing_one_is_a_gap() {
     let dir = temp("merge");
     let reports: Vec<String> = (0..4).map(|i| shard(&dir, i, 4, 50)).collect();
-    let whole = cordis(&["stress", &fixture("good.yml"), "--seeds", "50", "--json"], &[]);
+    let whole = cordis(
+        &["stress", &fixture("good.yml"), "--seeds", "50", "--json"],
+        &[],
+    );
     assert_eq!(whole.code, 0, "{}", whole.err);
     let whole: serde_json::Value = serde_json::from_str(&whole.out).unwrap();
     assert_eq!(whole["runs"], 50);
@@ -44,9 +47,15 @@ fn four_merged_shards_cover_exactly_the_seeds_of_one_run_and_a_missing_one_is_a_
     args.extend(reports.iter().map(String::as_str));
     let merged = cordis(&args, &[]);
     assert_eq!(merged.code, 0, "{}{}", merged.out, merged.err);
-    assert!(merged.out.contains("50 of 50 seed indices covered"), "{}", merged.out);
     assert!(
-        merged.out.contains(&format!("digest {}", whole["digest"].as_str().unwrap())),
+        merged.out.contains("50 of 50 seed indices covered"),
+        "{}",
+        merged.out
+    );
+    assert!(
+        merged
+            .out
+            .contains(&format!("digest {}", whole["digest"].as_str().unwrap())),
         "{}",
         merged.out
     );
@@ -54,7 +63,11 @@ fn four_merged_shards_cover_exactly_the_seeds_of_one_run_and_a_missing_one_is_a_
     let without_two = vec!["stress", "merge", &reports[0], &reports[1], &reports[3]];
     let merged = cordis(&without_two, &[]);
     assert_eq!(merged.code, 1, "{}", merged.out);
-    assert!(merged.out.contains("38 of 50 seed indices covered"), "{}", merged.out);
+    assert!(
+        merged.out.contains("38 of 50 seed indices covered"),
+        "{}",
+        merged.out
+    );
     assert!(merged.out.contains("gap: seed index 2\n"), "{}", merged.out);
     assert!(merged.out.contains("verdict: FAILED"), "{}", merged.out);
     let _ = std::fs::remove_dir_all(&dir);
@@ -66,7 +79,16 @@ fn shards_of_two_different_runs_do_not_merge() {
     let a = shard(&dir, 0, 2, 10);
     let b = dir.join("other.json").display().to_string();
     let run = cordis(
-        &["stress", &fixture("good.yml"), "--seeds", "12", "--shard", "1/2", "--report", &b],
+        &[
+            "stress",
+            &fixture("good.yml"),
+            "--seeds",
+            "12",
+            "--shard",
+            "1/2",
+            "--report",
+            &b,
+        ],
         &[],
     );
     assert_eq!(run.code, 0, "{}", run.err);
@@ -105,11 +127,17 @@ fn a_divergence_writes_a_junit_failure_with_the_replay_and_annotates_the_entry_l
     assert_eq!(run.code, 1, "{}{}", run.out, run.err);
     let xml = std::fs::read_to_string(&junit).unwrap();
     assert!(xml.contains("failures=\"1\""), "{xml}");
-    assert!(xml.contains("<failure message=\"divergence under schedule random\">"), "{xml}");
+    assert!(
+        xml.contains("<failure message=\"divergence under schedule random\">"),
+        "{xml}"
+    );
     assert!(xml.contains("replay:\n  cordis check"), "{xml}");
     // The flaky entry is on line 2 of the file.
     assert!(
-        run.out.contains(&format!("::error file={},line=2,title=cordis stress::divergence in entry \"flaky\"", file.display())),
+        run.out.contains(&format!(
+            "::error file={},line=2,title=cordis stress::divergence in entry \"flaky\"",
+            file.display()
+        )),
         "{}",
         run.out
     );
@@ -118,14 +146,24 @@ fn a_divergence_writes_a_junit_failure_with_the_replay_and_annotates_the_entry_l
 
 #[test]
 fn a_time_budget_runs_seeds_until_spent_and_says_how_many() {
-    let run = cordis(&["stress", &fixture("good.yml"), "--time-budget", "300ms"], &[]);
+    let run = cordis(
+        &["stress", &fixture("good.yml"), "--time-budget", "300ms"],
+        &[],
+    );
     assert_eq!(run.code, 0, "{}", run.err);
     assert!(run.out.contains("seeds agree"), "{}", run.out);
     assert!(run.out.contains("time budget spent"), "{}", run.out);
     let neither = cordis(&["stress", &fixture("good.yml")], &[]);
     assert_eq!(neither.code, 2);
-    assert!(neither.err.contains("--seeds N, --time-budget DURATION"), "{}", neither.err);
-    let bad = cordis(&["stress", &fixture("good.yml"), "--time-budget", "soon"], &[]);
+    assert!(
+        neither.err.contains("--seeds N, --time-budget DURATION"),
+        "{}",
+        neither.err
+    );
+    let bad = cordis(
+        &["stress", &fixture("good.yml"), "--time-budget", "soon"],
+        &[],
+    );
     assert_eq!(bad.code, 2);
     assert!(bad.err.contains("is not a duration"), "{}", bad.err);
 }

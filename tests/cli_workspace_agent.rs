@@ -13,9 +13,17 @@ use common::pty::Pty;
 /// The bundled composition with the demo responses replaced by `responses` (YAML).
 fn config(responses: &str) -> String {
     let bundled = include_str!("../cordis.yml");
-    let start = bundled.find("    repeat: true\n").expect("the demo's responses");
-    let end = bundled.find("\n- id: sessions").expect("the sessions entry");
-    format!("{}    responses:\n{responses}{}", &bundled[..start], &bundled[end..])
+    let start = bundled
+        .find("    repeat: true\n")
+        .expect("the demo's responses");
+    let end = bundled
+        .find("\n- id: sessions")
+        .expect("the sessions entry");
+    format!(
+        "{}    responses:\n{responses}{}",
+        &bundled[..start],
+        &bundled[end..]
+    )
 }
 
 const ACTING: &str = r#"      - toolCalls: [{name: read_file, arguments: {path: notes.txt}}]
@@ -47,7 +55,12 @@ fn run(dir: &Path, args: &[&str], input: &str) -> (Option<i32>, String, String) 
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
     let out = child.wait_with_output().unwrap();
     (
         out.status.code(),
@@ -67,14 +80,27 @@ fn log(dir: &Path, id: &str) -> Vec<serde_json::Value> {
 #[test]
 fn with_yes_the_agent_reads_edits_and_checks_a_file_and_the_transcript_shows_the_cards() {
     let dir = workspace("yes", ACTING);
-    let (code, out, err) = run(&dir, &["--session", "act", "--yes"], "make the note final\n");
+    let (code, out, err) = run(
+        &dir,
+        &["--session", "act", "--yes"],
+        "make the note final\n",
+    );
     assert_eq!(code, Some(0), "{err}\n{out}");
-    assert_eq!(std::fs::read_to_string(dir.join("notes.txt")).unwrap(), "status: final\n");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("notes.txt")).unwrap(),
+        "status: final\n"
+    );
     // The edit's card is a unified diff; the command's card its output and exit code.
     assert!(out.contains("[call edit_file"), "{out}");
-    assert!(out.contains("--- a/notes.txt") && out.contains("-draft") && out.contains("+final"), "{out}");
+    assert!(
+        out.contains("--- a/notes.txt") && out.contains("-draft") && out.contains("+final"),
+        "{out}"
+    );
     assert!(out.contains("[result bash]"), "{out}");
-    assert!(out.contains("exit code 0") || out.contains("exit 0"), "{out}");
+    assert!(
+        out.contains("exit code 0") || out.contains("exit 0"),
+        "{out}"
+    );
     assert!(out.contains("The note is final now."), "{out}");
     let events = log(&dir, "act");
     let results: Vec<&serde_json::Value> = events
@@ -82,7 +108,10 @@ fn with_yes_the_agent_reads_edits_and_checks_a_file_and_the_transcript_shows_the
         .filter(|e| e["type"] == "tool/result")
         .collect();
     assert_eq!(results.len(), 3, "{events:?}");
-    assert!(results.iter().all(|r| r["data"]["isError"] == false), "{results:?}");
+    assert!(
+        results.iter().all(|r| r["data"]["isError"] == false),
+        "{results:?}"
+    );
     // The log records each approval decision of an `ask` tool, before its result.
     let approvals: Vec<(String, bool, String)> = events
         .iter()
@@ -112,7 +141,10 @@ fn piped_without_approval_the_edit_and_the_command_are_denied_and_nothing_change
     let (code, out, err) = run(&dir, &["--session", "deny"], "make the note final\n");
     // Denials are results the model reads, not failed turns.
     assert_eq!(code, Some(0), "{err}\n{out}");
-    assert_eq!(std::fs::read_to_string(dir.join("notes.txt")).unwrap(), "status: draft\n");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("notes.txt")).unwrap(),
+        "status: draft\n"
+    );
     assert!(out.contains("[error edit_file DENIED]"), "{out}");
     assert!(out.contains("[error bash DENIED]"), "{out}");
     assert!(out.contains("needs approval (policy ask)"), "{out}");
@@ -121,11 +153,19 @@ fn piped_without_approval_the_edit_and_the_command_are_denied_and_nothing_change
     let denied: Vec<String> = log(&dir, "deny")
         .iter()
         .filter(|e| e["type"] == "tool/approval")
-        .map(|e| format!("{} {} {}", e["data"]["name"], e["data"]["allowed"], e["data"]["by"]))
+        .map(|e| {
+            format!(
+                "{} {} {}",
+                e["data"]["name"], e["data"]["allowed"], e["data"]["by"]
+            )
+        })
         .collect();
     assert_eq!(
         denied,
-        ["\"edit_file\" false \"no-approver\"", "\"bash\" false \"no-approver\""]
+        [
+            "\"edit_file\" false \"no-approver\"",
+            "\"bash\" false \"no-approver\""
+        ]
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -133,9 +173,16 @@ fn piped_without_approval_the_edit_and_the_command_are_denied_and_nothing_change
 #[test]
 fn approve_lets_one_tool_through() {
     let dir = workspace("approve", ACTING);
-    let (code, out, err) = run(&dir, &["--session", "one", "--approve", "edit_file"], "go\n");
+    let (code, out, err) = run(
+        &dir,
+        &["--session", "one", "--approve", "edit_file"],
+        "go\n",
+    );
     assert_eq!(code, Some(0), "{err}\n{out}");
-    assert_eq!(std::fs::read_to_string(dir.join("notes.txt")).unwrap(), "status: final\n");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("notes.txt")).unwrap(),
+        "status: final\n"
+    );
     assert!(out.contains("[error bash DENIED]"), "{out}");
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -158,12 +205,19 @@ fn at_a_terminal_the_edit_is_shown_and_asked_and_no_denies_it() {
     assert!(term.screen().contains("+final"), "{}", term.screen());
     term.send("y\r");
     term.wait_for("allow bash? [y/N]", limit);
-    assert!(term.screen().contains("grep -c final notes.txt"), "{}", term.screen());
+    assert!(
+        term.screen().contains("grep -c final notes.txt"),
+        "{}",
+        term.screen()
+    );
     term.send("n\r");
     term.wait_for("The note is final now.", limit);
     term.wait_for("[error bash DENIED]", limit);
     term.send("\x04");
     assert_eq!(term.wait_exit(limit), Some(0), "{}", term.screen());
-    assert_eq!(std::fs::read_to_string(dir.join("notes.txt")).unwrap(), "status: final\n");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("notes.txt")).unwrap(),
+        "status: final\n"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -303,7 +303,7 @@ fn a_cache_directory_that_is_a_symlink_shared_or_someone_elses_is_refused() {
                 && error.contains(&message),
             "{error}"
         );
-        assert!(error.starts_with(&format!("./libplug.so: ")), "{error}");
+        assert!(error.starts_with("./libplug.so: "), "{error}");
     }
 }
 

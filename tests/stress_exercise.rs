@@ -40,10 +40,22 @@ fn the_log_agrees_across_seeds_while_tool_completion_order_varies() {
     let mut completion_orders = BTreeSet::new();
     for seed in 0..64 {
         let run = rt
-            .block_on(exercise(&plan, &script, Schedule::new(Policy::Random, seed)))
+            .block_on(exercise(
+                &plan,
+                &script,
+                Schedule::new(Policy::Random, seed),
+            ))
             .unwrap();
-        assert!(run.live_after.is_zero(), "seed {seed}: {:?}", run.live_after);
-        assert!(run.turns.iter().all(|t| t.contains("completed")), "{:?}", run.turns);
+        assert!(
+            run.live_after.is_zero(),
+            "seed {seed}: {:?}",
+            run.live_after
+        );
+        assert!(
+            run.turns.iter().all(|t| t.contains("completed")),
+            "{:?}",
+            run.turns
+        );
         assert_eq!(run.completions.len(), 5, "{:?}", run.completions);
         logs.insert(canonical_bytes(&run.comparable()));
         completion_orders.insert(run.completions);
@@ -97,7 +109,11 @@ fn a_racy_plugin_is_caught_under_random_and_pct_and_each_replay_reproduces_its_l
         );
         assert_eq!(run.code, 1, "{policy}: {}", run.out);
         assert!(run.err.contains("diverge"), "{}", run.err);
-        assert!(run.err.contains("first differing session event"), "{}", run.err);
+        assert!(
+            run.err.contains("first differing session event"),
+            "{}",
+            run.err
+        );
         let commands = replays(&run.err);
         assert_eq!(commands.len(), 2, "{}", run.err);
         let mut logs = Vec::new();
@@ -106,7 +122,11 @@ fn a_racy_plugin_is_caught_under_random_and_pct_and_each_replay_reproduces_its_l
             let first = cordis(&args, &[]);
             let again = cordis(&args, &[]);
             assert_eq!(first.code, 0, "{}", first.err);
-            assert!(first.out.contains("\"type\":\"tool/result\""), "{}", first.out);
+            assert!(
+                first.out.contains("\"type\":\"tool/result\""),
+                "{}",
+                first.out
+            );
             // A seed replays its log exactly.
             assert_eq!(first.out, again.out, "{command:?}");
             logs.push(first.out);
@@ -123,13 +143,27 @@ fn an_exercise_needs_an_agent_and_a_valid_script() {
     let bad_script = dir.join("bad.yml");
     std::fs::write(&bad_script, "turn: [oops]\n").unwrap();
     let run = cordis(
-        &["stress", &fixture("exercise/parallel.yml"), "--exercise", bad_script.to_str().unwrap(), "--seeds", "1"],
+        &[
+            "stress",
+            &fixture("exercise/parallel.yml"),
+            "--exercise",
+            bad_script.to_str().unwrap(),
+            "--seeds",
+            "1",
+        ],
         &[],
     );
     assert_eq!(run.code, 2, "{}", run.err);
     assert!(run.err.contains("not an exercise script"), "{}", run.err);
     let run = cordis(
-        &["stress", &fixture("good.yml"), "--exercise", &fixture("exercise/script.yml"), "--seeds", "1"],
+        &[
+            "stress",
+            &fixture("good.yml"),
+            "--exercise",
+            &fixture("exercise/script.yml"),
+            "--seeds",
+            "1",
+        ],
         &[],
     );
     assert_eq!(run.code, 2, "{}", run.err);

@@ -141,9 +141,7 @@ impl BootReport {
 
     /// True when every enabled entry is active.
     pub fn all_active(&self) -> bool {
-        self.entries
-            .iter()
-            .all(|e| e.status.is_as_configured())
+        self.entries.iter().all(|e| e.status.is_as_configured())
     }
 
     /// The report as one JSON object: seed, schedule, entries, assembly, digest, incidents.

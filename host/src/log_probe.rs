@@ -69,7 +69,8 @@ impl Plugin for LogProbe {
         let level = config.level;
         let schema = ToolSchema {
             name: "debug_log".to_owned(),
-            description: "Logs one line through the host and answers {\"logged\": true}.".to_owned(),
+            description: "Logs one line through the host and answers {\"logged\": true}."
+                .to_owned(),
             parameters: serde_json::json!({"type": "object", "properties": {}}),
         };
         let def = ToolDefinition::new(schema, move |_, _| {

@@ -215,7 +215,8 @@ impl ConfigWatcher {
                 Ok(None) => return None,
                 Ok(Some(())) => {
                     // Debounce: wait for quiet.
-                    while let Ok(Some(())) = tokio::time::timeout(DEBOUNCE, self.events.recv()).await
+                    while let Ok(Some(())) =
+                        tokio::time::timeout(DEBOUNCE, self.events.recv()).await
                     {
                     }
                 }

@@ -449,7 +449,10 @@ pub(crate) fn start(node: &Arc<ScopeNode>) {
     let span = tracing::info_span!("scope", id = node.id.0, plugin = %node.name);
     let fut = async move {
         let node = task_node;
-        node.shared.schedule.point(crate::Schedule::BEFORE_APPLY).await;
+        node.shared
+            .schedule
+            .point(crate::Schedule::BEFORE_APPLY)
+            .await;
         ctx.trace(crate::Schedule::TRACE_APPLY, "");
         let apply =
             AssertUnwindSafe(prepared.plugin.apply_erased(ctx, &*prepared.config)).catch_unwind();

@@ -42,9 +42,9 @@ impl Approver for TerminalApprover {
             if sent.is_err() {
                 return Answer::Deny(Some("nobody is at the terminal to approve it".to_owned()));
             }
-            answer
-                .await
-                .unwrap_or(Answer::Deny(Some("the question was not answered".to_owned())))
+            answer.await.unwrap_or(Answer::Deny(Some(
+                "the question was not answered".to_owned(),
+            )))
         })
     }
 }
@@ -54,7 +54,10 @@ pub(crate) fn approver_for(
     yes: bool,
     approve: &[String],
     interactive: bool,
-) -> (Option<ApproverService>, Option<mpsc::UnboundedReceiver<Asked>>) {
+) -> (
+    Option<ApproverService>,
+    Option<mpsc::UnboundedReceiver<Asked>>,
+) {
     let allowed: BTreeSet<String> = approve.iter().cloned().collect();
     if yes {
         return (Some(ApproverService(Arc::new(AllowAll))), None);

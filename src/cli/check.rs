@@ -41,9 +41,12 @@ pub(crate) enum SeedHint {
     None,
 }
 
-/// What went wrong in a boot, comparable across seeds: the entries not as configured (id,
-/// status, error) and the assembly error.
-fn failures(report: &BootReport) -> (Vec<(String, String, Option<String>)>, Option<String>) {
+/// An entry not as configured: id, status, error.
+type EntryFailure = (String, String, Option<String>);
+
+/// What went wrong in a boot, comparable across seeds: the entries not as configured and the
+/// assembly error.
+fn failures(report: &BootReport) -> (Vec<EntryFailure>, Option<String>) {
     let entries = report
         .entries
         .iter()

@@ -224,7 +224,9 @@ pub enum MergeError {
         ours: String,
     },
     /// A report names no planned seed count.
-    #[error("{0} has no planned seed count (a --time-budget run without --seeds): merge needs --seeds to know the range")]
+    #[error(
+        "{0} has no planned seed count (a --time-budget run without --seeds): merge needs --seeds to know the range"
+    )]
     NoPlan(String),
 }
 
@@ -245,13 +247,25 @@ pub fn merge(reports: &[(PathBuf, ShardReport)]) -> Result<Merged, MergeError> {
             return Err(mismatch("file", r.file.clone(), first.file.clone()));
         }
         if r.schedule != first.schedule {
-            return Err(mismatch("schedule", r.schedule.clone(), first.schedule.clone()));
+            return Err(mismatch(
+                "schedule",
+                r.schedule.clone(),
+                first.schedule.clone(),
+            ));
         }
         if r.start != first.start {
-            return Err(mismatch("start", r.start.to_string(), first.start.to_string()));
+            return Err(mismatch(
+                "start",
+                r.start.to_string(),
+                first.start.to_string(),
+            ));
         }
         if r.seeds != first.seeds {
-            return Err(mismatch("seeds", format!("{:?}", r.seeds), format!("{:?}", first.seeds)));
+            return Err(mismatch(
+                "seeds",
+                format!("{:?}", r.seeds),
+                format!("{:?}", first.seeds),
+            ));
         }
         if r.shard_count != first.shard_count {
             return Err(mismatch(
@@ -361,7 +375,13 @@ mod tests {
     fn shards_of_different_runs_are_refused() {
         let mut all: Vec<_> = (0..2).map(|i| shard(i, 2, 100, "d")).collect();
         all[1].1.schedule = "pct".into();
-        assert!(matches!(merge(&all), Err(MergeError::Mismatch { what: "schedule", .. })));
+        assert!(matches!(
+            merge(&all),
+            Err(MergeError::Mismatch {
+                what: "schedule",
+                ..
+            })
+        ));
     }
 
     #[test]
@@ -377,7 +397,14 @@ mod tests {
             github_error("a,b.yml", Some(3), "t:x", "50%\nnext"),
             "::error file=a%2Cb.yml,line=3,title=t%3Ax::50%25%0Anext"
         );
-        let x = junit_xml("s", &[JunitCase { name: "<a>".into(), seconds: 1.0, failure: Some("bad \"x\"\nreplay".into()) }]);
+        let x = junit_xml(
+            "s",
+            &[JunitCase {
+                name: "<a>".into(),
+                seconds: 1.0,
+                failure: Some("bad \"x\"\nreplay".into()),
+            }],
+        );
         assert!(x.contains("name=\"&lt;a&gt;\""), "{x}");
         assert!(x.contains("failure message=\"bad &quot;x&quot;\""), "{x}");
     }

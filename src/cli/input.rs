@@ -52,4 +52,3 @@ pub(crate) fn spawn_reader(prompt: bool) -> mpsc::UnboundedReceiver<String> {
     });
     rx
 }
-

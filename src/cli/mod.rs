@@ -598,7 +598,10 @@ pub(crate) async fn boot_live(
     schedule: cordis_runtime::Schedule,
     io: &mut Io<'_>,
     builtins: &Builtins,
-) -> anyhow::Result<(cordis_host::reload::LiveConfig, cordis_host::loader::BootReport)> {
+) -> anyhow::Result<(
+    cordis_host::reload::LiveConfig,
+    cordis_host::loader::BootReport,
+)> {
     let file = config.file.display().to_string();
     let source = match read_config(&config.file).await {
         Ok(s) => s,
@@ -610,8 +613,15 @@ pub(crate) async fn boot_live(
     let options = plan_options(config, io);
     let root = cordis_runtime::Context::root_with(schedule);
     let env = io.env;
-    match cordis_host::reload::LiveConfig::boot(root, &source, &file, env, builtins.clone(), options)
-        .await
+    match cordis_host::reload::LiveConfig::boot(
+        root,
+        &source,
+        &file,
+        env,
+        builtins.clone(),
+        options,
+    )
+    .await
     {
         Ok(booted) => Ok(booted),
         Err(errors) => {

@@ -6,8 +6,8 @@ use serde_json::json;
 
 use super::render::safe;
 use super::{EXIT_CONFIG, EXIT_FAILURE, EXIT_OK, Io, load};
-use cordis_host::{Builtins, LoadPlan};
 use cordis_host::permute::{boot_order, permute, tool_entries};
+use cordis_host::{Builtins, LoadPlan};
 
 use super::PermuteArgs;
 
@@ -53,7 +53,11 @@ fn replay_order(plan: &LoadPlan, ids: &[String], io: &mut Io<'_>) -> anyhow::Res
     let outcome = boot_order(plan, &order)?;
     writeln!(io.out, "{}", outcome.digest)?;
     if let Some(why) = &outcome.unhealthy {
-        writeln!(io.err, "cordis: this order did not boot cleanly: {}", safe(why))?;
+        writeln!(
+            io.err,
+            "cordis: this order did not boot cleanly: {}",
+            safe(why)
+        )?;
         return Ok(EXIT_FAILURE);
     }
     Ok(EXIT_OK)
@@ -85,7 +89,9 @@ pub(crate) fn run(args: &PermuteArgs, io: &mut Io<'_>, builtins: &Builtins) -> a
     } else {
         indicatif::ProgressBar::hidden()
     };
-    let report = permute(&plan, args.max, args.seed, threads, &|done| bar.set_position(done))?;
+    let report = permute(&plan, args.max, args.seed, threads, &|done| {
+        bar.set_position(done)
+    })?;
     bar.finish_and_clear();
     let distinct = report.digests.len();
     if args.json {

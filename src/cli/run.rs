@@ -10,14 +10,13 @@
 //! `[error NAME CODE] MESSAGE`); failures, the session id and reload summaries go to stderr, so
 //! stdout is the transcript alone.
 
-
 use cordis_agent_loop::{Agent, AgentEvent, AgentLoop, AgentOptions, CreateAgentError, TurnError};
 use cordis_approvals::{Answer, ApprovalRequest};
-use cordis_presenter::{Presenters, render_card};
 use cordis_host::Builtins;
 use cordis_host::loader::BootReport;
 use cordis_host::reload::{LiveConfig, summary_line};
 use cordis_host::watch::{ConfigWatcher, WatchNote};
+use cordis_presenter::{Presenters, render_card};
 use cordis_runtime::Context;
 use cordis_session::{SessionError, SessionStore, TurnEndReason};
 use tokio::sync::mpsc;
@@ -51,7 +50,12 @@ async fn ask(
         }
         None => format!("{name} {}\n", safe(&request.call.arguments.to_string())),
     };
-    write!(io.err, "cordis: {} wants to run:\n{shown}cordis: allow {}? [y/N] ", safe(name), safe(name))?;
+    write!(
+        io.err,
+        "cordis: {} wants to run:\n{shown}cordis: allow {}? [y/N] ",
+        safe(name),
+        safe(name)
+    )?;
     io.err.flush()?;
     Ok(match input.recv().await {
         Some(line) if allows(&line) => Answer::Allow,
@@ -259,12 +263,17 @@ async fn run_session(
     let shown = store
         .path_of(agent.session().id())
         .map_or_else(|| "in memory".to_owned(), |p| p.display().to_string());
-    let verb = if matches!(choice, SessionChoice::Resume(_)) { "resuming" } else { "new" };
+    let verb = if matches!(choice, SessionChoice::Resume(_)) {
+        "resuming"
+    } else {
+        "new"
+    };
     writeln!(
         io.err,
         "cordis: {verb} session {} ({shown}); adapter {}; one message per line, \"\"\" for multi-line, EOF to end",
         agent.session().id(),
-        root.get::<AgentLoop>().map_or_else(String::new, |l| l.llm().adapter().name().to_owned()),
+        root.get::<AgentLoop>()
+            .map_or_else(String::new, |l| l.llm().adapter().name().to_owned()),
     )?;
     if args.watch {
         writeln!(
@@ -307,7 +316,10 @@ async fn run_session(
             if failed_turns == 1 { "" } else { "s" }
         )?;
     }
-    writeln!(io.err, "cordis: session {id} saved; continue it with: cordis run --resume {id}")?;
+    writeln!(
+        io.err,
+        "cordis: session {id} saved; continue it with: cordis run --resume {id}"
+    )?;
     io.err.flush()?;
     // A script (stdin not a terminal) learns from the exit code that a turn failed; a person
     // at the terminal has read each failure already.
@@ -331,7 +343,10 @@ fn check_session_choice(
     let exists = store.path_of(choice.id()).is_some_and(|p| p.exists());
     match choice {
         SessionChoice::New(id) if exists => {
-            writeln!(io.err, "cordis: session {id} exists; continue it with --resume {id}")?;
+            writeln!(
+                io.err,
+                "cordis: session {id} exists; continue it with --resume {id}"
+            )?;
             Ok(Err(EXIT_CONFIG))
         }
         SessionChoice::Resume(id) if !exists => {
@@ -464,7 +479,8 @@ impl Conversation<'_> {
             while let Ok(e) = events.try_recv() {
                 if e.agent == current.id() {
                     let presenters = self.root.get::<Presenters>();
-                    self.transcript.event(&e.event, presenters.as_deref(), io.out, io.err)?;
+                    self.transcript
+                        .event(&e.event, presenters.as_deref(), io.out, io.err)?;
                 }
             }
             // A reload that restarted the loop disposed the agent: make it again on the same

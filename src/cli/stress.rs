@@ -118,7 +118,10 @@ fn run_seeds(
     };
     let runtime = cordis_host::shutdown::current_thread()?;
     for k in indices {
-        if args.time_budget.is_some_and(|budget| started.elapsed() >= budget) {
+        if args
+            .time_budget
+            .is_some_and(|budget| started.elapsed() >= budget)
+        {
             verdict.budget_spent = true;
             verdict.covered_below = k;
             break;
@@ -130,7 +133,11 @@ fn run_seeds(
                 (report.outcome(), report.digest, leaked)
             }
             Some(script) => {
-                match runtime.block_on(crate::exercise::exercise(plan, script, Schedule::new(policy, seed))) {
+                match runtime.block_on(crate::exercise::exercise(
+                    plan,
+                    script,
+                    Schedule::new(policy, seed),
+                )) {
                     Ok(run) => {
                         if args.print_log {
                             for event in &run.log {
@@ -249,10 +256,20 @@ fn explain(a: &Value, seed_a: u64, b: &Value, seed_b: u64, io: &mut Io<'_>) -> s
         write!(io.err, "{}", diff(&a["boot"], seed_a, &b["boot"], seed_b))?;
     }
     if a["turns"] != b["turns"] {
-        writeln!(io.err, "  turn ends:\n    seed {seed_a}: {}\n    seed {seed_b}: {}", safe(&a["turns"].to_string()), safe(&b["turns"].to_string()))?;
+        writeln!(
+            io.err,
+            "  turn ends:\n    seed {seed_a}: {}\n    seed {seed_b}: {}",
+            safe(&a["turns"].to_string()),
+            safe(&b["turns"].to_string())
+        )?;
     }
     if let Some((i, x, y)) = crate::exercise::first_difference(log_a, log_b) {
-        let show = |v: Option<Value>| v.map_or_else(|| "(no event)".to_owned(), |v| safe(&v.to_string()).into_owned());
+        let show = |v: Option<Value>| {
+            v.map_or_else(
+                || "(no event)".to_owned(),
+                |v| safe(&v.to_string()).into_owned(),
+            )
+        };
         writeln!(io.err, "  first differing session event: #{i}")?;
         writeln!(io.err, "    seed {seed_a}: {}", show(x))?;
         writeln!(io.err, "    seed {seed_b}: {}", show(y))?;
@@ -360,7 +377,10 @@ pub(crate) fn run(args: &StressArgs, io: &mut Io<'_>, builtins: &Builtins) -> an
                 .flatten()
                 .filter_map(Value::as_str)
                 .collect();
-            format!("{kind} under schedule {policy}\nreplay:\n  {}", replays.join("\n  "))
+            format!(
+                "{kind} under schedule {policy}\nreplay:\n  {}",
+                replays.join("\n  ")
+            )
         });
         let case = JunitCase {
             name: format!("shard {index}/{count}, seeds {range}, {} run", verdict.runs),
@@ -383,7 +403,10 @@ pub(crate) fn run(args: &StressArgs, io: &mut Io<'_>, builtins: &Builtins) -> an
     }
     if !args.json {
         let cut = if verdict.budget_spent {
-            format!(" (time budget spent; seed indices below {} of this shard ran)", verdict.covered_below)
+            format!(
+                " (time budget spent; seed indices below {} of this shard ran)",
+                verdict.covered_below
+            )
         } else {
             String::new()
         };
@@ -426,7 +449,12 @@ fn annotate(
         verdict
             .failing_entries
             .iter()
-            .map(|id| plan.entries.iter().find(|e| &e.id == id).map(|e| e.pos.line))
+            .map(|id| {
+                plan.entries
+                    .iter()
+                    .find(|e| &e.id == id)
+                    .map(|e| e.pos.line)
+            })
             .collect()
     };
     for (i, line) in lines.into_iter().enumerate() {
@@ -507,16 +535,28 @@ fn merge(paths: &[std::path::PathBuf], io: &mut Io<'_>) -> anyhow::Result<u8> {
     }
     for (digest, shards) in &merged.digests {
         let list: Vec<String> = shards.iter().map(u64::to_string).collect();
-        writeln!(io.out, "digest {} from shard(s) {}", safe(digest), list.join(", "))?;
+        writeln!(
+            io.out,
+            "digest {} from shard(s) {}",
+            safe(digest),
+            list.join(", ")
+        )?;
     }
     for (shard, failure) in &merged.failures {
-        writeln!(io.out, "failure in shard {shard}: {}", safe(&failure.to_string()))?;
+        writeln!(
+            io.out,
+            "failure in shard {shard}: {}",
+            safe(&failure.to_string())
+        )?;
     }
     if merged.passed() {
         writeln!(io.out, "verdict: the shards agree over the whole range")?;
         Ok(EXIT_OK)
     } else {
-        writeln!(io.out, "verdict: FAILED (gaps, divergences or disagreeing shards above)")?;
+        writeln!(
+            io.out,
+            "verdict: FAILED (gaps, divergences or disagreeing shards above)"
+        )?;
         Ok(EXIT_FAILURE)
     }
 }

@@ -102,7 +102,10 @@ pub struct PruneOutcome {
 /// Whether `name` is one the cache writes: `<64 hex>-<library name>` or `.<hex>.partial`.
 fn is_cache_name(name: &str) -> bool {
     let hex = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_hexdigit());
-    if let Some(inner) = name.strip_prefix('.').and_then(|n| n.strip_suffix(".partial")) {
+    if let Some(inner) = name
+        .strip_prefix('.')
+        .and_then(|n| n.strip_suffix(".partial"))
+    {
         return hex(inner);
     }
     name.len() > 65 && name.as_bytes()[64] == b'-' && hex(&name[..64])
@@ -240,7 +243,11 @@ impl Cache {
         }
         names.sort();
         for name in names {
-            let Ok(stat) = rustix::fs::statat(&self.dir, name.as_str(), rustix::fs::AtFlags::SYMLINK_NOFOLLOW) else {
+            let Ok(stat) = rustix::fs::statat(
+                &self.dir,
+                name.as_str(),
+                rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
+            ) else {
                 continue;
             };
             let modified = std::time::UNIX_EPOCH
@@ -428,7 +435,10 @@ mod tests {
         assert_eq!((recent.removed, recent.kept), (0, 2));
         let all = cache.prune(std::time::Duration::ZERO).unwrap();
         assert_eq!((all.removed, all.bytes), (2, 7));
-        assert!(dir.join("notes.txt").exists(), "a file the cache did not write stays");
+        assert!(
+            dir.join("notes.txt").exists(),
+            "a file the cache did not write stays"
+        );
         assert!(!dir.join(&copy).exists());
         let _ = std::fs::remove_dir_all(&dir);
     }
