@@ -6,6 +6,11 @@
 //! compile (not a valid schema, or a `$ref` outside itself) is refused at registration; no
 //! reference is ever fetched from a file or the network.
 //!
+//! Compiling is the largest cost of registering a tool (it was over a third of a seeded boot of
+//! the bundled composition), and the same schemas are registered again on every boot, reload and
+//! stress seed; so compiled schemas are shared process-wide, keyed by their canonical JSON bytes
+//! (at most [`CACHE_LIMIT`] of them; the cache starts over when full).
+//!
 //! # Determinism
 //! The validator's nested errors come from hash maps, so the reported violations are sorted by
 //! instance path and message: the same bad call gives the same error text on every run.
@@ -24,10 +29,27 @@ const SCHEMA_URL: &str = "urn:cordis:tool-parameters";
 /// At most this many violations are listed in one error; the rest are counted.
 const MAX_LISTED: usize = 8;
 
-/// A tool's parameters schema, compiled.
-pub(crate) struct ArgumentSchema {
+/// How many compiled schemas the process keeps for reuse.
+pub(crate) const CACHE_LIMIT: usize = 1024;
+
+/// A compiled schema: boon's set and the index of the root.
+struct Compiled {
     schemas: Schemas,
     index: SchemaIndex,
+}
+
+/// A tool's parameters schema, compiled (shared by every tool with the same schema).
+pub(crate) struct ArgumentSchema {
+    compiled: std::sync::Arc<Compiled>,
+}
+
+/// Compiled schemas by canonical bytes.
+fn cache()
+-> &'static std::sync::Mutex<std::collections::BTreeMap<Vec<u8>, std::sync::Arc<Compiled>>> {
+    static CACHE: std::sync::OnceLock<
+        std::sync::Mutex<std::collections::BTreeMap<Vec<u8>, std::sync::Arc<Compiled>>>,
+    > = std::sync::OnceLock::new();
+    CACHE.get_or_init(Default::default)
 }
 
 /// Refuses every external reference: a tool schema must be self-contained.
@@ -46,6 +68,24 @@ impl ArgumentSchema {
     /// [`RegisterError::InvalidSchema`] when it is not a valid JSON Schema or refers outside
     /// itself.
     pub(crate) fn compile(tool: &str, parameters: &Value) -> Result<Self, RegisterError> {
+        let key = cordis_schema::canonical_bytes(parameters);
+        if let Some(compiled) = cordis_runtime::lock(cache()).get(&key) {
+            return Ok(ArgumentSchema {
+                compiled: compiled.clone(),
+            });
+        }
+        // Compiled outside the lock: another thread compiling the same schema meanwhile only
+        // wastes work (either result is the same).
+        let compiled = std::sync::Arc::new(Self::compile_uncached(tool, parameters)?);
+        let mut cache = cordis_runtime::lock(cache());
+        if cache.len() >= CACHE_LIMIT {
+            cache.clear();
+        }
+        cache.insert(key, compiled.clone());
+        Ok(ArgumentSchema { compiled })
+    }
+
+    fn compile_uncached(tool: &str, parameters: &Value) -> Result<Compiled, RegisterError> {
         let invalid = |e: &CompileError| RegisterError::InvalidSchema {
             name: tool.to_owned(),
             reason: compile_reason(e, parameters),
@@ -59,7 +99,7 @@ impl ArgumentSchema {
         let index = compiler
             .compile(SCHEMA_URL, &mut schemas)
             .map_err(|e| invalid(&e))?;
-        Ok(ArgumentSchema { schemas, index })
+        Ok(Compiled { schemas, index })
     }
 
     /// Checks the arguments of one call of tool `tool`.
@@ -84,7 +124,11 @@ impl ArgumentSchema {
                 ));
             }
         }
-        let Err(error) = self.schemas.validate(arguments, self.index) else {
+        let Err(error) = self
+            .compiled
+            .schemas
+            .validate(arguments, self.compiled.index)
+        else {
             return Ok(());
         };
         let mut found = Vec::new();
@@ -217,6 +261,23 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn the_same_schema_is_compiled_once_and_shared() {
+        let schema = serde_json::json!({"type": "object", "properties": {"shared_cache_probe": {"type": "integer"}}});
+        let a = ArgumentSchema::compile("a", &schema).unwrap();
+        // Same canonical bytes, other key order: the compiled schema is reused.
+        let reordered: Value = serde_json::from_str(
+            r#"{"properties": {"shared_cache_probe": {"type": "integer"}}, "type": "object"}"#,
+        )
+        .unwrap();
+        let b = ArgumentSchema::compile("b", &reordered).unwrap();
+        assert!(std::sync::Arc::ptr_eq(&a.compiled, &b.compiled));
+        assert!(
+            b.check("b", &serde_json::json!({"shared_cache_probe": "x"}))
+                .is_err()
+        );
+    }
 
     #[test]
     fn a_declared_draft_is_honoured_without_fetching_its_meta_schema() {
