@@ -23,8 +23,10 @@ pub struct ToolPresentationConfig {
     pub mode: PresentationMode,
 }
 
-/// The `tool-presentation` plugin: `present_as(mode)` for its own scope. For `code` and `both`
-/// it waits for the code runtime (its `runtime` child stays pending until one is loaded).
+/// The `tool-presentation` plugin: `present_as(mode)` for its own scope (a standing scope agents
+/// join by parenting). For `code` and `both` it waits for the code runtime: its
+/// `tool-presentation/runtime` child stays pending until one is loaded. To have `check` name the
+/// entry itself as pending, give the entry `inject: [codeRuntime]`.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ToolPresentationPlugin;
 
