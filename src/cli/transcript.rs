@@ -1,5 +1,6 @@
 //! The stdio transcript: one agent's session events as text for a person. The assistant's text
-//! streams to stdout; each tool call and result is one line; failures go to stderr, once each.
+//! streams to stdout; each tool call and result is one line (a `run_code` sub-call and its
+//! outcome are indented lines between them); failures go to stderr, once each.
 
 use std::io::Write;
 
@@ -8,7 +9,8 @@ use std::collections::BTreeMap;
 use cordis_llm::Chunk;
 use cordis_presenter::{Card, Presenters, ResultView, parse_arguments_text, render_card};
 use cordis_session::{
-    AssistantChunkData, SessionEvent, ToolCallData, ToolResultData, TurnEndData, TurnEndReason,
+    AssistantChunkData, SessionEvent, ToolCallData, ToolCodeDispatchData,
+    ToolCodeDispatchStartData, ToolResultData, TurnEndData, TurnEndReason,
 };
 use serde_json::Value;
 
@@ -97,6 +99,35 @@ impl Transcript {
                 .insert(call.call_id, parse_arguments_text(&call.arguments));
             return Ok(());
         }
+        if let Ok(sub) = e.data_as::<ToolCodeDispatchStartData>() {
+            self.newline(out)?;
+            writeln!(
+                out,
+                "  [sub-call {} {}]",
+                safe(&sub.name),
+                clip(&sub.arguments.to_string(), 160)
+            )?;
+            return Ok(());
+        }
+        if let Ok(sub) = e.data_as::<ToolCodeDispatchData>() {
+            self.newline(out)?;
+            let content = match &sub.content {
+                Value::String(t) => t.clone(),
+                v => v.to_string(),
+            };
+            let label = if sub.is_error {
+                "sub-error"
+            } else {
+                "sub-result"
+            };
+            writeln!(
+                out,
+                "  [{label} {}] {}",
+                safe(&sub.name),
+                clip(&content, 160)
+            )?;
+            return Ok(());
+        }
         if let Ok(result) = e.data_as::<ToolResultData>() {
             self.newline(out)?;
             let content = match &result.content {
@@ -166,5 +197,44 @@ impl Transcript {
         }
         err.flush()?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(kind: &str, data: Value) -> SessionEvent {
+        SessionEvent {
+            kind: kind.to_owned(),
+            seq: 0,
+            time: 0,
+            data,
+            source_event_seqs: None,
+        }
+    }
+
+    #[test]
+    fn run_code_sub_calls_show_as_indented_lines() {
+        let mut t = Transcript::default();
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let common = serde_json::json!({
+            "turn": 1, "step": 1, "parentCallId": "c1", "subCallId": "c1:code:1",
+            "name": "read_file", "arguments": {"path": "a.txt"}
+        });
+        let mut done = common.clone();
+        done["isError"] = Value::Bool(false);
+        done["content"] = Value::String("hello".into());
+        for e in [
+            event("tool/code-dispatch-start", common),
+            event("tool/code-dispatch", done),
+        ] {
+            t.event(&e, None, &mut out, &mut err).unwrap();
+        }
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "  [sub-call read_file {\"path\":\"a.txt\"}]\n  [sub-result read_file] hello\n"
+        );
+        assert!(err.is_empty());
     }
 }
