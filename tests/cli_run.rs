@@ -232,3 +232,30 @@ fn a_second_process_on_one_session_is_refused_with_the_holder_and_exit_3() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn with_the_default_log_filter_each_failed_turn_is_printed_once() {
+    let dir = fresh_dir("once");
+    let config =
+        include_str!("../cordis.yml").replace("toolOrder: [todo_write,", "toolOrder: [ghost_tool,");
+    std::fs::write(dir.join("ghost.yml"), config).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cordis"))
+        .args(["run", "ghost.yml", "--session", "once"])
+        .current_dir(&dir)
+        .env_remove("CORDIS_LLM")
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(b"one\n").unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    // The failure's message appears on the boot problem line and once for the turn: no
+    // timestamped tracing line repeats it.
+    assert_eq!(stderr.matches("turn 1 failed").count(), 1, "{stderr}");
+    assert!(!stderr.contains("WARN"), "{stderr}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

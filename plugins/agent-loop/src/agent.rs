@@ -238,7 +238,9 @@ impl Agent {
     }
 
     fn signal_error(&self, turn: u64, step: u64, message: String) {
-        tracing::warn!(agent = %self.inner.id, turn, step, %message, "turn failed");
+        // Debug, not warn: the failure is the turn's `turn/end` and the caller's result, and
+        // the app shows it once; a warn line would print it a second time.
+        tracing::debug!(agent = %self.inner.id, turn, step, %message, "turn failed");
         self.inner.deps.ctx.emit(AgentError {
             agent: self.inner.id.clone(),
             turn,
