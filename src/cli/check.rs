@@ -3,8 +3,8 @@
 use cordis_host::LoadPlan;
 use cordis_runtime::{Policy, Schedule};
 
-use super::render::{assembly_text, entry_table, safe};
-use super::{CheckArgs, EXIT_FAILURE, EXIT_OK, Io, choose_seed, load, replay_command};
+use super::render::{SeedHint, print_report};
+use super::{CheckArgs, EXIT_FAILURE, Io, choose_seed, load, replay_command};
 use cordis_host::Builtins;
 use cordis_host::loader::{BootReport, boot_blocking};
 
@@ -28,17 +28,6 @@ pub(crate) fn run(args: &CheckArgs, io: &mut Io<'_>, builtins: &Builtins) -> any
         code = EXIT_FAILURE;
     }
     Ok(code)
-}
-
-/// Whether a failed boot's seed is worth replaying.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum SeedHint {
-    /// The failure may depend on the schedule: print the replay command.
-    Replay,
-    /// Another seed fails the same way: the seed does not matter, say so instead.
-    SameUnder(u64),
-    /// Nothing failed, or nothing to say.
-    None,
 }
 
 /// An entry not as configured: id, status, error.
@@ -83,66 +72,4 @@ fn seed_hint(
     } else {
         SeedHint::Replay
     })
-}
-
-/// Prints a boot report (table or JSON) and what is wrong with it; returns the exit code.
-pub(crate) fn print_report(
-    report: &BootReport,
-    args: &CheckArgs,
-    seed: u64,
-    seed_hint: SeedHint,
-    io: &mut Io<'_>,
-) -> anyhow::Result<u8> {
-    let policy = args.policy();
-    if args.json {
-        writeln!(
-            io.out,
-            "{}",
-            serde_json::to_string_pretty(&report.to_json())?
-        )?;
-    } else {
-        write!(io.out, "{}", entry_table(report))?;
-        writeln!(io.out)?;
-        write!(io.out, "{}", assembly_text(report))?;
-        for incident in &report.incidents {
-            writeln!(io.out, "incident: {}", safe(&incident.to_string()))?;
-        }
-        writeln!(io.out, "digest: {}", report.digest)?;
-    }
-    let mut code = EXIT_OK;
-    let replay = match seed_hint {
-        SeedHint::Replay => format!(
-            " (seed {seed}, schedule {policy}); replay: {}",
-            replay_command(&args.config.file, seed, policy)
-        ),
-        SeedHint::SameUnder(other) => format!(
-            "; it fails the same under seed {other}, so it is not a scheduling race: fix the entry"
-        ),
-        SeedHint::None => String::new(),
-    };
-    if !report.all_active() {
-        let bad: Vec<String> = report
-            .entries
-            .iter()
-            .filter(|e| !e.status.is_as_configured())
-            .map(|e| safe(&e.id).into_owned())
-            .collect();
-        writeln!(
-            io.err,
-            "cordis: {} entr{} not active: {}{replay}",
-            bad.len(),
-            if bad.len() == 1 { "y is" } else { "ies are" },
-            bad.join(", ")
-        )?;
-        code = EXIT_FAILURE;
-    }
-    if let Some(error) = &report.assembly_error {
-        writeln!(
-            io.err,
-            "cordis: assembling the request failed: {}{replay}",
-            safe(error)
-        )?;
-        code = EXIT_FAILURE;
-    }
-    Ok(code)
 }

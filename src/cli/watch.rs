@@ -1,6 +1,6 @@
 //! `cordis check --watch`: boot, then reload the file whenever it changes.
 
-use super::check::{SeedHint, print_report};
+use super::render::{SeedHint, print_report};
 use super::{CheckArgs, Io};
 use cordis_host::Builtins;
 use cordis_host::reload::summary_line;
