@@ -359,7 +359,7 @@ impl Agent {
 
         let header = RequestHeader::new(inner.config.clone(), system, assembly.tools);
         let reason = {
-            let baseline = inner.baseline.lock().unwrap_or_else(|e| e.into_inner());
+            let baseline = cordis_runtime::lock(&inner.baseline);
             match &*baseline {
                 None => Some(
                     if session
@@ -390,7 +390,7 @@ impl Agent {
             tools: header.tools.unwrap_or_default(),
             session_id: session.id().to_owned(),
         });
-        *inner.baseline.lock().unwrap_or_else(|e| e.into_inner()) = Some(request.clone());
+        *cordis_runtime::lock(&inner.baseline) = Some(request.clone());
         // The log that explains the request is durable before the model sees the request.
         self.flush(step).await?;
         Ok((boundary, request))

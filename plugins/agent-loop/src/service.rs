@@ -77,7 +77,7 @@ impl AgentLoop {
         let weak = Arc::downgrade(&agents);
         let _ = ctx.effect("agent-loop agents", move || {
             if let Some(agents) = weak.upgrade() {
-                let all = std::mem::take(&mut *agents.lock().unwrap_or_else(|e| e.into_inner()));
+                let all = std::mem::take(&mut *cordis_runtime::lock(&agents));
                 for agent in all.values() {
                     agent.mark_disposed();
                 }
@@ -150,7 +150,7 @@ impl AgentLoop {
             self.settings,
         );
         {
-            let mut agents = self.agents.lock().unwrap_or_else(|e| e.into_inner());
+            let mut agents = cordis_runtime::lock(&self.agents);
             if agents.contains_key(&id) {
                 agent.dispose();
                 return Err(CreateAgentError::Duplicate(id));
@@ -163,10 +163,7 @@ impl AgentLoop {
         let _ = actx.effect("agent", move || {
             handle.mark_disposed();
             if let Some(agents) = weak.upgrade() {
-                agents
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .remove(handle.id());
+                cordis_runtime::lock(&agents).remove(handle.id());
             }
         });
         Ok(agent)
@@ -174,18 +171,12 @@ impl AgentLoop {
 
     /// The agent `id`.
     pub fn agent(&self, id: &str) -> Option<Agent> {
-        self.agents
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(id)
-            .cloned()
+        cordis_runtime::lock(&self.agents).get(id).cloned()
     }
 
     /// The agent whose registry scope is `key` (the scope a tool call was dispatched for).
     pub fn agent_by_scope(&self, key: cordis_system_prompt::ScopeKey) -> Option<Agent> {
-        self.agents
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
+        cordis_runtime::lock(&self.agents)
             .values()
             .find(|a| a.scope_key() == key)
             .cloned()
@@ -208,11 +199,6 @@ impl AgentLoop {
 
     /// Ids of every agent, sorted.
     pub fn agent_ids(&self) -> Vec<String> {
-        self.agents
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .keys()
-            .cloned()
-            .collect()
+        cordis_runtime::lock(&self.agents).keys().cloned().collect()
     }
 }

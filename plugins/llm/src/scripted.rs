@@ -293,13 +293,13 @@ impl ScriptedAdapter {
     /// The recorded requests (the last `limit` of [`ScriptedAdapter::recording`]), in arrival
     /// order; always empty when recording is off.
     pub fn requests(&self) -> Vec<FrozenRequest> {
-        let st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let st = cordis_runtime::lock(&self.state);
         st.requests.iter().cloned().collect()
     }
 
     /// How many responses were handed out.
     pub fn used(&self) -> usize {
-        self.state.lock().unwrap_or_else(|e| e.into_inner()).next
+        cordis_runtime::lock(&self.state).next
     }
 }
 
@@ -310,7 +310,7 @@ impl LlmAdapter for ScriptedAdapter {
 
     fn stream(&self, request: FrozenRequest) -> ChunkStream {
         let index = {
-            let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+            let mut st = cordis_runtime::lock(&self.state);
             if self.record > 0 {
                 if st.requests.len() == self.record {
                     st.requests.pop_front();

@@ -16,11 +16,12 @@
 //! opener lock an orphaned inode while a third creates a fresh file, and two writers could both
 //! "hold" the session. Its pid only means something while the lock is held.
 
+use cordis_runtime::lock;
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Seek, Write};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use crate::session::SessionError;
@@ -43,10 +44,6 @@ struct Held {
 
 /// Locks held by this process, by canonical lock-file path.
 static HELD: Mutex<BTreeMap<PathBuf, Held>> = Mutex::new(BTreeMap::new());
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 /// The exclusive lock of one session writer; dropping it releases the lock.
 pub(crate) struct WriterLock {

@@ -1,7 +1,8 @@
 //! `Session`: the in-memory log, its message cache, and the handle on its writer.
 
+use cordis_runtime::lock;
 use std::sync::mpsc;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use cordis_llm::History;
@@ -115,10 +116,6 @@ impl std::fmt::Debug for Session {
             .field("persistent", &self.inner.writer.is_some())
             .finish()
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 pub(crate) fn now_ms() -> u64 {

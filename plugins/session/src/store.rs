@@ -87,22 +87,16 @@ impl SessionStore {
     }
 
     fn live(&self, id: &str) -> Option<Session> {
-        let mut live = self.live.lock().unwrap_or_else(|e| e.into_inner());
+        let mut live = cordis_runtime::lock(&self.live);
         live.retain(|_, w| w.upgrade().is_some());
         live.get(id).and_then(WeakSession::upgrade)
     }
 
     fn remember(&self, session: &Session) {
         if self.root.is_none() {
-            self.kept
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .insert(session.id().to_owned(), session.clone());
+            cordis_runtime::lock(&self.kept).insert(session.id().to_owned(), session.clone());
         }
-        self.live
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(session.id().to_owned(), session.downgrade());
+        cordis_runtime::lock(&self.live).insert(session.id().to_owned(), session.downgrade());
     }
 
     /// The root directory, if persistent.
