@@ -604,24 +604,62 @@ impl Agent {
                 Some(vec![source]),
                 step,
             ),
-            Some(outcome) => self.log(
-                &ToolCodeDispatchData {
-                    turn,
-                    step,
-                    parent_call_id: record.parent_call_id.clone(),
-                    sub_call_id: record.sub_call_id.clone(),
-                    name: record.name.clone(),
-                    arguments: record.arguments.clone(),
-                    is_error: outcome.is_error,
-                    content: outcome.content.clone(),
-                },
-                Some(vec![source]),
-                step,
-            ),
+            Some(outcome) => self
+                .log_sub_call_approval(record, turn, step, source)
+                .and_then(|()| {
+                    self.log(
+                        &ToolCodeDispatchData {
+                            turn,
+                            step,
+                            parent_call_id: record.parent_call_id.clone(),
+                            sub_call_id: record.sub_call_id.clone(),
+                            name: record.name.clone(),
+                            arguments: record.arguments.clone(),
+                            is_error: outcome.is_error,
+                            content: outcome.content.clone(),
+                        },
+                        Some(vec![source]),
+                        step,
+                    )
+                }),
         };
         if let Err(failure) = logged {
             tracing::warn!(agent = %self.inner.id, message = %failure.message, "a run_code sub-call was not logged");
         }
+    }
+}
+
+impl Agent {
+    /// Logs the approval decision on a settled sub-call (as for an outer call: only when its
+    /// policy is not `allow`), before its `tool/code-dispatch`.
+    fn log_sub_call_approval(
+        &self,
+        record: &CodeDispatch,
+        turn: u64,
+        step: u64,
+        source: u64,
+    ) -> Result<(), Failure> {
+        let Some(decision) = self
+            .inner
+            .deps
+            .ctx
+            .get::<Approvals>()
+            .and_then(|a| a.take_decision(Some(self.inner.key), &record.sub_call_id))
+            .filter(|d| d.policy != ApprovalPolicy::Allow)
+        else {
+            return Ok(());
+        };
+        let data = ToolApprovalData {
+            turn,
+            step,
+            call_id: record.sub_call_id.clone(),
+            name: record.name.clone(),
+            policy: decision.policy.to_string(),
+            allowed: decision.allowed,
+            by: decision.by.as_str().to_owned(),
+            reason: decision.reason,
+        };
+        self.log(&data, Some(vec![source]), step).map(drop)
     }
 }
 

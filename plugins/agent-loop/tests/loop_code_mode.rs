@@ -84,3 +84,71 @@ async fn a_run_code_turn_logs_each_sub_call_and_one_result() {
     );
     rig.root.dispose();
 }
+
+#[tokio::test]
+async fn a_denied_sub_call_logs_its_approval_before_it_settles() {
+    let program = "await tools.alpha({x: '1'}); \
+                   try { await tools.beta({x: '2'}); } catch (e) { return 'denied: ' + e.toolName; } \
+                   return 'ran';";
+    let script = vec![
+        ScriptedResponse::tool_call(
+            "run_code",
+            json!({"code": program, "description": "Try a denied tool"}),
+        ),
+        ScriptedResponse::text("done"),
+    ];
+    let rig = boot(None, script, &["alpha", "beta"], SessionConfig::default()).await;
+    let _ = rig
+        .root
+        .provide(CodeRuntimeService(Arc::new(QuickJs::new())))
+        .unwrap();
+    let config = cordis_approvals::ApprovalsConfig {
+        tools: [("beta".to_owned(), cordis_approvals::Policy::Deny)].into(),
+        default: cordis_approvals::Policy::Allow,
+    };
+    let approvals = rig.root.plugin(cordis_approvals::ApprovalsPlugin, config);
+    rig.root.idle().await;
+    assert_eq!(approvals.status(), cordis_runtime::ScopeStatus::Active);
+    let agent = rig.agent();
+    let reg = rig.root.get::<ToolRegistry>().unwrap();
+    let _ = reg
+        .present_as(
+            &agent.context().unwrap(),
+            Some(agent.scope_key()),
+            PresentationMode::Code,
+        )
+        .unwrap();
+    assert_eq!(
+        agent.run_turn("try").await.unwrap(),
+        TurnEndReason::Completed
+    );
+    let tool_part: Vec<(String, String)> = agent
+        .session()
+        .events()
+        .iter()
+        .filter(|e| e.kind.starts_with("tool/"))
+        .map(|e| {
+            let id = e.data["subCallId"]
+                .as_str()
+                .or(e.data["callId"].as_str())
+                .unwrap_or_default();
+            (e.kind.clone(), id.rsplit(':').next().unwrap().to_owned())
+        })
+        .collect();
+    let expected: Vec<(String, String)> = [
+        ("tool/call", "call-0-0"),
+        ("tool/code-dispatch-start", "1"),
+        ("tool/code-dispatch", "1"),
+        ("tool/code-dispatch-start", "2"),
+        ("tool/approval", "2"),
+        ("tool/code-dispatch", "2"),
+        ("tool/result", "call-0-0"),
+    ]
+    .iter()
+    .map(|(k, i)| ((*k).to_owned(), (*i).to_owned()))
+    .collect();
+    assert_eq!(tool_part, expected);
+    let result = rig.of_kind(kinds::TOOL_RESULT);
+    assert_eq!(result[0].data["content"], json!("denied: beta"));
+    rig.root.dispose();
+}
