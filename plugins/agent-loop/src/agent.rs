@@ -1,5 +1,6 @@
 //! `Agent`: one conversation with its own registry scope, session and turn state machine.
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -485,7 +486,7 @@ impl Agent {
         }
         self.flush(step).await?;
         let key = inner.key;
-        let _sub_calls = self.log_sub_calls(turn, step, &call_ids, &call_seqs);
+        let sub_calls = self.collect_sub_calls(&call_ids);
         let tools = inner.deps.tools.clone();
         let timeout = inner.settings.tool_timeout;
         let mut results = futures_util::stream::iter(calls.into_iter().map(|call| {
@@ -521,6 +522,10 @@ impl Agent {
         while let Some(result) = results.next().await {
             // The loop's call id and name, whatever a pre-execute listener rewrote.
             let (call_id, name) = call_ids[index].clone();
+            // A run_code call's sub-calls, in canonical order, just before its result.
+            for record in sub_calls.take(&call_id) {
+                self.log_sub_call(&record, turn, step, call_seqs[index])?;
+            }
             // Approval decisions are logged here, in call order, not when the guard made them
             // (that order is the tools' completion order); calls simply allowed are not noted.
             if let Some(decision) = approvals
@@ -557,40 +562,44 @@ impl Agent {
 }
 
 impl Agent {
-    /// Logs the `run_code` sub-calls of this step's calls (`tool/code-dispatch-start` when one
-    /// starts, `tool/code-dispatch` when it settles) until the returned guard is dropped. They
-    /// derive no model message; only the outer `tool/result` enters the history.
-    fn log_sub_calls(
-        &self,
-        turn: u64,
-        step: u64,
-        call_ids: &[(String, String)],
-        call_seqs: &[u64],
-    ) -> StopListening {
+    /// Collects the `run_code` sub-calls of this step's calls until the returned value is
+    /// dropped; [`SubCalls::take`] hands them over for logging just before their call's
+    /// `tool/result`. They derive no model message; only the outer result enters the history.
+    ///
+    /// # Determinism
+    /// Sub-call records are logged when their parent's result is, in sub-call order (each
+    /// start before its settle), never in the order overlapping tools happened to report them.
+    fn collect_sub_calls(&self, call_ids: &[(String, String)]) -> SubCalls {
         let key = self.inner.key;
-        let parents: std::collections::BTreeMap<String, u64> = call_ids
-            .iter()
-            .zip(call_seqs)
-            .map(|((id, _), seq)| (id.clone(), *seq))
-            .collect();
-        // Weak: the listener must not keep the agent alive.
-        let weak = Arc::downgrade(&self.inner);
+        let parents: std::collections::BTreeSet<String> =
+            call_ids.iter().map(|(id, _)| id.clone()).collect();
+        let records: Arc<Mutex<BTreeMap<String, Vec<CodeDispatch>>>> = Arc::default();
+        let sink = records.clone();
         let handle = self.inner.deps.ctx.on_waterfall::<ToolsCodeDispatch, _, _>(
             Position::Back,
             move |record: CodeDispatch, next| {
-                let source = parents.get(&record.parent_call_id).copied();
-                if let (Some(source), Some(inner)) = (source, weak.upgrade())
-                    && record.scope == Some(key)
-                {
-                    Agent { inner }.log_sub_call(&record, turn, step, source);
+                if record.scope == Some(key) && parents.contains(&record.parent_call_id) {
+                    cordis_runtime::lock(&sink)
+                        .entry(record.parent_call_id.clone())
+                        .or_default()
+                        .push(record.clone());
                 }
                 next.run(record)
             },
         );
-        StopListening(handle)
+        SubCalls {
+            records,
+            _listener: StopListening(handle),
+        }
     }
 
-    fn log_sub_call(&self, record: &CodeDispatch, turn: u64, step: u64, source: u64) {
+    fn log_sub_call(
+        &self,
+        record: &CodeDispatch,
+        turn: u64,
+        step: u64,
+        source: u64,
+    ) -> Result<(), Failure> {
         let logged = match &record.outcome {
             None => self.log(
                 &ToolCodeDispatchStartData {
@@ -623,9 +632,7 @@ impl Agent {
                     )
                 }),
         };
-        if let Err(failure) = logged {
-            tracing::warn!(agent = %self.inner.id, message = %failure.message, "a run_code sub-call was not logged");
-        }
+        logged.map(drop)
     }
 }
 
@@ -660,6 +667,30 @@ impl Agent {
             reason: decision.reason,
         };
         self.log(&data, Some(vec![source]), step).map(drop)
+    }
+}
+
+/// The `run_code` sub-call records of one step, by parent call id.
+struct SubCalls {
+    records: Arc<Mutex<BTreeMap<String, Vec<CodeDispatch>>>>,
+    _listener: StopListening,
+}
+
+impl SubCalls {
+    /// The records of `parent`'s sub-calls, sorted by sub-call number, each start first.
+    fn take(&self, parent: &str) -> Vec<CodeDispatch> {
+        let mut records = cordis_runtime::lock(&self.records)
+            .remove(parent)
+            .unwrap_or_default();
+        let number = |r: &CodeDispatch| {
+            r.sub_call_id
+                .rsplit(':')
+                .next()
+                .and_then(|n| n.parse::<u64>().ok())
+                .unwrap_or(u64::MAX)
+        };
+        records.sort_by_key(|r| (number(r), r.outcome.is_some()));
+        records
     }
 }
 

@@ -152,3 +152,53 @@ async fn a_denied_sub_call_logs_its_approval_before_it_settles() {
     assert_eq!(result[0].data["content"], json!("denied: beta"));
     rig.root.dispose();
 }
+
+#[tokio::test]
+async fn sub_calls_are_logged_just_before_their_run_codes_result_beside_a_parallel_tool() {
+    let script = vec![
+        ScriptedResponse::tool_call("alpha", json!({"x": "0"})).and_call(
+            "run_code",
+            json!({"code": PROGRAM, "description": "Call alpha then beta"}),
+        ),
+        ScriptedResponse::text("done"),
+    ];
+    let rig = boot(None, script, &["alpha", "beta"], SessionConfig::default()).await;
+    let _ = rig
+        .root
+        .provide(CodeRuntimeService(Arc::new(QuickJs::new())))
+        .unwrap();
+    let agent = rig.agent();
+    let reg = rig.root.get::<ToolRegistry>().unwrap();
+    let _ = reg
+        .present_as(
+            &agent.context().unwrap(),
+            Some(agent.scope_key()),
+            PresentationMode::Both,
+        )
+        .unwrap();
+    assert_eq!(
+        agent.run_turn("both").await.unwrap(),
+        TurnEndReason::Completed
+    );
+    let kinds: Vec<String> = agent
+        .session()
+        .events()
+        .iter()
+        .filter(|e| e.kind.starts_with("tool/"))
+        .map(|e| format!("{} {}", e.kind, e.data["name"].as_str().unwrap_or_default()))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "tool/call alpha",
+            "tool/call run_code",
+            "tool/result alpha",
+            "tool/code-dispatch-start alpha",
+            "tool/code-dispatch alpha",
+            "tool/code-dispatch-start beta",
+            "tool/code-dispatch beta",
+            "tool/result run_code",
+        ]
+    );
+    rig.root.dispose();
+}
