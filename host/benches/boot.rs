@@ -1,5 +1,6 @@
 //! Loader throughput: boots of generated cordis.yml files with 100 / 1,000 / 10,000 trivial
-//! entries, and seeded boots of the bundled cordis.yml on the current-thread runtime.
+//! entries on the current-thread runtime. (Seeded boots of the bundled cordis.yml need the
+//! application's plugin table: `cargo bench -p cordis --bench stress`.)
 //!
 //! Run with `cargo bench -p cordis-host`. Targets (issue 3): seeded boots of the bundled file at
 //! ≥ 10,000/s; 10,000 entries within 12× the time of 1,000 (linear growth).
@@ -51,23 +52,6 @@ fn boot_trivial_entries(bencher: divan::Bencher, n: usize) {
             let report = boot(&root, &plan).await;
             root.dispose();
             report.entries.len()
-        })
-    });
-}
-
-/// One seeded boot of the bundled cordis.yml (plan resolved once, as `stress` does).
-#[divan::bench]
-fn seeded_boot_of_the_bundled_config(bencher: divan::Bencher) {
-    let plan = plan_of(include_str!("../../cordis.yml"));
-    let rt = rt();
-    let mut seed = 0u64;
-    bencher.bench_local(|| {
-        seed += 1;
-        rt.block_on(async {
-            let root = Context::root_with(Schedule::new(Policy::Random, seed));
-            let report = boot(&root, &plan).await;
-            root.dispose();
-            report.digest.len()
         })
     });
 }
