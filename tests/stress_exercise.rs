@@ -170,3 +170,28 @@ fn an_exercise_needs_an_agent_and_a_valid_script() {
     assert!(run.err.contains("has no `llm` entry"), "{}", run.err);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn mutating_tools_run_one_at_a_time_in_call_order_so_the_race_is_gone() {
+    let script = script();
+    let plan = exercise_plan(&plan("racy-mutating.yml"), &script).unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut logs = BTreeSet::new();
+    for seed in 0..64 {
+        let run = rt
+            .block_on(exercise(&plan, &script, Schedule::new(Policy::Random, seed)))
+            .unwrap();
+        // Completion order is call order, every seed.
+        let tools: Vec<&str> = run
+            .completions
+            .iter()
+            .map(|c| c.rsplit(": ").next().unwrap())
+            .collect();
+        assert_eq!(tools, ["alpha", "beta", "gamma", "gamma", "alpha"], "seed {seed}");
+        logs.insert(canonical_bytes(&run.comparable()));
+    }
+    assert_eq!(logs.len(), 1);
+}

@@ -2,10 +2,12 @@
 //! points, so calls made together complete in an order that changes with the seed. It exists
 //! to prove that what the model sees does not depend on completion order.
 //!
-//! Config: `{tools: [name, ...], racy: false}`. Each tool answers `{"tool": name, "echo": args}`
-//! and traces `tool-complete`. With `racy: true` it also answers the rank in which it completed
-//! among the entry's calls (`"rank": n`): a deliberately racy plugin whose results depend on
-//! completion order, which `cordis stress --exercise` must catch.
+//! Config: `{tools: [name, ...], racy: false, mutating: false}`. Each tool answers
+//! `{"tool": name, "echo": args}` and traces `tool-complete`. With `racy: true` it also answers
+//! the rank in which it completed among the entry's calls (`"rank": n`): a deliberately racy
+//! plugin whose results depend on completion order, which `cordis stress --exercise` must catch.
+//! The tools are read-only (calls made together overlap) unless `mutating: true`, which makes
+//! the loop run them one at a time in call order, and so takes the race away.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -27,6 +29,10 @@ pub struct EchoConfig {
     /// Answer the completion rank too (a deliberate race).
     #[serde(default)]
     pub racy: bool,
+    /// Declare the tools mutating, so calls made together run one at a time in call order
+    /// (default: read-only, so they overlap).
+    #[serde(default)]
+    pub mutating: bool,
 }
 
 /// The trace kind each completed call records.
@@ -57,6 +63,7 @@ impl Plugin for Echo {
             };
             let (tool, racy, completed, ctx_) =
                 (name.clone(), config.racy, completed.clone(), ctx.clone());
+            let mutating = config.mutating;
             let def = ToolDefinition::new(schema, move |arguments, _| {
                 let (tool, completed, ctx) = (tool.clone(), completed.clone(), ctx_.clone());
                 async move {
@@ -73,6 +80,7 @@ impl Plugin for Echo {
                     Ok(ToolOutput::new(answer))
                 }
             });
+            let def = if mutating { def } else { def.read_only() };
             registry.register_scheduled(&ctx, def).await?;
         }
         Ok(())

@@ -17,7 +17,9 @@ use cordis_session::{
 };
 use cordis_session::{ToolCodeDispatchData, ToolCodeDispatchStartData};
 use cordis_system_prompt::{AssembleContext, ScopeKey, SystemPrompt};
-use cordis_tools::{CodeDispatch, ToolCall, ToolRegistry, ToolResult, ToolsCodeDispatch, codes};
+use cordis_tools::{
+    CodeDispatch, Concurrency, ToolCall, ToolRegistry, ToolResult, ToolsCodeDispatch, codes,
+};
 use futures_util::StreamExt;
 use tokio::sync::watch;
 
@@ -489,7 +491,20 @@ impl Agent {
         let sub_calls = self.collect_sub_calls(&call_ids);
         let tools = inner.deps.tools.clone();
         let timeout = inner.settings.tool_timeout;
-        let mut results = futures_util::stream::iter(calls.into_iter().map(|call| {
+        // Read-only calls in a row may overlap (up to maxParallelTools); a mutating call runs
+        // alone, after every earlier call and before any later one: the rule run_code applies
+        // to its sub-calls too. Unknown tools count as mutating (they fail at once anyway).
+        let mut batches: Vec<Vec<AssistantToolCall>> = Vec::new();
+        let mut last_read_only = false;
+        for call in calls {
+            let read_only = tools.concurrency(&call.name, Some(key)) == Some(Concurrency::ReadOnly);
+            match batches.last_mut() {
+                Some(batch) if read_only && last_read_only => batch.push(call),
+                _ => batches.push(vec![call]),
+            }
+            last_read_only = read_only;
+        }
+        let run_call = move |call: AssistantToolCall| {
             let tools = tools.clone();
             async move {
                 let arguments = serde_json::from_str(&call.arguments)
@@ -515,8 +530,13 @@ impl Agent {
                     }),
                 }
             }
+        };
+        let parallel = inner.settings.max_parallel_tools;
+        // `flatten` starts a batch only when the one before it has ended.
+        let mut results = futures_util::stream::iter(batches.into_iter().map(|batch| {
+            futures_util::stream::iter(batch.into_iter().map(run_call.clone())).buffered(parallel)
         }))
-        .buffered(inner.settings.max_parallel_tools);
+        .flatten();
         let mut index = 0;
         let approvals = inner.deps.ctx.get::<Approvals>();
         while let Some(result) = results.next().await {

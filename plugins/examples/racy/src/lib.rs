@@ -78,7 +78,10 @@ impl Plugin for Tally {
                     }
                     Ok(ToolOutput::new(answer))
                 }
-            });
+            })
+            // Declared read-only (it only counts), so calls made together overlap: that is how
+            // its race can show. A mutating tool runs alone, in call order.
+            .read_only();
             registry.register_scheduled(&ctx, def).await?;
         }
         Ok(())
