@@ -370,8 +370,18 @@ impl<'a> Resolver<'a> {
         let value = entry.config.as_ref()?;
         match prepare(plugin, value) {
             Ok(prepared) => Some(Step::Plugin {
+                // The entry's own `inject` plus what the plugin needs with this config, so the
+                // entry itself waits (and `check` names the service) instead of a hidden part.
+                inject: {
+                    let mut inject = entry.inject.clone();
+                    for service in prepared.plugin.needs_erased(&*prepared.config) {
+                        if !inject.contains(&service) {
+                            inject.push(service);
+                        }
+                    }
+                    inject
+                },
                 prepared,
-                inject: entry.inject.clone(),
                 timeout: entry
                     .timeout_ms
                     .map_or(self.options.default_timeout, Duration::from_millis),

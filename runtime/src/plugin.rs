@@ -97,6 +97,13 @@ pub trait Plugin: Send + Sync + 'static {
         &[]
     }
 
+    /// Services this plugin needs only with some configs (required, in addition to
+    /// [`Plugin::inject`]), so a host makes the entry itself wait for them and can name them.
+    fn needs(&self, config: &Self::Config) -> Vec<String> {
+        let _ = config;
+        Vec::new()
+    }
+
     /// Services this plugin provides when applied with `config`, so a host can name an
     /// `inject` cycle (entries that would wait for each other forever) before loading anything.
     /// The default, nothing, only means a cycle through this plugin shows up as pending
@@ -139,6 +146,8 @@ pub trait ErasedPlugin: Send + Sync + 'static {
     ) -> BoxFuture<'a, Result<(), BoxError>>;
     /// See [`Plugin::provides`]; a config of another type provides nothing.
     fn provides_erased(&self, config: &(dyn Any + Send + Sync)) -> Vec<String>;
+    /// See [`Plugin::needs`]; a config of another type needs nothing more.
+    fn needs_erased(&self, config: &(dyn Any + Send + Sync)) -> Vec<String>;
 }
 
 impl<P: Plugin> ErasedPlugin for P {
@@ -161,6 +170,13 @@ impl<P: Plugin> ErasedPlugin for P {
         config
             .downcast_ref::<P::Config>()
             .map(|c| Plugin::provides(self, c))
+            .unwrap_or_default()
+    }
+
+    fn needs_erased(&self, config: &(dyn Any + Send + Sync)) -> Vec<String> {
+        config
+            .downcast_ref::<P::Config>()
+            .map(|c| Plugin::needs(self, c))
             .unwrap_or_default()
     }
 

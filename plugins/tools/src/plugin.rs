@@ -24,9 +24,9 @@ pub struct ToolPresentationConfig {
 }
 
 /// The `tool-presentation` plugin: `present_as(mode)` for its own scope (a standing scope agents
-/// join by parenting). For `code` and `both` it waits for the code runtime: its
-/// `tool-presentation/runtime` child stays pending until one is loaded. To have `check` name the
-/// entry itself as pending, give the entry `inject: [codeRuntime]`.
+/// join by parenting). For `code` and `both` it needs the code runtime: loaded from a
+/// `cordis.yml`, the entry itself waits for `codeRuntime` ([`Plugin::needs`]), so `check` names
+/// it pending; applied directly, its `tool-presentation/runtime` child waits instead.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ToolPresentationPlugin;
 
@@ -41,6 +41,15 @@ impl Plugin for ToolPresentationPlugin {
 
     fn inject(&self) -> &[Inject] {
         PRESENTATION_INJECT
+    }
+
+    fn needs(&self, config: &ToolPresentationConfig) -> Vec<String> {
+        match config.mode {
+            PresentationMode::Native => Vec::new(),
+            PresentationMode::Code | PresentationMode::Both => {
+                vec![CodeRuntimeService::NAME.to_owned()]
+            }
+        }
     }
 
     async fn apply(&self, ctx: Context, config: &ToolPresentationConfig) -> Result<(), BoxError> {
