@@ -1,4 +1,5 @@
-//! Presenters of the standard workspace tools (`tool-fs`, `tool-search`, `tool-shell`).
+//! Presenters of the standard workspace tools (`tool-fs`, `tool-search`, `tool-shell`) and of
+//! `run_code` (its description as the title, the program as the text).
 //!
 //! They live here rather than in the tool crates so that which presenter a tool has never
 //! depends on load order: the service starts with all of them.
@@ -17,6 +18,7 @@ pub const STANDARD_TOOLS: &[(&str, bool)] = &[
     ("grep", true),
     ("list_files", true),
     ("read_file", true),
+    ("run_code", false),
     ("write_file", false),
 ];
 
@@ -301,6 +303,40 @@ impl ToolPresenter for Bash {
 }
 
 /// The standard presenters, sorted by tool name.
+struct RunCode;
+impl ToolPresenter for RunCode {
+    fn read_only(&self) -> bool {
+        // Each sub-call is checked on its own; the run itself may call mutating tools.
+        false
+    }
+    fn present_call(&self, args: &Value) -> Result<Presentation, PresentError> {
+        let code = str_arg(args, "code")?;
+        Ok(Presentation {
+            // The model's own one-line description of the program, else its first line.
+            title: opt_str(args, "description").map_or_else(
+                || code.lines().next().unwrap_or_default().to_owned(),
+                str::to_owned,
+            ),
+            kind: ToolKind::Other,
+            input: args.clone(),
+            card: Card::Generic,
+            text: Some(code.to_owned()),
+            locations: Vec::new(),
+        })
+    }
+    fn present_result(
+        &self,
+        args: &Value,
+        result: ResultView<'_>,
+    ) -> Result<Presentation, PresentError> {
+        let call = self.present_call(args)?;
+        Ok(Presentation {
+            text: Some(content_text(result.content)),
+            ..call
+        })
+    }
+}
+
 pub(crate) fn presenters() -> Vec<(&'static str, Arc<dyn ToolPresenter>)> {
     vec![
         ("bash", Arc::new(Bash)),
@@ -308,6 +344,7 @@ pub(crate) fn presenters() -> Vec<(&'static str, Arc<dyn ToolPresenter>)> {
         ("grep", Arc::new(Grep)),
         ("list_files", Arc::new(ListFiles)),
         ("read_file", Arc::new(ReadFile)),
+        ("run_code", Arc::new(RunCode)),
         ("write_file", Arc::new(WriteFile)),
     ]
 }

@@ -227,3 +227,24 @@ async fn the_plugin_offers_the_service() {
     root.dispose();
     assert!(root.live().is_zero());
 }
+
+#[test]
+fn run_code_is_titled_by_its_description_and_shows_its_program_and_result() {
+    let p = Presenters::standard();
+    let args =
+        json!({"code": "const a = await tools.alpha({});\nreturn a;", "description": "Call alpha"});
+    let call = p.present_call("run_code", &args);
+    assert_eq!(
+        (call.title.as_str(), call.kind),
+        ("Call alpha", ToolKind::Other)
+    );
+    assert_eq!(
+        call.text.as_deref(),
+        Some("const a = await tools.alpha({});\nreturn a;")
+    );
+    let undescribed = p.present_call("run_code", &json!({"code": "return 1;\n// more"}));
+    assert_eq!(undescribed.title, "return 1;");
+    let result = p.present_result("run_code", &args, ok(&json!("got alpha\nalpha")));
+    assert_eq!(result.text.as_deref(), Some("got alpha\nalpha"));
+    assert_eq!(p.read_only("run_code"), Some(false));
+}
