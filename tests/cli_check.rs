@@ -445,7 +445,9 @@ fn hostile_yaml_sizes_are_refused_with_a_clear_error() {
 #[test]
 fn a_code_mode_presentation_without_a_code_runtime_is_pending_on_it_by_name() {
     let source = std::fs::read_to_string(fixture("code-mode.yml")).unwrap();
-    let start = source.find("- id: code-runtime").expect("the fixture's runtime entry");
+    let start = source
+        .find("- id: code-runtime")
+        .expect("the fixture's runtime entry");
     let end = start + source[start..].find("\n- ").expect("the next entry") + 1;
     let without = format!("{}{}", &source[..start], &source[end..]);
     let dir = std::env::temp_dir().join(format!("cordis-code-pending-{}", std::process::id()));
@@ -459,6 +461,9 @@ fn a_code_mode_presentation_without_a_code_runtime_is_pending_on_it_by_name() {
         .lines()
         .find(|l| l.starts_with("presentation "))
         .unwrap_or_else(|| panic!("{}", run.out));
-    assert!(row.contains("pending") && row.contains("codeRuntime"), "{row}");
+    assert!(
+        row.contains("pending") && row.contains("codeRuntime"),
+        "{row}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

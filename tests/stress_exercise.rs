@@ -182,7 +182,11 @@ fn mutating_tools_run_one_at_a_time_in_call_order_so_the_race_is_gone() {
     let mut logs = BTreeSet::new();
     for seed in 0..64 {
         let run = rt
-            .block_on(exercise(&plan, &script, Schedule::new(Policy::Random, seed)))
+            .block_on(exercise(
+                &plan,
+                &script,
+                Schedule::new(Policy::Random, seed),
+            ))
             .unwrap();
         // Completion order is call order, every seed.
         let tools: Vec<&str> = run
@@ -190,7 +194,11 @@ fn mutating_tools_run_one_at_a_time_in_call_order_so_the_race_is_gone() {
             .iter()
             .map(|c| c.rsplit(": ").next().unwrap())
             .collect();
-        assert_eq!(tools, ["alpha", "beta", "gamma", "gamma", "alpha"], "seed {seed}");
+        assert_eq!(
+            tools,
+            ["alpha", "beta", "gamma", "gamma", "alpha"],
+            "seed {seed}"
+        );
         logs.insert(canonical_bytes(&run.comparable()));
     }
     assert_eq!(logs.len(), 1);
