@@ -1,8 +1,9 @@
 //! `cordis run` over a Code Mode composition: the scripted model calls `run_code` with a program
 //! making two tool calls; the transcript shows the sub-calls and the session log holds them.
 
+mod common;
+
 use std::io::Write;
-use std::process::{Command, Stdio};
 
 const CONFIG: &str = r#"
 - id: system-prompt
@@ -44,14 +45,7 @@ fn a_run_code_turn_shows_its_sub_calls_and_logs_them() {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("cordis.yml"), CONFIG).unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_cordis"))
-        .args(["run", "--session", "cm"])
-        .current_dir(&dir)
-        .env_remove("CORDIS_LLM")
-        .env("RUST_LOG", "off")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+    let mut child = common::cordis_command(&dir, &["run", "--session", "cm"])
         .spawn()
         .unwrap();
     child.stdin.take().unwrap().write_all(b"go\n").unwrap();

@@ -140,14 +140,7 @@ fn failures_are_printed_on_stderr_once_and_a_piped_run_exits_1() {
 #[test]
 fn run_watch_reloads_between_turns_and_the_agent_resumes_its_session() {
     let dir = fresh_dir("watch");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_cordis"))
-        .args(["run", "--watch", "--session", "w"])
-        .current_dir(&dir)
-        .env_remove("CORDIS_LLM")
-        .env("RUST_LOG", "off")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+    let mut child = common::cordis_command(&dir, &["run", "--watch", "--session", "w"])
         .spawn()
         .unwrap();
     let out = lines(child.stdout.take().unwrap());
@@ -189,14 +182,7 @@ fn run_watch_reloads_between_turns_and_the_agent_resumes_its_session() {
 fn a_second_process_on_one_session_is_refused_with_the_holder_and_exit_3() {
     let dir = fresh_dir("locked");
     // The first run has the session open while it waits for input.
-    let mut first = Command::new(env!("CARGO_BIN_EXE_cordis"))
-        .args(["run", "--session", "shared"])
-        .current_dir(&dir)
-        .env_remove("CORDIS_LLM")
-        .env("RUST_LOG", "off")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+    let mut first = common::cordis_command(&dir, &["run", "--session", "shared"])
         .spawn()
         .unwrap();
     let first_err = lines(first.stderr.take().unwrap());

@@ -78,3 +78,18 @@ pub fn cordis(args: &[&str], env: &[(&str, &str)]) -> Run {
         err: String::from_utf8(err).unwrap(),
     }
 }
+
+/// `cordis ARGS` in `dir` as the spawning tests run it: offline (no `CORDIS_LLM`), tracing off,
+/// stdin, stdout and stderr piped.
+pub fn cordis_command(dir: &std::path::Path, args: &[&str]) -> std::process::Command {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_cordis"));
+    cmd.args(args)
+        .current_dir(dir)
+        .env_remove("CORDIS_LLM")
+        .env_remove("CORDIS_WORKSPACE")
+        .env("RUST_LOG", "off")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    cmd
+}
