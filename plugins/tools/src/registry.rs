@@ -227,6 +227,12 @@ impl Inner {
 
     /// What `scope` sees: its visible tools, plus `run_code` when its mode is not native.
     pub(crate) fn view(&self, scope: Option<ScopeKey>) -> View {
+        self.view_and_mode(scope).0
+    }
+
+    /// [`Inner::view`] and the scope's mode, read under one lock, so a `present_as` landing
+    /// meanwhile cannot give a view of one mode and a mode of another.
+    pub(crate) fn view_and_mode(&self, scope: Option<ScopeKey>) -> (View, PresentationMode) {
         let (mut view, mode) = {
             let store = self.store();
             let mode = store.declared_mode(scope).unwrap_or(self.presentation.mode);
@@ -238,7 +244,7 @@ impl Inner {
             view.visible.insert(RUN_CODE.to_owned(), run_code);
             view.known.insert(RUN_CODE.to_owned());
         }
-        view
+        (view, mode)
     }
 
     /// The nearest declaration on `scope`'s chain, else the default.
@@ -279,7 +285,7 @@ impl Inner {
 
     /// The registry as a tool provider of the prompt assembly.
     pub(crate) fn provider_result(&self, scope: Option<ScopeKey>) -> ToolProviderResult {
-        let mode = self.mode_for(scope);
+        let (view, mode) = self.view_and_mode(scope);
         if mode != PresentationMode::Native && self.ctx.get::<CodeRuntimeService>().is_none() {
             // Checked at use time, so a native deployment needs no runtime.
             return ToolProviderResult {
@@ -289,7 +295,6 @@ impl Inner {
                 ..ToolProviderResult::default()
             };
         }
-        let view = self.view(scope);
         if mode == PresentationMode::Code {
             // Collapsed: the model receives run_code alone, so a toolOrder naming any other
             // tool fails the assembly.
