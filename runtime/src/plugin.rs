@@ -682,18 +682,26 @@ mod tests {
             let (tx, rx) = tokio::sync::oneshot::channel::<()>();
             let rx = Arc::new(Mutex::new(Some(rx)));
             let resumed = Arc::new(AtomicUsize::new(0));
-            let r = resumed.clone();
+            let started = Arc::new(AtomicUsize::new(0));
+            let (r, st) = (resumed.clone(), started.clone());
             let h = root.plugin_fn("slow", move |ctx, _: ()| {
                 let rx = rx.lock().unwrap().take();
-                let r = r.clone();
+                let (r, st) = (r.clone(), st.clone());
                 async move {
+                    st.fetch_add(1, Ordering::SeqCst);
                     if let Some(rx) = rx { let _ = rx.await; }
                     r.fetch_add(1, Ordering::SeqCst);
                     let _ = ctx.effect("late", || {});
                     Ok(())
                 }
             }, ());
-            tokio::task::yield_now().await;
+            // Abort stops a task between polls, not inside one: wait until the apply is parked
+            // at its await (on a multi-thread runtime it may be mid-poll on another worker; a
+            // resume from inside that poll is the late-effect case, tested on its own below).
+            while started.load(Ordering::SeqCst) == 0 {
+                tokio::task::yield_now().await;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
             assert_eq!(h.status(), ScopeStatus::Loading);
             h.dispose();
             let _ = tx.send(());
