@@ -1,7 +1,7 @@
 //! Exact replay with dylib entries: under one seed, the whole registration trace of a
 //! composition with two dylib entries (and a built-in tool entry between them) is the same on
-//! every boot, whatever the operating system does with the threads that load the libraries.
-//! (Not yet: see the ignored test.)
+//! every boot, whatever the operating system does with the threads that load the libraries:
+//! the loader preloads dylib entries (open, `create`, `describe`) before the seeded applies.
 #![cfg(unix)]
 
 #[path = "common/plugins.rs"]
@@ -21,12 +21,9 @@ fn trace_of(plan: &cordis_host::LoadPlan, policy: Policy, seed: u64) -> Vec<Stri
         .collect()
 }
 
-/// Fails today (one seed, two boots: `register a a_echo` lands before or after `apply b`
-/// depending on when the thread loading `a` finishes). Needs the foreign work of dylib entries
-/// (open, `create`, `describe`) to finish before the seeded applies start, e.g. a preload phase
-/// in the loader's `boot` whose results the applies take.
+/// Without the preload phase this fails: under one seed, `register a a_echo` lands before or
+/// after `apply b` depending on when the thread loading `a` finishes.
 #[test]
-#[ignore = "issue 18 item 2 is open: dylib loads still complete in OS order"]
 fn the_same_seed_gives_the_same_registration_trace_with_two_dylib_entries() {
     let yml = format!(
         "- id: system-prompt\n  name: system-prompt\n- id: tools\n  name: tools\n\

@@ -47,7 +47,16 @@ pub struct DylibPlugin {
     name: String,
     path: PathBuf,
     sha256: Option<[u8; 32]>,
+    /// Libraries loaded by [`Plugin::preload`], by runtime id, for that runtime's apply. Held
+    /// as [`Owned`], so one never applied is still destroyed off the async threads.
+    preloaded: Arc<std::sync::Mutex<std::collections::BTreeMap<u64, Preloaded>>>,
 }
+
+/// A preloaded library: its instance and `describe` text, or why loading failed.
+type Preloaded = Result<(Owned, String), String>;
+
+/// A loaded library's instance and its `describe` text, or why loading failed.
+type Loaded = Result<(Instance, String), String>;
 
 impl DylibPlugin {
     /// A plugin for the library at `path`, shown as `name` (the entry's name as written).
@@ -56,6 +65,7 @@ impl DylibPlugin {
             name: name.into(),
             path,
             sha256,
+            preloaded: Arc::default(),
         }
     }
 
@@ -173,6 +183,7 @@ fn limiter(instance: &Instance) -> Arc<Semaphore> {
 
 /// Owns an instance; destroys it on a foreign thread (`destroy` may wait for a running call,
 /// or never return), so dropping never blocks and nothing waits for it.
+#[derive(Debug)]
 struct Owned(Option<Instance>);
 
 impl Drop for Owned {
@@ -220,6 +231,23 @@ async fn call(
     }
 }
 
+impl DylibPlugin {
+    /// Opens, creates and describes the library on a thread the host can abandon: when the
+    /// entry's timeout drops this future, a `create` that never returns keeps only its own thread
+    /// (and its instance, if it ever comes, is destroyed there).
+    async fn load_on_a_foreign_thread(&self, config: &Value) -> Result<Loaded, BoxError> {
+        let name = self.name.clone();
+        let path = self.path.clone();
+        let sha256 = self.sha256;
+        let config = config.to_string();
+        let loaded = cordis_dylib::foreign::spawn(move || load(&path, sha256.as_ref(), &config))
+            .await
+            .map_err(|e| format!("{name}: loading was lost: {e}"))?
+            .map_err(|_| format!("{name}: the host panicked loading the library"))?;
+        Ok(loaded)
+    }
+}
+
 impl Plugin for DylibPlugin {
     type Config = Value;
 
@@ -231,19 +259,51 @@ impl Plugin for DylibPlugin {
         INJECT
     }
 
+    /// Opens, creates and describes before the seeded applies start, so when the operating
+    /// system finishes that work cannot change a seed's interleaving (exact replay).
+    async fn preload(&self, root: &Context, config: &Value) {
+        /// Records a preload that was cancelled (its entry's timeout ran out), so the apply
+        /// fails at once instead of waiting a second timeout on a library that hangs.
+        struct Unfinished<'a> {
+            plugin: &'a DylibPlugin,
+            runtime: u64,
+            done: bool,
+        }
+        impl Drop for Unfinished<'_> {
+            fn drop(&mut self) {
+                if !self.done {
+                    let why = "opening, create or describe did not finish within the entry's timeout (timeout)";
+                    cordis_runtime::lock(&self.plugin.preloaded)
+                        .insert(self.runtime, Err(why.to_owned()));
+                }
+            }
+        }
+        let mut unfinished = Unfinished {
+            plugin: self,
+            runtime: root.runtime_id(),
+            done: false,
+        };
+        let loaded = self.load_on_a_foreign_thread(config).await;
+        unfinished.done = true;
+        if let Ok(loaded) = loaded {
+            let loaded = loaded.map(|(instance, text)| (Owned(Some(instance)), text));
+            cordis_runtime::lock(&self.preloaded).insert(root.runtime_id(), loaded);
+        }
+    }
+
     async fn apply(&self, ctx: Context, config: &Value) -> Result<(), BoxError> {
         let registry = ctx.require::<ToolRegistry>()?;
         let name = self.name.clone();
-        let path = self.path.clone();
-        let sha256 = self.sha256;
-        let config = config.to_string();
-        // On a thread the host can abandon: when the entry's timeout drops this future, a
-        // `create` that never returns keeps only its own thread (and its instance, if it ever
-        // comes, is destroyed there).
-        let loaded = cordis_dylib::foreign::spawn(move || load(&path, sha256.as_ref(), &config))
-            .await
-            .map_err(|e| format!("{name}: loading was lost: {e}"))?
-            .map_err(|_| format!("{name}: the host panicked loading the library"))?;
+        let preloaded = cordis_runtime::lock(&self.preloaded).remove(&ctx.runtime_id());
+        let loaded = match preloaded {
+            Some(Ok((mut owned, text))) => match owned.0.take() {
+                Some(instance) => Ok((instance, text)),
+                None => Err("the preloaded instance is gone".to_owned()),
+            },
+            Some(Err(e)) => Err(e),
+            // Not preloaded (a reload, or a host that skips preloading): load now.
+            None => self.load_on_a_foreign_thread(config).await?,
+        };
         let (instance, text) = loaded.map_err(|e| format!("{name}: {e}"))?;
         let limiter = limiter(&instance);
         let instance = Arc::new(Owned(Some(instance)));

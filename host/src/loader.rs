@@ -200,10 +200,30 @@ impl BootReport {
 /// Not cancel safe: entries applied before cancellation stay in the runtime; dispose `root`.
 pub async fn boot(root: &Context, plan: &LoadPlan) -> BootReport {
     let started = std::time::Instant::now();
+    preload(root, plan).await;
     let mut handles: Vec<Option<ScopeHandle>> = vec![None; plan.entries.len()];
     start_entries(root, plan, &mut handles);
     root.idle().await;
     report(root, plan, &handles, started.elapsed()).await
+}
+
+/// Runs every enabled plugin entry's [`Plugin::preload`](cordis_runtime::Plugin::preload)
+/// (each bounded by its entry's timeout) and waits for all of them, before any apply: the
+/// operating-system work of dylib entries then finishes before the seeded schedule starts, so a
+/// seed replays the same trace whatever the OS does with those threads.
+pub(crate) async fn preload(root: &Context, plan: &LoadPlan) {
+    let loads = plan.entries.iter().filter_map(|entry| match &entry.step {
+        Step::Plugin {
+            prepared, timeout, ..
+        } => Some(tokio::time::timeout(
+            *timeout,
+            prepared.plugin.preload_erased(root, &*prepared.config),
+        )),
+        _ => None,
+    });
+    // A preload that times out leaves nothing behind; the entry's apply loads (and times out)
+    // on its own then.
+    let _ = futures_util::future::join_all(loads).await;
 }
 
 /// Starts every enabled entry of `plan` whose slot in `handles` is empty; filled slots are live

@@ -115,6 +115,7 @@ struct Outcome {
 async fn boot_outcome(plan: &LoadPlan, order: &[usize]) -> Outcome {
     let root = Context::root_with(Schedule::fifo());
     let mut handles = vec![None; plan.entries.len()];
+    crate::loader::preload(&root, plan).await;
     start_entries_in_order(&root, plan, &mut handles, &mut order.iter().copied());
     root.idle().await;
     let bad: Vec<String> = plan

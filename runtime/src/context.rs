@@ -41,6 +41,8 @@ impl fmt::Debug for Context {
 
 /// State shared by every scope of one runtime.
 pub(crate) struct Shared {
+    /// Unique per runtime in this process (see [`Context::runtime_id`]).
+    id: u64,
     pub(crate) handle: Handle,
     pub(crate) schedule: Schedule,
     next_scope: AtomicU64,
@@ -199,7 +201,9 @@ impl Context {
     }
 
     fn root_on(handle: Handle, schedule: Schedule) -> Context {
+        static NEXT_RUNTIME: AtomicU64 = AtomicU64::new(1);
         let shared = Arc::new(Shared {
+            id: NEXT_RUNTIME.fetch_add(1, Ordering::Relaxed),
             handle,
             schedule,
             next_scope: AtomicU64::new(0),
@@ -220,6 +224,12 @@ impl Context {
             node,
             generation: 0,
         }
+    }
+
+    /// An id of this context's runtime, unique in the process: lets a plugin keep per-runtime
+    /// state (for instance what it preloaded) when one plan boots many runtimes.
+    pub fn runtime_id(&self) -> u64 {
+        self.node.shared.id
     }
 
     /// Id of this context's scope.

@@ -97,6 +97,16 @@ pub trait Plugin: Send + Sync + 'static {
         &[]
     }
 
+    /// Work to do before any entry of a boot applies, outside the seeded schedule: a host awaits
+    /// every entry's preload, then starts the applies. A plugin whose apply waits on the
+    /// operating system (a library to open on another thread) does that wait here, so when it
+    /// finishes can no longer change the interleaving a seed replays. Keep the result per
+    /// [`Context::runtime_id`] of `root` and take it in `apply`; the default does nothing.
+    fn preload(&self, root: &Context, config: &Self::Config) -> impl Future<Output = ()> + Send {
+        let _ = (root, config);
+        async {}
+    }
+
     /// Services this plugin needs only with some configs (required, in addition to
     /// [`Plugin::inject`]), so a host makes the entry itself wait for them and can name them.
     fn needs(&self, config: &Self::Config) -> Vec<String> {
@@ -148,6 +158,12 @@ pub trait ErasedPlugin: Send + Sync + 'static {
     fn provides_erased(&self, config: &(dyn Any + Send + Sync)) -> Vec<String>;
     /// See [`Plugin::needs`]; a config of another type needs nothing more.
     fn needs_erased(&self, config: &(dyn Any + Send + Sync)) -> Vec<String>;
+    /// See [`Plugin::preload`]; a config of another type preloads nothing.
+    fn preload_erased<'a>(
+        &'a self,
+        root: &'a Context,
+        config: &'a (dyn Any + Send + Sync),
+    ) -> BoxFuture<'a, ()>;
 }
 
 impl<P: Plugin> ErasedPlugin for P {
@@ -178,6 +194,17 @@ impl<P: Plugin> ErasedPlugin for P {
             .downcast_ref::<P::Config>()
             .map(|c| Plugin::needs(self, c))
             .unwrap_or_default()
+    }
+
+    fn preload_erased<'a>(
+        &'a self,
+        root: &'a Context,
+        config: &'a (dyn Any + Send + Sync),
+    ) -> BoxFuture<'a, ()> {
+        match config.downcast_ref::<P::Config>() {
+            Some(config) => Box::pin(Plugin::preload(self, root, config)),
+            None => Box::pin(async {}),
+        }
     }
 
     fn apply_erased<'a>(
