@@ -28,29 +28,39 @@ fn script() -> ExerciseScript {
     ExerciseScript::load(std::path::Path::new(&fixture("exercise/script.yml"))).unwrap()
 }
 
-#[test]
-fn the_log_agrees_across_seeds_while_tool_completion_order_varies() {
+/// One exercise of `fixture` per seed of `0..seeds` under the random schedule, each checked to
+/// leave nothing live after disposal.
+fn exercises(fixture: &str, seeds: u64) -> Vec<cordis::exercise::ExerciseOutcome> {
     let script = script();
-    let plan = exercise_plan(&plan("parallel.yml"), &script).unwrap();
+    let plan = exercise_plan(&plan(fixture), &script).unwrap();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
+    (0..seeds)
+        .map(|seed| {
+            let run = rt
+                .block_on(exercise(
+                    &plan,
+                    &script,
+                    Schedule::new(Policy::Random, seed),
+                ))
+                .unwrap();
+            assert!(
+                run.live_after.is_zero(),
+                "seed {seed}: {:?}",
+                run.live_after
+            );
+            run
+        })
+        .collect()
+}
+
+#[test]
+fn the_log_agrees_across_seeds_while_tool_completion_order_varies() {
     let mut logs = BTreeSet::new();
     let mut completion_orders = BTreeSet::new();
-    for seed in 0..64 {
-        let run = rt
-            .block_on(exercise(
-                &plan,
-                &script,
-                Schedule::new(Policy::Random, seed),
-            ))
-            .unwrap();
-        assert!(
-            run.live_after.is_zero(),
-            "seed {seed}: {:?}",
-            run.live_after
-        );
+    for run in exercises("parallel.yml", 64) {
         assert!(
             run.turns.iter().all(|t| t.contains("completed")),
             "{:?}",
@@ -173,21 +183,8 @@ fn an_exercise_needs_an_agent_and_a_valid_script() {
 
 #[test]
 fn mutating_tools_run_one_at_a_time_in_call_order_so_the_race_is_gone() {
-    let script = script();
-    let plan = exercise_plan(&plan("racy-mutating.yml"), &script).unwrap();
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
     let mut logs = BTreeSet::new();
-    for seed in 0..64 {
-        let run = rt
-            .block_on(exercise(
-                &plan,
-                &script,
-                Schedule::new(Policy::Random, seed),
-            ))
-            .unwrap();
+    for (seed, run) in exercises("racy-mutating.yml", 64).into_iter().enumerate() {
         // Completion order is call order, every seed.
         let tools: Vec<&str> = run
             .completions

@@ -542,17 +542,25 @@ fn load(args: &ConfigArgs, io: &mut Io<'_>, builtins: &Builtins) -> anyhow::Resu
     }
 }
 
+/// Prints every diagnostic on stderr, escaped (a diagnostic quotes the file, and the file is
+/// untrusted text); returns how many.
+fn print_diagnostics(
+    errors: &cordis_host::diagnostic::ConfigErrors,
+    io: &mut Io<'_>,
+) -> std::io::Result<usize> {
+    for d in errors.diagnostics() {
+        writeln!(io.err, "{}", render::safe_lines(&d.to_string()))?;
+    }
+    Ok(errors.diagnostics().len())
+}
+
 /// Prints every diagnostic of a file, then one line counting them.
 pub(crate) fn print_config_errors(
     errors: &cordis_host::diagnostic::ConfigErrors,
     file: &str,
     io: &mut Io<'_>,
 ) -> std::io::Result<()> {
-    for d in errors.diagnostics() {
-        // A diagnostic quotes the file, and the file is untrusted text.
-        writeln!(io.err, "{}", render::safe_lines(&d.to_string()))?;
-    }
-    let n = errors.diagnostics().len();
+    let n = print_diagnostics(errors, io)?;
     writeln!(
         io.err,
         "cordis: {n} configuration error{} in {file}",
@@ -565,11 +573,7 @@ pub(crate) fn print_rejected_reload(
     errors: &cordis_host::diagnostic::ConfigErrors,
     io: &mut Io<'_>,
 ) -> std::io::Result<()> {
-    for d in errors.diagnostics() {
-        // A diagnostic quotes the file, and the file is untrusted text.
-        writeln!(io.err, "{}", render::safe_lines(&d.to_string()))?;
-    }
-    let n = errors.diagnostics().len();
+    let n = print_diagnostics(errors, io)?;
     writeln!(
         io.err,
         "cordis: reload rejected ({n} configuration error{}); still running the last good configuration",
@@ -585,7 +589,11 @@ pub(crate) fn print_watch_note(
     use cordis_host::watch::WatchNote;
     match note {
         WatchNote::Changed => Ok(()),
-        WatchNote::Interrupted(why) => writeln!(io.err, "cordis: watching interrupted: {why}"),
+        WatchNote::Interrupted(why) => writeln!(
+            io.err,
+            "cordis: watching interrupted: {}",
+            render::safe(why)
+        ),
         WatchNote::Resumed => writeln!(io.err, "cordis: watching again"),
     }?;
     io.err.flush()
