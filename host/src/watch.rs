@@ -43,6 +43,9 @@ pub enum WatchNote {
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Fingerprint {
     resolved: PathBuf,
+    /// Size, modification time and inode: when these are unchanged the content is not read
+    /// again (the watcher re-checks every [`POLL`]).
+    stamp: (u64, Option<std::time::SystemTime>, u64),
     sha256: [u8; 32],
 }
 
@@ -94,12 +97,30 @@ fn dirs_for(path: &Path) -> Vec<PathBuf> {
     dirs
 }
 
-/// Reads what `path` resolves to now; `None` when it cannot be read.
-fn fingerprint(path: &Path) -> Option<Fingerprint> {
+/// What `path` resolves to now; `None` when it is not a readable regular file (a FIFO planted
+/// there is never opened, so it cannot hang the watcher). The content is read only when the
+/// resolved path or its size, time or inode changed since `last`.
+fn fingerprint(path: &Path, last: Option<&Fingerprint>) -> Option<Fingerprint> {
     let resolved = std::fs::canonicalize(path).ok()?;
+    let meta = std::fs::metadata(&resolved).ok()?;
+    if !meta.is_file() {
+        return None;
+    }
+    #[cfg(unix)]
+    let inode = std::os::unix::fs::MetadataExt::ino(&meta);
+    #[cfg(not(unix))]
+    let inode = 0;
+    let stamp = (meta.len(), meta.modified().ok(), inode);
+    if let Some(last) = last
+        && last.resolved == resolved
+        && last.stamp == stamp
+    {
+        return Some(last.clone());
+    }
     let bytes = std::fs::read(&resolved).ok()?;
     Some(Fingerprint {
         resolved,
+        stamp,
         sha256: Sha256::digest(&bytes).into(),
     })
 }
@@ -118,7 +139,7 @@ impl ConfigWatcher {
         };
         let (tx, events) = mpsc::unbounded_channel();
         let mut watcher = ConfigWatcher {
-            last: fingerprint(&path),
+            last: fingerprint(&path, None),
             path,
             tx,
             events,
@@ -192,11 +213,19 @@ impl ConfigWatcher {
                 Err(_) => return None,
             }
         }
-        let path = self.path.clone();
-        let now = tokio::task::spawn_blocking(move || fingerprint(&path))
+        let (path, last) = (self.path.clone(), self.last.clone());
+        let now = tokio::task::spawn_blocking(move || fingerprint(&path, last.as_ref()))
             .await
             .ok()
             .flatten();
+        // Content, not timestamps, decides: a touch that rewrites the same bytes is no change.
+        if let (Some(n), Some(l)) = (&now, &self.last)
+            && n.resolved == l.resolved
+            && n.sha256 == l.sha256
+        {
+            self.last = now;
+            return None;
+        }
         if now.is_some() && now != self.last {
             self.last = now;
             return Some(WatchNote::Changed);
@@ -301,5 +330,23 @@ mod tests {
         std::fs::write(&file, "c").unwrap();
         assert_eq!(next(&mut w).await, WatchNote::Changed);
         let _ = std::fs::remove_dir_all(&base);
+    }
+
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn a_fifo_at_the_config_path_is_never_opened_and_a_file_replacing_it_is_a_change() {
+        let dir = temp("fifo");
+        let file = dir.join("cordis.yml");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&file)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        // Opening the FIFO for reading would block until a writer comes: new() must not.
+        let mut w = ConfigWatcher::new(&file).unwrap();
+        std::fs::remove_file(&file).unwrap();
+        std::fs::write(&file, "real").unwrap();
+        assert_eq!(next(&mut w).await, WatchNote::Changed);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
