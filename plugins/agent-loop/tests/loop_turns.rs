@@ -202,7 +202,7 @@ async fn a_panicking_or_timed_out_tool_gives_an_error_result_and_the_turn_contin
             .and_call("alpha", serde_json::json!({"x": "1"})),
         ScriptedResponse::text("done"),
     ];
-    let rig = boot(None, script, &["alpha"], SessionConfig::default()).await;
+    let rig = boot(None, script, &[], SessionConfig::default()).await;
     let reg = rig.root.get::<ToolRegistry>().unwrap();
     let _ = reg
         .register(
@@ -210,12 +210,17 @@ async fn a_panicking_or_timed_out_tool_gives_an_error_result_and_the_turn_contin
             ToolDefinition::new(schema("boom"), |_, _| async { panic!("kaboom") }),
         )
         .unwrap();
+    // `slow` and `alpha` are read-only, so they overlap and alpha really finishes first.
     let slow = ToolDefinition::new(schema("slow"), |_, _| async {
         tokio::time::sleep(Duration::from_secs(30)).await;
         Ok(ToolOutput::new("late"))
     })
-    .with_timeout(Duration::from_millis(30));
+    .with_timeout(Duration::from_millis(30))
+    .read_only();
     let _ = reg.register(&rig.root, slow).unwrap();
+    let alpha =
+        ToolDefinition::new(schema("alpha"), |_, _| async { Ok(ToolOutput::new("a")) }).read_only();
+    let _ = reg.register(&rig.root, alpha).unwrap();
     let reason = rig.agent().run_turn("use tools").await.unwrap();
     assert_eq!(reason, TurnEndReason::Completed);
     assert!(rig.errors.lock().unwrap().is_empty());

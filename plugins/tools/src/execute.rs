@@ -106,8 +106,8 @@ impl ToolRegistry {
     ) -> Dispatched {
         if parent.is_none()
             && call.name != RUN_CODE
-            && self.inner.mode_for(scope) == PresentationMode::Code
-            && self.inner.view(scope).visible.contains_key(&call.name)
+            && let (view, PresentationMode::Code) = self.inner.view_and_mode(scope)
+            && view.visible.contains_key(&call.name)
         {
             let message = cordis_code_mode::collapsed_call_message(&call.name);
             return Dispatched::Refused(ToolResult::error(&call, codes::UNKNOWN_TOOL, message));

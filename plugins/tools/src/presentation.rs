@@ -188,10 +188,10 @@ impl ToolRegistry {
 
 impl crate::registry::Inner {
     pub(crate) fn sdk_text(&self, scope: Option<ScopeKey>) -> String {
-        if self.mode_for(scope) == PresentationMode::Native {
+        let (view, mode) = self.view_and_mode(scope);
+        if mode == PresentationMode::Native {
             return String::new();
         }
-        let view = self.view(scope);
         // `visible` is a BTreeMap; render_sdk sorts by UTF-16 code units itself.
         let tools: Vec<SdkTool<'_>> = view
             .visible
