@@ -15,6 +15,22 @@ pub struct Listing {
     pub truncated: bool,
 }
 
+/// The largest ignore file the walk reads.
+const MAX_IGNORE_FILE: u64 = 1 << 20;
+
+/// The first ignore file of `dir` that is not a regular file of at most [`MAX_IGNORE_FILE`]
+/// bytes (a symlink, a FIFO, a device, a huge file), as its path.
+fn hostile_ignore_file(dir: &Path) -> Option<std::path::PathBuf> {
+    [".gitignore", ".ignore"].iter().find_map(|name| {
+        let path = dir.join(name);
+        match std::fs::symlink_metadata(&path) {
+            Err(_) => None,
+            Ok(m) if m.file_type().is_file() && m.len() <= MAX_IGNORE_FILE => None,
+            Ok(_) => Some(path),
+        }
+    })
+}
+
 impl Workspace {
     /// Files under `dir` for which `keep` holds (given the `/`-separated relative path), at most
     /// `limit`, honouring `.gitignore` (inside or outside a git repository), `.ignore` and
@@ -42,15 +58,36 @@ impl Workspace {
         }
         let root = self.root().to_path_buf();
         let target = dir.relative().to_path_buf();
+        if let Some(bad) = hostile_ignore_file(&root) {
+            let shown = bad
+                .strip_prefix(&root)
+                .unwrap_or(&bad)
+                .display()
+                .to_string();
+            return Err(WorkspaceError::NotAFile {
+                path: shown,
+                kind: "an ignore file must be a regular file of at most 1 MiB: fix or remove it",
+            });
+        }
         let walker = ignore::WalkBuilder::new(&root)
             .hidden(false)
             .parents(false)
             .git_global(false)
+            // `.git/info/exclude` is not read: `.git` may be a file pointing anywhere, or a FIFO.
+            .git_exclude(false)
             .require_git(false)
             .follow_links(false)
             .sort_by_file_name(|a, b| a.cmp(b))
             .filter_entry(move |entry| {
                 if entry.file_name() == ".git" {
+                    return false;
+                }
+                // The walker reads a directory's ignore files when it enters it, by path and
+                // without limits: a FIFO there would hang it, a symlink to /dev/zero would eat
+                // memory. Such a directory is not entered.
+                if entry.file_type().is_some_and(|t| t.is_dir())
+                    && hostile_ignore_file(entry.path()).is_some()
+                {
                     return false;
                 }
                 let rel = entry.path().strip_prefix(&root).unwrap_or(Path::new(""));

@@ -426,14 +426,18 @@ impl Workspace {
         };
         let (temp_name, fd) = loop {
             let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
-            let temp = format!(
-                ".{}.{}.{n}.cordis-tmp",
-                name.to_string_lossy(),
-                std::process::id()
-            );
+            // A fixed-length name: the target's own name may already be as long as a name can be.
+            let temp = format!(".cordis-tmp.{}.{n}", std::process::id());
             let flags =
                 OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-            match rustix::fs::openat(dir, temp.as_str(), flags, Mode::from_raw_mode(0o666)) {
+            // Replacing a file: the copy is private until it has the old file's mode, so a
+            // 0600 file's new content is never readable by others while it is written.
+            let create_mode = if existing_mode.is_some() {
+                0o600
+            } else {
+                0o666
+            };
+            match rustix::fs::openat(dir, temp.as_str(), flags, Mode::from_raw_mode(create_mode)) {
                 Ok(fd) => break (temp, fd),
                 Err(Errno::EXIST) => continue,
                 Err(e) => return Err(self.map_errno(path, e)),

@@ -291,3 +291,49 @@ fn a_concurrent_reader_never_sees_a_half_written_file() {
     assert!(reader.join().unwrap() > 0);
     assert_eq!(listing(&root), ["atomic.bin"]);
 }
+
+#[cfg(unix)]
+#[test]
+fn hostile_ignore_files_neither_hang_nor_exhaust_the_listing() {
+    let (_tmp, root, _outside) = setup();
+    std::fs::create_dir_all(root.join("sub")).unwrap();
+    std::fs::write(root.join("a.txt"), "a").unwrap();
+    std::fs::write(root.join("sub/b.txt"), "b").unwrap();
+    // A FIFO as a subdirectory's .gitignore: opening it would block until a writer came.
+    let made = std::process::Command::new("mkfifo")
+        .arg(root.join("sub/.gitignore"))
+        .status()
+        .unwrap();
+    assert!(made.success());
+    // .git as a FIFO: the exclude lookup would open it.
+    let made = std::process::Command::new("mkfifo")
+        .arg(root.join(".git"))
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let ws = Workspace::open(&root).unwrap();
+    let dir = ws.resolve(".").unwrap();
+    // Runs on a thread with a deadline: a hang fails the test instead of the suite.
+    let (tx, rx) = std::sync::mpsc::channel();
+    let listing_ws = ws.clone();
+    thread::spawn(move || {
+        let _ = tx.send(listing_ws.files(&dir, 100, |_| true));
+    });
+    let listing = rx
+        .recv_timeout(std::time::Duration::from_secs(20))
+        .expect("the listing hung on a FIFO")
+        .unwrap();
+    let names: Vec<String> = listing.files.iter().map(ToString::to_string).collect();
+    // The directory with the hostile ignore file is not entered; the rest is listed.
+    assert_eq!(names, ["a.txt"]);
+    // At the root, a symlink to an endless file is refused with a clear error.
+    std::os::unix::fs::symlink("/dev/zero", root.join(".ignore")).unwrap();
+    let err = ws
+        .files(&ws.resolve(".").unwrap(), 100, |_| true)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains(".ignore") && err.contains("at most 1 MiB"),
+        "{err}"
+    );
+}
