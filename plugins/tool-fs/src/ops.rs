@@ -55,14 +55,14 @@ pub enum FsError {
     /// `old_string` occurs more than once and `replace_all` is off.
     #[error(
         "old_string matches {count} times in \"{path}\" (at lines {}); include more surrounding lines to make it unique, or set replace_all to replace every occurrence",
-        join_lines(lines)
+        join_lines(lines, *count)
     )]
     Ambiguous {
         /// The path as given.
         path: String,
         /// How many matches.
         count: usize,
-        /// The 1-based line of each match.
+        /// The 1-based lines of the first matches (at most 20).
         lines: Vec<usize>,
     },
     /// An edit that cannot do anything.
@@ -78,12 +78,17 @@ pub enum FsError {
     },
 }
 
-fn join_lines(lines: &[usize]) -> String {
-    lines
+/// `lines` joined, with `…` when there were more matches (`count`) than lines listed.
+fn join_lines(lines: &[usize], count: usize) -> String {
+    let mut text = lines
         .iter()
         .map(usize::to_string)
         .collect::<Vec<_>>()
-        .join(", ")
+        .join(", ");
+    if count > lines.len() {
+        text.push_str(", …");
+    }
+    text
 }
 
 fn args<T: serde::de::DeserializeOwned>(tool: &'static str, value: Value) -> Result<T, FsError> {
@@ -248,10 +253,18 @@ pub fn edit_file(ws: &Workspace, config: &FsConfig, arguments: Value) -> Result<
         .match_indices(&a.old_string)
         .map(|(i, _)| i)
         .collect();
-    let lines: Vec<usize> = offsets
-        .iter()
-        .map(|&i| 1 + content[..i].bytes().filter(|&b| b == b'\n').count())
-        .collect();
+    // The lines of the first matches, counted in one pass (a short old_string can match a
+    // million times in a large file; neither the count nor the error may grow with that).
+    let mut lines: Vec<usize> = Vec::with_capacity(offsets.len().min(MAX_LISTED_LINES));
+    let (mut line, mut counted) = (1, 0);
+    for &i in offsets.iter().take(MAX_LISTED_LINES) {
+        line += content.as_bytes()[counted..i]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count();
+        counted = i;
+        lines.push(line);
+    }
     match offsets.len() {
         0 => return Err(FsError::NoMatch { path: a.path }),
         1 => {}
@@ -272,6 +285,9 @@ pub fn edit_file(ws: &Workspace, config: &FsConfig, arguments: Value) -> Result<
         "lines": lines,
     }))
 }
+
+/// How many match lines an edit reports (the count is always exact).
+const MAX_LISTED_LINES: usize = 20;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]

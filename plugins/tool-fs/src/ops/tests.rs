@@ -447,3 +447,31 @@ fn read_file_cuts_a_huge_line_instead_of_returning_nothing() {
     let r = read_file(&ws, &c, json!({"path": "min.js", "start_line": 2})).unwrap();
     assert_eq!(r["content"], "     2\tnext\n");
 }
+
+#[test]
+fn a_short_old_string_matching_everywhere_is_counted_exactly_and_listed_briefly() {
+    let (_tmp, ws) = ws();
+    let c = FsConfig::default();
+    put(&ws, "many.txt", "e\n".repeat(50_000).as_bytes());
+    let e = edit_file(
+        &ws,
+        &c,
+        json!({"path": "many.txt", "old_string": "e", "new_string": "f"}),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.starts_with("old_string matches 50000 times"), "{e}");
+    assert!(
+        e.contains("(at lines 1, 2, 3,") && e.contains("20, …)"),
+        "{e}"
+    );
+    assert!(e.len() < 400, "{e}");
+    let r = edit_file(
+        &ws,
+        &c,
+        json!({"path": "many.txt", "old_string": "e", "new_string": "f", "replace_all": true}),
+    )
+    .unwrap();
+    assert_eq!(r["replacements"], 50_000);
+    assert_eq!(r["lines"].as_array().unwrap().len(), 20);
+}
