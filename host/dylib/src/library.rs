@@ -194,10 +194,13 @@ pub fn open_in(
         return Ok(lib);
     }
     let result = load(cache, path, &bytes, hash);
+    // Published before the gate goes, while it is still held: a caller arriving in between
+    // must find the library, not a fresh gate and a second load of the same bytes.
+    if let Ok(library) = result {
+        lock(&LOADED).insert(hash, library);
+    }
     lock(&LOADING).remove(&hash);
-    let library = result?;
-    lock(&LOADED).insert(hash, library);
-    Ok(library)
+    result
 }
 
 fn load(
