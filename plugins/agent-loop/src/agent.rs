@@ -702,14 +702,7 @@ impl SubCalls {
         let mut records = cordis_runtime::lock(&self.records)
             .remove(parent)
             .unwrap_or_default();
-        let number = |r: &CodeDispatch| {
-            r.sub_call_id
-                .rsplit(':')
-                .next()
-                .and_then(|n| n.parse::<u64>().ok())
-                .unwrap_or(u64::MAX)
-        };
-        records.sort_by_key(|r| (number(r), r.outcome.is_some()));
+        records.sort_by_key(|r| (r.seq, r.outcome.is_some()));
         records
     }
 }

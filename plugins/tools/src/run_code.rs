@@ -112,7 +112,9 @@ struct RegistryBindings {
     pending: Mutex<BTreeMap<u64, Pending>>,
 }
 
-type Pending = (ToolCall, ToolResult, bool);
+/// A sub-call between its run and its commit: the call as the program made it, the call as it
+/// ran (pre-execute may rewrite it), its result, and whether it ran.
+type Pending = (ToolCall, ToolCall, ToolResult, bool);
 
 impl RegistryBindings {
     fn pending(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, Pending>> {
@@ -132,10 +134,13 @@ impl RegistryBindings {
         }
     }
 
-    fn record(&self, call: &ToolCall, outcome: Option<DispatchOutcome>) -> CodeDispatch {
+    /// The record of sub-call `seq`: always from the call as the program made it, so its start
+    /// and its settle carry the same id and arguments whatever a listener rewrote.
+    fn record(&self, seq: u64, call: &ToolCall, outcome: Option<DispatchOutcome>) -> CodeDispatch {
         CodeDispatch {
             scope: self.scope,
             parent_call_id: self.call_id.clone(),
+            seq,
             sub_call_id: call.call_id.clone(),
             name: call.name.clone(),
             arguments: call.arguments.clone(),
@@ -165,7 +170,9 @@ pub struct CodeDispatch {
     pub scope: Option<ScopeKey>,
     /// The `run_code` call id.
     pub parent_call_id: String,
-    /// `<parent>:code:<n>`, n = 1, 2, … in submission order.
+    /// The sub-call's number n = 1, 2, … in submission order (what logs sort by).
+    pub seq: u64,
+    /// `<parent>:code:<n>`.
     pub sub_call_id: String,
     /// The tool name.
     pub name: String,
@@ -215,17 +222,17 @@ impl ToolBindings for RegistryBindings {
         };
         let seq = call.seq;
         Box::pin(async move {
-            let _ = self.announce(self.record(&sub, None)).await;
+            let _ = self.announce(self.record(seq, &sub, None)).await;
             let (call, result, ran) = match self
                 .registry
                 .dispatch(sub.clone(), self.scope, Some(&self.call_id))
                 .await
             {
-                Dispatched::Refused(result) => (sub, result, false),
+                Dispatched::Refused(result) => (sub.clone(), result, false),
                 Dispatched::Ran(call, result) => (call, result, true),
             };
             let out = for_program(&result);
-            self.pending().insert(seq, (call, result, ran));
+            self.pending().insert(seq, (sub, call, result, ran));
             out
         })
     }
@@ -233,7 +240,7 @@ impl ToolBindings for RegistryBindings {
     fn commit(&self, executed: Executed) -> BoxFuture<'_, Result<Value, ToolCallError>> {
         Box::pin(async move {
             let taken = self.pending().remove(&executed.seq);
-            let Some((call, result, ran)) = taken else {
+            let Some((sub, call, result, ran)) = taken else {
                 return executed.result;
             };
             let result = if ran {
@@ -247,7 +254,9 @@ impl ToolBindings for RegistryBindings {
                 is_error: result.is_error,
                 content: result.content.clone(),
             };
-            let _ = self.announce(self.record(&call, Some(outcome))).await;
+            let _ = self
+                .announce(self.record(executed.seq, &sub, Some(outcome)))
+                .await;
             for_program(&result)
         })
     }
