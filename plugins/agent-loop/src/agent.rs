@@ -538,7 +538,6 @@ impl Agent {
         }))
         .flatten();
         let mut index = 0;
-        let approvals = inner.deps.ctx.get::<Approvals>();
         while let Some(result) = results.next().await {
             // The loop's call id and name, whatever a pre-execute listener rewrote.
             let (call_id, name) = call_ids[index].clone();
@@ -546,25 +545,7 @@ impl Agent {
             for record in sub_calls.take(&call_id) {
                 self.log_sub_call(&record, turn, step, call_seqs[index])?;
             }
-            // Approval decisions are logged here, in call order, not when the guard made them
-            // (that order is the tools' completion order); calls simply allowed are not noted.
-            if let Some(decision) = approvals
-                .as_ref()
-                .and_then(|a| a.take_decision(Some(key), &call_id))
-                .filter(|d| d.policy != ApprovalPolicy::Allow)
-            {
-                let data = ToolApprovalData {
-                    turn,
-                    step,
-                    call_id: call_id.clone(),
-                    name: name.clone(),
-                    policy: decision.policy.to_string(),
-                    allowed: decision.allowed,
-                    by: decision.by.as_str().to_owned(),
-                    reason: decision.reason,
-                };
-                self.log(&data, Some(vec![call_seqs[index]]), step)?;
-            }
+            self.log_approval(&call_id, &name, turn, step, call_seqs[index])?;
             let data = ToolResultData {
                 turn,
                 step,
@@ -634,7 +615,7 @@ impl Agent {
                 step,
             ),
             Some(outcome) => self
-                .log_sub_call_approval(record, turn, step, source)
+                .log_approval(&record.sub_call_id, &record.name, turn, step, source)
                 .and_then(|()| {
                     self.log(
                         &ToolCodeDispatchData {
@@ -657,11 +638,13 @@ impl Agent {
 }
 
 impl Agent {
-    /// Logs the approval decision on a settled sub-call (as for an outer call: only when its
-    /// policy is not `allow`), before its `tool/code-dispatch`.
-    fn log_sub_call_approval(
+    /// Logs the approval decision on call `call_id` (an outer call or a sub-call) when its
+    /// tool's policy is not `allow`, derived from the event `source`. Decisions are logged here,
+    /// in call order, not when the guard made them (that order is the tools' completion order).
+    fn log_approval(
         &self,
-        record: &CodeDispatch,
+        call_id: &str,
+        name: &str,
         turn: u64,
         step: u64,
         source: u64,
@@ -671,7 +654,7 @@ impl Agent {
             .deps
             .ctx
             .get::<Approvals>()
-            .and_then(|a| a.take_decision(Some(self.inner.key), &record.sub_call_id))
+            .and_then(|a| a.take_decision(Some(self.inner.key), call_id))
             .filter(|d| d.policy != ApprovalPolicy::Allow)
         else {
             return Ok(());
@@ -679,8 +662,8 @@ impl Agent {
         let data = ToolApprovalData {
             turn,
             step,
-            call_id: record.sub_call_id.clone(),
-            name: record.name.clone(),
+            call_id: call_id.to_owned(),
+            name: name.to_owned(),
             policy: decision.policy.to_string(),
             allowed: decision.allowed,
             by: decision.by.as_str().to_owned(),
