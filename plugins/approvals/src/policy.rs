@@ -32,7 +32,7 @@ pub const READ_ONLY_TOOLS: &[&str] = &["grep", "list_files", "read_file", "todo_
 
 /// Tools allowed by default because they act only through other tool calls, each of which
 /// passes the guard itself (Code Mode's transport); asking for them too would ask twice.
-pub const DISPATCHING_TOOLS: &[&str] = &["run_code"];
+pub const DISPATCHING_TOOLS: &[&str] = &[cordis_tools::RUN_CODE];
 
 /// Configuration of `approvals`; unknown fields are rejected.
 ///

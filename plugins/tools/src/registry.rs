@@ -26,7 +26,7 @@ use crate::error::RegisterError;
 use crate::presentation::{Presentation, PresentationMode};
 
 /// The name reserved for the Code Mode transport tool.
-pub const RUN_CODE: &str = "run_code";
+pub const RUN_CODE: &str = cordis_code_mode::RUN_CODE_NAME;
 
 /// Emitted after every change to what some scope can see (`tools/change`).
 #[derive(Debug, Clone, PartialEq, Eq)]

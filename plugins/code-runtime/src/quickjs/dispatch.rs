@@ -33,7 +33,6 @@ pub(crate) struct Dispatch<'a> {
     max_parallel: usize,
     run_over: RunOver,
     queue: VecDeque<Queued>,
-    executing: usize,
     barrier: bool,
     /// No call starts any more: the run has settled.
     closed: bool,
@@ -57,7 +56,6 @@ impl<'a> Dispatch<'a> {
             max_parallel,
             run_over,
             queue: VecDeque::new(),
-            executing: 0,
             barrier: false,
             closed: false,
             in_flight: FuturesUnordered::new(),
@@ -116,7 +114,6 @@ impl<'a> Dispatch<'a> {
                     return settled;
                 }
                 Some((class, executed)) = self.in_flight.next(), if !self.in_flight.is_empty() => {
-                    self.executing -= 1;
                     self.finished.insert(executed.seq, (class, executed));
                     self.start_ready();
                 }
@@ -149,8 +146,10 @@ impl<'a> Dispatch<'a> {
             let class = self.bindings.concurrency(&head.name);
             let may_start = !self.barrier
                 && match class {
-                    Concurrency::ReadOnly => self.executing < self.max_parallel,
-                    Concurrency::Mutating => self.executing == 0 && self.next_commit == head.seq,
+                    Concurrency::ReadOnly => self.in_flight.len() < self.max_parallel,
+                    Concurrency::Mutating => {
+                        self.in_flight.is_empty() && self.next_commit == head.seq
+                    }
                 };
             if !may_start {
                 break;
@@ -163,7 +162,6 @@ impl<'a> Dispatch<'a> {
             else {
                 break;
             };
-            self.executing += 1;
             self.barrier = class == Concurrency::Mutating;
             let call = ToolCall {
                 seq,
