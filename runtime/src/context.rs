@@ -219,7 +219,15 @@ impl Context {
             incidents: Mutex::new(Bounded::new(INCIDENT_CAPACITY)),
             trace: Mutex::new(Bounded::new(TRACE_CAPACITY)),
         });
-        let node = ScopeNode::new(shared, None, "root".into(), None, None, ScopeStatus::Active);
+        let node = ScopeNode::new(
+            shared,
+            None,
+            "root".into(),
+            None,
+            None,
+            ScopeStatus::Active,
+            false,
+        );
         Context {
             node,
             generation: 0,
@@ -250,6 +258,16 @@ impl Context {
     /// The label the scope was created with (the loader uses the entry id), if any.
     pub fn label(&self) -> Option<&str> {
         self.node.label.as_deref()
+    }
+
+    /// The realm this scope lives in: the nearest standing scope made by
+    /// [`Context::child_realm`] at or above it, or `None` outside every realm.
+    ///
+    /// Services stay process-wide; the realm is for registries that keep per-scope layers (the
+    /// tool registry puts what a plugin under a preset's standing scope registers into that
+    /// scope's layer, so only agents joined to the preset see it).
+    pub fn realm(&self) -> Option<ScopeId> {
+        self.node.realm
     }
 
     /// True while this context can still register effects: its scope is not disposed and its

@@ -399,7 +399,7 @@ impl Context {
             inject,
             timeout: options.timeout,
         };
-        let node = self.child_node(name, options.label.map(Into::into), Some(runner));
+        let node = self.child_node(name, options.label.map(Into::into), Some(runner), false);
         if let Some(runner) = &node.runner {
             lock(&self.node.shared.services).add_dependent(node.id, &runner.inject);
         }
@@ -410,7 +410,15 @@ impl Context {
     /// Creates an active child scope with no plugin: a place to hang registrations that must
     /// unwind together (an agent's scope, a preset's standing scope).
     pub fn child_scope(&self, name: &str) -> ScopeHandle {
-        let node = self.child_node(name.into(), None, None);
+        let node = self.child_node(name.into(), None, None, false);
+        start(&node);
+        ScopeHandle { node }
+    }
+
+    /// Like [`Context::child_scope`], but the new scope is a realm of its own: it and every
+    /// scope created under it report it from [`Context::realm`] (a preset's standing scope).
+    pub fn child_realm(&self, name: &str) -> ScopeHandle {
+        let node = self.child_node(name.into(), None, None, true);
         start(&node);
         ScopeHandle { node }
     }
@@ -420,6 +428,7 @@ impl Context {
         name: Arc<str>,
         label: Option<Arc<str>>,
         runner: Option<Runner>,
+        own_realm: bool,
     ) -> Arc<ScopeNode> {
         let shared = self.node.shared.clone();
         let node = ScopeNode::new(
@@ -429,6 +438,7 @@ impl Context {
             label,
             runner,
             ScopeStatus::Pending,
+            own_realm,
         );
         let child = node.clone();
         let added = self.node.add_effect::<()>(
@@ -575,6 +585,33 @@ mod tests {
     }
 
     both_runtimes! {
+        async fn a_realm_reaches_every_scope_under_it_and_no_other() {
+            let root = Context::root();
+            assert_eq!(root.realm(), None);
+            let standing = root.child_realm("standing");
+            let sctx = standing.context().unwrap();
+            assert_eq!(sctx.realm(), Some(standing.id()));
+            let seen = Arc::new(Mutex::new(None));
+            let s2 = seen.clone();
+            let row = sctx.plugin_fn("row", move |ctx, (): ()| {
+                let s2 = s2.clone();
+                async move {
+                    let inner = ctx.child_scope("inner");
+                    *s2.lock().unwrap() = Some((ctx.realm(), inner.context().unwrap().realm()));
+                    Ok(())
+                }
+            }, ());
+            assert_eq!(row.settled().await, ScopeStatus::Active);
+            let want = Some(standing.id());
+            assert_eq!(*seen.lock().unwrap(), Some((want, want)));
+            // A realm inside a realm is its own.
+            let nested = sctx.child_realm("nested");
+            assert_eq!(nested.context().unwrap().realm(), Some(nested.id()));
+            // A plain sibling scope is outside it.
+            assert_eq!(root.child_scope("plain").context().unwrap().realm(), None);
+            root.dispose();
+        }
+
         async fn a_plugin_applies_in_a_child_scope_and_becomes_active() {
             let root = Context::root();
             let h = root.plugin_fn("hello", |ctx, n: u32| async move {

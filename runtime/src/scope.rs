@@ -123,6 +123,8 @@ pub(crate) struct ScopeNode {
     pub(crate) parent_node: Option<Weak<ScopeNode>>,
     pub(crate) name: Arc<str>,
     pub(crate) label: Option<Arc<str>>,
+    /// The nearest standing scope at or above this one (see [`crate::Context::realm`]).
+    pub(crate) realm: Option<ScopeId>,
     pub(crate) shared: Arc<Shared>,
     pub(crate) state: Mutex<ScopeState>,
     pub(crate) runner: Option<Runner>,
@@ -156,14 +158,21 @@ impl ScopeNode {
         label: Option<Arc<str>>,
         runner: Option<Runner>,
         status: ScopeStatus,
+        own_realm: bool,
     ) -> Arc<ScopeNode> {
         let id = shared.next_scope_id();
+        let realm = if own_realm {
+            Some(id)
+        } else {
+            parent.and_then(|p| p.realm)
+        };
         let node = Arc::new(ScopeNode {
             id,
             parent: parent.map(|p| p.id),
             parent_node: parent.map(Arc::downgrade),
             name,
             label,
+            realm,
             shared: shared.clone(),
             state: Mutex::new(ScopeState {
                 status,
