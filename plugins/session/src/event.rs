@@ -29,6 +29,10 @@ pub struct SessionHeader {
     /// The session this one was forked from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent_session: Option<String>,
+    /// The agent preset the session was created with (its creation value: a later switch is an
+    /// `agent-preset/selected` event, so read [`resolve_session_preset`], not this field).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_preset: Option<String>,
 }
 
 /// One logged event.
@@ -111,6 +115,8 @@ pub mod kinds {
     pub const STEP_END: &str = "step/end";
     /// A turn ended, with its reason.
     pub const TURN_END: &str = "turn/end";
+    /// The session switched to another agent preset (derives no model message).
+    pub const AGENT_PRESET_SELECTED: &str = "agent-preset/selected";
 }
 
 /// A typed event payload: written with [`crate::Session::append`], read back with
@@ -209,10 +215,42 @@ data!(/// `turn/end`.
     TurnEndData = kinds::TURN_END; { /// The turn.
     turn: u64, /// Why it ended.
     reason: TurnEndReason });
+data!(/// `agent-preset/selected`: the session runs this preset from here on.
+    AgentPresetSelectedData = kinds::AGENT_PRESET_SELECTED; { /// The preset id.
+    agent_preset: String });
 data!(/// `request/header`.
     RequestHeaderData = kinds::REQUEST_HEADER; { /// The full snapshot.
     header: RequestHeader, /// Why it was logged.
     reason: HeaderReason });
+
+/// The preset a session runs: the last `agent-preset/selected` event of `events`, else the
+/// header's creation value; `None` when neither names one (the caller's default applies).
+///
+/// The preset decides the model-visible tools, so it is read from the log, never from a cache:
+/// a cold reader resolves a switched session exactly as the live one ran.
+///
+/// A malformed `agent-preset/selected` event is skipped (an older valid one or the header
+/// decides): the answer only picks a presentation, and a damaged line must not hide the log.
+///
+/// # Examples
+///
+/// ```
+/// use cordis_session::{AgentPresetSelectedData, Session, resolve_session_preset};
+///
+/// let s = Session::in_memory("s");
+/// assert_eq!(resolve_session_preset(s.header(), &s.events()), None);
+/// s.append(&AgentPresetSelectedData { agent_preset: "minimal".into() }, None).unwrap();
+/// assert_eq!(resolve_session_preset(s.header(), &s.events()).as_deref(), Some("minimal"));
+/// ```
+pub fn resolve_session_preset(header: &SessionHeader, events: &[SessionEvent]) -> Option<String> {
+    events
+        .iter()
+        .rev()
+        .filter(|e| e.is::<AgentPresetSelectedData>())
+        .find_map(|e| e.data_as::<AgentPresetSelectedData>().ok())
+        .map(|d| d.agent_preset)
+        .or_else(|| header.agent_preset.clone())
+}
 
 /// Why a turn ended.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -37,10 +37,11 @@ mod session;
 mod store;
 
 pub use event::{
-    AssistantChunkData, AssistantMessageData, EventData, HeaderReason, RequestHeader,
-    RequestHeaderData, SESSION_VERSION, SessionEvent, SessionHeader, StepEndData, StepStartData,
-    ToolApprovalData, ToolCallData, ToolCodeDispatchData, ToolCodeDispatchStartData,
+    AgentPresetSelectedData, AssistantChunkData, AssistantMessageData, EventData, HeaderReason,
+    RequestHeader, RequestHeaderData, SESSION_VERSION, SessionEvent, SessionHeader, StepEndData,
+    StepStartData, ToolApprovalData, ToolCallData, ToolCodeDispatchData, ToolCodeDispatchStartData,
     ToolResultData, TurnEndData, TurnEndReason, TurnStartData, UserMessageData, kinds,
+    resolve_session_preset,
 };
 pub use plugin::{Durability, SessionConfig, SessionPlugin};
 pub use project::{
@@ -48,4 +49,4 @@ pub use project::{
     fold_request_header, last_turn, open_turn,
 };
 pub use session::{Session, SessionError};
-pub use store::{OpenReport, SessionStore};
+pub use store::{CreateOptions, OpenReport, SessionStore};

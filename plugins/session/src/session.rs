@@ -168,6 +168,7 @@ impl Session {
             created_at: now_ms(),
             cwd: None,
             parent_session: None,
+            agent_preset: None,
         };
         Session::from_parts(header, Vec::new(), None).unwrap_or_else(|_| unreachable!())
     }
@@ -289,6 +290,26 @@ impl Session {
     /// A malformed header event.
     pub fn request_header(&self) -> Result<Option<RequestHeader>, SessionError> {
         Ok(self.with_events(fold_request_header)?)
+    }
+
+    /// Records that the session runs preset `preset` from now on (`agent-preset/selected`);
+    /// returns its seq. [`crate::resolve_session_preset`] reads it back.
+    ///
+    /// # Errors
+    /// As [`Session::append`].
+    pub fn select_preset(&self, preset: &str) -> Result<u64, SessionError> {
+        self.append(
+            &crate::event::AgentPresetSelectedData {
+                agent_preset: preset.to_owned(),
+            },
+            None,
+        )
+    }
+
+    /// The preset this session runs now (see [`crate::resolve_session_preset`]), read under
+    /// the session lock.
+    pub fn preset(&self) -> Option<String> {
+        self.with_events(|events| crate::event::resolve_session_preset(&self.inner.header, events))
     }
 
     /// Closes a turn left open, balanced (see [`crate::closing_events`]); returns the seqs

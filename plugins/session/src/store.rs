@@ -25,6 +25,41 @@ pub struct OpenReport {
     pub created: bool,
 }
 
+/// The header values of a session being created (all optional; `Default` is none of them).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CreateOptions {
+    /// The working directory the session belongs to.
+    pub cwd: Option<String>,
+    /// The session it was forked from.
+    pub parent_session: Option<String>,
+    /// The agent preset it is created with (the header's `agentPreset`).
+    pub agent_preset: Option<String>,
+}
+
+impl CreateOptions {
+    /// With the working directory.
+    #[must_use]
+    pub fn cwd(mut self, cwd: impl Into<String>) -> Self {
+        self.cwd = Some(cwd.into());
+        self
+    }
+
+    /// With the parent session.
+    #[must_use]
+    pub fn parent_session(mut self, id: impl Into<String>) -> Self {
+        self.parent_session = Some(id.into());
+        self
+    }
+
+    /// With the agent preset recorded in the header.
+    #[must_use]
+    pub fn agent_preset(mut self, preset: impl Into<String>) -> Self {
+        self.agent_preset = Some(preset.into());
+        self
+    }
+}
+
 /// The `sessions` service.
 ///
 /// A session open through this store is shared: opening its id again returns the same
@@ -126,14 +161,35 @@ impl SessionStore {
         cwd: Option<String>,
         parent_session: Option<String>,
     ) -> Result<Session, SessionError> {
+        self.create_with(
+            id,
+            CreateOptions {
+                cwd,
+                parent_session,
+                agent_preset: None,
+            },
+        )
+        .await
+    }
+
+    /// Creates session `id` with the header values of `options` (its preset included).
+    ///
+    /// # Errors
+    /// As [`SessionStore::create`].
+    pub async fn create_with(
+        &self,
+        id: &str,
+        options: CreateOptions,
+    ) -> Result<Session, SessionError> {
         check_id(id)?;
         let header = SessionHeader {
             kind: "session".into(),
             version: SESSION_VERSION,
             id: id.to_owned(),
             created_at: now_ms(),
-            cwd,
-            parent_session,
+            cwd: options.cwd,
+            parent_session: options.parent_session,
+            agent_preset: options.agent_preset,
         };
         if self.live(id).is_some() {
             return Err(SessionError::AlreadyExists {
@@ -215,11 +271,24 @@ impl SessionStore {
     /// # Errors
     /// As [`SessionStore::open`] and [`SessionStore::create`].
     pub async fn open_or_create(&self, id: &str) -> Result<(Session, OpenReport), SessionError> {
+        self.open_or_create_with(id, CreateOptions::default()).await
+    }
+
+    /// Opens session `id`, creating it with `options` when it does not exist (an existing
+    /// session keeps its header: `options` apply to a creation only).
+    ///
+    /// # Errors
+    /// As [`SessionStore::open`] and [`SessionStore::create`].
+    pub async fn open_or_create_with(
+        &self,
+        id: &str,
+        options: CreateOptions,
+    ) -> Result<(Session, OpenReport), SessionError> {
         let exists = self.live(id).is_some() || self.path_of(id).is_some_and(|p| p.exists());
         if exists {
             self.open(id).await
         } else {
-            let session = self.create(id, None, None).await?;
+            let session = self.create_with(id, options).await?;
             Ok((
                 session,
                 OpenReport {
