@@ -23,6 +23,8 @@ use crate::schema::ToolSchema;
 pub type SectionFn = Arc<dyn Fn(&AssembleContext) -> String + Send + Sync>;
 /// Computes a variable's value for one assembly; `None` = no value (an error if referenced).
 pub type VariableFn = Arc<dyn Fn(&AssembleContext) -> Option<String> + Send + Sync>;
+/// Replaces a section's text for some assemblies: `Some(text)` for those it applies to.
+pub type OverrideFn = Arc<dyn Fn(&AssembleContext) -> Option<String> + Send + Sync>;
 /// Offers tools for one assembly.
 pub type ToolProviderFn = Arc<dyn Fn(&AssembleContext) -> ToolProviderResult + Send + Sync>;
 
@@ -140,6 +142,8 @@ struct State {
     variables: BTreeMap<String, (u64, VariableFn)>,
     /// Keyed by registration id; the order only affects error reporting, never the output.
     providers: BTreeMap<u64, ToolProviderFn>,
+    /// Section overrides by registration id: (section name, override).
+    overrides: BTreeMap<u64, (String, OverrideFn)>,
 }
 
 impl State {
@@ -258,6 +262,41 @@ impl SystemPrompt {
         }))
     }
 
+    /// Replaces the text of section `name` in the assemblies for which `text` returns `Some`,
+    /// as an effect of `ctx`'s scope (an agent preset's persona replaces `deployment:persona`
+    /// for the agents joined to it). The section keeps its name and order; a section nobody
+    /// registered is not created.
+    ///
+    /// # Determinism
+    /// When several overrides of one section apply to one assembly, the earliest registered
+    /// wins; callers keep them disjoint (one preset per agent), so registration order does not
+    /// decide what the model sees.
+    ///
+    /// # Errors
+    /// An empty name or a dead scope.
+    pub fn override_section(
+        &self,
+        ctx: &Context,
+        name: &str,
+        text: impl Fn(&AssembleContext) -> Option<String> + Send + Sync + 'static,
+    ) -> Result<EffectHandle, RegisterError> {
+        if name.is_empty() {
+            return Err(RegisterError::EmptySectionName);
+        }
+        self.live(ctx, "section override", name)?;
+        let id = {
+            let mut st = lock(&self.state);
+            let id = st.next();
+            st.overrides.insert(id, (name.to_owned(), Arc::new(text)));
+            id
+        };
+        Ok(
+            self.finish(ctx, "section override", name.to_owned(), move |st| {
+                st.overrides.remove(&id);
+            }),
+        )
+    }
+
     /// Registers a tool provider as an effect of `ctx`'s scope.
     ///
     /// # Errors
@@ -347,8 +386,9 @@ impl SystemPrompt {
     /// As [`SystemPrompt::assemble`], minus the waterfall.
     pub fn initial(&self, context: &AssembleContext) -> Result<PromptAssembly, AssembleError> {
         // Snapshot under the lock, call user code without it (a callback may register things).
-        let (sections, variables, providers) = {
+        let (sections, variables, providers, overrides) = {
             let st = lock(&self.state);
+            let overrides: Vec<(String, OverrideFn)> = st.overrides.values().cloned().collect();
             let sections: Vec<(String, f64, SectionText)> = st
                 .sections
                 .iter()
@@ -360,14 +400,23 @@ impl SystemPrompt {
                 .map(|(n, (_, f))| (n.clone(), f.clone()))
                 .collect();
             let providers: Vec<ToolProviderFn> = st.providers.values().cloned().collect();
-            (sections, variables, providers)
+            (sections, variables, providers, overrides)
         };
 
         let mut assembled = Vec::with_capacity(sections.len());
         for (name, order, text) in sections {
-            let text = match text {
-                SectionText::Static(s) => s,
-                SectionText::Dynamic(f) => {
+            let mut replaced = None;
+            for (_, f) in overrides.iter().filter(|(n, _)| *n == name) {
+                let site = format!("override of section \"{name}\"");
+                if let Some(text) = guarded(&site, || f(context))? {
+                    replaced = Some(text);
+                    break;
+                }
+            }
+            let text = match (replaced, text) {
+                (Some(text), _) => text,
+                (None, SectionText::Static(s)) => s,
+                (None, SectionText::Dynamic(f)) => {
                     let text = guarded(&format!("section \"{name}\""), || f(context))?;
                     // A computed section that is empty for this assembly is not part of it:
                     // that is how a section applies to some scopes only (Code Mode's SDK).
@@ -471,6 +520,52 @@ mod tests {
             tool_order.map(|o| o.iter().map(|s| (*s).to_owned()).collect()),
         )
         .unwrap()
+    }
+
+    #[tokio::test]
+    async fn an_override_replaces_a_section_only_where_it_applies_and_unwinds() {
+        let root = Context::root();
+        let sp = service(&root, None);
+        let _ = sp
+            .section(
+                &root,
+                Section::fixed("deployment:persona", 0.0, "deployment"),
+            )
+            .unwrap();
+        let _ = sp
+            .section(&root, Section::fixed("later", 1.0, "after"))
+            .unwrap();
+        let row = root.child_scope("preset row");
+        let joined = crate::ScopeKey(7);
+        let handle = sp
+            .override_section(&row.context().unwrap(), "deployment:persona", move |a| {
+                (a.scope == Some(joined)).then(|| "preset".to_owned())
+            })
+            .unwrap();
+        // Nobody registered "ghost": an override creates nothing.
+        let _ = sp
+            .override_section(&root, "ghost", |_| Some("boo".into()))
+            .unwrap();
+        let text = |a: AssembleContext| {
+            let sp = &sp;
+            async move { sp.assemble(a).await.unwrap().render().unwrap() }
+        };
+        assert_eq!(
+            text(AssembleContext::scoped(joined)).await,
+            "preset\n\nafter"
+        );
+        assert_eq!(
+            text(AssembleContext::scoped(crate::ScopeKey(8))).await,
+            "deployment\n\nafter"
+        );
+        assert_eq!(text(AssembleContext::global()).await, "deployment\n\nafter");
+        drop(handle);
+        row.dispose();
+        assert_eq!(
+            text(AssembleContext::scoped(joined)).await,
+            "deployment\n\nafter"
+        );
+        root.dispose();
     }
 
     #[tokio::test]

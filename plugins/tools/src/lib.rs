@@ -42,11 +42,11 @@ pub use definition::{
 pub use error::RegisterError;
 pub use execute::{Decision, PostExecute, PreExecute, ToolsPostExecute, ToolsPreExecute};
 pub use plugin::{
-    NoConfig, ToolPresentationConfig, ToolPresentationPlugin, ToolsConfig, ToolsConfigError,
-    ToolsPlugin,
+    NoConfig, ToolPresentationConfig, ToolPresentationPlugin, ToolRestrictPlugin, ToolsConfig,
+    ToolsConfigError, ToolsPlugin,
 };
 pub use presentation::{DEFAULT_MAX_PARALLEL_SUB_CALLS, Presentation, PresentationMode};
-pub use registry::{Guard, RUN_CODE, Restriction, ToolRegistry, ToolsChange};
+pub use registry::{Guard, RUN_CODE, Restriction, ToolRegistry, ToolsChange, declaring_key};
 pub use run_code::{CodeDispatch, DispatchOutcome, ToolsCodeDispatch};
 pub use tool_set::{ToolSet, ToolSetPlugin};
 pub use typed::{parameters_schema, parse_arguments};

@@ -13,7 +13,7 @@ use cordis_system_prompt::SystemPrompt;
 use serde::Deserialize;
 
 use crate::presentation::{DEFAULT_MAX_PARALLEL_SUB_CALLS, Presentation, PresentationMode};
-use crate::registry::ToolRegistry;
+use crate::registry::{Restriction, ToolRegistry, declaring_key};
 
 /// Configuration of the `tool-presentation` plugin: the mode, required.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -53,7 +53,9 @@ impl Plugin for ToolPresentationPlugin {
     }
 
     async fn apply(&self, ctx: Context, config: &ToolPresentationConfig) -> Result<(), BoxError> {
-        let key = cordis_schema::ScopeKey::from(ctx.scope_id());
+        // Under a preset's standing scope the declaration is the realm's, so every agent joined
+        // to the preset inherits it; elsewhere it is this row's own scope.
+        let key = declaring_key(&ctx);
         let mode = config.mode;
         if mode == PresentationMode::Native {
             let registry = ctx.require::<ToolRegistry>()?;
@@ -72,6 +74,33 @@ impl Plugin for ToolPresentationPlugin {
         .inject(Inject::required(ToolRegistry::NAME))
         .inject(Inject::required(CodeRuntimeService::NAME));
         let _ = ctx.plugin(waiting, ());
+        Ok(())
+    }
+}
+
+/// The `tool-restrict` plugin: narrows what agents joined to its realm (a preset's standing
+/// scope) inherit, with `allow` and/or `deny` lists of tool names. Outside a realm it restricts
+/// its own scope, which agents may join by parenting. The restriction unwinds with the row.
+///
+/// The names must be tools the scope inherits when the row applies (a misspelt name fails the
+/// row, naming the known tools), so a preset mounted over the host's tools can only narrow them.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ToolRestrictPlugin;
+
+impl Plugin for ToolRestrictPlugin {
+    type Config = Restriction;
+
+    fn name(&self) -> &str {
+        "tool-restrict"
+    }
+
+    fn inject(&self) -> &[Inject] {
+        PRESENTATION_INJECT
+    }
+
+    async fn apply(&self, ctx: Context, config: &Restriction) -> Result<(), BoxError> {
+        let registry = ctx.require::<ToolRegistry>()?;
+        let _ = registry.restrict(&ctx, declaring_key(&ctx), config.clone())?;
         Ok(())
     }
 }

@@ -6,6 +6,13 @@
 //! intersection of every restriction on its chain; its own tools are added last, shadowing and
 //! never filtered (a parent's filter must not strip tools a runtime registered into the child).
 //!
+//! # Realms
+//! A plugin applied under a standing scope made by `Context::child_realm` (an agent preset's)
+//! registers into that realm's layer, not the global one ([`ToolRegistry::register`]); so do the
+//! scope-state rows (`tool-presentation`, `tool-restrict`, see [`declaring_key`]). An agent
+//! joins a preset by binding its scope's parent to the realm's key, and so sees the preset's
+//! tools, restrictions and presentation, while agents of other presets see none of them.
+//!
 //! # Determinism
 //! Layers are ordered maps and every list leaving the registry is sorted by UTF-16 code units, so
 //! no hash-map or registration order leaks out. The model-facing order is still the assembly's job.
@@ -325,6 +332,18 @@ fn schemas_of(visible: &BTreeMap<String, Arc<Registered>>) -> Vec<ToolSchema> {
     out
 }
 
+/// The layer a plugin running under `ctx` writes to by default: its realm's, else the global
+/// one (`None`).
+pub(crate) fn realm_key(ctx: &Context) -> Option<ScopeKey> {
+    ctx.realm().map(ScopeKey::from)
+}
+
+/// The layer a scope-state row (a presentation, a restriction) declares for: its realm's, else
+/// its own scope's (a standing scope that agents join by parenting).
+pub fn declaring_key(ctx: &Context) -> ScopeKey {
+    ScopeKey::from(ctx.realm().unwrap_or_else(|| ctx.scope_id()))
+}
+
 /// The `tools` service.
 #[derive(Clone)]
 pub struct ToolRegistry {
@@ -369,21 +388,24 @@ impl ToolRegistry {
         }
     }
 
-    /// Registers a global tool as an effect of `ctx`'s scope.
+    /// Registers a tool as an effect of `ctx`'s scope: into the layer of `ctx`'s realm when it
+    /// lives in one (see [`Context::realm`]: a preset's standing scope, so only agents joined to
+    /// that preset see the tool), else into the global layer.
     ///
     /// # Errors
-    /// An invalid definition, a duplicate global name, or a dead scope.
+    /// An invalid definition, a duplicate name in that layer, or a dead scope.
     pub fn register(
         &self,
         ctx: &Context,
         def: ToolDefinition,
     ) -> Result<EffectHandle, RegisterError> {
-        self.register_in(ctx, None, def)
+        self.register_in(ctx, realm_key(ctx), def)
     }
 
-    /// Registers a global tool the way a plugin's `apply` should: a seeded schedule point
-    /// ([`Schedule::BEFORE_REGISTER`], so randomized schedules interleave registrations across
-    /// plugins), a [`Schedule::TRACE_REGISTER`] trace naming the tool, then [`Self::register`].
+    /// Registers a tool (global, or into `ctx`'s realm, as [`Self::register`]) the way a
+    /// plugin's `apply` should: a seeded schedule point ([`Schedule::BEFORE_REGISTER`], so
+    /// randomized schedules interleave registrations across plugins), a
+    /// [`Schedule::TRACE_REGISTER`] trace naming the tool, then [`Self::register`].
     ///
     /// # Errors
     /// As [`Self::register`].
@@ -574,6 +596,11 @@ impl ToolRegistry {
         )
     }
 
+    /// `scope` and the parents bound above it, nearest first.
+    pub fn chain(&self, scope: ScopeKey) -> Vec<ScopeKey> {
+        self.inner.store().chain(scope)
+    }
+
     /// The parent bound to `scope`, if any.
     pub fn parent_of(&self, scope: ScopeKey) -> Option<ScopeKey> {
         self.inner.store().parents.get(&scope).copied()
@@ -684,6 +711,38 @@ mod tests {
         root.dispose();
         assert_eq!(names(&reg.schemas(None)), Vec::<String>::new());
         assert!(root.live().is_zero());
+    }
+
+    #[tokio::test]
+    async fn a_plugin_under_a_realm_registers_into_that_realm_and_only_its_joiners_see_it() {
+        let root = Context::root();
+        let reg = ToolRegistry::new(root.clone());
+        let _ = reg.register(&root, tool("global")).unwrap();
+        let standing = root.child_realm("preset:a");
+        let s = key(&standing.context().unwrap());
+        let row = standing.context().unwrap().child_scope("row");
+        let rctx = row.context().unwrap();
+        let _ = reg.register(&rctx, tool("mine")).unwrap();
+        // The same name in another realm is another layer: no collision.
+        let other = root.child_realm("preset:b");
+        let o = key(&other.context().unwrap());
+        let _ = reg
+            .register(&other.context().unwrap(), tool("mine"))
+            .unwrap();
+        assert_eq!(names(&reg.schemas(None)), ["global"], "not global");
+        let (joined, stranger, joined_b) = (ScopeKey(1_000), ScopeKey(1_001), ScopeKey(1_002));
+        let _ = reg.bind_parent(&root, joined, s).unwrap();
+        let _ = reg.bind_parent(&root, joined_b, o).unwrap();
+        assert_eq!(names(&reg.schemas(Some(joined))), ["global", "mine"]);
+        assert_eq!(names(&reg.schemas(Some(stranger))), ["global"]);
+        assert_eq!(reg.chain(joined), [joined, s]);
+        // Presentation and restriction rows declare for the realm too.
+        assert_eq!(declaring_key(&rctx), s);
+        assert_eq!(declaring_key(&root), key(&root));
+        row.dispose();
+        assert_eq!(names(&reg.schemas(Some(joined))), ["global"]);
+        assert_eq!(names(&reg.schemas(Some(joined_b))), ["global", "mine"]);
+        root.dispose();
     }
 
     #[tokio::test]
