@@ -71,6 +71,42 @@ pub(crate) struct ReadLog {
     pub(crate) newline_repaired: bool,
 }
 
+/// What parsing a file's bytes found: its complete lines, and the final line without a newline.
+struct Parsed {
+    header: SessionHeader,
+    events: Vec<SessionEvent>,
+    /// Length of the complete lines.
+    complete: usize,
+    /// The final line without a newline, when it is a complete event (the next seq).
+    whole_tail: Option<SessionEvent>,
+}
+
+/// Reads `path` as it is, repairing nothing and locking nothing: the view of a reader that must
+/// not disturb a writer (in this process or another). A final line without its newline is kept
+/// when it is a complete event and ignored otherwise (a writer may be in the middle of it).
+pub(crate) fn read_only(path: &Path) -> Result<(SessionHeader, Vec<SessionEvent>), SessionError> {
+    let bytes = read_bytes(path)?;
+    let mut parsed = parse(path, &bytes)?;
+    parsed.events.extend(parsed.whole_tail);
+    Ok((parsed.header, parsed.events))
+}
+
+fn read_bytes(path: &Path) -> Result<Vec<u8>, SessionError> {
+    let mut bytes = Vec::new();
+    File::open(path)
+        .and_then(|mut f| f.read_to_end(&mut bytes))
+        .map_err(|source| match source.kind() {
+            io::ErrorKind::NotFound => SessionError::NotFound {
+                path: path.display().to_string(),
+            },
+            _ => SessionError::Io {
+                path: path.display().to_string(),
+                source,
+            },
+        })?;
+    Ok(bytes)
+}
+
 /// Reads `path`, repairing its end in place: a complete final event missing only its newline
 /// gets it, a torn final line is truncated.
 pub(crate) fn read(path: &Path) -> Result<ReadLog, SessionError> {
@@ -79,10 +115,44 @@ pub(crate) fn read(path: &Path) -> Result<ReadLog, SessionError> {
         path: shown.clone(),
         source,
     };
-    let mut bytes = Vec::new();
-    File::open(path)
-        .and_then(|mut f| f.read_to_end(&mut bytes))
-        .map_err(io)?;
+    let bytes = read_bytes(path)?;
+    let Parsed {
+        header,
+        mut events,
+        complete,
+        whole_tail,
+    } = parse(path, &bytes)?;
+    let tail = &bytes[complete..];
+    let (mut truncated, mut newline_repaired) = (None, false);
+    if !tail.is_empty() {
+        let mut f = OpenOptions::new().write(true).open(path).map_err(io)?;
+        match whole_tail {
+            Some(event) => {
+                f.seek(SeekFrom::End(0))
+                    .and_then(|_| f.write_all(b"\n"))
+                    .map_err(io)?;
+                events.push(event);
+                newline_repaired = true;
+            }
+            None => {
+                f.set_len(complete as u64).map_err(io)?;
+                truncated = Some(tail.len() as u64);
+            }
+        }
+        f.sync_all().map_err(io)?;
+    }
+    Ok(ReadLog {
+        header,
+        events,
+        truncated,
+        newline_repaired,
+    })
+}
+
+/// Parses a file's bytes: the header, every complete line, and whether the final unterminated
+/// line is a whole event.
+fn parse(path: &Path, bytes: &[u8]) -> Result<Parsed, SessionError> {
+    let shown = path.display().to_string();
     let corrupt = |line: usize, message: String| SessionError::Corrupt {
         path: shown.clone(),
         line,
@@ -126,32 +196,15 @@ pub(crate) fn read(path: &Path) -> Result<ReadLog, SessionError> {
         events.push(event);
     }
     let tail = &bytes[complete..];
-    let (mut truncated, mut newline_repaired) = (None, false);
-    if !tail.is_empty() {
-        let whole = serde_json::from_slice::<SessionEvent>(tail)
-            .ok()
-            .filter(|e| e.seq == events.len() as u64);
-        let mut f = OpenOptions::new().write(true).open(path).map_err(io)?;
-        match whole {
-            Some(event) => {
-                f.seek(SeekFrom::End(0))
-                    .and_then(|_| f.write_all(b"\n"))
-                    .map_err(io)?;
-                events.push(event);
-                newline_repaired = true;
-            }
-            None => {
-                f.set_len(complete as u64).map_err(io)?;
-                truncated = Some(tail.len() as u64);
-            }
-        }
-        f.sync_all().map_err(io)?;
-    }
-    Ok(ReadLog {
+    let whole_tail = (!tail.is_empty())
+        .then(|| serde_json::from_slice::<SessionEvent>(tail).ok())
+        .flatten()
+        .filter(|e| e.seq == events.len() as u64);
+    Ok(Parsed {
         header,
         events,
-        truncated,
-        newline_repaired,
+        complete,
+        whole_tail,
     })
 }
 

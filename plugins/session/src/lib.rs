@@ -45,8 +45,9 @@ pub use event::{
 };
 pub use plugin::{Durability, SessionConfig, SessionPlugin};
 pub use project::{
-    ClosingEvent, ProjectionError, closing_events, derive_messages, event_message,
-    fold_request_header, last_turn, open_turn,
+    ClosingEvent, Cut, DEFAULT_MAX_MESSAGES, PageBounds, ProjectionError, Projections,
+    TODO_WRITE_TOOL, closing_events, derive_messages, event_message, fold_request_header,
+    last_turn, open_turn, page_bounds, projection_values,
 };
 pub use session::{Session, SessionError};
-pub use store::{CreateOptions, OpenReport, SessionStore};
+pub use store::{CreateOptions, OpenReport, SessionSnapshot, SessionSource, SessionStore};

@@ -4,12 +4,15 @@
 //! Every function here depends only on the events passed in, never on caches or clocks, so a
 //! fresh fold of a log prefix is comparable to what the loop sent.
 
+use std::collections::BTreeMap;
+
 use cordis_llm::Message;
+use serde::Serialize;
 
 use crate::event::{
-    AssistantMessageData, EventData, RequestHeader, RequestHeaderData, SessionEvent, StepEndData,
-    StepStartData, ToolCallData, ToolResultData, TurnEndData, TurnEndReason, TurnStartData,
-    UserMessageData, kinds,
+    AgentPresetSelectedData, AssistantMessageData, EventData, RequestHeader, RequestHeaderData,
+    SessionEvent, SessionHeader, StepEndData, StepStartData, ToolCallData, ToolResultData,
+    TurnEndData, TurnEndReason, TurnStartData, UserMessageData, kinds,
 };
 
 /// An event's payload does not fit its kind.
@@ -223,6 +226,183 @@ pub fn closing_events(
     }
     out.push(closing(&TurnEndData { turn, reason }, None));
     Ok(out)
+}
+
+/// The page size of a history read that names none.
+pub const DEFAULT_MAX_MESSAGES: usize = 50;
+
+/// The tool whose last successful result is the `todos` projection (the `tool-todo` list).
+pub const TODO_WRITE_TOOL: &str = "todo_write";
+
+/// Where one history page lies in a log: `events[start..end]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PageBounds {
+    /// Index (= seq) of the page's first event.
+    pub start: usize,
+    /// One past the page's last event: the window end (`before_seq`, or the log's length).
+    pub end: usize,
+    /// True when older events exist before `start`.
+    pub has_more: bool,
+}
+
+/// Message-boundary pagination: the window is `events` with `seq < before_seq` (all of them
+/// without `before_seq`); walking back from its end, `user/message` and `assistant/message`
+/// events are counted, and at the `max_messages`-th (0 counts as 1) the page starts at the
+/// smallest of its seq and its `sourceEventSeqs`, so a message never loses its chunks. With
+/// fewer messages the page is the whole window. `has_more` is `start > 0`.
+///
+/// `events` must be a log (seq equal to index), as every session's events are.
+pub fn page_bounds(
+    events: &[SessionEvent],
+    before_seq: Option<u64>,
+    max_messages: usize,
+) -> PageBounds {
+    let end = before_seq.map_or(events.len(), |b| {
+        usize::try_from(b).map_or(events.len(), |b| b.min(events.len()))
+    });
+    let max = max_messages.max(1);
+    let mut count = 0;
+    let mut start = 0;
+    for e in events[..end].iter().rev() {
+        if e.kind != kinds::USER_MESSAGE && e.kind != kinds::ASSISTANT_MESSAGE {
+            continue;
+        }
+        count += 1;
+        if count >= max {
+            let group = e
+                .source_event_seqs
+                .iter()
+                .flatten()
+                .fold(e.seq, |low, s| low.min(*s));
+            start = usize::try_from(group).map_or(end, |g| g.min(end));
+            break;
+        }
+    }
+    PageBounds {
+        start,
+        end,
+        has_more: start > 0,
+    }
+}
+
+/// The projection baseline of a cut: values folded from exactly the events served with it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Projections {
+    /// The seq of the last event the values include: the last event of the page it came with
+    /// (`None` for a log without events; the values then come from the header alone).
+    pub as_of_seq: Option<u64>,
+    /// The values by name, sorted (see [`projection_values`] for the names).
+    pub values: BTreeMap<String, serde_json::Value>,
+}
+
+/// Where the events the projections read are: the last valid `agent-preset/selected` and the
+/// last successful `todo_write` result. A live session keeps these up to date on append, so
+/// its cut folds in O(1) under the lock; a frozen log scans for them once.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Marks {
+    preset: Option<usize>,
+    todos: Option<usize>,
+}
+
+impl Marks {
+    /// Notes `event`, the log's `index`-th.
+    pub(crate) fn note(&mut self, index: usize, event: &SessionEvent) {
+        match event.kind.as_str() {
+            kinds::AGENT_PRESET_SELECTED if event.data_as::<AgentPresetSelectedData>().is_ok() => {
+                self.preset = Some(index);
+            }
+            kinds::TOOL_RESULT => {
+                if let Ok(r) = event.data_as::<ToolResultData>()
+                    && r.name == TODO_WRITE_TOOL
+                    && !r.is_error
+                {
+                    self.todos = Some(index);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The marks of `events`.
+    pub(crate) fn scan(events: &[SessionEvent]) -> Marks {
+        let mut marks = Marks::default();
+        for (i, e) in events.iter().enumerate() {
+            marks.note(i, e);
+        }
+        marks
+    }
+}
+
+/// The values of `events` whose marks are `marks`.
+pub(crate) fn values_at(
+    header: &SessionHeader,
+    events: &[SessionEvent],
+    marks: Marks,
+) -> BTreeMap<String, serde_json::Value> {
+    let mut values = BTreeMap::new();
+    let preset = marks
+        .preset
+        .and_then(|i| events.get(i))
+        .and_then(|e| e.data_as::<AgentPresetSelectedData>().ok())
+        .map(|d| d.agent_preset)
+        .or_else(|| header.agent_preset.clone());
+    if let Some(preset) = preset {
+        values.insert("agentPreset".to_owned(), serde_json::Value::String(preset));
+    }
+    if let Some(r) = marks
+        .todos
+        .and_then(|i| events.get(i))
+        .and_then(|e| e.data_as::<ToolResultData>().ok())
+    {
+        values.insert("todos".to_owned(), r.content);
+    }
+    values
+}
+
+/// The projection values of a log, a pure fold: `agentPreset` (the preset the session runs,
+/// as [`crate::resolve_session_preset`]) and `todos` (the content of the last successful
+/// `todo_write` result: the agent's plan). A key is absent when it has no value. There is no
+/// projection registry in this project: these are the two values a client opening a session
+/// cannot get from the page itself.
+pub fn projection_values(
+    header: &SessionHeader,
+    events: &[SessionEvent],
+) -> BTreeMap<String, serde_json::Value> {
+    values_at(header, events, Marks::scan(events))
+}
+
+/// One history read of a log: a page and, for a tail page, the baseline of the same moment.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cut {
+    /// The page's events, in log order.
+    pub events: Vec<SessionEvent>,
+    /// True when older events exist before the page.
+    pub has_more: bool,
+    /// The baseline, on tail pages only (a read without `before_seq`); its `as_of_seq` is the
+    /// seq of the page's last event.
+    pub projections: Option<Projections>,
+}
+
+/// The cut of `events` (with the marks of the whole slice): the page and, without
+/// `before_seq`, the baseline folded from the same slice.
+pub(crate) fn cut_of(
+    header: &SessionHeader,
+    events: &[SessionEvent],
+    marks: Marks,
+    before_seq: Option<u64>,
+    max_messages: usize,
+) -> Cut {
+    let page = page_bounds(events, before_seq, max_messages);
+    let projections = before_seq.is_none().then(|| Projections {
+        as_of_seq: page.end.checked_sub(1).map(|i| i as u64),
+        values: values_at(header, &events[..page.end], marks),
+    });
+    Cut {
+        events: events[page.start..page.end].to_vec(),
+        has_more: page.has_more,
+        projections,
+    }
 }
 
 #[cfg(test)]

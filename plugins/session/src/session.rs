@@ -9,7 +9,9 @@ use cordis_llm::History;
 
 use crate::event::{EventData, RequestHeader, SessionEvent, SessionHeader, TurnEndReason};
 use crate::file::Cmd;
-use crate::project::{ProjectionError, closing_events, event_message, fold_request_header};
+use crate::project::{
+    Cut, Marks, ProjectionError, closing_events, cut_of, event_message, fold_request_header,
+};
 
 /// A session operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -93,6 +95,8 @@ struct State {
     /// `event_message` of every event so far: the live cache (the invariant never trusts it),
     /// shared with every request built from it.
     messages: History,
+    /// Where the projections' events are (kept on append, like `messages`).
+    marks: Marks,
 }
 
 struct Inner {
@@ -148,11 +152,16 @@ impl Session {
         for e in &events {
             messages.extend(event_message(e)?);
         }
+        let marks = Marks::scan(&events);
         let (tx, alive) = writer.map(|w| (w.tx, w.alive)).unzip();
         Ok(Session {
             inner: Arc::new(Inner {
                 header,
-                state: Mutex::new(State { events, messages }),
+                state: Mutex::new(State {
+                    events,
+                    messages,
+                    marks,
+                }),
                 writer: tx.map(Mutex::new),
                 _alive: alive,
             }),
@@ -224,6 +233,8 @@ impl Session {
         }
         let seq = event.seq;
         st.messages.extend(message);
+        let index = st.events.len();
+        st.marks.note(index, &event);
         st.events.push(event);
         Ok(seq)
     }
@@ -276,6 +287,24 @@ impl Session {
     /// snapshot, O(1).
     pub fn messages(&self) -> History {
         lock(&self.inner.state).messages.clone()
+    }
+
+    /// One history read: the page of [`crate::page_bounds`] and, without `before_seq`, the
+    /// projection baseline, taken in ONE critical section of the session lock.
+    ///
+    /// Appends come from other threads, so reading the events and then the baseline in two
+    /// steps could pair a page cut at N with values folded to N+1. Here both come from the
+    /// same slice, and `as_of_seq` is the last served event's seq by construction. The work
+    /// under the lock is the page copy; the baseline reads the append-maintained marks (O(1)).
+    pub fn cut(&self, before_seq: Option<u64>, max_messages: usize) -> Cut {
+        let st = lock(&self.inner.state);
+        cut_of(
+            &self.inner.header,
+            &st.events,
+            st.marks,
+            before_seq,
+            max_messages,
+        )
     }
 
     /// The messages and the seq the next event will get, read atomically (the boundary).

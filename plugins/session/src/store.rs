@@ -6,10 +6,11 @@ use std::sync::{Arc, Mutex};
 
 use cordis_runtime::Service;
 
-use crate::event::{SESSION_VERSION, SessionHeader, TurnEndReason};
+use crate::event::{SESSION_VERSION, SessionEvent, SessionHeader, TurnEndReason};
 use crate::file::{self, Sync};
 use crate::lock;
 use crate::plugin::Durability;
+use crate::project::{Cut, Marks, cut_of};
 use crate::session::{Session, SessionError, WeakSession, Writer, now_ms};
 
 /// What opening a session repaired.
@@ -57,6 +58,83 @@ impl CreateOptions {
     pub fn agent_preset(mut self, preset: impl Into<String>) -> Self {
         self.agent_preset = Some(preset.into());
         self
+    }
+}
+
+/// A persisted session as a reader found it on disk: frozen, never repaired, never resumed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionSnapshot {
+    header: SessionHeader,
+    events: Vec<SessionEvent>,
+}
+
+impl SessionSnapshot {
+    /// The header line.
+    pub fn header(&self) -> &SessionHeader {
+        &self.header
+    }
+
+    /// The events read.
+    pub fn events(&self) -> &[SessionEvent] {
+        &self.events
+    }
+
+    /// The preset the session runs (see [`crate::resolve_session_preset`]).
+    pub fn preset(&self) -> Option<String> {
+        crate::event::resolve_session_preset(&self.header, &self.events)
+    }
+
+    /// The history cut of the snapshot (as [`Session::cut`]; the baseline is a fold of the
+    /// events read, so `as_of_seq` is the last one's seq).
+    pub fn cut(&self, before_seq: Option<u64>, max_messages: usize) -> Cut {
+        cut_of(
+            &self.header,
+            &self.events,
+            Marks::scan(&self.events),
+            before_seq,
+            max_messages,
+        )
+    }
+}
+
+/// Where a session's history is read from.
+#[derive(Debug, Clone)]
+pub enum SessionSource {
+    /// Open in this process (by an agent or anyone else): still appending.
+    Attached(Session),
+    /// Persisted and not open here: the file as read (another process may be writing it).
+    Detached(SessionSnapshot),
+}
+
+impl SessionSource {
+    /// The session id.
+    pub fn id(&self) -> &str {
+        &self.header().id
+    }
+
+    /// The header line.
+    pub fn header(&self) -> &SessionHeader {
+        match self {
+            SessionSource::Attached(s) => s.header(),
+            SessionSource::Detached(s) => s.header(),
+        }
+    }
+
+    /// The preset the session runs, from its log (see [`crate::resolve_session_preset`]).
+    pub fn preset(&self) -> Option<String> {
+        match self {
+            SessionSource::Attached(s) => s.preset(),
+            SessionSource::Detached(s) => s.preset(),
+        }
+    }
+
+    /// The history cut: for an attached session one critical section of its lock
+    /// ([`Session::cut`]), for a detached one a fold of the snapshot.
+    pub fn cut(&self, before_seq: Option<u64>, max_messages: usize) -> Cut {
+        match self {
+            SessionSource::Attached(s) => s.cut(before_seq, max_messages),
+            SessionSource::Detached(s) => s.cut(before_seq, max_messages),
+        }
     }
 }
 
@@ -264,6 +342,31 @@ impl SessionStore {
                 created: false,
             },
         ))
+    }
+
+    /// The session `id` for a reader: the live one when this store has it open, else its file
+    /// read as it is ([`SessionSource::Detached`]) without the writer lock, repair or resume,
+    /// so a writer in another process is neither blocked nor disturbed.
+    ///
+    /// # Errors
+    /// [`SessionError::NotFound`] for an id with no session (an invalid id included, since no
+    /// session can have it), an unsupported version, a corrupt line, or I/O.
+    pub async fn source(&self, id: &str) -> Result<SessionSource, SessionError> {
+        if check_id(id).is_err() {
+            return Err(SessionError::NotFound {
+                path: format!("(invalid id) {id}"),
+            });
+        }
+        if let Some(session) = self.live(id) {
+            return Ok(SessionSource::Attached(session));
+        }
+        let Some(path) = self.path_of(id) else {
+            return Err(SessionError::NotFound {
+                path: format!("(in-memory store) {id}"),
+            });
+        };
+        let (header, events) = blocking(move || crate::file::read_only(&path)).await?;
+        Ok(SessionSource::Detached(SessionSnapshot { header, events }))
     }
 
     /// Opens session `id`, creating it when it does not exist (in memory: always creates).
