@@ -1,0 +1,359 @@
+//! `cordis-mcp-fixture`: a small MCP server over stdio for the `mcp` plugin's tests.
+//!
+//! Tools: `add`, `greet`, `fail` (an `isError` result), `crash` (replies, then exits),
+//! `admin.reset` (a dotted name), `slow` (sleeps; records a cancellation in the log), `env`
+//! (returns one environment variable), `pid`, and `toggle` (changes the tool list and sends
+//! `notifications/tools/list_changed`).
+//!
+//! Flags:
+//! - `--tools a,b,c`: the tools offered (default: all);
+//! - `--seed N`: lists the tools in an order shuffled from `N` (and the list call count), and
+//!   answers every request after a delay drawn from `N` in `0..=--max-delay-ms`;
+//! - `--page-size N`: pages `tools/list` (cursor = offset);
+//! - `--extra N`: adds tools `extra_00` … (for long, paginated lists);
+//! - `--log FILE`: appends one line per notable event (`start <pid>`, `cancelled <tool>`);
+//! - `--linger`: ignores SIGTERM and keeps running after stdin closes (a server that ignores
+//!   shutdown, so the client must kill it).
+
+use std::collections::BTreeSet;
+use std::io::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ErrorData, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::{RequestContext, RoleServer};
+use rmcp::{ServerHandler, ServiceExt};
+use serde_json::{Value, json};
+
+const ALL: &[&str] = &[
+    "add",
+    "greet",
+    "fail",
+    "crash",
+    "admin.reset",
+    "slow",
+    "env",
+    "pid",
+    "toggle",
+];
+
+#[derive(Debug, Clone, Default)]
+struct Options {
+    tools: Vec<String>,
+    seed: Option<u64>,
+    max_delay_ms: u64,
+    page_size: usize,
+    extra: usize,
+    log: Option<String>,
+    linger: bool,
+}
+
+fn parse_args() -> Result<Options, String> {
+    let mut o = Options {
+        tools: ALL.iter().map(|s| (*s).to_owned()).collect(),
+        ..Options::default()
+    };
+    let mut args = std::env::args().skip(1);
+    while let Some(flag) = args.next() {
+        let mut value = || args.next().ok_or_else(|| format!("{flag} needs a value"));
+        let number = |v: String| v.parse::<u64>().map_err(|e| format!("{flag}: {e}"));
+        match flag.as_str() {
+            "--tools" => {
+                o.tools = value()?
+                    .split(',')
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_owned)
+                    .collect();
+            }
+            "--seed" => o.seed = Some(number(value()?)?),
+            "--max-delay-ms" => o.max_delay_ms = number(value()?)?,
+            "--page-size" => o.page_size = usize::try_from(number(value()?)?).unwrap_or(0),
+            "--extra" => o.extra = usize::try_from(number(value()?)?).unwrap_or(0),
+            "--log" => o.log = Some(value()?),
+            "--linger" => o.linger = true,
+            other => return Err(format!("unknown flag {other}")),
+        }
+    }
+    Ok(o)
+}
+
+/// splitmix64: a seeded sequence with no dependency.
+fn mix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+struct State {
+    /// Tools currently offered, by name (a set: `toggle` adds and removes).
+    tools: BTreeSet<String>,
+    /// The next `tools/list` fails (once per `toggle {"failList": true}`).
+    fail_list: bool,
+    /// Lists one tool twice (an invalid list).
+    duplicate: bool,
+}
+
+#[derive(Clone)]
+struct Fixture {
+    options: Arc<Options>,
+    state: Arc<Mutex<State>>,
+    requests: Arc<AtomicU64>,
+}
+
+impl Fixture {
+    fn log(&self, line: &str) {
+        if let Some(path) = &self.options.log
+            && let Ok(mut f) = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+        {
+            let _ = writeln!(f, "{line}");
+        }
+    }
+
+    /// The seeded delay before answering a request.
+    async fn delay(&self) {
+        let (Some(seed), max) = (self.options.seed, self.options.max_delay_ms) else {
+            return;
+        };
+        if max == 0 {
+            return;
+        }
+        let n = self.requests.fetch_add(1, Ordering::Relaxed);
+        let ms = mix(seed ^ mix(n)) % (max + 1);
+        tokio::time::sleep(Duration::from_millis(ms)).await;
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+fn tool(name: &str) -> Tool {
+    let (description, schema) = match name {
+        "add" => (
+            "Adds two numbers.",
+            json!({"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}, "required": ["a", "b"]}),
+        ),
+        "greet" => (
+            "Greets someone.",
+            json!({"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}),
+        ),
+        "fail" => ("Always fails (isError).", json!({"type": "object"})),
+        "crash" => ("Replies, then exits.", json!({"type": "object"})),
+        "admin.reset" => ("A tool with a dotted name.", json!({"type": "object"})),
+        "slow" => (
+            "Sleeps `ms` milliseconds (default 60000).",
+            json!({"type": "object", "properties": {"ms": {"type": "integer"}}}),
+        ),
+        "env" => (
+            "Returns an environment variable of the server process.",
+            json!({"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}),
+        ),
+        "pid" => ("Returns the server's process id.", json!({"type": "object"})),
+        "toggle" => (
+            "Changes the tool list, then sends tools/list_changed.",
+            json!({"type": "object", "properties": {
+                "add": {"type": "array", "items": {"type": "string"}},
+                "remove": {"type": "array", "items": {"type": "string"}},
+                "failList": {"type": "boolean"},
+                "duplicate": {"type": "boolean"}
+            }}),
+        ),
+        _ => ("A generated tool.", json!({"type": "object"})),
+    };
+    let value = json!({"name": name, "description": description, "inputSchema": schema});
+    serde_json::from_value(value).unwrap_or_else(|e| panic!("fixture tool {name}: {e}"))
+}
+
+fn text_result(text: impl Into<String>, is_error: bool, structured: Option<Value>) -> CallToolResult {
+    let mut value = json!({"content": [{"type": "text", "text": text.into()}], "isError": is_error});
+    if let Some(s) = structured {
+        value["structuredContent"] = s;
+    }
+    serde_json::from_value(value).unwrap_or_else(|e| panic!("fixture result: {e}"))
+}
+
+fn string_list(v: Option<&Value>) -> Vec<String> {
+    v.and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|x| x.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+impl ServerHandler for Fixture {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+        )
+    }
+
+    async fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        self.delay().await;
+        let (mut names, duplicate) = {
+            let mut st = self.lock();
+            if st.fail_list {
+                st.fail_list = false;
+                return Err(ErrorData::internal_error("tools/list is failing on purpose", None));
+            }
+            (st.tools.iter().cloned().collect::<Vec<_>>(), st.duplicate)
+        };
+        if duplicate && let Some(first) = names.first().cloned() {
+            names.push(first);
+        }
+        if let Some(seed) = self.options.seed {
+            // Fisher–Yates from the seed: the order differs between seeds, never within one.
+            for i in (1..names.len()).rev() {
+                let j = usize::try_from(mix(seed ^ mix(i as u64)) % (i as u64 + 1)).unwrap_or(0);
+                names.swap(i, j);
+            }
+        }
+        let offset: usize = request
+            .and_then(|r| r.cursor)
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(0);
+        let size = if self.options.page_size == 0 {
+            names.len()
+        } else {
+            self.options.page_size
+        };
+        let end = (offset + size).min(names.len());
+        let page: Vec<Tool> = names
+            .get(offset..end)
+            .unwrap_or_default()
+            .iter()
+            .map(|n| tool(n))
+            .collect();
+        let mut result = ListToolsResult::with_all_items(page);
+        result.next_cursor = (end < names.len()).then(|| end.to_string());
+        Ok(result)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        self.delay().await;
+        let name = request.name.to_string();
+        let args = request.arguments.map(Value::Object).unwrap_or(json!({}));
+        if !self.lock().tools.contains(&name) {
+            return Err(ErrorData::invalid_params(format!("unknown tool: {name}"), None));
+        }
+        let result = match name.as_str() {
+            "add" => {
+                let a = args["a"].as_f64().unwrap_or(0.0);
+                let b = args["b"].as_f64().unwrap_or(0.0);
+                let sum = a + b;
+                text_result(format!("{sum}"), false, Some(json!({"sum": sum})))
+            }
+            "greet" => text_result(
+                format!("Hello, {}!", args["name"].as_str().unwrap_or("nobody")),
+                false,
+                None,
+            ),
+            "fail" => text_result("fail: it failed on purpose", true, None),
+            "crash" => {
+                // Reply first, then exit: the reply must reach the client before the pipe closes.
+                tokio::spawn(async {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    std::process::exit(3);
+                });
+                text_result("crashing", false, None)
+            }
+            "admin.reset" => text_result("reset", false, None),
+            "slow" => {
+                let ms = args["ms"].as_u64().unwrap_or(60_000);
+                self.log("slow started");
+                tokio::select! {
+                    () = tokio::time::sleep(Duration::from_millis(ms)) => text_result(format!("slept {ms} ms"), false, None),
+                    () = context.ct.cancelled() => {
+                        self.log("cancelled slow");
+                        text_result("cancelled", true, None)
+                    }
+                }
+            }
+            "env" => {
+                let var = args["name"].as_str().unwrap_or_default();
+                let value = std::env::var(var).unwrap_or_else(|_| "<unset>".to_owned());
+                text_result(value, false, None)
+            }
+            "pid" => text_result(std::process::id().to_string(), false, None),
+            "toggle" => {
+                {
+                    let mut st = self.lock();
+                    for n in string_list(args.get("add")) {
+                        st.tools.insert(n);
+                    }
+                    for n in string_list(args.get("remove")) {
+                        st.tools.remove(&n);
+                    }
+                    st.fail_list = args["failList"].as_bool().unwrap_or(false);
+                    st.duplicate = args["duplicate"].as_bool().unwrap_or(false);
+                }
+                let _ = context.peer.notify_tool_list_changed().await;
+                text_result("toggled", false, None)
+            }
+            other => text_result(format!("{other} ran"), false, None),
+        };
+        Ok(CallToolResponse::Complete(result))
+    }
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() {
+    let options = match parse_args() {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("cordis-mcp-fixture: {e}");
+            std::process::exit(2);
+        }
+    };
+    let mut tools: BTreeSet<String> = options.tools.iter().cloned().collect();
+    for i in 0..options.extra {
+        tools.insert(format!("extra_{i:02}"));
+    }
+    let linger = options.linger;
+    let fixture = Fixture {
+        options: Arc::new(options),
+        state: Arc::new(Mutex::new(State {
+            tools,
+            fail_list: false,
+            duplicate: false,
+        })),
+        requests: Arc::new(AtomicU64::new(0)),
+    };
+    fixture.log(&format!("start {}", std::process::id()));
+    // Held for the whole run: a lingering server ignores SIGTERM.
+    let _sigterm = if linger {
+        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok()
+    } else {
+        None
+    };
+    match fixture.clone().serve(rmcp::transport::stdio()).await {
+        Ok(service) => {
+            let _ = service.waiting().await;
+        }
+        Err(e) => eprintln!("cordis-mcp-fixture: {e}"),
+    }
+    if linger {
+        fixture.log("lingering");
+        tokio::time::sleep(Duration::from_secs(3600)).await;
+    }
+}

@@ -1,0 +1,232 @@
+//! The `mcp` entry's configuration and its checks.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::error::McpError;
+
+/// How the server is reached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TransportKind {
+    /// A child process speaking JSON-RPC lines on stdin/stdout.
+    Stdio,
+    /// Streamable HTTP (`POST url`).
+    Http,
+}
+
+/// Reconnect policy after the server went away.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct Reconnect {
+    /// Reconnect at all.
+    pub enabled: bool,
+    /// The first delay; each failed attempt doubles it.
+    pub initial_delay_ms: u64,
+    /// The longest delay; a connection that stayed up this long resets the budget.
+    pub max_delay_ms: u64,
+    /// Attempts before giving up (the tools are then unregistered).
+    pub max_attempts: u32,
+}
+
+impl Default for Reconnect {
+    fn default() -> Self {
+        Reconnect {
+            enabled: true,
+            initial_delay_ms: 500,
+            max_delay_ms: 30_000,
+            max_attempts: 10,
+        }
+    }
+}
+
+impl Reconnect {
+    /// The delay before attempt `attempt` (1-based): `initial * 2^(attempt-1)`, capped.
+    pub fn delay(&self, attempt: u32) -> Duration {
+        let factor = 1u64 << attempt.saturating_sub(1).min(32);
+        Duration::from_millis(
+            self.initial_delay_ms
+                .saturating_mul(factor)
+                .min(self.max_delay_ms.max(self.initial_delay_ms)),
+        )
+    }
+}
+
+/// Configuration of one `mcp` entry: one server.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct McpConfig {
+    /// `stdio` or `http`.
+    pub transport: TransportKind,
+    /// The server's name in tool names (`mcp__<server>__<tool>`): `[A-Za-z0-9_-]{1,32}`.
+    pub server: String,
+    /// stdio: the program to run.
+    #[serde(default)]
+    pub command: Option<String>,
+    /// stdio: its arguments.
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// stdio: variables set over the scrubbed environment (see [`crate::PASSED_ENV`]).
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// stdio: the working directory (default: the host's).
+    #[serde(default)]
+    pub cwd: Option<PathBuf>,
+    /// http: the endpoint.
+    #[serde(default)]
+    pub url: Option<String>,
+    /// http: headers sent with every request (values may use `${{ env.NAME }}`).
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// A call that takes longer fails (and is cancelled on the server). Default 60 000.
+    #[serde(default = "default_call_timeout")]
+    pub call_timeout_ms: u64,
+    /// Fail the entry when the first connection or tool list fails (default: keep retrying).
+    #[serde(default)]
+    pub fail_on_startup_error: bool,
+    /// Reconnect policy.
+    #[serde(default)]
+    pub reconnect: Reconnect,
+}
+
+fn default_call_timeout() -> u64 {
+    60_000
+}
+
+/// The longest server name.
+pub const MAX_SERVER_NAME: usize = 32;
+
+impl McpConfig {
+    /// A stdio config for `server` running `command args…` (defaults elsewhere).
+    pub fn stdio(server: &str, command: impl Into<String>, args: Vec<String>) -> Self {
+        McpConfig {
+            transport: TransportKind::Stdio,
+            server: server.to_owned(),
+            command: Some(command.into()),
+            args,
+            env: BTreeMap::new(),
+            cwd: None,
+            url: None,
+            headers: BTreeMap::new(),
+            call_timeout_ms: default_call_timeout(),
+            fail_on_startup_error: false,
+            reconnect: Reconnect::default(),
+        }
+    }
+
+    /// The call timeout.
+    pub fn call_timeout(&self) -> Duration {
+        Duration::from_millis(self.call_timeout_ms)
+    }
+
+    /// Checks what serde cannot: the server name, the fields each transport needs, and that
+    /// fields of the other transport are absent.
+    ///
+    /// # Errors
+    /// The [`McpError`] naming the field and the fix.
+    pub fn check(&self) -> Result<(), McpError> {
+        let s = &self.server;
+        let valid = !s.is_empty()
+            && s.len() <= MAX_SERVER_NAME
+            && s.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+        if !valid {
+            return Err(McpError::BadServerName { name: s.clone() });
+        }
+        if self.call_timeout_ms == 0 {
+            return Err(McpError::config(s, "callTimeoutMs must be positive"));
+        }
+        match self.transport {
+            TransportKind::Stdio => {
+                if self.command.as_deref().is_none_or(str::is_empty) {
+                    return Err(McpError::config(
+                        s,
+                        "transport \"stdio\" needs `command` (the program that runs the server)",
+                    ));
+                }
+                if self.url.is_some() || !self.headers.is_empty() {
+                    return Err(McpError::config(
+                        s,
+                        "`url` and `headers` belong to transport \"http\"; remove them or set `transport: http`",
+                    ));
+                }
+            }
+            TransportKind::Http => {
+                if self.url.as_deref().is_none_or(str::is_empty) {
+                    return Err(McpError::config(
+                        s,
+                        "transport \"http\" needs `url` (the server's streamable HTTP endpoint)",
+                    ));
+                }
+                if self.command.is_some()
+                    || !self.args.is_empty()
+                    || !self.env.is_empty()
+                    || self.cwd.is_some()
+                {
+                    return Err(McpError::config(
+                        s,
+                        "`command`, `args`, `env` and `cwd` belong to transport \"stdio\"; remove them or set `transport: stdio`",
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn server_names_and_transport_fields_are_checked() {
+        let ok = McpConfig::stdio("files-1_x", "srv", vec![]);
+        assert!(ok.check().is_ok());
+        for bad in ["", "has.dot", "has space", &"x".repeat(33)] {
+            let mut c = ok.clone();
+            c.server = bad.to_owned();
+            assert!(
+                matches!(c.check(), Err(McpError::BadServerName { .. })),
+                "{bad:?}"
+            );
+        }
+        let mut no_command = ok.clone();
+        no_command.command = None;
+        assert!(no_command.check().unwrap_err().to_string().contains("needs `command`"));
+        let http: McpConfig = serde_json::from_value(serde_json::json!({
+            "transport": "http", "server": "h", "url": "http://x", "args": ["a"]
+        }))
+        .unwrap();
+        assert!(http.check().unwrap_err().to_string().contains("belong to transport \"stdio\""));
+    }
+
+    #[test]
+    fn defaults_and_unknown_fields() {
+        let c: McpConfig = serde_json::from_value(serde_json::json!({
+            "transport": "stdio", "server": "s", "command": "x"
+        }))
+        .unwrap();
+        assert_eq!(c.call_timeout_ms, 60_000);
+        assert!(!c.fail_on_startup_error);
+        assert_eq!(c.reconnect, Reconnect::default());
+        let err = serde_json::from_value::<McpConfig>(serde_json::json!({
+            "transport": "stdio", "server": "s", "command": "x", "serverName": "y"
+        }))
+        .unwrap_err();
+        assert!(err.to_string().contains("unknown field `serverName`"), "{err}");
+    }
+
+    #[test]
+    fn backoff_doubles_to_the_cap() {
+        let r = Reconnect {
+            initial_delay_ms: 100,
+            max_delay_ms: 500,
+            ..Reconnect::default()
+        };
+        let ms: Vec<u128> = (1..=5).map(|a| r.delay(a).as_millis()).collect();
+        assert_eq!(ms, [100, 200, 400, 500, 500]);
+    }
+}

@@ -1,0 +1,90 @@
+//! Errors of the `mcp` plugin.
+
+/// Why an `mcp` entry could not apply (or a tool set could not be synchronized).
+#[derive(Debug, thiserror::Error)]
+pub enum McpError {
+    /// The server name does not fit `[A-Za-z0-9_-]{1,32}`.
+    #[error(
+        "mcp: server name {name:?} is invalid: use 1 to 32 characters of A-Z, a-z, 0-9, `_` and `-` (it becomes part of every tool name, `mcp__<server>__<tool>`)"
+    )]
+    BadServerName {
+        /// The refused name.
+        name: String,
+    },
+    /// Another live entry (under the same parent scope) uses this server name.
+    #[error(
+        "mcp: server \"{name}\" is already in use by another mcp entry — give each entry a unique `server` in cordis.yml"
+    )]
+    DuplicateServer {
+        /// The name in use.
+        name: String,
+    },
+    /// A field combination that cannot work.
+    #[error("mcp({server}): {message}")]
+    Config {
+        /// The server name.
+        server: String,
+        /// What is wrong and how to fix it.
+        message: String,
+    },
+    /// This build has no client for the transport.
+    #[error(
+        "mcp({server}): transport \"http\" is not available in this build yet; run the server over stdio (`transport: stdio`, `command: …`) or put a stdio bridge in front of it"
+    )]
+    HttpUnavailable {
+        /// The server name.
+        server: String,
+    },
+    /// Starting the process or the MCP handshake failed.
+    #[error("mcp({server}): cannot connect: {reason}")]
+    Connect {
+        /// The server name.
+        server: String,
+        /// What failed.
+        reason: String,
+    },
+    /// `tools/list` failed.
+    #[error("mcp({server}): tools/list failed: {reason}")]
+    List {
+        /// The server name.
+        server: String,
+        /// What failed.
+        reason: String,
+    },
+    /// The server listed one raw name twice.
+    #[error("mcp({server}): server listed tool \"{tool}\" more than once — invalid tool list")]
+    ListedTwice {
+        /// The server name.
+        server: String,
+        /// The repeated raw name.
+        tool: String,
+    },
+    /// Registering the tool set failed (it was rolled back whole).
+    #[error("mcp({server}): registering tool \"{tool}\" failed, the whole tool list was rolled back: {reason}")]
+    Register {
+        /// The server name.
+        server: String,
+        /// The public name that failed.
+        tool: String,
+        /// The registry's reason.
+        reason: String,
+    },
+    /// `failOnStartupError: true` and the first connection or sync failed.
+    #[error("mcp({server}): initial connection or tool synchronization failed: {source}")]
+    Startup {
+        /// The server name.
+        server: String,
+        /// The first failure.
+        #[source]
+        source: Box<McpError>,
+    },
+}
+
+impl McpError {
+    pub(crate) fn config(server: &str, message: &str) -> Self {
+        McpError::Config {
+            server: server.to_owned(),
+            message: message.to_owned(),
+        }
+    }
+}

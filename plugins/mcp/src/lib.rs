@@ -1,0 +1,583 @@
+//! The `mcp` plugin: one entry connects one MCP server and registers its tools.
+//!
+//! # What an entry does
+//! 1. Checks its config and claims its `server` name (unique among live `mcp` entries under the
+//!    same parent scope: two top-level entries, or two entries of one ACP session).
+//! 2. Starts the server (stdio: a child process in its own process group, with a scrubbed
+//!    environment, see [`PASSED_ENV`]), runs the MCP handshake, lists every page of
+//!    `tools/list`, and registers the whole set with `register_scheduled` from the entry's own
+//!    context, as `mcp__<server>__<tool>` ([`public_name`]). Registration is all-or-nothing: a
+//!    conflict disposes what was registered of that set.
+//! 3. Only then is the entry active. With `failOnStartupError: false` (the default) a server that
+//!    is down leaves the entry active with no tools while a task owned by the entry retries with
+//!    backoff; with `true` the entry fails.
+//! 4. A task owned by the entry re-syncs on `notifications/tools/list_changed` (a failing fetch
+//!    keeps the previous set; a set that cannot be registered is rolled back and the previous one
+//!    restored) and reconnects after a crash (exponential backoff; a connection that stayed up
+//!    `maxDelayMs` resets the budget; after `maxAttempts` the tools are unregistered).
+//! 5. Disposing the entry aborts that task, unregisters the tools, and kills the server's
+//!    process group at once (a server that ignores shutdown is not left behind).
+//!
+//! # Calls
+//! The raw name goes on the wire. A JSON-RPC error and an `isError: true` result are both a
+//! failed call carrying the server's text. A call that outlives `callTimeoutMs` fails with the
+//! registry's timeout, and dropping a call (timeout or cancellation) sends
+//! `notifications/cancelled` to the server. A successful result is
+//! `{"content": [...blocks], "structuredContent": …}` (the latter when the server sent one).
+
+mod config;
+mod error;
+mod naming;
+
+use std::collections::BTreeSet;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
+
+use cordis_runtime::{BoxError, Context, EffectHandle, Inject, Plugin, ScopeId};
+use cordis_tools::{ToolDefinition, ToolOutput, ToolRegistry, ToolSchema};
+use process_wrap::tokio::{CommandWrap, KillOnDrop, ProcessGroup};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, ClientCapabilities, ClientConfig, Implementation,
+    PaginatedRequestParams, ProtocolVersion, Tool,
+};
+use rmcp::service::{NotificationContext, Peer, RoleClient, RunningService, ServiceError};
+use rmcp::transport::TokioChildProcess;
+use rmcp::{ClientHandler, ServiceExt};
+use serde_json::{Value, json};
+use tokio::io::AsyncBufReadExt;
+use tokio::sync::mpsc;
+
+pub use config::{MAX_SERVER_NAME, McpConfig, Reconnect, TransportKind};
+pub use error::McpError;
+pub use naming::{MAX_PUBLIC_NAME, public_name};
+
+/// The host variables a stdio server inherits; everything else (API keys, tokens) is dropped
+/// unless the entry's `env` sets it. Enough to find programs, a home, a locale and a terminal.
+pub const PASSED_ENV: &[&str] = &[
+    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TMPDIR",
+    "TZ",
+];
+
+/// The most `tools/list` pages one sync follows (a server whose cursors never end is refused).
+const MAX_PAGES: usize = 1_000;
+
+/// The `mcp` plugin.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct McpPlugin;
+
+impl Plugin for McpPlugin {
+    type Config = McpConfig;
+
+    fn name(&self) -> &str {
+        "mcp"
+    }
+
+    fn inject(&self) -> &[Inject] {
+        ToolRegistry::INJECT
+    }
+
+    async fn apply(&self, ctx: Context, config: &McpConfig) -> Result<(), BoxError> {
+        config.check()?;
+        if config.transport == TransportKind::Http {
+            return Err(McpError::HttpUnavailable {
+                server: config.server.clone(),
+            }
+            .into());
+        }
+        claim_server(&ctx, &config.server)?;
+        let registry = ctx.require::<ToolRegistry>()?;
+        let bridge = Arc::new(Bridge {
+            config: config.clone(),
+            ctx: ctx.clone(),
+            registry,
+            link: Arc::new(Link {
+                server: config.server.clone(),
+                peer: Mutex::new(None),
+                pgid: Mutex::new(None),
+            }),
+            current: Mutex::new(Generation::default()),
+        });
+        let link = bridge.link.clone();
+        // Synchronous, so the process group is gone when dispose returns, whatever the server
+        // does with a closed stdin or SIGTERM.
+        let _ = ctx.effect("mcp server process", move || link.kill());
+        match bridge.start().await {
+            Ok(connection) => {
+                let _ = ctx.spawn(bridge.supervise(Some(connection)));
+                Ok(())
+            }
+            Err(error) if config.fail_on_startup_error => Err(McpError::Startup {
+                server: config.server.clone(),
+                source: Box::new(error),
+            }
+            .into()),
+            Err(error) => {
+                tracing::warn!(server = %config.server, %error, "mcp server unavailable at startup; retrying in the background");
+                let _ = ctx.spawn(bridge.supervise(None));
+                Ok(())
+            }
+        }
+    }
+}
+
+type Claims = BTreeSet<(u64, Option<ScopeId>, String)>;
+
+/// Server names in use, per runtime and parent scope.
+fn claims() -> MutexGuard<'static, Claims> {
+    static CLAIMS: Mutex<Claims> = Mutex::new(BTreeSet::new());
+    CLAIMS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Claims `server` for `ctx`'s scope until it unwinds.
+fn claim_server(ctx: &Context, server: &str) -> Result<(), McpError> {
+    let key = (ctx.runtime_id(), ctx.parent_id(), server.to_owned());
+    if !claims().insert(key.clone()) {
+        return Err(McpError::DuplicateServer {
+            name: server.to_owned(),
+        });
+    }
+    let _ = ctx.effect("mcp server name", move || {
+        claims().remove(&key);
+    });
+    Ok(())
+}
+
+/// What the tool handlers share: the live peer and the process to kill.
+struct Link {
+    server: String,
+    peer: Mutex<Option<Peer<RoleClient>>>,
+    /// The stdio server's process group (its leader's pid) while it may be running.
+    pgid: Mutex<Option<u32>>,
+}
+
+impl Link {
+    fn peer(&self) -> Option<Peer<RoleClient>> {
+        lock(&self.peer).clone()
+    }
+
+    fn kill(&self) {
+        *lock(&self.peer) = None;
+        if let Some(pgid) = lock(&self.pgid).take()
+            && let Some(pid) = i32::try_from(pgid)
+                .ok()
+                .and_then(rustix::process::Pid::from_raw)
+        {
+            // ESRCH (already gone) is the usual outcome after a clean exit.
+            let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+        }
+    }
+
+    /// Calls `raw` with `args`: the server's error text on failure, `{content, structuredContent?}`
+    /// on success.
+    async fn call(&self, raw: &str, args: Value) -> Result<ToolOutput, String> {
+        let Some(peer) = self.peer() else {
+            return Err(format!(
+                "mcp({}): the server is not connected (it is starting or reconnecting); try again later",
+                self.server
+            ));
+        };
+        let arguments = match args {
+            Value::Object(map) => map,
+            _ => serde_json::Map::new(),
+        };
+        let params: CallToolRequestParams =
+            serde_json::from_value(json!({"name": raw, "arguments": arguments}))
+                .map_err(|e| format!("mcp({}): cannot build the call: {e}", self.server))?;
+        let response = peer.call_tool_once(params).await.map_err(|e| match e {
+            ServiceError::McpError(data) => data.message.to_string(),
+            other => format!("mcp({}): {other}", self.server),
+        })?;
+        let result = match response {
+            CallToolResponse::Complete(result) => result,
+            _ => {
+                return Err(format!(
+                    "Tool \"{raw}\" requires task-based execution or client input, which this bridge does not support"
+                ));
+            }
+        };
+        let content: Vec<Value> = result
+            .content
+            .iter()
+            .map(|block| serde_json::to_value(block).unwrap_or(Value::Null))
+            .collect();
+        if result.is_error == Some(true) {
+            let text: Vec<&str> = content
+                .iter()
+                .filter_map(|b| b.get("text").and_then(Value::as_str))
+                .collect();
+            return Err(if text.is_empty() {
+                Value::Array(content.clone()).to_string()
+            } else {
+                text.join("\n")
+            });
+        }
+        let mut out = json!({ "content": content });
+        if let Some(structured) = result.structured_content {
+            out["structuredContent"] = structured;
+        }
+        Ok(ToolOutput::new(out))
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Receives the server's notifications.
+struct Handler {
+    changes: mpsc::UnboundedSender<()>,
+}
+
+impl ClientHandler for Handler {
+    fn on_tool_list_changed(
+        &self,
+        _context: NotificationContext<RoleClient>,
+    ) -> impl Future<Output = ()> + Send + '_ {
+        let _ = self.changes.send(());
+        std::future::ready(())
+    }
+
+    fn get_info(&self) -> ClientConfig {
+        // The initialize-handshake protocol: list_changed arrives as a plain notification
+        // (newer versions deliver it only on a listen subscription).
+        ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("cordis", env!("CARGO_PKG_VERSION")),
+        )
+        .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
+    }
+}
+
+/// One live connection.
+struct Connection {
+    service: RunningService<RoleClient, Handler>,
+    changes: mpsc::UnboundedReceiver<()>,
+}
+
+/// The registered tool set: what the server listed (sorted by public name) and the effects.
+#[derive(Default)]
+struct Generation {
+    tools: Vec<(String, Tool)>,
+    handles: Vec<EffectHandle>,
+}
+
+struct Bridge {
+    config: McpConfig,
+    ctx: Context,
+    registry: Arc<ToolRegistry>,
+    link: Arc<Link>,
+    current: Mutex<Generation>,
+}
+
+impl Bridge {
+    fn server(&self) -> &str {
+        &self.config.server
+    }
+
+    /// Connect, list, register: the unit of startup and of every reconnect. A failure leaves
+    /// no process behind.
+    async fn start(&self) -> Result<Connection, McpError> {
+        let started = self.try_start().await;
+        if started.is_err() {
+            self.link.kill();
+        }
+        started
+    }
+
+    async fn try_start(&self) -> Result<Connection, McpError> {
+        let connection = self.connect().await?;
+        let peer = connection.service.peer().clone();
+        let tools = match tokio::time::timeout(self.config.call_timeout(), self.list(&peer)).await
+        {
+            Ok(listed) => listed?,
+            Err(_) => {
+                return Err(McpError::List {
+                    server: self.server().to_owned(),
+                    reason: format!("no answer within {} ms", self.config.call_timeout_ms),
+                });
+            }
+        };
+        *lock(&self.link.peer) = Some(peer);
+        if let Err(error) = self.install(tools).await {
+            *lock(&self.link.peer) = None;
+            return Err(error);
+        }
+        Ok(connection)
+    }
+
+    async fn connect(&self) -> Result<Connection, McpError> {
+        let server = self.server().to_owned();
+        let connect_error = |reason: String| McpError::Connect {
+            server: server.clone(),
+            reason,
+        };
+        let program = self.config.command.clone().unwrap_or_default();
+        let mut command = tokio::process::Command::new(&program);
+        command.args(&self.config.args).env_clear();
+        for name in PASSED_ENV {
+            if let Some(value) = std::env::var_os(name) {
+                command.env(name, value);
+            }
+        }
+        command.envs(&self.config.env);
+        if let Some(cwd) = &self.config.cwd {
+            command.current_dir(cwd);
+        }
+        let mut wrap = CommandWrap::from(command);
+        wrap.wrap(ProcessGroup::leader()).wrap(KillOnDrop);
+        let (transport, stderr) = TokioChildProcess::builder(wrap)
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| connect_error(format!("cannot start {program:?}: {e}")))?;
+        let pgid = transport.id();
+        // Record the process before anything can fail, so dispose kills it from here on.
+        *lock(&self.link.pgid) = pgid;
+        if let Some(stderr) = stderr {
+            let server = server.clone();
+            let _ = self.ctx.spawn(async move {
+                let mut lines = tokio::io::BufReader::new(stderr).lines();
+                while let Ok(Some(line)) = lines.next_line().await {
+                    tracing::debug!(server = %server, "{line}");
+                }
+            });
+        }
+        let (tx, rx) = mpsc::unbounded_channel();
+        let handshake = Handler { changes: tx }.serve(transport);
+        let service = match tokio::time::timeout(self.config.call_timeout(), handshake).await {
+            Ok(Ok(service)) => service,
+            Ok(Err(e)) => return Err(connect_error(format!("handshake failed: {e}"))),
+            Err(_) => {
+                return Err(connect_error(format!(
+                    "no handshake within {} ms",
+                    self.config.call_timeout_ms
+                )));
+            }
+        };
+        Ok(Connection {
+            service,
+            changes: rx,
+        })
+    }
+
+    /// Every page of `tools/list`.
+    async fn list(&self, peer: &Peer<RoleClient>) -> Result<Vec<Tool>, McpError> {
+        let list_error = |reason: String| McpError::List {
+            server: self.server().to_owned(),
+            reason,
+        };
+        let mut tools = Vec::new();
+        let mut cursor: Option<String> = None;
+        let mut seen = BTreeSet::new();
+        for _ in 0..MAX_PAGES {
+            let params = cursor
+                .clone()
+                .map(|c| PaginatedRequestParams::default().with_cursor(Some(c)));
+            let page = peer
+                .list_tools(params)
+                .await
+                .map_err(|e| list_error(e.to_string()))?;
+            tools.extend(page.tools);
+            match page.next_cursor {
+                Some(next) if !seen.insert(next.clone()) => {
+                    return Err(list_error(format!("the server repeated cursor {next:?}")));
+                }
+                Some(next) => cursor = Some(next),
+                None => return Ok(tools),
+            }
+        }
+        Err(list_error(format!("more than {MAX_PAGES} pages")))
+    }
+
+    /// Registers `tools` as the current generation, replacing the previous one; on a conflict
+    /// the new set is disposed whole and the previous one registered again.
+    async fn install(&self, tools: Vec<Tool>) -> Result<(), McpError> {
+        let mut named: Vec<(String, Tool)> = Vec::with_capacity(tools.len());
+        let mut raw_seen = BTreeSet::new();
+        for tool in tools {
+            if !raw_seen.insert(tool.name.to_string()) {
+                return Err(McpError::ListedTwice {
+                    server: self.server().to_owned(),
+                    tool: tool.name.to_string(),
+                });
+            }
+            named.push((public_name(self.server(), &tool.name), tool));
+        }
+        // The server's order (and page boundaries) must not matter.
+        named.sort_by(|a, b| a.0.cmp(&b.0));
+        let same = {
+            let current = lock(&self.current);
+            !current.handles.is_empty() && current.tools == named
+        };
+        if same {
+            return Ok(());
+        }
+        let previous = std::mem::take(&mut *lock(&self.current));
+        for handle in &previous.handles {
+            handle.dispose();
+        }
+        match self.register_all(&named).await {
+            Ok(handles) => {
+                *lock(&self.current) = Generation {
+                    tools: named,
+                    handles,
+                };
+                Ok(())
+            }
+            Err(error) => {
+                if !previous.tools.is_empty() {
+                    match self.register_all(&previous.tools).await {
+                        Ok(handles) => {
+                            *lock(&self.current) = Generation {
+                                tools: previous.tools,
+                                handles,
+                            };
+                        }
+                        Err(again) => {
+                            tracing::warn!(server = %self.server(), error = %again, "the previous tool list could not be restored");
+                        }
+                    }
+                }
+                Err(error)
+            }
+        }
+    }
+
+    /// Registers every tool or none.
+    async fn register_all(&self, tools: &[(String, Tool)]) -> Result<Vec<EffectHandle>, McpError> {
+        let mut handles = Vec::with_capacity(tools.len());
+        for (public, tool) in tools {
+            let outcome = match self.definition(public, tool) {
+                Ok(def) => self
+                    .registry
+                    .register_scheduled(&self.ctx, def)
+                    .await
+                    .map_err(|e| e.to_string()),
+                Err(reason) => Err(reason),
+            };
+            match outcome {
+                Ok(handle) => handles.push(handle),
+                Err(reason) => {
+                    for handle in &handles {
+                        handle.dispose();
+                    }
+                    return Err(McpError::Register {
+                        server: self.server().to_owned(),
+                        tool: public.clone(),
+                        reason,
+                    });
+                }
+            }
+        }
+        Ok(handles)
+    }
+
+    fn definition(&self, public: &str, tool: &Tool) -> Result<ToolDefinition, String> {
+        let mut parameters = Value::Object((*tool.input_schema).clone());
+        if parameters.get("type").is_none() {
+            parameters["type"] = json!("object");
+        }
+        let description = tool
+            .description
+            .as_deref()
+            .or(tool.title.as_deref())
+            .unwrap_or_default()
+            .to_owned();
+        let schema = ToolSchema {
+            name: public.to_owned(),
+            description,
+            parameters,
+        };
+        let link = self.link.clone();
+        let raw: Arc<str> = tool.name.as_ref().into();
+        let def = ToolDefinition::new(schema, move |args, _cx| {
+            let (link, raw) = (link.clone(), raw.clone());
+            async move { link.call(&raw, args).await }
+        })
+        .with_timeout(self.config.call_timeout());
+        def.validate().map_err(|e| e.to_string())?;
+        Ok(def)
+    }
+
+    /// Owns the connection: re-syncs on `list_changed`, reconnects after a crash, gives up
+    /// (unregistering the tools) after the budget.
+    async fn supervise(self: Arc<Self>, mut connection: Option<Connection>) {
+        let policy = self.config.reconnect.clone();
+        let mut attempt: u32 = 0;
+        loop {
+            if let Some(Connection {
+                service,
+                mut changes,
+            }) = connection.take()
+            {
+                let up_since = Instant::now();
+                let peer = service.peer().clone();
+                let mut closed = Box::pin(service.waiting());
+                loop {
+                    tokio::select! {
+                        biased;
+                        _ = &mut closed => break,
+                        Some(()) = changes.recv() => {
+                            // Several notifications in a row need one sync.
+                            while changes.try_recv().is_ok() {}
+                            self.resync(&peer).await;
+                        }
+                    }
+                }
+                // Its stdout closed; whatever is left of the process group goes too.
+                self.link.kill();
+                tracing::warn!(server = %self.server(), "mcp server connection closed");
+                if up_since.elapsed().as_millis() >= u128::from(policy.max_delay_ms) {
+                    attempt = 0;
+                }
+            }
+            if !policy.enabled || attempt >= policy.max_attempts {
+                tracing::warn!(server = %self.server(), attempts = attempt, "mcp server gave up reconnecting; its tools are unregistered");
+                let gone = std::mem::take(&mut *lock(&self.current));
+                for handle in &gone.handles {
+                    handle.dispose();
+                }
+                self.link.kill();
+                return;
+            }
+            attempt += 1;
+            tokio::time::sleep(policy.delay(attempt)).await;
+            match self.start().await {
+                Ok(c) => connection = Some(c),
+                Err(error) => {
+                    tracing::warn!(server = %self.server(), attempt, %error, "mcp reconnect failed");
+                }
+            }
+        }
+    }
+
+    async fn resync(&self, peer: &Peer<RoleClient>) {
+        let listed =
+            match tokio::time::timeout(self.config.call_timeout(), self.list(peer)).await {
+                Ok(Ok(tools)) => tools,
+                Ok(Err(error)) => {
+                    tracing::warn!(server = %self.server(), %error, "re-sync failed; keeping the previous tools");
+                    return;
+                }
+                Err(_) => {
+                    tracing::warn!(server = %self.server(), "re-sync timed out; keeping the previous tools");
+                    return;
+                }
+            };
+        if let Err(error) = self.install(listed).await {
+            tracing::warn!(server = %self.server(), %error, "re-sync refused; keeping the previous tools");
+        }
+        self.ctx.trace("mcp-sync", self.server().to_owned());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passed_env_is_short_and_has_no_secrets() {
+        assert!(PASSED_ENV.contains(&"PATH") && PASSED_ENV.contains(&"HOME"));
+        assert!(PASSED_ENV.iter().all(|n| !n.contains("KEY") && !n.contains("TOKEN")));
+    }
+}
