@@ -2,6 +2,7 @@
 //! ([`builtins`]) over the generic host. It re-exports the crates it composes so the
 //! cross-crate tests in `tests/` reach all of them through one name.
 
+pub mod acp;
 pub mod builtins;
 pub mod cli;
 pub mod exercise;

@@ -20,6 +20,7 @@ use cordis_runtime::Policy;
 use cordis_host::Builtins;
 use cordis_host::plan::{LoadPlan, PlanOptions, load_plan};
 
+mod acp;
 mod approve;
 mod cache;
 mod call;
@@ -105,6 +106,16 @@ pub enum Command {
     /// pile up until `cordis cache prune`.
     #[command(subcommand)]
     Cache(CacheCommand),
+    /// Serve the agent to an editor over the Agent Client Protocol on stdin/stdout.
+    ///
+    /// Editors that speak ACP (Zed: `agent_servers`) start `cordis acp [FILE]` and drive it with
+    /// newline-delimited JSON-RPC on stdio; stdout carries only the protocol, logs go to stderr.
+    /// Each session boots FILE with CORDIS_WORKSPACE set to the session's cwd (its workspace
+    /// root); sessions are logged by FILE's `sessions` entry (a relative root is resolved
+    /// against the directory `cordis acp` starts in) and `session/load` resumes them. Tools
+    /// whose approval policy is `ask` are asked through the editor. Exits 0 when the client
+    /// closes stdin, 2 on configuration errors.
+    Acp(acp::AcpArgs),
 }
 
 /// The subcommands of `cordis cache`.
@@ -482,6 +493,7 @@ where
         Command::Permute(args) => permute::run(args, io, builtins),
         Command::Call(args) => call::run(args, io, builtins),
         Command::Cache(command) => cache::run(command, io),
+        Command::Acp(args) => acp::run(args, io, builtins),
     };
     match result {
         Ok(code) => code,

@@ -1,0 +1,210 @@
+//! One ACP session: its own booted composition, its agent, and the session log it writes.
+
+use std::path::{Path, PathBuf};
+
+use agent_client_protocol::{Error, ErrorCode};
+use cordis_agent_loop::{Agent, AgentLoop, AgentOptions, CreateAgentError};
+use cordis_host::Builtins;
+use cordis_host::plan::PlanOptions;
+use cordis_host::reload::LiveConfig;
+use cordis_runtime::{Context, Policy, Schedule};
+use cordis_session::{CreateOptions, Session, SessionError};
+
+/// The environment variable the bundled `cordis.yml` reads its workspace root from; each
+/// session's composition sees its `cwd` there.
+pub const WORKSPACE_VAR: &str = "CORDIS_WORKSPACE";
+
+/// The agent id every session's composition runs.
+pub const AGENT_ID: &str = "main";
+
+/// What every session boots: one config file, resolved the same way for each.
+pub struct Composition<'a> {
+    /// The config text (read once, at start: every session runs the same file).
+    pub source: String,
+    /// Its name, for diagnostics.
+    pub file: String,
+    /// The plugin table.
+    pub builtins: Builtins,
+    /// Resolution options.
+    pub options: PlanOptions,
+    /// The process environment (`CORDIS_WORKSPACE` is replaced per session).
+    pub env: &'a (dyn Fn(&str) -> Option<String> + Sync),
+}
+
+/// How a session starts.
+#[derive(Debug, Clone)]
+pub enum Opening {
+    /// A new session with this id, logged with the cwd in its header.
+    New(String),
+    /// A persisted session, resumed; its header's cwd must equal the requested one.
+    Load(String),
+}
+
+/// A booted session: the composition (its own runtime scope tree) and the agent on its log.
+pub struct Booted {
+    /// The composition; disposing its root ends everything the session owns.
+    pub config: LiveConfig,
+    /// The session's agent.
+    pub agent: Agent,
+}
+
+impl Booted {
+    /// The composition's root scope.
+    pub fn root(&self) -> &Context {
+        self.config.root()
+    }
+}
+
+/// `-32602` with `message`.
+pub fn invalid_params(message: impl Into<String>) -> Error {
+    Error::new(ErrorCode::INVALID_PARAMS, message.into())
+}
+
+/// `-32603` with `message`.
+pub fn internal(message: impl Into<String>) -> Error {
+    Error::new(ErrorCode::INTERNAL_ERROR, message.into())
+}
+
+impl Composition<'_> {
+    /// Boots the file for a session working in `cwd` and opens its agent.
+    ///
+    /// # Errors
+    /// Configuration errors, a composition without an agent loop, an unknown or locked session,
+    /// a cwd that differs from the persisted one.
+    ///
+    /// # Cancel safety
+    /// Not cancel safe: a dropped boot leaves a composition undisposed. The server always
+    /// awaits it, and disposes what it returns after a disconnect.
+    pub async fn boot(&self, cwd: &Path, opening: &Opening) -> Result<Booted, Error> {
+        let workspace = cwd.display().to_string();
+        let outer = self.env;
+        let env = move |name: &str| {
+            if name == WORKSPACE_VAR {
+                Some(workspace.clone())
+            } else {
+                outer(name)
+            }
+        };
+        // Fifo: a session's boot is not a stress run; every session boots the same way.
+        let root = Context::root_with(Schedule::new(Policy::Fifo, 0));
+        let (config, report) = LiveConfig::boot(
+            root,
+            &self.source,
+            &self.file,
+            &env,
+            self.builtins.clone(),
+            self.options.clone(),
+        )
+        .await
+        .map_err(|errors| {
+            let lines: Vec<String> = errors.diagnostics().iter().map(|d| d.to_string()).collect();
+            internal(format!(
+                "{} has configuration errors: {}",
+                self.file,
+                lines.join("; ")
+            ))
+        })?;
+        let root = config.root().clone();
+        let Some(agents) = root.get::<AgentLoop>() else {
+            let problems: Vec<String> = report
+                .entries
+                .iter()
+                .filter(|e| !e.status.is_as_configured())
+                .map(|e| {
+                    format!(
+                        "entry {} ({}) is {}{}",
+                        e.id,
+                        e.name,
+                        e.status,
+                        e.error
+                            .as_deref()
+                            .map(|m| format!(": {m}"))
+                            .unwrap_or_default()
+                    )
+                })
+                .collect();
+            root.dispose();
+            let why = if problems.is_empty() {
+                "add `llm`, `sessions` and `agent-loop` entries (see the bundled cordis.yml)"
+                    .to_owned()
+            } else {
+                problems.join("; ")
+            };
+            return Err(internal(format!(
+                "{} provides no agent (no `agent-loop` service): {why}",
+                self.file
+            )));
+        };
+        match open_agent(&agents, cwd, opening).await {
+            Ok(agent) => Ok(Booted { config, agent }),
+            Err(e) => {
+                root.dispose();
+                Err(e)
+            }
+        }
+    }
+}
+
+/// Opens (or creates) the session log, checks its cwd, and creates the agent on it.
+async fn open_agent(agents: &AgentLoop, cwd: &Path, opening: &Opening) -> Result<Agent, Error> {
+    let store = agents.sessions();
+    // Held until the agent has opened the same (shared) session, so its header is ours.
+    let _session: Session = match opening {
+        Opening::New(id) => store
+            .create_with(id, CreateOptions::default().cwd(cwd.display().to_string()))
+            .await
+            .map_err(|e| internal(format!("cannot create session {id}: {e}")))?,
+        Opening::Load(id) => {
+            let (session, _report) = store.open(id).await.map_err(|e| match e {
+                SessionError::NotFound { .. } | SessionError::InvalidId { .. } => Error::new(
+                    ErrorCode::RESOURCE_NOT_FOUND,
+                    format!("unknown session {id}"),
+                ),
+                SessionError::SessionLocked { pid, .. } => {
+                    let holder = pid
+                        .map_or_else(|| "another process".to_owned(), |p| format!("process {p}"));
+                    invalid_params(format!("session {id} is open in {holder}"))
+                }
+                other => internal(format!("cannot open session {id}: {other}")),
+            })?;
+            // Checked before any agent exists, so a refused load starts nothing.
+            match session.header().cwd.as_deref().map(PathBuf::from) {
+                Some(saved) if saved.is_absolute() => {
+                    if saved != cwd {
+                        return Err(invalid_params(format!(
+                            "session {id} belongs to {}, not {}",
+                            saved.display(),
+                            cwd.display()
+                        )));
+                    }
+                }
+                _ => {
+                    return Err(invalid_params(format!(
+                        "session {id} records no absolute cwd, so it cannot be loaded into a workspace"
+                    )));
+                }
+            }
+            session
+        }
+    };
+    let id = match opening {
+        Opening::New(id) | Opening::Load(id) => id,
+    };
+    let model = agents
+        .llm()
+        .default_model()
+        .map_or_else(|| "default".to_owned(), str::to_owned);
+    let mut options = AgentOptions::new(AGENT_ID, model);
+    options.session_id = Some(id.clone());
+    agents.create_agent(options).await.map_err(|e| match e {
+        CreateAgentError::Session {
+            source: SessionError::SessionLocked { pid, .. },
+            ..
+        } => {
+            let holder =
+                pid.map_or_else(|| "another process".to_owned(), |p| format!("process {p}"));
+            invalid_params(format!("session {id} is open in {holder}"))
+        }
+        other => internal(format!("cannot start the agent: {other}")),
+    })
+}

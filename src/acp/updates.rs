@@ -1,0 +1,344 @@
+//! Session events as ACP `session/update`s: one mapping for the live stream and for the replay
+//! of `session/load`, so a replayed session shows the same cards as it did live.
+//!
+//! | event | update |
+//! | --- | --- |
+//! | `user/message` | `user_message_chunk` (replay only: live, the editor shows what it sent) |
+//! | `assistant/chunk` text | `agent_message_chunk` |
+//! | `tool/call` | `tool_call` (`in_progress`, the presenter's title, kind, input, card, locations) |
+//! | `tool/result` | `tool_call_update` (`completed` / `failed`, the result's card) |
+//! | `todo_write`'s result | also `plan` (its todos, every entry `medium`) |
+//!
+//! Reasoning (`agent_thought_chunk`) has no event yet: the model adapters stream no reasoning.
+//! Everything else (steps, headers, approvals, `run_code` sub-calls) has no update.
+//!
+//! # Cards
+//! A diff card is a `diff` content (`oldText` absent for a new file); a successful mutation
+//! sends its diff again in the update, because an update's content replaces the call's. A
+//! terminal card's call shows the command's description as text and its update the output as a
+//! ```` ```console ```` block (the fallback the reference uses for clients without Zed's
+//! terminal `_meta` extension). Paths in diffs and locations are made absolute against the
+//! session's cwd (the workspace root the tools resolve them against), as editors expect.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use agent_client_protocol::v1::schema::{
+    ContentChunk, Diff, Plan, PlanEntry, PlanEntryPriority, PlanEntryStatus, SessionUpdate,
+    ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate,
+    ToolCallUpdateFields, ToolKind,
+};
+use cordis_llm::Chunk;
+use cordis_presenter::{Card, Presentation, Presenters, ResultView, parse_arguments_text};
+use cordis_session::{
+    AssistantChunkData, SessionEvent, ToolCallData, ToolResultData, UserMessageData,
+};
+use serde_json::Value;
+
+/// The tool whose successful calls are the session's plan.
+const PLAN_TOOL: &str = "todo_write";
+
+/// Maps one session's events, in log order, to updates. It remembers each call's name and
+/// arguments until its result, because presenters describe a result with its call's arguments.
+#[derive(Debug)]
+pub struct UpdateMapper {
+    cwd: PathBuf,
+    pending: BTreeMap<String, (String, Value)>,
+}
+
+impl UpdateMapper {
+    /// A mapper for a session whose workspace root is `cwd`.
+    pub fn new(cwd: impl Into<PathBuf>) -> Self {
+        UpdateMapper {
+            cwd: cwd.into(),
+            pending: BTreeMap::new(),
+        }
+    }
+
+    /// The updates `event` stands for (often none). `presenters` describe tool calls; without
+    /// them every call is generic (its name as title, kind `other`).
+    pub fn map(
+        &mut self,
+        event: &SessionEvent,
+        presenters: Option<&Presenters>,
+    ) -> Vec<SessionUpdate> {
+        // Typed reads: an event that does not parse as its kind's payload is skipped, as the
+        // transcript does (the log is checked elsewhere; this only shows it).
+        if let Ok(user) = event.data_as::<UserMessageData>() {
+            return vec![SessionUpdate::UserMessageChunk(ContentChunk::new(
+                user.content.into(),
+            ))];
+        }
+        if let Ok(chunk) = event.data_as::<AssistantChunkData>() {
+            return match chunk.chunk {
+                Chunk::Text { delta } if !delta.is_empty() => {
+                    vec![SessionUpdate::AgentMessageChunk(ContentChunk::new(
+                        delta.into(),
+                    ))]
+                }
+                _ => Vec::new(),
+            };
+        }
+        if let Ok(call) = event.data_as::<ToolCallData>() {
+            let args = parse_arguments_text(&call.arguments);
+            let p = present_call(presenters, &call.name, &args);
+            self.pending
+                .insert(call.call_id.clone(), (call.name.clone(), args));
+            return vec![SessionUpdate::ToolCall(self.tool_call(&call.call_id, p))];
+        }
+        if let Ok(result) = event.data_as::<ToolResultData>() {
+            let Some((name, args)) = self.pending.remove(&result.call_id) else {
+                // A result without its call cannot be shown as an update of it.
+                tracing::debug!(call = %result.call_id, "tool result without a call; not shown");
+                return Vec::new();
+            };
+            let view = ResultView {
+                content: &result.content,
+                is_error: result.is_error,
+            };
+            let p = match presenters {
+                Some(presenters) => presenters.present_result(&name, &args, view),
+                None => Presentation {
+                    text: Some(content_text(&result.content)),
+                    ..cordis_presenter::generic(&name, &args)
+                },
+            };
+            let mut updates = vec![SessionUpdate::ToolCallUpdate(self.tool_call_update(
+                &result.call_id,
+                &result,
+                p,
+            ))];
+            if name == PLAN_TOOL
+                && !result.is_error
+                && let Some(plan) = plan_of(&args)
+            {
+                updates.push(SessionUpdate::Plan(plan));
+            }
+            return updates;
+        }
+        Vec::new()
+    }
+
+    fn absolute(&self, path: &str) -> PathBuf {
+        let p = Path::new(path);
+        if p.is_absolute() {
+            p.to_owned()
+        } else {
+            self.cwd.join(p)
+        }
+    }
+
+    fn tool_call(&self, call_id: &str, p: Presentation) -> ToolCall {
+        let mut content = Vec::new();
+        match &p.card {
+            Card::Diff {
+                path,
+                old_text,
+                new_text,
+            } => content.push(ToolCallContent::from(
+                Diff::new(self.absolute(path), new_text.clone()).old_text(old_text.clone()),
+            )),
+            Card::Terminal { .. } | Card::Generic => {
+                if let Some(text) = p.text.as_ref().filter(|t| !t.is_empty()) {
+                    content.push(ToolCallContent::from(text.clone()));
+                }
+            }
+        }
+        let locations = p
+            .locations
+            .iter()
+            .map(|l| {
+                ToolCallLocation::new(self.absolute(&l.path))
+                    .line(l.line.and_then(|n| u32::try_from(n).ok()))
+            })
+            .collect();
+        ToolCall::new(call_id.to_owned(), p.title)
+            .kind(kind(p.kind))
+            .status(ToolCallStatus::InProgress)
+            .raw_input(p.input)
+            .content(content)
+            .locations(locations)
+    }
+
+    fn tool_call_update(
+        &self,
+        call_id: &str,
+        result: &ToolResultData,
+        p: Presentation,
+    ) -> ToolCallUpdate {
+        let mut content = Vec::new();
+        match &p.card {
+            Card::Diff {
+                path,
+                old_text,
+                new_text,
+            } if !result.is_error => content.push(ToolCallContent::from(
+                Diff::new(self.absolute(path), new_text.clone()).old_text(old_text.clone()),
+            )),
+            Card::Terminal { output, exit_code } if !result.is_error => {
+                let mut body = output.trim_end_matches('\n').to_owned();
+                if let Some(code) = exit_code.filter(|c| *c != 0) {
+                    if !body.is_empty() {
+                        body.push('\n');
+                    }
+                    body.push_str(&format!("[exit code {code}]"));
+                }
+                content.push(ToolCallContent::from(format!("```console\n{body}\n```")));
+            }
+            _ => {
+                let text = p
+                    .text
+                    .clone()
+                    .unwrap_or_else(|| content_text(&result.content));
+                if !text.is_empty() {
+                    content.push(ToolCallContent::from(text));
+                }
+            }
+        }
+        let status = if result.is_error {
+            ToolCallStatus::Failed
+        } else {
+            ToolCallStatus::Completed
+        };
+        ToolCallUpdate::new(
+            call_id.to_owned(),
+            ToolCallUpdateFields::new().status(status).content(content),
+        )
+    }
+}
+
+/// The call's presentation: its presenter's, else generic.
+fn present_call(presenters: Option<&Presenters>, name: &str, args: &Value) -> Presentation {
+    match presenters {
+        Some(presenters) => presenters.present_call(name, args),
+        None => cordis_presenter::generic(name, args),
+    }
+}
+
+/// A result's text: a string as is, anything else as compact JSON.
+fn content_text(content: &Value) -> String {
+    match content {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn kind(kind: cordis_presenter::ToolKind) -> ToolKind {
+    use cordis_presenter::ToolKind as K;
+    match kind {
+        K::Read => ToolKind::Read,
+        K::Edit => ToolKind::Edit,
+        K::Execute => ToolKind::Execute,
+        K::Search => ToolKind::Search,
+        K::Other => ToolKind::Other,
+    }
+}
+
+/// The plan a `todo_write` call sets: its todos in order, status one to one.
+fn plan_of(args: &Value) -> Option<Plan> {
+    let todos = args.get("todos")?.as_array()?;
+    let entries = todos
+        .iter()
+        .map(|todo| {
+            let content = todo.get("content")?.as_str()?.to_owned();
+            let status = match todo.get("status")?.as_str()? {
+                "pending" => PlanEntryStatus::Pending,
+                "in_progress" => PlanEntryStatus::InProgress,
+                "completed" => PlanEntryStatus::Completed,
+                _ => return None,
+            };
+            Some(PlanEntry::new(content, PlanEntryPriority::Medium, status))
+        })
+        .collect::<Option<Vec<_>>>()?;
+    Some(Plan::new(entries))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn event(kind: &str, data: Value) -> SessionEvent {
+        SessionEvent {
+            kind: kind.to_owned(),
+            seq: 0,
+            time: 0,
+            data,
+            source_event_seqs: None,
+        }
+    }
+
+    fn wire(update: &SessionUpdate) -> Value {
+        serde_json::to_value(update).unwrap()
+    }
+
+    #[test]
+    fn an_edit_is_a_diff_on_the_call_and_again_on_its_successful_update() {
+        let mut m = UpdateMapper::new("/w");
+        let presenters = Presenters::standard();
+        let call = event(
+            "tool/call",
+            json!({"turn": 1, "step": 1, "callId": "c1", "name": "edit_file",
+                   "arguments": "{\"path\":\"a.txt\",\"old_string\":\"x\",\"new_string\":\"y\"}"}),
+        );
+        let [u] = &m.map(&call, Some(&presenters))[..] else {
+            panic!()
+        };
+        let u = wire(u);
+        assert_eq!(u["sessionUpdate"], "tool_call");
+        assert_eq!(u["kind"], "edit");
+        assert_eq!(
+            u["content"][0],
+            json!({"type": "diff", "path": "/w/a.txt", "oldText": "x", "newText": "y"})
+        );
+        let result = event(
+            "tool/result",
+            json!({"turn": 1, "step": 1, "callId": "c1", "name": "edit_file",
+                   "content": "edited a.txt", "isError": false}),
+        );
+        let [u] = &m.map(&result, Some(&presenters))[..] else {
+            panic!()
+        };
+        let u = wire(u);
+        assert_eq!(u["status"], "completed");
+        assert_eq!(u["content"][0]["type"], "diff");
+    }
+
+    #[test]
+    fn a_result_without_its_call_makes_no_update() {
+        let mut m = UpdateMapper::new("/w");
+        let result = event(
+            "tool/result",
+            json!({"turn": 1, "step": 1, "callId": "nope", "name": "x",
+                   "content": "?", "isError": false}),
+        );
+        assert!(m.map(&result, None).is_empty());
+    }
+
+    #[test]
+    fn todo_write_sets_the_plan_after_its_update() {
+        let mut m = UpdateMapper::new("/w");
+        let args = json!({"todos": [{"content": "a", "status": "in_progress"}, {"content": "b", "status": "pending"}]});
+        m.map(
+            &event(
+                "tool/call",
+                json!({"turn": 1, "step": 1, "callId": "t", "name": "todo_write", "arguments": args.to_string()}),
+            ),
+            None,
+        );
+        let ups = m.map(
+            &event(
+                "tool/result",
+                json!({"turn": 1, "step": 1, "callId": "t", "name": "todo_write", "content": "ok", "isError": false}),
+            ),
+            None,
+        );
+        assert_eq!(ups.len(), 2);
+        assert_eq!(
+            wire(&ups[1]),
+            json!({"sessionUpdate": "plan", "entries": [
+                {"content": "a", "priority": "medium", "status": "in_progress"},
+                {"content": "b", "priority": "medium", "status": "pending"}]})
+        );
+    }
+}

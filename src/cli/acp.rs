@@ -1,0 +1,58 @@
+//! `cordis acp [FILE]`: serve the agent FILE composes to an editor over the Agent Client
+//! Protocol on stdin/stdout (see [`crate::acp`]).
+
+use clap::Args;
+use cordis_host::Builtins;
+
+use super::{ConfigArgs, EXIT_CONFIG, EXIT_FAILURE, EXIT_OK, Io};
+use crate::acp::Composition;
+
+/// Arguments of `cordis acp`.
+#[derive(Debug, Clone, Args)]
+pub struct AcpArgs {
+    /// What each session boots.
+    #[command(flatten)]
+    pub config: ConfigArgs,
+}
+
+pub(crate) fn run(args: &AcpArgs, io: &mut Io<'_>, builtins: &Builtins) -> anyhow::Result<u8> {
+    let file = args.config.file.display().to_string();
+    // Read once: every session of this process runs the same file, even if it changes.
+    let source = match std::fs::read_to_string(&args.config.file) {
+        Ok(s) => s,
+        Err(e) => {
+            writeln!(io.err, "cordis: cannot read {file}: {e}")?;
+            return Ok(EXIT_CONFIG);
+        }
+    };
+    let options = super::plan_options(&args.config, io);
+    // Check the file once up front, so a broken file fails the command (exit 2, diagnostics on
+    // stderr) instead of every session/new.
+    if let Err(errors) = cordis_host::plan::load_plan(&source, &file, io.env, builtins, &options) {
+        super::print_config_errors(&errors, &file, io)?;
+        return Ok(EXIT_CONFIG);
+    }
+    let composition = Composition {
+        source,
+        file,
+        builtins: builtins.clone(),
+        options,
+        env: io.env,
+    };
+    writeln!(
+        io.err,
+        "cordis: serving {} over ACP on stdio; EOF ends",
+        composition.file
+    )?;
+    io.err.flush()?;
+    let rt = cordis_host::shutdown::current_thread()?;
+    let served = rt.block_on(crate::acp::serve_stdio(&composition));
+    cordis_host::shutdown::end(rt);
+    match served {
+        Ok(()) => Ok(EXIT_OK),
+        Err(e) => {
+            writeln!(io.err, "cordis: acp connection failed: {e}")?;
+            Ok(EXIT_FAILURE)
+        }
+    }
+}
