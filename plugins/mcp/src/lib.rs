@@ -59,6 +59,9 @@ pub const PASSED_ENV: &[&str] = &[
     "TZ",
 ];
 
+/// The trace kind of a re-sync after `notifications/tools/list_changed`.
+pub const TRACE_SYNC: &str = "mcp-sync";
+
 /// The most `tools/list` pages one sync follows (a server whose cursors never end is refused).
 const MAX_PAGES: usize = 1_000;
 
@@ -551,23 +554,33 @@ impl Bridge {
         }
     }
 
+    /// Lists and installs again; traces `mcp-sync` with the outcome (`<server>: applied`,
+    /// `kept (…)` or `rolled back (…)`), so tests and logs can tell a sync happened.
     async fn resync(&self, peer: &Peer<RoleClient>) {
-        let listed =
+        let outcome =
             match tokio::time::timeout(self.config.call_timeout(), self.list(peer)).await {
-                Ok(Ok(tools)) => tools,
+                Ok(Ok(tools)) => match self.install(tools).await {
+                    Ok(()) => "applied".to_owned(),
+                    Err(error @ McpError::Register { .. }) => {
+                        tracing::warn!(server = %self.server(), %error, "re-sync rolled back; keeping the previous tools");
+                        format!("rolled back ({error})")
+                    }
+                    Err(error) => {
+                        tracing::warn!(server = %self.server(), %error, "re-sync refused; keeping the previous tools");
+                        format!("kept ({error})")
+                    }
+                },
                 Ok(Err(error)) => {
                     tracing::warn!(server = %self.server(), %error, "re-sync failed; keeping the previous tools");
-                    return;
+                    format!("kept ({error})")
                 }
                 Err(_) => {
                     tracing::warn!(server = %self.server(), "re-sync timed out; keeping the previous tools");
-                    return;
+                    "kept (tools/list timed out)".to_owned()
                 }
             };
-        if let Err(error) = self.install(listed).await {
-            tracing::warn!(server = %self.server(), %error, "re-sync refused; keeping the previous tools");
-        }
-        self.ctx.trace("mcp-sync", self.server().to_owned());
+        self.ctx
+            .trace(TRACE_SYNC, format!("{}: {outcome}", self.server()));
     }
 }
 

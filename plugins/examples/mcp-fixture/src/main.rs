@@ -11,6 +11,9 @@
 //!   answers every request after a delay drawn from `N` in `0..=--max-delay-ms`;
 //! - `--page-size N`: pages `tools/list` (cursor = offset);
 //! - `--extra N`: adds tools `extra_00` … (for long, paginated lists);
+//! `toggle` takes `add` / `remove` (tool names), `failList` (the next `tools/list` fails),
+//! `duplicate` (lists one tool twice) and `silent` (change without notifying).
+//!
 //! - `--log FILE`: appends one line per notable event (`start <pid>`, `cancelled <tool>`);
 //! - `--linger`: ignores SIGTERM and keeps running after stdin closes (a server that ignores
 //!   shutdown, so the client must kill it).
@@ -163,7 +166,8 @@ fn tool(name: &str) -> Tool {
                 "add": {"type": "array", "items": {"type": "string"}},
                 "remove": {"type": "array", "items": {"type": "string"}},
                 "failList": {"type": "boolean"},
-                "duplicate": {"type": "boolean"}
+                "duplicate": {"type": "boolean"},
+                "silent": {"type": "boolean"}
             }}),
         ),
         _ => ("A generated tool.", json!({"type": "object"})),
@@ -307,7 +311,9 @@ impl ServerHandler for Fixture {
                     st.fail_list = args["failList"].as_bool().unwrap_or(false);
                     st.duplicate = args["duplicate"].as_bool().unwrap_or(false);
                 }
-                let _ = context.peer.notify_tool_list_changed().await;
+                if !args["silent"].as_bool().unwrap_or(false) {
+                    let _ = context.peer.notify_tool_list_changed().await;
+                }
                 text_result("toggled", false, None)
             }
             other => text_result(format!("{other} ran"), false, None),

@@ -1,0 +1,462 @@
+//! The `mcp` plugin against the fixture server: naming, calls, pagination, re-sync and
+//! rollback, crash and reconnect, timeouts and cancellation, the scrubbed environment, and
+//! disposal that leaves no process.
+//!
+//! Deadlines here only turn a hang into a failure; nothing measures speed.
+
+use std::path::Path;
+use std::time::Duration;
+
+use cordis_mcp::{McpConfig, McpPlugin, Reconnect, TRACE_SYNC, public_name};
+use cordis_runtime::prelude::*;
+use cordis_system_prompt::{SystemPromptConfig, SystemPromptPlugin};
+use cordis_tools::{ToolCall, ToolDefinition, ToolOutput, ToolRegistry, ToolResult, ToolSchema};
+use cordis_tools::{ToolsConfig, ToolsPlugin};
+use serde_json::{Value, json};
+
+const DEADLINE: Duration = Duration::from_secs(30);
+
+fn fixture() -> &'static str {
+    env!("CARGO_BIN_EXE_cordis-mcp-fixture")
+}
+
+fn cfg(server: &str, args: &[&str]) -> McpConfig {
+    McpConfig::stdio(
+        server,
+        fixture(),
+        args.iter().map(|s| (*s).to_owned()).collect(),
+    )
+}
+
+fn root_with_tools() -> Context {
+    let root = Context::root();
+    root.plugin(ToolsPlugin, ToolsConfig::default());
+    root.plugin(SystemPromptPlugin, SystemPromptConfig::default());
+    root
+}
+
+/// Waits until nothing loads (an entry waiting for `tools` starts as soon as it is provided),
+/// then reads the entry's status.
+async fn settle(handle: &ScopeHandle) -> ScopeStatus {
+    let root = handle.context().expect("live").root_context();
+    tokio::time::timeout(DEADLINE, root.idle())
+        .await
+        .expect("the entry settles");
+    handle.status()
+}
+
+fn names(root: &Context) -> Vec<String> {
+    let reg = root.get::<ToolRegistry>().unwrap();
+    reg.schemas(None).into_iter().map(|s| s.name).collect()
+}
+
+async fn call(root: &Context, name: &str, args: Value) -> ToolResult {
+    let reg = root.get::<ToolRegistry>().unwrap();
+    let call = ToolCall {
+        call_id: "c1".into(),
+        name: name.into(),
+        arguments: args,
+    };
+    tokio::time::timeout(DEADLINE, reg.execute(call, None))
+        .await
+        .expect("the call returns")
+}
+
+fn text(result: &ToolResult) -> String {
+    match &result.content {
+        Value::String(s) => s.clone(),
+        other => other["content"][0]["text"].as_str().unwrap_or_default().to_owned(),
+    }
+}
+
+/// Polls `check` until it holds; panics with `what` after the deadline.
+async fn eventually<F, Fut>(what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let start = std::time::Instant::now();
+    while !check().await {
+        assert!(start.elapsed() < DEADLINE, "timed out waiting for: {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Is process `pid` gone (no entry, or a zombie that no longer runs)?
+fn process_gone(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            .is_some_and(|state| state == "Z" || state == "X"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tools_are_named_listed_and_called_with_the_raw_name_on_the_wire() {
+    let root = root_with_tools();
+    let entry = root.plugin(McpPlugin, cfg("fx", &[]));
+    assert_eq!(settle(&entry).await, ScopeStatus::Active);
+    let dotted = public_name("fx", "admin.reset");
+    let mut expected: Vec<String> = [
+        "add", "greet", "fail", "crash", "slow", "env", "pid", "toggle",
+    ]
+    .iter()
+    .map(|t| format!("mcp__fx__{t}"))
+    .collect();
+    expected.push(dotted.clone());
+    expected.sort();
+    assert_eq!(names(&root), expected);
+
+    let sum = call(&root, "mcp__fx__add", json!({"a": 3, "b": 7})).await;
+    assert!(!sum.is_error, "{sum:?}");
+    assert_eq!(text(&sum), "10");
+    assert_eq!(sum.content["structuredContent"], json!({"sum": 10.0}), "structured content is kept");
+    let hello = call(&root, "mcp__fx__greet", json!({"name": "Ada"})).await;
+    assert_eq!(text(&hello), "Hello, Ada!");
+    // The normalized public name reaches the server under its raw, dotted name.
+    let reset = call(&root, &dotted, json!({})).await;
+    assert_eq!(text(&reset), "reset", "{reset:?}");
+
+    // isError: a failed call with the server's text.
+    let fail = call(&root, "mcp__fx__fail", json!({})).await;
+    assert!(fail.is_error);
+    assert_eq!(fail.content, json!("fail: it failed on purpose"));
+    // A JSON-RPC error: the server no longer knows `greet` (changed without notifying).
+    let _ = call(&root, "mcp__fx__toggle", json!({"remove": ["greet"], "silent": true})).await;
+    let gone = call(&root, "mcp__fx__greet", json!({"name": "Ada"})).await;
+    assert!(gone.is_error);
+    assert_eq!(gone.content, json!("unknown tool: greet"));
+
+    root.dispose();
+    assert!(names_after_dispose_are_empty(&root));
+}
+
+fn names_after_dispose_are_empty(root: &Context) -> bool {
+    root.get::<ToolRegistry>().is_none()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_servers_with_the_same_tool_name_coexist_and_a_server_name_is_used_once() {
+    let root = root_with_tools();
+    let a = root.plugin(McpPlugin, cfg("alpha", &["--tools", "add,pid"]));
+    let b = root.plugin(McpPlugin, cfg("beta", &["--tools", "add,pid"]));
+    assert_eq!(settle(&a).await, ScopeStatus::Active);
+    assert_eq!(settle(&b).await, ScopeStatus::Active);
+    let again = root.plugin(McpPlugin, cfg("alpha", &["--tools", "add"]));
+    assert_eq!(settle(&again).await, ScopeStatus::Failed);
+    assert!(
+        again
+            .failure()
+            .unwrap()
+            .to_string()
+            .contains("server \"alpha\" is already in use by another mcp entry")
+    );
+    assert_eq!(
+        names(&root),
+        ["mcp__alpha__add", "mcp__alpha__pid", "mcp__beta__add", "mcp__beta__pid"]
+    );
+    let pa = text(&call(&root, "mcp__alpha__pid", json!({})).await);
+    let pb = text(&call(&root, "mcp__beta__pid", json!({})).await);
+    assert_ne!(pa, pb, "each public name reaches its own server");
+    assert_eq!(text(&call(&root, "mcp__beta__add", json!({"a": 1, "b": 2})).await), "3");
+    root.dispose();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_page_of_a_paginated_list_is_registered_whatever_the_server_order() {
+    let root = root_with_tools();
+    let entry = root.plugin(
+        McpPlugin,
+        cfg("pages", &["--tools", "add", "--extra", "7", "--page-size", "3", "--seed", "5"]),
+    );
+    assert_eq!(settle(&entry).await, ScopeStatus::Active);
+    let mut expected = vec!["mcp__pages__add".to_owned()];
+    expected.extend((0..7).map(|i| format!("mcp__pages__extra_{i:02}")));
+    assert_eq!(names(&root), expected);
+    root.dispose();
+}
+
+fn syncs(root: &Context) -> Vec<String> {
+    root.trace_details(TRACE_SYNC)
+}
+
+async fn toggle_and_wait(root: &Context, args: Value) -> String {
+    let before = syncs(root).len();
+    let r = call(root, "mcp__fx__toggle", args).await;
+    assert!(!r.is_error, "{r:?}");
+    eventually("a re-sync", || {
+        let n = syncs(root).len();
+        async move { n > before }
+    })
+    .await;
+    syncs(root).last().cloned().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_changed_resyncs_a_failing_fetch_keeps_and_a_conflict_rolls_back_whole() {
+    let root = root_with_tools();
+    // A tool another plugin owns, which the server will later try to take.
+    root.plugin_fn(
+        "owner",
+        |ctx, _: ()| async move {
+            let reg = ctx.require::<ToolRegistry>()?;
+            let schema = ToolSchema {
+                name: "mcp__fx__clash".into(),
+                description: "taken".into(),
+                parameters: json!({"type": "object"}),
+            };
+            let def = ToolDefinition::new(schema, |_, _| async { Ok(ToolOutput::new("mine")) });
+            reg.register(&ctx, def)?;
+            Ok(())
+        },
+        (),
+    );
+    let entry = root.plugin(McpPlugin, cfg("fx", &["--tools", "add,toggle"]));
+    assert_eq!(settle(&entry).await, ScopeStatus::Active);
+    let base = ["mcp__fx__add", "mcp__fx__clash", "mcp__fx__toggle"];
+    assert_eq!(names(&root), base);
+
+    let outcome = toggle_and_wait(&root, json!({"add": ["x1"]})).await;
+    assert!(outcome.ends_with("fx: applied"), "{outcome}");
+    let with_x1 = ["mcp__fx__add", "mcp__fx__clash", "mcp__fx__toggle", "mcp__fx__x1"];
+    assert_eq!(names(&root), with_x1);
+
+    // The fetch fails: the previous set stays.
+    let outcome = toggle_and_wait(&root, json!({"add": ["x2"], "failList": true})).await;
+    assert!(outcome.contains("kept (mcp(fx): tools/list failed"), "{outcome}");
+    assert_eq!(names(&root), with_x1);
+
+    // An invalid list (a name twice): kept as well.
+    let outcome = toggle_and_wait(&root, json!({"duplicate": true})).await;
+    assert!(outcome.contains("listed tool \"add\" more than once"), "{outcome}");
+    assert_eq!(names(&root), with_x1);
+
+    // `clash` conflicts: nothing of the new set (not even x3, x2) lands, the old set is back.
+    let outcome = toggle_and_wait(&root, json!({"add": ["clash", "x3"]})).await;
+    assert!(outcome.contains("rolled back"), "{outcome}");
+    assert!(outcome.contains("mcp__fx__clash"), "{outcome}");
+    assert_eq!(names(&root), with_x1);
+    assert_eq!(text(&call(&root, "mcp__fx__add", json!({"a": 2, "b": 2})).await), "4");
+    assert_eq!(call(&root, "mcp__fx__clash", json!({})).await.content, json!("mine"));
+
+    // And a later valid change applies again.
+    let outcome = toggle_and_wait(&root, json!({"remove": ["clash", "x1"]})).await;
+    assert!(outcome.ends_with("fx: applied"), "{outcome}");
+    assert_eq!(
+        names(&root),
+        ["mcp__fx__add", "mcp__fx__clash", "mcp__fx__toggle", "mcp__fx__x2", "mcp__fx__x3"]
+    );
+    root.dispose();
+}
+
+fn fast_reconnect(max_attempts: u32) -> Reconnect {
+    Reconnect {
+        enabled: true,
+        initial_delay_ms: 10,
+        max_delay_ms: 40,
+        max_attempts,
+    }
+}
+
+/// `sh -c` that runs the fixture while `marker` is absent (creating it), and fails once it
+/// exists: a server that starts once and cannot come back.
+fn once_then_down(server: &str, marker: &Path) -> McpConfig {
+    let script = format!(
+        "if [ -e '{m}' ]; then exit 1; fi; touch '{m}'; exec '{f}' --tools crash,pid",
+        m = marker.display(),
+        f = fixture()
+    );
+    let mut c = McpConfig::stdio(server, "sh", vec!["-c".into(), script]);
+    c.reconnect = fast_reconnect(3);
+    c
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crashed_server_reconnects_and_after_the_budget_its_tools_are_unregistered() {
+    let root = root_with_tools();
+    let mut c = cfg("fx", &["--tools", "crash,pid"]);
+    c.reconnect = fast_reconnect(5);
+    let entry = root.plugin(McpPlugin, c);
+    assert_eq!(settle(&entry).await, ScopeStatus::Active);
+    let first = text(&call(&root, "mcp__fx__pid", json!({})).await);
+    let crash = call(&root, "mcp__fx__crash", json!({})).await;
+    assert_eq!(text(&crash), "crashing", "the reply arrives before the exit");
+    eventually("a new server process", || {
+        let root = root.clone();
+        let first = first.clone();
+        async move {
+            let r = call(&root, "mcp__fx__pid", json!({})).await;
+            !r.is_error && text(&r) != first
+        }
+    })
+    .await;
+    assert!(process_gone(first.parse().unwrap()), "the crashed process is not running");
+
+    // A server that cannot come back: the budget runs out and its tools go.
+    let dir = tempfile::tempdir().unwrap();
+    let down = root.plugin(McpPlugin, once_then_down("down", &dir.path().join("started")));
+    assert_eq!(settle(&down).await, ScopeStatus::Active);
+    assert!(names(&root).contains(&"mcp__down__pid".to_owned()));
+    let crash = call(&root, "mcp__down__crash", json!({})).await;
+    assert_eq!(text(&crash), "crashing");
+    eventually("the tools of the dead server to go", || {
+        let gone = !names(&root).iter().any(|n| n.starts_with("mcp__down__"));
+        async move { gone }
+    })
+    .await;
+    assert_eq!(down.status(), ScopeStatus::Active, "the entry itself stays");
+    assert!(names(&root).contains(&"mcp__fx__pid".to_owned()), "the other server is untouched");
+    root.dispose();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_down_server_fails_the_entry_only_with_fail_on_startup_error() {
+    let root = root_with_tools();
+    let mut strict = McpConfig::stdio("strict", "/nonexistent/mcp-server", vec![]);
+    strict.fail_on_startup_error = true;
+    let strict = root.plugin(McpPlugin, strict);
+    assert_eq!(settle(&strict).await, ScopeStatus::Failed);
+    let message = strict.failure().unwrap().to_string();
+    assert!(
+        message.contains("mcp(strict): initial connection or tool synchronization failed")
+            && message.contains("/nonexistent/mcp-server"),
+        "{message}"
+    );
+
+    // Lenient (the default): active without tools, and the tools arrive once the server is up.
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("tried");
+    let script = format!(
+        "if [ ! -e '{m}' ]; then touch '{m}'; exit 1; fi; exec '{f}' --tools add",
+        m = marker.display(),
+        f = fixture()
+    );
+    let mut lenient = McpConfig::stdio("late", "sh", vec!["-c".into(), script]);
+    lenient.reconnect = fast_reconnect(5);
+    let lenient = root.plugin(McpPlugin, lenient);
+    assert_eq!(settle(&lenient).await, ScopeStatus::Active);
+    eventually("the late server's tools", || {
+        let up = names(&root).contains(&"mcp__late__add".to_owned());
+        async move { up }
+    })
+    .await;
+    assert_eq!(text(&call(&root, "mcp__late__add", json!({"a": 1, "b": 1})).await), "2");
+    root.dispose();
+}
+
+fn log_lines(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_timeout_and_a_dropped_call_both_cancel_the_request_on_the_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("fixture.log");
+    let root = root_with_tools();
+    let mut c = cfg("fx", &["--tools", "slow", "--log", log.to_str().unwrap()]);
+    c.call_timeout_ms = 300;
+    let entry = root.plugin(McpPlugin, c);
+    assert_eq!(settle(&entry).await, ScopeStatus::Active);
+    let slow = call(&root, "mcp__fx__slow", json!({"ms": 600_000})).await;
+    assert!(slow.is_error);
+    assert_eq!(slow.code.as_deref(), Some("TOOL_TIMEOUT"), "{slow:?}");
+    eventually("the server to hear the timeout's cancellation", || {
+        let n = log_lines(&log).iter().filter(|l| *l == "cancelled slow").count();
+        async move { n == 1 }
+    })
+    .await;
+
+    // A caller that stops waiting (an aborted turn) cancels too.
+    let reg = root.get::<ToolRegistry>().unwrap();
+    let call = ToolCall {
+        call_id: "c2".into(),
+        name: "mcp__fx__slow".into(),
+        arguments: json!({"ms": 600_000}),
+    };
+    let running = tokio::spawn(async move { reg.execute(call, None).await });
+    eventually("the second slow call to start", || {
+        let n = log_lines(&log).iter().filter(|l| *l == "slow started").count();
+        async move { n == 2 }
+    })
+    .await;
+    running.abort();
+    let _ = running.await;
+    eventually("the server to hear the dropped call's cancellation", || {
+        let n = log_lines(&log).iter().filter(|l| *l == "cancelled slow").count();
+        async move { n == 2 }
+    })
+    .await;
+    root.dispose();
+}
+
+/// The half of the scrubbing test that runs in a child test process whose environment holds a
+/// secret (setting a variable in this process would need `unsafe`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scrub_child() {
+    let Ok(secret) = std::env::var("CORDIS_TEST_SECRET_TOKEN") else {
+        return; // Only meaningful when started by `the_server_sees_a_scrubbed_environment`.
+    };
+    assert_eq!(secret, "hunter2");
+    let root = root_with_tools();
+    let mut c = cfg("fx", &["--tools", "env"]);
+    c.env.insert("GIVEN".into(), "yes".into());
+    let entry = root.plugin(McpPlugin, c);
+    assert_eq!(settle(&entry).await, ScopeStatus::Active);
+    let env = |name: &'static str| {
+        let root = root.clone();
+        async move { text(&call(&root, "mcp__fx__env", json!({"name": name})).await) }
+    };
+    assert_eq!(env("CORDIS_TEST_SECRET_TOKEN").await, "<unset>", "the host's secret leaked");
+    assert_eq!(env("GIVEN").await, "yes", "the entry's env is passed");
+    assert_eq!(env("PATH").await, std::env::var("PATH").unwrap(), "PATH is passed");
+    println!("SCRUB-CHILD-RAN");
+    root.dispose();
+}
+
+#[test]
+fn the_server_sees_a_scrubbed_environment() {
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "scrub_child", "--nocapture", "--test-threads", "1"])
+        .env("CORDIS_TEST_SECRET_TOKEN", "hunter2")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("SCRUB-CHILD-RAN"), "the child test did not run: {stdout}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn disposing_the_entry_kills_a_server_that_ignores_shutdown_and_its_children() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("fixture.log");
+    // `sh` stays the parent (no exec), so the fixture is a grandchild of this process: killing
+    // only the direct child would orphan it. `--linger` ignores SIGTERM and a closed stdin.
+    let script = format!(
+        "'{f}' --tools pid --linger --log '{l}'; true",
+        f = fixture(),
+        l = log.display()
+    );
+    let root = root_with_tools();
+    let entry = root.plugin(McpPlugin, McpConfig::stdio("fx", "sh", vec!["-c".into(), script]));
+    assert_eq!(settle(&entry).await, ScopeStatus::Active);
+    let pid: u32 = text(&call(&root, "mcp__fx__pid", json!({})).await).parse().unwrap();
+    assert!(!process_gone(pid), "the server runs");
+    entry.dispose();
+    eventually("the server process to be gone", || {
+        let gone = process_gone(pid);
+        async move { gone }
+    })
+    .await;
+    assert!(names(&root).is_empty(), "its tools are unregistered");
+    assert!(
+        !log_lines(&log).iter().any(|l| l == "lingering"),
+        "killed, not left to linger"
+    );
+    root.dispose();
+}
