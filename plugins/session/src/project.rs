@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 
 use cordis_llm::Message;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::event::{
     AgentPresetSelectedData, AssistantMessageData, EventData, RequestHeader, RequestHeaderData,
@@ -286,7 +286,7 @@ pub fn page_bounds(
 }
 
 /// The projection baseline of a cut: values folded from exactly the events served with it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Projections {
     /// The seq of the last event the values include: the last event of the page it came with
