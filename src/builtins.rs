@@ -2,12 +2,22 @@
 //! agent plugin crate this package links. Adding a built-in plugin touches its crate and this
 //! table.
 
+use std::path::Path;
+use std::sync::Arc;
+
+use cordis_agent_presets::AgentPresetsPlugin;
 use cordis_host::Builtins;
+use cordis_host::plan::PlanOptions;
+
+mod composer;
+
+pub use composer::HostComposer;
 
 /// Every built-in plugin `cordis` offers: the host's (`tools`, `system-prompt`, `debug/*`) and
 /// `tool-todo`, `tool-declare`, `llm`, `sessions`, `agent-loop`, `agent-core`, `tool-subagent`,
 /// and the workspace tools: `workspace`, `tool-fs`, `tool-search`, `tool-shell`, `approvals`,
-/// `presenter`, and Code Mode's `code-runtime` and `tool-presentation`.
+/// `presenter`, Code Mode's `code-runtime` and `tool-presentation`, and agent presets'
+/// `agent-presets` with its rows `persona` and `tool-restrict`.
 pub fn standard() -> Builtins {
     let mut table = Builtins::host();
     table.insert(cordis_tool_todo::TodoPlugin::default());
@@ -25,6 +35,32 @@ pub fn standard() -> Builtins {
     table.insert(cordis_presenter::PresenterPlugin);
     table.insert(cordis_code_runtime::CodeRuntimePlugin);
     table.insert(cordis_tools::ToolPresentationPlugin);
+    table.insert(cordis_tools::ToolRestrictPlugin);
+    table.insert(cordis_agent_presets::PersonaPlugin);
+    table.insert(AgentPresetsPlugin::new(Arc::new(HostComposer::standard())));
+    table
+}
+
+/// `table` for loading the config file `file`: its `agent-presets` plugin (when it has one)
+/// resolves relative roots against the file's directory, takes the user root from `env`
+/// (`$XDG_CONFIG_HOME`, `$HOME`), and mounts presets through `table` itself with `options`'
+/// timeouts and plugin directories.
+pub fn for_config(
+    table: &Builtins,
+    file: &Path,
+    options: &PlanOptions,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Builtins {
+    if table.get("agent-presets").is_none() {
+        return table.clone();
+    }
+    let dir = options.config_dir_for(&file.display().to_string());
+    let composer = HostComposer::with_table(table.clone(), options.clone());
+    let plugin = AgentPresetsPlugin::new(Arc::new(composer))
+        .with_base_dir(dir)
+        .with_user_root(cordis_agent_presets::user_root(env));
+    let mut table = table.clone();
+    table.insert(plugin);
     table
 }
 

@@ -545,6 +545,7 @@ fn load(args: &ConfigArgs, io: &mut Io<'_>, builtins: &Builtins) -> anyhow::Resu
         }
     };
     let options = plan_options(args, io);
+    let builtins = &crate::builtins::for_config(builtins, &args.file, &options, io.env);
     match load_plan(&source, &file, io.env, builtins, &options) {
         Ok(plan) => Ok(plan),
         Err(errors) => {
@@ -631,6 +632,7 @@ pub(crate) async fn boot_live(
         }
     };
     let options = plan_options(config, io);
+    let builtins = &crate::builtins::for_config(builtins, &config.file, &options, io.env);
     let root = cordis_runtime::Context::root_with(schedule);
     let env = io.env;
     match cordis_host::reload::LiveConfig::boot(

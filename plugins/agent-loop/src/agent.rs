@@ -9,7 +9,7 @@ use cordis_llm::{
     AssistantToolCall, CallConfig, Chunk, FinishReason, FrozenRequest, Llm, LlmRequest, Usage,
 };
 use cordis_runtime::Position;
-use cordis_runtime::{Context, ScopeHandle};
+use cordis_runtime::{Context, EffectHandle, ScopeHandle};
 use cordis_session::{
     AssistantChunkData, AssistantMessageData, EventData, HeaderReason, RequestHeader,
     RequestHeaderData, Session, StepEndData, StepStartData, ToolApprovalData, ToolCallData,
@@ -75,6 +75,9 @@ struct Inner {
     /// The last request built, the baseline a new header is compared with (shared, not copied).
     baseline: Mutex<Option<FrozenRequest>>,
     stop: watch::Sender<Option<Stop>>,
+    /// The binding of the agent's scope to its parent (a preset's standing key), replaced by
+    /// [`Agent::rejoin`].
+    parent_bind: Mutex<Option<EffectHandle>>,
 }
 
 /// An agent: cheap to clone.
@@ -101,6 +104,7 @@ impl Agent {
         deps: Deps,
         config: CallConfig,
         settings: LoopSettings,
+        parent_bind: Option<EffectHandle>,
     ) -> Agent {
         Agent {
             inner: Arc::new(Inner {
@@ -115,6 +119,7 @@ impl Agent {
                 disposed: AtomicBool::new(false),
                 baseline: Mutex::new(None),
                 stop: watch::Sender::new(None),
+                parent_bind: Mutex::new(parent_bind),
             }),
         }
     }
@@ -142,6 +147,41 @@ impl Agent {
     /// The agent's session.
     pub fn session(&self) -> &Session {
         &self.inner.session
+    }
+
+    /// The parent the agent's scope is bound to (a preset's standing key), if any.
+    pub fn parent_scope(&self) -> Option<ScopeKey> {
+        self.inner.deps.tools.parent_of(self.inner.key)
+    }
+
+    /// Re-binds the agent's scope under `parent` (switching a blank agent to another preset),
+    /// replacing the binding it was created with. The caller decides when a switch is allowed
+    /// (the preset roster refuses it mid-turn and after the first turn).
+    ///
+    /// # Errors
+    /// A cycle or a disposed agent; the old binding is then restored when it can be.
+    pub fn rejoin(&self, parent: ScopeKey) -> Result<(), cordis_tools::RegisterError> {
+        let Some(ctx) = self.context() else {
+            return Err(cordis_tools::RegisterError::ScopeGone);
+        };
+        let tools = &self.inner.deps.tools;
+        let mut bind = cordis_runtime::lock(&self.inner.parent_bind);
+        let old = tools.parent_of(self.inner.key);
+        if let Some(handle) = bind.take() {
+            handle.dispose();
+        }
+        match tools.bind_parent(&ctx, self.inner.key, parent) {
+            Ok(handle) => {
+                *bind = Some(handle);
+                Ok(())
+            }
+            Err(e) => {
+                if let Some(old) = old {
+                    *bind = tools.bind_parent(&ctx, self.inner.key, old).ok();
+                }
+                Err(e)
+            }
+        }
     }
 
     /// True while a turn runs.

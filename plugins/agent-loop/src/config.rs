@@ -29,6 +29,10 @@ pub struct AgentOptions {
     /// A registry scope to bind as the parent of the agent's own scope.
     #[serde(default)]
     pub parent_scope: Option<u64>,
+    /// The agent preset recorded in the header of a session this creates (an existing session
+    /// keeps its header); joining the preset is `parent_scope`'s job.
+    #[serde(default)]
+    pub agent_preset: Option<String>,
 }
 
 impl AgentOptions {

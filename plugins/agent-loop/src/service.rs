@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 
 use cordis_llm::Llm;
 use cordis_runtime::{Context, Service};
-use cordis_session::{SessionError, SessionStore};
+use cordis_session::{CreateOptions, SessionError, SessionStore};
 use cordis_system_prompt::SystemPrompt;
 use cordis_tools::{RegisterError, ToolRegistry};
 
@@ -110,9 +110,13 @@ impl AgentLoop {
             return Err(CreateAgentError::Duplicate(id));
         }
         let session_id = options.session_id.clone().unwrap_or_else(|| id.clone());
+        let mut create = CreateOptions::default();
+        if let Some(preset) = &options.agent_preset {
+            create = create.agent_preset(preset.clone());
+        }
         let (session, report) =
             self.sessions
-                .open_or_create(&session_id)
+                .open_or_create_with(&session_id, create)
                 .await
                 .map_err(|source| CreateAgentError::Session {
                     id: id.clone(),
@@ -128,11 +132,15 @@ impl AgentLoop {
         let Some(actx) = scope.context() else {
             return Err(CreateAgentError::Gone(id));
         };
+        let mut parent_bind = None;
         if let Some(parent) = options.parent() {
             let key = cordis_system_prompt::ScopeKey::from(scope.id());
-            if let Err(source) = self.tools.bind_parent(&actx, key, parent) {
-                scope.dispose();
-                return Err(CreateAgentError::Bind { id, source });
+            match self.tools.bind_parent(&actx, key, parent) {
+                Ok(handle) => parent_bind = Some(handle),
+                Err(source) => {
+                    scope.dispose();
+                    return Err(CreateAgentError::Bind { id, source });
+                }
             }
         }
         let deps = Deps {
@@ -148,6 +156,7 @@ impl AgentLoop {
             deps,
             options.call_config(),
             self.settings,
+            parent_bind,
         );
         {
             let mut agents = cordis_runtime::lock(&self.agents);

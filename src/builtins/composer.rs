@@ -1,0 +1,225 @@
+//! The host side of agent presets: a [`Composer`] that reads a preset's composition with the
+//! host's plan resolution (the same errors `cordis check` reports) and mounts its rows under a
+//! standing scope the way the loader boots a file.
+
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::sync::{Arc, OnceLock};
+
+use cordis_agent_presets::{Composer, Composition, RowInfo, RowReport, RowStatus};
+use cordis_host::Builtins;
+use cordis_host::plan::{LoadPlan, PlanOptions, Step, load_plan};
+use cordis_runtime::{Context, Inject, PluginOptions, ScopeHandle, ScopeStatus};
+
+/// Resolves compositions against a plugin table (the standard one unless given).
+pub struct HostComposer {
+    table: OnceLock<Builtins>,
+    options: PlanOptions,
+}
+
+impl std::fmt::Debug for HostComposer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HostComposer")
+            .field("options", &self.options)
+            .finish_non_exhaustive()
+    }
+}
+
+impl HostComposer {
+    /// Over the standard table (built on first use: the table holds this composer).
+    pub fn standard() -> Self {
+        HostComposer {
+            table: OnceLock::new(),
+            options: PlanOptions::default(),
+        }
+    }
+
+    /// Over `table`, with the timeouts and plugin directories of `options` (each composition
+    /// resolves relative paths against its own directory).
+    pub fn with_table(table: Builtins, options: PlanOptions) -> Self {
+        let cell = OnceLock::new();
+        let _ = cell.set(table);
+        HostComposer {
+            table: cell,
+            options,
+        }
+    }
+
+    fn table(&self) -> &Builtins {
+        self.table.get_or_init(super::standard)
+    }
+}
+
+impl Composer for HostComposer {
+    fn prepare(&self, file: &Path) -> Result<Arc<dyn Composition>, String> {
+        let source = read_small(file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+        let name = file.display().to_string();
+        let options = PlanOptions {
+            config_dir: Some(
+                file.parent()
+                    .filter(|p| !p.as_os_str().is_empty())
+                    .map_or_else(|| PathBuf::from("."), Path::to_owned),
+            ),
+            ..self.options.clone()
+        };
+        // A preset reads the process environment for `${{ env.NAME }}`, as the host file does.
+        let env = |k: &str| std::env::var(k).ok();
+        let plan = load_plan(&source, &name, &env, self.table(), &options)
+            .map_err(|errors| errors.to_string())?;
+        Ok(Arc::new(HostComposition {
+            plan,
+            file: file.to_owned(),
+        }))
+    }
+}
+
+/// Reads a regular file of at most 1 MiB (a FIFO at a preset path must not hang a listing).
+fn read_small(path: &Path) -> std::io::Result<String> {
+    let meta = std::fs::metadata(path)?;
+    if !meta.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    if meta.len() > 1 << 20 {
+        return Err(std::io::Error::other("larger than 1 MiB"));
+    }
+    std::fs::read_to_string(path)
+}
+
+/// A resolved preset composition.
+struct HostComposition {
+    plan: LoadPlan,
+    file: PathBuf,
+}
+
+impl Composition for HostComposition {
+    fn rows(&self) -> Vec<RowInfo> {
+        self.plan
+            .entries
+            .iter()
+            .filter_map(|e| match &e.step {
+                Step::Plugin { prepared, .. } => {
+                    let mut provides = prepared.plugin.provides_erased(&*prepared.config);
+                    provides.sort();
+                    Some(RowInfo {
+                        id: e.id.clone(),
+                        name: e.name.clone(),
+                        provides,
+                    })
+                }
+                Step::Group | Step::Disabled => None,
+            })
+            .collect()
+    }
+
+    fn files(&self) -> Vec<PathBuf> {
+        vec![self.file.clone()]
+    }
+
+    fn mount<'a>(
+        &'a self,
+        under: &'a Context,
+    ) -> Pin<Box<dyn Future<Output = Vec<RowReport>> + Send + 'a>> {
+        Box::pin(mount(&self.plan, under))
+    }
+}
+
+/// Applies the plan's rows under `under` like the loader boots a file (groups as child scopes,
+/// each plugin row labelled with its id, with its timeout), after every row's preload, and
+/// waits until none is loading.
+async fn mount(plan: &LoadPlan, under: &Context) -> Vec<RowReport> {
+    let root = under.root_context();
+    let preloads = plan.entries.iter().filter_map(|e| match &e.step {
+        Step::Plugin {
+            prepared, timeout, ..
+        } => Some(tokio::time::timeout(
+            *timeout,
+            prepared.plugin.preload_erased(&root, &*prepared.config),
+        )),
+        _ => None,
+    });
+    for preload in preloads {
+        let _ = preload.await;
+    }
+    let mut handles: Vec<Option<ScopeHandle>> = vec![None; plan.entries.len()];
+    for (i, entry) in plan.entries.iter().enumerate() {
+        let parent = match entry.parent {
+            Some(p) => handles.get(p).cloned().flatten().and_then(|h| h.context()),
+            None => Some(under.clone()),
+        };
+        let Some(parent) = parent else { continue };
+        handles[i] = match &entry.step {
+            Step::Group => Some(parent.child_scope(&entry.name)),
+            Step::Plugin {
+                prepared,
+                inject,
+                timeout,
+            } => Some(parent.plugin_with(
+                prepared.clone(),
+                PluginOptions {
+                    label: Some(entry.id.clone()),
+                    inject: inject.iter().map(Inject::required_named).collect(),
+                    timeout: Some(*timeout),
+                },
+            )),
+            Step::Disabled => None,
+        };
+    }
+    // A row that becomes active may provide what an earlier, settled row waits for: repeat
+    // until one pass finds nothing loading.
+    loop {
+        let mut loading = false;
+        for handle in handles.iter().flatten() {
+            if handle.status() == ScopeStatus::Loading {
+                loading = true;
+                handle.settled().await;
+            }
+        }
+        if !loading {
+            break;
+        }
+    }
+    plan.entries
+        .iter()
+        .zip(&handles)
+        .filter(|(e, _)| !matches!(e.step, Step::Group))
+        .map(|(entry, handle)| {
+            let Some(handle) = handle else {
+                return RowReport {
+                    id: entry.id.clone(),
+                    name: entry.name.clone(),
+                    status: RowStatus::Disabled,
+                    reason: None,
+                    scope: None,
+                };
+            };
+            let info = handle.info();
+            let status = match info.status {
+                ScopeStatus::Pending => RowStatus::Pending,
+                ScopeStatus::Loading => RowStatus::Loading,
+                ScopeStatus::Active => RowStatus::Active,
+                ScopeStatus::Failed => RowStatus::Failed,
+                ScopeStatus::Disposed => RowStatus::Disposed,
+            };
+            let reason = match status {
+                RowStatus::Failed => info.failure.as_ref().map(ToString::to_string),
+                RowStatus::Pending => Some(format!(
+                    "waiting for service{} {}",
+                    if info.missing.len() == 1 { "" } else { "s" },
+                    info.missing
+                        .iter()
+                        .map(|m| format!("\"{m}\""))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )),
+                _ => None,
+            };
+            RowReport {
+                id: entry.id.clone(),
+                name: entry.name.clone(),
+                status,
+                reason,
+                scope: Some(handle.id()),
+            }
+        })
+        .collect()
+}

@@ -1,0 +1,418 @@
+//! Agent presets end to end through the host's loader (the reference's §1.3 tests): standing
+//! mounts, generations, refusals, the session log, and the invariant.
+
+use std::path::{Path, PathBuf};
+
+use cordis::builtins::{for_config, standard};
+use cordis::host::loader::boot;
+use cordis::host::plan::{PlanOptions, load_plan};
+use cordis_agent_loop::{AgentLoop, AgentOptions};
+use cordis_agent_presets::{AgentPresets, JoinError};
+use cordis_runtime::Context;
+use cordis_session::resolve_session_preset;
+use cordis_system_prompt::{AssembleContext, SystemPrompt};
+
+/// A host composition with a roster over `<dir>/presets` (default `a`), booted.
+async fn host(dir: &Path, extra: &str) -> Context {
+    let sessions = dir.join(".sessions");
+    let source = format!(
+        r#"
+- id: system-prompt
+  name: system-prompt
+  config: {{persona: "deployment persona"}}
+- id: tools
+  name: tools
+- id: llm
+  name: llm
+  config: {{adapter: scripted, model: m, repeat: true, responses: [{{text: "ok"}}]}}
+- id: sessions
+  name: sessions
+  config: {{root: "{}"}}
+- id: agent-loop
+  name: agent-loop
+- id: presets
+  name: agent-presets
+  config: {{roots: [{{path: presets}}], default: a, includeUserRoot: false}}
+{extra}"#,
+        sessions.display()
+    );
+    let file = dir.join("cordis.yml");
+    std::fs::write(&file, &source).unwrap();
+    let options = PlanOptions::default();
+    let table = for_config(&standard(), &file, &options, &|_| None);
+    let plan = load_plan(
+        &source,
+        &file.display().to_string(),
+        &|_| None,
+        &table,
+        &options,
+    )
+    .unwrap();
+    let root = Context::root();
+    let report = boot(&root, &plan).await;
+    assert!(report.all_active(), "{:?}", report.entries);
+    root
+}
+
+/// Writes preset `id` with this composition (and optional preset.yml).
+fn preset(dir: &Path, id: &str, composition: &str, meta: Option<&str>) -> PathBuf {
+    let p = dir.join("presets").join(id);
+    std::fs::create_dir_all(&p).unwrap();
+    std::fs::write(p.join("agent.cordis.yml"), composition).unwrap();
+    if let Some(meta) = meta {
+        std::fs::write(p.join("preset.yml"), meta).unwrap();
+    }
+    p.join("agent.cordis.yml")
+}
+
+/// A composition declaring one tool `name` (described `desc`) and a persona.
+fn with_tool(name: &str, desc: &str, persona: &str) -> String {
+    format!(
+        r#"
+- id: tools-{name}
+  name: tool-declare
+  config:
+    tools:
+      - {{name: {name}, description: "{desc}", parameters: {{type: object}}}}
+- id: persona
+  name: persona
+  config: {{text: "{persona}"}}
+"#
+    )
+}
+
+fn services(root: &Context) -> (std::sync::Arc<AgentPresets>, std::sync::Arc<AgentLoop>, std::sync::Arc<SystemPrompt>) {
+    (
+        root.get::<AgentPresets>().expect("roster"),
+        root.get::<AgentLoop>().expect("agent loop"),
+        root.get::<SystemPrompt>().expect("prompt"),
+    )
+}
+
+/// Tool names and the rendered system prompt of an assembly.
+async fn seen(prompt: &SystemPrompt, ctx: AssembleContext) -> (Vec<String>, String) {
+    let a = prompt.assemble(ctx).await.unwrap();
+    (
+        a.tools.iter().map(|t| t.name.clone()).collect(),
+        a.render().unwrap(),
+    )
+}
+
+fn options(id: &str) -> AgentOptions {
+    AgentOptions::new(id, "m")
+}
+
+#[tokio::test]
+async fn gives_each_session_only_its_own_preset() {
+    let dir = tempfile::tempdir().unwrap();
+    preset(dir.path(), "a", &with_tool("a_tool", "A", "I am A."), None);
+    preset(dir.path(), "b", &with_tool("b_tool", "B", "I am B."), None);
+    let root = host(dir.path(), "").await;
+    let (roster, agents, prompt) = services(&root);
+    let (x, sx) = roster.create_agent(&agents, options("x"), Some("a")).await.unwrap();
+    let (y, sy) = roster.create_agent(&agents, options("y"), Some("b")).await.unwrap();
+    assert_ne!(sx.key, sy.key);
+    let (tools, system) = seen(&prompt, AssembleContext::scoped(x.scope_key())).await;
+    assert_eq!(tools, ["a_tool"]);
+    assert_eq!(system, "I am A.");
+    let (tools, system) = seen(&prompt, AssembleContext::scoped(y.scope_key())).await;
+    assert_eq!(tools, ["b_tool"]);
+    assert_eq!(system, "I am B.");
+    // Nothing of either preset reaches the global view.
+    let (tools, system) = seen(&prompt, AssembleContext::global()).await;
+    assert!(tools.is_empty(), "{tools:?}");
+    assert_eq!(system, "deployment persona");
+    // Each session records the preset it was created with.
+    assert_eq!(x.session().header().agent_preset.as_deref(), Some("a"));
+    assert_eq!(y.session().preset().as_deref(), Some("b"));
+    root.dispose();
+}
+
+#[tokio::test]
+async fn lets_two_sessions_share_one_preset_without_colliding() {
+    let dir = tempfile::tempdir().unwrap();
+    preset(dir.path(), "a", &with_tool("a_tool", "A", "I am A."), None);
+    let root = host(dir.path(), "").await;
+    let (roster, agents, prompt) = services(&root);
+    let (x, sx) = roster.create_agent(&agents, options("x"), None).await.unwrap();
+    let (y, sy) = roster.create_agent(&agents, options("y"), None).await.unwrap();
+    assert_eq!(sx, sy, "one standing mount for both");
+    assert_eq!(roster.mounted().len(), 1);
+    assert_ne!(x.scope_key(), y.scope_key());
+    assert_ne!(x.session().id(), y.session().id());
+    // An agent's own registration stays its own.
+    let tools = agents.tools();
+    let _ = tools
+        .register_scoped(
+            &x.context().unwrap(),
+            x.scope_key(),
+            cordis_tools::ToolDefinition::new(
+                cordis_tools::ToolSchema {
+                    name: "x_only".into(),
+                    description: "x".into(),
+                    parameters: serde_json::json!({"type": "object"}),
+                },
+                |_, _| async { Ok(cordis_tools::ToolOutput::new("x")) },
+            ),
+        )
+        .unwrap();
+    assert_eq!(seen(&prompt, AssembleContext::scoped(x.scope_key())).await.0, ["a_tool", "x_only"]);
+    assert_eq!(seen(&prompt, AssembleContext::scoped(y.scope_key())).await.0, ["a_tool"]);
+    x.dispose();
+    assert_eq!(seen(&prompt, AssembleContext::scoped(y.scope_key())).await.0, ["a_tool"]);
+    assert_eq!(y.run_turn("hi").await.unwrap(), cordis_session::TurnEndReason::Completed);
+    root.dispose();
+}
+
+#[tokio::test]
+async fn rolls_the_whole_agent_back_when_a_row_fails_and_names_every_failed_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = preset(
+        dir.path(),
+        "a",
+        &format!(
+            "{}\n- id: boom\n  name: debug/fault\n  config: {{mode: error}}\n- id: waits\n  name: debug/noop\n  inject: [nobody]\n",
+            with_tool("a_tool", "A", "I am A.")
+        ),
+        None,
+    );
+    let root = host(dir.path(), "").await;
+    let (roster, agents, prompt) = services(&root);
+    let err = roster
+        .create_agent(&agents, options("x"), Some("a"))
+        .await
+        .unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.starts_with(&format!(
+            "agent-presets: preset \"a\" failed to mount: 2 row(s) did not activate:\n  - boom (debug/fault): failed: "
+        )),
+        "{text}"
+    );
+    assert!(text.contains("\n  - waits (debug/noop): pending: waiting for service \"nobody\""), "{text}");
+    assert!(text.ends_with(&format!("({})", path.display())), "{text}");
+    // Nothing remains: no agent, no session, no standing scope, none of the good row's tools.
+    assert!(agents.agent("x").is_none());
+    assert!(!dir.path().join(".sessions/x.jsonl").exists());
+    assert!(roster.mounted().is_empty());
+    assert!(agents.tools().schemas(None).is_empty());
+    let _ = prompt;
+    root.dispose();
+}
+
+#[tokio::test]
+async fn rejects_a_row_that_publishes_a_process_global_service() {
+    let dir = tempfile::tempdir().unwrap();
+    // Declared up front (Plugin::provides): refused before anything applies.
+    preset(
+        dir.path(),
+        "declared",
+        "- id: marker\n  name: debug/provide\n  config: {service: alpha}\n",
+        None,
+    );
+    // Not declared: caught after the mount, which is then undone.
+    preset(
+        dir.path(),
+        "runtime",
+        "- id: engine\n  name: code-runtime\n",
+        None,
+    );
+    let root = host(dir.path(), "").await;
+    let (roster, agents, _) = services(&root);
+    let err = roster.standing_key_for(Some("declared")).await.unwrap_err();
+    assert!(
+        err.to_string().contains(
+            "failed to mount: row(s) \"marker\" (debug/provide) published process-global service(s) [alpha]; "
+        ),
+        "{err}"
+    );
+    let err = roster
+        .create_agent(&agents, options("x"), Some("runtime"))
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains(
+            "failed to mount: row(s) \"engine\" (code-runtime) published process-global service(s) [codeRuntime]; "
+        ),
+        "{err}"
+    );
+    assert!(!root.has_service("codeRuntime"), "the refused mount is undone");
+    assert!(!root.has_service("alpha"));
+    assert!(agents.agent("x").is_none());
+    root.dispose();
+}
+
+/// Rewrites a composition so its stamp surely changes (the size differs).
+fn edit(path: &Path, composition: &str) {
+    std::fs::write(path, composition).unwrap();
+}
+
+#[tokio::test]
+async fn starts_a_new_generation_for_later_sessions_while_joined_ones_keep_theirs() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = preset(dir.path(), "a", &with_tool("a_tool", "v1", "I am A."), None);
+    let root = host(dir.path(), "").await;
+    let (roster, agents, prompt) = services(&root);
+    let (x, sx) = roster.create_agent(&agents, options("x"), None).await.unwrap();
+    assert_eq!(sx.generation, 1);
+    // Unchanged file: the same generation.
+    assert_eq!(roster.standing_key_for(None).await.unwrap(), sx);
+    edit(&path, &with_tool("a_tool", "version two", "I am A, again."));
+    let (y, sy) = roster.create_agent(&agents, options("y"), None).await.unwrap();
+    assert_eq!(sy.generation, 2);
+    assert_ne!(sy.key, sx.key);
+    let describe = |key| {
+        let prompt = &prompt;
+        async move {
+            let a = prompt.assemble(AssembleContext::scoped(key)).await.unwrap();
+            (a.tools[0].description.clone(), a.render().unwrap())
+        }
+    };
+    assert_eq!(describe(x.scope_key()).await, ("v1".to_owned(), "I am A.".to_owned()));
+    assert_eq!(
+        describe(y.scope_key()).await,
+        ("version two".to_owned(), "I am A, again.".to_owned())
+    );
+    assert_eq!(roster.composed_preset(x.scope_key()), Some(sx));
+    assert_eq!(roster.mounted().len(), 2, "the superseded generation stays mounted");
+    root.dispose();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn gives_two_sessions_racing_the_refreshed_file_one_shared_new_generation() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = preset(dir.path(), "a", &with_tool("a_tool", "v1", "I am A."), None);
+    let root = host(dir.path(), "").await;
+    let (roster, agents, _) = services(&root);
+    let (_, first) = roster.create_agent(&agents, options("x"), None).await.unwrap();
+    edit(&path, &with_tool("a_tool", "version two", "I am A."));
+    let (r1, r2) = (roster.clone(), roster.clone());
+    let (a1, a2) = (agents.clone(), agents.clone());
+    let (y, z) = tokio::join!(
+        tokio::spawn(async move { r1.create_agent(&a1, options("y"), None).await.map(|r| r.1) }),
+        tokio::spawn(async move { r2.create_agent(&a2, options("z"), None).await.map(|r| r.1) }),
+    );
+    let (y, z) = (y.unwrap().unwrap(), z.unwrap().unwrap());
+    assert_eq!(y, z, "one shared generation");
+    assert_eq!(y.generation, 2);
+    assert_ne!(y.key, first.key);
+    assert_eq!(roster.mounted().len(), 2);
+    root.dispose();
+}
+
+#[tokio::test]
+async fn hands_a_host_reader_the_standing_key_without_starting_an_agent() {
+    let dir = tempfile::tempdir().unwrap();
+    preset(dir.path(), "a", &with_tool("a_tool", "A", "I am A."), None);
+    let root = host(dir.path(), "").await;
+    let (roster, agents, prompt) = services(&root);
+    let standing = roster.standing_key_for(Some("a")).await.unwrap();
+    assert!(agents.agent_ids().is_empty());
+    assert!(!dir.path().join(".sessions").exists() || std::fs::read_dir(dir.path().join(".sessions")).unwrap().next().is_none());
+    // A scope-only read is not an agent: the invariant admits it.
+    let (tools, system) = seen(&prompt, AssembleContext::scoped(standing.key)).await;
+    assert_eq!((tools, system.as_str()), (vec!["a_tool".to_owned()], "I am A."));
+    assert_eq!(roster.standing_key_for(Some("a")).await.unwrap(), standing);
+    root.dispose();
+}
+
+#[tokio::test]
+async fn prefers_a_logged_switch_over_the_header() {
+    let dir = tempfile::tempdir().unwrap();
+    preset(dir.path(), "a", &with_tool("a_tool", "A", "I am A."), None);
+    preset(dir.path(), "b", &with_tool("b_tool", "B", "I am B."), None);
+    let root = host(dir.path(), "").await;
+    let (roster, agents, prompt) = services(&root);
+    let (x, _) = roster.create_agent(&agents, options("x"), Some("a")).await.unwrap();
+    let b = roster.switch(&x, "b").await.unwrap();
+    assert_eq!(x.session().header().agent_preset.as_deref(), Some("a"));
+    let events = x.session().events();
+    assert_eq!(resolve_session_preset(x.session().header(), &events).as_deref(), Some("b"));
+    assert_eq!(roster.composed_preset(x.scope_key()), Some(b));
+    assert_eq!(seen(&prompt, AssembleContext::scoped(x.scope_key())).await.0, ["b_tool"]);
+    // A switch to a preset that does not mount leaves the agent where it was.
+    let err = roster.switch(&x, "nope").await.unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "agent-presets: preset \"nope\" not found (available: a, b)"
+    );
+    assert_eq!(seen(&prompt, AssembleContext::scoped(x.scope_key())).await.0, ["b_tool"]);
+    // After the first turn the conversation keeps its preset.
+    x.run_turn("hi").await.unwrap();
+    let err = roster.switch(&x, "a").await.unwrap_err();
+    assert!(matches!(err, JoinError::NotBlank { turns: 1, .. }), "{err}");
+    root.dispose();
+}
+
+#[tokio::test]
+async fn an_agent_that_joined_no_preset_cannot_assemble_while_a_scope_read_can() {
+    let dir = tempfile::tempdir().unwrap();
+    preset(dir.path(), "a", &with_tool("a_tool", "A", "I am A."), None);
+    let root = host(dir.path(), "").await;
+    let (_, agents, prompt) = services(&root);
+    let loner = agents.create_agent(options("loner")).await.unwrap();
+    let err = prompt
+        .assemble(AssembleContext::scoped(loner.scope_key()))
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains(&format!(
+            "agent-presets: agent \"loner\" (scope {}) assembled a prompt without joining any agent preset",
+            loner.scope_key().0
+        )),
+        "{err}"
+    );
+    // Its turn fails with that reason instead of reaching the model.
+    let end = loner.run_turn("hi").await.unwrap();
+    assert!(
+        matches!(&end, cordis_session::TurnEndReason::Error { message, .. } if message.contains("without joining any agent preset")),
+        "{end:?}"
+    );
+    // Scope-only reads are not agents.
+    assert!(prompt.assemble(AssembleContext::scoped(cordis_tools::ScopeKey(999_999))).await.is_ok());
+    assert!(prompt.assemble(AssembleContext::global()).await.is_ok());
+    root.dispose();
+}
+
+#[tokio::test]
+async fn without_a_roster_an_unjoined_agent_assembles_as_before() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = host_without_roster(dir.path()).await;
+    let agents = root.get::<AgentLoop>().unwrap();
+    let prompt = root.get::<SystemPrompt>().unwrap();
+    let loner = agents.create_agent(options("loner")).await.unwrap();
+    assert!(prompt.assemble(AssembleContext::scoped(loner.scope_key())).await.is_ok());
+    root.dispose();
+}
+
+async fn host_without_roster(dir: &Path) -> Context {
+    let source = "- id: system-prompt\n  name: system-prompt\n- id: tools\n  name: tools\n- id: llm\n  name: llm\n  config: {adapter: scripted, model: m, responses: []}\n- id: sessions\n  name: sessions\n- id: agent-loop\n  name: agent-loop\n";
+    let file = dir.join("cordis.yml");
+    let options = PlanOptions::default();
+    let table = for_config(&standard(), &file, &options, &|_| None);
+    let plan = load_plan(source, "cordis.yml", &|_| None, &table, &options).unwrap();
+    let root = Context::root();
+    assert!(boot(&root, &plan).await.all_active());
+    root
+}
+
+#[tokio::test]
+async fn a_restriction_and_a_presentation_reach_only_the_joined_agents() {
+    let dir = tempfile::tempdir().unwrap();
+    let global = "- id: g\n  name: tool-declare\n  config:\n    tools:\n      - {name: bash, description: b, parameters: {type: object}}\n      - {name: edit_file, description: e, parameters: {type: object}}\n      - {name: grep, description: g, parameters: {type: object}}\n- id: code-runtime\n  name: code-runtime\n";
+    preset(dir.path(), "a", "- id: only\n  name: tool-restrict\n  config: {allow: [bash, edit_file]}\n", None);
+    preset(dir.path(), "c", "- id: mode\n  name: tool-presentation\n  config: {mode: code}\n", None);
+    preset(dir.path(), "plain", "[]\n", None);
+    let root = host(dir.path(), global).await;
+    let (roster, agents, prompt) = services(&root);
+    let (a, _) = roster.create_agent(&agents, options("a"), Some("a")).await.unwrap();
+    let (c, _) = roster.create_agent(&agents, options("c"), Some("c")).await.unwrap();
+    let (p, _) = roster.create_agent(&agents, options("p"), Some("plain")).await.unwrap();
+    assert_eq!(seen(&prompt, AssembleContext::scoped(a.scope_key())).await.0, ["bash", "edit_file"]);
+    assert_eq!(seen(&prompt, AssembleContext::scoped(c.scope_key())).await.0, ["run_code"]);
+    assert_eq!(seen(&prompt, AssembleContext::scoped(p.scope_key())).await.0, ["bash", "edit_file", "grep"]);
+    let tools = agents.tools();
+    assert_eq!(tools.mode_for(Some(c.scope_key())), cordis_tools::PresentationMode::Code);
+    assert_eq!(tools.mode_for(Some(p.scope_key())), cordis_tools::PresentationMode::Native);
+    root.dispose();
+}
