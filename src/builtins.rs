@@ -38,6 +38,7 @@ pub fn standard() -> Builtins {
     table.insert(cordis_tools::ToolRestrictPlugin);
     table.insert(cordis_agent_presets::PersonaPlugin);
     table.insert(AgentPresetsPlugin::new(Arc::new(HostComposer::standard())));
+    table.insert(cordis_mcp::McpPlugin);
     table
 }
 

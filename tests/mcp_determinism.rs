@@ -1,0 +1,88 @@
+//! Determinism against orders nobody controls: three MCP fixture servers list their tools in a
+//! seeded random order, in pages, after seeded delays (`tests/fixtures/mcp/three-servers.yml`);
+//! `cordis check`, `cordis stress` and `cordis permute` must all print one digest, and no server
+//! process may outlive the boots.
+//!
+//! CI runs 60 seeds; `cordis stress tests/fixtures/mcp/three-servers.yml --seeds 500` (with
+//! `CORDIS_MCP_FIXTURE` set) is the full run.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use common::{cordis, fixture};
+
+/// The fixture server binary, built once per test binary in a target directory of its own
+/// (`cargo test` does not build other packages' binaries for this crate's tests, and the
+/// running cargo holds the lock on the main one).
+fn fixture_server() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let exe = std::env::current_exe().unwrap();
+        let profile_dir = exe.parent().unwrap().parent().unwrap();
+        let target = profile_dir.parent().unwrap().join("mcp-fixture");
+        let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .args(["build", "--quiet", "-p", "cordis-mcp-fixture", "--target-dir"])
+            .arg(&target)
+            .status()
+            .expect("running cargo");
+        assert!(status.success(), "building cordis-mcp-fixture failed");
+        target.join("debug").join("cordis-mcp-fixture")
+    })
+}
+
+fn digest_line(out: &str) -> String {
+    out.lines()
+        .rev()
+        .find_map(|l| {
+            l.split_whitespace()
+                .skip_while(|w| *w != "digest" && *w != "digest:")
+                .nth(1)
+                .map(|d| d.trim_end_matches(';').to_owned())
+        })
+        .unwrap_or_else(|| panic!("no digest in:\n{out}"))
+}
+
+/// Pids of running processes whose executable is `bin`.
+fn running(bin: &Path) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|e| e.ok())
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read_link(format!("/proc/{pid}/exe")).is_ok_and(|exe| exe == bin)
+        })
+        .collect()
+}
+
+#[test]
+fn three_servers_in_random_order_give_one_digest_to_check_stress_and_permute() {
+    let bin = fixture_server().display().to_string();
+    let env = [("CORDIS_MCP_FIXTURE", bin.as_str())];
+    let file = fixture("mcp/three-servers.yml");
+
+    let check = cordis(&["check", &file, "--seed", "7"], &env);
+    assert_eq!(check.code, 0, "{}\n{}", check.out, check.err);
+    for tool in ["mcp__alpha__extra_03", "mcp__beta__toggle", "mcp__gamma__admin_reset_"] {
+        assert!(check.out.contains(tool), "{tool} missing:\n{}", check.out);
+    }
+    let digest = digest_line(&check.out);
+
+    let stress = cordis(&["stress", &file, "--seeds", "60"], &env);
+    assert_eq!(stress.code, 0, "{}\n{}", stress.out, stress.err);
+    assert!(stress.out.contains("60 seeds agree"), "{}", stress.out);
+    assert_eq!(digest_line(&stress.out), digest, "stress vs check");
+
+    let permute = cordis(&["permute", &file], &env);
+    assert_eq!(permute.code, 0, "{}\n{}", permute.out, permute.err);
+    assert!(permute.out.contains("1 distinct digest"), "{}", permute.out);
+    assert_eq!(digest_line(&permute.out), digest, "permute vs check");
+
+    let left = running(fixture_server());
+    assert!(left.is_empty(), "server processes outlived their boots: {left:?}");
+}
