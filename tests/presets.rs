@@ -81,7 +81,13 @@ fn with_tool(name: &str, desc: &str, persona: &str) -> String {
     )
 }
 
-fn services(root: &Context) -> (std::sync::Arc<AgentPresets>, std::sync::Arc<AgentLoop>, std::sync::Arc<SystemPrompt>) {
+fn services(
+    root: &Context,
+) -> (
+    std::sync::Arc<AgentPresets>,
+    std::sync::Arc<AgentLoop>,
+    std::sync::Arc<SystemPrompt>,
+) {
     (
         root.get::<AgentPresets>().expect("roster"),
         root.get::<AgentLoop>().expect("agent loop"),
@@ -109,8 +115,14 @@ async fn gives_each_session_only_its_own_preset() {
     preset(dir.path(), "b", &with_tool("b_tool", "B", "I am B."), None);
     let root = host(dir.path(), "").await;
     let (roster, agents, prompt) = services(&root);
-    let (x, sx) = roster.create_agent(&agents, options("x"), Some("a")).await.unwrap();
-    let (y, sy) = roster.create_agent(&agents, options("y"), Some("b")).await.unwrap();
+    let (x, sx) = roster
+        .create_agent(&agents, options("x"), Some("a"))
+        .await
+        .unwrap();
+    let (y, sy) = roster
+        .create_agent(&agents, options("y"), Some("b"))
+        .await
+        .unwrap();
     assert_ne!(sx.key, sy.key);
     let (tools, system) = seen(&prompt, AssembleContext::scoped(x.scope_key())).await;
     assert_eq!(tools, ["a_tool"]);
@@ -134,8 +146,14 @@ async fn lets_two_sessions_share_one_preset_without_colliding() {
     preset(dir.path(), "a", &with_tool("a_tool", "A", "I am A."), None);
     let root = host(dir.path(), "").await;
     let (roster, agents, prompt) = services(&root);
-    let (x, sx) = roster.create_agent(&agents, options("x"), None).await.unwrap();
-    let (y, sy) = roster.create_agent(&agents, options("y"), None).await.unwrap();
+    let (x, sx) = roster
+        .create_agent(&agents, options("x"), None)
+        .await
+        .unwrap();
+    let (y, sy) = roster
+        .create_agent(&agents, options("y"), None)
+        .await
+        .unwrap();
     assert_eq!(sx, sy, "one standing mount for both");
     assert_eq!(roster.mounted().len(), 1);
     assert_ne!(x.scope_key(), y.scope_key());
@@ -156,11 +174,29 @@ async fn lets_two_sessions_share_one_preset_without_colliding() {
             ),
         )
         .unwrap();
-    assert_eq!(seen(&prompt, AssembleContext::scoped(x.scope_key())).await.0, ["a_tool", "x_only"]);
-    assert_eq!(seen(&prompt, AssembleContext::scoped(y.scope_key())).await.0, ["a_tool"]);
+    assert_eq!(
+        seen(&prompt, AssembleContext::scoped(x.scope_key()))
+            .await
+            .0,
+        ["a_tool", "x_only"]
+    );
+    assert_eq!(
+        seen(&prompt, AssembleContext::scoped(y.scope_key()))
+            .await
+            .0,
+        ["a_tool"]
+    );
     x.dispose();
-    assert_eq!(seen(&prompt, AssembleContext::scoped(y.scope_key())).await.0, ["a_tool"]);
-    assert_eq!(y.run_turn("hi").await.unwrap(), cordis_session::TurnEndReason::Completed);
+    assert_eq!(
+        seen(&prompt, AssembleContext::scoped(y.scope_key()))
+            .await
+            .0,
+        ["a_tool"]
+    );
+    assert_eq!(
+        y.run_turn("hi").await.unwrap(),
+        cordis_session::TurnEndReason::Completed
+    );
     root.dispose();
 }
 
@@ -189,7 +225,10 @@ async fn rolls_the_whole_agent_back_when_a_row_fails_and_names_every_failed_row(
         )),
         "{text}"
     );
-    assert!(text.contains("\n  - waits (debug/noop): pending: waiting for service \"nobody\""), "{text}");
+    assert!(
+        text.contains("\n  - waits (debug/noop): pending: waiting for service \"nobody\""),
+        "{text}"
+    );
     assert!(text.ends_with(&format!("({})", path.display())), "{text}");
     // Nothing remains: no agent, no session, no standing scope, none of the good row's tools.
     assert!(agents.agent("x").is_none());
@@ -236,7 +275,10 @@ async fn rejects_a_row_that_publishes_a_process_global_service() {
         ),
         "{err}"
     );
-    assert!(!root.has_service("codeRuntime"), "the refused mount is undone");
+    assert!(
+        !root.has_service("codeRuntime"),
+        "the refused mount is undone"
+    );
     assert!(!root.has_service("alpha"));
     assert!(agents.agent("x").is_none());
     root.dispose();
@@ -253,12 +295,18 @@ async fn starts_a_new_generation_for_later_sessions_while_joined_ones_keep_their
     let path = preset(dir.path(), "a", &with_tool("a_tool", "v1", "I am A."), None);
     let root = host(dir.path(), "").await;
     let (roster, agents, prompt) = services(&root);
-    let (x, sx) = roster.create_agent(&agents, options("x"), None).await.unwrap();
+    let (x, sx) = roster
+        .create_agent(&agents, options("x"), None)
+        .await
+        .unwrap();
     assert_eq!(sx.generation, 1);
     // Unchanged file: the same generation.
     assert_eq!(roster.standing_key_for(None).await.unwrap(), sx);
     edit(&path, &with_tool("a_tool", "version two", "I am A, again."));
-    let (y, sy) = roster.create_agent(&agents, options("y"), None).await.unwrap();
+    let (y, sy) = roster
+        .create_agent(&agents, options("y"), None)
+        .await
+        .unwrap();
     assert_eq!(sy.generation, 2);
     assert_ne!(sy.key, sx.key);
     let describe = |key| {
@@ -268,13 +316,20 @@ async fn starts_a_new_generation_for_later_sessions_while_joined_ones_keep_their
             (a.tools[0].description.clone(), a.render().unwrap())
         }
     };
-    assert_eq!(describe(x.scope_key()).await, ("v1".to_owned(), "I am A.".to_owned()));
+    assert_eq!(
+        describe(x.scope_key()).await,
+        ("v1".to_owned(), "I am A.".to_owned())
+    );
     assert_eq!(
         describe(y.scope_key()).await,
         ("version two".to_owned(), "I am A, again.".to_owned())
     );
     assert_eq!(roster.composed_preset(x.scope_key()), Some(sx));
-    assert_eq!(roster.mounted().len(), 2, "the superseded generation stays mounted");
+    assert_eq!(
+        roster.mounted().len(),
+        2,
+        "the superseded generation stays mounted"
+    );
     root.dispose();
 }
 
@@ -284,7 +339,10 @@ async fn gives_two_sessions_racing_the_refreshed_file_one_shared_new_generation(
     let path = preset(dir.path(), "a", &with_tool("a_tool", "v1", "I am A."), None);
     let root = host(dir.path(), "").await;
     let (roster, agents, _) = services(&root);
-    let (_, first) = roster.create_agent(&agents, options("x"), None).await.unwrap();
+    let (_, first) = roster
+        .create_agent(&agents, options("x"), None)
+        .await
+        .unwrap();
     edit(&path, &with_tool("a_tool", "version two", "I am A."));
     let (r1, r2) = (roster.clone(), roster.clone());
     let (a1, a2) = (agents.clone(), agents.clone());
@@ -308,10 +366,19 @@ async fn hands_a_host_reader_the_standing_key_without_starting_an_agent() {
     let (roster, agents, prompt) = services(&root);
     let standing = roster.standing_key_for(Some("a")).await.unwrap();
     assert!(agents.agent_ids().is_empty());
-    assert!(!dir.path().join(".sessions").exists() || std::fs::read_dir(dir.path().join(".sessions")).unwrap().next().is_none());
+    assert!(
+        !dir.path().join(".sessions").exists()
+            || std::fs::read_dir(dir.path().join(".sessions"))
+                .unwrap()
+                .next()
+                .is_none()
+    );
     // A scope-only read is not an agent: the invariant admits it.
     let (tools, system) = seen(&prompt, AssembleContext::scoped(standing.key)).await;
-    assert_eq!((tools, system.as_str()), (vec!["a_tool".to_owned()], "I am A."));
+    assert_eq!(
+        (tools, system.as_str()),
+        (vec!["a_tool".to_owned()], "I am A.")
+    );
     assert_eq!(roster.standing_key_for(Some("a")).await.unwrap(), standing);
     root.dispose();
 }
@@ -323,20 +390,36 @@ async fn prefers_a_logged_switch_over_the_header() {
     preset(dir.path(), "b", &with_tool("b_tool", "B", "I am B."), None);
     let root = host(dir.path(), "").await;
     let (roster, agents, prompt) = services(&root);
-    let (x, _) = roster.create_agent(&agents, options("x"), Some("a")).await.unwrap();
+    let (x, _) = roster
+        .create_agent(&agents, options("x"), Some("a"))
+        .await
+        .unwrap();
     let b = roster.switch(&x, "b").await.unwrap();
     assert_eq!(x.session().header().agent_preset.as_deref(), Some("a"));
     let events = x.session().events();
-    assert_eq!(resolve_session_preset(x.session().header(), &events).as_deref(), Some("b"));
+    assert_eq!(
+        resolve_session_preset(x.session().header(), &events).as_deref(),
+        Some("b")
+    );
     assert_eq!(roster.composed_preset(x.scope_key()), Some(b));
-    assert_eq!(seen(&prompt, AssembleContext::scoped(x.scope_key())).await.0, ["b_tool"]);
+    assert_eq!(
+        seen(&prompt, AssembleContext::scoped(x.scope_key()))
+            .await
+            .0,
+        ["b_tool"]
+    );
     // A switch to a preset that does not mount leaves the agent where it was.
     let err = roster.switch(&x, "nope").await.unwrap_err();
     assert_eq!(
         err.to_string(),
         "agent-presets: preset \"nope\" not found (available: a, b)"
     );
-    assert_eq!(seen(&prompt, AssembleContext::scoped(x.scope_key())).await.0, ["b_tool"]);
+    assert_eq!(
+        seen(&prompt, AssembleContext::scoped(x.scope_key()))
+            .await
+            .0,
+        ["b_tool"]
+    );
     // After the first turn the conversation keeps its preset.
     x.run_turn("hi").await.unwrap();
     let err = roster.switch(&x, "a").await.unwrap_err();
@@ -369,7 +452,12 @@ async fn an_agent_that_joined_no_preset_cannot_assemble_while_a_scope_read_can()
         "{end:?}"
     );
     // Scope-only reads are not agents.
-    assert!(prompt.assemble(AssembleContext::scoped(cordis_tools::ScopeKey(999_999))).await.is_ok());
+    assert!(
+        prompt
+            .assemble(AssembleContext::scoped(cordis_tools::ScopeKey(999_999)))
+            .await
+            .is_ok()
+    );
     assert!(prompt.assemble(AssembleContext::global()).await.is_ok());
     root.dispose();
 }
@@ -381,7 +469,12 @@ async fn without_a_roster_an_unjoined_agent_assembles_as_before() {
     let agents = root.get::<AgentLoop>().unwrap();
     let prompt = root.get::<SystemPrompt>().unwrap();
     let loner = agents.create_agent(options("loner")).await.unwrap();
-    assert!(prompt.assemble(AssembleContext::scoped(loner.scope_key())).await.is_ok());
+    assert!(
+        prompt
+            .assemble(AssembleContext::scoped(loner.scope_key()))
+            .await
+            .is_ok()
+    );
     root.dispose();
 }
 
@@ -400,19 +493,59 @@ async fn host_without_roster(dir: &Path) -> Context {
 async fn a_restriction_and_a_presentation_reach_only_the_joined_agents() {
     let dir = tempfile::tempdir().unwrap();
     let global = "- id: g\n  name: tool-declare\n  config:\n    tools:\n      - {name: bash, description: b, parameters: {type: object}}\n      - {name: edit_file, description: e, parameters: {type: object}}\n      - {name: grep, description: g, parameters: {type: object}}\n- id: code-runtime\n  name: code-runtime\n";
-    preset(dir.path(), "a", "- id: only\n  name: tool-restrict\n  config: {allow: [bash, edit_file]}\n", None);
-    preset(dir.path(), "c", "- id: mode\n  name: tool-presentation\n  config: {mode: code}\n", None);
+    preset(
+        dir.path(),
+        "a",
+        "- id: only\n  name: tool-restrict\n  config: {allow: [bash, edit_file]}\n",
+        None,
+    );
+    preset(
+        dir.path(),
+        "c",
+        "- id: mode\n  name: tool-presentation\n  config: {mode: code}\n",
+        None,
+    );
     preset(dir.path(), "plain", "[]\n", None);
     let root = host(dir.path(), global).await;
     let (roster, agents, prompt) = services(&root);
-    let (a, _) = roster.create_agent(&agents, options("a"), Some("a")).await.unwrap();
-    let (c, _) = roster.create_agent(&agents, options("c"), Some("c")).await.unwrap();
-    let (p, _) = roster.create_agent(&agents, options("p"), Some("plain")).await.unwrap();
-    assert_eq!(seen(&prompt, AssembleContext::scoped(a.scope_key())).await.0, ["bash", "edit_file"]);
-    assert_eq!(seen(&prompt, AssembleContext::scoped(c.scope_key())).await.0, ["run_code"]);
-    assert_eq!(seen(&prompt, AssembleContext::scoped(p.scope_key())).await.0, ["bash", "edit_file", "grep"]);
+    let (a, _) = roster
+        .create_agent(&agents, options("a"), Some("a"))
+        .await
+        .unwrap();
+    let (c, _) = roster
+        .create_agent(&agents, options("c"), Some("c"))
+        .await
+        .unwrap();
+    let (p, _) = roster
+        .create_agent(&agents, options("p"), Some("plain"))
+        .await
+        .unwrap();
+    assert_eq!(
+        seen(&prompt, AssembleContext::scoped(a.scope_key()))
+            .await
+            .0,
+        ["bash", "edit_file"]
+    );
+    assert_eq!(
+        seen(&prompt, AssembleContext::scoped(c.scope_key()))
+            .await
+            .0,
+        ["run_code"]
+    );
+    assert_eq!(
+        seen(&prompt, AssembleContext::scoped(p.scope_key()))
+            .await
+            .0,
+        ["bash", "edit_file", "grep"]
+    );
     let tools = agents.tools();
-    assert_eq!(tools.mode_for(Some(c.scope_key())), cordis_tools::PresentationMode::Code);
-    assert_eq!(tools.mode_for(Some(p.scope_key())), cordis_tools::PresentationMode::Native);
+    assert_eq!(
+        tools.mode_for(Some(c.scope_key())),
+        cordis_tools::PresentationMode::Code
+    );
+    assert_eq!(
+        tools.mode_for(Some(p.scope_key())),
+        cordis_tools::PresentationMode::Native
+    );
     root.dispose();
 }

@@ -52,7 +52,8 @@ impl HostComposer {
 
 impl Composer for HostComposer {
     fn prepare(&self, file: &Path) -> Result<Arc<dyn Composition>, String> {
-        let source = read_small(file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+        let source =
+            read_small(file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
         let name = file.display().to_string();
         let options = PlanOptions {
             config_dir: Some(

@@ -114,14 +114,14 @@ impl AgentLoop {
         if let Some(preset) = &options.agent_preset {
             create = create.agent_preset(preset.clone());
         }
-        let (session, report) =
-            self.sessions
-                .open_or_create_with(&session_id, create)
-                .await
-                .map_err(|source| CreateAgentError::Session {
-                    id: id.clone(),
-                    source,
-                })?;
+        let (session, report) = self
+            .sessions
+            .open_or_create_with(&session_id, create)
+            .await
+            .map_err(|source| CreateAgentError::Session {
+                id: id.clone(),
+                source,
+            })?;
         if report.truncated_bytes.is_some()
             || report.newline_repaired
             || !report.repaired.is_empty()

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use cordis_history::StandingScopesService;
 use cordis_runtime::{BoxError, Context, Inject, Plugin, Service};
 use cordis_system_prompt::{SystemPrompt, ToolProviderResult};
 use cordis_tools::ToolRegistry;
@@ -83,7 +84,10 @@ impl Plugin for AgentPresetsPlugin {
     }
 
     fn provides(&self, _config: &AgentPresetsConfig) -> Vec<String> {
-        vec![AgentPresets::NAME.to_owned()]
+        vec![
+            AgentPresets::NAME.to_owned(),
+            StandingScopesService::NAME.to_owned(),
+        ]
     }
 
     async fn apply(&self, ctx: Context, config: &AgentPresetsConfig) -> Result<(), BoxError> {
@@ -114,6 +118,8 @@ impl Plugin for AgentPresetsPlugin {
                 ..ToolProviderResult::default()
             }
         })?;
+        // Cold history reads find a session's preset scope through this seam.
+        let _ = ctx.provide(StandingScopesService::new(Arc::new(roster.clone())))?;
         let _ = ctx.provide(roster)?;
         Ok(())
     }

@@ -336,7 +336,12 @@ impl AgentPresets {
             generation,
             key: ScopeKey::from(scope.id()),
         };
-        tracing::debug!(preset = id, generation, key = standing.key.0, "preset mounted");
+        tracing::debug!(
+            preset = id,
+            generation,
+            key = standing.key.0,
+            "preset mounted"
+        );
         Ok((standing, scope))
     }
 
@@ -496,4 +501,18 @@ fn services_reason(rows: &[(String, Vec<String>)]) -> String {
 fn display_dir(path: &Path) -> String {
     path.parent()
         .map_or_else(|| ".".to_owned(), |p| p.display().to_string())
+}
+
+impl cordis_history::StandingScopes for AgentPresets {
+    fn standing_key_for<'a>(
+        &'a self,
+        preset: Option<&'a str>,
+    ) -> futures_util::future::BoxFuture<'a, Result<ScopeKey, String>> {
+        Box::pin(async move {
+            AgentPresets::standing_key_for(self, preset)
+                .await
+                .map(|s| s.key)
+                .map_err(|e| e.to_string())
+        })
+    }
 }
