@@ -17,7 +17,7 @@ pub use composer::HostComposer;
 /// `tool-todo`, `tool-declare`, `llm`, `sessions`, `agent-loop`, `agent-core`, `tool-subagent`,
 /// and the workspace tools: `workspace`, `tool-fs`, `tool-search`, `tool-shell`, `approvals`,
 /// `presenter`, Code Mode's `code-runtime` and `tool-presentation`, and agent presets'
-/// `agent-presets` with its rows `persona` and `tool-restrict`.
+/// `agent-presets` with its rows `persona`, `tool-restrict` and `tool-cordis`.
 pub fn standard() -> Builtins {
     let mut table = Builtins::host();
     table.insert(cordis_tool_todo::TodoPlugin::default());
@@ -37,9 +37,20 @@ pub fn standard() -> Builtins {
     table.insert(cordis_tools::ToolPresentationPlugin);
     table.insert(cordis_tools::ToolRestrictPlugin);
     table.insert(cordis_agent_presets::PersonaPlugin);
-    table.insert(AgentPresetsPlugin::new(Arc::new(HostComposer::standard())));
+    table.insert(cordis_tool_cordis::ToolCordisPlugin);
+    table.insert(
+        AgentPresetsPlugin::new(Arc::new(HostComposer::standard()))
+            .with_shipped_root(Some(shipped_presets())),
+    );
     table.insert(cordis_mcp::McpPlugin);
     table
+}
+
+/// The presets shipped with `cordis` (`standard`, `code`, `minimal`, `creative`): the
+/// repository's `presets/` directory, whose path is compiled in, so a copy of the bundled
+/// `cordis.yml` elsewhere still finds them (a project's own `presets/` root comes first).
+pub fn shipped_presets() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("presets")
 }
 
 /// `table` for loading the config file `file`: its `agent-presets` plugin (when it has one)
@@ -59,7 +70,8 @@ pub fn for_config(
     let composer = HostComposer::with_table(table.clone(), options.clone());
     let plugin = AgentPresetsPlugin::new(Arc::new(composer))
         .with_base_dir(dir)
-        .with_user_root(cordis_agent_presets::user_root(env));
+        .with_user_root(cordis_agent_presets::user_root(env))
+        .with_shipped_root(Some(shipped_presets()));
     let mut table = table.clone();
     table.insert(plugin);
     table

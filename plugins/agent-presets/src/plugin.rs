@@ -9,13 +9,16 @@ use cordis_system_prompt::{SystemPrompt, ToolProviderResult};
 use cordis_tools::ToolRegistry;
 
 use crate::composer::Composer;
-use crate::config::{AgentPresetsConfig, user_root};
+use crate::config::{AgentPresetsConfig, Root, Trust, user_root};
 use crate::roster::AgentPresets;
 
 /// The `agent-presets` plugin (injects `tools` and `system-prompt`; provides `agent-presets`).
 ///
-/// Relative root paths resolve against the directory it was built for (the application builds
-/// one per configuration file: [`AgentPresetsPlugin::with_base_dir`]); `~/` against `$HOME`.
+/// Roots, in precedence order: the configured ones (relative paths resolve against the directory
+/// it was built for — the application builds one per configuration file,
+/// [`AgentPresetsPlugin::with_base_dir`]; `~/` against `$HOME`), the user's
+/// ([`crate::user_root`], unless `includeUserRoot: false`), then the application's shipped
+/// presets ([`AgentPresetsPlugin::with_shipped_root`]).
 /// Applying reads no file: presets are discovered when listed or mounted.
 #[derive(Clone)]
 pub struct AgentPresetsPlugin {
@@ -23,6 +26,7 @@ pub struct AgentPresetsPlugin {
     base_dir: PathBuf,
     home: Option<PathBuf>,
     user_root: Option<PathBuf>,
+    shipped_root: Option<PathBuf>,
 }
 
 impl std::fmt::Debug for AgentPresetsPlugin {
@@ -44,7 +48,16 @@ impl AgentPresetsPlugin {
             base_dir: PathBuf::from("."),
             home: env("HOME").filter(|h| !h.is_empty()).map(PathBuf::from),
             user_root: user_root(&env),
+            shipped_root: None,
         }
+    }
+
+    /// The presets shipped with the application, searched after every other root (so a
+    /// project's or the user's preset of the same id wins); skipped when the directory is absent.
+    #[must_use]
+    pub fn with_shipped_root(mut self, root: Option<PathBuf>) -> Self {
+        self.shipped_root = root;
+        self
     }
 
     /// Relative roots resolve against `dir` (the configuration file's directory).
@@ -93,11 +106,17 @@ impl Plugin for AgentPresetsPlugin {
     async fn apply(&self, ctx: Context, config: &AgentPresetsConfig) -> Result<(), BoxError> {
         let tools = ctx.require::<ToolRegistry>()?;
         let prompt = ctx.require::<SystemPrompt>()?;
-        let roots = config.roots(
+        let mut roots = config.roots(
             &self.base_dir,
             self.home.as_deref(),
             self.user_root.as_deref(),
         );
+        if let Some(shipped) = &self.shipped_root {
+            roots.push(Root {
+                path: shipped.clone(),
+                trust: Trust::System,
+            });
+        }
         let roster = AgentPresets::new(
             ctx.clone(),
             self.composer.clone(),
