@@ -25,7 +25,13 @@ fn fixture_server() -> &'static Path {
         let target = profile_dir.parent().unwrap().join("mcp-fixture");
         let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
             .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .args(["build", "--quiet", "-p", "cordis-mcp-fixture", "--target-dir"])
+            .args([
+                "build",
+                "--quiet",
+                "-p",
+                "cordis-mcp-fixture",
+                "--target-dir",
+            ])
             .arg(&target)
             .status()
             .expect("running cargo");
@@ -54,9 +60,7 @@ fn running(bin: &Path) -> Vec<u32> {
     entries
         .filter_map(|e| e.ok())
         .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            std::fs::read_link(format!("/proc/{pid}/exe")).is_ok_and(|exe| exe == bin)
-        })
+        .filter(|pid| std::fs::read_link(format!("/proc/{pid}/exe")).is_ok_and(|exe| exe == bin))
         .collect()
 }
 
@@ -68,7 +72,11 @@ fn three_servers_in_random_order_give_one_digest_to_check_stress_and_permute() {
 
     let check = cordis(&["check", &file, "--seed", "7"], &env);
     assert_eq!(check.code, 0, "{}\n{}", check.out, check.err);
-    for tool in ["mcp__alpha__extra_03", "mcp__beta__toggle", "mcp__gamma__admin_reset_"] {
+    for tool in [
+        "mcp__alpha__extra_03",
+        "mcp__beta__toggle",
+        "mcp__gamma__admin_reset_",
+    ] {
         assert!(check.out.contains(tool), "{tool} missing:\n{}", check.out);
     }
     let digest = digest_line(&check.out);
@@ -84,5 +92,8 @@ fn three_servers_in_random_order_give_one_digest_to_check_stress_and_permute() {
     assert_eq!(digest_line(&permute.out), digest, "permute vs check");
 
     let left = running(fixture_server());
-    assert!(left.is_empty(), "server processes outlived their boots: {left:?}");
+    assert!(
+        left.is_empty(),
+        "server processes outlived their boots: {left:?}"
+    );
 }

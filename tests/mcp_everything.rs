@@ -63,13 +63,33 @@ fn the_reference_server_everything_lists_and_answers_through_cordis() {
         .lines()
         .filter(|l| l.contains(". mcp__everything__"))
         .count();
-    assert!(listed >= 8, "at least 8 tools, got {listed}:\n{}", check.out);
+    assert!(
+        listed >= 8,
+        "at least 8 tools, got {listed}:\n{}",
+        check.out
+    );
 
-    let echo = cordis(&["call", &file, "mcp__everything__echo", r#"{"message":"hello"}"#], &[]);
+    let echo = cordis(
+        &[
+            "call",
+            &file,
+            "mcp__everything__echo",
+            r#"{"message":"hello"}"#,
+        ],
+        &[],
+    );
     assert_eq!(echo.code, 0, "{}\n{}", echo.out, echo.err);
     assert!(echo.out.contains("Echo: hello"), "{}", echo.out);
 
-    let sum = cordis(&["call", &file, "mcp__everything__get-sum", r#"{"a":3,"b":7}"#], &[]);
+    let sum = cordis(
+        &[
+            "call",
+            &file,
+            "mcp__everything__get-sum",
+            r#"{"a":3,"b":7}"#,
+        ],
+        &[],
+    );
     assert_eq!(sum.code, 0, "{}\n{}", sum.out, sum.err);
     assert!(sum.out.contains("10"), "{}", sum.out);
 }

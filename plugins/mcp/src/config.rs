@@ -195,12 +195,23 @@ mod tests {
         }
         let mut no_command = ok.clone();
         no_command.command = None;
-        assert!(no_command.check().unwrap_err().to_string().contains("needs `command`"));
+        assert!(
+            no_command
+                .check()
+                .unwrap_err()
+                .to_string()
+                .contains("needs `command`")
+        );
         let http: McpConfig = serde_json::from_value(serde_json::json!({
             "transport": "http", "server": "h", "url": "http://x", "args": ["a"]
         }))
         .unwrap();
-        assert!(http.check().unwrap_err().to_string().contains("belong to transport \"stdio\""));
+        assert!(
+            http.check()
+                .unwrap_err()
+                .to_string()
+                .contains("belong to transport \"stdio\"")
+        );
     }
 
     #[test]
@@ -216,7 +227,10 @@ mod tests {
             "transport": "stdio", "server": "s", "command": "x", "serverName": "y"
         }))
         .unwrap_err();
-        assert!(err.to_string().contains("unknown field `serverName`"), "{err}");
+        assert!(
+            err.to_string().contains("unknown field `serverName`"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -60,7 +60,9 @@ pub enum McpError {
         tool: String,
     },
     /// Registering the tool set failed (it was rolled back whole).
-    #[error("mcp({server}): registering tool \"{tool}\" failed, the whole tool list was rolled back: {reason}")]
+    #[error(
+        "mcp({server}): registering tool \"{tool}\" failed, the whole tool list was rolled back: {reason}"
+    )]
     Register {
         /// The server name.
         server: String,

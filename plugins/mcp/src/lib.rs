@@ -291,8 +291,7 @@ impl Bridge {
     async fn try_start(&self) -> Result<Connection, McpError> {
         let connection = self.connect().await?;
         let peer = connection.service.peer().clone();
-        let tools = match tokio::time::timeout(self.config.call_timeout(), self.list(&peer)).await
-        {
+        let tools = match tokio::time::timeout(self.config.call_timeout(), self.list(&peer)).await {
             Ok(listed) => listed?,
             Err(_) => {
                 return Err(McpError::List {
@@ -557,28 +556,28 @@ impl Bridge {
     /// Lists and installs again; traces `mcp-sync` with the outcome (`<server>: applied`,
     /// `kept (…)` or `rolled back (…)`), so tests and logs can tell a sync happened.
     async fn resync(&self, peer: &Peer<RoleClient>) {
-        let outcome =
-            match tokio::time::timeout(self.config.call_timeout(), self.list(peer)).await {
-                Ok(Ok(tools)) => match self.install(tools).await {
-                    Ok(()) => "applied".to_owned(),
-                    Err(error @ McpError::Register { .. }) => {
-                        tracing::warn!(server = %self.server(), %error, "re-sync rolled back; keeping the previous tools");
-                        format!("rolled back ({error})")
-                    }
-                    Err(error) => {
-                        tracing::warn!(server = %self.server(), %error, "re-sync refused; keeping the previous tools");
-                        format!("kept ({error})")
-                    }
-                },
-                Ok(Err(error)) => {
-                    tracing::warn!(server = %self.server(), %error, "re-sync failed; keeping the previous tools");
+        let outcome = match tokio::time::timeout(self.config.call_timeout(), self.list(peer)).await
+        {
+            Ok(Ok(tools)) => match self.install(tools).await {
+                Ok(()) => "applied".to_owned(),
+                Err(error @ McpError::Register { .. }) => {
+                    tracing::warn!(server = %self.server(), %error, "re-sync rolled back; keeping the previous tools");
+                    format!("rolled back ({error})")
+                }
+                Err(error) => {
+                    tracing::warn!(server = %self.server(), %error, "re-sync refused; keeping the previous tools");
                     format!("kept ({error})")
                 }
-                Err(_) => {
-                    tracing::warn!(server = %self.server(), "re-sync timed out; keeping the previous tools");
-                    "kept (tools/list timed out)".to_owned()
-                }
-            };
+            },
+            Ok(Err(error)) => {
+                tracing::warn!(server = %self.server(), %error, "re-sync failed; keeping the previous tools");
+                format!("kept ({error})")
+            }
+            Err(_) => {
+                tracing::warn!(server = %self.server(), "re-sync timed out; keeping the previous tools");
+                "kept (tools/list timed out)".to_owned()
+            }
+        };
         self.ctx
             .trace(TRACE_SYNC, format!("{}: {outcome}", self.server()));
     }
@@ -591,6 +590,10 @@ mod tests {
     #[test]
     fn passed_env_is_short_and_has_no_secrets() {
         assert!(PASSED_ENV.contains(&"PATH") && PASSED_ENV.contains(&"HOME"));
-        assert!(PASSED_ENV.iter().all(|n| !n.contains("KEY") && !n.contains("TOKEN")));
+        assert!(
+            PASSED_ENV
+                .iter()
+                .all(|n| !n.contains("KEY") && !n.contains("TOKEN"))
+        );
     }
 }

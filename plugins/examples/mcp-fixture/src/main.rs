@@ -5,16 +5,17 @@
 //! (returns one environment variable), `pid`, and `toggle` (changes the tool list and sends
 //! `notifications/tools/list_changed`).
 //!
-//! Flags:
-//! - `--tools a,b,c`: the tools offered (default: all);
-//! - `--seed N`: lists the tools in an order shuffled from `N` (and the list call count), and
-//!   answers every request after a delay drawn from `N` in `0..=--max-delay-ms`;
-//! - `--page-size N`: pages `tools/list` (cursor = offset);
-//! - `--extra N`: adds tools `extra_00` … (for long, paginated lists);
 //! `toggle` takes `add` / `remove` (tool names), `failList` (the next `tools/list` fails),
 //! `duplicate` (lists one tool twice) and `silent` (change without notifying).
 //!
-//! - `--log FILE`: appends one line per notable event (`start <pid>`, `cancelled <tool>`);
+//! Flags:
+//! - `--tools a,b,c`: the tools offered (default: all);
+//! - `--seed N`: lists the tools in an order shuffled from `N`, and
+//!   answers every request after a delay drawn from `N` in `0..=--max-delay-ms`;
+//! - `--page-size N`: pages `tools/list` (cursor = offset);
+//! - `--extra N`: adds tools `extra_00` … (for long, paginated lists);
+//! - `--log FILE`: appends one line per notable event (`start <pid>`, `slow started`,
+//!   `cancelled slow`, `lingering`);
 //! - `--linger`: ignores SIGTERM and keeps running after stdin closes (a server that ignores
 //!   shutdown, so the client must kill it).
 
@@ -159,7 +160,10 @@ fn tool(name: &str) -> Tool {
             "Returns an environment variable of the server process.",
             json!({"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}),
         ),
-        "pid" => ("Returns the server's process id.", json!({"type": "object"})),
+        "pid" => (
+            "Returns the server's process id.",
+            json!({"type": "object"}),
+        ),
         "toggle" => (
             "Changes the tool list, then sends tools/list_changed.",
             json!({"type": "object", "properties": {
@@ -176,8 +180,13 @@ fn tool(name: &str) -> Tool {
     serde_json::from_value(value).unwrap_or_else(|e| panic!("fixture tool {name}: {e}"))
 }
 
-fn text_result(text: impl Into<String>, is_error: bool, structured: Option<Value>) -> CallToolResult {
-    let mut value = json!({"content": [{"type": "text", "text": text.into()}], "isError": is_error});
+fn text_result(
+    text: impl Into<String>,
+    is_error: bool,
+    structured: Option<Value>,
+) -> CallToolResult {
+    let mut value =
+        json!({"content": [{"type": "text", "text": text.into()}], "isError": is_error});
     if let Some(s) = structured {
         value["structuredContent"] = s;
     }
@@ -214,7 +223,10 @@ impl ServerHandler for Fixture {
             let mut st = self.lock();
             if st.fail_list {
                 st.fail_list = false;
-                return Err(ErrorData::internal_error("tools/list is failing on purpose", None));
+                return Err(ErrorData::internal_error(
+                    "tools/list is failing on purpose",
+                    None,
+                ));
             }
             (st.tools.iter().cloned().collect::<Vec<_>>(), st.duplicate)
         };
@@ -258,7 +270,10 @@ impl ServerHandler for Fixture {
         let name = request.name.to_string();
         let args = request.arguments.map(Value::Object).unwrap_or(json!({}));
         if !self.lock().tools.contains(&name) {
-            return Err(ErrorData::invalid_params(format!("unknown tool: {name}"), None));
+            return Err(ErrorData::invalid_params(
+                format!("unknown tool: {name}"),
+                None,
+            ));
         }
         let result = match name.as_str() {
             "add" => {

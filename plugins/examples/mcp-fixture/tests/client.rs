@@ -65,7 +65,10 @@ async fn call(root: &Context, name: &str, args: Value) -> ToolResult {
 fn text(result: &ToolResult) -> String {
     match &result.content {
         Value::String(s) => s.clone(),
-        other => other["content"][0]["text"].as_str().unwrap_or_default().to_owned(),
+        other => other["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned(),
     }
 }
 
@@ -112,7 +115,11 @@ async fn tools_are_named_listed_and_called_with_the_raw_name_on_the_wire() {
     let sum = call(&root, "mcp__fx__add", json!({"a": 3, "b": 7})).await;
     assert!(!sum.is_error, "{sum:?}");
     assert_eq!(text(&sum), "10");
-    assert_eq!(sum.content["structuredContent"], json!({"sum": 10.0}), "structured content is kept");
+    assert_eq!(
+        sum.content["structuredContent"],
+        json!({"sum": 10.0}),
+        "structured content is kept"
+    );
     let hello = call(&root, "mcp__fx__greet", json!({"name": "Ada"})).await;
     assert_eq!(text(&hello), "Hello, Ada!");
     // The normalized public name reaches the server under its raw, dotted name.
@@ -124,7 +131,12 @@ async fn tools_are_named_listed_and_called_with_the_raw_name_on_the_wire() {
     assert!(fail.is_error);
     assert_eq!(fail.content, json!("fail: it failed on purpose"));
     // A JSON-RPC error: the server no longer knows `greet` (changed without notifying).
-    let _ = call(&root, "mcp__fx__toggle", json!({"remove": ["greet"], "silent": true})).await;
+    let _ = call(
+        &root,
+        "mcp__fx__toggle",
+        json!({"remove": ["greet"], "silent": true}),
+    )
+    .await;
     let gone = call(&root, "mcp__fx__greet", json!({"name": "Ada"})).await;
     assert!(gone.is_error);
     assert_eq!(gone.content, json!("unknown tool: greet"));
@@ -155,12 +167,20 @@ async fn two_servers_with_the_same_tool_name_coexist_and_a_server_name_is_used_o
     );
     assert_eq!(
         names(&root),
-        ["mcp__alpha__add", "mcp__alpha__pid", "mcp__beta__add", "mcp__beta__pid"]
+        [
+            "mcp__alpha__add",
+            "mcp__alpha__pid",
+            "mcp__beta__add",
+            "mcp__beta__pid"
+        ]
     );
     let pa = text(&call(&root, "mcp__alpha__pid", json!({})).await);
     let pb = text(&call(&root, "mcp__beta__pid", json!({})).await);
     assert_ne!(pa, pb, "each public name reaches its own server");
-    assert_eq!(text(&call(&root, "mcp__beta__add", json!({"a": 1, "b": 2})).await), "3");
+    assert_eq!(
+        text(&call(&root, "mcp__beta__add", json!({"a": 1, "b": 2})).await),
+        "3"
+    );
     root.dispose();
 }
 
@@ -169,7 +189,19 @@ async fn every_page_of_a_paginated_list_is_registered_whatever_the_server_order(
     let root = root_with_tools();
     let entry = root.plugin(
         McpPlugin,
-        cfg("pages", &["--tools", "add", "--extra", "7", "--page-size", "3", "--seed", "5"]),
+        cfg(
+            "pages",
+            &[
+                "--tools",
+                "add",
+                "--extra",
+                "7",
+                "--page-size",
+                "3",
+                "--seed",
+                "5",
+            ],
+        ),
     );
     assert_eq!(settle(&entry).await, ScopeStatus::Active);
     let mut expected = vec!["mcp__pages__add".to_owned()];
@@ -220,17 +252,28 @@ async fn list_changed_resyncs_a_failing_fetch_keeps_and_a_conflict_rolls_back_wh
 
     let outcome = toggle_and_wait(&root, json!({"add": ["x1"]})).await;
     assert!(outcome.ends_with("fx: applied"), "{outcome}");
-    let with_x1 = ["mcp__fx__add", "mcp__fx__clash", "mcp__fx__toggle", "mcp__fx__x1"];
+    let with_x1 = [
+        "mcp__fx__add",
+        "mcp__fx__clash",
+        "mcp__fx__toggle",
+        "mcp__fx__x1",
+    ];
     assert_eq!(names(&root), with_x1);
 
     // The fetch fails: the previous set stays.
     let outcome = toggle_and_wait(&root, json!({"add": ["x2"], "failList": true})).await;
-    assert!(outcome.contains("kept (mcp(fx): tools/list failed"), "{outcome}");
+    assert!(
+        outcome.contains("kept (mcp(fx): tools/list failed"),
+        "{outcome}"
+    );
     assert_eq!(names(&root), with_x1);
 
     // An invalid list (a name twice): kept as well.
     let outcome = toggle_and_wait(&root, json!({"duplicate": true})).await;
-    assert!(outcome.contains("listed tool \"add\" more than once"), "{outcome}");
+    assert!(
+        outcome.contains("listed tool \"add\" more than once"),
+        "{outcome}"
+    );
     assert_eq!(names(&root), with_x1);
 
     // `clash` conflicts: nothing of the new set (not even x3, x2) lands, the old set is back.
@@ -238,15 +281,27 @@ async fn list_changed_resyncs_a_failing_fetch_keeps_and_a_conflict_rolls_back_wh
     assert!(outcome.contains("rolled back"), "{outcome}");
     assert!(outcome.contains("mcp__fx__clash"), "{outcome}");
     assert_eq!(names(&root), with_x1);
-    assert_eq!(text(&call(&root, "mcp__fx__add", json!({"a": 2, "b": 2})).await), "4");
-    assert_eq!(call(&root, "mcp__fx__clash", json!({})).await.content, json!("mine"));
+    assert_eq!(
+        text(&call(&root, "mcp__fx__add", json!({"a": 2, "b": 2})).await),
+        "4"
+    );
+    assert_eq!(
+        call(&root, "mcp__fx__clash", json!({})).await.content,
+        json!("mine")
+    );
 
     // And a later valid change applies again.
     let outcome = toggle_and_wait(&root, json!({"remove": ["clash", "x1"]})).await;
     assert!(outcome.ends_with("fx: applied"), "{outcome}");
     assert_eq!(
         names(&root),
-        ["mcp__fx__add", "mcp__fx__clash", "mcp__fx__toggle", "mcp__fx__x2", "mcp__fx__x3"]
+        [
+            "mcp__fx__add",
+            "mcp__fx__clash",
+            "mcp__fx__toggle",
+            "mcp__fx__x2",
+            "mcp__fx__x3"
+        ]
     );
     root.dispose();
 }
@@ -282,7 +337,11 @@ async fn a_crashed_server_reconnects_and_after_the_budget_its_tools_are_unregist
     assert_eq!(settle(&entry).await, ScopeStatus::Active);
     let first = text(&call(&root, "mcp__fx__pid", json!({})).await);
     let crash = call(&root, "mcp__fx__crash", json!({})).await;
-    assert_eq!(text(&crash), "crashing", "the reply arrives before the exit");
+    assert_eq!(
+        text(&crash),
+        "crashing",
+        "the reply arrives before the exit"
+    );
     eventually("a new server process", || {
         let root = root.clone();
         let first = first.clone();
@@ -292,11 +351,17 @@ async fn a_crashed_server_reconnects_and_after_the_budget_its_tools_are_unregist
         }
     })
     .await;
-    assert!(process_gone(first.parse().unwrap()), "the crashed process is not running");
+    assert!(
+        process_gone(first.parse().unwrap()),
+        "the crashed process is not running"
+    );
 
     // A server that cannot come back: the budget runs out and its tools go.
     let dir = tempfile::tempdir().unwrap();
-    let down = root.plugin(McpPlugin, once_then_down("down", &dir.path().join("started")));
+    let down = root.plugin(
+        McpPlugin,
+        once_then_down("down", &dir.path().join("started")),
+    );
     assert_eq!(settle(&down).await, ScopeStatus::Active);
     assert!(names(&root).contains(&"mcp__down__pid".to_owned()));
     let crash = call(&root, "mcp__down__crash", json!({})).await;
@@ -307,7 +372,10 @@ async fn a_crashed_server_reconnects_and_after_the_budget_its_tools_are_unregist
     })
     .await;
     assert_eq!(down.status(), ScopeStatus::Active, "the entry itself stays");
-    assert!(names(&root).contains(&"mcp__fx__pid".to_owned()), "the other server is untouched");
+    assert!(
+        names(&root).contains(&"mcp__fx__pid".to_owned()),
+        "the other server is untouched"
+    );
     root.dispose();
 }
 
@@ -342,7 +410,10 @@ async fn a_down_server_fails_the_entry_only_with_fail_on_startup_error() {
         async move { up }
     })
     .await;
-    assert_eq!(text(&call(&root, "mcp__late__add", json!({"a": 1, "b": 1})).await), "2");
+    assert_eq!(
+        text(&call(&root, "mcp__late__add", json!({"a": 1, "b": 1})).await),
+        "2"
+    );
     root.dispose();
 }
 
@@ -367,7 +438,10 @@ async fn a_timeout_and_a_dropped_call_both_cancel_the_request_on_the_server() {
     assert!(slow.is_error);
     assert_eq!(slow.code.as_deref(), Some("TOOL_TIMEOUT"), "{slow:?}");
     eventually("the server to hear the timeout's cancellation", || {
-        let n = log_lines(&log).iter().filter(|l| *l == "cancelled slow").count();
+        let n = log_lines(&log)
+            .iter()
+            .filter(|l| *l == "cancelled slow")
+            .count();
         async move { n == 1 }
     })
     .await;
@@ -381,14 +455,20 @@ async fn a_timeout_and_a_dropped_call_both_cancel_the_request_on_the_server() {
     };
     let running = tokio::spawn(async move { reg.execute(call, None).await });
     eventually("the second slow call to start", || {
-        let n = log_lines(&log).iter().filter(|l| *l == "slow started").count();
+        let n = log_lines(&log)
+            .iter()
+            .filter(|l| *l == "slow started")
+            .count();
         async move { n == 2 }
     })
     .await;
     running.abort();
     let _ = running.await;
     eventually("the server to hear the dropped call's cancellation", || {
-        let n = log_lines(&log).iter().filter(|l| *l == "cancelled slow").count();
+        let n = log_lines(&log)
+            .iter()
+            .filter(|l| *l == "cancelled slow")
+            .count();
         async move { n == 2 }
     })
     .await;
@@ -412,9 +492,17 @@ async fn scrub_child() {
         let root = root.clone();
         async move { text(&call(&root, "mcp__fx__env", json!({"name": name})).await) }
     };
-    assert_eq!(env("CORDIS_TEST_SECRET_TOKEN").await, "<unset>", "the host's secret leaked");
+    assert_eq!(
+        env("CORDIS_TEST_SECRET_TOKEN").await,
+        "<unset>",
+        "the host's secret leaked"
+    );
     assert_eq!(env("GIVEN").await, "yes", "the entry's env is passed");
-    assert_eq!(env("PATH").await, std::env::var("PATH").unwrap(), "PATH is passed");
+    assert_eq!(
+        env("PATH").await,
+        std::env::var("PATH").unwrap(),
+        "PATH is passed"
+    );
     println!("SCRUB-CHILD-RAN");
     root.dispose();
 }
@@ -422,13 +510,26 @@ async fn scrub_child() {
 #[test]
 fn the_server_sees_a_scrubbed_environment() {
     let out = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "scrub_child", "--nocapture", "--test-threads", "1"])
+        .args([
+            "--exact",
+            "scrub_child",
+            "--nocapture",
+            "--test-threads",
+            "1",
+        ])
         .env("CORDIS_TEST_SECRET_TOKEN", "hunter2")
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
-    assert!(stdout.contains("SCRUB-CHILD-RAN"), "the child test did not run: {stdout}");
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("SCRUB-CHILD-RAN"),
+        "the child test did not run: {stdout}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -443,9 +544,14 @@ async fn disposing_the_entry_kills_a_server_that_ignores_shutdown_and_its_childr
         l = log.display()
     );
     let root = root_with_tools();
-    let entry = root.plugin(McpPlugin, McpConfig::stdio("fx", "sh", vec!["-c".into(), script]));
+    let entry = root.plugin(
+        McpPlugin,
+        McpConfig::stdio("fx", "sh", vec!["-c".into(), script]),
+    );
     assert_eq!(settle(&entry).await, ScopeStatus::Active);
-    let pid: u32 = text(&call(&root, "mcp__fx__pid", json!({})).await).parse().unwrap();
+    let pid: u32 = text(&call(&root, "mcp__fx__pid", json!({})).await)
+        .parse()
+        .unwrap();
     assert!(!process_gone(pid), "the server runs");
     entry.dispose();
     eventually("the server process to be gone", || {
