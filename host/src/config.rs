@@ -28,10 +28,13 @@
 //! in a flow list, its opening brace). Positions count lines as YAML does (`\n`, `\r\n` or a
 //! lone `\r`) and columns in characters, from 1.
 
+use std::collections::BTreeSet;
+use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
 use crate::diagnostic::{ConfigErrors, Diagnostic, Pos, Problem, hidden_char};
 use crate::env::{interpolate, needle};
+use crate::include::{INCLUDE_NAMES, IncludeProblem, IncludedFiles, Session, Source};
 use crate::yaml::{Kind, NodeId, Tree, duplicate_keys};
 
 /// The plugin names that make an entry a group.
@@ -44,23 +47,24 @@ pub struct RawConfig {
     pub file: String,
     /// The top-level entries, in file order.
     pub entries: Vec<RawEntry>,
-    /// The marked tree the entries were read from (for positions inside `config`).
-    marks: Marks,
+    /// The files the entries were read from, with their marked trees (for positions inside
+    /// `config`): the top-level file first, then every included one.
+    sources: Sources,
 }
 
-/// The parsed tree behind a [`RawConfig`], shared; equal when it is the same parse.
-#[derive(Clone, Default)]
-struct Marks(Arc<Tree>);
+/// The parsed files behind a [`RawConfig`], shared; equal when it is the same parse.
+#[derive(Clone)]
+struct Sources(Arc<Vec<Source>>);
 
-impl PartialEq for Marks {
+impl PartialEq for Sources {
     fn eq(&self, other: &Self) -> bool {
         Arc::ptr_eq(&self.0, &other.0)
     }
 }
 
-impl std::fmt::Debug for Marks {
+impl std::fmt::Debug for Sources {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Marks")
+        f.write_str("Sources")
     }
 }
 
@@ -96,62 +100,81 @@ pub struct RawEntry {
     pub timeout_ms: Option<u64>,
     /// The pinned SHA-256 of a dylib entry's file (lowercase hex, 64 digits), if set.
     pub sha256: Option<String>,
-    /// Child entries, for a group.
+    /// Child entries, for a group (for an include: the included file's entries, patched).
     pub children: Vec<RawEntry>,
-    /// True for a group entry.
+    /// True for a group entry (an include is a group).
     pub is_group: bool,
+    /// For an include: the included file, as reached from the current directory.
+    pub included: Option<String>,
     /// Where the entry starts (its dash).
     pub pos: Pos,
     /// Where its values were written.
     pub marks: EntryMarks,
     /// The `config` node in the tree, for [`RawConfig::config_pos`].
     config_node: Option<NodeId>,
+    /// The file it is written in: an index into the parse's sources.
+    source: usize,
+    /// The merge patches applied to its config, in order: (source, `config` node of the patch).
+    merges: Vec<(usize, NodeId)>,
 }
 
 impl RawConfig {
+    /// What diagnostics about `entry` print before `:line:column`: its file, after the chain
+    /// of includes that led there (`a.yml:3:3 → b.yml`).
+    pub fn origin(&self, entry: &RawEntry) -> &str {
+        self.sources
+            .0
+            .get(entry.source)
+            .map_or(self.file.as_str(), |s| s.origin.as_str())
+    }
+
+    /// Sorts diagnostics of this parse in file order, an included file's right after its
+    /// include entry's (stable: problems at one position keep the order they were found in).
+    pub fn sort_diagnostics(&self, errors: &mut [Diagnostic]) {
+        let sources = &self.sources.0;
+        if sources.len() <= 1 {
+            errors.sort_by_key(|d| d.pos);
+            return;
+        }
+        errors.sort_by_cached_key(|d| {
+            let mut key = sources
+                .iter()
+                .find(|s| s.origin == d.file)
+                .map(|s| s.chain.clone())
+                .unwrap_or_default();
+            key.push(d.pos);
+            key
+        });
+    }
+
     /// Where a problem with `entry`'s config at `path` (serde_path_to_error's form, such as
     /// `tools[2].name`) was written: the value at the deepest part of the path that exists; for
     /// an `unknown field` message, that field's key. The entry's position if it has no config.
     pub fn config_pos(&self, entry: &RawEntry, path: &str, message: &str) -> Pos {
-        let tree = &self.marks.0;
-        let Some(mut node) = entry.config_node else {
-            return entry.pos;
-        };
-        let mut rest = path.trim_start_matches('.');
-        while !rest.is_empty() {
-            let next = match &tree.node(node).kind {
-                Kind::Seq(items) if rest.starts_with('[') => {
-                    let Some(end) = rest.find(']') else { break };
-                    let Some(item) = rest[1..end]
-                        .parse::<usize>()
-                        .ok()
-                        .and_then(|i| items.get(i))
-                    else {
-                        break;
-                    };
-                    rest = &rest[end + 1..];
-                    *item
-                }
-                Kind::Map(pairs) => {
-                    // The longest key the path continues with (keys may contain dots).
-                    let found = pairs
-                        .iter()
-                        .filter_map(|(k, v)| {
-                            let key = key_text(tree, *k)?;
-                            let after = rest.strip_prefix(key.as_str())?;
-                            (after.is_empty() || after.starts_with(['.', '[']))
-                                .then_some((key.len(), *v))
-                        })
-                        .max_by_key(|(len, _)| *len);
-                    let Some((len, value)) = found else { break };
-                    rest = &rest[len..];
-                    value
-                }
-                _ => break,
+        self.config_at(entry, path, message).1
+    }
+
+    /// [`RawConfig::config_pos`] with the file: for a config patched by `merge`, the patch
+    /// that wrote the deepest part of `path` (the later one on a tie), else the entry's file.
+    pub fn config_at(&self, entry: &RawEntry, path: &str, message: &str) -> (&str, Pos) {
+        let sources = &self.sources.0;
+        let layers = std::iter::once((entry.source, entry.config_node))
+            .chain(entry.merges.iter().map(|&(s, n)| (s, Some(n))));
+        let mut best: Option<(usize, usize, NodeId)> = None;
+        for (source, node) in layers {
+            let (Some(node), Some(file)) = (node, sources.get(source)) else {
+                continue;
             };
-            node = next;
-            rest = rest.strip_prefix('.').unwrap_or(rest);
+            let (found, depth) = walk(&file.tree, node, path);
+            if best.is_none_or(|(d, ..)| depth >= d) {
+                best = Some((depth, source, found));
+            }
         }
+        let Some((_, source, node)) = best else {
+            return (self.origin(entry), entry.pos);
+        };
+        let file = &sources[source];
+        let tree = &file.tree;
         if let (Some(field), Kind::Map(pairs)) = (
             message
                 .strip_prefix("unknown field `")
@@ -161,10 +184,52 @@ impl RawConfig {
             .iter()
             .find(|(k, _)| key_text(tree, *k).as_deref() == Some(field))
         {
-            return tree.node(*key).pos;
+            return (&file.origin, tree.node(*key).pos);
         }
-        tree.node(node).pos
+        (&file.origin, tree.node(node).pos)
     }
+}
+
+/// Follows `path` from `node` as far as it exists: the node reached and how many steps.
+fn walk(tree: &Tree, mut node: NodeId, path: &str) -> (NodeId, usize) {
+    let mut depth = 0;
+    let mut rest = path.trim_start_matches('.');
+    while !rest.is_empty() {
+        let next = match &tree.node(node).kind {
+            Kind::Seq(items) if rest.starts_with('[') => {
+                let Some(end) = rest.find(']') else { break };
+                let Some(item) = rest[1..end]
+                    .parse::<usize>()
+                    .ok()
+                    .and_then(|i| items.get(i))
+                else {
+                    break;
+                };
+                rest = &rest[end + 1..];
+                *item
+            }
+            Kind::Map(pairs) => {
+                // The longest key the path continues with (keys may contain dots).
+                let found = pairs
+                    .iter()
+                    .filter_map(|(k, v)| {
+                        let key = key_text(tree, *k)?;
+                        let after = rest.strip_prefix(key.as_str())?;
+                        (after.is_empty() || after.starts_with(['.', '[']))
+                            .then_some((key.len(), *v))
+                    })
+                    .max_by_key(|(len, _)| *len);
+                let Some((len, value)) = found else { break };
+                rest = &rest[len..];
+                value
+            }
+            _ => break,
+        };
+        node = next;
+        depth += 1;
+        rest = rest.strip_prefix('.').unwrap_or(rest);
+    }
+    (node, depth)
 }
 
 fn key_text(tree: &Tree, key: NodeId) -> Option<String> {
@@ -204,10 +269,11 @@ impl SourceMap {
     }
 }
 
-/// Parses a config file, collecting every problem.
+/// Parses a config file, collecting every problem; included files are read from disk,
+/// relative to `file`'s directory.
 ///
 /// # Errors
-/// Every problem of the file, in file order.
+/// Every problem of the file (and of the files it includes), in file order.
 pub fn parse(
     source: &str,
     file: &str,
@@ -221,61 +287,103 @@ pub fn parse(
     }
 }
 
+/// The directory a config file named `file` is in (the current directory for a bare name).
+pub fn dir_of(file: &str) -> std::path::PathBuf {
+    match Path::new(file).parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_owned(),
+        _ => std::path::PathBuf::from("."),
+    }
+}
+
 /// Parses as far as possible: the entries that could be read, and every problem found (in file
-/// order).
+/// order). Included files are read from disk, relative to `file`'s directory.
 pub fn parse_lenient(
     source: &str,
     file: &str,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> (RawConfig, Vec<Diagnostic>) {
-    let tree = match Tree::parse(source) {
+    parse_with(source, file, env, &mut IncludedFiles::disk(dir_of(file)))
+}
+
+/// [`parse_lenient`], reading included files through `files` (see [`crate::include`]).
+pub fn parse_with(
+    source: &str,
+    file: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+    files: &mut IncludedFiles,
+) -> (RawConfig, Vec<Diagnostic>) {
+    let mut session = Session::new(files, file);
+    let (entries, mut errors) =
+        read_file(source, 0, "", false, env, &mut session, &BTreeSet::new());
+    let config = RawConfig {
+        file: file.to_owned(),
+        entries,
+        sources: Sources(Arc::new(session.sources)),
+    };
+    config.sort_diagnostics(&mut errors);
+    (config, errors)
+}
+
+/// Reads the entries of one file of a parse (source `index` of `session`); `prefix` is the
+/// position path of the include entry that included it (empty for the top-level file), and
+/// `disable` the ids that patches of enclosing includes disable.
+fn read_file(
+    text: &str,
+    index: usize,
+    prefix: &str,
+    disabled: bool,
+    env: &dyn Fn(&str) -> Option<String>,
+    session: &mut Session<'_>,
+    disable: &BTreeSet<String>,
+) -> (Vec<RawEntry>, Vec<Diagnostic>) {
+    let file = session.sources[index].origin.clone();
+    let tree = match Tree::parse(text) {
         Ok(tree) => tree,
         Err(fatal) => {
-            let config = RawConfig {
-                file: file.to_owned(),
-                entries: Vec::new(),
-                marks: Marks::default(),
-            };
             let error = Diagnostic {
-                file: file.to_owned(),
+                file,
                 pos: fatal.pos,
                 entry: None,
                 problem: fatal.problem,
             };
-            return (config, vec![error]);
+            return (Vec::new(), vec![error]);
         }
     };
-    let map = SourceMap::new(source);
+    let map = SourceMap::new(text);
     let mut r = Reader {
         file,
-        source,
+        index,
+        source: text,
         tree: &tree,
         map: &map,
         env,
+        session,
+        disable,
         errors: Vec::new(),
         claimed: vec![false; tree.tag_problems.len()],
     };
     let entries = match tree.root {
         None => Vec::new(),
-        Some(root) => r.list(root, "", false),
+        Some(root) => r.list(root, prefix, disabled),
     };
     r.claim(0, usize::MAX, None);
-    let mut errors = r.errors;
-    errors.sort_by_key(|d| d.pos);
-    let config = RawConfig {
-        file: file.to_owned(),
-        entries,
-        marks: Marks(Arc::new(tree)),
-    };
-    (config, errors)
+    let errors = r.errors;
+    session.sources[index].tree = Arc::new(tree);
+    (entries, errors)
 }
 
-struct Reader<'a> {
-    file: &'a str,
+struct Reader<'a, 'f> {
+    /// What diagnostics print as the file (with its include chain).
+    file: String,
+    /// Its index among the session's sources.
+    index: usize,
     source: &'a str,
     tree: &'a Tree,
     map: &'a SourceMap,
     env: &'a dyn Fn(&str) -> Option<String>,
+    session: &'a mut Session<'f>,
+    /// Ids that patches of the includes around this file disable.
+    disable: &'a BTreeSet<String>,
     errors: Vec<Diagnostic>,
     /// Per refused tag: already reported.
     claimed: Vec<bool>,
@@ -292,6 +400,28 @@ fn kind_of(k: &Kind) -> &'static str {
     }
 }
 
+/// What a patch does.
+enum PatchVerb {
+    Disable,
+    /// The `config` mapping to merge.
+    Merge(NodeId),
+    /// The entry list to insert, before or after the target.
+    Insert {
+        entries: NodeId,
+        before: bool,
+    },
+}
+
+/// One patch of an include.
+struct Patch {
+    /// Its index in `patches` (numbers the ids of inserted entries).
+    index: usize,
+    /// The id it names, and where.
+    target: String,
+    target_pos: Pos,
+    verb: PatchVerb,
+}
+
 /// The slots of an entry's known keys: (key node, value node).
 #[derive(Default)]
 struct Fields {
@@ -304,10 +434,10 @@ struct Fields {
     sha256: Option<(NodeId, NodeId)>,
 }
 
-impl Reader<'_> {
+impl Reader<'_, '_> {
     fn error(&mut self, pos: Pos, entry: Option<&str>, problem: Problem) {
         self.errors.push(Diagnostic {
-            file: self.file.to_owned(),
+            file: self.file.clone(),
             pos,
             entry: entry.map(str::to_owned),
             problem,
@@ -355,7 +485,7 @@ impl Reader<'_> {
             if !*claimed {
                 *claimed = true;
                 self.errors.push(Diagnostic {
-                    file: self.file.to_owned(),
+                    file: self.file.clone(),
                     pos: *pos,
                     entry: entry.map(str::to_owned),
                     problem: problem.clone(),
@@ -512,7 +642,9 @@ impl Reader<'_> {
                 false
             }
         };
-        let disabled = parent_disabled || own_disabled;
+        // An entry a patch disables is disabled before its config is read, so its variables
+        // need not be set.
+        let disabled = parent_disabled || own_disabled || self.disable.contains(&id);
         let inject = match fields.inject.map(|(_, v)| (v, &tree.node(v).kind)) {
             None | Some((_, Kind::Null)) => Vec::new(),
             Some((v, Kind::Str(..))) => vec![tree.str(v).unwrap_or_default().to_owned()],
@@ -545,9 +677,11 @@ impl Reader<'_> {
                 None
             }
         };
-        let is_group = name.as_deref().is_some_and(|n| GROUP_NAMES.contains(&n));
+        let is_include = name.as_deref().is_some_and(|n| INCLUDE_NAMES.contains(&n));
+        let is_group = is_include || name.as_deref().is_some_and(|n| GROUP_NAMES.contains(&n));
         let config_node = fields.config.map(|(_, v)| v);
         let mut children = Vec::new();
+        let mut included = None;
         let config = if is_group {
             for (key, field) in [("inject", fields.inject), ("timeout", fields.timeout)] {
                 if let Some((k, v)) = field
@@ -564,7 +698,9 @@ impl Reader<'_> {
                     );
                 }
             }
-            if let Some(list) = config_node
+            if is_include {
+                (children, included) = self.include(config_node, &id, &position(), pos, disabled);
+            } else if let Some(list) = config_node
                 && tree.node(list).kind != Kind::Null
             {
                 children = self.list(list, &position(), disabled);
@@ -596,6 +732,7 @@ impl Reader<'_> {
             sha256,
             children,
             is_group,
+            included,
             pos,
             marks: EntryMarks {
                 id: fields.id.map(|(_, v)| tree.node(v).pos),
@@ -604,7 +741,320 @@ impl Reader<'_> {
                 sha256: fields.sha256.map(|(_, v)| tree.node(v).pos),
             },
             config_node,
+            source: self.index,
+            merges: Vec::new(),
         })
+    }
+
+    /// Reads an include entry (`id`, at `at`, whose `config` is `config`): the included file's
+    /// entries with the patches applied, and the file's name.
+    fn include(
+        &mut self,
+        config: Option<NodeId>,
+        id: &str,
+        prefix: &str,
+        at: Pos,
+        disabled: bool,
+    ) -> (Vec<RawEntry>, Option<String>) {
+        let tree = self.tree;
+        let problem = |p: IncludeProblem| Problem::Include(p);
+        let Some(config) = config.filter(|c| tree.node(*c).kind != Kind::Null) else {
+            self.error(at, Some(id), problem(IncludeProblem::MissingPath));
+            return (Vec::new(), None);
+        };
+        let Kind::Map(pairs) = &tree.node(config).kind else {
+            let found = self.short(config);
+            let pos = tree.node(config).pos;
+            self.error(
+                pos,
+                Some(id),
+                problem(IncludeProblem::NotAMapping { found }),
+            );
+            return (Vec::new(), None);
+        };
+        if pairs.len() > 1 {
+            for k in duplicate_keys(tree, pairs) {
+                let key = key_text(tree, k).unwrap_or_default();
+                self.error(tree.node(k).pos, Some(id), Problem::DuplicateKey { key });
+            }
+        }
+        let (mut path, mut patches) = (None, None);
+        for &(k, v) in pairs {
+            match tree.str(k) {
+                Some("path") => _ = path.get_or_insert(v),
+                Some("patches") => _ = patches.get_or_insert(v),
+                _ => {
+                    let key = tree.str(k).map_or_else(|| self.short(k), str::to_owned);
+                    let pos = tree.node(k).pos;
+                    self.error(pos, Some(id), problem(IncludeProblem::UnknownKey { key }));
+                }
+            }
+        }
+        let patches = self.patches(patches, id);
+        let Some(path) = path else {
+            let pos = tree.node(config).pos;
+            self.error(pos, Some(id), problem(IncludeProblem::MissingPath));
+            return (Vec::new(), None);
+        };
+        let path_pos = tree.node(path).pos;
+        let written = match tree.str(path) {
+            Some(w) if !w.is_empty() => w,
+            _ => {
+                self.bad(path, id, "path", "a file path relative to this file");
+                return (Vec::new(), None);
+            }
+        };
+        if written.contains("${{") {
+            self.error(
+                path_pos,
+                Some(id),
+                problem(IncludeProblem::InterpolatedPath),
+            );
+            return (Vec::new(), None);
+        }
+        let entered = match self.session.enter(self.index, at, written) {
+            Ok(entered) => entered,
+            Err(p) => {
+                self.error(path_pos, Some(id), problem(p));
+                return (Vec::new(), None);
+            }
+        };
+        let mut disable = self.disable.clone();
+        for patch in &patches {
+            if let PatchVerb::Disable = patch.verb {
+                disable.insert(patch.target.clone());
+            }
+        }
+        let (mut children, errors) = read_file(
+            &entered.text,
+            entered.index,
+            prefix,
+            disabled,
+            self.env,
+            self.session,
+            &disable,
+        );
+        self.session.leave();
+        self.errors.extend(errors);
+        self.apply(patches, &mut children, id, prefix, disabled, &entered.shown);
+        (children, Some(entered.shown))
+    }
+
+    /// Reads an include's `patches` list, reporting every malformed patch.
+    fn patches(&mut self, list: Option<NodeId>, id: &str) -> Vec<Patch> {
+        let tree = self.tree;
+        let Some(list) = list.filter(|l| tree.node(*l).kind != Kind::Null) else {
+            return Vec::new();
+        };
+        let bad = |what: String| Problem::Include(IncludeProblem::BadPatch { what });
+        let Kind::Seq(items) = &tree.node(list).kind else {
+            let what = format!("`patches` must be a list, found {}", self.short(list));
+            self.error(tree.node(list).pos, Some(id), bad(what));
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for (index, &item) in items.iter().enumerate() {
+            let pos = self.item_pos(item);
+            let Kind::Map(pairs) = &tree.node(item).kind else {
+                let what = format!("patch {index} is {}", kind_of(&tree.node(item).kind));
+                self.error(pos, Some(id), bad(what));
+                continue;
+            };
+            if pairs.len() > 1 {
+                for k in duplicate_keys(tree, pairs) {
+                    let key = key_text(tree, k).unwrap_or_default();
+                    self.error(tree.node(k).pos, Some(id), Problem::DuplicateKey { key });
+                }
+            }
+            let get = |key: &str| {
+                pairs
+                    .iter()
+                    .find(|(k, _)| tree.str(*k) == Some(key))
+                    .map(|(_, v)| *v)
+            };
+            let verbs: Vec<&str> = ["disable", "merge", "insert"]
+                .into_iter()
+                .filter(|v| get(v).is_some())
+                .collect();
+            let [verb] = verbs[..] else {
+                let what = if verbs.is_empty() {
+                    format!("patch {index} has none of `disable`, `merge`, `insert`")
+                } else {
+                    format!(
+                        "patch {index} has both `{}`; a patch does one thing",
+                        verbs.join("` and `")
+                    )
+                };
+                self.error(pos, Some(id), bad(what));
+                continue;
+            };
+            let allowed: &[&str] = match verb {
+                "disable" => &["disable"],
+                "merge" => &["merge", "config"],
+                _ => &["insert", "before", "after"],
+            };
+            let mut ok = true;
+            for &(k, _) in pairs {
+                let key = tree.str(k).map_or_else(|| self.short(k), str::to_owned);
+                if !allowed.contains(&key.as_str()) {
+                    let what = format!("unknown key \"{key}\" in a `{verb}` patch");
+                    self.error(tree.node(k).pos, Some(id), bad(what));
+                    ok = false;
+                }
+            }
+            let target_of = |r: &mut Self, node: NodeId, what: &str| {
+                let text = match &tree.node(node).kind {
+                    Kind::Str(..) => tree.str(node).map(str::to_owned),
+                    Kind::Int(_) | Kind::UInt(_) => key_text(tree, node),
+                    _ => None,
+                };
+                if text.is_none() {
+                    let what = format!("{what} takes an entry id, found {}", r.short(node));
+                    r.error(tree.node(node).pos, Some(id), bad(what));
+                }
+                text.map(|t| (t, tree.node(node).pos))
+            };
+            let (target, verb) = match verb {
+                "disable" => {
+                    let Some(t) = get("disable").and_then(|n| target_of(self, n, "`disable`"))
+                    else {
+                        continue;
+                    };
+                    (t, PatchVerb::Disable)
+                }
+                "merge" => {
+                    let target = get("merge").and_then(|n| target_of(self, n, "`merge`"));
+                    let config = get("config");
+                    let Some(config) =
+                        config.filter(|c| matches!(tree.node(*c).kind, Kind::Map(_)))
+                    else {
+                        let what = match config {
+                            Some(c) => format!(
+                                "a `merge` patch's `config` must be a mapping, found {}",
+                                self.short(c)
+                            ),
+                            None => "a `merge` patch needs `config: {…}`".to_owned(),
+                        };
+                        let at = config.map_or(pos, |c| tree.node(c).pos);
+                        self.error(at, Some(id), bad(what));
+                        continue;
+                    };
+                    let Some(target) = target else { continue };
+                    (target, PatchVerb::Merge(config))
+                }
+                _ => {
+                    let entries = get("insert").unwrap_or(item);
+                    if !matches!(tree.node(entries).kind, Kind::Seq(_)) {
+                        let what = format!(
+                            "`insert` takes a list of entries, found {}",
+                            self.short(entries)
+                        );
+                        self.error(tree.node(entries).pos, Some(id), bad(what));
+                        continue;
+                    }
+                    let (before, after) = (get("before"), get("after"));
+                    let (anchor, before) = match (before, after) {
+                        (Some(b), None) => (b, true),
+                        (None, Some(a)) => (a, false),
+                        _ => {
+                            let what = "an `insert` patch needs exactly one of `before: ID` or `after: ID`".to_owned();
+                            self.error(pos, Some(id), bad(what));
+                            continue;
+                        }
+                    };
+                    let side = if before { "`before`" } else { "`after`" };
+                    let Some(t) = target_of(self, anchor, side) else {
+                        continue;
+                    };
+                    (t, PatchVerb::Insert { entries, before })
+                }
+            };
+            if ok {
+                out.push(Patch {
+                    index,
+                    target: target.0,
+                    target_pos: target.1,
+                    verb,
+                });
+            }
+        }
+        out
+    }
+
+    /// Applies an include's patches, in order, to the entries of its file.
+    fn apply(
+        &mut self,
+        patches: Vec<Patch>,
+        children: &mut Vec<RawEntry>,
+        id: &str,
+        prefix: &str,
+        disabled: bool,
+        shown: &str,
+    ) {
+        use crate::include::{disable_tree, entry_at, find, ids, list_of};
+        // Patches name entries of the included file, not ones other patches inserted.
+        let known = ids(children);
+        let mut inserted: Vec<(Vec<usize>, bool, Vec<RawEntry>)> = Vec::new();
+        for patch in patches {
+            let Some(path) = find(children, &patch.target) else {
+                let problem = IncludeProblem::UnknownTarget {
+                    id: patch.target,
+                    file: shown.to_owned(),
+                    known: known.clone(),
+                };
+                self.error(patch.target_pos, Some(id), Problem::Include(problem));
+                continue;
+            };
+            match patch.verb {
+                PatchVerb::Disable => disable_tree(entry_at(children, &path)),
+                PatchVerb::Merge(node) => {
+                    let entry = entry_at(children, &path);
+                    if entry.is_group {
+                        let problem = IncludeProblem::MergeIntoGroup { id: patch.target };
+                        self.error(patch.target_pos, Some(id), Problem::Include(problem));
+                        continue;
+                    }
+                    // Like a disabled entry's own config, a patch of one is not interpolated.
+                    if disabled || entry.disabled {
+                        continue;
+                    }
+                    let before = self.errors.len();
+                    let value = self.json(node, id);
+                    let entry = entry_at(children, &path);
+                    if self.errors.len() == before
+                        && let Some(config) = &mut entry.config
+                    {
+                        crate::include::merge(config, &value);
+                        entry.merges.push((self.index, node));
+                    }
+                }
+                PatchVerb::Insert { entries, before } => {
+                    let new = self.list(entries, &format!("{prefix}.p{}", patch.index), disabled);
+                    inserted.push((path, before, new));
+                }
+            }
+        }
+        // Inserted last, at the deepest and latest place first, so the places found above stay
+        // valid; several inserts at one place keep their written order.
+        let mut points: Vec<(Vec<usize>, usize, Vec<RawEntry>)> = inserted
+            .into_iter()
+            .enumerate()
+            .map(|(written, (mut path, before, new))| {
+                if let Some(last) = path.last_mut()
+                    && !before
+                {
+                    *last += 1;
+                }
+                (path, written, new)
+            })
+            .collect();
+        points.sort_by(|a, b| (&b.0, b.1).cmp(&(&a.0, a.1)));
+        for (point, _, new) in points {
+            let Some((&at, parent)) = point.split_last() else {
+                continue;
+            };
+            list_of(children, parent).splice(at..at, new);
+        }
     }
 
     /// Converts a config value to JSON, interpolating `${{ env.X }}` in strings.

@@ -207,6 +207,9 @@ pub enum Problem {
     /// The plugin rejected its config.
     #[error("{}", Shown(&.0.to_string()))]
     Config(cordis_runtime::ConfigError),
+    /// An include or one of its patches (see [`crate::include`]).
+    #[error("{0}")]
+    Include(crate::include::IncludeProblem),
 }
 
 /// The first character of `s` that would hide or disguise text on a terminal, with its kind:

@@ -19,6 +19,7 @@ pub mod dylib;
 pub mod echo;
 pub mod env;
 pub mod fault;
+pub mod include;
 pub mod loader;
 pub mod log_probe;
 pub mod permute;

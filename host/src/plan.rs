@@ -28,9 +28,10 @@ use std::time::Duration;
 use cordis_runtime::{ErasedPlugin, Prepared, prepare};
 
 use crate::builtins::Builtins;
-use crate::config::{RawConfig, RawEntry, parse_lenient};
+use crate::config::{RawConfig, RawEntry, parse_with};
 use crate::diagnostic::{ConfigErrors, Diagnostic, Pos, Problem};
 use crate::dylib::DylibPlugin;
+use crate::include::IncludedFiles;
 
 /// The apply timeout when neither the entry nor the command line sets one.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -117,8 +118,11 @@ pub struct PlannedEntry {
     pub id: String,
     /// The plugin name as written.
     pub name: String,
-    /// Where the entry is in the file.
+    /// Where the entry is in its file.
     pub pos: Pos,
+    /// The file it is written in, as diagnostics name it: [`LoadPlan::file`], or for an entry
+    /// of an included file that file after its include chain (`a.yml:3:3 → b.yml`).
+    pub file: String,
     /// Index of the enclosing group entry in [`LoadPlan::entries`].
     pub parent: Option<usize>,
     /// What to do.
@@ -163,15 +167,15 @@ impl PlanOptions {
     pub fn config_dir_for(&self, file: &str) -> PathBuf {
         match &self.config_dir {
             Some(dir) => dir.clone(),
-            None => match Path::new(file).parent() {
-                Some(p) if !p.as_os_str().is_empty() => p.to_owned(),
-                _ => PathBuf::from("."),
-            },
+            None => crate::config::dir_of(file),
         }
     }
 }
 
 /// Parses and resolves a config file in one go, reporting every problem of both phases.
+///
+/// Files the config includes (`cordis/include`) are read from disk relative to
+/// [`PlanOptions::config_dir_for`] `file`; no other call is needed.
 ///
 /// # Errors
 /// Every problem found, in file order.
@@ -197,14 +201,31 @@ pub fn load(
     builtins: &Builtins,
     options: &PlanOptions,
 ) -> Result<(RawConfig, LoadPlan), ConfigErrors> {
-    let (raw, mut errors) = parse_lenient(source, file, env);
+    let mut files = IncludedFiles::disk(options.config_dir_for(file));
+    load_with(source, file, env, builtins, options, &mut files)
+}
+
+/// [`load`], reading included files through `files` (read ahead with
+/// [`IncludedFiles::read_ahead`] to keep file reads off async threads).
+///
+/// # Errors
+/// Every problem found, in file order.
+pub fn load_with(
+    source: &str,
+    file: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+    builtins: &Builtins,
+    options: &PlanOptions,
+    files: &mut IncludedFiles,
+) -> Result<(RawConfig, LoadPlan), ConfigErrors> {
+    let (raw, mut errors) = parse_with(source, file, env, files);
     let (plan, more) = resolve_lenient(&raw, builtins, options);
     errors.extend(more);
     if errors.is_empty() {
         Ok((raw, plan))
     } else {
         // Stable: problems at one position keep the order they were found in.
-        errors.sort_by_key(|d| d.pos);
+        raw.sort_diagnostics(&mut errors);
         Err(ConfigErrors(errors))
     }
 }
@@ -222,20 +243,20 @@ pub fn resolve(
     if errors.is_empty() {
         Ok(plan)
     } else {
-        errors.sort_by_key(|d| d.pos);
+        raw.sort_diagnostics(&mut errors);
         Err(ConfigErrors(errors))
     }
 }
 
 struct Resolver<'a> {
     raw: &'a RawConfig,
-    file: &'a str,
     builtins: &'a Builtins,
     options: &'a PlanOptions,
     config_dir: PathBuf,
     /// Canonical allowed directories: the config's, then the plugin directories.
     allowed: Vec<PathBuf>,
-    seen: BTreeMap<&'a str, Pos>,
+    /// Every id so far: where (file as diagnostics name it, position).
+    seen: BTreeMap<&'a str, (&'a str, Pos)>,
     entries: Vec<PlannedEntry>,
     errors: Vec<Diagnostic>,
 }
@@ -252,7 +273,6 @@ fn resolve_lenient(
         .collect();
     let mut r = Resolver {
         raw,
-        file: &raw.file,
         builtins,
         options,
         config_dir,
@@ -269,15 +289,25 @@ fn resolve_lenient(
         entries: r.entries,
     };
     let mut errors = r.errors;
-    errors.extend(crate::cycle::inject_cycles(&plan));
+    // An inject cycle is reported at its first entry, which may be in an included file.
+    errors.extend(crate::cycle::inject_cycles(&plan).into_iter().map(|mut d| {
+        if let Some(entry) = plan
+            .entries
+            .iter()
+            .find(|e| Some(&e.id) == d.entry.as_ref())
+        {
+            d.file.clone_from(&entry.file);
+        }
+        d
+    }));
     (plan, errors)
 }
 
 impl<'a> Resolver<'a> {
-    /// Reports `problem` of `entry` at `pos` (the value it is about).
+    /// Reports `problem` of `entry` at `pos` (the value it is about, in its file).
     fn error(&mut self, entry: &RawEntry, pos: Pos, problem: Problem) {
         self.errors.push(Diagnostic {
-            file: self.file.to_owned(),
+            file: self.raw.origin(entry).to_owned(),
             pos,
             entry: Some(entry.id.clone()),
             problem,
@@ -286,8 +316,9 @@ impl<'a> Resolver<'a> {
 
     fn entry(&mut self, entry: &'a RawEntry, parent: Option<usize>) {
         let id_pos = entry.marks.id.unwrap_or(entry.pos);
-        if let Some(first) = self.seen.get(entry.id.as_str()) {
-            let first = format!("{}:{first}", self.file);
+        let origin = self.raw.origin(entry);
+        if let Some((file, first)) = self.seen.get(entry.id.as_str()) {
+            let first = format!("{file}:{first}");
             self.error(
                 entry,
                 id_pos,
@@ -297,7 +328,7 @@ impl<'a> Resolver<'a> {
                 },
             );
         } else {
-            self.seen.insert(&entry.id, id_pos);
+            self.seen.insert(&entry.id, (origin, id_pos));
         }
         let name = entry.name.clone().unwrap_or_default();
         let step = if entry.disabled {
@@ -318,6 +349,7 @@ impl<'a> Resolver<'a> {
             id: entry.id.clone(),
             name,
             pos: entry.pos,
+            file: origin.to_owned(),
             parent,
             step: step.unwrap_or(Step::Disabled),
             library,
@@ -387,8 +419,13 @@ impl<'a> Resolver<'a> {
                     .map_or(self.options.default_timeout, Duration::from_millis),
             }),
             Err(e) => {
-                let pos = self.raw.config_pos(entry, &e.path, &e.message);
-                self.error(entry, pos, Problem::Config(e));
+                let (file, pos) = self.raw.config_at(entry, &e.path, &e.message);
+                self.errors.push(Diagnostic {
+                    file: file.to_owned(),
+                    pos,
+                    entry: Some(entry.id.clone()),
+                    problem: Problem::Config(e),
+                });
                 None
             }
         }
@@ -514,5 +551,134 @@ mod tests {
     fn disabled_entries_are_not_resolved() {
         let plan = plan("- id: x\n  name: not-a-plugin\n  disabled: true\n").unwrap();
         assert!(matches!(plan.entries[0].step, Step::Disabled));
+    }
+
+    /// A fresh directory holding `files` (name, text).
+    fn dir(name: &str, files: &[(&str, &str)]) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("cordis-plan-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        for (file, text) in files {
+            std::fs::write(dir.join(file), text).unwrap();
+        }
+        dir
+    }
+
+    /// Loads `dir/a.yml` as the CLI does; the errors without the directory.
+    fn plan_at(dir: &Path) -> Result<LoadPlan, Vec<String>> {
+        let file = dir.join("a.yml").display().to_string();
+        let text = std::fs::read_to_string(&file).unwrap();
+        let prefix = format!("{}/", dir.display());
+        load_plan(
+            &text,
+            &file,
+            &|_| None,
+            &Builtins::host(),
+            &PlanOptions::default(),
+        )
+        .map_err(|e| {
+            e.diagnostics()
+                .iter()
+                .map(|d| d.to_string().replace(&prefix, ""))
+                .collect()
+        })
+    }
+
+    #[test]
+    fn an_included_entry_resolves_with_its_file_and_a_duplicate_id_names_both_places() {
+        let d = dir(
+            "dup",
+            &[
+                (
+                    "a.yml",
+                    "- id: x\n  name: debug/noop\n- name: cordis/include\n  config: {path: b.yml}\n",
+                ),
+                (
+                    "b.yml",
+                    "- id: y\n  name: debug/noop\n- id: x\n  name: debug/noop\n",
+                ),
+            ],
+        );
+        assert_eq!(
+            plan_at(&d).unwrap_err(),
+            ["a.yml:3:1 → b.yml:3:7: entry \"x\": duplicate id \"x\"; first used at a.yml:1:7"]
+        );
+        std::fs::write(
+            d.join("a.yml"),
+            "- name: cordis/include\n  config: {path: b.yml}\n- id: y\n  name: debug/noop\n",
+        )
+        .unwrap();
+        std::fs::write(d.join("b.yml"), "- id: y\n  name: debug/noop\n").unwrap();
+        assert_eq!(
+            plan_at(&d).unwrap_err(),
+            ["a.yml:3:7: entry \"y\": duplicate id \"y\"; first used at a.yml:1:1 → b.yml:1:7"]
+        );
+        std::fs::write(
+            d.join("a.yml"),
+            "- id: inc\n  name: cordis/include\n  config: {path: b.yml}\n",
+        )
+        .unwrap();
+        let plan = plan_at(&d).unwrap();
+        assert_eq!(plan.entries[1].id, "y");
+        assert_eq!(plan.entries[1].parent, Some(0));
+        assert!(matches!(plan.entries[0].step, Step::Group));
+        assert_eq!(
+            plan.entries[1].file,
+            format!("{}:1:1 → {}", plan.file, d.join("b.yml").display())
+        );
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn a_config_error_points_at_the_file_that_wrote_the_bad_value() {
+        let d = dir(
+            "config-at",
+            &[
+                (
+                    "a.yml",
+                    "- name: cordis/include\n  config:\n    path: b.yml\n    patches:\n    - merge: f\n      config: {mode: sideways}\n    - merge: g\n      config: {note: fine}\n",
+                ),
+                (
+                    "b.yml",
+                    "- id: f\n  name: debug/fault\n  config: {mode: ok}\n- id: g\n  name: debug/fault\n  config: {mode: [1]}\n",
+                ),
+            ],
+        );
+        let errors = plan_at(&d).unwrap_err();
+        assert_eq!(errors.len(), 2, "{errors:#?}");
+        // The bad mode of `f` came from the patch; the bad mode of `g` from the included file.
+        assert!(
+            errors[0].starts_with("a.yml:1:1 → b.yml:6:18: entry \"g\": config.mode"),
+            "{}",
+            errors[0]
+        );
+        assert!(
+            errors[1].starts_with("a.yml:6:22: entry \"f\": config.mode"),
+            "{}",
+            errors[1]
+        );
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn an_inject_cycle_inside_an_included_file_names_that_file() {
+        let d = dir(
+            "cycle",
+            &[
+                ("a.yml", "- name: cordis/include\n  config: {path: b.yml}\n"),
+                (
+                    "b.yml",
+                    "- id: p\n  name: debug/provide\n  config: {service: alpha}\n  inject: [beta]\n- id: q\n  name: debug/provide\n  config: {service: beta}\n  inject: [alpha]\n",
+                ),
+            ],
+        );
+        let errors = plan_at(&d).unwrap_err();
+        assert_eq!(errors.len(), 1, "{errors:#?}");
+        assert!(
+            errors[0].starts_with("a.yml:1:1 → b.yml:1:1: entry \"p\": inject cycle"),
+            "{}",
+            errors[0]
+        );
+        let _ = std::fs::remove_dir_all(&d);
     }
 }

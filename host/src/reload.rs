@@ -12,6 +12,10 @@
 //! loading cannot be lost: after the last reload settles, the live state is that of the last
 //! file.
 //!
+//! Files the configuration includes ([`crate::include`]) are read ahead on a blocking thread
+//! before each boot and reload, so an edit of an included file is picked up by the next reload
+//! of the same top-level text ([`crate::watch::ConfigWatcher`] reports such edits).
+//!
 //! # Determinism
 //! Disposal runs in reverse file order and loading in file order (groups first), so a reload
 //! under a seeded schedule replays like a boot.
@@ -25,6 +29,7 @@ use crate::builtins::Builtins;
 use crate::config::RawEntry;
 use crate::diagnostic::ConfigErrors;
 use crate::digest::digest;
+use crate::include::IncludedFiles;
 use crate::loader::{BootReport, report, start_entries};
 use crate::plan::{LoadPlan, PlanOptions};
 
@@ -40,12 +45,15 @@ pub struct LiveConfig {
     /// Per plan entry: its live scope (`None` when disabled).
     handles: Vec<Option<ScopeHandle>>,
     reloads: u64,
+    /// The files the live configuration includes, as reached.
+    included: Vec<std::path::PathBuf>,
 }
 
 /// A configuration read and resolved, not yet applied.
 pub struct Resolved {
     plan: LoadPlan,
     fingerprints: Vec<String>,
+    included: Vec<std::path::PathBuf>,
 }
 
 /// What one reload changed, by entry id (each list sorted).
@@ -59,8 +67,9 @@ fn load(
     env: &dyn Fn(&str) -> Option<String>,
     builtins: &Builtins,
     options: &PlanOptions,
+    files: &mut IncludedFiles,
 ) -> Result<(LoadPlan, Vec<String>), ConfigErrors> {
-    let (raw, plan) = crate::plan::load(source, file, env, builtins, options)?;
+    let (raw, plan) = crate::plan::load_with(source, file, env, builtins, options, files)?;
     let mut by_id = BTreeMap::new();
     fingerprint_all(&raw.entries, "", &mut by_id);
     let fingerprints = plan
@@ -69,6 +78,20 @@ fn load(
         .map(|e| by_id.get(&e.id).cloned().unwrap_or_default())
         .collect();
     Ok((plan, fingerprints))
+}
+
+/// Reads the files `source` includes on a blocking thread (none when it cannot include any).
+async fn read_includes(source: &str, file: &str, options: &PlanOptions) -> IncludedFiles {
+    let dir = options.config_dir_for(file);
+    // An include cannot be written without its name, or without a `\` escaping it.
+    if !source.contains("cordis/include") && !source.contains('\\') {
+        return IncludedFiles::disk(dir);
+    }
+    let (source, file, fallback) = (source.to_owned(), file.to_owned(), dir.clone());
+    tokio::task::spawn_blocking(move || IncludedFiles::read_ahead(&source, &file, dir))
+        .await
+        // The parse reads whatever was not read ahead.
+        .unwrap_or_else(|_| IncludedFiles::disk(fallback))
 }
 
 /// A dylib entry also changes when its library's bytes do (it is then loaded again from a new
@@ -120,7 +143,8 @@ impl LiveConfig {
         builtins: Builtins,
         options: PlanOptions,
     ) -> Result<(LiveConfig, BootReport), ConfigErrors> {
-        let (plan, fingerprints) = load(source, file, env, &builtins, &options)?;
+        let mut files = read_includes(source, file, &options).await;
+        let (plan, fingerprints) = load(source, file, env, &builtins, &options, &mut files)?;
         let fingerprints = with_library_hashes(&plan, fingerprints).await;
         let started = std::time::Instant::now();
         let mut handles = vec![None; plan.entries.len()];
@@ -136,12 +160,14 @@ impl LiveConfig {
             fingerprints,
             handles,
             reloads: 0,
+            included: files.paths(),
         };
         Ok((live, boot))
     }
 
     /// Reads and resolves `source` against this host's plugin table, without touching the
-    /// running configuration.
+    /// running configuration. Included files are read on this thread: async code uses
+    /// [`LiveConfig::read`].
     ///
     /// # Errors
     /// Every configuration error of `source`.
@@ -150,11 +176,49 @@ impl LiveConfig {
         source: &str,
         env: &(dyn Fn(&str) -> Option<String> + Sync),
     ) -> Result<Resolved, ConfigErrors> {
-        let (plan, fingerprints) = load(source, &self.file, env, &self.builtins, &self.options)?;
-        Ok(Resolved { plan, fingerprints })
+        let mut files = IncludedFiles::disk(self.options.config_dir_for(&self.file));
+        self.prepare_with(source, env, &mut files)
     }
 
-    /// Reconciles the live entries with `source` and waits until the runtime is idle.
+    /// [`LiveConfig::prepare`], reading included files on a blocking thread.
+    ///
+    /// # Errors
+    /// Every configuration error of `source`.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: nothing changes until [`LiveConfig::apply`].
+    pub async fn read(
+        &self,
+        source: &str,
+        env: &(dyn Fn(&str) -> Option<String> + Sync),
+    ) -> Result<Resolved, ConfigErrors> {
+        let mut files = read_includes(source, &self.file, &self.options).await;
+        self.prepare_with(source, env, &mut files)
+    }
+
+    fn prepare_with(
+        &self,
+        source: &str,
+        env: &(dyn Fn(&str) -> Option<String> + Sync),
+        files: &mut IncludedFiles,
+    ) -> Result<Resolved, ConfigErrors> {
+        let (plan, fingerprints) = load(
+            source,
+            &self.file,
+            env,
+            &self.builtins,
+            &self.options,
+            files,
+        )?;
+        Ok(Resolved {
+            plan,
+            fingerprints,
+            included: files.paths(),
+        })
+    }
+
+    /// Reconciles the live entries with `source` (and the files it includes, read again) and
+    /// waits until the runtime is idle.
     ///
     /// Emits [`ConfigReloaded`] on the root scope after a successful reload.
     ///
@@ -169,7 +233,7 @@ impl LiveConfig {
         source: &str,
         env: &(dyn Fn(&str) -> Option<String> + Sync),
     ) -> Result<ReloadSummary, ConfigErrors> {
-        let resolved = self.prepare(source, env)?;
+        let resolved = self.read(source, env).await?;
         Ok(self.apply(resolved).await)
     }
 
@@ -178,7 +242,11 @@ impl LiveConfig {
     /// # Cancel safety
     /// Not cancel safe.
     pub async fn apply(&mut self, resolved: Resolved) -> ReloadSummary {
-        let Resolved { plan, fingerprints } = resolved;
+        let Resolved {
+            plan,
+            fingerprints,
+            included,
+        } = resolved;
         let fingerprints = with_library_hashes(&plan, fingerprints).await;
         let old: BTreeMap<&str, (&str, Option<&ScopeHandle>)> = self
             .plan
@@ -255,6 +323,7 @@ impl LiveConfig {
         self.plan = plan;
         self.fingerprints = fingerprints;
         self.handles = handles;
+        self.included = included;
         self.reloads += 1;
         summary.number = self.reloads;
         for list in [
@@ -298,6 +367,12 @@ impl LiveConfig {
             .zip(&self.fingerprints)
             .map(|(e, fp)| (e.id.clone(), fp.clone()))
             .collect()
+    }
+
+    /// Every file the live configuration includes, as reached from the current directory
+    /// (the directory joined with each include's `path`), sorted.
+    pub fn included_files(&self) -> &[std::path::PathBuf] {
+        &self.included
     }
 
     /// The root context.
@@ -349,7 +424,7 @@ pub async fn follow(
         let mut last_error = None;
         let mut chosen = None;
         for (i, source) in batch.iter().enumerate().rev() {
-            match live.prepare(source, env) {
+            match live.read(source, env).await {
                 Ok(resolved) => {
                     chosen = Some(resolved);
                     break;

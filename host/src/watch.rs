@@ -12,6 +12,13 @@
 //! - re-checks every [`POLL`] as well, re-establishes its watches when a watched directory is
 //!   replaced or comes back, and says so ([`WatchNote::Interrupted`] / [`WatchNote::Resumed`])
 //!   instead of silently following nothing.
+//!
+//! A config that includes other files (`cordis/include`, see [`crate::include`]) changes when
+//! any of them does: the watcher finds the included files the way a load does (the same parse,
+//! without an environment: include paths are literal), watches their directories too, and
+//! fingerprints each. It finds them again whenever a fingerprint changes, so an include added
+//! or removed by an edit is followed from that edit on. An included file that is missing or not
+//! a regular file is part of the state (its appearance is a change; a reload then reports it).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -49,6 +56,37 @@ struct Fingerprint {
     sha256: [u8; 32],
 }
 
+/// The config file and every file it includes, as they are now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Snapshot {
+    top: Fingerprint,
+    /// Each included file as reached (sorted), and what it resolves to (`None`: missing or not
+    /// a regular file).
+    includes: Vec<(PathBuf, Option<Fingerprint>)>,
+}
+
+impl Snapshot {
+    /// Whether the content differs: resolved paths and hashes, not timestamps.
+    fn same_content(&self, other: &Snapshot) -> bool {
+        let same =
+            |a: &Fingerprint, b: &Fingerprint| a.resolved == b.resolved && a.sha256 == b.sha256;
+        same(&self.top, &other.top)
+            && self.includes.len() == other.includes.len()
+            && self
+                .includes
+                .iter()
+                .zip(&other.includes)
+                .all(|((pa, a), (pb, b))| {
+                    pa == pb
+                        && match (a, b) {
+                            (Some(a), Some(b)) => same(a, b),
+                            (None, None) => true,
+                            _ => false,
+                        }
+                })
+    }
+}
+
 /// The identity of a watched directory, to notice it being replaced.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct DirId {
@@ -63,7 +101,7 @@ pub struct ConfigWatcher {
     events: mpsc::UnboundedReceiver<()>,
     watcher: Option<RecommendedWatcher>,
     watched: Vec<DirId>,
-    last: Option<Fingerprint>,
+    last: Option<Snapshot>,
     interrupted: bool,
 }
 
@@ -125,6 +163,53 @@ fn fingerprint(path: &Path, last: Option<&Fingerprint>) -> Option<Fingerprint> {
     })
 }
 
+/// The config at `path` and the files it includes, now; `None` when the config itself is not
+/// a readable regular file. Included files are found again only when something changed since
+/// `last`.
+fn snapshot(path: &Path, last: Option<&Snapshot>) -> Option<Snapshot> {
+    let top = fingerprint(path, last.map(|l| &l.top))?;
+    let find = |old: &[(PathBuf, Option<Fingerprint>)], p: &Path| {
+        old.iter()
+            .find(|(q, _)| q == p)
+            .and_then(|(_, f)| f.clone())
+    };
+    if let Some(last) = last {
+        let again = Snapshot {
+            top: top.clone(),
+            includes: last
+                .includes
+                .iter()
+                .map(|(p, f)| (p.clone(), fingerprint(p, f.as_ref())))
+                .collect(),
+        };
+        if again.same_content(last) {
+            return Some(again);
+        }
+    }
+    let includes = match std::fs::read_to_string(&top.resolved) {
+        Ok(text) if text.contains("cordis/include") || text.contains('\\') => {
+            let file = path.display().to_string();
+            let files = crate::include::IncludedFiles::read_ahead(
+                &text,
+                &file,
+                crate::config::dir_of(&file),
+            );
+            let old = last.map_or(&[][..], |l| &l.includes[..]);
+            files
+                .paths()
+                .into_iter()
+                .map(|p| {
+                    let f = fingerprint(&p, find(old, &p).as_ref());
+                    (p, f)
+                })
+                .collect()
+        }
+        // No include can be written without its name (a quoted name with escapes has a `\`).
+        _ => Vec::new(),
+    };
+    Some(Snapshot { top, includes })
+}
+
 impl ConfigWatcher {
     /// Starts watching `path`.
     ///
@@ -139,7 +224,7 @@ impl ConfigWatcher {
         };
         let (tx, events) = mpsc::unbounded_channel();
         let mut watcher = ConfigWatcher {
-            last: fingerprint(&path, None),
+            last: snapshot(&path, None),
             path,
             tx,
             events,
@@ -166,8 +251,15 @@ impl ConfigWatcher {
                 }
                 let _ = tx.send(());
             })?;
-        for dir in dirs_for(&self.path) {
-            watcher.watch(&dir, RecursiveMode::NonRecursive)?;
+        let own = dirs_for(&self.path);
+        for dir in self.wanted_dirs() {
+            if own.contains(&dir) {
+                watcher.watch(&dir, RecursiveMode::NonRecursive)?;
+            } else if watcher.watch(&dir, RecursiveMode::NonRecursive).is_err() {
+                // An included file's directory that cannot be watched is still re-checked
+                // every POLL.
+                continue;
+            }
             self.watched.push(DirId {
                 dev_ino: dev_ino(&dir),
                 path: dir,
@@ -177,9 +269,23 @@ impl ConfigWatcher {
         Ok(())
     }
 
+    /// The directories to watch: the config's (see [`dirs_for`]), then those of the included
+    /// files that exist.
+    fn wanted_dirs(&self) -> Vec<PathBuf> {
+        let mut dirs = dirs_for(&self.path);
+        for (file, _) in self.last.iter().flat_map(|l| &l.includes) {
+            for dir in dirs_for(file) {
+                if !dirs.contains(&dir) && dir.is_dir() {
+                    dirs.push(dir);
+                }
+            }
+        }
+        dirs
+    }
+
     /// Whether the watched directories are still the ones the path needs, unreplaced.
     fn watches_are_current(&self) -> bool {
-        let wanted = dirs_for(&self.path);
+        let wanted = self.wanted_dirs();
         wanted.len() == self.watched.len()
             && wanted.iter().zip(&self.watched).all(|(dir, id)| {
                 *dir == id.path && id.dev_ino.is_some() && dev_ino(dir) == id.dev_ino
@@ -214,23 +320,25 @@ impl ConfigWatcher {
             }
         }
         let (path, last) = (self.path.clone(), self.last.clone());
-        let now = tokio::task::spawn_blocking(move || fingerprint(&path, last.as_ref()))
+        let now = tokio::task::spawn_blocking(move || snapshot(&path, last.as_ref()))
             .await
             .ok()
-            .flatten();
+            .flatten()?;
         // Content, not timestamps, decides: a touch that rewrites the same bytes is no change.
-        if let (Some(n), Some(l)) = (&now, &self.last)
-            && n.resolved == l.resolved
-            && n.sha256 == l.sha256
-        {
-            self.last = now;
-            return None;
+        let changed = self.last.as_ref().is_none_or(|l| !now.same_content(l));
+        let includes_moved = self.last.as_ref().is_none_or(|l| {
+            l.includes
+                .iter()
+                .map(|i| &i.0)
+                .ne(now.includes.iter().map(|i| &i.0))
+        });
+        self.last = Some(now);
+        if includes_moved && !self.watches_are_current() {
+            // Watch the directories of included files as soon as they are known; a failure is
+            // noticed (and reported) by the next check.
+            let _ = self.establish();
         }
-        if now.is_some() && now != self.last {
-            self.last = now;
-            return Some(WatchNote::Changed);
-        }
-        None
+        changed.then_some(WatchNote::Changed)
     }
 
     /// Waits for the next change or watch note; `None` if watching stopped for good.
