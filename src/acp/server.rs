@@ -14,9 +14,11 @@ use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Client, Error};
 use cordis_agent_loop::{Agent, AgentEvent, TurnError};
 use cordis_approvals::ApproverService;
+use cordis_history::History;
 use cordis_llm::{Chunk, FinishReason};
 use cordis_presenter::Presenters;
 use cordis_session::{AssistantChunkData, SessionEvent, TurnEndReason};
+use cordis_tools::ToolRegistry;
 use futures_util::StreamExt;
 use futures_util::future::LocalBoxFuture;
 use futures_util::stream::FuturesUnordered;
@@ -24,7 +26,7 @@ use tokio::sync::{mpsc, watch};
 
 use super::approver::EditorApprover;
 use super::session::{Booted, Composition, Opening, internal, invalid_params};
-use super::updates::UpdateMapper;
+use super::updates::{LiveViews, UpdateMapper};
 
 /// How long a disconnect waits for running turns and boots to wind down before giving up.
 const TEARDOWN_LIMIT: Duration = Duration::from_secs(30);
@@ -240,8 +242,10 @@ impl<'c> Server<'c> {
                 let connection = self.connection.clone();
                 self.work.push(Box::pin(async move {
                     let id = new_session_id();
-                    let booted = composition.boot(&cwd, &Opening::New(id.clone())).await;
-                    let live = booted.map(|b| attach(b, id, cwd, &connection, None));
+                    let live = match composition.boot(&cwd, &Opening::New(id.clone())).await {
+                        Ok(b) => attach(b, id, cwd, &connection, false).await,
+                        Err(e) => Err(e),
+                    };
                     Done::Created(live, responder)
                 }));
             }
@@ -263,11 +267,10 @@ impl<'c> Server<'c> {
                 let composition = self.composition;
                 let connection = self.connection.clone();
                 self.work.push(Box::pin(async move {
-                    let booted = composition.boot(&cwd, &Opening::Load(id.clone())).await;
-                    let live = booted.map(|b| {
-                        let events = replay_events(&b);
-                        attach(b, id.clone(), cwd, &connection, Some(&events))
-                    });
+                    let live = match composition.boot(&cwd, &Opening::Load(id.clone())).await {
+                        Ok(b) => attach(b, id.clone(), cwd, &connection, true).await,
+                        Err(e) => Err(e),
+                    };
                     Done::Loaded(id, live, responder)
                 }));
             }
@@ -407,21 +410,17 @@ fn respond_error<T: agent_client_protocol::JsonRpcResponse>(responder: Responder
     let _ = responder.respond_with_error(e);
 }
 
-/// The events a load replays.
-fn replay_events(booted: &Booted) -> Vec<SessionEvent> {
-    booted.agent.session().events()
-}
-
-/// Wires a booted session to the connection: replays `replay` (a load) through the mapper,
-/// then streams every later event of its agent the same way, and answers `ask` by asking the
-/// editor.
-fn attach(
+/// Wires a booted session to the connection: with `replay` (a load), sends the whole log
+/// through the mapper first, read with the `history` service; then streams every later event of
+/// its agent the same way, and answers `ask` by asking the editor. A failed replay disposes the
+/// composition.
+async fn attach(
     booted: Booted,
     id: String,
     cwd: PathBuf,
     connection: &ConnectionTo<Client>,
-    replay: Option<&[SessionEvent]>,
-) -> Live {
+    replay: bool,
+) -> Result<Live, Error> {
     let root = booted.root().clone();
     let presenters: Option<Arc<Presenters>> = root.get::<Presenters>();
     let mut mapper = UpdateMapper::new(cwd);
@@ -435,23 +434,39 @@ fn attach(
             ));
         }
     };
-    if let Some(events) = replay {
-        for event in events {
-            for update in mapper.map(event, presenters.as_deref()) {
-                send(update);
+    if replay {
+        let history = root
+            .get::<History>()
+            .map_or_else(|| History::new(root.clone()), |h| (*h).clone());
+        // One page holding the whole log, so every result is on the page of its call.
+        match history.history(&id, None, Some(usize::MAX)).await {
+            Ok(page) => {
+                for entry in &page.events {
+                    for update in mapper.map(&entry.event, entry.view.as_ref()) {
+                        send(update);
+                    }
+                }
+            }
+            Err(e) => {
+                root.dispose();
+                return Err(internal(format!("cannot replay session {id}: {e}")));
             }
         }
     }
     let mapper = Mutex::new(mapper);
     let agent_id = booted.agent.id().to_owned();
-    let live_presenters = presenters.clone();
+    let views = LiveViews {
+        scope: booted.agent.scope_key(),
+        tools: root.get::<ToolRegistry>(),
+        presenters: presenters.clone(),
+    };
     // Called synchronously as each event is logged, so every update of a turn is queued
     // before the turn's answer (one outgoing queue keeps them in order).
     let _ = root.on::<AgentEvent>(move |e| {
         if e.agent != agent_id {
             return;
         }
-        let updates = cordis_runtime::lock(&mapper).map(&e.event, live_presenters.as_deref());
+        let updates = cordis_runtime::lock(&mapper).map_live(&e.event, &views);
         for update in updates {
             // The editor shows what it sent; the echo is for replays only.
             if !matches!(update, SessionUpdate::UserMessageChunk(_)) {
@@ -467,9 +482,9 @@ fn attach(
     if let Err(e) = root.provide(ApproverService(Arc::new(approver))) {
         tracing::warn!(session = %id, "cannot provide the editor approver: {e}");
     }
-    Live {
+    Ok(Live {
         id,
         booted,
         in_flight: None,
-    }
+    })
 }

@@ -1,6 +1,12 @@
 //! Session events as ACP `session/update`s: one mapping for the live stream and for the replay
 //! of `session/load`, so a replayed session shows the same cards as it did live.
 //!
+//! Tool cards come from the `history` crate's views in both cases: a replay reads the log
+//! through the `history` service (one page, every call with its result), and the live stream
+//! asks [`cordis_history::views`] about each call (and each result with its call) as they are
+//! logged, in the agent's scope. Same events, same views, same mapping: replay equals live by
+//! construction.
+//!
 //! | event | update |
 //! | --- | --- |
 //! | `user/message` | `user_message_chunk` (replay only: live, the editor shows what it sent) |
@@ -28,11 +34,13 @@ use agent_client_protocol::v1::schema::{
     ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate,
     ToolCallUpdateFields, ToolKind,
 };
+use cordis_history::ToolView;
 use cordis_llm::Chunk;
-use cordis_presenter::{Card, Presentation, Presenters, ResultView, parse_arguments_text};
+use cordis_presenter::{Card, Presentation, Presenters, parse_arguments_text};
 use cordis_session::{
     AssistantChunkData, SessionEvent, ToolCallData, ToolResultData, UserMessageData,
 };
+use cordis_tools::{ScopeKey, ToolRegistry};
 use serde_json::Value;
 
 /// The tool whose successful calls are the session's plan.
@@ -43,7 +51,19 @@ const PLAN_TOOL: &str = "todo_write";
 #[derive(Debug)]
 pub struct UpdateMapper {
     cwd: PathBuf,
-    pending: BTreeMap<String, (String, Value)>,
+    /// Calls without a result yet: their event (a live result's view needs it) and arguments.
+    pending: BTreeMap<String, (SessionEvent, String, Value)>,
+}
+
+/// Where the live stream's views come from: the composition's tools and presenters, read in
+/// the agent's scope (what a history read of a session with a live agent uses).
+pub struct LiveViews {
+    /// The agent's registry scope.
+    pub scope: ScopeKey,
+    /// The tool registry (a tool not visible in the scope gets no view).
+    pub tools: Option<std::sync::Arc<ToolRegistry>>,
+    /// The presenters.
+    pub presenters: Option<std::sync::Arc<Presenters>>,
 }
 
 impl UpdateMapper {
@@ -55,13 +75,32 @@ impl UpdateMapper {
         }
     }
 
-    /// The updates `event` stands for (often none). `presenters` describe tool calls; without
-    /// them every call is generic (its name as title, kind `other`).
-    pub fn map(
-        &mut self,
-        event: &SessionEvent,
-        presenters: Option<&Presenters>,
-    ) -> Vec<SessionUpdate> {
+    /// The updates of an event of the live stream, its view asked of [`cordis_history::views`]
+    /// as a history read would (a result together with its call).
+    pub fn map_live(&mut self, event: &SessionEvent, views: &LiveViews) -> Vec<SessionUpdate> {
+        let page: Vec<SessionEvent> = match event.data_as::<ToolResultData>() {
+            Ok(result) => match self.pending.get(&result.call_id) {
+                Some((call, _, _)) => vec![call.clone(), event.clone()],
+                None => vec![event.clone()],
+            },
+            Err(_) if event.is::<ToolCallData>() => vec![event.clone()],
+            Err(_) => return self.map(event, None),
+        };
+        let view = cordis_history::views(
+            &page,
+            Some(views.scope),
+            views.tools.as_deref(),
+            views.presenters.as_deref(),
+        )
+        .pop()
+        .flatten();
+        self.map(event, view.as_ref())
+    }
+
+    /// The updates `event` stands for (often none). `view` is the event's tool view (a
+    /// history read's); without one a call is generic (its name as title, kind `other`).
+    pub fn map(&mut self, event: &SessionEvent, view: Option<&ToolView>) -> Vec<SessionUpdate> {
+        let view = view.map(|v| v.view.clone());
         // Typed reads: an event that does not parse as its kind's payload is skipped, as the
         // transcript does (the log is checked elsewhere; this only shows it).
         if let Ok(user) = event.data_as::<UserMessageData>() {
@@ -81,28 +120,23 @@ impl UpdateMapper {
         }
         if let Ok(call) = event.data_as::<ToolCallData>() {
             let args = parse_arguments_text(&call.arguments);
-            let p = present_call(presenters, &call.name, &args);
-            self.pending
-                .insert(call.call_id.clone(), (call.name.clone(), args));
+            let p = view.unwrap_or_else(|| cordis_presenter::generic(&call.name, &args));
+            self.pending.insert(
+                call.call_id.clone(),
+                (event.clone(), call.name.clone(), args),
+            );
             return vec![SessionUpdate::ToolCall(self.tool_call(&call.call_id, p))];
         }
         if let Ok(result) = event.data_as::<ToolResultData>() {
-            let Some((name, args)) = self.pending.remove(&result.call_id) else {
+            let Some((_, name, args)) = self.pending.remove(&result.call_id) else {
                 // A result without its call cannot be shown as an update of it.
                 tracing::debug!(call = %result.call_id, "tool result without a call; not shown");
                 return Vec::new();
             };
-            let view = ResultView {
-                content: &result.content,
-                is_error: result.is_error,
-            };
-            let p = match presenters {
-                Some(presenters) => presenters.present_result(&name, &args, view),
-                None => Presentation {
-                    text: Some(content_text(&result.content)),
-                    ..cordis_presenter::generic(&name, &args)
-                },
-            };
+            let p = view.unwrap_or_else(|| Presentation {
+                text: Some(content_text(&result.content)),
+                ..cordis_presenter::generic(&name, &args)
+            });
             let mut updates = vec![SessionUpdate::ToolCallUpdate(self.tool_call_update(
                 &result.call_id,
                 &result,
@@ -207,14 +241,6 @@ impl UpdateMapper {
     }
 }
 
-/// The call's presentation: its presenter's, else generic.
-fn present_call(presenters: Option<&Presenters>, name: &str, args: &Value) -> Presentation {
-    match presenters {
-        Some(presenters) => presenters.present_call(name, args),
-        None => cordis_presenter::generic(name, args),
-    }
-}
-
 /// A result's text: a string as is, anything else as compact JSON.
 fn content_text(content: &Value) -> String {
     match content {
@@ -275,13 +301,17 @@ mod tests {
     #[test]
     fn an_edit_is_a_diff_on_the_call_and_again_on_its_successful_update() {
         let mut m = UpdateMapper::new("/w");
-        let presenters = Presenters::standard();
+        let views = LiveViews {
+            scope: ScopeKey(0),
+            tools: None,
+            presenters: Some(std::sync::Arc::new(Presenters::standard())),
+        };
         let call = event(
             "tool/call",
             json!({"turn": 1, "step": 1, "callId": "c1", "name": "edit_file",
                    "arguments": "{\"path\":\"a.txt\",\"old_string\":\"x\",\"new_string\":\"y\"}"}),
         );
-        let [u] = &m.map(&call, Some(&presenters))[..] else {
+        let [u] = &m.map_live(&call, &views)[..] else {
             panic!()
         };
         let u = wire(u);
@@ -296,7 +326,7 @@ mod tests {
             json!({"turn": 1, "step": 1, "callId": "c1", "name": "edit_file",
                    "content": "edited a.txt", "isError": false}),
         );
-        let [u] = &m.map(&result, Some(&presenters))[..] else {
+        let [u] = &m.map_live(&result, &views)[..] else {
             panic!()
         };
         let u = wire(u);

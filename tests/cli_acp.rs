@@ -1,0 +1,785 @@
+//! `cordis acp` driven as an editor would: the real binary on piped stdio, newline-delimited
+//! JSON-RPC, the scripted model replaying a script each test writes.
+//!
+//! Goldens: `tests/snapshots/acp/<name>.jsonl` hold every line the agent wrote on stdout, with
+//! session ids as `{{sessionId}}` (`{{sessionId2}}`, … in order of appearance), the ids of the
+//! agent's own requests as `{{requestId}}` and the test's directory as `{{cwd}}`. `CORDIS_SNAPSHOT=record` rewrites them instead of comparing.
+
+mod common;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use agent_client_protocol::v1::schema::{SessionNotification, SessionUpdate};
+use serde_json::{Value, json};
+
+/// A generous bound that turns a hang into a failure (never a timing assertion).
+const DEADLINE: Duration = Duration::from_secs(30);
+
+/// A scratch directory for one test: the agent's process cwd (where `.sessions/` goes) and the
+/// sessions' workspace.
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("cordis-acp-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    // Canonical: the agent compares cwds as given, and the goldens scrub this exact text.
+    dir.canonicalize().unwrap()
+}
+
+/// How the test client answers `session/request_permission`.
+#[derive(Clone, Copy)]
+enum Answer {
+    Allow,
+    Reject,
+}
+
+/// The editor side of one `cordis acp` process.
+struct Acp {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: mpsc::Receiver<String>,
+    next_id: u64,
+    /// Every message the agent wrote, in order.
+    seen: Vec<Value>,
+    /// The answer to permission questions.
+    answer: Answer,
+    dir: PathBuf,
+}
+
+impl Acp {
+    /// Starts `cordis acp` in `dir` with `script` as the scripted model's responses.
+    fn start(dir: &Path, script: &Value) -> Acp {
+        let script_path = dir.join("script.json");
+        std::fs::write(&script_path, serde_json::to_string_pretty(script).unwrap()).unwrap();
+        Acp::start_with(dir, &script_path)
+    }
+
+    /// Starts `cordis acp` in `dir` on an existing script file.
+    fn start_with(dir: &Path, script_path: &Path) -> Acp {
+        let fixture = common::fixture("acp/agent.yml");
+        let mut child = common::cordis_command(dir, &["acp", &fixture])
+            .env("ACP_SCRIPT", script_path)
+            .spawn()
+            .expect("spawn cordis acp");
+        let stdin = child.stdin.take();
+        let lines = common::lines(child.stdout.take().unwrap());
+        Acp {
+            child,
+            stdin,
+            lines,
+            next_id: 0,
+            seen: Vec::new(),
+            answer: Answer::Reject,
+            dir: dir.to_owned(),
+        }
+    }
+
+    fn write(&mut self, message: &Value) {
+        let stdin = self.stdin.as_mut().expect("stdin is open");
+        writeln!(stdin, "{message}").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    /// Sends a request; returns its id.
+    fn request(&mut self, method: &str, params: Value) -> u64 {
+        self.next_id += 1;
+        let id = self.next_id;
+        self.write(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        id
+    }
+
+    fn notify(&mut self, method: &str, params: Value) {
+        self.write(&json!({"jsonrpc": "2.0", "method": method, "params": params}));
+    }
+
+    /// The next message (answering permission questions on the way); panics after the deadline.
+    fn next(&mut self) -> Value {
+        let line = self.lines.recv_timeout(DEADLINE).unwrap_or_else(|_| {
+            panic!(
+                "no message from cordis acp within {DEADLINE:?}; saw:\n{}",
+                self.seen
+                    .iter()
+                    .map(Value::to_string)
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            )
+        });
+        let message: Value = serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("stdout carries only JSON-RPC, got {line:?}: {e}"));
+        self.seen.push(message.clone());
+        if message["method"] == "session/request_permission" {
+            let option = match self.answer {
+                Answer::Allow => "allow-once",
+                Answer::Reject => "reject-once",
+            };
+            let id = message["id"].clone();
+            self.write(&json!({"jsonrpc": "2.0", "id": id,
+                "result": {"outcome": {"outcome": "selected", "optionId": option}}}));
+        }
+        message
+    }
+
+    /// Reads until the response to request `id` and returns it.
+    fn response(&mut self, id: u64) -> Value {
+        loop {
+            let m = self.next();
+            if m.get("method").is_none() && m["id"] == json!(id) {
+                return m;
+            }
+        }
+    }
+
+    /// Reads until a message matching `pred`.
+    fn until(&mut self, pred: impl Fn(&Value) -> bool) -> Value {
+        loop {
+            let m = self.next();
+            if pred(&m) {
+                return m;
+            }
+        }
+    }
+
+    fn initialize(&mut self) -> Value {
+        let id = self.request(
+            "initialize",
+            json!({"protocolVersion": 1, "clientCapabilities": {}}),
+        );
+        self.response(id)
+    }
+
+    /// `session/new` in `cwd`; returns the session id.
+    fn new_session(&mut self, cwd: &Path) -> String {
+        let id = self.request("session/new", json!({"cwd": cwd, "mcpServers": []}));
+        let r = self.response(id);
+        r["result"]["sessionId"]
+            .as_str()
+            .unwrap_or_else(|| panic!("session/new failed: {r}"))
+            .to_owned()
+    }
+
+    fn send_prompt(&mut self, session: &str, text: &str) -> u64 {
+        self.request(
+            "session/prompt",
+            json!({"sessionId": session, "prompt": [{"type": "text", "text": text}]}),
+        )
+    }
+
+    /// A prompt, run to its answer.
+    fn prompt(&mut self, session: &str, text: &str) -> Value {
+        let id = self.send_prompt(session, text);
+        self.response(id)
+    }
+
+    /// Closes stdin, reads what is left and waits for the exit; returns the exit code.
+    fn close(&mut self) -> i32 {
+        drop(self.stdin.take());
+        let end = Instant::now() + DEADLINE;
+        loop {
+            match self
+                .lines
+                .recv_timeout(end.saturating_duration_since(Instant::now()))
+            {
+                Ok(line) => self.seen.push(serde_json::from_str(&line).unwrap()),
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+                Err(mpsc::RecvTimeoutError::Timeout) => panic!("cordis acp did not close stdout"),
+            }
+        }
+        while Instant::now() < end {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status.code().unwrap_or(-1);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        panic!("cordis acp did not exit within {DEADLINE:?} after EOF");
+    }
+
+    /// The `session/update`s seen so far for `session`, as their `update` objects.
+    fn updates(&self, session: &str) -> Vec<Value> {
+        self.seen
+            .iter()
+            .filter(|m| m["method"] == "session/update" && m["params"]["sessionId"] == session)
+            .map(|m| m["params"]["update"].clone())
+            .collect()
+    }
+
+    /// Compares everything seen with the golden `name` (or records it).
+    fn golden(&self, name: &str) {
+        compare_golden(name, &self.seen, &self.dir);
+    }
+}
+
+impl Drop for Acp {
+    fn drop(&mut self) {
+        // A failed test must not leave the process behind.
+        if self.child.try_wait().ok().flatten().is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// Session ids to `{{sessionId}}`, `{{sessionId2}}`…, `dir` to `{{cwd}}`.
+fn scrub(messages: &[Value], dir: &Path) -> String {
+    let mut text = String::new();
+    for m in messages {
+        let mut m = m.clone();
+        // The agent's own requests (permission questions) carry random ids.
+        if m.get("method").is_some() && m.get("id").is_some() {
+            m["id"] = json!("{{requestId}}");
+        }
+        text.push_str(&m.to_string());
+        text.push('\n');
+    }
+    let mut ids: Vec<String> = Vec::new();
+    for m in messages {
+        for id in [&m["result"]["sessionId"], &m["params"]["sessionId"]] {
+            if let Some(id) = id.as_str()
+                && !ids.iter().any(|s| s == id)
+            {
+                ids.push(id.to_owned());
+            }
+        }
+    }
+    for (n, id) in ids.iter().enumerate() {
+        let name = if n == 0 {
+            "{{sessionId}}".to_owned()
+        } else {
+            format!("{{{{sessionId{}}}}}", n + 1)
+        };
+        text = text.replace(id.as_str(), &name);
+    }
+    text.replace(&dir.display().to_string(), "{{cwd}}")
+}
+
+fn compare_golden(name: &str, messages: &[Value], dir: &Path) {
+    let actual = scrub(messages, dir);
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/snapshots/acp")
+        .join(format!("{name}.jsonl"));
+    if std::env::var("CORDIS_SNAPSHOT").as_deref() == Ok("record") {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, &actual).unwrap();
+        return;
+    }
+    let expected = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e} (record with CORDIS_SNAPSHOT=record)",
+            path.display()
+        )
+    });
+    if expected != actual {
+        panic!(
+            "stdout differs from {}\n--- expected\n{expected}\n--- actual\n{actual}",
+            path.display()
+        );
+    }
+}
+
+/// Every `session/update` is a valid `SessionNotification`, and no `tool_call_update` comes
+/// before its `tool_call`. Returns the typed updates.
+fn check_updates(messages: &[Value]) -> Vec<SessionNotification> {
+    let mut announced = std::collections::BTreeSet::new();
+    let mut typed = Vec::new();
+    for m in messages.iter().filter(|m| m["method"] == "session/update") {
+        let n: SessionNotification = serde_json::from_value(m["params"].clone())
+            .unwrap_or_else(|e| panic!("not a SessionNotification: {m}: {e}"));
+        let key = |id: &str| (n.session_id.0.to_string(), id.to_owned());
+        match &n.update {
+            SessionUpdate::ToolCall(call) => {
+                announced.insert(key(&call.tool_call_id.0));
+            }
+            SessionUpdate::ToolCallUpdate(update) => assert!(
+                announced.contains(&key(&update.tool_call_id.0)),
+                "tool_call_update before its tool_call: {m}"
+            ),
+            _ => {}
+        }
+        typed.push(n);
+    }
+    typed
+}
+
+fn text(t: &str) -> Value {
+    json!({"text": t})
+}
+
+#[test]
+fn handshake_negotiates_down_and_advertises_what_the_agent_does() {
+    let dir = scratch("handshake");
+    let mut acp = Acp::start(&dir, &json!([]));
+    acp.initialize();
+    acp.new_session(&dir);
+    assert_eq!(acp.close(), 0);
+    acp.golden("handshake");
+
+    // A client asking for a newer version gets ours.
+    let mut acp = Acp::start(&dir, &json!([]));
+    let id = acp.request(
+        "initialize",
+        json!({"protocolVersion": 9, "clientCapabilities": {}}),
+    );
+    let r = acp.response(id);
+    assert_eq!(r["result"]["protocolVersion"], 1, "{r}");
+    assert_eq!(r["result"]["agentCapabilities"]["loadSession"], true);
+    assert_eq!(acp.close(), 0);
+}
+
+#[test]
+fn a_prompt_streams_its_text_and_ends_the_turn() {
+    let dir = scratch("stream");
+    let mut acp = Acp::start(&dir, &json!([{"text": ["Hello", ", editor."]}]));
+    acp.initialize();
+    let s = acp.new_session(&dir);
+    let r = acp.prompt(&s, "hi");
+    assert_eq!(r["result"]["stopReason"], "end_turn", "{r}");
+    assert_eq!(acp.close(), 0);
+    check_updates(&acp.seen);
+    acp.golden("prompt-end-turn");
+}
+
+#[test]
+fn a_tool_call_is_announced_then_updated_with_its_result() {
+    let dir = scratch("tool");
+    std::fs::write(dir.join("greeting.txt"), "hello from the workspace\n").unwrap();
+    let mut acp = Acp::start(
+        &dir,
+        &json!([
+            {"text": "Let me read it.", "toolCalls": [{"id": "read-1", "name": "read_file", "arguments": {"path": "greeting.txt"}}]},
+            text("It says hello.")
+        ]),
+    );
+    acp.initialize();
+    let s = acp.new_session(&dir);
+    let r = acp.prompt(&s, "what does greeting.txt say?");
+    assert_eq!(r["result"]["stopReason"], "end_turn", "{r}");
+    assert_eq!(acp.close(), 0);
+    let ups = acp.updates(&s);
+    let call = ups
+        .iter()
+        .find(|u| u["sessionUpdate"] == "tool_call")
+        .unwrap();
+    assert_eq!(
+        (&call["title"], &call["kind"], &call["status"]),
+        (
+            &json!("Read greeting.txt"),
+            &json!("read"),
+            &json!("in_progress")
+        )
+    );
+    let update = ups
+        .iter()
+        .find(|u| u["sessionUpdate"] == "tool_call_update")
+        .unwrap();
+    assert_eq!(update["status"], "completed");
+    assert!(
+        update.to_string().contains("hello from the workspace"),
+        "{update}"
+    );
+    check_updates(&acp.seen);
+    acp.golden("tool-call");
+}
+
+#[test]
+fn a_failing_tool_is_a_failed_update_and_a_failing_turn_rejects_the_prompt() {
+    let dir = scratch("failing");
+    let mut acp = Acp::start(
+        &dir,
+        &json!([
+            {"toolCalls": [{"id": "read-missing", "name": "read_file", "arguments": {"path": "missing.txt"}}]},
+            text("There is no such file."),
+            {"text": "Half an ans", "error": "the model connection dropped"}
+        ]),
+    );
+    acp.initialize();
+    let s = acp.new_session(&dir);
+    let r = acp.prompt(&s, "read missing.txt");
+    assert_eq!(r["result"]["stopReason"], "end_turn", "{r}");
+    let update = acp
+        .updates(&s)
+        .into_iter()
+        .find(|u| u["sessionUpdate"] == "tool_call_update")
+        .unwrap();
+    assert_eq!(update["status"], "failed", "{update}");
+    // The model fails mid-answer: the RPC is rejected with the turn's message, no stop reason.
+    let r = acp.prompt(&s, "and now?");
+    assert_eq!(r["error"]["code"], -32603, "{r}");
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("the model connection dropped"),
+        "{r}"
+    );
+    assert!(r.get("result").is_none());
+    assert_eq!(acp.close(), 0);
+    check_updates(&acp.seen);
+    acp.golden("tool-failure");
+}
+
+/// A turn that says "partial" and then runs a command that sleeps, so the test can act while
+/// it is in flight; then an answer for the next prompt.
+fn held_turn_script(command: &str) -> Value {
+    json!([
+        {"text": "partial", "toolCalls": [{"id": "hold", "name": "bash", "arguments": {"command": command}}]},
+        text("Next answer."),
+    ])
+}
+
+fn is_update(m: &Value, kind: &str) -> bool {
+    m["method"] == "session/update" && m["params"]["update"]["sessionUpdate"] == kind
+}
+
+#[test]
+fn cancel_mid_stream_settles_cancelled_and_the_next_prompt_runs_at_once() {
+    let dir = scratch("cancel");
+    let mut acp = Acp::start(&dir, &held_turn_script("sleep 30"));
+    acp.initialize();
+    let s = acp.new_session(&dir);
+    let first = acp.send_prompt(&s, "hold on");
+    acp.until(|m| is_update(m, "tool_call"));
+    acp.notify("session/cancel", json!({"sessionId": s}));
+    let r = acp.response(first);
+    assert_eq!(r["result"]["stopReason"], "cancelled", "{r}");
+    let r = acp.prompt(&s, "next");
+    assert_eq!(r["result"]["stopReason"], "end_turn", "{r}");
+    assert_eq!(acp.close(), 0);
+    check_updates(&acp.seen);
+    acp.golden("cancel");
+}
+
+#[test]
+fn a_second_prompt_in_flight_and_an_empty_prompt_are_refused() {
+    let dir = scratch("refused");
+    let mut acp = Acp::start(&dir, &held_turn_script("sleep 30"));
+    acp.initialize();
+    let s = acp.new_session(&dir);
+    let first = acp.send_prompt(&s, "hold on");
+    acp.until(|m| is_update(m, "tool_call"));
+    let second = acp.send_prompt(&s, "me too");
+    let r = acp.response(second);
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("in flight")
+    );
+    acp.notify("session/cancel", json!({"sessionId": s}));
+    assert_eq!(acp.response(first)["result"]["stopReason"], "cancelled");
+    // Empty, blank, and content the agent did not advertise.
+    for prompt in [
+        json!([]),
+        json!([{"type": "text", "text": "  \n"}]),
+        json!([{"type": "image", "data": "AA==", "mimeType": "image/png"}]),
+    ] {
+        let id = acp.request("session/prompt", json!({"sessionId": s, "prompt": prompt}));
+        let r = acp.response(id);
+        assert_eq!(r["error"]["code"], -32602, "{prompt}: {r}");
+    }
+    // The session still works.
+    assert_eq!(acp.prompt(&s, "next")["result"]["stopReason"], "end_turn");
+    assert_eq!(acp.close(), 0);
+    acp.golden("refused");
+}
+
+/// A session that exercises every card: text, a read, the plan, an approved edit, a command.
+fn every_card_script() -> Value {
+    json!([
+        {"text": ["Reading ", "first."], "toolCalls": [
+            {"id": "r1", "name": "read_file", "arguments": {"path": "notes.txt"}},
+            {"id": "t1", "name": "todo_write", "arguments": {"todos": [
+                {"content": "fix the typo", "status": "in_progress"},
+                {"content": "say so", "status": "pending"}]}}]},
+        {"toolCalls": [{"id": "e1", "name": "edit_file",
+            "arguments": {"path": "notes.txt", "old_string": "teh", "new_string": "the"}}]},
+        {"toolCalls": [{"id": "b1", "name": "bash", "arguments": {"command": "cat notes.txt", "description": "Show the file"}}]},
+        text("Fixed the typo."),
+        text("Second turn."),
+    ])
+}
+
+#[test]
+fn load_replays_the_session_as_it_was_streamed_live() {
+    let dir = scratch("load");
+    std::fs::write(dir.join("notes.txt"), "teh notes\n").unwrap();
+    let mut acp = Acp::start(&dir, &every_card_script());
+    acp.answer = Answer::Allow;
+    acp.initialize();
+    let s = acp.new_session(&dir);
+    assert_eq!(
+        acp.prompt(&s, "fix notes.txt")["result"]["stopReason"],
+        "end_turn"
+    );
+    assert_eq!(acp.prompt(&s, "thanks")["result"]["stopReason"], "end_turn");
+    assert_eq!(acp.close(), 0);
+    assert_eq!(
+        std::fs::read_to_string(dir.join("notes.txt")).unwrap(),
+        "the notes\n"
+    );
+    let live = acp.updates(&s);
+    for kind in [
+        "tool_call",
+        "tool_call_update",
+        "plan",
+        "agent_message_chunk",
+    ] {
+        assert!(
+            live.iter().any(|u| u["sessionUpdate"] == kind),
+            "no {kind} live"
+        );
+    }
+    assert!(
+        live.iter()
+            .any(|u| u.to_string().contains("\"type\":\"diff\""))
+    );
+
+    let mut acp = Acp::start(&dir, &every_card_script());
+    acp.initialize();
+    let id = acp.request(
+        "session/load",
+        json!({"sessionId": s, "cwd": dir, "mcpServers": []}),
+    );
+    let r = acp.response(id);
+    assert!(r.get("result").is_some(), "{r}");
+    let replayed = acp.updates(&s);
+    // The replay carries the user's side too; everything else is what the live stream sent.
+    let (user, agent): (Vec<Value>, Vec<Value>) = replayed
+        .into_iter()
+        .partition(|u| u["sessionUpdate"] == "user_message_chunk");
+    assert_eq!(
+        user,
+        vec![
+            json!({"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": "fix notes.txt"}}),
+            json!({"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": "thanks"}}),
+        ]
+    );
+    assert_eq!(agent, live, "replay differs from live");
+    // The loaded session goes on.
+    assert_eq!(acp.prompt(&s, "more")["result"]["stopReason"], "end_turn");
+    assert_eq!(acp.close(), 0);
+    check_updates(&acp.seen);
+    acp.golden("load-replay");
+}
+
+#[test]
+fn load_refuses_another_cwd_an_unknown_session_and_a_relative_cwd() {
+    let dir = scratch("load-refused");
+    let other = dir.join("elsewhere");
+    std::fs::create_dir_all(&other).unwrap();
+    let mut acp = Acp::start(&dir, &json!([text("Hi.")]));
+    acp.initialize();
+    let s = acp.new_session(&dir);
+    acp.prompt(&s, "hi");
+    assert_eq!(acp.close(), 0);
+
+    let mut acp = Acp::start(&dir, &json!([text("Hi.")]));
+    acp.initialize();
+    let load = |acp: &mut Acp, session: &str, cwd: &Value| {
+        let id = acp.request(
+            "session/load",
+            json!({"sessionId": session, "cwd": cwd, "mcpServers": []}),
+        );
+        acp.response(id)
+    };
+    let r = load(&mut acp, &s, &json!(other));
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("belongs to")
+    );
+    let r = load(&mut acp, "acp-no-such-session", &json!(dir));
+    assert_eq!(r["error"]["code"], -32002, "{r}");
+    let r = load(&mut acp, &s, &json!("relative/dir"));
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    let id = acp.request("session/new", json!({"cwd": "relative", "mcpServers": []}));
+    assert_eq!(acp.response(id)["error"]["code"], -32602);
+    // The refused loads left the session loadable.
+    let r = load(&mut acp, &s, &json!(dir));
+    assert!(r.get("result").is_some(), "{r}");
+    // And a second load of a live id is refused.
+    let r = load(&mut acp, &s, &json!(dir));
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    assert_eq!(acp.close(), 0);
+    acp.golden("load-refused");
+}
+
+#[test]
+fn a_tool_that_asks_asks_the_editor_and_a_rejection_denies_it() {
+    let dir = scratch("permission");
+    let script = json!([
+        {"toolCalls": [{"id": "w1", "name": "write_file", "arguments": {"path": "new.txt", "content": "written\n"}}]},
+        text("Done."),
+    ]);
+    let mut acp = Acp::start(&dir, &script);
+    acp.answer = Answer::Reject;
+    acp.initialize();
+    let s = acp.new_session(&dir);
+    assert_eq!(
+        acp.prompt(&s, "write it")["result"]["stopReason"],
+        "end_turn"
+    );
+    assert_eq!(acp.close(), 0);
+    assert!(!dir.join("new.txt").exists(), "a rejected write ran");
+    let asked = acp
+        .seen
+        .iter()
+        .find(|m| m["method"] == "session/request_permission")
+        .expect("the editor was asked");
+    assert_eq!(asked["params"]["toolCall"]["toolCallId"], "w1");
+    let update = acp
+        .updates(&s)
+        .into_iter()
+        .find(|u| u["sessionUpdate"] == "tool_call_update")
+        .unwrap();
+    assert_eq!(update["status"], "failed", "{update}");
+    check_updates(&acp.seen);
+    acp.golden("permission-rejected");
+
+    // Allowed once, it runs.
+    let dir = scratch("permission-allowed");
+    let mut acp = Acp::start(&dir, &script);
+    acp.answer = Answer::Allow;
+    acp.initialize();
+    let s = acp.new_session(&dir);
+    assert_eq!(
+        acp.prompt(&s, "write it")["result"]["stopReason"],
+        "end_turn"
+    );
+    assert_eq!(acp.close(), 0);
+    assert_eq!(
+        std::fs::read_to_string(dir.join("new.txt")).unwrap(),
+        "written\n"
+    );
+}
+
+#[test]
+fn two_sessions_run_side_by_side_and_interleave_nothing() {
+    let dir = scratch("two");
+    let (a_dir, b_dir) = (dir.join("a"), dir.join("b"));
+    for (d, body) in [(&a_dir, "in a\n"), (&b_dir, "in b\n")] {
+        std::fs::create_dir_all(d).unwrap();
+        std::fs::write(d.join("greeting.txt"), body).unwrap();
+    }
+    let script = json!([
+        {"text": ["Reading ", "it."], "toolCalls": [{"id": "r", "name": "read_file", "arguments": {"path": "greeting.txt"}}]},
+        text("Read."),
+        {"text": "partial", "toolCalls": [{"id": "hold", "name": "bash", "arguments": {"command": "sleep 30"}}]},
+    ]);
+    let mut acp = Acp::start(&dir, &script);
+    acp.initialize();
+    let a = acp.new_session(&a_dir);
+    let b = acp.new_session(&b_dir);
+    assert_ne!(a, b);
+    // Both in flight at once.
+    let pa = acp.send_prompt(&a, "read");
+    let pb = acp.send_prompt(&b, "read");
+    let (mut ra, mut rb) = (None, None);
+    while ra.is_none() || rb.is_none() {
+        let m = acp.next();
+        if m.get("method").is_none() && m["id"] == json!(pa) {
+            ra = Some(m);
+        } else if m.get("method").is_none() && m["id"] == json!(pb) {
+            rb = Some(m);
+        }
+    }
+    assert_eq!(ra.unwrap()["result"]["stopReason"], "end_turn");
+    assert_eq!(rb.unwrap()["result"]["stopReason"], "end_turn");
+    let (ua, ub) = (acp.updates(&a), acp.updates(&b));
+    // Each session's stream is its own: the same script, its own workspace's file.
+    assert!(ua.iter().any(|u| u.to_string().contains("in a")));
+    assert!(ub.iter().any(|u| u.to_string().contains("in b")));
+    assert!(!ua.iter().any(|u| u.to_string().contains("in b")));
+    assert!(!ub.iter().any(|u| u.to_string().contains("in a")));
+    let strip = |ups: &[Value], d: &Path| -> Vec<String> {
+        ups.iter()
+            .map(|u| u.to_string().replace(&d.display().to_string(), "{{cwd}}"))
+            .map(|t| t.replace("in a", "in X").replace("in b", "in X"))
+            .collect()
+    };
+    assert_eq!(strip(&ua, &a_dir), strip(&ub, &b_dir));
+
+    // Cancelling one leaves the other running.
+    let ha = acp.send_prompt(&a, "hold");
+    let hb = acp.send_prompt(&b, "hold");
+    let mut held = 0;
+    while held < 2 {
+        if is_update(&acp.next(), "tool_call") {
+            held += 1;
+        }
+    }
+    acp.notify("session/cancel", json!({"sessionId": a}));
+    assert_eq!(acp.response(ha)["result"]["stopReason"], "cancelled");
+    let b_len = acp.seen.len();
+    assert!(
+        !acp.seen[..b_len].iter().any(|m| m["id"] == json!(hb)),
+        "b settled when a was cancelled"
+    );
+    acp.notify("session/cancel", json!({"sessionId": b}));
+    assert_eq!(acp.response(hb)["result"]["stopReason"], "cancelled");
+    assert_eq!(acp.close(), 0);
+    check_updates(&acp.seen);
+}
+
+#[test]
+fn a_disconnect_mid_prompt_disposes_the_turn_logs_its_end_and_leaks_no_process() {
+    let dir = scratch("disconnect");
+    let mut acp = Acp::start(&dir, &held_turn_script("echo $$ > pid.txt; exec sleep 30"));
+    acp.initialize();
+    let s = acp.new_session(&dir);
+    acp.send_prompt(&s, "hold on");
+    acp.until(|m| is_update(m, "tool_call"));
+    let pid_file = dir.join("pid.txt");
+    let end = Instant::now() + DEADLINE;
+    let pid = loop {
+        if let Ok(t) = std::fs::read_to_string(&pid_file)
+            && let Ok(pid) = t.trim().parse::<u32>()
+        {
+            break pid;
+        }
+        assert!(Instant::now() < end, "the command never started");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(Path::new(&format!("/proc/{pid}")).exists());
+    assert_eq!(acp.close(), 0);
+    // The command's process group was killed with the turn.
+    let end = Instant::now() + DEADLINE;
+    while Path::new(&format!("/proc/{pid}")).exists() {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        if stat.contains(") Z ") {
+            break; // a zombie is dead; its parent is gone too
+        }
+        assert!(Instant::now() < end, "sleep {pid} outlived the agent");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // The closing events are in the log: the open call answered, the turn ended `disposed`.
+    let log = std::fs::read_to_string(dir.join(".sessions").join(format!("{s}.jsonl"))).unwrap();
+    let events: Vec<Value> = log
+        .lines()
+        .skip(1)
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let last = events.last().unwrap();
+    assert_eq!(last["type"], "turn/end", "{last}");
+    assert_eq!(last["data"]["reason"]["kind"], "disposed", "{last}");
+    assert!(
+        events
+            .iter()
+            .any(|e| e["type"] == "tool/result" && e["data"]["callId"] == "hold"),
+        "the open call has no result"
+    );
+    // Nothing was left locked: the session loads again.
+    let mut acp = Acp::start(&dir, &held_turn_script("true"));
+    acp.initialize();
+    let id = acp.request(
+        "session/load",
+        json!({"sessionId": s, "cwd": dir, "mcpServers": []}),
+    );
+    assert!(acp.response(id).get("result").is_some());
+    assert_eq!(acp.close(), 0);
+}
