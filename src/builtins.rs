@@ -43,6 +43,7 @@ pub fn standard() -> Builtins {
             .with_shipped_root(Some(shipped_presets())),
     );
     table.insert(cordis_mcp::McpPlugin);
+    table.insert(cordis_history::HistoryPlugin);
     table
 }
 

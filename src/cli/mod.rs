@@ -26,6 +26,7 @@ mod cache;
 mod call;
 mod check;
 pub mod ci;
+mod history;
 mod input;
 mod permute;
 mod render;
@@ -42,6 +43,8 @@ pub const EXIT_FAILURE: u8 = 1;
 pub const EXIT_CONFIG: u8 = 2;
 /// Exit code: `cordis run`'s session is open in another process.
 pub const EXIT_LOCKED: u8 = 3;
+/// Exit code: `cordis history`'s session does not exist.
+pub const EXIT_NOT_FOUND: u8 = 4;
 
 /// Loads cordis.yml plugin configurations under a seeded schedule and checks them.
 #[derive(Debug, Parser)]
@@ -116,6 +119,16 @@ pub enum Command {
     /// whose approval policy is `ask` are asked through the editor. Exits 0 when the client
     /// closes stdin, 2 on configuration errors.
     Acp(acp::AcpArgs),
+    /// Print one page of a session's history: its messages and tool cards, newest last.
+    ///
+    /// Boots FILE (default cordis.yml) and reads session ID from its `sessions` entry: the log
+    /// on disk, never resuming the agent or taking the session's lock, so it works while
+    /// `cordis run` is writing it. The page holds the last --max user and assistant messages
+    /// (default 50) before --before SEQ (default: the end); `older events:` names the command
+    /// for the page before. --json prints `{events: [{event, view?}], hasMore, projections?}`.
+    /// Exits 0 on success, 4 when the session does not exist, 1 when its log cannot be read,
+    /// 2 on configuration or usage errors.
+    History(history::HistoryArgs),
 }
 
 /// The subcommands of `cordis cache`.
@@ -494,6 +507,7 @@ where
         Command::Call(args) => call::run(args, io, builtins),
         Command::Cache(command) => cache::run(command, io),
         Command::Acp(args) => acp::run(args, io, builtins),
+        Command::History(args) => history::run(args, io, builtins),
     };
     match result {
         Ok(code) => code,

@@ -1,0 +1,244 @@
+//! `cordis history`: one page of a session's history, read the way a client reads it.
+//!
+//! The command boots the composition (as `cordis call` does) and asks its `history` service
+//! (one is built over the composition when no entry provides it): the live session if the
+//! composition has it open, else the log on disk, read without resuming an agent or taking the
+//! session's lock, so it works while `cordis run` is writing the session in another process.
+
+use clap::Args;
+use cordis_history::{History, HistoryEntry, HistoryError, HistoryPage, ViewFor};
+use cordis_presenter::{Card, render_card};
+use cordis_runtime::Schedule;
+use cordis_session::{
+    AgentPresetSelectedData, AssistantMessageData, SessionStore, ToolCallData, ToolResultData,
+    TurnEndData, TurnEndReason, UserMessageData,
+};
+use serde_json::Value;
+
+use super::render::{safe, safe_lines};
+use super::{ConfigArgs, EXIT_CONFIG, EXIT_FAILURE, EXIT_NOT_FOUND, EXIT_OK, Exit, Io};
+
+/// Arguments of `cordis history`: `ID [FILE]`.
+#[derive(Debug, Clone, Args)]
+pub struct HistoryArgs {
+    /// The session id (as `cordis run` printed it).
+    #[arg(value_name = "ID")]
+    pub session: String,
+    /// What to boot.
+    #[command(flatten)]
+    pub config: ConfigArgs,
+    /// Page back: only events before this seq (the first seq of the page you have).
+    #[arg(long = "before", value_name = "SEQ")]
+    pub before: Option<u64>,
+    /// How many user and assistant messages the page holds [default: 50].
+    #[arg(long = "max", value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max: Option<u64>,
+    /// Print the page as one JSON object (`{events: [{event, view?}], hasMore, projections?}`).
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub(crate) fn run(
+    args: &HistoryArgs,
+    io: &mut Io<'_>,
+    builtins: &cordis_host::Builtins,
+) -> anyhow::Result<u8> {
+    let rt = cordis_host::shutdown::current_thread()?;
+    let result = rt.block_on(async {
+        let schedule = Schedule::new(cordis_runtime::Policy::Fifo, 0);
+        let (live, _report) = super::boot_live(&args.config, schedule, io, builtins).await?;
+        let root = live.root().clone();
+        let Some(store) = root.get::<SessionStore>() else {
+            writeln!(
+                io.err,
+                "cordis: {} has no `sessions` entry, so it has no session logs to read: add {{id: sessions, name: sessions, config: {{root: .sessions}}}}",
+                args.config.file.display()
+            )?;
+            root.dispose();
+            return Err(Exit(EXIT_CONFIG).into());
+        };
+        let where_ = store.root().map_or_else(
+            || " (the `sessions` entry keeps sessions in memory: give it a `root`)".to_owned(),
+            |dir| format!(" under {}", dir.display()),
+        );
+        let history = root
+            .get::<History>()
+            .map_or_else(|| History::new(root.clone()), |h| (*h).clone());
+        let max = args.max.map(|m| usize::try_from(m).unwrap_or(usize::MAX));
+        let page = history.history(&args.session, args.before, max).await;
+        root.dispose();
+        match page {
+            Ok(page) => {
+                if args.json {
+                    writeln!(io.out, "{}", serde_json::to_string_pretty(&page)?)?;
+                } else {
+                    print_page(&args.session, &page, io)?;
+                }
+                Ok(EXIT_OK)
+            }
+            Err(HistoryError::NotFound { session }) => {
+                writeln!(
+                    io.err,
+                    "cordis: no session \"{}\"{} (`cordis run` prints the id of each new session)",
+                    safe(&session),
+                    safe(&where_)
+                )?;
+                Ok(EXIT_NOT_FOUND)
+            }
+            Err(e @ HistoryError::Internal { .. }) => {
+                writeln!(io.err, "cordis: {}", safe_lines(&e.to_string()))?;
+                Ok(EXIT_FAILURE)
+            }
+        }
+    });
+    cordis_host::shutdown::end(rt);
+    result
+}
+
+/// `s` on one line, made safe for a terminal, cut after `max` characters.
+fn clip(s: &str, max: usize) -> String {
+    let one_line = safe(s);
+    if one_line.chars().count() > max {
+        format!("{}…", one_line.chars().take(max).collect::<String>())
+    } else {
+        one_line.into_owned()
+    }
+}
+
+fn text_of(content: &Value) -> String {
+    match content {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// The page for a person: messages as `cordis run` shows them, tool calls as cards, then
+/// where the page sits and how to read further back.
+fn print_page(session: &str, page: &HistoryPage, io: &mut Io<'_>) -> std::io::Result<()> {
+    let (Some(first), Some(last)) = (page.events.first(), page.events.last()) else {
+        writeln!(io.out, "session {}: no events", safe(session))?;
+        return Ok(());
+    };
+    writeln!(
+        io.out,
+        "session {}: events {}..={}",
+        safe(session),
+        first.event.seq,
+        last.event.seq
+    )?;
+    for entry in &page.events {
+        print_entry(entry, io)?;
+    }
+    if let Some(p) = &page.projections {
+        if let Some(preset) = p.values.get("agentPreset").and_then(Value::as_str) {
+            writeln!(io.out, "preset: {}", safe(preset))?;
+        }
+        if let Some(Value::Array(todos)) = p.values.get("todos") {
+            writeln!(io.out, "todos:")?;
+            for todo in todos {
+                let mark = match todo.get("status").and_then(Value::as_str) {
+                    Some("completed") => "[x]",
+                    Some("in_progress") => "[~]",
+                    _ => "[ ]",
+                };
+                let content = todo.get("content").map(text_of).unwrap_or_default();
+                writeln!(io.out, "  {mark} {}", clip(&content, 200))?;
+            }
+        }
+    }
+    if page.has_more {
+        writeln!(
+            io.out,
+            "older events: cordis history {} --before {}",
+            safe(session),
+            first.event.seq
+        )?;
+    }
+    Ok(())
+}
+
+fn print_entry(entry: &HistoryEntry, io: &mut Io<'_>) -> std::io::Result<()> {
+    let e = &entry.event;
+    // Typed reads: an event that does not parse as its kind's payload is not shown (the JSON
+    // output has it as logged).
+    if let Ok(user) = e.data_as::<UserMessageData>() {
+        for line in user.content.lines() {
+            writeln!(io.out, "> {}", safe(line))?;
+        }
+    } else if let Ok(message) = e.data_as::<AssistantMessageData>() {
+        if !message.content.is_empty() {
+            writeln!(io.out, "{}", safe_lines(message.content.trim_end()))?;
+        }
+    } else if let Ok(call) = e.data_as::<ToolCallData>() {
+        match entry.view.as_ref().filter(|v| v.for_ == ViewFor::Call) {
+            Some(view) => writeln!(
+                io.out,
+                "[call {}] {}",
+                safe(&call.name),
+                clip(&view.view.title, 160)
+            )?,
+            None => writeln!(
+                io.out,
+                "[call {} {}]",
+                safe(&call.name),
+                clip(&call.arguments, 160)
+            )?,
+        }
+    } else if let Ok(result) = e.data_as::<ToolResultData>() {
+        let content = text_of(&result.content);
+        if result.is_error {
+            writeln!(
+                io.out,
+                "[error {} {}] {}",
+                safe(&result.name),
+                safe(result.code.as_deref().unwrap_or_default()),
+                clip(&content, 200)
+            )?;
+        } else {
+            writeln!(
+                io.out,
+                "[result {}] {}",
+                safe(&result.name),
+                clip(&content, 200)
+            )?;
+        }
+        if let Some(view) = entry.view.as_ref().filter(|v| v.for_ == ViewFor::Result)
+            && !matches!(view.view.card, Card::Generic)
+        {
+            for line in render_card(&view.view.card).lines() {
+                writeln!(io.out, "  {}", safe(line))?;
+            }
+        }
+    } else if let Ok(switch) = e.data_as::<AgentPresetSelectedData>() {
+        writeln!(
+            io.out,
+            "(switched to preset {})",
+            safe(&switch.agent_preset)
+        )?;
+    } else if let Ok(end) = e.data_as::<TurnEndData>() {
+        let turn = end.turn;
+        match end.reason {
+            TurnEndReason::Completed => {}
+            TurnEndReason::Error { step, message } => writeln!(
+                io.out,
+                "(turn {turn} failed at step {step}: {})",
+                safe_lines(&message)
+            )?,
+            TurnEndReason::MaxSteps { steps } => {
+                writeln!(io.out, "(turn {turn} stopped after {steps} steps)")?;
+            }
+            TurnEndReason::Aborted { reason } => writeln!(
+                io.out,
+                "(turn {turn} aborted{})",
+                reason
+                    .map(|r| format!(": {}", safe(&r)))
+                    .unwrap_or_default()
+            )?,
+            TurnEndReason::Disposed => writeln!(io.out, "(turn {turn} ended: agent disposed)")?,
+            TurnEndReason::Interrupted => {
+                writeln!(io.out, "(turn {turn} interrupted: the process ended)")?;
+            }
+        }
+    }
+    Ok(())
+}

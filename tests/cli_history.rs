@@ -1,0 +1,253 @@
+//! `cordis history` on sessions made by `cordis run` with the offline scripted model: pages,
+//! tool cards, JSON, reading while the run holds the session, and its errors.
+
+mod common;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::time::Duration;
+
+use common::{cordis_command, lines, wait_for};
+use serde_json::Value;
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// A directory with the bundled cordis.yml, and `views.yml`: the same composition whose
+/// scripted model also reads `notes.txt` in its first step.
+fn fresh_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("cordis-history-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let bundled = include_str!("../cordis.yml");
+    std::fs::write(dir.join("cordis.yml"), bundled).unwrap();
+    let call = "        toolCalls:\n          - name: todo_write\n";
+    assert!(bundled.contains(call), "the bundled demo changed");
+    let views = bundled.replace(
+        call,
+        "        toolCalls:\n          - name: read_file\n            arguments: {path: notes.txt}\n          - name: todo_write\n",
+    );
+    std::fs::write(dir.join("views.yml"), views).unwrap();
+    std::fs::write(dir.join("notes.txt"), "remember the milk\n").unwrap();
+    dir
+}
+
+/// `cordis ARGS` in `dir` with `input` on stdin, to completion.
+fn cordis(dir: &Path, args: &[&str], input: &str) -> Output {
+    let mut child = cordis_command(dir, args).spawn().unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn json(out: &Output) -> Value {
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// `events A..=B` of a human page.
+fn span(stdout: &str) -> (u64, u64) {
+    let first = stdout.lines().next().unwrap();
+    let range = first.rsplit(' ').next().unwrap();
+    let (a, b) = range.split_once("..=").unwrap();
+    (a.parse().unwrap(), b.parse().unwrap())
+}
+
+#[test]
+fn history_shows_a_run_session_with_messages_and_tool_cards_and_pages_back_to_the_start() {
+    let dir = fresh_dir("pages");
+    let run = cordis(
+        &dir,
+        &["run", "views.yml", "--session", "demo"],
+        "hello\nsecond\n",
+    );
+    assert_eq!(run.status.code(), Some(0), "{}", text(&run.stderr));
+
+    let out = cordis(&dir, &["history", "demo", "views.yml"], "");
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(stdout.starts_with("session demo: events 0..="), "{stdout}");
+    for needle in [
+        "> hello\n",
+        "> second\n",
+        "This is the offline demo",
+        "[call read_file] Read notes.txt\n",
+        "[result read_file] ",
+        "[call todo_write {\"todos\"",
+        "Noted. Every turn of this demo replays these two steps",
+        "todos:\n  [~] Set CORDIS_LLM=openai and DEEPSEEK_API_KEY to talk to a real model\n",
+    ] {
+        assert!(stdout.contains(needle), "{needle:?} missing:\n{stdout}");
+    }
+    assert!(!stdout.contains("older events"), "{stdout}");
+
+    // Two messages a page, back to the first event; pages are contiguous.
+    let mut args = vec!["history".to_owned(), "demo".into(), "views.yml".into()];
+    args.extend(["--max".into(), "2".into()]);
+    let mut next_end = None;
+    let mut pages = 0;
+    loop {
+        let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = cordis(&dir, &argv, "");
+        let stdout = text(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        let (first, last) = span(&stdout);
+        if let Some(end) = next_end {
+            assert_eq!(last + 1, end, "contiguous pages:\n{stdout}");
+        }
+        pages += 1;
+        let Some(more) = stdout.lines().find(|l| l.starts_with("older events: ")) else {
+            assert_eq!(first, 0, "the last page starts the log");
+            break;
+        };
+        assert_eq!(
+            more,
+            format!("older events: cordis history demo --before {first}")
+        );
+        next_end = Some(first);
+        args.truncate(5);
+        args.extend(["--before".into(), first.to_string()]);
+    }
+    // Two turns of 1 user + 2 assistant messages: 6 messages, 2 a page.
+    assert_eq!(pages, 3);
+
+    let page = json(&cordis(
+        &dir,
+        &["history", "demo", "views.yml", "--json"],
+        "",
+    ));
+    let events = page["events"].as_array().unwrap();
+    let last = events.last().unwrap()["event"]["seq"].as_u64().unwrap();
+    assert_eq!(page["projections"]["asOfSeq"].as_u64(), Some(last));
+    assert_eq!(page["hasMore"], false);
+    let call = events
+        .iter()
+        .find(|e| e["event"]["type"] == "tool/call" && e["event"]["data"]["name"] == "read_file")
+        .unwrap();
+    assert_eq!(call["view"]["for"], "call");
+    assert_eq!(call["view"]["view"]["title"], "Read notes.txt");
+    assert_eq!(call["view"]["view"]["kind"], "read");
+    assert_eq!(
+        call["view"]["view"]["input"],
+        serde_json::json!({"path": "notes.txt"})
+    );
+    let result = events
+        .iter()
+        .find(|e| e["event"]["type"] == "tool/result" && e["event"]["data"]["name"] == "read_file")
+        .unwrap();
+    assert_eq!(result["view"]["for"], "result");
+    let older = json(&cordis(
+        &dir,
+        &["history", "demo", "views.yml", "--json", "--before", "5"],
+        "",
+    ));
+    assert!(older.get("projections").is_none(), "older pages carry none");
+    assert_eq!(older["events"].as_array().unwrap().len(), 5);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn history_reads_a_session_while_cordis_run_holds_it_and_the_run_goes_on() {
+    let dir = fresh_dir("live");
+    let mut run = cordis_command(&dir, &["run", "--session", "live"])
+        .spawn()
+        .unwrap();
+    let out = lines(run.stdout.take().unwrap());
+    let mut stdin = run.stdin.take().unwrap();
+    writeln!(stdin, "first").unwrap();
+    wait_for(&out, "Noted.");
+
+    // The run holds the session's lock: `run --resume` would be refused; history reads it.
+    let page = json(&cordis(&dir, &["history", "live", "--json"], ""));
+    let kinds: Vec<&str> = page["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["event"]["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds.first(), Some(&"turn/start"));
+    assert!(kinds.contains(&"user/message"), "{kinds:?}");
+
+    writeln!(stdin, "second").unwrap();
+    wait_for(&out, "Noted.");
+    drop(stdin);
+    let status = run.wait().unwrap();
+    assert_eq!(status.code(), Some(0));
+    let log = std::fs::read_to_string(dir.join(".sessions/live.jsonl")).unwrap();
+    assert_eq!(log.matches(r#""type":"turn/end""#).count(), 2, "{log}");
+    assert!(
+        !log.contains("interrupted"),
+        "the read disturbed nothing: {log}"
+    );
+    let page = json(&cordis(&dir, &["history", "live", "--json"], ""));
+    assert_eq!(
+        page["events"].as_array().unwrap().len(),
+        log.lines().count() - 1,
+        "every event once the run ended"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn unknown_sessions_exit_4_broken_logs_exit_1_and_bad_arguments_exit_2() {
+    let dir = fresh_dir("errors");
+    for id in ["nope", "../etc/passwd"] {
+        let out = cordis(&dir, &["history", id], "");
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(4), "{stderr}");
+        assert_eq!(
+            stderr,
+            format!(
+                "cordis: no session \"{id}\" under .sessions (`cordis run` prints the id of each new session)\n"
+            )
+        );
+        assert!(out.stdout.is_empty());
+    }
+    std::fs::create_dir_all(dir.join(".sessions")).unwrap();
+    std::fs::write(
+        dir.join(".sessions/bad.jsonl"),
+        "{\"type\":\"session\",\"version\":0,\"id\":\"bad\",\"createdAt\":0}\nnot json\n",
+    )
+    .unwrap();
+    let out = cordis(&dir, &["history", "bad"], "");
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.starts_with(
+            "cordis: history unavailable for session \"bad\": session file .sessions/bad.jsonl, line 2: "
+        ),
+        "{stderr}"
+    );
+    let out = cordis(&dir, &["history", "x", "--max", "0"], "");
+    assert_eq!(out.status.code(), Some(2));
+    let out = cordis(&dir, &["history"], "");
+    assert_eq!(out.status.code(), Some(2));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn history_in_a_terminal_escapes_what_the_log_holds() {
+    let dir = fresh_dir("tty");
+    let run = cordis(
+        &dir,
+        &["run", "--session", "tty"],
+        "clear \u{1b}[2J the screen\n",
+    );
+    assert_eq!(run.status.code(), Some(0), "{}", text(&run.stderr));
+    let mut term = common::pty::Pty::spawn(cordis_command(&dir, &["history", "tty"]));
+    term.wait_for("Noted.", Duration::from_secs(60));
+    assert_eq!(term.wait_exit(Duration::from_secs(60)), Some(0));
+    let screen = term.screen();
+    assert!(
+        screen.contains("> clear \\u{001B}[2J the screen"),
+        "{screen}"
+    );
+    assert!(!screen.contains('\u{1b}'), "{screen:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
