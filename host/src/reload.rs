@@ -482,4 +482,54 @@ mod tests {
         );
         live.root().dispose();
     }
+
+    /// Issue 14: an edit of an included file reaches the live configuration on the next
+    /// reload of the unchanged top-level file; only the edited entry restarts.
+    #[tokio::test]
+    async fn a_reload_reads_included_files_again() {
+        let dir =
+            std::env::temp_dir().join(format!("cordis-reload-include-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("parts")).unwrap();
+        let file = dir.join("a.yml").display().to_string();
+        let top = "- id: own\n  name: debug/noop\n- id: inc\n  name: cordis/include\n  config: {path: parts/b.yml}\n";
+        std::fs::write(&file, top).unwrap();
+        let b = "- id: x\n  name: debug/fault\n  config: {mode: ok, note: v1}\n- id: y\n  name: debug/noop\n";
+        std::fs::write(dir.join("parts/b.yml"), b).unwrap();
+        let (mut live, report) = LiveConfig::boot(
+            Context::root(),
+            top,
+            &file,
+            &|_| None,
+            Builtins::host(),
+            PlanOptions::default(),
+        )
+        .await
+        .unwrap();
+        assert!(report.all_active());
+        assert_eq!(live.included_files(), [dir.join("parts/b.yml")]);
+        let y = live.scope_id("y");
+        std::fs::write(dir.join("parts/b.yml"), b.replace("v1", "v2")).unwrap();
+        let summary = live.reload(top, &|_| None).await.unwrap();
+        assert_eq!(summary.restarted, ["x"]);
+        assert!(summary.added.is_empty() && summary.removed.is_empty());
+        assert_eq!(
+            live.scope_id("y"),
+            y,
+            "an unchanged included entry keeps its scope"
+        );
+        // A broken included file is rejected with its chain; the last good config runs on.
+        std::fs::write(dir.join("parts/b.yml"), "- id: x\n  name: debug/nope\n").unwrap();
+        let errors = live.reload(top, &|_| None).await.unwrap_err().to_string();
+        assert!(
+            errors.starts_with(&format!(
+                "{file}:3:1 → {}:2:9: entry \"x\": unknown plugin",
+                dir.join("parts/b.yml").display()
+            )),
+            "{errors}"
+        );
+        assert_eq!(live.scope_id("y"), y);
+        live.root().dispose();
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

@@ -457,4 +457,27 @@ mod tests {
         assert_eq!(next(&mut w).await, WatchNote::Changed);
         let _ = std::fs::remove_dir_all(&dir);
     }
+
+    #[tokio::test]
+    async fn an_edit_of_an_included_file_is_a_change_and_an_include_added_later_is_followed() {
+        let dir = temp("include");
+        std::fs::create_dir_all(dir.join("parts")).unwrap();
+        std::fs::create_dir_all(dir.join("other")).unwrap();
+        let file = dir.join("cordis.yml");
+        let include = |path: &str| format!("- name: cordis/include\n  config: {{path: {path}}}\n");
+        std::fs::write(dir.join("parts/b.yml"), "- id: b\n  name: debug/noop\n").unwrap();
+        std::fs::write(dir.join("other/c.yml"), "- id: c\n  name: debug/noop\n").unwrap();
+        std::fs::write(&file, include("parts/b.yml")).unwrap();
+        let mut w = ConfigWatcher::new(&file).unwrap();
+        // Only the included file changes (in another directory than the config).
+        std::fs::write(dir.join("parts/b.yml"), "- id: b2\n  name: debug/noop\n").unwrap();
+        assert_eq!(next(&mut w).await, WatchNote::Changed);
+        // An include added by an edit is watched from then on.
+        std::fs::write(&file, include("parts/b.yml") + &include("other/c.yml")).unwrap();
+        std::fs::write(dir.join("parts/b.yml"), "- id: b2\n  name: debug/noop\n").unwrap();
+        assert_eq!(next(&mut w).await, WatchNote::Changed);
+        std::fs::write(dir.join("other/c.yml"), "- id: c2\n  name: debug/noop\n").unwrap();
+        assert_eq!(next(&mut w).await, WatchNote::Changed);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }
