@@ -783,3 +783,113 @@ fn a_disconnect_mid_prompt_disposes_the_turn_logs_its_end_and_leaks_no_process()
     assert!(acp.response(id).get("result").is_some());
     assert_eq!(acp.close(), 0);
 }
+
+/// The MCP fixture server, built once per test binary in a target directory of its own (as
+/// `tests/mcp_determinism.rs` does: cargo builds no other package's binaries for these tests).
+fn mcp_fixture_server() -> &'static Path {
+    static BIN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BIN.get_or_init(|| {
+        let exe = std::env::current_exe().unwrap();
+        let profile_dir = exe.parent().unwrap().parent().unwrap();
+        let target = profile_dir.parent().unwrap().join("mcp-fixture");
+        let status =
+            std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+                .current_dir(env!("CARGO_MANIFEST_DIR"))
+                .args([
+                    "build",
+                    "--quiet",
+                    "-p",
+                    "cordis-mcp-fixture",
+                    "--target-dir",
+                ])
+                .arg(&target)
+                .status()
+                .expect("running cargo");
+        assert!(status.success(), "building cordis-mcp-fixture failed");
+        target.join("debug").join("cordis-mcp-fixture")
+    })
+}
+
+#[test]
+fn a_sessions_mcp_servers_give_it_their_tools_and_a_broken_one_refuses_the_session() {
+    let server = mcp_fixture_server();
+    let dir = scratch("mcp");
+    let log = dir.join("mcp.log");
+    let script = json!([
+        {"toolCalls": [{"id": "g1", "name": "mcp__fixture__greet", "arguments": {"name": "editor"}}]},
+        text("Greeted."),
+        {"toolCalls": [{"id": "g2", "name": "mcp__fixture__greet", "arguments": {"name": "again"}}]},
+        text("No such tool here."),
+    ]);
+    let mut acp = Acp::start(&dir, &script);
+    // MCP tools ask first (their approval policy defaults to `ask`).
+    acp.answer = Answer::Allow;
+    acp.initialize();
+    let id = acp.request(
+        "session/new",
+        json!({"cwd": dir, "mcpServers": [{"name": "fixture", "command": server,
+            "args": ["--tools", "greet", "--log", log], "env": []}]}),
+    );
+    let r = acp.response(id);
+    let with_mcp = r["result"]["sessionId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{r}"))
+        .to_owned();
+    assert_eq!(
+        acp.prompt(&with_mcp, "greet")["result"]["stopReason"],
+        "end_turn"
+    );
+    let update = acp
+        .updates(&with_mcp)
+        .into_iter()
+        .find(|u| u["sessionUpdate"] == "tool_call_update")
+        .unwrap();
+    assert_eq!(update["status"], "completed", "{update}");
+    assert!(update.to_string().contains("Hello, editor!"), "{update}");
+    // Another session on the same connection does not have them.
+    let without = acp.new_session(&dir);
+    acp.prompt(&without, "greet");
+    let update = acp
+        .updates(&without)
+        .into_iter()
+        .find(|u| u["sessionUpdate"] == "tool_call_update")
+        .unwrap();
+    assert_eq!(update["status"], "failed", "{update}");
+    // A server that cannot start refuses the session, naming it; other kinds are refused.
+    let id = acp.request(
+        "session/new",
+        json!({"cwd": dir, "mcpServers": [{"name": "broken", "command": dir.join("no-such-server"),
+            "args": [], "env": []}]}),
+    );
+    let r = acp.response(id);
+    assert_eq!(r["error"]["code"], -32603, "{r}");
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("\"broken\""),
+        "{r}"
+    );
+    let id = acp.request(
+        "session/new",
+        json!({"cwd": dir, "mcpServers": [{"type": "http", "name": "web", "url": "http://localhost:1", "headers": []}]}),
+    );
+    assert_eq!(acp.response(id)["error"]["code"], -32602);
+    assert_eq!(acp.close(), 0);
+    // The server was stopped with its session.
+    let started: Vec<u32> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.strip_prefix("start ").and_then(|p| p.trim().parse().ok()))
+        .collect();
+    assert_eq!(started.len(), 1, "{started:?}");
+    let end = Instant::now() + DEADLINE;
+    while Path::new(&format!("/proc/{}", started[0])).exists()
+        && !std::fs::read_to_string(format!("/proc/{}/stat", started[0]))
+            .unwrap_or_default()
+            .contains(") Z ")
+    {
+        assert!(Instant::now() < end, "the MCP server outlived its session");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

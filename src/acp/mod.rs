@@ -10,7 +10,7 @@
 //! with is the process's, except that `CORDIS_WORKSPACE` is the session's `cwd` — the bundled
 //! `cordis.yml` takes its workspace root from it, so each session's tools work in its own
 //! directory. Why not one composition with a scope per session: the workspace root, the
-//! approver and (later) MCP servers are composition-wide services, and giving them per-session
+//! approver and the client's MCP servers are composition-wide services, and giving them per-session
 //! layers would be cleverness every plugin has to get right; separate compositions are
 //! separated by construction, and cost one boot (milliseconds) per session.
 //!
@@ -26,6 +26,14 @@
 //! session and polls every piece of work (boots, turns) as a future it holds. A prompt's answer
 //! is sent when its turn ends, so `session/cancel` and permission answers keep flowing while a
 //! turn runs; `ask` approvals are `session/request_permission` requests awaited by the turn.
+//!
+//! # MCP servers
+//! A session's `mcpServers` (stdio; the `mcp` plugin has no other transport yet) are `mcp`
+//! entries started under that session's root: their tools (`mcp__<server>__<tool>`) exist in
+//! that session only and stop with it. Each must start and list its tools, or the session is
+//! refused naming the server (an editor's user configured it; silently missing tools would be
+//! worse). A client's server name becomes a valid `server` name by replacing other characters
+//! with `_` ([`session::server_name`]).
 //!
 //! # Updates
 //! Each session's agent events go through one [`updates::UpdateMapper`] as they are logged;

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use agent_client_protocol::v1::schema as acp_schema;
 use agent_client_protocol::v1::schema::{
     CancelNotification, ContentBlock, LoadSessionRequest, LoadSessionResponse, NewSessionRequest,
     NewSessionResponse, PromptRequest, PromptResponse, SessionId, SessionNotification,
@@ -25,7 +26,7 @@ use futures_util::stream::FuturesUnordered;
 use tokio::sync::{mpsc, watch};
 
 use super::approver::EditorApprover;
-use super::session::{Booted, Composition, Opening, internal, invalid_params};
+use super::session::{Booted, Composition, McpServer, Opening, internal, invalid_params};
 use super::updates::{LiveViews, UpdateMapper};
 
 /// How long a disconnect waits for running turns and boots to wind down before giving up.
@@ -92,17 +93,37 @@ fn absolute_cwd(cwd: &std::path::Path) -> Result<PathBuf, Error> {
     }
 }
 
-/// What `session/new` and `session/load` accept beyond the cwd.
-fn check_extras(dirs: &[PathBuf], mcp_servers: usize) -> Result<(), Error> {
+/// What `session/new` and `session/load` accept beyond the cwd: no additional directories,
+/// stdio MCP servers.
+fn check_extras(
+    dirs: &[PathBuf],
+    mcp_servers: &[acp_schema::McpServer],
+) -> Result<Vec<McpServer>, Error> {
     if !dirs.is_empty() {
         return Err(invalid_params("additionalDirectories is not supported"));
     }
-    if mcp_servers > 0 {
-        return Err(invalid_params(
-            "mcpServers is not supported yet: this build has no MCP client (give an empty list)",
-        ));
-    }
-    Ok(())
+    mcp_servers
+        .iter()
+        .map(|server| match server {
+            acp_schema::McpServer::Stdio(s) => Ok(McpServer {
+                name: s.name.clone(),
+                command: s.command.display().to_string(),
+                args: s.args.clone(),
+                env: s.env.iter().map(|v| (v.name.clone(), v.value.clone())).collect(),
+            }),
+            acp_schema::McpServer::Http(s) => Err(invalid_params(format!(
+                "mcpServers \"{}\": only stdio servers are supported (mcpCapabilities.http is false)",
+                s.name
+            ))),
+            acp_schema::McpServer::Sse(s) => Err(invalid_params(format!(
+                "mcpServers \"{}\": only stdio servers are supported (mcpCapabilities.sse is false)",
+                s.name
+            ))),
+            _ => Err(invalid_params(
+                "mcpServers: only stdio servers are supported",
+            )),
+        })
+        .collect()
 }
 
 /// The prompt as one user message: text blocks as they are, resource links as a marker line.
@@ -232,17 +253,20 @@ impl<'c> Server<'c> {
     fn accept(&mut self, job: Job) {
         match job {
             Job::New(req, responder) => {
-                let cwd = match absolute_cwd(&req.cwd).and_then(|cwd| {
-                    check_extras(&req.additional_directories, req.mcp_servers.len()).map(|()| cwd)
+                let (cwd, mcp) = match absolute_cwd(&req.cwd).and_then(|cwd| {
+                    check_extras(&req.additional_directories, &req.mcp_servers).map(|m| (cwd, m))
                 }) {
-                    Ok(cwd) => cwd,
+                    Ok(checked) => checked,
                     Err(e) => return respond_error(responder, e),
                 };
                 let composition = self.composition;
                 let connection = self.connection.clone();
                 self.work.push(Box::pin(async move {
                     let id = new_session_id();
-                    let live = match composition.boot(&cwd, &Opening::New(id.clone())).await {
+                    let live = match composition
+                        .boot(&cwd, &Opening::New(id.clone()), &mcp)
+                        .await
+                    {
                         Ok(b) => attach(b, id, cwd, &connection, false).await,
                         Err(e) => Err(e),
                     };
@@ -251,10 +275,10 @@ impl<'c> Server<'c> {
             }
             Job::Load(req, responder) => {
                 let id = req.session_id.0.to_string();
-                let cwd = match absolute_cwd(&req.cwd).and_then(|cwd| {
-                    check_extras(&req.additional_directories, req.mcp_servers.len()).map(|()| cwd)
+                let (cwd, mcp) = match absolute_cwd(&req.cwd).and_then(|cwd| {
+                    check_extras(&req.additional_directories, &req.mcp_servers).map(|m| (cwd, m))
                 }) {
-                    Ok(cwd) => cwd,
+                    Ok(checked) => checked,
                     Err(e) => return respond_error(responder, e),
                 };
                 if self.sessions.contains_key(&id) || self.loading.contains(&id) {
@@ -267,7 +291,10 @@ impl<'c> Server<'c> {
                 let composition = self.composition;
                 let connection = self.connection.clone();
                 self.work.push(Box::pin(async move {
-                    let live = match composition.boot(&cwd, &Opening::Load(id.clone())).await {
+                    let live = match composition
+                        .boot(&cwd, &Opening::Load(id.clone()), &mcp)
+                        .await
+                    {
                         Ok(b) => attach(b, id.clone(), cwd, &connection, true).await,
                         Err(e) => Err(e),
                     };

@@ -31,6 +31,44 @@ pub struct Composition<'a> {
     pub env: &'a (dyn Fn(&str) -> Option<String> + Sync),
 }
 
+/// An MCP server a client gave with `session/new` or `session/load` (stdio: the only
+/// transport the `mcp` plugin speaks).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpServer {
+    /// The client's name for it (made into a valid `server` name: see [`server_name`]).
+    pub name: String,
+    /// The program.
+    pub command: String,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// Variables set over the `mcp` plugin's scrubbed environment.
+    pub env: Vec<(String, String)>,
+}
+
+/// How long a session waits for its MCP servers to start and list their tools.
+const MCP_START_LIMIT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// A client's server name as the `mcp` plugin accepts it (`[A-Za-z0-9_-]{1,32}`): other
+/// characters become `_`, the rest is cut at 32, an empty name is `server`.
+pub fn server_name(name: &str) -> String {
+    let cleaned: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(cordis_mcp::MAX_SERVER_NAME)
+        .collect();
+    if cleaned.is_empty() {
+        "server".to_owned()
+    } else {
+        cleaned
+    }
+}
+
 /// How a session starts.
 #[derive(Debug, Clone)]
 pub enum Opening {
@@ -75,7 +113,12 @@ impl Composition<'_> {
     /// # Cancel safety
     /// Not cancel safe: a dropped boot leaves a composition undisposed. The server always
     /// awaits it, and disposes what it returns after a disconnect.
-    pub async fn boot(&self, cwd: &Path, opening: &Opening) -> Result<Booted, Error> {
+    pub async fn boot(
+        &self,
+        cwd: &Path,
+        opening: &Opening,
+        mcp_servers: &[McpServer],
+    ) -> Result<Booted, Error> {
         let workspace = cwd.display().to_string();
         let outer = self.env;
         let env = move |name: &str| {
@@ -135,6 +178,12 @@ impl Composition<'_> {
                 self.file
             )));
         };
+        // The client's servers join this session's composition only; their tools register in
+        // its registry before the agent exists (or the session log is created).
+        if let Err(e) = connect_mcp(&root, cwd, mcp_servers).await {
+            root.dispose();
+            return Err(e);
+        }
         match open_agent(&agents, cwd, opening).await {
             Ok(agent) => Ok(Booted { config, agent }),
             Err(e) => {
@@ -143,6 +192,56 @@ impl Composition<'_> {
             }
         }
     }
+}
+
+/// Starts one `mcp` entry per server under `root` and waits until each is active: a server
+/// that cannot start (or list its tools) fails the session, naming it.
+async fn connect_mcp(root: &Context, cwd: &Path, servers: &[McpServer]) -> Result<(), Error> {
+    if servers.is_empty() {
+        return Ok(());
+    }
+    let mut handles = Vec::with_capacity(servers.len());
+    for server in servers {
+        let mut config = cordis_mcp::McpConfig::stdio(
+            &server_name(&server.name),
+            server.command.clone(),
+            server.args.clone(),
+        );
+        config.env = server.env.iter().cloned().collect();
+        config.cwd = Some(cwd.to_owned());
+        // An editor's user configured it: a server that does not start is an error they see,
+        // not a session that silently lacks its tools.
+        config.fail_on_startup_error = true;
+        if let Err(e) = config.check() {
+            return Err(invalid_params(format!(
+                "mcpServers \"{}\": {e}",
+                server.name
+            )));
+        }
+        handles.push((server, root.plugin(cordis_mcp::McpPlugin, config)));
+    }
+    if tokio::time::timeout(MCP_START_LIMIT, root.idle())
+        .await
+        .is_err()
+    {
+        return Err(internal(format!(
+            "the MCP servers did not start within {} s",
+            MCP_START_LIMIT.as_secs()
+        )));
+    }
+    for (server, handle) in handles {
+        let status = handle.status();
+        if status != cordis_runtime::ScopeStatus::Active {
+            let why = handle
+                .failure()
+                .map_or_else(|| format!("its entry is {status}"), |f| f.message);
+            return Err(internal(format!(
+                "MCP server \"{}\" did not start: {why}",
+                server.name
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Opens (or creates) the session log, checks its cwd, and creates the agent on it.
