@@ -17,7 +17,7 @@ pub use composer::HostComposer;
 /// `tool-todo`, `tool-declare`, `llm`, `sessions`, `agent-loop`, `agent-core`, `tool-subagent`,
 /// and the workspace tools: `workspace`, `tool-fs`, `tool-search`, `tool-shell`, `approvals`,
 /// `presenter`, Code Mode's `code-runtime` and `tool-presentation`, and agent presets'
-/// `agent-presets` with its rows `persona`, `tool-restrict` and `tool-cordis`.
+/// `agent-presets` with its rows `persona`, `tool-order`, `tool-restrict` and `tool-cordis`.
 pub fn standard() -> Builtins {
     let mut table = Builtins::host();
     table.insert(cordis_tool_todo::TodoPlugin::default());
@@ -37,6 +37,7 @@ pub fn standard() -> Builtins {
     table.insert(cordis_tools::ToolPresentationPlugin);
     table.insert(cordis_tools::ToolRestrictPlugin);
     table.insert(cordis_agent_presets::PersonaPlugin);
+    table.insert(cordis_agent_presets::ToolOrderPlugin);
     table.insert(cordis_tool_cordis::ToolCordisPlugin);
     table.insert(
         AgentPresetsPlugin::new(Arc::new(HostComposer::standard()))

@@ -165,8 +165,11 @@ async fn mount(plan: &LoadPlan, under: &Context) -> Vec<RowReport> {
             Step::Disabled => None,
         };
     }
-    // A row that becomes active may provide what an earlier, settled row waits for: repeat
-    // until one pass finds nothing loading.
+    // A row may load more under itself after it is active (`tool-presentation` waits for the
+    // code runtime in a child): wait until nothing of the runtime is loading. A row that
+    // becomes active may provide what an earlier, settled row waits for: repeat until one pass
+    // finds nothing loading.
+    under.idle().await;
     loop {
         let mut loading = false;
         for handle in handles.iter().flatten() {

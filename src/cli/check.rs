@@ -16,14 +16,90 @@ pub(crate) fn run(args: &CheckArgs, io: &mut Io<'_>, builtins: &Builtins) -> any
         return super::watch::run(args, io, builtins, seed);
     }
     let plan = load(&args.config, io, builtins)?;
+    if let Some(preset) = &args.preset {
+        return check_preset(&plan, args, seed, preset, io);
+    }
     let (report, leaked) = boot_blocking(&plan, Schedule::new(policy, seed))?;
     let hint = seed_hint(&plan, &report, policy, seed)?;
     let mut code = print_report(&report, args, seed, hint, io)?;
+    if !args.json {
+        print_included(&plan, &report, io)?;
+    }
     if !leaked.is_zero() {
         let replay = replay_command(&args.config.file, seed, policy);
         writeln!(
             io.err,
             "cordis: disposing the root left live resources {leaked:?} (seed {seed}, schedule {policy}); replay: {replay}"
+        )?;
+        code = EXIT_FAILURE;
+    }
+    Ok(code)
+}
+
+/// Names the files entries were included from (`cordis/include`): one `included:` line per
+/// file on stdout, and where each entry that is not active is written, on stderr.
+fn print_included(plan: &LoadPlan, report: &BootReport, io: &mut Io<'_>) -> std::io::Result<()> {
+    let mut files: Vec<(&str, Vec<&str>)> = Vec::new();
+    for entry in plan.entries.iter().filter(|e| e.file != plan.file) {
+        match files.iter_mut().find(|(f, _)| *f == entry.file) {
+            Some((_, ids)) => ids.push(&entry.id),
+            None => files.push((&entry.file, vec![&entry.id])),
+        }
+    }
+    for (file, ids) in &files {
+        writeln!(
+            io.out,
+            "included: {} ({})",
+            super::render::safe(file),
+            super::render::safe(&ids.join(", "))
+        )?;
+    }
+    for failed in report
+        .entries
+        .iter()
+        .filter(|e| !e.status.is_as_configured())
+    {
+        if let Some(entry) = plan
+            .entries
+            .iter()
+            .find(|e| e.id == failed.id && e.file != plan.file)
+        {
+            writeln!(
+                io.err,
+                "cordis: entry \"{}\" is written in {}:{}",
+                super::render::safe(&entry.id),
+                super::render::safe(&entry.file),
+                entry.pos
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// `check --preset ID`: the boot, then the preset mounted (every row must be active) and the
+/// assembly of its standing scope, which is what an agent joined to it receives.
+fn check_preset(
+    plan: &LoadPlan,
+    args: &CheckArgs,
+    seed: u64,
+    preset: &str,
+    io: &mut Io<'_>,
+) -> anyhow::Result<u8> {
+    let policy = args.policy();
+    let (joined, leaked) = super::presets::boot_joined(plan, Schedule::new(policy, seed), preset)?;
+    let report = match joined {
+        Ok(report) => report,
+        Err(message) => {
+            writeln!(io.err, "cordis: {}", super::render::safe_lines(&message))?;
+            return Ok(EXIT_FAILURE);
+        }
+    };
+    let mut code = print_report(&report, args, seed, SeedHint::None, io)?;
+    if !leaked.is_zero() {
+        let replay = replay_command(&args.config.file, seed, policy);
+        writeln!(
+            io.err,
+            "cordis: disposing the root left live resources {leaked:?} (seed {seed}, schedule {policy}); replay: {replay} --preset {preset}"
         )?;
         code = EXIT_FAILURE;
     }

@@ -29,6 +29,7 @@ pub mod ci;
 mod history;
 mod input;
 mod permute;
+mod presets;
 mod render;
 mod run;
 mod stress;
@@ -109,6 +110,14 @@ pub enum Command {
     /// pile up until `cordis cache prune`.
     #[command(subcommand)]
     Cache(CacheCommand),
+    /// List the agent presets FILE's `agent-presets` entry finds: id, name, order, and why a
+    /// broken one cannot be used.
+    ///
+    /// Presets are directories <root>/<id>/ holding agent.cordis.yml (and optionally preset.yml
+    /// with name, description, order); roots are searched in order: the entry's `roots`, the
+    /// user's ($XDG_CONFIG_HOME/cordis/agent-presets, else ~/.config/cordis/agent-presets), then
+    /// the presets shipped with cordis. Exits 0, or 2 when FILE has no `agent-presets` entry.
+    Presets(PresetsArgs),
     /// Serve the agent to an editor over the Agent Client Protocol on stdin/stdout.
     ///
     /// Editors that speak ACP (Zed: `agent_servers`) start `cordis acp [FILE]` and drive it with
@@ -129,6 +138,17 @@ pub enum Command {
     /// Exits 0 on success, 4 when the session does not exist, 1 when its log cannot be read,
     /// 2 on configuration or usage errors.
     History(history::HistoryArgs),
+}
+
+/// Arguments of `cordis presets`.
+#[derive(Debug, Clone, Args)]
+pub struct PresetsArgs {
+    /// What to load.
+    #[command(flatten)]
+    pub config: ConfigArgs,
+    /// Print one JSON object on stdout.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// The subcommands of `cordis cache`.
@@ -239,6 +259,10 @@ pub struct PermuteArgs {
     /// Worker threads, each with its own current-thread runtime [default: available cores].
     #[arg(long, value_name = "N")]
     pub threads: Option<usize>,
+    /// Also mount agent preset ID and digest the assembly of its standing scope (the request an
+    /// agent joined to it would get); its rows are not permuted.
+    #[arg(long, value_name = "ID")]
+    pub preset: Option<String>,
     /// Boot just this order (comma-separated entry ids, as a failure prints) and print its digest.
     #[arg(long, value_name = "IDS", value_delimiter = ',')]
     pub order: Option<Vec<String>>,
@@ -262,6 +286,10 @@ pub struct CheckArgs {
     /// Print one JSON object on stdout instead of tables.
     #[arg(long)]
     pub json: bool,
+    /// Also mount agent preset ID (every row must become active) and print the assembly of a
+    /// scope joined to it instead of the global one.
+    #[arg(long, value_name = "ID", conflicts_with = "watch")]
+    pub preset: Option<String>,
     /// Keep running and reload FILE whenever it changes: print a one-line summary per reload
     /// (added, removed, restarted, failed) and the new digest; an invalid edit is reported and
     /// the last good configuration keeps running. Stop with Ctrl-C.
@@ -294,6 +322,11 @@ pub struct RunArgs {
     /// Start a new session with this ID instead of a generated one (it must not exist).
     #[arg(long, value_name = "ID")]
     pub session: Option<String>,
+    /// The agent preset a new session joins [default: the `agent-presets` entry's `default`];
+    /// a resumed session keeps the one its log records. Type `/preset ID` before the first
+    /// message to switch.
+    #[arg(long, value_name = "ID")]
+    pub preset: Option<String>,
     /// The agent id (an agent the config creates is used as it is).
     #[arg(long, value_name = "ID", default_value = "main")]
     pub agent: String,
@@ -355,6 +388,10 @@ pub struct StressArgs {
     /// Write this shard's report (JSON) for `cordis stress merge`.
     #[arg(long, value_name = "FILE")]
     pub report: Option<PathBuf>,
+    /// Also mount agent preset ID in each boot and compare the assembly of its standing scope
+    /// (with --exercise, the agent joins it).
+    #[arg(long, value_name = "ID")]
+    pub preset: Option<String>,
     /// Exercise each boot: hold the scripted conversation in SCRIPT with the agent, dispose,
     /// and compare the whole session log (times scrubbed) besides the digest and statuses.
     /// SCRIPT is YAML: `turns: [messages]` and optional `responses: [...]` in the llm entry's
@@ -506,6 +543,7 @@ where
         Command::Permute(args) => permute::run(args, io, builtins),
         Command::Call(args) => call::run(args, io, builtins),
         Command::Cache(command) => cache::run(command, io),
+        Command::Presets(args) => presets::run(args, io, builtins),
         Command::Acp(args) => acp::run(args, io, builtins),
         Command::History(args) => history::run(args, io, builtins),
     };

@@ -40,6 +40,6 @@ pub use composer::{Composer, Composition, RowInfo, RowReport, RowStatus};
 pub use config::{AgentPresetsConfig, Root, RootConfig, Trust, user_root};
 pub use discovery::{COMPOSITION_FILE, METADATA_FILE, PresetInfo, discover, is_preset_id};
 pub use error::{JoinError, PresetError};
-pub use persona::{PersonaConfig, PersonaPlugin};
+pub use persona::{PersonaConfig, PersonaPlugin, ToolOrderConfig, ToolOrderPlugin};
 pub use plugin::AgentPresetsPlugin;
 pub use roster::{AgentPresets, Standing};

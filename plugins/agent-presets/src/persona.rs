@@ -1,10 +1,10 @@
-//! The `persona` row: a preset's persona, replacing the deployment's `deployment:persona` for
-//! the agents joined to the preset and for no one else.
+//! The prompt rows of a preset: `persona` replaces the deployment's `deployment:persona`, and
+//! `tool-order` its `toolOrder`, for the agents joined to the preset and for no one else.
 
 use std::sync::Arc;
 
 use cordis_runtime::{BoxError, Context, Inject, Plugin, Service};
-use cordis_system_prompt::{PERSONA_SECTION, SystemPrompt};
+use cordis_system_prompt::{PERSONA_SECTION, SystemPrompt, ToolOrder};
 use cordis_tools::{ToolRegistry, declaring_key};
 use serde::Deserialize;
 
@@ -50,6 +50,49 @@ impl Plugin for PersonaPlugin {
                 .chain(scope)
                 .contains(&realm)
                 .then(|| text.to_string())
+        })?;
+        Ok(())
+    }
+}
+
+/// Configuration of the `tool-order` row.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ToolOrderConfig {
+    /// The order for this preset's agents; absent: plain lexicographic order.
+    #[serde(default)]
+    pub tool_order: Option<ToolOrder>,
+}
+
+/// The `tool-order` plugin: replaces the deployment's `toolOrder` for the agents joined to its
+/// realm (a preset's standing scope). The `code` preset needs it: under Code Mode the model
+/// receives `run_code` alone, so a deployment order naming a native tool would fail every
+/// assembly of its agents.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ToolOrderPlugin;
+
+impl Plugin for ToolOrderPlugin {
+    type Config = ToolOrderConfig;
+
+    fn name(&self) -> &str {
+        "tool-order"
+    }
+
+    fn inject(&self) -> &[Inject] {
+        INJECT
+    }
+
+    async fn apply(&self, ctx: Context, config: &ToolOrderConfig) -> Result<(), BoxError> {
+        let prompt = ctx.require::<SystemPrompt>()?;
+        let registry = ctx.require::<ToolRegistry>()?;
+        let realm = declaring_key(&ctx);
+        let order = config.tool_order.clone();
+        let _ = prompt.override_tool_order(&ctx, move |assemble| {
+            let scope = assemble.scope?;
+            registry
+                .chain(scope)
+                .contains(&realm)
+                .then(|| order.clone())
         })?;
         Ok(())
     }

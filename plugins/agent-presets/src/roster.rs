@@ -24,6 +24,8 @@ pub struct Standing {
     pub generation: u64,
     /// The standing scope's registry key: an agent joins by making it its scope's parent.
     pub key: ScopeKey,
+    /// Its rows as mounted (all active or disabled), in file order.
+    pub rows: Vec<RowReport>,
 }
 
 /// The modification time and size of each file a composition was read from.
@@ -335,6 +337,7 @@ impl AgentPresets {
             preset: id.to_owned(),
             generation,
             key: ScopeKey::from(scope.id()),
+            rows: reports,
         };
         tracing::debug!(
             preset = id,

@@ -37,6 +37,6 @@ pub use plugin::{PERSONA_ORDER, PERSONA_SECTION, SystemPromptConfig, SystemPromp
 pub use render::{interpolate, is_variable_name};
 pub use schema::{ScopeKey, ToolSchema, canonical_json, canonicalize, is_canonical};
 pub use service::{
-    AssembleValue, OverrideFn, Section, SectionFn, SectionText, SystemPrompt, SystemPromptAssemble,
-    SystemPromptChange, ToolProviderFn, ToolProviderResult, VariableFn,
+    AssembleValue, OrderOverrideFn, OverrideFn, Section, SectionFn, SectionText, SystemPrompt,
+    SystemPromptAssemble, SystemPromptChange, ToolProviderFn, ToolProviderResult, VariableFn,
 };

@@ -25,6 +25,9 @@ pub type SectionFn = Arc<dyn Fn(&AssembleContext) -> String + Send + Sync>;
 pub type VariableFn = Arc<dyn Fn(&AssembleContext) -> Option<String> + Send + Sync>;
 /// Replaces a section's text for some assemblies: `Some(text)` for those it applies to.
 pub type OverrideFn = Arc<dyn Fn(&AssembleContext) -> Option<String> + Send + Sync>;
+/// Replaces the configured `toolOrder` for some assemblies: `Some(order)` (itself `None` for
+/// plain lexicographic order) for those it applies to.
+pub type OrderOverrideFn = Arc<dyn Fn(&AssembleContext) -> Option<Option<ToolOrder>> + Send + Sync>;
 /// Offers tools for one assembly.
 pub type ToolProviderFn = Arc<dyn Fn(&AssembleContext) -> ToolProviderResult + Send + Sync>;
 
@@ -144,6 +147,8 @@ struct State {
     providers: BTreeMap<u64, ToolProviderFn>,
     /// Section overrides by registration id: (section name, override).
     overrides: BTreeMap<u64, (String, OverrideFn)>,
+    /// `toolOrder` overrides by registration id.
+    order_overrides: BTreeMap<u64, OrderOverrideFn>,
 }
 
 impl State {
@@ -297,6 +302,36 @@ impl SystemPrompt {
         )
     }
 
+    /// Replaces the configured `toolOrder` in the assemblies for which `order` returns
+    /// `Some(order)` (`Some(None)`: lexicographic), as an effect of `ctx`'s scope: an agent
+    /// preset presenting its tools in Code Mode drops a deployment order that names native
+    /// tools its agents no longer receive.
+    ///
+    /// # Determinism
+    /// As [`SystemPrompt::override_section`]: the earliest registered applying override wins;
+    /// callers keep them disjoint.
+    ///
+    /// # Errors
+    /// A dead scope.
+    pub fn override_tool_order(
+        &self,
+        ctx: &Context,
+        order: impl Fn(&AssembleContext) -> Option<Option<ToolOrder>> + Send + Sync + 'static,
+    ) -> Result<EffectHandle, RegisterError> {
+        self.live(ctx, "tool order override", "")?;
+        let id = {
+            let mut st = lock(&self.state);
+            let id = st.next();
+            st.order_overrides.insert(id, Arc::new(order));
+            id
+        };
+        Ok(
+            self.finish(ctx, "tool order override", String::new(), move |st| {
+                st.order_overrides.remove(&id);
+            }),
+        )
+    }
+
     /// Registers a tool provider as an effect of `ctx`'s scope.
     ///
     /// # Errors
@@ -386,9 +421,11 @@ impl SystemPrompt {
     /// As [`SystemPrompt::assemble`], minus the waterfall.
     pub fn initial(&self, context: &AssembleContext) -> Result<PromptAssembly, AssembleError> {
         // Snapshot under the lock, call user code without it (a callback may register things).
-        let (sections, variables, providers, overrides) = {
+        let (sections, variables, providers, overrides, order_overrides) = {
             let st = lock(&self.state);
             let overrides: Vec<(String, OverrideFn)> = st.overrides.values().cloned().collect();
+            let order_overrides: Vec<OrderOverrideFn> =
+                st.order_overrides.values().cloned().collect();
             let sections: Vec<(String, f64, SectionText)> = st
                 .sections
                 .iter()
@@ -400,7 +437,7 @@ impl SystemPrompt {
                 .map(|(n, (_, f))| (n.clone(), f.clone()))
                 .collect();
             let providers: Vec<ToolProviderFn> = st.providers.values().cloned().collect();
-            (sections, variables, providers, overrides)
+            (sections, variables, providers, overrides, order_overrides)
         };
 
         let mut assembled = Vec::with_capacity(sections.len());
@@ -437,7 +474,15 @@ impl SystemPrompt {
 
         // The known-name universe only matters for validating a `toolOrder`; skip building it
         // (a set of every name) when there is none.
-        let validate = self.tool_order.is_some();
+        let mut tool_order = None;
+        for f in &order_overrides {
+            if let Some(order) = guarded("toolOrder override", || f(context))? {
+                tool_order = Some(order);
+                break;
+            }
+        }
+        let tool_order = tool_order.unwrap_or_else(|| self.tool_order.clone());
+        let validate = tool_order.is_some();
         let mut tools = Vec::new();
         let mut known = BTreeSet::new();
         for provider in providers {
@@ -453,7 +498,7 @@ impl SystemPrompt {
             }
             tools.extend(result.schemas);
         }
-        let tools = order_tools(tools, self.tool_order.as_ref(), &known)?;
+        let tools = order_tools(tools, tool_order.as_ref(), &known)?;
         // Canonical order puts schemas sharing a name next to each other.
         if let Some(pair) = tools.windows(2).find(|w| w[0].name == w[1].name) {
             return Err(AssembleError::DuplicateTool {
@@ -565,6 +610,26 @@ mod tests {
             text(AssembleContext::scoped(joined)).await,
             "deployment\n\nafter"
         );
+        root.dispose();
+    }
+
+    #[tokio::test]
+    async fn a_tool_order_override_applies_only_where_it_says() {
+        let root = Context::root();
+        let sp = service(&root, Some(&["zulu", TOOL_ORDER_REST]));
+        let _ = sp.tools(&root, provider(&["alpha", "zulu"])).unwrap();
+        let joined = crate::ScopeKey(3);
+        let handle = sp
+            .override_tool_order(&root, move |a| (a.scope == Some(joined)).then_some(None))
+            .unwrap();
+        let order = |a| {
+            let sp = &sp;
+            async move { names(&sp.assemble(a).await.unwrap()).join(",") }
+        };
+        assert_eq!(order(AssembleContext::scoped(joined)).await, "alpha,zulu");
+        assert_eq!(order(AssembleContext::global()).await, "zulu,alpha");
+        handle.dispose();
+        assert_eq!(order(AssembleContext::scoped(joined)).await, "zulu,alpha");
         root.dispose();
     }
 

@@ -1,0 +1,226 @@
+//! `cordis presets`: the roster a config's `agent-presets` entry finds; and the one way the
+//! other commands' `--preset ID` mounts a preset and reads what a joined agent would receive.
+
+use cordis_agent_presets::{AgentPresets, PresetInfo, RowStatus};
+use cordis_host::Builtins;
+use cordis_host::diagnostic::Pos;
+use cordis_host::loader::{BootReport, EntryReport, EntryStatus, boot};
+use cordis_runtime::{Context, Schedule};
+use cordis_system_prompt::{AssembleContext, SystemPrompt};
+use serde_json::{Value, json};
+
+use super::render::safe;
+use super::{EXIT_CONFIG, EXIT_OK, Io, PresetsArgs, load};
+
+pub(crate) fn run(args: &PresetsArgs, io: &mut Io<'_>, builtins: &Builtins) -> anyhow::Result<u8> {
+    let plan = load(&args.config, io, builtins)?;
+    let rt = cordis_host::shutdown::current_thread()?;
+    let listed = rt.block_on(async {
+        let root = Context::root_with(Schedule::new(cordis_runtime::Policy::Fifo, 0));
+        let report = boot(&root, &plan).await;
+        let roster = root.get::<AgentPresets>();
+        let listed = match &roster {
+            Some(roster) => Some((roster.default_id().to_owned(), roster.list_async().await)),
+            None => None,
+        };
+        root.dispose();
+        (listed, report)
+    });
+    cordis_host::shutdown::end(rt);
+    let (Some((default, presets)), _) = listed else {
+        let file = args.config.file.display().to_string();
+        let entry = listed.1.entries.iter().find(|e| e.name == "agent-presets");
+        match entry {
+            Some(e) => writeln!(
+                io.err,
+                "cordis: the agent-presets entry {} of {} is {}: {}",
+                safe(&e.id),
+                safe(&file),
+                e.status,
+                safe(e.error.as_deref().unwrap_or("no reason given"))
+            )?,
+            None => writeln!(
+                io.err,
+                "cordis: {} has no agent-presets entry; add one (see the bundled cordis.yml):\n  - id: agent-presets\n    name: agent-presets\n    config: {{roots: [{{path: presets}}], default: standard}}",
+                safe(&file)
+            )?,
+        }
+        return Ok(EXIT_CONFIG);
+    };
+    if args.json {
+        let presets: Vec<Value> = presets.iter().map(info_json).collect();
+        let value = json!({"default": default, "presets": presets});
+        writeln!(io.out, "{}", serde_json::to_string_pretty(&value)?)?;
+        return Ok(EXIT_OK);
+    }
+    write!(io.out, "{}", table(&presets, &default))?;
+    Ok(EXIT_OK)
+}
+
+fn info_json(p: &PresetInfo) -> Value {
+    json!({
+        "id": p.id,
+        "name": p.name,
+        "description": p.description,
+        "order": p.order,
+        "root": p.root.display().to_string(),
+        "trust": p.trust.as_str(),
+        "composition": p.composition.display().to_string(),
+        "broken": p.broken,
+    })
+}
+
+/// The listing: id (`*` marks the default), name, order, and a broken preset's reason.
+fn table(presets: &[PresetInfo], default: &str) -> String {
+    let rows: Vec<[String; 4]> = presets
+        .iter()
+        .map(|p| {
+            let id = if p.id == default {
+                format!("{} *", p.id)
+            } else {
+                p.id.clone()
+            };
+            [
+                id,
+                safe(p.name.as_deref().unwrap_or("-")).into_owned(),
+                p.order.map_or_else(|| "-".to_owned(), |o| o.to_string()),
+                p.broken
+                    .as_deref()
+                    .map_or_else(String::new, |b| format!("broken: {}", safe(b))),
+            ]
+        })
+        .collect();
+    let header = ["ID", "NAME", "ORDER", "BROKEN"];
+    let mut widths = header.map(|h| h.chars().count());
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let line = |cells: [&str; 4]| {
+        let mut out = String::new();
+        for (i, (cell, w)) in cells.iter().zip(widths).enumerate() {
+            if i == 3 {
+                out.push_str(cell);
+            } else {
+                out.push_str(cell);
+                out.push_str(&" ".repeat(w - cell.chars().count() + 2));
+            }
+        }
+        format!("{}\n", out.trim_end())
+    };
+    let mut out = line(header);
+    for row in &rows {
+        out.push_str(&line([&row[0], &row[1], &row[2], &row[3]]));
+    }
+    if presets.iter().all(|p| p.id != default) {
+        out.push_str(&format!(
+            "the default preset \"{}\" is not among them\n",
+            safe(default)
+        ));
+    } else {
+        out.push_str("* the default (joined when no --preset is given)\n");
+    }
+    out
+}
+
+/// Mounts preset `preset` on a booted runtime and turns `report` into what an agent joined to it
+/// would get: the preset's rows appended as entries (`<preset>/<row>`), and the assembly and
+/// digest of its standing scope (a scope-only read, as a joined agent's request carries it).
+///
+/// # Errors
+/// The roster's message when the config has no roster or the preset does not mount.
+pub(crate) async fn join_report(
+    root: &Context,
+    mut report: BootReport,
+    preset: &str,
+) -> Result<BootReport, String> {
+    let Some(roster) = root.get::<AgentPresets>() else {
+        return Err(
+            "--preset needs an `agent-presets` entry (see the bundled cordis.yml), and it is not active"
+                .to_owned(),
+        );
+    };
+    let standing = roster
+        .standing_key_for(Some(preset))
+        .await
+        .map_err(|e| e.to_string())?;
+    for row in &standing.rows {
+        report.entries.push(EntryReport {
+            id: format!("{}/{}", standing.preset, row.id),
+            name: row.name.clone(),
+            pos: Pos::default(),
+            status: match row.status {
+                RowStatus::Active => EntryStatus::Active,
+                RowStatus::Disabled => EntryStatus::Disabled,
+                RowStatus::Pending => EntryStatus::Pending,
+                RowStatus::Loading => EntryStatus::Loading,
+                RowStatus::Failed => EntryStatus::Failed,
+                RowStatus::Disposed => EntryStatus::Disposed,
+            },
+            error: row.reason.clone(),
+            waiting_for: Vec::new(),
+            load_ms: None,
+        });
+    }
+    let Some(prompt) = root.get::<SystemPrompt>() else {
+        return Err("--preset needs a `system-prompt` entry".to_owned());
+    };
+    match prompt.assemble(AssembleContext::scoped(standing.key)).await {
+        Ok(assembly) => match assembly.header_json() {
+            Ok(header) => {
+                report.assembly = json!({
+                    "preset": standing.preset,
+                    "sections": assembly
+                        .sections
+                        .iter()
+                        .map(|s| json!({"name": s.name, "order": s.order}))
+                        .collect::<Vec<_>>(),
+                    "tools": assembly.tools.iter().map(|t| t.name.clone()).collect::<Vec<_>>(),
+                });
+                report.digest = cordis_host::digest::sha256_hex(&header);
+                report.assembly_error = None;
+            }
+            Err(e) => fail_assembly(&mut report, e.to_string()),
+        },
+        Err(e) => fail_assembly(&mut report, e.to_string()),
+    }
+    Ok(report)
+}
+
+fn fail_assembly(report: &mut BootReport, message: String) {
+    report.assembly = Value::Null;
+    report.digest =
+        cordis_host::digest::sha256_hex(format!("assemble failed: {message}").as_bytes());
+    report.assembly_error = Some(message);
+}
+
+/// Boots `plan` on a fresh current-thread runtime under `schedule`, joins `preset`
+/// ([`join_report`]), disposes, and returns the joined report (or why the preset did not mount)
+/// with the live counts left after disposal.
+///
+/// # Errors
+/// Only if the tokio runtime cannot be built.
+pub(crate) fn boot_joined(
+    plan: &cordis_host::LoadPlan,
+    schedule: Schedule,
+    preset: &str,
+) -> std::io::Result<(Result<BootReport, String>, cordis_runtime::LiveCounts)> {
+    let rt = cordis_host::shutdown::current_thread()?;
+    let outcome = rt.block_on(async {
+        let root = Context::root_with(schedule);
+        let report = boot(&root, plan).await;
+        let joined = join_report(&root, report, preset).await;
+        root.dispose();
+        root.tasks_finished().await;
+        for _ in 0..16 {
+            if root.live().is_zero() {
+                break;
+            }
+            tokio::task::yield_now().await;
+        }
+        (joined, root.live())
+    });
+    cordis_host::shutdown::end(rt);
+    Ok(outcome)
+}
