@@ -114,8 +114,10 @@ fn history_shows_a_run_session_with_messages_and_tool_cards_and_pages_back_to_th
         args.truncate(5);
         args.extend(["--before".into(), first.to_string()]);
     }
-    // Two turns of 1 user + 2 assistant messages: 6 messages, 2 a page.
-    assert_eq!(pages, 3);
+    // Two turns of 1 user + 2 assistant messages: 6 messages, 2 a page; the page holding the
+    // first message starts at it (seq 1), so `hasMore` (events before the page) leaves the
+    // turn/start at 0 for a fourth page, as the reference's pagination does.
+    assert_eq!(pages, 4);
 
     let page = json(&cordis(
         &dir,
@@ -191,6 +193,52 @@ fn history_reads_a_session_while_cordis_run_holds_it_and_the_run_goes_on() {
         log.lines().count() - 1,
         "every event once the run ended"
     );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_switched_session_reads_as_its_switched_preset_and_a_deleted_preset_still_serves_it() {
+    let dir = fresh_dir("presets");
+    let run = cordis(
+        &dir,
+        &["run", "--session", "sw"],
+        "/preset minimal\nhello\n",
+    );
+    assert_eq!(run.status.code(), Some(0), "{}", text(&run.stderr));
+    let out = cordis(&dir, &["history", "sw"], "");
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        stdout.contains("(switched to preset minimal)\n> hello\n"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("\npreset: minimal\n"), "{stdout}");
+    let page = json(&cordis(&dir, &["history", "sw", "--json"], ""));
+    assert_eq!(page["projections"]["values"]["agentPreset"], "minimal");
+
+    // A preset of this directory's own root, used and then deleted.
+    let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("presets/minimal");
+    let mine = dir.join("presets/mine");
+    std::fs::create_dir_all(&mine).unwrap();
+    for file in std::fs::read_dir(&shipped).unwrap() {
+        let file = file.unwrap();
+        if file.file_type().unwrap().is_file() {
+            std::fs::copy(file.path(), mine.join(file.file_name())).unwrap();
+        }
+    }
+    let run = cordis(
+        &dir,
+        &["run", "--session", "orphan", "--preset", "mine"],
+        "hello\n",
+    );
+    assert_eq!(run.status.code(), Some(0), "{}", text(&run.stderr));
+    std::fs::remove_dir_all(&mine).unwrap();
+    let out = cordis(&dir, &["history", "orphan"], "");
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(stdout.contains("> hello\n"), "{stdout}");
+    assert!(stdout.contains("Noted."), "{stdout}");
+    assert!(stdout.contains("\npreset: mine\n"), "{stdout}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
