@@ -186,7 +186,13 @@ fn editing_only_an_included_file_while_watching_reloads_it() {
         .unwrap();
     let out = lines(child.stdout.take().unwrap());
     let err = lines(child.stderr.take().unwrap());
-    wait_for(&err, "watching");
+    assert_eq!(
+        wait_for(&err, "watching"),
+        format!(
+            "cordis: watching {} and the file it includes for changes (Ctrl-C to stop)",
+            file.display()
+        )
+    );
     let first_digest = wait_for(&out, "digest: ");
 
     // A new entry in the included file is added.

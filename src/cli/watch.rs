@@ -20,9 +20,14 @@ pub(crate) fn run(
         let schedule = cordis_runtime::Schedule::new(args.policy(), seed);
         let (mut live, report) = super::boot_live(&args.config, schedule, io, builtins).await?;
         print_report(&report, args, seed, SeedHint::Replay, io)?;
+        let included = match live.included_files().len() {
+            0 => String::new(),
+            1 => " and the file it includes".to_owned(),
+            n => format!(" and the {n} files it includes"),
+        };
         writeln!(
             io.err,
-            "cordis: watching {file} for changes (Ctrl-C to stop)"
+            "cordis: watching {file}{included} for changes (Ctrl-C to stop)"
         )?;
         io.out.flush()?;
         io.err.flush()?;
