@@ -227,6 +227,20 @@ pub async fn exercise(
     script: &ExerciseScript,
     schedule: Schedule,
 ) -> Result<ExerciseOutcome, ExerciseError> {
+    exercise_with_preset(plan, script, schedule, None).await
+}
+
+/// [`exercise`] with the agent joined to agent preset `preset` (`None`: the roster's default)
+/// when the composition has an `agent-presets` roster.
+///
+/// # Errors
+/// As [`exercise`]; also when the preset does not mount.
+pub async fn exercise_with_preset(
+    plan: &LoadPlan,
+    script: &ExerciseScript,
+    schedule: Schedule,
+    preset: Option<&str>,
+) -> Result<ExerciseOutcome, ExerciseError> {
     let root = Context::root_with(schedule);
     let report = boot(&root, plan).await;
     let Some(agents) = root.get::<AgentLoop>() else {
@@ -246,11 +260,20 @@ pub async fn exercise(
     let model = agents.llm().default_model().unwrap_or("default").to_owned();
     let mut options = AgentOptions::new(EXERCISE_ID, model);
     options.session_id = Some(EXERCISE_ID.to_owned());
-    let agent = match agents.create_agent(options).await {
+    // With a roster, the agent joins a preset (an unjoined agent could not assemble).
+    let created = match root.get::<cordis_agent_presets::AgentPresets>() {
+        Some(roster) => roster
+            .create_agent(&agents, options, preset)
+            .await
+            .map(|(agent, _)| agent)
+            .map_err(|e| e.to_string()),
+        None => agents.create_agent(options).await.map_err(|e| e.to_string()),
+    };
+    let agent = match created {
         Ok(agent) => agent,
         Err(e) => {
             root.dispose();
-            return Err(ExerciseError::NoAgent(e.to_string()));
+            return Err(ExerciseError::NoAgent(e));
         }
     };
     let mut turns = Vec::with_capacity(script.turns.len());

@@ -11,6 +11,7 @@
 //! stdout is the transcript alone.
 
 use cordis_agent_loop::{Agent, AgentEvent, AgentLoop, AgentOptions, CreateAgentError, TurnError};
+use cordis_agent_presets::{AgentPresets, JoinError};
 use cordis_approvals::{Answer, ApprovalRequest};
 use cordis_host::Builtins;
 use cordis_host::loader::BootReport;
@@ -105,11 +106,13 @@ impl SessionChoice {
     }
 }
 
-/// Creates (or re-creates after a reload) the run's agent on its session.
+/// Creates (or re-creates after a reload) the run's agent on its session, joined to `preset`
+/// (`None`: the roster's default) when the config has an `agent-presets` roster.
 async fn make_agent(
     root: &Context,
     args: &RunArgs,
     session_id: &str,
+    preset: Option<&str>,
 ) -> Result<(Agent, std::sync::Arc<SessionStore>), NoAgent> {
     let Some(agents) = root.get::<AgentLoop>() else {
         return Err(NoAgent::Other(
@@ -127,19 +130,42 @@ async fn make_agent(
         .unwrap_or_else(|| "default".to_owned());
     let mut options = AgentOptions::new(args.agent.clone(), model);
     options.session_id = Some(session_id.to_owned());
-    let agent = agents.create_agent(options).await.map_err(|e| match &e {
+    let agent = match root.get::<AgentPresets>() {
+        Some(roster) => match roster.create_agent(&agents, options, preset).await {
+            Ok((agent, _)) => agent,
+            Err(JoinError::Create(e)) => return Err(no_agent(&e)),
+            // A preset that did not mount: the roster's message says which and why.
+            Err(other) => return Err(NoAgent::Other(other.to_string())),
+        },
+        None if preset.is_some() => {
+            return Err(NoAgent::Other(
+                "--preset needs an `agent-presets` entry in the config (see the bundled cordis.yml)"
+                    .into(),
+            ));
+        }
+        None => agents
+            .create_agent(options)
+            .await
+            .map_err(|e| no_agent(&e))?,
+    };
+    Ok((agent, agents.sessions().clone()))
+}
+
+/// How a failed agent creation is told.
+fn no_agent(e: &CreateAgentError) -> NoAgent {
+    match e {
         CreateAgentError::Session {
             source: SessionError::SessionLocked { id, pid },
             ..
         } => {
-            let holder = pid.map_or_else(|| "another process".to_owned(), |p| format!("process {p}"));
+            let holder =
+                pid.map_or_else(|| "another process".to_owned(), |p| format!("process {p}"));
             NoAgent::Locked(format!(
                 "session {id} is open in {holder}; end it there first, or start a new session (without --resume)"
             ))
         }
         other => NoAgent::Other(other.to_string()),
-    })?;
-    Ok((agent, agents.sessions().clone()))
+    }
 }
 
 /// Why [`make_agent`] made no agent.
@@ -247,7 +273,14 @@ async fn run_session(
         root.dispose();
         return Ok(EXIT_CONFIG);
     }
-    let (agent, store) = match make_agent(&root, args, choice.id()).await {
+    let preset = match session_preset(&root, args, choice, io).await? {
+        Ok(preset) => preset,
+        Err(code) => {
+            root.dispose();
+            return Ok(code);
+        }
+    };
+    let (agent, store) = match make_agent(&root, args, choice.id(), preset.as_deref()).await {
         Ok(a) => a,
         Err(NoAgent::Locked(why)) => {
             root.dispose();
@@ -268,9 +301,14 @@ async fn run_session(
     } else {
         "new"
     };
+    let joined = agent
+        .session()
+        .preset()
+        .map(|p| format!("; preset {}", safe(&p)))
+        .unwrap_or_default();
     writeln!(
         io.err,
-        "cordis: {verb} session {} ({shown}); adapter {}; one message per line, \"\"\" for multi-line, EOF to end",
+        "cordis: {verb} session {} ({shown}); adapter {}{joined}; one message per line, \"\"\" for multi-line, EOF to end",
         agent.session().id(),
         root.get::<AgentLoop>()
             .map_or_else(String::new, |l| l.llm().adapter().name().to_owned()),
@@ -328,6 +366,40 @@ async fn run_session(
     } else {
         EXIT_OK
     })
+}
+
+/// The preset the run's agent joins: `--preset` for a new session (`None`: the roster's
+/// default); for a resumed one, the preset its log records (the last `agent-preset/selected`,
+/// else the header), which `--preset` may only repeat.
+async fn session_preset(
+    root: &Context,
+    args: &RunArgs,
+    choice: &SessionChoice,
+    io: &mut Io<'_>,
+) -> anyhow::Result<Result<Option<String>, u8>> {
+    let SessionChoice::Resume(id) = choice else {
+        return Ok(Ok(args.preset.clone()));
+    };
+    let (Some(agents), Some(_)) = (root.get::<AgentLoop>(), root.get::<AgentPresets>()) else {
+        return Ok(Ok(args.preset.clone()));
+    };
+    let recorded = match agents.sessions().source(id).await {
+        Ok(source) => source.preset(),
+        // Opening it next reports why it cannot be read.
+        Err(_) => None,
+    };
+    match (&args.preset, &recorded) {
+        (Some(asked), Some(logged)) if asked != logged => {
+            writeln!(
+                io.err,
+                "cordis: session {id} runs preset {}; --preset {} only chooses the preset of a new session",
+                safe(logged),
+                safe(asked)
+            )?;
+            Ok(Err(EXIT_CONFIG))
+        }
+        _ => Ok(Ok(recorded.or_else(|| args.preset.clone()))),
+    }
 }
 
 /// A new session must not exist yet; a resumed one must.
@@ -405,6 +477,13 @@ impl Conversation<'_> {
                 }
             };
             let Some(message) = message else { break };
+            if let Some(rest) = preset_command(&message) {
+                if !interactive {
+                    writeln!(io.out, "> {}", safe_lines(message.trim()))?;
+                }
+                self.switch_preset(rest, io).await?;
+                continue;
+            }
             if !interactive {
                 // Piped input is not on the screen: echo it so the transcript reads as a dialogue.
                 for line in message.lines() {
@@ -415,6 +494,49 @@ impl Conversation<'_> {
             io.out.flush()?;
             io.err.flush()?;
         }
+        Ok(())
+    }
+
+    /// `/preset [ID]`: without an id, names the preset the session runs and the others; with
+    /// one, switches a blank session to it (the roster refuses once the session has a turn).
+    /// Lines are read between turns, so a switch never lands mid-turn.
+    async fn switch_preset(&mut self, id: &str, io: &mut Io<'_>) -> anyhow::Result<()> {
+        let Some(roster) = self.root.get::<AgentPresets>() else {
+            writeln!(
+                io.err,
+                "cordis: /preset needs an `agent-presets` entry in the config (see the bundled cordis.yml)"
+            )?;
+            return Ok(());
+        };
+        if id.is_empty() {
+            let current = self.agent.session().preset().unwrap_or_default();
+            let ids: Vec<String> = roster
+                .list_async()
+                .await
+                .into_iter()
+                .map(|p| match p.broken {
+                    Some(_) => format!("{} (broken)", p.id),
+                    None => p.id,
+                })
+                .collect();
+            writeln!(
+                io.err,
+                "cordis: preset {}; available: {}; /preset ID switches before the first message",
+                safe(&current),
+                safe(&ids.join(", "))
+            )?;
+            return Ok(());
+        }
+        match roster.switch(&self.agent, id).await {
+            Ok(standing) => writeln!(
+                io.err,
+                "cordis: session {} now runs preset {}",
+                self.agent.session().id(),
+                safe(&standing.preset)
+            )?,
+            Err(e) => writeln!(io.err, "cordis: {}", safe_lines(&e.to_string()))?,
+        }
+        io.err.flush()?;
         Ok(())
     }
 
@@ -486,7 +608,15 @@ impl Conversation<'_> {
             // A reload that restarted the loop disposed the agent: make it again on the same
             // session (its next header is logged as `resume`) and retry once.
             if matches!(ended, Err(TurnError::Disposed(_))) && attempt == 1 {
-                match make_agent(&self.root, self.args, current.session().id()).await {
+                let preset = current.session().preset();
+                match make_agent(
+                    &self.root,
+                    self.args,
+                    current.session().id(),
+                    preset.as_deref(),
+                )
+                .await
+                {
                     Ok((a, _)) => {
                         self.agent = a;
                         continue;
@@ -509,9 +639,24 @@ impl Conversation<'_> {
     }
 }
 
+/// The argument of a `/preset` line (empty for a bare `/preset`), or `None` for a message.
+fn preset_command(line: &str) -> Option<&str> {
+    let rest = line.trim().strip_prefix("/preset")?;
+    (rest.is_empty() || rest.starts_with(char::is_whitespace)).then(|| rest.trim())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_preset_line_is_a_command_and_anything_else_a_message() {
+        assert_eq!(preset_command("/preset code"), Some("code"));
+        assert_eq!(preset_command("  /preset   minimal  "), Some("minimal"));
+        assert_eq!(preset_command("/preset"), Some(""));
+        assert_eq!(preset_command("/presets"), None);
+        assert_eq!(preset_command("use /preset code"), None);
+    }
 
     #[test]
     fn session_ids_are_sortable_timestamps() {
