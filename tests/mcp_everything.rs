@@ -1,6 +1,6 @@
 //! End to end against the npm reference server `@modelcontextprotocol/server-everything`: the
 //! test installs a pinned version into a temporary directory and drives it through `cordis
-//! check` and `cordis call`. Without `node` and `npm` on PATH it prints a `SKIPPED:` line and
+//! check` and `cordis call`, over stdio and over streamable HTTP. Without `node` and `npm` on PATH it prints a `SKIPPED:` line and
 //! passes (CI has both, so it runs there).
 
 mod common;
@@ -92,4 +92,64 @@ fn the_reference_server_everything_lists_and_answers_through_cordis() {
     );
     assert_eq!(sum.code, 0, "{}\n{}", sum.out, sum.err);
     assert!(sum.out.contains("10"), "{}", sum.out);
+
+    // The same server over streamable HTTP, on a port nobody else uses; the header's value
+    // comes through `${{ env.… }}` interpolation.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let server = Command::new("node")
+        .arg(&entry)
+        .arg("streamableHttp")
+        .env("PORT", port.to_string())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("starting server-everything over HTTP");
+    let _server = KillOnDrop(server);
+    let started = std::time::Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(60),
+            "server-everything did not listen on {port}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let http_file = dir.path().join("http.yml");
+    std::fs::write(
+        &http_file,
+        format!(
+            "- id: system-prompt\n  name: system-prompt\n- id: tools\n  name: tools\n\
+             - id: everything\n  name: mcp\n  config:\n    transport: http\n    server: everything\n\
+             \x20   url: \"http://127.0.0.1:{port}/mcp\"\n\
+             \x20   headers: {{x-cordis-test: \"${{{{ env.CORDIS_TEST_HEADER }}}}\"}}\n\
+             \x20   failOnStartupError: true\n"
+        ),
+    )
+    .unwrap();
+    let http_file = http_file.display().to_string();
+    let env = [("CORDIS_TEST_HEADER", "from-env")];
+    let echo = cordis(
+        &[
+            "call",
+            &http_file,
+            "mcp__everything__echo",
+            r#"{"message":"over http"}"#,
+        ],
+        &env,
+    );
+    assert_eq!(echo.code, 0, "{}\n{}", echo.out, echo.err);
+    assert!(echo.out.contains("Echo: over http"), "{}", echo.out);
+}
+
+/// Kills the child when the test ends, passing or failing.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }

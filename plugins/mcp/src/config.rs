@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use reqwest::header::{HeaderName, HeaderValue};
 use serde::Deserialize;
 
 use crate::error::McpError;
@@ -117,6 +118,25 @@ impl McpConfig {
         }
     }
 
+    /// The `headers` as HTTP header names and values.
+    ///
+    /// # Errors
+    /// A name or value HTTP does not allow.
+    pub fn header_map(&self) -> Result<Vec<(HeaderName, HeaderValue)>, McpError> {
+        self.headers
+            .iter()
+            .map(|(name, value)| {
+                let n = HeaderName::from_bytes(name.as_bytes()).map_err(|_| {
+                    McpError::config(&self.server, &format!("header name {name:?} is not a valid HTTP header name"))
+                })?;
+                let v = HeaderValue::from_str(value).map_err(|_| {
+                    McpError::config(&self.server, &format!("the value of header {name:?} has characters HTTP does not allow (a line break?)"))
+                })?;
+                Ok((n, v))
+            })
+            .collect()
+    }
+
     /// The call timeout.
     pub fn call_timeout(&self) -> Duration {
         Duration::from_millis(self.call_timeout_ms)
@@ -155,6 +175,7 @@ impl McpConfig {
                 }
             }
             TransportKind::Http => {
+                self.header_map()?;
                 if self.url.as_deref().is_none_or(str::is_empty) {
                     return Err(McpError::config(
                         s,

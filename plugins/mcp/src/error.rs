@@ -27,14 +27,6 @@ pub enum McpError {
         /// What is wrong and how to fix it.
         message: String,
     },
-    /// This build has no client for the transport.
-    #[error(
-        "mcp({server}): transport \"http\" is not available in this build yet; run the server over stdio (`transport: stdio`, `command: …`) or put a stdio bridge in front of it"
-    )]
-    HttpUnavailable {
-        /// The server name.
-        server: String,
-    },
     /// Starting the process or the MCP handshake failed.
     #[error("mcp({server}): cannot connect: {reason}")]
     Connect {

@@ -27,6 +27,7 @@
 
 mod config;
 mod error;
+mod http;
 mod naming;
 
 use std::collections::BTreeSet;
@@ -43,6 +44,9 @@ use rmcp::model::{
 };
 use rmcp::service::{NotificationContext, Peer, RoleClient, RunningService, ServiceError};
 use rmcp::transport::TokioChildProcess;
+use rmcp::transport::streamable_http_client::{
+    StreamableHttpClientTransport, StreamableHttpClientTransportConfig,
+};
 use rmcp::{ClientHandler, ServiceExt};
 use serde_json::{Value, json};
 use tokio::io::AsyncBufReadExt;
@@ -82,12 +86,6 @@ impl Plugin for McpPlugin {
 
     async fn apply(&self, ctx: Context, config: &McpConfig) -> Result<(), BoxError> {
         config.check()?;
-        if config.transport == TransportKind::Http {
-            return Err(McpError::HttpUnavailable {
-                server: config.server.clone(),
-            }
-            .into());
-        }
         claim_server(&ctx, &config.server)?;
         let registry = ctx.require::<ToolRegistry>()?;
         let bridge = Arc::new(Bridge {
@@ -309,11 +307,45 @@ impl Bridge {
     }
 
     async fn connect(&self) -> Result<Connection, McpError> {
-        let server = self.server().to_owned();
-        let connect_error = |reason: String| McpError::Connect {
-            server: server.clone(),
-            reason,
+        let (tx, rx) = mpsc::unbounded_channel();
+        let handler = Handler { changes: tx };
+        let limit = self.config.call_timeout();
+        let handshake = match self.config.transport {
+            TransportKind::Stdio => {
+                let transport = self.spawn_stdio()?;
+                tokio::time::timeout(limit, handler.serve(transport)).await
+            }
+            TransportKind::Http => {
+                let transport = self.http_transport()?;
+                tokio::time::timeout(limit, handler.serve(transport)).await
+            }
         };
+        let service = match handshake {
+            Ok(Ok(service)) => service,
+            Ok(Err(e)) => return Err(self.connect_error(format!("handshake failed: {e}"))),
+            Err(_) => {
+                return Err(self.connect_error(format!(
+                    "no handshake within {} ms",
+                    self.config.call_timeout_ms
+                )));
+            }
+        };
+        Ok(Connection {
+            service,
+            changes: rx,
+        })
+    }
+
+    fn connect_error(&self, reason: String) -> McpError {
+        McpError::Connect {
+            server: self.server().to_owned(),
+            reason,
+        }
+    }
+
+    /// Starts the server process: its own process group, the scrubbed environment, stderr to
+    /// the debug log.
+    fn spawn_stdio(&self) -> Result<TokioChildProcess, McpError> {
         let program = self.config.command.clone().unwrap_or_default();
         let mut command = tokio::process::Command::new(&program);
         command.args(&self.config.args).env_clear();
@@ -331,12 +363,11 @@ impl Bridge {
         let (transport, stderr) = TokioChildProcess::builder(wrap)
             .stderr(Stdio::piped())
             .spawn()
-            .map_err(|e| connect_error(format!("cannot start {program:?}: {e}")))?;
-        let pgid = transport.id();
-        // Record the process before anything can fail, so dispose kills it from here on.
-        *lock(&self.link.pgid) = pgid;
+            .map_err(|e| self.connect_error(format!("cannot start {program:?}: {e}")))?;
+        // Recorded before anything can fail, so dispose kills it from here on.
+        *lock(&self.link.pgid) = transport.id();
         if let Some(stderr) = stderr {
-            let server = server.clone();
+            let server = self.server().to_owned();
             let _ = self.ctx.spawn(async move {
                 let mut lines = tokio::io::BufReader::new(stderr).lines();
                 while let Ok(Some(line)) = lines.next_line().await {
@@ -344,22 +375,20 @@ impl Bridge {
                 }
             });
         }
-        let (tx, rx) = mpsc::unbounded_channel();
-        let handshake = Handler { changes: tx }.serve(transport);
-        let service = match tokio::time::timeout(self.config.call_timeout(), handshake).await {
-            Ok(Ok(service)) => service,
-            Ok(Err(e)) => return Err(connect_error(format!("handshake failed: {e}"))),
-            Err(_) => {
-                return Err(connect_error(format!(
-                    "no handshake within {} ms",
-                    self.config.call_timeout_ms
-                )));
-            }
-        };
-        Ok(Connection {
-            service,
-            changes: rx,
-        })
+        Ok(transport)
+    }
+
+    fn http_transport(&self) -> Result<StreamableHttpClientTransport<http::HttpClient>, McpError> {
+        let url = self.config.url.clone().unwrap_or_default();
+        let mut transport = StreamableHttpClientTransportConfig::with_uri(url);
+        transport.custom_headers = self.config.header_map()?.into_iter().collect();
+        let client = reqwest::Client::builder()
+            .build()
+            .map_err(|e| self.connect_error(format!("cannot build the HTTP client: {e}")))?;
+        Ok(StreamableHttpClientTransport::with_client(
+            http::HttpClient(client),
+            transport,
+        ))
     }
 
     /// Every page of `tools/list`.

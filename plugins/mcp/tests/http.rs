@@ -1,0 +1,168 @@
+//! The streamable HTTP transport against a minimal hand-written server (plain JSON answers, no
+//! SSE): handshake, session id, the configured headers on every request, list and call.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use cordis_mcp::{McpConfig, McpPlugin};
+use cordis_runtime::prelude::*;
+use cordis_system_prompt::{SystemPromptConfig, SystemPromptPlugin};
+use cordis_tools::{ToolCall, ToolRegistry, ToolsConfig, ToolsPlugin};
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::{TcpListener, TcpStream};
+
+/// What the server saw: one `METHOD path rpc-method header` line per request.
+type Seen = Arc<Mutex<Vec<String>>>;
+
+async fn answer(stream: TcpStream, seen: Seen) {
+    let mut reader = BufReader::new(stream);
+    loop {
+        let mut request_line = String::new();
+        if reader.read_line(&mut request_line).await.unwrap_or(0) == 0 {
+            return;
+        }
+        let (mut length, mut key, mut session) = (0usize, String::new(), String::new());
+        loop {
+            let mut line = String::new();
+            if reader.read_line(&mut line).await.unwrap_or(0) == 0 {
+                return;
+            }
+            let line = line.trim_end();
+            if line.is_empty() {
+                break;
+            }
+            let (name, value) = line.split_once(':').unwrap_or((line, ""));
+            match name.to_ascii_lowercase().as_str() {
+                "content-length" => length = value.trim().parse().unwrap_or(0),
+                "x-api-key" => key = value.trim().to_owned(),
+                "mcp-session-id" => session = value.trim().to_owned(),
+                _ => {}
+            }
+        }
+        let mut body = vec![0u8; length];
+        if reader.read_exact(&mut body).await.is_err() {
+            return;
+        }
+        let method = request_line
+            .split_whitespace()
+            .next()
+            .unwrap_or("")
+            .to_owned();
+        let message: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+        let rpc = message["method"].as_str().unwrap_or("-").to_owned();
+        seen.lock()
+            .unwrap()
+            .push(format!("{method} {rpc} key={key} session={session}"));
+        let result = match rpc.as_str() {
+            "initialize" => Some(json!({
+                "protocolVersion": "2025-06-18",
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "mini", "version": "1"}
+            })),
+            "tools/list" => Some(json!({"tools": [
+                {"name": "whoami", "description": "The x-api-key it was sent.", "inputSchema": {"type": "object"}}
+            ]})),
+            "tools/call" => Some(json!({"content": [{"type": "text", "text": key}]})),
+            _ => None,
+        };
+        let response = match (method.as_str(), result) {
+            ("POST", Some(result)) => {
+                let body =
+                    json!({"jsonrpc": "2.0", "id": message["id"], "result": result}).to_string();
+                format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nmcp-session-id: s-1\r\ncontent-length: {}\r\n\r\n{body}",
+                    body.len()
+                )
+            }
+            ("POST", None) => "HTTP/1.1 202 Accepted\r\ncontent-length: 0\r\n\r\n".to_owned(),
+            ("GET", _) => "HTTP/1.1 405 Method Not Allowed\r\ncontent-length: 0\r\n\r\n".to_owned(),
+            _ => "HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n".to_owned(),
+        };
+        if reader
+            .get_mut()
+            .write_all(response.as_bytes())
+            .await
+            .is_err()
+        {
+            return;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http_server_is_listed_and_called_with_the_configured_headers() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let seen: Seen = Arc::default();
+    let server_seen = seen.clone();
+    // Owned by the test and aborted at its end.
+    let server = tokio::spawn(async move {
+        let mut connections = tokio::task::JoinSet::new();
+        while let Ok((stream, _)) = listener.accept().await {
+            connections.spawn(answer(stream, server_seen.clone()));
+        }
+    });
+
+    let root = Context::root();
+    root.plugin(ToolsPlugin, ToolsConfig::default());
+    root.plugin(SystemPromptPlugin, SystemPromptConfig::default());
+    let config: McpConfig = serde_json::from_value(json!({
+        "transport": "http",
+        "server": "mini",
+        "url": url,
+        "headers": {"x-api-key": "k-123"},
+        "failOnStartupError": true
+    }))
+    .unwrap();
+    let entry = root.plugin(McpPlugin, config);
+    tokio::time::timeout(Duration::from_secs(30), root.idle())
+        .await
+        .unwrap();
+    assert_eq!(entry.status(), ScopeStatus::Active, "{:?}", entry.failure());
+    let reg = root.get::<ToolRegistry>().unwrap();
+    let names: Vec<String> = reg.schemas(None).into_iter().map(|s| s.name).collect();
+    assert_eq!(names, ["mcp__mini__whoami"]);
+    let call = ToolCall {
+        call_id: "1".into(),
+        name: "mcp__mini__whoami".into(),
+        arguments: json!({}),
+    };
+    let result = reg.execute(call, None).await;
+    assert!(!result.is_error, "{result:?}");
+    assert_eq!(result.content["content"][0]["text"], "k-123");
+
+    let seen = seen.lock().unwrap().clone();
+    let posts: Vec<&String> = seen.iter().filter(|l| l.starts_with("POST")).collect();
+    assert!(
+        posts[0].starts_with("POST initialize key=k-123"),
+        "{seen:?}"
+    );
+    assert!(
+        posts.iter().all(|l| l.contains("key=k-123")),
+        "every request carries the header: {seen:?}"
+    );
+    assert!(
+        posts.iter().skip(1).all(|l| l.ends_with("session=s-1")),
+        "the session id is sent back: {seen:?}"
+    );
+    assert!(
+        posts.iter().any(|l| l.starts_with("POST tools/call")),
+        "{seen:?}"
+    );
+    root.dispose();
+    server.abort();
+}
+
+#[test]
+fn a_header_http_cannot_carry_is_a_config_error() {
+    let config: McpConfig = serde_json::from_value(json!({
+        "transport": "http", "server": "h", "url": "http://x", "headers": {"x-a": "line\nbreak"}
+    }))
+    .unwrap();
+    let err = config.check().unwrap_err().to_string();
+    assert!(
+        err.contains("header \"x-a\" has characters HTTP does not allow"),
+        "{err}"
+    );
+}
