@@ -8,7 +8,8 @@ use std::sync::{Arc, OnceLock};
 
 use cordis_agent_presets::{Composer, Composition, RowInfo, RowReport, RowStatus};
 use cordis_host::Builtins;
-use cordis_host::plan::{LoadPlan, PlanOptions, Step, load_plan};
+use cordis_host::include::IncludedFiles;
+use cordis_host::plan::{LoadPlan, PlanOptions, Step, load_with};
 use cordis_runtime::{Context, Inject, PluginOptions, ScopeHandle, ScopeStatus};
 
 /// Resolves compositions against a plugin table (the standard one unless given).
@@ -65,12 +66,14 @@ impl Composer for HostComposer {
         };
         // A preset reads the process environment for `${{ env.NAME }}`, as the host file does.
         let env = |k: &str| std::env::var(k).ok();
-        let plan = load_plan(&source, &name, &env, self.table(), &options)
+        // Included files are read as the plan goes; their paths join the stamp, so editing
+        // an included file (the `standard` a preset includes) starts a new generation too.
+        let mut included = IncludedFiles::disk(options.config_dir_for(&name));
+        let (_, plan) = load_with(&source, &name, &env, self.table(), &options, &mut included)
             .map_err(|errors| errors.to_string())?;
-        Ok(Arc::new(HostComposition {
-            plan,
-            file: file.to_owned(),
-        }))
+        let mut files = vec![file.to_owned()];
+        files.extend(included.paths().into_iter().filter(|p| p != file));
+        Ok(Arc::new(HostComposition { plan, files }))
     }
 }
 
@@ -89,7 +92,8 @@ fn read_small(path: &Path) -> std::io::Result<String> {
 /// A resolved preset composition.
 struct HostComposition {
     plan: LoadPlan,
-    file: PathBuf,
+    /// The composition file, then every file it includes.
+    files: Vec<PathBuf>,
 }
 
 impl Composition for HostComposition {
@@ -113,7 +117,7 @@ impl Composition for HostComposition {
     }
 
     fn files(&self) -> Vec<PathBuf> {
-        vec![self.file.clone()]
+        self.files.clone()
     }
 
     fn mount<'a>(
