@@ -23,7 +23,8 @@
 //! failed call carrying the server's text. A call that outlives `callTimeoutMs` fails with the
 //! registry's timeout, and dropping a call (timeout or cancellation) sends
 //! `notifications/cancelled` to the server. A successful result is
-//! `{"content": [...blocks], "structuredContent": …}` (the latter when the server sent one).
+//! `{"content": [...blocks], "structuredContent": …}` (the latter when the server sent one);
+//! image and audio blocks become a text block naming what was dropped.
 
 mod config;
 mod error;
@@ -200,7 +201,7 @@ impl Link {
         let content: Vec<Value> = result
             .content
             .iter()
-            .map(|block| serde_json::to_value(block).unwrap_or(Value::Null))
+            .map(|block| media_as_text(serde_json::to_value(block).unwrap_or(Value::Null)))
             .collect();
         if result.is_error == Some(true) {
             let text: Vec<&str> = content
@@ -219,6 +220,26 @@ impl Link {
         }
         Ok(ToolOutput::new(out))
     }
+}
+
+/// An image or audio block becomes a text block saying so: there is no attachment store to put
+/// it in, and base64 in the model's context would cost tokens and say nothing.
+fn media_as_text(block: Value) -> Value {
+    let kind = block
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    if kind != "image" && kind != "audio" {
+        return block;
+    }
+    let mime = block
+        .get("mimeType")
+        .and_then(Value::as_str)
+        .unwrap_or("unknown type");
+    json!({
+        "type": "text",
+        "text": format!("[{kind} unavailable: {mime}; no attachment store is mounted, so the server's {kind} was not passed on]")
+    })
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {

@@ -2,7 +2,7 @@
 //!
 //! Tools: `add`, `greet`, `fail` (an `isError` result), `crash` (replies, then exits),
 //! `admin.reset` (a dotted name), `slow` (sleeps; records a cancellation in the log), `env`
-//! (returns one environment variable), `pid`, and `toggle` (changes the tool list and sends
+//! (returns one environment variable), `pid`, `image` (a PNG block), and `toggle` (changes the tool list and sends
 //! `notifications/tools/list_changed`).
 //!
 //! `toggle` takes `add` / `remove` (tool names), `failList` (the next `tools/list` fails),
@@ -43,6 +43,7 @@ const ALL: &[&str] = &[
     "env",
     "pid",
     "toggle",
+    "image",
 ];
 
 #[derive(Debug, Clone, Default)]
@@ -314,6 +315,11 @@ impl ServerHandler for Fixture {
                 text_result(value, false, None)
             }
             "pid" => text_result(std::process::id().to_string(), false, None),
+            "image" => serde_json::from_value(json!({"content": [
+                {"type": "text", "text": "a pixel"},
+                {"type": "image", "mimeType": "image/png", "data": "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="}
+            ]}))
+            .unwrap_or_else(|e| panic!("fixture image: {e}")),
             "toggle" => {
                 {
                     let mut st = self.lock();

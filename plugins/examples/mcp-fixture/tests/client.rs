@@ -104,7 +104,7 @@ async fn tools_are_named_listed_and_called_with_the_raw_name_on_the_wire() {
     assert_eq!(settle(&entry).await, ScopeStatus::Active);
     let dotted = public_name("fx", "admin.reset");
     let mut expected: Vec<String> = [
-        "add", "greet", "fail", "crash", "slow", "env", "pid", "toggle",
+        "add", "greet", "fail", "crash", "slow", "env", "pid", "toggle", "image",
     ]
     .iter()
     .map(|t| format!("mcp__fx__{t}"))
@@ -126,6 +126,15 @@ async fn tools_are_named_listed_and_called_with_the_raw_name_on_the_wire() {
     // The normalized public name reaches the server under its raw, dotted name.
     let reset = call(&root, &dotted, json!({})).await;
     assert_eq!(text(&reset), "reset", "{reset:?}");
+
+    // An image block is named, not passed on as base64.
+    let image = call(&root, "mcp__fx__image", json!({})).await;
+    assert_eq!(image.content["content"][0]["text"], "a pixel");
+    let dropped = image.content["content"][1]["text"].as_str().unwrap();
+    assert!(
+        dropped.starts_with("[image unavailable: image/png;"),
+        "{dropped}"
+    );
 
     // isError: a failed call with the server's text.
     let fail = call(&root, "mcp__fx__fail", json!({})).await;
