@@ -817,8 +817,14 @@ mod tests {
             .unwrap();
         assert!(made.success());
         std::os::unix::fs::symlink("real/b.yml", d.join("link.yml")).unwrap();
-        // Opening the FIFO would block until a writer comes: the parse must return.
-        let (raw, errors) = parse(&d, "a.yml");
+        // Opening the FIFO would block until a writer comes: the parse must return (a generous
+        // deadline turns a hang into a failure).
+        let (tx, rx) = std::sync::mpsc::channel();
+        let at = d.clone();
+        std::thread::spawn(move || tx.send(parse(&at, "a.yml")));
+        let (raw, errors) = rx
+            .recv_timeout(std::time::Duration::from_secs(30))
+            .expect("the parse blocked on the FIFO");
         assert_eq!(
             errors,
             [
