@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 use crate::exercise::{ExerciseScript, exercise_plan};
 
 use super::ci::{self, JunitCase, SHARD_REPORT_VERSION, ShardReport, github_error, junit_xml};
-use super::render::{diff, safe};
+use super::render::{diff, safe, safe_lines};
 use super::{
     EXIT_CONFIG, EXIT_FAILURE, EXIT_OK, Exit, Io, StressArgs, StressCommand, load, replay_command,
 };
@@ -128,15 +128,35 @@ fn run_seeds(
         }
         let seed = args.start.wrapping_add(k);
         let (outcome, digest, leaked) = match exercise {
-            None => {
-                let (report, leaked) = boot_blocking(plan, Schedule::new(policy, seed))?;
-                (report.outcome(), report.digest, leaked)
-            }
+            None => match &args.preset {
+                None => {
+                    let (report, leaked) = boot_blocking(plan, Schedule::new(policy, seed))?;
+                    (report.outcome(), report.digest, leaked)
+                }
+                Some(preset) => {
+                    let schedule = Schedule::new(policy, seed);
+                    match super::presets::boot_joined(plan, schedule, preset)? {
+                        (Ok(report), leaked) => (report.outcome(), report.digest, leaked),
+                        (Err(why), _) => {
+                            progress.finish();
+                            writeln!(io.err, "cordis: seed {seed}: {}", safe_lines(&why))?;
+                            verdict.failure = Some(json!({
+                                "kind": "preset",
+                                "seed": seed,
+                                "message": why,
+                                "replay": [replay(args, seed, policy)],
+                            }));
+                            break;
+                        }
+                    }
+                }
+            },
             Some(script) => {
-                match runtime.block_on(crate::exercise::exercise(
+                match runtime.block_on(crate::exercise::exercise_with_preset(
                     plan,
                     script,
                     Schedule::new(policy, seed),
+                    args.preset.as_deref(),
                 )) {
                     Ok(run) => {
                         if args.print_log {
@@ -224,10 +244,17 @@ fn run_seeds(
 /// The command that replays one seed: `cordis check` for a boot, `cordis stress --exercise
 /// … --print-log` for an exercise (diff two seeds' output to see the divergence).
 fn replay(args: &StressArgs, seed: u64, policy: Policy) -> String {
+    let preset = args
+        .preset
+        .as_deref()
+        .map_or_else(String::new, |p| format!(" --preset {}", shell_word(p)));
     match &args.exercise {
-        None => replay_command(&args.config.file, seed, policy),
+        None => format!(
+            "{}{preset}",
+            replay_command(&args.config.file, seed, policy)
+        ),
         Some(script) => format!(
-            "cordis stress {} --exercise {} --schedule {policy} --start {seed} --seeds 1 --print-log",
+            "cordis stress {} --exercise {}{preset} --schedule {policy} --start {seed} --seeds 1 --print-log",
             shell_word(&args.config.file.display().to_string()),
             shell_word(&script.display().to_string())
         ),
