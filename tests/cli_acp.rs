@@ -60,10 +60,20 @@ impl Acp {
     /// Starts `cordis acp` in `dir` on an existing script file.
     fn start_with(dir: &Path, script_path: &Path) -> Acp {
         let fixture = common::fixture("acp/agent.yml");
-        let mut child = common::cordis_command(dir, &["acp", &fixture])
-            .env("ACP_SCRIPT", script_path)
-            .spawn()
-            .expect("spawn cordis acp");
+        let mut cmd = common::cordis_command(dir, &["acp", &fixture]);
+        cmd.env("ACP_SCRIPT", script_path);
+        Acp::spawn(dir, cmd)
+    }
+
+    /// Starts `cordis acp ARGS` in `dir` (another config, flags).
+    fn start_args(dir: &Path, args: &[&str]) -> Acp {
+        let mut argv = vec!["acp"];
+        argv.extend_from_slice(args);
+        Acp::spawn(dir, common::cordis_command(dir, &argv))
+    }
+
+    fn spawn(dir: &Path, mut cmd: std::process::Command) -> Acp {
+        let mut child = cmd.spawn().expect("spawn cordis acp");
         let stdin = child.stdin.take();
         let lines = common::lines(child.stdout.take().unwrap());
         Acp {
@@ -892,4 +902,77 @@ fn a_sessions_mcp_servers_give_it_their_tools_and_a_broken_one_refuses_the_sessi
         assert!(Instant::now() < end, "the MCP server outlived its session");
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+#[test]
+fn presets_are_modes_and_a_blank_session_switches_between_them() {
+    // The bundled cordis.yml: its agent-presets roster (default `standard`) and the demo model.
+    let bundled = Path::new(env!("CARGO_MANIFEST_DIR")).join("cordis.yml");
+    let bundled = bundled.display().to_string();
+    let dir = scratch("modes");
+    let mut acp = Acp::start_args(&dir, &[&bundled]);
+    acp.initialize();
+    let id = acp.request("session/new", json!({"cwd": dir, "mcpServers": []}));
+    let r = acp.response(id);
+    let s = r["result"]["sessionId"].as_str().unwrap().to_owned();
+    let modes = &r["result"]["modes"];
+    assert_eq!(modes["currentModeId"], "standard", "{r}");
+    let ids: Vec<&str> = modes["availableModes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap())
+        .collect();
+    assert!(
+        ids.contains(&"standard") && ids.contains(&"minimal"),
+        "{ids:?}"
+    );
+    let set = |acp: &mut Acp, mode: &str| {
+        let id = acp.request("session/set_mode", json!({"sessionId": s, "modeId": mode}));
+        acp.response(id)
+    };
+    // Unknown modes are refused; a blank session switches.
+    assert_eq!(set(&mut acp, "no-such-mode")["error"]["code"], -32602);
+    let r = set(&mut acp, "minimal");
+    assert!(r.get("result").is_some(), "{r}");
+    assert_eq!(acp.prompt(&s, "hi")["result"]["stopReason"], "end_turn");
+    // After a turn the session keeps its mode.
+    let r = set(&mut acp, "standard");
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    assert_eq!(acp.close(), 0);
+    // A load comes back in the mode its log records.
+    let mut acp = Acp::start_args(&dir, &[&bundled]);
+    acp.initialize();
+    let id = acp.request(
+        "session/load",
+        json!({"sessionId": s, "cwd": dir, "mcpServers": []}),
+    );
+    let r = acp.response(id);
+    assert_eq!(r["result"]["modes"]["currentModeId"], "minimal", "{r}");
+    assert_eq!(acp.close(), 0);
+    // `--preset` picks new sessions' mode, recorded in the session header.
+    let mut acp = Acp::start_args(&dir, &[&bundled, "--preset", "minimal"]);
+    acp.initialize();
+    let id = acp.request("session/new", json!({"cwd": dir, "mcpServers": []}));
+    let r = acp.response(id);
+    assert_eq!(r["result"]["modes"]["currentModeId"], "minimal", "{r}");
+    let s2 = r["result"]["sessionId"].as_str().unwrap().to_owned();
+    assert_eq!(acp.close(), 0);
+    let log = std::fs::read_to_string(dir.join(".sessions").join(format!("{s2}.jsonl"))).unwrap();
+    let header: Value = serde_json::from_str(log.lines().next().unwrap()).unwrap();
+    assert_eq!(header["agentPreset"], "minimal", "{header}");
+    assert_eq!(header["cwd"], json!(dir), "{header}");
+    // A file without a roster has no modes.
+    let mut acp = Acp::start(&dir, &json!([]));
+    acp.initialize();
+    let id = acp.request("session/new", json!({"cwd": dir, "mcpServers": []}));
+    let r = acp.response(id);
+    assert!(r["result"].get("modes").is_none(), "{r}");
+    let s3 = r["result"]["sessionId"].as_str().unwrap().to_owned();
+    let id = acp.request(
+        "session/set_mode",
+        json!({"sessionId": s3, "modeId": "minimal"}),
+    );
+    assert_eq!(acp.response(id)["error"]["code"], -32602);
+    assert_eq!(acp.close(), 0);
 }

@@ -35,6 +35,13 @@
 //! worse). A client's server name becomes a valid `server` name by replacing other characters
 //! with `_` ([`session::server_name`]).
 //!
+//! # Modes
+//! When the file has an `agent-presets` roster, each usable preset is a session mode
+//! (`modes` in the `session/new` and `session/load` answers; the current one is the preset the
+//! session runs: `--preset`, else the roster's default, for a new session; the one its log
+//! records for a loaded one). `session/set_mode` switches a session that has no turn yet (the
+//! roster's rule: a history written under one preset is not re-read under another).
+//!
 //! # Updates
 //! Each session's agent events go through one [`updates::UpdateMapper`] as they are logged;
 //! `session/load` feeds the persisted events through the same mapping first (see
@@ -53,7 +60,7 @@ use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
     AgentCapabilities, AuthenticateRequest, AuthenticateResponse, CancelNotification,
     Implementation, InitializeRequest, InitializeResponse, LoadSessionRequest, McpCapabilities,
-    NewSessionRequest, PromptCapabilities, PromptRequest,
+    NewSessionRequest, PromptCapabilities, PromptRequest, SetSessionModeRequest,
 };
 use agent_client_protocol::{Agent, Stdio};
 use tokio::sync::mpsc;
@@ -88,8 +95,13 @@ pub async fn serve_stdio(
         // is all that is left to do.
         let _ = jobs.send(job);
     };
-    let (f_new, f_load, f_prompt, f_cancel) =
-        (forward.clone(), forward.clone(), forward.clone(), forward);
+    let (f_new, f_load, f_prompt, f_cancel, f_mode) = (
+        forward.clone(),
+        forward.clone(),
+        forward.clone(),
+        forward.clone(),
+        forward,
+    );
     Agent
         .v1()
         .name("cordis")
@@ -123,6 +135,13 @@ pub async fn serve_stdio(
         .on_receive_request(
             async move |request: PromptRequest, responder, _cx| {
                 f_prompt(Job::Prompt(request, responder));
+                Ok(())
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: SetSessionModeRequest, responder, _cx| {
+                f_mode(Job::SetMode(request, responder));
                 Ok(())
             },
             agent_client_protocol::on_receive_request!(),

@@ -9,11 +9,12 @@ use agent_client_protocol::v1::schema as acp_schema;
 use agent_client_protocol::v1::schema::{
     CancelNotification, ContentBlock, LoadSessionRequest, LoadSessionResponse, NewSessionRequest,
     NewSessionResponse, PromptRequest, PromptResponse, SessionId, SessionNotification,
-    SessionUpdate, StopReason,
+    SessionUpdate, SetSessionModeRequest, SetSessionModeResponse, StopReason,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Client, Error};
 use cordis_agent_loop::{Agent, AgentEvent, TurnError};
+use cordis_agent_presets::AgentPresets;
 use cordis_approvals::ApproverService;
 use cordis_history::History;
 use cordis_llm::{Chunk, FinishReason};
@@ -42,6 +43,8 @@ pub enum Job {
     Prompt(PromptRequest, Responder<PromptResponse>),
     /// `session/cancel`.
     Cancel(CancelNotification),
+    /// `session/set_mode`.
+    SetMode(SetSessionModeRequest, Responder<SetSessionModeResponse>),
 }
 
 /// What a piece of work ended with.
@@ -53,6 +56,7 @@ enum Done {
         Result<PromptResponse, Error>,
         Responder<PromptResponse>,
     ),
+    Switched(String, Result<(), Error>, Responder<SetSessionModeResponse>),
 }
 
 /// A session open on this connection.
@@ -60,7 +64,15 @@ struct Live {
     id: String,
     booted: Booted,
     /// Set while a prompt runs; sending on it cancels that prompt's turn.
-    in_flight: Option<watch::Sender<bool>>,
+    busy: Option<Busy>,
+}
+
+/// A session's one piece of running work.
+enum Busy {
+    /// A prompt; sending on it cancels the prompt's turn.
+    Prompt(watch::Sender<bool>),
+    /// A `session/set_mode` (the preset mounts, then the agent re-joins).
+    Switching,
 }
 
 impl Live {
@@ -309,18 +321,31 @@ impl<'c> Server<'c> {
                         invalid_params(format!("unknown session {id}")),
                     );
                 };
-                if live.in_flight.is_some() {
-                    return respond_error(
-                        responder,
-                        invalid_params(format!("a prompt is already in flight in session {id}")),
-                    );
+                match live.busy {
+                    Some(Busy::Prompt(_)) => {
+                        return respond_error(
+                            responder,
+                            invalid_params(format!(
+                                "a prompt is already in flight in session {id}"
+                            )),
+                        );
+                    }
+                    Some(Busy::Switching) => {
+                        return respond_error(
+                            responder,
+                            invalid_params(format!(
+                                "session {id} is switching modes; prompt when set_mode has answered"
+                            )),
+                        );
+                    }
+                    None => {}
                 }
                 let text = match prompt_text(&req.prompt) {
                     Ok(t) => t,
                     Err(e) => return respond_error(responder, e),
                 };
                 let (cancel, mut cancelled) = watch::channel(false);
-                live.in_flight = Some(cancel);
+                live.busy = Some(Busy::Prompt(cancel));
                 let agent = live.agent().clone();
                 self.work.push(Box::pin(async move {
                     let from = agent.session().len();
@@ -352,9 +377,49 @@ impl<'c> Server<'c> {
             Job::Cancel(note) => {
                 let id = note.session_id.0.to_string();
                 // Unknown sessions and idle ones: nothing to cancel.
-                if let Some(cancel) = self.sessions.get(&id).and_then(|l| l.in_flight.as_ref()) {
+                if let Some(Busy::Prompt(cancel)) =
+                    self.sessions.get(&id).and_then(|l| l.busy.as_ref())
+                {
                     let _ = cancel.send(true);
                 }
+            }
+            Job::SetMode(req, responder) => {
+                let id = req.session_id.0.to_string();
+                let mode = req.mode_id.0.to_string();
+                let Some(live) = self.sessions.get_mut(&id) else {
+                    return respond_error(
+                        responder,
+                        invalid_params(format!("unknown session {id}")),
+                    );
+                };
+                let Some(roster) = live.booted.root().get::<AgentPresets>() else {
+                    return respond_error(
+                        responder,
+                        invalid_params(
+                            "this agent has no modes (its config has no `agent-presets` entry)",
+                        ),
+                    );
+                };
+                if live.busy.is_some() {
+                    return respond_error(
+                        responder,
+                        invalid_params(format!(
+                            "session {id} is busy; switch modes between prompts"
+                        )),
+                    );
+                }
+                live.busy = Some(Busy::Switching);
+                let agent = live.agent().clone();
+                self.work.push(Box::pin(async move {
+                    // The roster refuses a session that already has a turn (its history was
+                    // written under the old preset) and an unknown or broken preset.
+                    let switched = roster
+                        .switch(&agent, &mode)
+                        .await
+                        .map(drop)
+                        .map_err(|e| invalid_params(e.to_string()));
+                    Done::Switched(id, switched, responder)
+                }));
             }
         }
     }
@@ -364,25 +429,34 @@ impl<'c> Server<'c> {
         match done {
             Done::Created(Ok(live), responder) => {
                 let id = live.id.clone();
+                let modes = live.booted.modes.clone();
                 self.sessions.insert(id.clone(), live);
-                let _ = responder.respond(NewSessionResponse::new(SessionId::new(id)));
+                let _ = responder.respond(NewSessionResponse::new(SessionId::new(id)).modes(modes));
             }
             Done::Created(Err(e), responder) => respond_error(responder, e),
             Done::Loaded(id, result, responder) => {
                 self.loading.remove(&id);
                 match result {
                     Ok(live) => {
+                        let modes = live.booted.modes.clone();
                         self.sessions.insert(id, live);
-                        let _ = responder.respond(LoadSessionResponse::new());
+                        let _ = responder.respond(LoadSessionResponse::new().modes(modes));
                     }
                     Err(e) => respond_error(responder, e),
                 }
             }
             Done::Prompted(id, result, responder) => {
                 if let Some(live) = self.sessions.get_mut(&id) {
-                    live.in_flight = None;
+                    live.busy = None;
                 }
                 let _ = responder.respond_with_result(result);
+            }
+            Done::Switched(id, result, responder) => {
+                if let Some(live) = self.sessions.get_mut(&id) {
+                    live.busy = None;
+                }
+                let _ =
+                    responder.respond_with_result(result.map(|()| SetSessionModeResponse::new()));
             }
         }
     }
@@ -402,9 +476,13 @@ impl<'c> Server<'c> {
                     }
                     Done::Prompted(id, result, responder) => {
                         if let Some(live) = self.sessions.get_mut(&id) {
-                            live.in_flight = None;
+                            live.busy = None;
                         }
                         let _ = responder.respond_with_result(result);
+                    }
+                    Done::Switched(_, result, responder) => {
+                        let _ = responder
+                            .respond_with_result(result.map(|()| SetSessionModeResponse::new()));
                     }
                     Done::Created(Err(_), _) | Done::Loaded(_, Err(_), _) => {}
                 }
@@ -512,6 +590,6 @@ async fn attach(
     Ok(Live {
         id,
         booted,
-        in_flight: None,
+        busy: None,
     })
 }

@@ -2,8 +2,10 @@
 
 use std::path::{Path, PathBuf};
 
+use agent_client_protocol::v1::schema::{SessionMode, SessionModeState};
 use agent_client_protocol::{Error, ErrorCode};
 use cordis_agent_loop::{Agent, AgentLoop, AgentOptions, CreateAgentError};
+use cordis_agent_presets::{AgentPresets, PresetError};
 use cordis_host::Builtins;
 use cordis_host::plan::PlanOptions;
 use cordis_host::reload::LiveConfig;
@@ -29,6 +31,8 @@ pub struct Composition<'a> {
     pub options: PlanOptions,
     /// The process environment (`CORDIS_WORKSPACE` is replaced per session).
     pub env: &'a (dyn Fn(&str) -> Option<String> + Sync),
+    /// The preset a new session joins (`--preset`; `None`: the roster's default).
+    pub preset: Option<String>,
 }
 
 /// An MCP server a client gave with `session/new` or `session/load` (stdio: the only
@@ -84,6 +88,8 @@ pub struct Booted {
     pub config: LiveConfig,
     /// The session's agent.
     pub agent: Agent,
+    /// The presets as modes, with the one the session runs, when the file has a roster.
+    pub modes: Option<SessionModeState>,
 }
 
 impl Booted {
@@ -184,8 +190,27 @@ impl Composition<'_> {
             root.dispose();
             return Err(e);
         }
-        match open_agent(&agents, cwd, opening).await {
-            Ok(agent) => Ok(Booted { config, agent }),
+        let roster = root.get::<AgentPresets>();
+        match open_agent(
+            &agents,
+            roster.as_deref(),
+            self.preset.as_deref(),
+            cwd,
+            opening,
+        )
+        .await
+        {
+            Ok((agent, preset)) => {
+                let modes = match (&roster, preset) {
+                    (Some(roster), Some(current)) => Some(modes(roster, current).await),
+                    _ => None,
+                };
+                Ok(Booted {
+                    config,
+                    agent,
+                    modes,
+                })
+            }
             Err(e) => {
                 root.dispose();
                 Err(e)
@@ -244,15 +269,64 @@ async fn connect_mcp(root: &Context, cwd: &Path, servers: &[McpServer]) -> Resul
     Ok(())
 }
 
-/// Opens (or creates) the session log, checks its cwd, and creates the agent on it.
-async fn open_agent(agents: &AgentLoop, cwd: &Path, opening: &Opening) -> Result<Agent, Error> {
+/// Every usable preset as a mode (in the roster's listing order), `current` selected.
+async fn modes(roster: &AgentPresets, current: String) -> SessionModeState {
+    let available = roster
+        .list_async()
+        .await
+        .into_iter()
+        .filter(|p| p.broken.is_none())
+        .map(|p| SessionMode::new(p.id.clone(), p.name.unwrap_or(p.id)).description(p.description))
+        .collect();
+    SessionModeState::new(current, available)
+}
+
+/// A preset that cannot be joined: an unknown id is the client's mistake, anything else ours.
+fn preset_error(e: PresetError) -> Error {
+    match e {
+        PresetError::NotFound { .. } => invalid_params(e.to_string()),
+        other => internal(other.to_string()),
+    }
+}
+
+/// Opens (or creates) the session log, checks its cwd, and creates the agent on it, joined to
+/// its preset when the file has a roster: `preset` (or the roster's default) for a new
+/// session, the one its log resolves to for a loaded one. Returns the agent and its preset.
+async fn open_agent(
+    agents: &AgentLoop,
+    roster: Option<&AgentPresets>,
+    preset: Option<&str>,
+    cwd: &Path,
+    opening: &Opening,
+) -> Result<(Agent, Option<String>), Error> {
     let store = agents.sessions();
     // Held until the agent has opened the same (shared) session, so its header is ours.
-    let _session: Session = match opening {
-        Opening::New(id) => store
-            .create_with(id, CreateOptions::default().cwd(cwd.display().to_string()))
-            .await
-            .map_err(|e| internal(format!("cannot create session {id}: {e}")))?,
+    let (_session, standing): (Session, _) = match opening {
+        Opening::New(id) => {
+            let standing = match roster {
+                Some(roster) => Some(
+                    roster
+                        .standing_key_for(preset)
+                        .await
+                        .map_err(preset_error)?,
+                ),
+                None if preset.is_some() => {
+                    return Err(internal(
+                        "--preset needs an `agent-presets` entry in the config (see the bundled cordis.yml)",
+                    ));
+                }
+                None => None,
+            };
+            let mut create = CreateOptions::default().cwd(cwd.display().to_string());
+            if let Some(standing) = &standing {
+                create = create.agent_preset(standing.preset.clone());
+            }
+            let session = store
+                .create_with(id, create)
+                .await
+                .map_err(|e| internal(format!("cannot create session {id}: {e}")))?;
+            (session, standing)
+        }
         Opening::Load(id) => {
             let (session, _report) = store.open(id).await.map_err(|e| match e {
                 SessionError::NotFound { .. } | SessionError::InvalidId { .. } => Error::new(
@@ -283,7 +357,16 @@ async fn open_agent(agents: &AgentLoop, cwd: &Path, opening: &Opening) -> Result
                     )));
                 }
             }
-            session
+            let standing = match roster {
+                Some(roster) => Some(
+                    roster
+                        .standing_key_for(session.preset().as_deref())
+                        .await
+                        .map_err(preset_error)?,
+                ),
+                None => None,
+            };
+            (session, standing)
         }
     };
     let id = match opening {
@@ -295,7 +378,12 @@ async fn open_agent(agents: &AgentLoop, cwd: &Path, opening: &Opening) -> Result
         .map_or_else(|| "default".to_owned(), str::to_owned);
     let mut options = AgentOptions::new(AGENT_ID, model);
     options.session_id = Some(id.clone());
-    agents.create_agent(options).await.map_err(|e| match e {
+    if let Some(standing) = &standing {
+        // What the roster's create_agent does, on the session created above with its cwd.
+        options.parent_scope = Some(standing.key.0);
+        options.agent_preset = Some(standing.preset.clone());
+    }
+    let agent = agents.create_agent(options).await.map_err(|e| match e {
         CreateAgentError::Session {
             source: SessionError::SessionLocked { pid, .. },
             ..
@@ -305,5 +393,6 @@ async fn open_agent(agents: &AgentLoop, cwd: &Path, opening: &Opening) -> Result
             invalid_params(format!("session {id} is open in {holder}"))
         }
         other => internal(format!("cannot start the agent: {other}")),
-    })
+    })?;
+    Ok((agent, standing.map(|s| s.preset)))
 }

@@ -13,6 +13,10 @@ pub struct AcpArgs {
     /// What each session boots.
     #[command(flatten)]
     pub config: ConfigArgs,
+    /// The preset (mode) new sessions join [default: the `agent-presets` entry's default];
+    /// an editor switches a blank session with `session/set_mode`.
+    #[arg(long, value_name = "ID")]
+    pub preset: Option<String>,
 }
 
 pub(crate) fn run(args: &AcpArgs, io: &mut Io<'_>, builtins: &Builtins) -> anyhow::Result<u8> {
@@ -38,6 +42,7 @@ pub(crate) fn run(args: &AcpArgs, io: &mut Io<'_>, builtins: &Builtins) -> anyho
         builtins: builtins.clone(),
         options,
         env: io.env,
+        preset: args.preset.clone(),
     };
     writeln!(
         io.err,
