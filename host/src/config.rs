@@ -9,7 +9,8 @@
 //! `timeout` is the apply timeout in milliseconds. `sha256` pins the file of a dylib entry (one
 //! whose `name` is a path to a shared library) to a hex SHA-256 hash. An entry named `cordis/group` (or
 //! `@cordisjs/plugin-group`) is a group: its `config` is a nested list of entries, and disabling
-//! it disables them all. Inside string values of `config`, `${{ env.NAME }}` and
+//! it disables them all. An entry named `cordis/include` loads another file's entries as such a
+//! group, with patches (see [`crate::include`]). Inside string values of `config`, `${{ env.NAME }}` and
 //! `${{ env.NAME ?? 'default' }}` are replaced by the variable's value (no code is evaluated;
 //! the result is always a string). cordis's `!!js` tag and every other non-core tag are
 //! rejected. Entries of disabled entries (and groups) are not interpolated, so their variables

@@ -34,8 +34,9 @@
 //! # Patches
 //! Each patch is a mapping with one verb: `disable: ID`, `merge: ID` with `config: {…}`, or
 //! `insert: [entries]` with exactly one of `before: ID` / `after: ID`. A patch names an entry
-//! of the included file's tree (at any depth, including files it includes in turn), never an
-//! entry another patch inserted: you wrote those, so write them as you want them. An id the
+//! of the included file's tree (at any depth, including files it includes in turn, with their
+//! own patches applied), never an entry another patch of the same include inserts: you wrote
+//! those, so write them as you want them. An id the
 //! tree lacks is an error that lists the ids it has.
 //! - `disable` disables the entry before its config is read, so a disabled entry's
 //!   `${{ env.X }}` variables need not be set (as for an entry written `disabled: true`). There

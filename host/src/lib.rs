@@ -4,8 +4,8 @@
 //! root package) builds its plugin table on [`Builtins::host`] and drives this crate.
 //!
 //! Configuration runs in two phases: [`config`] reads the raw model (file:line errors attach
-//! there), [`plan`] resolves it against the [`builtins`] table and vets shared-library paths
-//! ([`dylib`] turns those into plugins). [`loader`] boots a plan and
+//! there; [`include`](mod@include) loads other files into it), [`plan`] resolves it against the
+//! [`builtins`] table and vets shared-library paths ([`dylib`] turns those into plugins). [`loader`] boots a plan and
 //! reports on every entry; [`digest`] makes that report comparable across seeds.
 
 pub mod assembly;
