@@ -34,6 +34,19 @@ fn fresh_dir(name: &str) -> PathBuf {
     dir
 }
 
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
 /// `cordis ARGS` in `dir` with `input` on stdin, to completion.
 fn cordis(dir: &Path, args: &[&str], input: &str) -> Output {
     let mut child = cordis_command(dir, args).spawn().unwrap();
@@ -216,16 +229,12 @@ fn a_switched_session_reads_as_its_switched_preset_and_a_deleted_preset_still_se
     let page = json(&cordis(&dir, &["history", "sw", "--json"], ""));
     assert_eq!(page["projections"]["values"]["agentPreset"], "minimal");
 
-    // A preset of this directory's own root, used and then deleted.
-    let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("presets/minimal");
+    // A preset of this directory's own root (a copy of `minimal`, beside copies of the shipped
+    // presets it may include), used and then deleted.
+    let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("presets");
+    copy_dir(&shipped, &dir.join("presets"));
     let mine = dir.join("presets/mine");
-    std::fs::create_dir_all(&mine).unwrap();
-    for file in std::fs::read_dir(&shipped).unwrap() {
-        let file = file.unwrap();
-        if file.file_type().unwrap().is_file() {
-            std::fs::copy(file.path(), mine.join(file.file_name())).unwrap();
-        }
-    }
+    copy_dir(&shipped.join("minimal"), &mine);
     let run = cordis(
         &dir,
         &["run", "--session", "orphan", "--preset", "mine"],
