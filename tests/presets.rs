@@ -412,7 +412,7 @@ async fn prefers_a_logged_switch_over_the_header() {
     let err = roster.switch(&x, "nope").await.unwrap_err();
     assert_eq!(
         err.to_string(),
-        "agent-presets: preset \"nope\" not found (available: a, b)"
+        "agent-presets: preset \"nope\" not found (available: standard, code, minimal, creative, a, b)"
     );
     assert_eq!(
         seen(&prompt, AssembleContext::scoped(x.scope_key()))
@@ -547,5 +547,50 @@ async fn a_restriction_and_a_presentation_reach_only_the_joined_agents() {
         tools.mode_for(Some(p.scope_key())),
         cordis_tools::PresentationMode::Native
     );
+    root.dispose();
+}
+
+#[tokio::test]
+async fn an_edit_of_an_included_file_starts_a_new_generation_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = preset(
+        dir.path(),
+        "base",
+        &with_tool("a_tool", "v1", "I am A."),
+        None,
+    );
+    preset(
+        dir.path(),
+        "a",
+        "- id: base\n  name: cordis/include\n  config: {path: ../base/agent.cordis.yml}\n",
+        None,
+    );
+    let root = host(dir.path(), "").await;
+    let (roster, agents, prompt) = services(&root);
+    let (x, sx) = roster
+        .create_agent(&agents, options("x"), None)
+        .await
+        .unwrap();
+    assert_eq!(roster.standing_key_for(None).await.unwrap(), sx);
+    edit(&base, &with_tool("a_tool", "version two", "I am A."));
+    let (y, sy) = roster
+        .create_agent(&agents, options("y"), None)
+        .await
+        .unwrap();
+    assert_eq!((sx.generation, sy.generation), (1, 2));
+    let describe = |key| {
+        let prompt = &prompt;
+        async move {
+            prompt
+                .assemble(AssembleContext::scoped(key))
+                .await
+                .unwrap()
+                .tools[0]
+                .description
+                .clone()
+        }
+    };
+    assert_eq!(describe(x.scope_key()).await, "v1");
+    assert_eq!(describe(y.scope_key()).await, "version two");
     root.dispose();
 }
