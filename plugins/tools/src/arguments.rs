@@ -8,14 +8,20 @@
 //!
 //! Compiling is the largest cost of registering a tool (it was over a third of a seeded boot of
 //! the bundled composition), and the same schemas are registered again on every boot, reload and
-//! stress seed; so compiled schemas are shared process-wide, keyed by their canonical JSON bytes
-//! (at most [`CACHE_LIMIT`] of them; the cache starts over when full).
+//! stress seed; so compiled schemas are shared process-wide, keyed by their content (at most
+//! [`CACHE_LIMIT`] of them; the cache starts over when full). The key is a hash of the value that
+//! ignores object key order, and a hit is confirmed by comparing the values (which ignores key
+//! order too): looking a schema up allocates nothing, where serializing it to canonical bytes
+//! for a key cost more than the rest of a registration.
 //!
 //! # Determinism
 //! The validator's nested errors come from hash maps, so the reported violations are sorted by
 //! instance path and message: the same bad call gives the same error text on every run.
 
+use std::collections::HashMap;
 use std::fmt::Write as _;
+use std::hash::{Hash, Hasher};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use boon::{CompileError, Compiler, ErrorKind, SchemaIndex, Schemas, UrlLoader, ValidationError};
 use serde_json::Value;
@@ -40,16 +46,162 @@ struct Compiled {
 
 /// A tool's parameters schema, compiled (shared by every tool with the same schema).
 pub(crate) struct ArgumentSchema {
-    compiled: std::sync::Arc<Compiled>,
+    compiled: Arc<Compiled>,
 }
 
-/// Compiled schemas by canonical bytes.
-fn cache()
--> &'static std::sync::Mutex<std::collections::BTreeMap<Vec<u8>, std::sync::Arc<Compiled>>> {
-    static CACHE: std::sync::OnceLock<
-        std::sync::Mutex<std::collections::BTreeMap<Vec<u8>, std::sync::Arc<Compiled>>>,
-    > = std::sync::OnceLock::new();
+/// Compiled schemas: the parameters value and its compiled form, by [`content_hash`].
+#[derive(Default)]
+struct Cache {
+    by_hash: HashMap<u64, Vec<(Value, Arc<Compiled>)>>,
+    len: usize,
+}
+
+impl Cache {
+    fn get(&self, hash: u64, parameters: &Value) -> Option<Arc<Compiled>> {
+        let same = self
+            .by_hash
+            .get(&hash)?
+            .iter()
+            .find(|(v, _)| same_json(v, parameters));
+        same.map(|(_, compiled)| compiled.clone())
+    }
+
+    fn insert(&mut self, hash: u64, parameters: &Value, compiled: Arc<Compiled>) {
+        if self.get(hash, parameters).is_some() {
+            return;
+        }
+        if self.len >= CACHE_LIMIT {
+            *self = Cache::default();
+        }
+        self.len += 1;
+        let slot = self.by_hash.entry(hash).or_default();
+        slot.push((parameters.clone(), compiled));
+    }
+}
+
+fn cache() -> &'static Mutex<Cache> {
+    static CACHE: OnceLock<Mutex<Cache>> = OnceLock::new();
     CACHE.get_or_init(Default::default)
+}
+
+/// A hash of `value` that ignores the key order of its objects (each member is hashed on its
+/// own and the members' hashes are summed), so values equal as JSON hash alike.
+fn content_hash(value: &Value) -> u64 {
+    let mut hasher = Fold::default();
+    hash_value(value, &mut hasher);
+    hasher.finish()
+}
+
+fn hash_value(value: &Value, hasher: &mut Fold) {
+    match value {
+        Value::Null => hasher.add(0),
+        Value::Bool(b) => hasher.add(1 + u64::from(*b)),
+        Value::Number(n) => {
+            hasher.add(3);
+            n.hash(hasher);
+        }
+        Value::String(s) => {
+            hasher.add(4);
+            s.hash(hasher);
+        }
+        Value::Array(items) => {
+            hasher.add(5);
+            hasher.add(items.len() as u64);
+            for item in items {
+                hash_value(item, hasher);
+            }
+        }
+        Value::Object(map) => {
+            let mut sum = 0u64;
+            for (key, member) in map {
+                let mut one = Fold::default();
+                key.hash(&mut one);
+                hash_value(member, &mut one);
+                sum = sum.wrapping_add(one.finish());
+            }
+            hasher.add(6);
+            hasher.add(map.len() as u64);
+            hasher.add(sum);
+        }
+    }
+}
+
+/// A word-at-a-time hasher (the multiply-rotate step of rustc's `FxHasher`, with a final mix):
+/// cache keys need speed, not resistance to crafted collisions (a collision costs one more
+/// comparison of values).
+#[derive(Default)]
+struct Fold(u64);
+
+impl Fold {
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+impl Hasher for Fold {
+    fn write(&mut self, bytes: &[u8]) {
+        let mut words = bytes.chunks_exact(8);
+        for word in &mut words {
+            let mut buf = [0u8; 8];
+            buf.copy_from_slice(word);
+            self.add(u64::from_le_bytes(buf));
+        }
+        let rest = words.remainder();
+        if !rest.is_empty() {
+            let mut buf = [0u8; 8];
+            buf[..rest.len()].copy_from_slice(rest);
+            self.add(u64::from_le_bytes(buf));
+        }
+    }
+
+    fn write_u8(&mut self, n: u8) {
+        self.add(u64::from(n));
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.add(n);
+    }
+
+    fn write_i64(&mut self, n: i64) {
+        self.add(n as u64);
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.add(n as u64);
+    }
+
+    fn finish(&self) -> u64 {
+        // murmur3's fmix64, so that sums of member hashes stay spread.
+        let mut h = self.0;
+        h ^= h >> 33;
+        h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+        h ^= h >> 33;
+        h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+        h ^ (h >> 33)
+    }
+}
+
+/// JSON equality, like `Value`'s `==` (object key order ignored), comparing objects member by
+/// member in order first: the same schema registered again has its keys in the same order, and
+/// then no key is looked up.
+fn same_json(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Object(a), Value::Object(b)) => {
+            if a.len() != b.len() {
+                return false;
+            }
+            if a.keys().zip(b.keys()).all(|(x, y)| x == y) {
+                a.values().zip(b.values()).all(|(x, y)| same_json(x, y))
+            } else {
+                a.iter()
+                    .all(|(k, x)| b.get(k).is_some_and(|y| same_json(x, y)))
+            }
+        }
+        (Value::Array(a), Value::Array(b)) => {
+            a.len() == b.len() && a.iter().zip(b).all(|(x, y)| same_json(x, y))
+        }
+        _ => a == b,
+    }
 }
 
 /// Refuses every external reference: a tool schema must be self-contained.
@@ -68,20 +220,14 @@ impl ArgumentSchema {
     /// [`RegisterError::InvalidSchema`] when it is not a valid JSON Schema or refers outside
     /// itself.
     pub(crate) fn compile(tool: &str, parameters: &Value) -> Result<Self, RegisterError> {
-        let key = cordis_schema::canonical_bytes(parameters);
-        if let Some(compiled) = cordis_runtime::lock(cache()).get(&key) {
-            return Ok(ArgumentSchema {
-                compiled: compiled.clone(),
-            });
+        let hash = content_hash(parameters);
+        if let Some(compiled) = cordis_runtime::lock(cache()).get(hash, parameters) {
+            return Ok(ArgumentSchema { compiled });
         }
         // Compiled outside the lock: another thread compiling the same schema meanwhile only
         // wastes work (either result is the same).
-        let compiled = std::sync::Arc::new(Self::compile_uncached(tool, parameters)?);
-        let mut cache = cordis_runtime::lock(cache());
-        if cache.len() >= CACHE_LIMIT {
-            cache.clear();
-        }
-        cache.insert(key, compiled.clone());
+        let compiled = Arc::new(Self::compile_uncached(tool, parameters)?);
+        cordis_runtime::lock(cache()).insert(hash, parameters, compiled.clone());
         Ok(ArgumentSchema { compiled })
     }
 
@@ -277,6 +423,69 @@ mod tests {
             b.check("b", &serde_json::json!({"shared_cache_probe": "x"}))
                 .is_err()
         );
+    }
+
+    #[test]
+    fn the_content_hash_ignores_key_order_only() {
+        // Key order survives parsing only when serde_json keeps insertion order (its
+        // `preserve_order` feature, on in the workspace build through the ACP crate); with sorted
+        // maps the two orders below are one value and this part is trivially true.
+        let a: Value =
+            serde_json::from_str(r#"{"a": {"x": 1, "y": [2, "z"]}, "b": null}"#).unwrap();
+        let b: Value =
+            serde_json::from_str(r#"{"b": null, "a": {"y": [2, "z"], "x": 1}}"#).unwrap();
+        assert_eq!(content_hash(&a), content_hash(&b));
+        // Members swapped between objects, array order, and a key turned value all differ.
+        for other in [
+            r#"{"a": {"x": 1}, "b": {"y": [2, "z"]}}"#,
+            r#"{"a": {"x": 1, "y": ["z", 2]}, "b": null}"#,
+            r#"{"a": {"x": 1, "y": [2, "z"]}, "null": "b"}"#,
+        ] {
+            let other: Value = serde_json::from_str(other).unwrap();
+            assert_ne!(content_hash(&a), content_hash(&other), "{other}");
+        }
+    }
+
+    #[test]
+    fn same_json_is_json_equality_whatever_the_key_order() {
+        let cases = [
+            (
+                r#"{"a": 1, "b": [1, {"c": 2, "d": 3}]}"#,
+                r#"{"b": [1, {"d": 3, "c": 2}], "a": 1}"#,
+            ),
+            (r#"{"a": 1, "b": 2}"#, r#"{"a": 1, "c": 2}"#),
+            (r#"{"a": 1, "b": 2}"#, r#"{"b": 1, "a": 2}"#),
+            (r#"{"a": 1}"#, r#"{"a": 1, "b": 2}"#),
+            (r#"[1, 2]"#, r#"[2, 1]"#),
+            (r#"{"a": 1.0}"#, r#"{"a": 1}"#),
+            (r#"{"a": [null]}"#, r#"{"a": [null]}"#),
+        ];
+        for (a, b) in cases {
+            let (a, b): (Value, Value) = (
+                serde_json::from_str(a).unwrap(),
+                serde_json::from_str(b).unwrap(),
+            );
+            assert_eq!(same_json(&a, &b), a == b, "{a} vs {b}");
+            assert_eq!(same_json(&b, &a), a == b, "{b} vs {a}");
+        }
+    }
+
+    #[test]
+    fn a_cache_hit_needs_an_equal_value_not_just_an_equal_hash() {
+        let one = json!({"type": "object", "properties": {"n": {"type": "integer"}}});
+        let two = json!({"type": "object", "properties": {"n": {"type": "string"}}});
+        let compiled = Arc::new(ArgumentSchema::compile_uncached("t", &one).unwrap());
+        let mut cache = Cache::default();
+        // The same (forced) hash for both: only the value decides.
+        cache.insert(7, &one, compiled.clone());
+        assert!(cache.get(7, &two).is_none());
+        assert!(cache.get(8, &one).is_none());
+        assert!(Arc::ptr_eq(&cache.get(7, &one).unwrap(), &compiled));
+        let other = Arc::new(ArgumentSchema::compile_uncached("t", &two).unwrap());
+        cache.insert(7, &two, other.clone());
+        assert!(Arc::ptr_eq(&cache.get(7, &two).unwrap(), &other));
+        assert!(Arc::ptr_eq(&cache.get(7, &one).unwrap(), &compiled));
+        assert_eq!(cache.len, 2);
     }
 
     #[test]
