@@ -91,7 +91,14 @@ fn three_servers_in_random_order_give_one_digest_to_check_stress_and_permute() {
     assert!(permute.out.contains("1 distinct digest"), "{}", permute.out);
     assert_eq!(digest_line(&permute.out), digest, "permute vs check");
 
-    let left = running(fixture_server());
+    // A SIGKILL lands a moment after `kill` returns: poll (the deadline only turns a leak into
+    // a failure).
+    let started = std::time::Instant::now();
+    let mut left = running(fixture_server());
+    while !left.is_empty() && started.elapsed() < std::time::Duration::from_secs(10) {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        left = running(fixture_server());
+    }
     assert!(
         left.is_empty(),
         "server processes outlived their boots: {left:?}"
