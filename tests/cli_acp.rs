@@ -976,3 +976,18 @@ fn presets_are_modes_and_a_blank_session_switches_between_them() {
     assert_eq!(acp.response(id)["error"]["code"], -32602);
     assert_eq!(acp.close(), 0);
 }
+
+#[test]
+fn the_step_limit_ends_the_prompt_with_max_turn_requests() {
+    let dir = scratch("max-steps");
+    // The fixture's agent-loop allows 8 steps; the model keeps calling tools.
+    let call = json!({"toolCalls": [{"name": "list_files", "arguments": {"pattern": "*"}}]});
+    let script = Value::Array(vec![call; 8]);
+    let mut acp = Acp::start(&dir, &script);
+    acp.initialize();
+    let s = acp.new_session(&dir);
+    let r = acp.prompt(&s, "loop");
+    assert_eq!(r["result"]["stopReason"], "max_turn_requests", "{r}");
+    assert_eq!(acp.close(), 0);
+    check_updates(&acp.seen);
+}
