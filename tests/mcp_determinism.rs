@@ -13,6 +13,9 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 use common::{cordis, fixture};
+use cordis_host::loader::boot_blocking;
+use cordis_host::{PlanOptions, load_plan};
+use cordis_runtime::{Policy, Schedule};
 
 /// The fixture server binary, built once per test binary in a target directory of its own
 /// (`cargo test` does not build other packages' binaries for this crate's tests, and the
@@ -102,5 +105,48 @@ fn three_servers_in_random_order_give_one_digest_to_check_stress_and_permute() {
     assert!(
         left.is_empty(),
         "server processes outlived their boots: {left:?}"
+    );
+}
+
+/// The race is real: under different seeds the three servers' tools are registered in
+/// different orders (connection, page and delay timing interleave), and the digest does not move.
+#[test]
+fn registration_orders_differ_between_seeds_but_the_digest_does_not() {
+    let bin = fixture_server().display().to_string();
+    let file = fixture("mcp/three-servers.yml");
+    let source = std::fs::read_to_string(&file).unwrap();
+    let env = move |name: &str| (name == "CORDIS_MCP_FIXTURE").then(|| bin.clone());
+    let plan = load_plan(
+        &source,
+        &file,
+        &env,
+        &cordis::builtins::standard(),
+        &PlanOptions::default(),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let mut digests = std::collections::BTreeSet::new();
+    let mut orders = std::collections::BTreeSet::new();
+    for seed in 0..12 {
+        let (report, live) = boot_blocking(&plan, Schedule::new(Policy::Random, seed)).unwrap();
+        assert!(report.all_active(), "seed {seed}: {:?}", report.entries);
+        assert!(live.is_zero(), "seed {seed}: {live:?} left after dispose");
+        let order: Vec<String> = report
+            .trace
+            .iter()
+            .filter(|t| t.kind == Schedule::TRACE_REGISTER)
+            .map(|t| t.detail.clone())
+            .collect();
+        assert_eq!(
+            order.len(),
+            30,
+            "seed {seed}: every tool registered once (14 + 10 + 6)"
+        );
+        orders.insert(order);
+        digests.insert(report.digest);
+    }
+    assert_eq!(digests.len(), 1, "one digest");
+    assert!(
+        orders.len() > 1,
+        "the registration order should vary with the seed"
     );
 }
