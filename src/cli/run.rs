@@ -301,10 +301,11 @@ async fn run_session(
     } else {
         "new"
     };
-    let joined = agent
-        .session()
-        .preset()
-        .map(|p| format!("; preset {}", safe(&p)))
+    // The preset the agent's scope is joined to now (its live chain, not the log's record).
+    let joined = root
+        .get::<AgentPresets>()
+        .and_then(|roster| roster.composed_preset(agent.scope_key()))
+        .map(|s| format!("; preset {}", safe(&s.preset)))
         .unwrap_or_default();
     writeln!(
         io.err,
@@ -509,7 +510,10 @@ impl Conversation<'_> {
             return Ok(());
         };
         if id.is_empty() {
-            let current = self.agent.session().preset().unwrap_or_default();
+            let current = roster
+                .composed_preset(self.agent.scope_key())
+                .map(|s| s.preset)
+                .unwrap_or_default();
             let ids: Vec<String> = roster
                 .list_async()
                 .await
