@@ -63,6 +63,8 @@ pub struct McpConfig {
     /// `stdio` or `http`.
     pub transport: TransportKind,
     /// The server's name in tool names (`mcp__<server>__<tool>`): `[A-Za-z0-9_-]{1,32}`.
+    /// Checked while parsing, so a config error points at the `server` value.
+    #[serde(deserialize_with = "server_name")]
     pub server: String,
     /// stdio: the program to run.
     #[serde(default)]
@@ -91,6 +93,24 @@ pub struct McpConfig {
     /// Reconnect policy.
     #[serde(default)]
     pub reconnect: Reconnect,
+}
+
+fn server_name<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    let name = String::deserialize(d)?;
+    if valid_server_name(&name) {
+        Ok(name)
+    } else {
+        Err(serde::de::Error::custom(McpError::BadServerName { name }))
+    }
+}
+
+/// Whether `name` fits `[A-Za-z0-9_-]{1,32}`.
+fn valid_server_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= MAX_SERVER_NAME
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
 fn default_call_timeout() -> u64 {
@@ -149,11 +169,7 @@ impl McpConfig {
     /// The [`McpError`] naming the field and the fix.
     pub fn check(&self) -> Result<(), McpError> {
         let s = &self.server;
-        let valid = !s.is_empty()
-            && s.len() <= MAX_SERVER_NAME
-            && s.bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
-        if !valid {
+        if !valid_server_name(s) {
             return Err(McpError::BadServerName { name: s.clone() });
         }
         if self.call_timeout_ms == 0 {
@@ -232,6 +248,19 @@ mod tests {
                 .unwrap_err()
                 .to_string()
                 .contains("belong to transport \"stdio\"")
+        );
+    }
+
+    #[test]
+    fn a_bad_server_name_is_refused_while_parsing() {
+        let err = serde_json::from_value::<McpConfig>(serde_json::json!({
+            "transport": "stdio", "server": "my server", "command": "x"
+        }))
+        .unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("server name \"my server\" is invalid"),
+            "{err}"
         );
     }
 

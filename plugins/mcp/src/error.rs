@@ -64,17 +64,26 @@ pub enum McpError {
         reason: String,
     },
     /// `failOnStartupError: true` and the first connection or sync failed.
-    #[error("mcp({server}): initial connection or tool synchronization failed: {source}")]
+    #[error("mcp({server}): initial connection or tool synchronization failed: {reason}")]
     Startup {
         /// The server name.
         server: String,
-        /// The first failure.
-        #[source]
-        source: Box<McpError>,
+        /// The first failure, without the repeated `mcp(<server>): `.
+        reason: String,
     },
 }
 
 impl McpError {
+    /// `failOnStartupError`'s error for the first failure `error`.
+    pub(crate) fn startup(server: &str, error: &McpError) -> Self {
+        let text = error.to_string();
+        let prefix = format!("mcp({server}): ");
+        McpError::Startup {
+            server: server.to_owned(),
+            reason: text.strip_prefix(&prefix).unwrap_or(&text).to_owned(),
+        }
+    }
+
     pub(crate) fn config(server: &str, message: &str) -> Self {
         McpError::Config {
             server: server.to_owned(),

@@ -109,11 +109,9 @@ impl Plugin for McpPlugin {
                 let _ = ctx.spawn(bridge.supervise(Some(connection)));
                 Ok(())
             }
-            Err(error) if config.fail_on_startup_error => Err(McpError::Startup {
-                server: config.server.clone(),
-                source: Box::new(error),
+            Err(error) if config.fail_on_startup_error => {
+                Err(McpError::startup(&config.server, &error).into())
             }
-            .into()),
             Err(error) => {
                 tracing::warn!(server = %config.server, %error, "mcp server unavailable at startup; retrying in the background");
                 let _ = ctx.spawn(bridge.supervise(None));

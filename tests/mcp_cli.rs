@@ -1,0 +1,40 @@
+//! What `cordis check` tells a person about `mcp` entries: a server that cannot start fails
+//! the boot only with `failOnStartupError`, and a bad server name points at its value.
+
+mod common;
+
+use common::{cordis, fixture};
+
+#[test]
+fn a_down_server_is_a_warning_by_default_and_a_failed_entry_when_strict() {
+    let lenient = cordis(&["check", &fixture("mcp/down-lenient.yml")], &[]);
+    assert_eq!(lenient.code, 0, "{}\n{}", lenient.out, lenient.err);
+    let row = lenient.out.lines().find(|l| l.starts_with("down ")).unwrap();
+    assert!(row.contains("active"), "{row}");
+    assert!(lenient.out.contains("tools (canonical order, 0)"), "{}", lenient.out);
+
+    let strict = cordis(&["check", &fixture("mcp/down-strict.yml")], &[]);
+    assert_eq!(strict.code, 1, "{}\n{}", strict.out, strict.err);
+    let row = strict.out.lines().find(|l| l.starts_with("down ")).unwrap();
+    assert!(row.contains("failed"), "{row}");
+    assert!(
+        row.contains(
+            "mcp(down): initial connection or tool synchronization failed: cannot connect: cannot start \"/nonexistent/mcp-server\""
+        ),
+        "{row}"
+    );
+}
+
+#[test]
+fn a_bad_server_name_points_at_its_value() {
+    let file = fixture("mcp/bad-server-name.yml");
+    let run = cordis(&["check", &file], &[]);
+    assert_eq!(run.code, 2, "{}\n{}", run.out, run.err);
+    assert!(
+        run.err.contains(&format!(
+            "{file}:7:13: entry \"files\": config.server: mcp: server name \"my files\" is invalid"
+        )),
+        "{}",
+        run.err
+    );
+}
