@@ -699,7 +699,14 @@ impl Reader<'_, '_> {
                     );
                 }
             }
-            if is_include {
+            // The position path counts the groups and includes around the entries: each level
+            // is a recursion of the reader (and of resolution). One file cannot nest this deep
+            // (YAML nesting is capped); includes must not stack files up beyond it.
+            if position().split('.').count() >= crate::include::MAX_NESTING {
+                let limit = crate::include::MAX_NESTING;
+                let problem = Problem::Include(IncludeProblem::NestedTooDeep { limit });
+                self.error(pos, Some(&id), problem);
+            } else if is_include {
                 (children, included) = self.include(config_node, &id, &position(), pos, disabled);
             } else if let Some(list) = config_node
                 && tree.node(list).kind != Kind::Null

@@ -57,8 +57,8 @@
 //! file; the target must be a regular file: a directory, FIFO, socket or device is refused
 //! without being opened for reading (a FIFO would hang the load). A missing file, an unreadable
 //! one, one that is not UTF-8, an include cycle (`a.yml → b.yml → a.yml`) and exceeding
-//! [`MAX_DEPTH`], [`MAX_FILES`] or [`MAX_BYTES`] are configuration errors at the include's
-//! `path`. A disabled include is still read and checked (as a disabled group's entries are).
+//! [`MAX_DEPTH`], [`MAX_NESTING`], [`MAX_FILES`] or [`MAX_BYTES`] are configuration errors at
+//! the include's `path`. A disabled include is still read and checked (as a disabled group's entries are).
 //! Shared-library (dylib) entries in an included file resolve against the top-level file's
 //! directory, like every dylib path.
 //!
@@ -89,6 +89,10 @@ pub const INCLUDE_NAMES: &[&str] = &["cordis/include"];
 
 /// How many files deep includes may nest (the top-level file is not counted).
 pub const MAX_DEPTH: usize = 16;
+
+/// How deep groups and includes may nest in all, across files (a single file cannot nest groups
+/// deeper than its YAML nesting allows, about this much; includes must not multiply that).
+pub const MAX_NESTING: usize = 128;
 
 /// How many files one configuration may include in all (a file included twice counts twice).
 pub const MAX_FILES: usize = 256;
@@ -133,6 +137,12 @@ pub enum IncludeProblem {
     /// Includes nest deeper than [`MAX_DEPTH`].
     #[error("includes nest deeper than {limit} files")]
     TooDeep {
+        /// The limit.
+        limit: usize,
+    },
+    /// Groups and includes nest deeper than [`MAX_NESTING`] across files.
+    #[error("groups and includes nest deeper than {limit} levels across the included files")]
+    NestedTooDeep {
         /// The limit.
         limit: usize,
     },
@@ -910,6 +920,47 @@ mod tests {
         );
         let _ = std::fs::remove_dir_all(&d);
         let _ = std::fs::remove_dir_all(&d2);
+    }
+
+    /// Each file nests groups as deep as YAML lets one file; stacked by includes they
+    /// overflowed the stack (17 files: a crash, not an error).
+    #[test]
+    fn groups_nested_across_included_files_are_bounded() {
+        let nested = |inner: String| {
+            (0..100).fold(inner, |s, _| {
+                format!("[{{name: cordis/group, config: {s}}}]")
+            })
+        };
+        let files: Vec<(String, String)> = (0..17)
+            .map(|i| {
+                let inner = format!(
+                    "[{{name: cordis/include, config: {{path: f{}.yml}}}}]",
+                    i + 1
+                );
+                (format!("f{i}.yml"), nested(inner) + "\n")
+            })
+            .chain([("f17.yml".to_owned(), "- name: debug/noop\n".to_owned())])
+            .collect();
+        let refs: Vec<(&str, &str)> = files
+            .iter()
+            .map(|(a, b)| (a.as_str(), b.as_str()))
+            .collect();
+        let d = dir("nesting", &refs);
+        let (_, errors) = parse(&d, "f0.yml");
+        assert_eq!(errors.len(), 1, "{errors:#?}");
+        assert!(
+            errors[0].starts_with("f0.yml:1:") && errors[0].contains(" → f1.yml:1:"),
+            "{}",
+            errors[0]
+        );
+        assert!(
+            errors[0].ends_with(&format!(
+                "groups and includes nest deeper than {MAX_NESTING} levels across the included files"
+            )),
+            "{}",
+            errors[0]
+        );
+        let _ = std::fs::remove_dir_all(&d);
     }
 
     #[test]
