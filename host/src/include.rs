@@ -95,7 +95,9 @@ pub const MAX_DEPTH: usize = 16;
 pub const MAX_NESTING: usize = 128;
 
 /// How many files one configuration may include in all (a file included twice counts twice).
-pub const MAX_FILES: usize = 256;
+/// Each file may expand YAML aliases up to its own budget ([`crate::yaml::alias_budget`]), so
+/// this also bounds what aliases can add across files.
+pub const MAX_FILES: usize = 64;
 
 /// How many bytes the included files of one configuration may add up to.
 pub const MAX_BYTES: u64 = 16 << 20;
