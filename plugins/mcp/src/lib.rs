@@ -40,8 +40,8 @@ use cordis_runtime::{BoxError, Context, EffectHandle, Inject, Plugin, ScopeId};
 use cordis_tools::{ToolDefinition, ToolOutput, ToolRegistry, ToolSchema};
 use process_wrap::tokio::{CommandWrap, KillOnDrop, ProcessGroup};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, ClientCapabilities, ClientConfig, Implementation,
-    PaginatedRequestParams, ProtocolVersion, Tool,
+    CallToolRequestParams, CallToolResponse, ClientCapabilities, ClientConfig, ClientRequest,
+    Implementation, PaginatedRequestParams, PingRequest, ProtocolVersion, Tool,
 };
 use rmcp::service::{NotificationContext, Peer, RoleClient, RunningService, ServiceError};
 use rmcp::transport::TokioChildProcess;
@@ -97,6 +97,7 @@ impl Plugin for McpPlugin {
                 server: config.server.clone(),
                 peer: Mutex::new(None),
                 pgid: Mutex::new(None),
+                suspect: tokio::sync::Notify::new(),
             }),
             current: Mutex::new(Generation::default()),
         });
@@ -149,6 +150,9 @@ struct Link {
     peer: Mutex<Option<Peer<RoleClient>>>,
     /// The stdio server's process group (its leader's pid) while it may be running.
     pgid: Mutex<Option<u32>>,
+    /// Signalled when a call failed in the transport: the supervisor pings the server and
+    /// reconnects if it does not answer (an HTTP server that went away closes nothing).
+    suspect: tokio::sync::Notify,
 }
 
 impl Link {
@@ -186,7 +190,15 @@ impl Link {
                 .map_err(|e| format!("mcp({}): cannot build the call: {e}", self.server))?;
         let response = peer.call_tool_once(params).await.map_err(|e| match e {
             ServiceError::McpError(data) => data.message.to_string(),
-            other => format!("mcp({}): {other}", self.server),
+            other => {
+                if matches!(
+                    other,
+                    ServiceError::TransportSend(_) | ServiceError::TransportClosed
+                ) {
+                    self.suspect.notify_one();
+                }
+                format!("mcp({}): {other}", self.server)
+            }
         })?;
         let result = match response {
             CallToolResponse::Complete(result) => result,
@@ -572,6 +584,12 @@ impl Bridge {
                             while changes.try_recv().is_ok() {}
                             self.resync(&peer).await;
                         }
+                        () = self.link.suspect.notified() => {
+                            if !self.answers(&peer).await {
+                                tracing::warn!(server = %self.server(), "mcp server does not answer a ping; reconnecting");
+                                break;
+                            }
+                        }
                     }
                 }
                 // Its stdout closed; whatever is left of the process group goes too.
@@ -599,6 +617,18 @@ impl Bridge {
                 }
             }
         }
+    }
+
+    /// Whether the server answers a ping within the call timeout.
+    async fn answers(&self, peer: &Peer<RoleClient>) -> bool {
+        let ping = ClientRequest::PingRequest(PingRequest {
+            method: Default::default(),
+            extensions: Default::default(),
+        });
+        matches!(
+            tokio::time::timeout(self.config.call_timeout(), peer.send_request(ping)).await,
+            Ok(Ok(_))
+        )
     }
 
     /// Lists and installs again; traces `mcp-sync` with the outcome (`<server>: applied`,

@@ -154,6 +154,80 @@ async fn an_http_server_is_listed_and_called_with_the_configured_headers() {
     server.abort();
 }
 
+/// Serves on `listener` until aborted.
+fn serve(listener: TcpListener, seen: Seen) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut connections = tokio::task::JoinSet::new();
+        while let Ok((stream, _)) = listener.accept().await {
+            connections.spawn(answer(stream, seen.clone()));
+        }
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http_server_that_went_away_and_came_back_is_reconnected() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let seen: Seen = Arc::default();
+    let first = serve(listener, seen.clone());
+
+    let root = Context::root();
+    root.plugin(ToolsPlugin, ToolsConfig::default());
+    root.plugin(SystemPromptPlugin, SystemPromptConfig::default());
+    let config: McpConfig = serde_json::from_value(json!({
+        "transport": "http",
+        "server": "mini",
+        "url": format!("http://{addr}/mcp"),
+        "headers": {"x-api-key": "k"},
+        "callTimeoutMs": 2000,
+        "reconnect": {"initialDelayMs": 20, "maxDelayMs": 100, "maxAttempts": 1000}
+    }))
+    .unwrap();
+    let entry = root.plugin(McpPlugin, config);
+    tokio::time::timeout(Duration::from_secs(30), root.idle())
+        .await
+        .unwrap();
+    assert_eq!(entry.status(), ScopeStatus::Active, "{:?}", entry.failure());
+    let reg = root.get::<ToolRegistry>().unwrap();
+    let whoami = || ToolCall {
+        call_id: "1".into(),
+        name: "mcp__mini__whoami".into(),
+        arguments: json!({}),
+    };
+    assert!(!reg.execute(whoami(), None).await.is_error);
+    let initializes = |seen: &Seen| {
+        seen.lock()
+            .unwrap()
+            .iter()
+            .filter(|l| l.starts_with("POST initialize"))
+            .count()
+    };
+    assert_eq!(initializes(&seen), 1);
+
+    first.abort();
+    let _ = first.await;
+    let down = reg.execute(whoami(), None).await;
+    assert!(down.is_error, "the server is gone: {down:?}");
+
+    let listener = TcpListener::bind(addr).await.unwrap();
+    let second = serve(listener, seen.clone());
+    let start = std::time::Instant::now();
+    loop {
+        let result = reg.execute(whoami(), None).await;
+        if !result.is_error {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "never reconnected: {result:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(initializes(&seen) >= 2, "a new session was initialized");
+    root.dispose();
+    second.abort();
+}
+
 #[test]
 fn a_header_http_cannot_carry_is_a_config_error() {
     let config: McpConfig = serde_json::from_value(json!({
