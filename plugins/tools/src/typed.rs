@@ -31,7 +31,9 @@
 //! );
 //! ```
 
-use std::sync::Arc;
+use std::any::TypeId;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use cordis_schema::ToolSchema;
 use schemars::JsonSchema;
@@ -56,6 +58,23 @@ pub fn parameters_schema<A: JsonSchema>() -> serde_json::Value {
         root.remove("title");
     }
     value
+}
+
+/// [`parameters_schema::<A>`](parameters_schema), generated once per type and process: a typed
+/// tool is built again on every apply (every boot, reload and stress seed), and deriving its
+/// schema cost more than copying it.
+fn shared_parameters_schema<A: JsonSchema + 'static>() -> serde_json::Value {
+    static SCHEMAS: OnceLock<Mutex<BTreeMap<TypeId, serde_json::Value>>> = OnceLock::new();
+    let schemas = SCHEMAS.get_or_init(Default::default);
+    let id = TypeId::of::<A>();
+    if let Some(schema) = cordis_runtime::lock(schemas).get(&id) {
+        return schema.clone();
+    }
+    // Generated outside the lock (it runs the type's `JsonSchema` impl); a race only generates
+    // the same value twice.
+    let schema = parameters_schema::<A>();
+    cordis_runtime::lock(schemas).insert(id, schema.clone());
+    schema
 }
 
 /// Deserializes the arguments of tool `tool` into `A`, with the one argument error of typed
@@ -113,7 +132,7 @@ impl ToolDefinition {
         let schema = ToolSchema {
             name: name.clone(),
             description: description.into(),
-            parameters: parameters_schema::<A>(),
+            parameters: shared_parameters_schema::<A>(),
         };
         let handler = Arc::new(handler);
         ToolDefinition::new(schema, move |arguments, call| {
@@ -170,6 +189,17 @@ mod tests {
                 "additionalProperties": false
             })
         );
+    }
+
+    #[test]
+    fn each_argument_type_keeps_its_own_schema_across_builds() {
+        let noop = |_: Item, _| async { Ok(()) };
+        for _ in 0..2 {
+            let sum = ToolDefinition::typed("sum", "Sum.", |_: Args, _| async { Ok(0) });
+            let item = ToolDefinition::typed("item", "Item.", noop);
+            assert_eq!(sum.schema.parameters, parameters_schema::<Args>());
+            assert_eq!(item.schema.parameters, parameters_schema::<Item>());
+        }
     }
 
     #[test]
