@@ -1,6 +1,6 @@
 //! The plugin: opens the workspace and registers the four tools.
 
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use cordis_runtime::{BoxError, Context, Inject, Plugin, Service};
 use cordis_tools::{ToolDefinition, ToolOutput, ToolRegistry, ToolSchema};
@@ -29,10 +29,10 @@ fn schema(name: &str, description: &str, parameters: Value) -> ToolSchema {
     }
 }
 
-fn tool(ws: &Workspace, config: &Arc<FsConfig>, schema: ToolSchema, op: Op) -> ToolDefinition {
+fn tool(ws: &Workspace, config: &Arc<FsConfig>, schema: &ToolSchema, op: Op) -> ToolDefinition {
     let ws = ws.clone();
     let config = config.clone();
-    ToolDefinition::new(schema, move |args, _call| {
+    ToolDefinition::new(schema.clone(), move |args, _call| {
         let ws = ws.clone();
         let config = config.clone();
         async move {
@@ -46,82 +46,73 @@ fn tool(ws: &Workspace, config: &Arc<FsConfig>, schema: ToolSchema, op: Op) -> T
     })
 }
 
+/// The four tools' schemas, sorted by name, built once per process: every apply (each boot,
+/// reload and stress seed) copies them, which costs less than building the JSON again.
+static SCHEMAS: LazyLock<[ToolSchema; 4]> = LazyLock::new(|| {
+    [
+        schema(
+            crate::EDIT_FILE,
+            "Replace an exact string in a workspace file. old_string must match exactly once (copy it from read_file output without the line numbers, with enough context to be unique) unless replace_all is true.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string", "description": "File path, relative to the workspace root"},
+                    "old_string": {"type": "string", "description": "The exact text to replace"},
+                    "new_string": {"type": "string", "description": "The replacement text"},
+                    "replace_all": {"type": "boolean", "description": "Replace every occurrence (default false)"}
+                },
+                "required": ["path", "old_string", "new_string"]
+            }),
+        ),
+        schema(
+            crate::LIST_FILES,
+            "List files in the workspace, honouring .gitignore. A pattern without '/' matches file names (\"*.rs\"); with '/' it matches paths from the root (\"src/**/*.rs\").",
+            json!({
+                "type": "object",
+                "properties": {
+                    "pattern": {"type": "string", "description": "Glob to filter by"},
+                    "path": {"type": "string", "description": "Directory to list (default: the workspace root)"}
+                }
+            }),
+        ),
+        schema(
+            crate::READ_FILE,
+            "Read a text file from the workspace as numbered lines. Long files are truncated; pass start_line and end_line (1-based, inclusive) to read a range.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string", "description": "File path, relative to the workspace root"},
+                    "start_line": {"type": "integer", "minimum": 1, "description": "First line to read (1-based)"},
+                    "end_line": {"type": "integer", "minimum": 1, "description": "Last line to read (inclusive)"}
+                },
+                "required": ["path"]
+            }),
+        ),
+        schema(
+            crate::WRITE_FILE,
+            "Create or overwrite a workspace file with the given content (parent directories are created). Prefer edit_file for changes to existing files.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string", "description": "File path, relative to the workspace root"},
+                    "content": {"type": "string", "description": "The complete new content"}
+                },
+                "required": ["path", "content"]
+            }),
+        ),
+    ]
+});
+
 /// The four tools over `ws`, sorted by name.
 pub fn fs_tools(ws: &Workspace, config: FsConfig) -> Vec<ToolDefinition> {
     let config = Arc::new(config);
     vec![
-        tool(
-            ws,
-            &config,
-            schema(
-                crate::EDIT_FILE,
-                "Replace an exact string in a workspace file. old_string must match exactly once (copy it from read_file output without the line numbers, with enough context to be unique) unless replace_all is true.",
-                json!({
-                    "type": "object",
-                    "properties": {
-                        "path": {"type": "string", "description": "File path, relative to the workspace root"},
-                        "old_string": {"type": "string", "description": "The exact text to replace"},
-                        "new_string": {"type": "string", "description": "The replacement text"},
-                        "replace_all": {"type": "boolean", "description": "Replace every occurrence (default false)"}
-                    },
-                    "required": ["path", "old_string", "new_string"]
-                }),
-            ),
-            ops::edit_file,
-        ),
-        tool(
-            ws,
-            &config,
-            schema(
-                crate::LIST_FILES,
-                "List files in the workspace, honouring .gitignore. A pattern without '/' matches file names (\"*.rs\"); with '/' it matches paths from the root (\"src/**/*.rs\").",
-                json!({
-                    "type": "object",
-                    "properties": {
-                        "pattern": {"type": "string", "description": "Glob to filter by"},
-                        "path": {"type": "string", "description": "Directory to list (default: the workspace root)"}
-                    }
-                }),
-            ),
-            ops::list_files,
-        )
-        .read_only(),
-        tool(
-            ws,
-            &config,
-            schema(
-                crate::READ_FILE,
-                "Read a text file from the workspace as numbered lines. Long files are truncated; pass start_line and end_line (1-based, inclusive) to read a range.",
-                json!({
-                    "type": "object",
-                    "properties": {
-                        "path": {"type": "string", "description": "File path, relative to the workspace root"},
-                        "start_line": {"type": "integer", "minimum": 1, "description": "First line to read (1-based)"},
-                        "end_line": {"type": "integer", "minimum": 1, "description": "Last line to read (inclusive)"}
-                    },
-                    "required": ["path"]
-                }),
-            ),
-            ops::read_file,
-        )
-        .read_only(),
-        tool(
-            ws,
-            &config,
-            schema(
-                crate::WRITE_FILE,
-                "Create or overwrite a workspace file with the given content (parent directories are created). Prefer edit_file for changes to existing files.",
-                json!({
-                    "type": "object",
-                    "properties": {
-                        "path": {"type": "string", "description": "File path, relative to the workspace root"},
-                        "content": {"type": "string", "description": "The complete new content"}
-                    },
-                    "required": ["path", "content"]
-                }),
-            ),
-            |ws, _, args| ops::write_file(ws, args),
-        ),
+        tool(ws, &config, &SCHEMAS[0], ops::edit_file),
+        tool(ws, &config, &SCHEMAS[1], ops::list_files).read_only(),
+        tool(ws, &config, &SCHEMAS[2], ops::read_file).read_only(),
+        tool(ws, &config, &SCHEMAS[3], |ws, _, args| {
+            ops::write_file(ws, args)
+        }),
     ]
 }
 

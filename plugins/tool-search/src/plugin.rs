@@ -1,6 +1,6 @@
 //! The plugin: registers `grep` over the configured root.
 
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use cordis_runtime::{BoxError, Context, Inject, Plugin, Service};
 use cordis_tools::{ToolDefinition, ToolOutput, ToolRegistry, ToolSchema};
@@ -18,10 +18,10 @@ const INJECT: &[Inject] = &[
     Inject::required(Workspace::NAME),
 ];
 
-/// The `grep` tool over `ws`.
-pub fn grep_tool(ws: Workspace, config: SearchConfig) -> ToolDefinition {
-    let config = Arc::new(config);
-    let schema = ToolSchema {
+/// The tool's schema, built once per process: every apply copies it, which costs less than
+/// building the JSON again.
+static SCHEMA: LazyLock<ToolSchema> = LazyLock::new(|| {
+    ToolSchema {
         name: crate::GREP.to_owned(),
         description: "Search workspace files for a regular expression (Rust regex syntax), honouring .gitignore. Returns path:line:text for each matching line, in path order.".to_owned(),
         parameters: json!({
@@ -35,7 +35,13 @@ pub fn grep_tool(ws: Workspace, config: SearchConfig) -> ToolDefinition {
             },
             "required": ["pattern"]
         }),
-    };
+    }
+});
+
+/// The `grep` tool over `ws`.
+pub fn grep_tool(ws: Workspace, config: SearchConfig) -> ToolDefinition {
+    let config = Arc::new(config);
+    let schema = SCHEMA.clone();
     ToolDefinition::new(schema, move |args, _call| {
         let ws = ws.clone();
         let config = config.clone();

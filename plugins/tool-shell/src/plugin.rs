@@ -1,7 +1,7 @@
 //! The plugin: registers `bash` over the configured root.
 
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use cordis_runtime::{BoxError, Context, Inject, Plugin, Service};
 use cordis_tools::{ToolDefinition, ToolOutput, ToolRegistry, ToolSchema};
@@ -20,11 +20,10 @@ const INJECT: &[Inject] = &[
     Inject::required(Workspace::NAME),
 ];
 
-/// The `bash` tool running in `root`.
-pub fn bash_tool(root: PathBuf, config: ShellConfig) -> ToolDefinition {
-    let root = Arc::new(root);
-    let config = Arc::new(config);
-    let schema = ToolSchema {
+/// The tool's schema, built once per process: every apply copies it, which costs less than
+/// building the JSON again.
+static SCHEMA: LazyLock<ToolSchema> = LazyLock::new(|| {
+    ToolSchema {
         name: crate::BASH.to_owned(),
         description: "Run a bash command in the workspace root and return its exit code, stdout and stderr (long output keeps its head and tail). Background processes are killed when the command ends.".to_owned(),
         parameters: json!({
@@ -36,7 +35,14 @@ pub fn bash_tool(root: PathBuf, config: ShellConfig) -> ToolDefinition {
             },
             "required": ["command"]
         }),
-    };
+    }
+});
+
+/// The `bash` tool running in `root`.
+pub fn bash_tool(root: PathBuf, config: ShellConfig) -> ToolDefinition {
+    let root = Arc::new(root);
+    let config = Arc::new(config);
+    let schema = SCHEMA.clone();
     ToolDefinition::new(schema, move |args, _call| {
         let root = root.clone();
         let config = config.clone();

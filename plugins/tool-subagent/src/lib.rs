@@ -20,7 +20,7 @@
 //!   config: {toolName: subagent, maxDepth: 2}
 //! ```
 
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use cordis_agent_loop::{AgentLoop, AgentOptions};
 use cordis_runtime::{BoxError, Context, Inject, Plugin, Service};
@@ -70,6 +70,23 @@ impl Default for SubagentConfig {
     }
 }
 
+/// The parameters, built once per process: every apply copies them, which costs less than
+/// building the JSON again.
+static PARAMETERS: LazyLock<serde_json::Value> = LazyLock::new(|| {
+    serde_json::json!({
+        "type": "object",
+        "properties": {
+            "task": {"type": "string", "description": "The complete instructions for the subagent."},
+            "tools": {
+                "type": "array",
+                "items": {"type": "string"},
+                "description": "Restrict the subagent to these of your tools (default: all)."
+            }
+        },
+        "required": ["task"]
+    })
+});
+
 /// The tool's schema for `config`.
 pub fn schema(config: &SubagentConfig) -> ToolSchema {
     ToolSchema {
@@ -78,18 +95,7 @@ pub fn schema(config: &SubagentConfig) -> ToolSchema {
             "Delegate a self-contained task to a subagent that has your tools; returns its final answer."
                 .to_owned()
         }),
-        parameters: serde_json::json!({
-            "type": "object",
-            "properties": {
-                "task": {"type": "string", "description": "The complete instructions for the subagent."},
-                "tools": {
-                    "type": "array",
-                    "items": {"type": "string"},
-                    "description": "Restrict the subagent to these of your tools (default: all)."
-                }
-            },
-            "required": ["task"]
-        }),
+        parameters: PARAMETERS.clone(),
     }
 }
 
