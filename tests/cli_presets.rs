@@ -372,3 +372,63 @@ fn a_preset_line_switches_in_a_terminal() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_reload_that_restarts_the_roster_joins_the_agent_again() {
+    use std::io::Write;
+    let dir = fresh("reload");
+    let mut cmd = common::cordis_command(
+        &dir,
+        &["run", "--watch", "--session", "w", "--preset", "minimal"],
+    );
+    cmd.env("XDG_CONFIG_HOME", dir.join("xdg"));
+    let mut child = cmd.spawn().unwrap();
+    let out = common::lines(child.stdout.take().unwrap());
+    let err = common::lines(child.stderr.take().unwrap());
+    let mut stdin = child.stdin.take().unwrap();
+    common::wait_for(&err, "watching cordis.yml");
+    writeln!(stdin, "first").unwrap();
+    common::wait_for(&out, "Noted.");
+    let file = dir.join("cordis.yml");
+    let edited = std::fs::read_to_string(&file).unwrap().replace(
+        "default: standard}",
+        "default: standard, includeUserRoot: false}",
+    );
+    std::fs::write(&file, edited).unwrap();
+    assert_eq!(
+        common::wait_for(&err, "reload 1:"),
+        "cordis: reload 1: added -; removed -; restarted agent-presets; failed -"
+    );
+    assert_eq!(
+        common::wait_for(&err, "rejoined"),
+        "cordis: rejoined preset minimal"
+    );
+    writeln!(stdin, "second").unwrap();
+    common::wait_for(&out, "Noted.");
+    drop(stdin);
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+    // Both turns ran on minimal's tools (the second request would fail unjoined).
+    let events = log(&dir, "w");
+    let tools: Vec<Vec<String>> = events
+        .iter()
+        .filter(|e| e["type"] == "request/header")
+        .map(|e| {
+            e["data"]["header"]["tools"]
+                .as_array()
+                .map(|t| {
+                    t.iter()
+                        .map(|t| t["name"].as_str().unwrap().to_owned())
+                        .collect()
+                })
+                .unwrap_or_default()
+        })
+        .collect();
+    assert!(!tools.is_empty());
+    let failed = events
+        .iter()
+        .filter(|e| e["type"] == "turn/end" && e["data"]["reason"]["kind"] == "error")
+        .count();
+    assert_eq!(failed, 0, "{events:?}");
+    assert_eq!(tools[0], ["bash", "edit_file", "read_file", "write_file"]);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -594,3 +594,28 @@ async fn an_edit_of_an_included_file_starts_a_new_generation_too() {
     assert_eq!(describe(y.scope_key()).await, "version two");
     root.dispose();
 }
+
+#[tokio::test]
+async fn cold_history_reads_find_a_preset_through_the_standing_scopes_service() {
+    let dir = tempfile::tempdir().unwrap();
+    preset(dir.path(), "a", &with_tool("a_tool", "A", "I am A."), None);
+    let root = host(dir.path(), "").await;
+    let (roster, agents, _) = services(&root);
+    let seam = root
+        .get::<cordis_history::StandingScopesService>()
+        .expect("agent-presets/standing");
+    let key = seam.scopes().standing_key_for(Some("a")).await.unwrap();
+    assert!(agents.agent_ids().is_empty(), "no agent started");
+    assert_eq!(roster.standing_key_for(Some("a")).await.unwrap().key, key);
+    assert_eq!(seam.scopes().standing_key_for(None).await.unwrap(), key);
+    let err = seam
+        .scopes()
+        .standing_key_for(Some("gone"))
+        .await
+        .unwrap_err();
+    assert!(
+        err.starts_with("agent-presets: preset \"gone\" not found"),
+        "{err}"
+    );
+    root.dispose();
+}

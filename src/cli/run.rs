@@ -559,10 +559,43 @@ impl Conversation<'_> {
             }
         };
         match self.live.reload(&source, io.env).await {
-            Ok(summary) => writeln!(io.err, "cordis: {}", summary_line(&summary))?,
+            Ok(summary) => {
+                writeln!(io.err, "cordis: {}", summary_line(&summary))?;
+                self.rejoin_after_reload(io).await?;
+            }
             Err(errors) => super::print_rejected_reload(&errors, io)?,
         }
         io.err.flush()?;
+        Ok(())
+    }
+
+    /// A reload that restarted the `agent-presets` entry unwound every standing scope: the
+    /// agent (which the reload kept) is joined to none, and could not assemble. Join it again
+    /// to the preset its session runs, mounted afresh.
+    async fn rejoin_after_reload(&mut self, io: &mut Io<'_>) -> anyhow::Result<()> {
+        let Some(roster) = self.root.get::<AgentPresets>() else {
+            return Ok(());
+        };
+        if roster.composed_preset(self.agent.scope_key()).is_some() {
+            return Ok(());
+        }
+        let preset = self.agent.session().preset();
+        let joined = match roster.standing_key_for(preset.as_deref()).await {
+            Ok(standing) => self
+                .agent
+                .rejoin(standing.key)
+                .map(|()| standing.preset)
+                .map_err(|e| e.to_string()),
+            Err(e) => Err(e.to_string()),
+        };
+        match joined {
+            Ok(preset) => writeln!(io.err, "cordis: rejoined preset {}", safe(&preset))?,
+            Err(why) => writeln!(
+                io.err,
+                "cordis: the agent is joined to no preset after the reload: {}",
+                safe_lines(&why)
+            )?,
+        }
         Ok(())
     }
 
