@@ -208,6 +208,23 @@ async fn an_http_server_that_went_away_and_came_back_is_reconnected() {
     let _ = first.await;
     let down = reg.execute(whoami(), None).await;
     assert!(down.is_error, "the server is gone: {down:?}");
+    // The failed call made the entry ping, find the server gone and start reconnecting.
+    let start = std::time::Instant::now();
+    loop {
+        let result = reg.execute(whoami(), None).await;
+        if result
+            .content
+            .as_str()
+            .is_some_and(|m| m.contains("not connected"))
+        {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "the entry never noticed: {result:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 
     let listener = TcpListener::bind(addr).await.unwrap();
     let second = serve(listener, seen.clone());
