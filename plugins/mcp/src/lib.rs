@@ -190,15 +190,27 @@ impl Link {
                 .map_err(|e| format!("mcp({}): cannot build the call: {e}", self.server))?;
         let response = peer.call_tool_once(params).await.map_err(|e| match e {
             ServiceError::McpError(data) => data.message.to_string(),
-            other => {
-                if matches!(
-                    other,
-                    ServiceError::TransportSend(_) | ServiceError::TransportClosed
-                ) {
-                    self.suspect.notify_one();
+            ServiceError::TransportSend(e) => {
+                self.suspect.notify_one();
+                // The transport's own text names rmcp's generic types; the innermost cause is
+                // what a person can act on.
+                let mut cause: &dyn std::error::Error = &e;
+                while let Some(next) = cause.source() {
+                    cause = next;
                 }
-                format!("mcp({}): {other}", self.server)
+                format!(
+                    "mcp({}): the server cannot be reached ({cause}); checking whether it is still up",
+                    self.server
+                )
             }
+            ServiceError::TransportClosed => {
+                self.suspect.notify_one();
+                format!(
+                    "mcp({}): the connection to the server closed; reconnecting",
+                    self.server
+                )
+            }
+            other => format!("mcp({}): {other}", self.server),
         })?;
         let result = match response {
             CallToolResponse::Complete(result) => result,

@@ -208,6 +208,11 @@ async fn an_http_server_that_went_away_and_came_back_is_reconnected() {
     let _ = first.await;
     let down = reg.execute(whoami(), None).await;
     assert!(down.is_error, "the server is gone: {down:?}");
+    let message = down.content.as_str().unwrap_or_default();
+    assert!(
+        message.starts_with("mcp(mini): the server cannot be reached ("),
+        "{message}"
+    );
     // The failed call made the entry ping, find the server gone and start reconnecting.
     let start = std::time::Instant::now();
     loop {
