@@ -1,10 +1,12 @@
 //! `cordis acp` driven as an editor would: the real binary on piped stdio, newline-delimited
 //! JSON-RPC, the scripted model replaying a script each test writes.
 //!
-//! Goldens: `tests/snapshots/acp/<name>.jsonl` hold every line the agent wrote on stdout, with
+//! Goldens: `tests/snapshots/acp/<name>.jsonl` hold every line the agent wrote on stdout (as
+//! parsed JSON, keys sorted, so key order on the wire does not matter), with
 //! session ids as `{{sessionId}}` (`{{sessionId2}}`, … in order of appearance), the ids of the
 //! agent's own requests as `{{requestId}}` and the test's directory as `{{cwd}}`. `CORDIS_SNAPSHOT=record` rewrites them instead of comparing.
 
+mod cli_acp_common;
 mod common;
 
 use std::io::Write;
@@ -13,7 +15,6 @@ use std::process::{Child, ChildStdin};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use agent_client_protocol::v1::schema::{SessionNotification, SessionUpdate};
 use serde_json::{Value, json};
 
 /// A generous bound that turns a hang into a failure (never a timing assertion).
@@ -44,6 +45,8 @@ struct Acp {
     next_id: u64,
     /// Every message the agent wrote, in order.
     seen: Vec<Value>,
+    /// The id and method of every request sent.
+    sent: Vec<(u64, String)>,
     /// The answer to permission questions.
     answer: Answer,
     dir: PathBuf,
@@ -82,6 +85,7 @@ impl Acp {
             lines,
             next_id: 0,
             seen: Vec::new(),
+            sent: Vec::new(),
             answer: Answer::Reject,
             dir: dir.to_owned(),
         }
@@ -97,6 +101,7 @@ impl Acp {
     fn request(&mut self, method: &str, params: Value) -> u64 {
         self.next_id += 1;
         let id = self.next_id;
+        self.sent.push((id, method.to_owned()));
         self.write(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
         id
     }
@@ -183,7 +188,8 @@ impl Acp {
         self.response(id)
     }
 
-    /// Closes stdin, reads what is left and waits for the exit; returns the exit code.
+    /// Closes stdin, reads what is left and waits for the exit; returns the exit code. Every
+    /// message the agent wrote is then checked against the protocol (see [`check_updates`]).
     fn close(&mut self) -> i32 {
         drop(self.stdin.take());
         let end = Instant::now() + DEADLINE;
@@ -197,6 +203,7 @@ impl Acp {
                 Err(mpsc::RecvTimeoutError::Timeout) => panic!("cordis acp did not close stdout"),
             }
         }
+        check_updates(self);
         while Instant::now() < end {
             if let Some(status) = self.child.try_wait().unwrap() {
                 return status.code().unwrap_or(-1);
@@ -289,28 +296,12 @@ fn compare_golden(name: &str, messages: &[Value], dir: &Path) {
     }
 }
 
-/// Every `session/update` is a valid `SessionNotification`, and no `tool_call_update` comes
-/// before its `tool_call`. Returns the typed updates.
-fn check_updates(messages: &[Value]) -> Vec<SessionNotification> {
-    let mut announced = std::collections::BTreeSet::new();
-    let mut typed = Vec::new();
-    for m in messages.iter().filter(|m| m["method"] == "session/update") {
-        let n: SessionNotification = serde_json::from_value(m["params"].clone())
-            .unwrap_or_else(|e| panic!("not a SessionNotification: {m}: {e}"));
-        let key = |id: &str| (n.session_id.0.to_string(), id.to_owned());
-        match &n.update {
-            SessionUpdate::ToolCall(call) => {
-                announced.insert(key(&call.tool_call_id.0));
-            }
-            SessionUpdate::ToolCallUpdate(update) => assert!(
-                announced.contains(&key(&update.tool_call_id.0)),
-                "tool_call_update before its tool_call: {m}"
-            ),
-            _ => {}
-        }
-        typed.push(n);
+/// Every message the agent wrote is valid against the protocol's JSON Schema (updates,
+/// permission questions, answers), and no `tool_call_update` comes before its `tool_call`.
+fn check_updates(acp: &Acp) {
+    if let Err(problem) = cli_acp_common::check_messages(&acp.seen, &acp.sent) {
+        panic!("{problem}");
     }
-    typed
 }
 
 fn text(t: &str) -> Value {
@@ -347,7 +338,6 @@ fn a_prompt_streams_its_text_and_ends_the_turn() {
     let r = acp.prompt(&s, "hi");
     assert_eq!(r["result"]["stopReason"], "end_turn", "{r}");
     assert_eq!(acp.close(), 0);
-    check_updates(&acp.seen);
     acp.golden("prompt-end-turn");
 }
 
@@ -389,7 +379,6 @@ fn a_tool_call_is_announced_then_updated_with_its_result() {
         update.to_string().contains("hello from the workspace"),
         "{update}"
     );
-    check_updates(&acp.seen);
     acp.golden("tool-call");
 }
 
@@ -426,7 +415,6 @@ fn a_failing_tool_is_a_failed_update_and_a_failing_turn_rejects_the_prompt() {
     );
     assert!(r.get("result").is_none());
     assert_eq!(acp.close(), 0);
-    check_updates(&acp.seen);
     acp.golden("tool-failure");
 }
 
@@ -457,7 +445,6 @@ fn cancel_mid_stream_settles_cancelled_and_the_next_prompt_runs_at_once() {
     let r = acp.prompt(&s, "next");
     assert_eq!(r["result"]["stopReason"], "end_turn", "{r}");
     assert_eq!(acp.close(), 0);
-    check_updates(&acp.seen);
     acp.golden("cancel");
 }
 
@@ -571,7 +558,6 @@ fn load_replays_the_session_as_it_was_streamed_live() {
     // The loaded session goes on.
     assert_eq!(acp.prompt(&s, "more")["result"]["stopReason"], "end_turn");
     assert_eq!(acp.close(), 0);
-    check_updates(&acp.seen);
     acp.golden("load-replay");
 }
 
@@ -648,7 +634,6 @@ fn a_tool_that_asks_asks_the_editor_and_a_rejection_denies_it() {
         .find(|u| u["sessionUpdate"] == "tool_call_update")
         .unwrap();
     assert_eq!(update["status"], "failed", "{update}");
-    check_updates(&acp.seen);
     acp.golden("permission-rejected");
 
     // Allowed once, it runs.
@@ -733,7 +718,6 @@ fn two_sessions_run_side_by_side_and_interleave_nothing() {
     acp.notify("session/cancel", json!({"sessionId": b}));
     assert_eq!(acp.response(hb)["result"]["stopReason"], "cancelled");
     assert_eq!(acp.close(), 0);
-    check_updates(&acp.seen);
 }
 
 #[test]
@@ -989,5 +973,4 @@ fn the_step_limit_ends_the_prompt_with_max_turn_requests() {
     let r = acp.prompt(&s, "loop");
     assert_eq!(r["result"]["stopReason"], "max_turn_requests", "{r}");
     assert_eq!(acp.close(), 0);
-    check_updates(&acp.seen);
 }

@@ -1,13 +1,16 @@
 //! Properties of `cordis acp` over generated conversations (the scripted model's responses are
 //! drawn by proptest; each case runs the real binary, then loads the session in a second one):
 //!
-//! - every `session/update` is a valid protocol message (it deserializes into the crate's
-//!   `SessionNotification`) of the session it names;
+//! - every message the agent writes is valid against the protocol's JSON Schema (each
+//!   `session/update` a `SessionNotification` of the session it names, each answer its
+//!   method's response type; see `tests/cli_acp_common`);
 //! - no `tool_call_update` comes before its `tool_call`, and every call gets exactly one update
 //!   before its prompt is answered;
 //! - each prompt settles as its script says: `end_turn`, `max_tokens` when the model ran out
 //!   of tokens, an error when the model failed;
 //! - `session/load` replays exactly what was streamed live (plus the user's side).
+
+mod cli_acp_common;
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -16,7 +19,6 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use agent_client_protocol::v1::schema::{SessionNotification, SessionUpdate};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
@@ -141,6 +143,7 @@ struct Agent {
     lines: mpsc::Receiver<String>,
     next_id: u64,
     seen: Vec<Value>,
+    sent: Vec<(u64, String)>,
 }
 
 impl Agent {
@@ -179,12 +182,14 @@ impl Agent {
             lines,
             next_id: 0,
             seen: Vec::new(),
+            sent: Vec::new(),
         }
     }
 
     fn request(&mut self, method: &str, params: Value) -> Value {
         self.next_id += 1;
         let id = self.next_id;
+        self.sent.push((id, method.to_owned()));
         let stdin = self.stdin.as_mut().unwrap();
         writeln!(
             stdin,
@@ -239,19 +244,21 @@ fn checked_updates(messages: &[Value], session: &str) -> Result<Vec<Value>, Test
     let mut calls: BTreeMap<String, u32> = BTreeMap::new();
     let mut updates = Vec::new();
     for m in messages.iter().filter(|m| m["method"] == "session/update") {
-        let n: SessionNotification = serde_json::from_value(m["params"].clone())
-            .map_err(|e| TestCaseError::fail(format!("not a SessionNotification: {m}: {e}")))?;
-        prop_assert_eq!(&*n.session_id.0, session);
-        match &n.update {
-            SessionUpdate::ToolCall(c) => {
+        cli_acp_common::validate("SessionNotification", &m["params"])
+            .map_err(TestCaseError::fail)?;
+        prop_assert_eq!(&m["params"]["sessionId"], session);
+        let update = &m["params"]["update"];
+        let call = update["toolCallId"].as_str().unwrap_or_default().to_owned();
+        match update["sessionUpdate"].as_str() {
+            Some("tool_call") => {
                 prop_assert!(
-                    calls.insert(c.tool_call_id.0.to_string(), 0).is_none(),
+                    calls.insert(call.clone(), 0).is_none(),
                     "tool_call {} announced twice",
-                    c.tool_call_id.0
+                    call
                 );
             }
-            SessionUpdate::ToolCallUpdate(u) => {
-                let seen = calls.get_mut(&*u.tool_call_id.0);
+            Some("tool_call_update") => {
+                let seen = calls.get_mut(&call);
                 prop_assert!(
                     seen.is_some(),
                     "tool_call_update before its tool_call: {}",
@@ -259,7 +266,7 @@ fn checked_updates(messages: &[Value], session: &str) -> Result<Vec<Value>, Test
                 );
                 let seen = seen.unwrap();
                 *seen += 1;
-                prop_assert_eq!(*seen, 1, "tool call {} updated twice", u.tool_call_id.0);
+                prop_assert_eq!(*seen, 1, "tool call {} updated twice", call);
             }
             _ => {}
         }
@@ -317,6 +324,7 @@ fn run_case(turns: &[Turn]) -> Result<(), TestCaseError> {
         checked_updates(&live.seen, &session)?;
     }
     let seen = std::mem::take(&mut live.seen);
+    cli_acp_common::check_messages(&seen, &live.sent).map_err(TestCaseError::fail)?;
     live.close();
     let streamed = checked_updates(&seen, &session)?;
 
@@ -331,6 +339,7 @@ fn run_case(turns: &[Turn]) -> Result<(), TestCaseError> {
     );
     prop_assert!(r.get("result").is_some(), "{}", r);
     let seen = std::mem::take(&mut loaded.seen);
+    cli_acp_common::check_messages(&seen, &loaded.sent).map_err(TestCaseError::fail)?;
     loaded.close();
     let replayed: Vec<Value> = checked_updates(&seen, &session)?
         .into_iter()

@@ -1,8 +1,10 @@
 //! `cordis acp`: the agent as an [Agent Client Protocol](https://agentclientprotocol.com) server
 //! on stdio, for editors (Zed first) that run `{"command": "cordis", "args": ["acp"]}`.
 //!
-//! stdout carries only the protocol (newline-delimited JSON-RPC, through the
-//! `agent-client-protocol` crate's v1 connection); logs go to stderr.
+//! stdout carries only the protocol (newline-delimited JSON-RPC 2.0, protocol version 1); logs
+//! go to stderr. The messages are our own serde types ([`protocol`]): the
+//! `agent-client-protocol` crates turn on `serde_json`'s `preserve_order` for the whole build,
+//! which changed what other parts of the workspace print and log.
 //!
 //! # One composition per session
 //! Every `session/new` and `session/load` boots the config file anew: its own root scope, its
@@ -20,12 +22,13 @@
 //! earlier `session/new` wrote. A session's header records its cwd; a load must ask for the
 //! same cwd.
 //!
-//! # Never blocking the dispatch loop
-//! The crate runs each request handler inside its dispatch loop and waits for it. Our handlers
-//! only forward the request (with its responder) to [`server::Server`], one loop that owns every
-//! session and polls every piece of work (boots, turns) as a future it holds. A prompt's answer
-//! is sent when its turn ends, so `session/cancel` and permission answers keep flowing while a
-//! turn runs; `ask` approvals are `session/request_permission` requests awaited by the turn.
+//! # Never blocking the reader
+//! A reader thread only parses lines ([`rpc`]): requests and notifications go to
+//! [`server::Server`], one loop that owns every session and polls every piece of work (boots,
+//! turns) as a future it holds; answers to the agent's own requests complete them directly. A
+//! prompt's answer is sent when its turn ends, so `session/cancel` and permission answers keep
+//! flowing while a turn runs; `ask` approvals are `session/request_permission` requests
+//! awaited by the turn.
 //!
 //! # MCP servers
 //! A session's `mcpServers` (stdio; the `mcp` plugin has no other transport yet) are `mcp`
@@ -52,109 +55,58 @@
 //! is flushed, and every composition is disposed; the process then exits.
 
 pub mod approver;
+pub mod protocol;
+pub mod rpc;
 pub mod server;
 pub mod session;
 pub mod updates;
 
-use agent_client_protocol::schema::ProtocolVersion;
-use agent_client_protocol::v1::schema::{
-    AgentCapabilities, AuthenticateRequest, AuthenticateResponse, CancelNotification,
-    Implementation, InitializeRequest, InitializeResponse, LoadSessionRequest, McpCapabilities,
-    NewSessionRequest, PromptCapabilities, PromptRequest, SetSessionModeRequest,
-};
-use agent_client_protocol::{Agent, Stdio};
-use tokio::sync::mpsc;
-
-pub use server::{Job, Server};
+pub use server::Server;
 pub use session::Composition;
+
+use protocol::{
+    AgentCapabilities, Implementation, InitializeRequest, InitializeResponse, McpCapabilities,
+    PROTOCOL_VERSION, PromptCapabilities,
+};
 
 /// The `initialize` answer: the client's version negotiated down to ours, and what we do.
 pub fn initialize_response(request: &InitializeRequest) -> InitializeResponse {
-    InitializeResponse::new(request.protocol_version.min(ProtocolVersion::LATEST))
-        .agent_capabilities(
-            AgentCapabilities::new()
-                .load_session(true)
-                // Text and resource links only (both required of every agent).
-                .prompt_capabilities(PromptCapabilities::new())
-                // No MCP transports beyond the protocol's baseline.
-                .mcp_capabilities(McpCapabilities::new()),
-        )
-        .agent_info(Implementation::new("cordis", env!("CARGO_PKG_VERSION")))
+    InitializeResponse {
+        protocol_version: request.protocol_version.min(PROTOCOL_VERSION),
+        agent_capabilities: AgentCapabilities {
+            load_session: true,
+            // Text and resource links only (both required of every agent).
+            prompt_capabilities: PromptCapabilities {
+                image: false,
+                audio: false,
+                embedded_context: false,
+            },
+            // stdio servers only (the protocol's baseline).
+            mcp_capabilities: McpCapabilities {
+                http: false,
+                sse: false,
+            },
+        },
+        auth_methods: Vec::new(),
+        agent_info: Implementation {
+            name: "cordis".to_owned(),
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+        },
+    }
 }
 
-/// Serves one ACP connection on stdin/stdout until the client closes it.
+/// Serves one ACP connection on stdin/stdout on `rt` until the client closes it, then
+/// disposes every session and flushes what is left to write (joining the I/O threads outside
+/// the runtime).
 ///
 /// # Errors
-/// A transport failure (stdio broken mid-message).
-pub async fn serve_stdio(
+/// The reader or writer thread could not be started.
+pub fn serve_stdio(
     composition: &Composition<'_>,
-) -> Result<(), agent_client_protocol::Error> {
-    let (jobs, queued) = mpsc::unbounded_channel::<Job>();
-    let forward = move |job: Job| {
-        // The server is gone only after the connection closed; dropping the responder then
-        // is all that is left to do.
-        let _ = jobs.send(job);
-    };
-    let (f_new, f_load, f_prompt, f_cancel, f_mode) = (
-        forward.clone(),
-        forward.clone(),
-        forward.clone(),
-        forward.clone(),
-        forward,
-    );
-    Agent
-        .v1()
-        .name("cordis")
-        .on_receive_request(
-            async |request: InitializeRequest, responder, _cx| {
-                responder.respond(initialize_response(&request))
-            },
-            agent_client_protocol::on_receive_request!(),
-        )
-        .on_receive_request(
-            async |_request: AuthenticateRequest, responder, _cx| {
-                // No authentication methods are advertised; accept whatever is asked.
-                responder.respond(AuthenticateResponse::new())
-            },
-            agent_client_protocol::on_receive_request!(),
-        )
-        .on_receive_request(
-            async move |request: NewSessionRequest, responder, _cx| {
-                f_new(Job::New(request, responder));
-                Ok(())
-            },
-            agent_client_protocol::on_receive_request!(),
-        )
-        .on_receive_request(
-            async move |request: LoadSessionRequest, responder, _cx| {
-                f_load(Job::Load(request, responder));
-                Ok(())
-            },
-            agent_client_protocol::on_receive_request!(),
-        )
-        .on_receive_request(
-            async move |request: PromptRequest, responder, _cx| {
-                f_prompt(Job::Prompt(request, responder));
-                Ok(())
-            },
-            agent_client_protocol::on_receive_request!(),
-        )
-        .on_receive_request(
-            async move |request: SetSessionModeRequest, responder, _cx| {
-                f_mode(Job::SetMode(request, responder));
-                Ok(())
-            },
-            agent_client_protocol::on_receive_request!(),
-        )
-        .on_receive_notification(
-            async move |note: CancelNotification, _cx| {
-                f_cancel(Job::Cancel(note));
-                Ok(())
-            },
-            agent_client_protocol::on_receive_notification!(),
-        )
-        .connect_with(Stdio::new(), async |connection| {
-            Server::new(composition, connection).run(queued).await
-        })
-        .await
+    rt: &tokio::runtime::Runtime,
+) -> std::io::Result<()> {
+    let (stdio, incoming) = rpc::Stdio::start()?;
+    rt.block_on(Server::new(composition, stdio.connection().clone()).run(incoming));
+    stdio.finish();
+    Ok(())
 }

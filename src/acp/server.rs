@@ -5,14 +5,6 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use agent_client_protocol::v1::schema as acp_schema;
-use agent_client_protocol::v1::schema::{
-    CancelNotification, ContentBlock, LoadSessionRequest, LoadSessionResponse, NewSessionRequest,
-    NewSessionResponse, PromptRequest, PromptResponse, SessionId, SessionNotification,
-    SessionUpdate, SetSessionModeRequest, SetSessionModeResponse, StopReason,
-};
-use agent_client_protocol::v1::{ConnectionTo, Responder};
-use agent_client_protocol::{Client, Error};
 use cordis_agent_loop::{Agent, AgentEvent, TurnError};
 use cordis_agent_presets::AgentPresets;
 use cordis_approvals::ApproverService;
@@ -24,39 +16,43 @@ use cordis_tools::ToolRegistry;
 use futures_util::StreamExt;
 use futures_util::future::LocalBoxFuture;
 use futures_util::stream::FuturesUnordered;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
 use tokio::sync::{mpsc, watch};
 
 use super::approver::EditorApprover;
+use super::protocol::{
+    CancelNotification, InitializeRequest, LoadSessionRequest, LoadSessionResponse,
+    NewSessionRequest, NewSessionResponse, PromptRequest, PromptResponse, SessionNotification,
+    SessionUpdate, SetSessionModeRequest, StopReason,
+};
+use super::rpc::{Connection, Incoming, Reply, RpcError};
 use super::session::{Booted, Composition, McpServer, Opening, internal, invalid_params};
 use super::updates::{LiveViews, UpdateMapper};
 
 /// How long a disconnect waits for running turns and boots to wind down before giving up.
 const TEARDOWN_LIMIT: Duration = Duration::from_secs(30);
 
-/// A request the dispatch loop handed over (handlers only forward, so they never block it).
-pub enum Job {
-    /// `session/new`.
-    New(NewSessionRequest, Responder<NewSessionResponse>),
-    /// `session/load`.
-    Load(LoadSessionRequest, Responder<LoadSessionResponse>),
-    /// `session/prompt`.
-    Prompt(PromptRequest, Responder<PromptResponse>),
-    /// `session/cancel`.
+/// A request that needs the server's state, its params read.
+enum Job {
+    New(NewSessionRequest, Reply),
+    Load(LoadSessionRequest, Reply),
+    Prompt(PromptRequest, Reply),
     Cancel(CancelNotification),
-    /// `session/set_mode`.
-    SetMode(SetSessionModeRequest, Responder<SetSessionModeResponse>),
+    SetMode(SetSessionModeRequest, Reply),
 }
 
-/// What a piece of work ended with.
+/// What a piece of work ended with, and where its answer goes.
 enum Done {
-    Created(Result<Live, Error>, Responder<NewSessionResponse>),
-    Loaded(String, Result<Live, Error>, Responder<LoadSessionResponse>),
-    Prompted(
-        String,
-        Result<PromptResponse, Error>,
-        Responder<PromptResponse>,
-    ),
-    Switched(String, Result<(), Error>, Responder<SetSessionModeResponse>),
+    Created(Result<Live, RpcError>, Reply),
+    Loaded(String, Result<Live, RpcError>, Reply),
+    Prompted(String, Result<PromptResponse, RpcError>, Reply),
+    Switched(String, Result<(), RpcError>, Reply),
+}
+
+/// A request's params as `T`; `-32602` naming what does not fit.
+fn params<T: DeserializeOwned>(params: Value) -> Result<T, RpcError> {
+    serde_json::from_value(params).map_err(|e| invalid_params(format!("Invalid params: {e}")))
 }
 
 /// A session open on this connection.
@@ -94,7 +90,7 @@ fn new_session_id() -> String {
 }
 
 /// The session's cwd, which must be absolute (it becomes the workspace root).
-fn absolute_cwd(cwd: &std::path::Path) -> Result<PathBuf, Error> {
+fn absolute_cwd(cwd: &std::path::Path) -> Result<PathBuf, RpcError> {
     if cwd.is_absolute() {
         Ok(cwd.to_owned())
     } else {
@@ -107,64 +103,91 @@ fn absolute_cwd(cwd: &std::path::Path) -> Result<PathBuf, Error> {
 
 /// What `session/new` and `session/load` accept beyond the cwd: no additional directories,
 /// stdio MCP servers.
-fn check_extras(
-    dirs: &[PathBuf],
-    mcp_servers: &[acp_schema::McpServer],
-) -> Result<Vec<McpServer>, Error> {
+fn check_extras(dirs: &[PathBuf], mcp_servers: &[Value]) -> Result<Vec<McpServer>, RpcError> {
     if !dirs.is_empty() {
         return Err(invalid_params("additionalDirectories is not supported"));
     }
-    mcp_servers
-        .iter()
-        .map(|server| match server {
-            acp_schema::McpServer::Stdio(s) => Ok(McpServer {
-                name: s.name.clone(),
-                command: s.command.display().to_string(),
-                args: s.args.clone(),
-                env: s.env.iter().map(|v| (v.name.clone(), v.value.clone())).collect(),
-            }),
-            acp_schema::McpServer::Http(s) => Err(invalid_params(format!(
-                "mcpServers \"{}\": only stdio servers are supported (mcpCapabilities.http is false)",
-                s.name
-            ))),
-            acp_schema::McpServer::Sse(s) => Err(invalid_params(format!(
-                "mcpServers \"{}\": only stdio servers are supported (mcpCapabilities.sse is false)",
-                s.name
-            ))),
-            _ => Err(invalid_params(
-                "mcpServers: only stdio servers are supported",
-            )),
-        })
-        .collect()
+    mcp_servers.iter().map(mcp_server).collect()
+}
+
+/// One `mcpServers` entry: stdio (`{name, command, args, env: [{name, value}]}`, with no
+/// `type` or `type: "stdio"`) is accepted; HTTP and SSE are refused.
+fn mcp_server(server: &Value) -> Result<McpServer, RpcError> {
+    #[derive(serde::Deserialize)]
+    struct Stdio {
+        name: String,
+        command: String,
+        #[serde(default)]
+        args: Vec<String>,
+        #[serde(default)]
+        env: Vec<Variable>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Variable {
+        name: String,
+        value: String,
+    }
+    let name = server["name"].as_str().unwrap_or("?");
+    match server.get("type").and_then(Value::as_str) {
+        None | Some("stdio") => {
+            let s: Stdio = serde_json::from_value(server.clone())
+                .map_err(|e| invalid_params(format!("mcpServers \"{name}\": {e}")))?;
+            Ok(McpServer {
+                name: s.name,
+                command: s.command,
+                args: s.args,
+                env: s.env.into_iter().map(|v| (v.name, v.value)).collect(),
+            })
+        }
+        Some(kind @ ("http" | "sse")) => Err(invalid_params(format!(
+            "mcpServers \"{name}\": only stdio servers are supported (mcpCapabilities.{kind} is false)"
+        ))),
+        Some(other) => Err(invalid_params(format!(
+            "mcpServers \"{name}\": unknown transport \"{other}\"; only stdio servers are supported"
+        ))),
+    }
 }
 
 /// The prompt as one user message: text blocks as they are, resource links as a marker line.
 ///
 /// # Errors
 /// Content the agent did not advertise (images, audio, embedded resources), or nothing to say.
-pub fn prompt_text(blocks: &[ContentBlock]) -> Result<String, Error> {
+pub fn prompt_text(blocks: &[Value]) -> Result<String, RpcError> {
     let mut text = String::new();
     for block in blocks {
-        match block {
-            ContentBlock::Text(t) => text.push_str(&t.text),
-            ContentBlock::ResourceLink(link) => text.push_str(&format!(
-                "\n[resource_link name=\"{}\" uri=\"{}\"]\n",
-                link.name, link.uri
-            )),
-            ContentBlock::Image(_) => {
+        let field = |name: &str| block.get(name).and_then(Value::as_str);
+        match field("type") {
+            Some("text") => text.push_str(
+                field("text").ok_or_else(|| invalid_params("a text block without text"))?,
+            ),
+            Some("resource_link") => {
+                let (Some(name), Some(uri)) = (field("name"), field("uri")) else {
+                    return Err(invalid_params("a resource_link block needs name and uri"));
+                };
+                text.push_str(&format!(
+                    "\n[resource_link name=\"{name}\" uri=\"{uri}\"]\n"
+                ));
+            }
+            Some("image") => {
                 return Err(invalid_params(
                     "image content is not supported (promptCapabilities.image is false)",
                 ));
             }
-            ContentBlock::Audio(_) => {
+            Some("audio") => {
                 return Err(invalid_params(
                     "audio content is not supported (promptCapabilities.audio is false)",
                 ));
             }
-            _ => {
+            Some("resource") => {
                 return Err(invalid_params(
                     "embedded resources are not supported (promptCapabilities.embeddedContext is false)",
                 ));
+            }
+            other => {
+                return Err(invalid_params(format!(
+                    "unknown content block type {}",
+                    other.map_or_else(|| "(none)".to_owned(), |t| format!("\"{t}\""))
+                )));
             }
         }
     }
@@ -178,7 +201,7 @@ pub fn prompt_text(blocks: &[ContentBlock]) -> Result<String, Error> {
 fn stop_reason(
     ended: Result<TurnEndReason, TurnError>,
     events: &[SessionEvent],
-) -> Result<PromptResponse, Error> {
+) -> Result<PromptResponse, RpcError> {
     let reason = match ended {
         Ok(TurnEndReason::Completed) => {
             // The model's last finish of the turn says whether it ran out of tokens.
@@ -206,13 +229,15 @@ fn stop_reason(
         Err(TurnError::Disposed(_)) => StopReason::Cancelled,
         Err(e @ TurnError::Busy(_)) => return Err(invalid_params(e.to_string())),
     };
-    Ok(PromptResponse::new(reason))
+    Ok(PromptResponse {
+        stop_reason: reason,
+    })
 }
 
 /// The server of one connection.
 pub struct Server<'c> {
     composition: &'c Composition<'c>,
-    connection: ConnectionTo<Client>,
+    connection: Connection,
     sessions: BTreeMap<String, Live>,
     /// Ids being loaded (reserved before the async resume, so a second load is refused).
     loading: std::collections::BTreeSet<String>,
@@ -221,7 +246,7 @@ pub struct Server<'c> {
 
 impl<'c> Server<'c> {
     /// A server for `connection` whose sessions boot `composition`.
-    pub fn new(composition: &'c Composition<'c>, connection: ConnectionTo<Client>) -> Self {
+    pub fn new(composition: &'c Composition<'c>, connection: Connection) -> Self {
         Server {
             composition,
             connection,
@@ -233,43 +258,36 @@ impl<'c> Server<'c> {
 
     /// Serves until the client closes its side, then disposes every session (running turns end
     /// as `disposed` in their logs) and returns.
-    ///
-    /// # Errors
-    /// None today; the result is the crate's shape for a connection's main function.
-    pub async fn run(mut self, mut jobs: mpsc::UnboundedReceiver<Job>) -> Result<(), Error> {
-        let connection = self.connection.clone();
-        let closed = connection.incoming_closed();
-        tokio::pin!(closed);
+    pub async fn run(mut self, mut incoming: mpsc::UnboundedReceiver<Incoming>) {
         loop {
             tokio::select! {
+                // Messages first, in arrival order: a cancel always finds the prompt before it.
                 biased;
-                job = jobs.recv() => match job {
-                    Some(job) => self.accept(job),
+                message = incoming.recv() => match message {
+                    Some(message) => {
+                        if let Some(job) = job_of(message) {
+                            self.accept(job);
+                        }
+                    }
+                    // The client closed its side.
                     None => break,
                 },
                 Some(done) = self.work.next(), if !self.work.is_empty() => self.finish(done),
-                () = &mut closed => break,
             }
         }
-        // Anything still queued arrived with (or after) the close: it starts nothing.
-        jobs.close();
-        while let Ok(job) = jobs.try_recv() {
-            drop(job);
-        }
         self.teardown().await;
-        Ok(())
     }
 
     /// Starts a request: checks what can be checked at once (in arrival order, so a cancel
     /// always finds the prompt sent before it), then queues the async part.
     fn accept(&mut self, job: Job) {
         match job {
-            Job::New(req, responder) => {
+            Job::New(req, reply) => {
                 let (cwd, mcp) = match absolute_cwd(&req.cwd).and_then(|cwd| {
                     check_extras(&req.additional_directories, &req.mcp_servers).map(|m| (cwd, m))
                 }) {
                     Ok(checked) => checked,
-                    Err(e) => return respond_error(responder, e),
+                    Err(e) => return respond_error(reply, e),
                 };
                 let composition = self.composition;
                 let connection = self.connection.clone();
@@ -282,20 +300,20 @@ impl<'c> Server<'c> {
                         Ok(b) => attach(b, id, cwd, &connection, false).await,
                         Err(e) => Err(e),
                     };
-                    Done::Created(live, responder)
+                    Done::Created(live, reply)
                 }));
             }
-            Job::Load(req, responder) => {
-                let id = req.session_id.0.to_string();
+            Job::Load(req, reply) => {
+                let id = req.session_id.clone();
                 let (cwd, mcp) = match absolute_cwd(&req.cwd).and_then(|cwd| {
                     check_extras(&req.additional_directories, &req.mcp_servers).map(|m| (cwd, m))
                 }) {
                     Ok(checked) => checked,
-                    Err(e) => return respond_error(responder, e),
+                    Err(e) => return respond_error(reply, e),
                 };
                 if self.sessions.contains_key(&id) || self.loading.contains(&id) {
                     return respond_error(
-                        responder,
+                        reply,
                         invalid_params(format!("session {id} is already open on this connection")),
                     );
                 }
@@ -310,21 +328,18 @@ impl<'c> Server<'c> {
                         Ok(b) => attach(b, id.clone(), cwd, &connection, true).await,
                         Err(e) => Err(e),
                     };
-                    Done::Loaded(id, live, responder)
+                    Done::Loaded(id, live, reply)
                 }));
             }
-            Job::Prompt(req, responder) => {
-                let id = req.session_id.0.to_string();
+            Job::Prompt(req, reply) => {
+                let id = req.session_id.clone();
                 let Some(live) = self.sessions.get_mut(&id) else {
-                    return respond_error(
-                        responder,
-                        invalid_params(format!("unknown session {id}")),
-                    );
+                    return respond_error(reply, invalid_params(format!("unknown session {id}")));
                 };
                 match live.busy {
                     Some(Busy::Prompt(_)) => {
                         return respond_error(
-                            responder,
+                            reply,
                             invalid_params(format!(
                                 "a prompt is already in flight in session {id}"
                             )),
@@ -332,7 +347,7 @@ impl<'c> Server<'c> {
                     }
                     Some(Busy::Switching) => {
                         return respond_error(
-                            responder,
+                            reply,
                             invalid_params(format!(
                                 "session {id} is switching modes; prompt when set_mode has answered"
                             )),
@@ -342,7 +357,7 @@ impl<'c> Server<'c> {
                 }
                 let text = match prompt_text(&req.prompt) {
                     Ok(t) => t,
-                    Err(e) => return respond_error(responder, e),
+                    Err(e) => return respond_error(reply, e),
                 };
                 let (cancel, mut cancelled) = watch::channel(false);
                 live.busy = Some(Busy::Prompt(cancel));
@@ -371,11 +386,11 @@ impl<'c> Server<'c> {
                     let result = agent.session().with_events(|events| {
                         stop_reason(ended, events.get(from..).unwrap_or_default())
                     });
-                    Done::Prompted(id, result, responder)
+                    Done::Prompted(id, result, reply)
                 }));
             }
             Job::Cancel(note) => {
-                let id = note.session_id.0.to_string();
+                let id = note.session_id.clone();
                 // Unknown sessions and idle ones: nothing to cancel.
                 if let Some(Busy::Prompt(cancel)) =
                     self.sessions.get(&id).and_then(|l| l.busy.as_ref())
@@ -383,18 +398,15 @@ impl<'c> Server<'c> {
                     let _ = cancel.send(true);
                 }
             }
-            Job::SetMode(req, responder) => {
-                let id = req.session_id.0.to_string();
-                let mode = req.mode_id.0.to_string();
+            Job::SetMode(req, reply) => {
+                let id = req.session_id.clone();
+                let mode = req.mode_id.clone();
                 let Some(live) = self.sessions.get_mut(&id) else {
-                    return respond_error(
-                        responder,
-                        invalid_params(format!("unknown session {id}")),
-                    );
+                    return respond_error(reply, invalid_params(format!("unknown session {id}")));
                 };
                 let Some(roster) = live.booted.root().get::<AgentPresets>() else {
                     return respond_error(
-                        responder,
+                        reply,
                         invalid_params(
                             "this agent has no modes (its config has no `agent-presets` entry)",
                         ),
@@ -402,7 +414,7 @@ impl<'c> Server<'c> {
                 };
                 if live.busy.is_some() {
                     return respond_error(
-                        responder,
+                        reply,
                         invalid_params(format!(
                             "session {id} is busy; switch modes between prompts"
                         )),
@@ -418,7 +430,7 @@ impl<'c> Server<'c> {
                         .await
                         .map(drop)
                         .map_err(|e| invalid_params(e.to_string()));
-                    Done::Switched(id, switched, responder)
+                    Done::Switched(id, switched, reply)
                 }));
             }
         }
@@ -427,36 +439,38 @@ impl<'c> Server<'c> {
     /// Settles finished work: a session joins the connection, a prompt answers.
     fn finish(&mut self, done: Done) {
         match done {
-            Done::Created(Ok(live), responder) => {
+            Done::Created(Ok(live), reply) => {
                 let id = live.id.clone();
                 let modes = live.booted.modes.clone();
                 self.sessions.insert(id.clone(), live);
-                let _ = responder.respond(NewSessionResponse::new(SessionId::new(id)).modes(modes));
+                reply.send(Ok(NewSessionResponse {
+                    session_id: id,
+                    modes,
+                }));
             }
-            Done::Created(Err(e), responder) => respond_error(responder, e),
-            Done::Loaded(id, result, responder) => {
+            Done::Created(Err(e), reply) => respond_error(reply, e),
+            Done::Loaded(id, result, reply) => {
                 self.loading.remove(&id);
                 match result {
                     Ok(live) => {
                         let modes = live.booted.modes.clone();
                         self.sessions.insert(id, live);
-                        let _ = responder.respond(LoadSessionResponse::new().modes(modes));
+                        reply.send(Ok(LoadSessionResponse { modes }));
                     }
-                    Err(e) => respond_error(responder, e),
+                    Err(e) => respond_error(reply, e),
                 }
             }
-            Done::Prompted(id, result, responder) => {
+            Done::Prompted(id, result, reply) => {
                 if let Some(live) = self.sessions.get_mut(&id) {
                     live.busy = None;
                 }
-                let _ = responder.respond_with_result(result);
+                reply.send(result);
             }
-            Done::Switched(id, result, responder) => {
+            Done::Switched(id, result, reply) => {
                 if let Some(live) = self.sessions.get_mut(&id) {
                     live.busy = None;
                 }
-                let _ =
-                    responder.respond_with_result(result.map(|()| SetSessionModeResponse::new()));
+                reply.send(result.map(|()| json!({})));
             }
         }
     }
@@ -474,16 +488,13 @@ impl<'c> Server<'c> {
                         live.agent().dispose();
                         close(live).await;
                     }
-                    Done::Prompted(id, result, responder) => {
+                    Done::Prompted(id, result, reply) => {
                         if let Some(live) = self.sessions.get_mut(&id) {
                             live.busy = None;
                         }
-                        let _ = responder.respond_with_result(result);
+                        reply.send(result);
                     }
-                    Done::Switched(_, result, responder) => {
-                        let _ = responder
-                            .respond_with_result(result.map(|()| SetSessionModeResponse::new()));
-                    }
+                    Done::Switched(_, result, reply) => reply.send(result.map(|()| json!({}))),
                     Done::Created(Err(_), _) | Done::Loaded(_, Err(_), _) => {}
                 }
             }
@@ -511,8 +522,69 @@ async fn close(live: Live) {
     live.booted.root().dispose();
 }
 
-fn respond_error<T: agent_client_protocol::JsonRpcResponse>(responder: Responder<T>, e: Error) {
-    let _ = responder.respond_with_error(e);
+fn respond_error(reply: Reply, e: RpcError) {
+    reply.send::<()>(Err(e));
+}
+
+/// A request whose params were read, waiting for its reply handle.
+type Pending = Box<dyn FnOnce(Reply) -> Job>;
+
+/// Reads a message's params; answers what needs no session state (`initialize`,
+/// `authenticate`, unknown methods, bad params) at once.
+fn job_of(message: Incoming) -> Option<Job> {
+    match message {
+        Incoming::Request {
+            method,
+            params: raw,
+            reply,
+        } => {
+            let job =
+                match method.as_str() {
+                    "initialize" => {
+                        reply.send(
+                            params::<InitializeRequest>(raw)
+                                .map(|r| super::initialize_response(&r)),
+                        );
+                        return None;
+                    }
+                    "authenticate" => {
+                        // No authentication methods are advertised; accept whatever is asked.
+                        reply.send(Ok(json!({})));
+                        return None;
+                    }
+                    "session/new" => params(raw)
+                        .map(|r| -> Pending { Box::new(move |reply| Job::New(r, reply)) }),
+                    "session/load" => params(raw)
+                        .map(|r| -> Pending { Box::new(move |reply| Job::Load(r, reply)) }),
+                    "session/prompt" => params(raw)
+                        .map(|r| -> Pending { Box::new(move |reply| Job::Prompt(r, reply)) }),
+                    "session/set_mode" => params(raw)
+                        .map(|r| -> Pending { Box::new(move |reply| Job::SetMode(r, reply)) }),
+                    other => Err(RpcError::method_not_found(other)),
+                };
+            match job {
+                Ok(job) => Some(job(reply)),
+                Err(e) => {
+                    respond_error(reply, e);
+                    None
+                }
+            }
+        }
+        Incoming::Notification {
+            method,
+            params: raw,
+        } => match method.as_str() {
+            "session/cancel" => match params::<CancelNotification>(raw) {
+                Ok(note) => Some(Job::Cancel(note)),
+                Err(e) => {
+                    tracing::debug!("cordis acp: a session/cancel without a session: {e}");
+                    None
+                }
+            },
+            // Other notifications (`$/cancel_request`, extensions) ask nothing of this agent.
+            _ => None,
+        },
+    }
 }
 
 /// Wires a booted session to the connection: with `replay` (a load), sends the whole log
@@ -523,9 +595,9 @@ async fn attach(
     booted: Booted,
     id: String,
     cwd: PathBuf,
-    connection: &ConnectionTo<Client>,
+    connection: &Connection,
     replay: bool,
-) -> Result<Live, Error> {
+) -> Result<Live, RpcError> {
     let root = booted.root().clone();
     let presenters: Option<Arc<Presenters>> = root.get::<Presenters>();
     let mut mapper = UpdateMapper::new(cwd);
@@ -533,10 +605,13 @@ async fn attach(
         let connection = connection.clone();
         let id = id.clone();
         move |update: SessionUpdate| {
-            let _ = connection.send_notification(SessionNotification::new(
-                SessionId::new(id.as_str()),
-                update,
-            ));
+            connection.notify(
+                "session/update",
+                SessionNotification {
+                    session_id: id.clone(),
+                    update,
+                },
+            );
         }
     };
     if replay {
@@ -574,7 +649,7 @@ async fn attach(
         let updates = cordis_runtime::lock(&mapper).map_live(&e.event, &views);
         for update in updates {
             // The editor shows what it sent; the echo is for replays only.
-            if !matches!(update, SessionUpdate::UserMessageChunk(_)) {
+            if !matches!(update, SessionUpdate::UserMessageChunk { .. }) {
                 send(update);
             }
         }

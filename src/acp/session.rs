@@ -2,8 +2,6 @@
 
 use std::path::{Path, PathBuf};
 
-use agent_client_protocol::v1::schema::{SessionMode, SessionModeState};
-use agent_client_protocol::{Error, ErrorCode};
 use cordis_agent_loop::{Agent, AgentLoop, AgentOptions, CreateAgentError};
 use cordis_agent_presets::{AgentPresets, PresetError};
 use cordis_host::Builtins;
@@ -11,6 +9,9 @@ use cordis_host::plan::PlanOptions;
 use cordis_host::reload::LiveConfig;
 use cordis_runtime::{Context, Policy, Schedule};
 use cordis_session::{CreateOptions, Session, SessionError};
+
+use super::protocol::{SessionMode, SessionModeState};
+use super::rpc::RpcError as Error;
 
 /// The environment variable the bundled `cordis.yml` reads its workspace root from; each
 /// session's composition sees its `cwd` there.
@@ -101,12 +102,12 @@ impl Booted {
 
 /// `-32602` with `message`.
 pub fn invalid_params(message: impl Into<String>) -> Error {
-    Error::new(ErrorCode::INVALID_PARAMS, message.into())
+    Error::invalid_params(message)
 }
 
 /// `-32603` with `message`.
 pub fn internal(message: impl Into<String>) -> Error {
-    Error::new(ErrorCode::INTERNAL_ERROR, message.into())
+    Error::internal(message)
 }
 
 impl Composition<'_> {
@@ -276,9 +277,16 @@ async fn modes(roster: &AgentPresets, current: String) -> SessionModeState {
         .await
         .into_iter()
         .filter(|p| p.broken.is_none())
-        .map(|p| SessionMode::new(p.id.clone(), p.name.unwrap_or(p.id)).description(p.description))
+        .map(|p| SessionMode {
+            name: p.name.unwrap_or_else(|| p.id.clone()),
+            id: p.id,
+            description: p.description,
+        })
         .collect();
-    SessionModeState::new(current, available)
+    SessionModeState {
+        current_mode_id: current,
+        available_modes: available,
+    }
 }
 
 /// A preset that cannot be joined: an unknown id is the client's mistake, anything else ours.
@@ -329,10 +337,9 @@ async fn open_agent(
         }
         Opening::Load(id) => {
             let (session, _report) = store.open(id).await.map_err(|e| match e {
-                SessionError::NotFound { .. } | SessionError::InvalidId { .. } => Error::new(
-                    ErrorCode::RESOURCE_NOT_FOUND,
-                    format!("unknown session {id}"),
-                ),
+                SessionError::NotFound { .. } | SessionError::InvalidId { .. } => {
+                    Error::not_found(format!("unknown session {id}"))
+                }
                 SessionError::SessionLocked { pid, .. } => {
                     let holder = pid
                         .map_or_else(|| "another process".to_owned(), |p| format!("process {p}"));

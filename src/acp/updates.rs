@@ -29,11 +29,6 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use agent_client_protocol::v1::schema::{
-    ContentChunk, Diff, Plan, PlanEntry, PlanEntryPriority, PlanEntryStatus, SessionUpdate,
-    ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate,
-    ToolCallUpdateFields, ToolKind,
-};
 use cordis_history::ToolView;
 use cordis_llm::Chunk;
 use cordis_presenter::{Card, Presentation, Presenters, parse_arguments_text};
@@ -42,6 +37,11 @@ use cordis_session::{
 };
 use cordis_tools::{ScopeKey, ToolRegistry};
 use serde_json::Value;
+
+use super::protocol::{
+    ContentBlock, PlanEntry, PlanEntryPriority, PlanEntryStatus, SessionUpdate, ToolCall,
+    ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolKind,
+};
 
 /// The tool whose successful calls are the session's plan.
 const PLAN_TOOL: &str = "todo_write";
@@ -104,16 +104,16 @@ impl UpdateMapper {
         // Typed reads: an event that does not parse as its kind's payload is skipped, as the
         // transcript does (the log is checked elsewhere; this only shows it).
         if let Ok(user) = event.data_as::<UserMessageData>() {
-            return vec![SessionUpdate::UserMessageChunk(ContentChunk::new(
-                user.content.into(),
-            ))];
+            return vec![SessionUpdate::UserMessageChunk {
+                content: ContentBlock::text(user.content),
+            }];
         }
         if let Ok(chunk) = event.data_as::<AssistantChunkData>() {
             return match chunk.chunk {
                 Chunk::Text { delta } if !delta.is_empty() => {
-                    vec![SessionUpdate::AgentMessageChunk(ContentChunk::new(
-                        delta.into(),
-                    ))]
+                    vec![SessionUpdate::AgentMessageChunk {
+                        content: ContentBlock::text(delta),
+                    }]
                 }
                 _ => Vec::new(),
             };
@@ -146,7 +146,7 @@ impl UpdateMapper {
                 && !result.is_error
                 && let Some(plan) = plan_of(&args)
             {
-                updates.push(SessionUpdate::Plan(plan));
+                updates.push(SessionUpdate::Plan { entries: plan });
             }
             return updates;
         }
@@ -169,29 +169,34 @@ impl UpdateMapper {
                 path,
                 old_text,
                 new_text,
-            } => content.push(ToolCallContent::from(
-                Diff::new(self.absolute(path), new_text.clone()).old_text(old_text.clone()),
-            )),
+            } => content.push(ToolCallContent::Diff {
+                path: self.absolute(path),
+                old_text: old_text.clone(),
+                new_text: new_text.clone(),
+            }),
             Card::Terminal { .. } | Card::Generic => {
                 if let Some(text) = p.text.as_ref().filter(|t| !t.is_empty()) {
-                    content.push(ToolCallContent::from(text.clone()));
+                    content.push(ToolCallContent::text(text.clone()));
                 }
             }
         }
         let locations = p
             .locations
             .iter()
-            .map(|l| {
-                ToolCallLocation::new(self.absolute(&l.path))
-                    .line(l.line.and_then(|n| u32::try_from(n).ok()))
+            .map(|l| ToolCallLocation {
+                path: self.absolute(&l.path),
+                line: l.line.and_then(|n| u32::try_from(n).ok()),
             })
             .collect();
-        ToolCall::new(call_id.to_owned(), p.title)
-            .kind(kind(p.kind))
-            .status(ToolCallStatus::InProgress)
-            .raw_input(p.input)
-            .content(content)
-            .locations(locations)
+        ToolCall {
+            tool_call_id: call_id.to_owned(),
+            title: p.title,
+            kind: kind(p.kind),
+            status: ToolCallStatus::InProgress,
+            content,
+            locations,
+            raw_input: p.input,
+        }
     }
 
     fn tool_call_update(
@@ -206,9 +211,11 @@ impl UpdateMapper {
                 path,
                 old_text,
                 new_text,
-            } if !result.is_error => content.push(ToolCallContent::from(
-                Diff::new(self.absolute(path), new_text.clone()).old_text(old_text.clone()),
-            )),
+            } if !result.is_error => content.push(ToolCallContent::Diff {
+                path: self.absolute(path),
+                old_text: old_text.clone(),
+                new_text: new_text.clone(),
+            }),
             Card::Terminal { output, exit_code } if !result.is_error => {
                 let mut body = output.trim_end_matches('\n').to_owned();
                 if let Some(code) = exit_code.filter(|c| *c != 0) {
@@ -217,7 +224,7 @@ impl UpdateMapper {
                     }
                     body.push_str(&format!("[exit code {code}]"));
                 }
-                content.push(ToolCallContent::from(format!("```console\n{body}\n```")));
+                content.push(ToolCallContent::text(format!("```console\n{body}\n```")));
             }
             _ => {
                 let text = p
@@ -225,7 +232,7 @@ impl UpdateMapper {
                     .clone()
                     .unwrap_or_else(|| content_text(&result.content));
                 if !text.is_empty() {
-                    content.push(ToolCallContent::from(text));
+                    content.push(ToolCallContent::text(text));
                 }
             }
         }
@@ -234,10 +241,13 @@ impl UpdateMapper {
         } else {
             ToolCallStatus::Completed
         };
-        ToolCallUpdate::new(
-            call_id.to_owned(),
-            ToolCallUpdateFields::new().status(status).content(content),
-        )
+        ToolCallUpdate {
+            tool_call_id: call_id.to_owned(),
+            title: None,
+            status: Some(status),
+            content: Some(content),
+            raw_input: None,
+        }
     }
 }
 
@@ -261,7 +271,7 @@ fn kind(kind: cordis_presenter::ToolKind) -> ToolKind {
 }
 
 /// The plan a `todo_write` call sets: its todos in order, status one to one.
-fn plan_of(args: &Value) -> Option<Plan> {
+fn plan_of(args: &Value) -> Option<Vec<PlanEntry>> {
     let todos = args.get("todos")?.as_array()?;
     let entries = todos
         .iter()
@@ -273,10 +283,14 @@ fn plan_of(args: &Value) -> Option<Plan> {
                 "completed" => PlanEntryStatus::Completed,
                 _ => return None,
             };
-            Some(PlanEntry::new(content, PlanEntryPriority::Medium, status))
+            Some(PlanEntry {
+                content,
+                priority: PlanEntryPriority::Medium,
+                status,
+            })
         })
         .collect::<Option<Vec<_>>>()?;
-    Some(Plan::new(entries))
+    Some(entries)
 }
 
 #[cfg(test)]

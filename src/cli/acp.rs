@@ -51,7 +51,7 @@ pub(crate) fn run(args: &AcpArgs, io: &mut Io<'_>, builtins: &Builtins) -> anyho
     )?;
     io.err.flush()?;
     let rt = cordis_host::shutdown::current_thread()?;
-    let served = rt.block_on(crate::acp::serve_stdio(&composition));
+    let served = crate::acp::serve_stdio(&composition, &rt);
     cordis_host::shutdown::end(rt);
     match served {
         Ok(()) => Ok(EXIT_OK),

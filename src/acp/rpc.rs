@@ -1,0 +1,373 @@
+//! JSON-RPC 2.0 over newline-delimited stdio: one reader thread, one writer thread, and a
+//! [`Connection`] handle to send with.
+//!
+//! The reader only parses and forwards: requests and notifications go to the server's queue in
+//! arrival order, answers to the agent's own requests complete them directly. Nothing the
+//! server does can stall it, so a `session/cancel` or a permission answer is read while a turn
+//! runs. Every line out goes through the writer's one queue, so what one task sends stays in
+//! the order it sent it (a turn's updates before its answer).
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, Write};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, mpsc as std_mpsc};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot};
+
+/// A JSON-RPC error object.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, thiserror::Error)]
+#[error("{message} ({code})")]
+pub struct RpcError {
+    /// The code.
+    pub code: i32,
+    /// For people.
+    pub message: String,
+    /// More detail.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+}
+
+impl RpcError {
+    /// An error with `code` and `message`.
+    pub fn new(code: i32, message: impl Into<String>) -> Self {
+        RpcError {
+            code,
+            message: message.into(),
+            data: None,
+        }
+    }
+
+    /// `-32700`: a line that is not JSON.
+    pub fn parse_error(why: impl std::fmt::Display) -> Self {
+        RpcError::new(-32700, format!("Parse error: {why}"))
+    }
+
+    /// `-32600`: JSON that is not a request, a notification or a response.
+    pub fn invalid_request(why: impl Into<String>) -> Self {
+        RpcError::new(-32600, why)
+    }
+
+    /// `-32601`.
+    pub fn method_not_found(method: &str) -> Self {
+        RpcError::new(-32601, format!("Method not found: {method}"))
+    }
+
+    /// `-32602`.
+    pub fn invalid_params(why: impl Into<String>) -> Self {
+        RpcError::new(-32602, why)
+    }
+
+    /// `-32603`.
+    pub fn internal(why: impl Into<String>) -> Self {
+        RpcError::new(-32603, why)
+    }
+
+    /// `-32002` (the protocol's "resource not found").
+    pub fn not_found(why: impl Into<String>) -> Self {
+        RpcError::new(-32002, why)
+    }
+}
+
+/// A message from the client the server must handle.
+#[derive(Debug)]
+pub enum Incoming {
+    /// A request: answer it through [`Reply`].
+    Request {
+        /// The method.
+        method: String,
+        /// Its params (`null` when absent).
+        params: Value,
+        /// Where the answer goes.
+        reply: Reply,
+    },
+    /// A notification.
+    Notification {
+        /// The method.
+        method: String,
+        /// Its params.
+        params: Value,
+    },
+}
+
+/// What goes to the writer thread.
+enum Out {
+    Line(String),
+    /// Write what came before, then stop.
+    Close,
+}
+
+type Pending = Arc<Mutex<BTreeMap<u64, oneshot::Sender<Result<Value, RpcError>>>>>;
+
+/// The sending side of the connection; cheap to clone.
+#[derive(Clone)]
+pub struct Connection {
+    out: std_mpsc::Sender<Out>,
+    pending: Pending,
+    next_id: Arc<AtomicU64>,
+}
+
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connection").finish_non_exhaustive()
+    }
+}
+
+#[derive(Serialize)]
+struct OutNotification<'a, P> {
+    jsonrpc: &'static str,
+    method: &'a str,
+    params: P,
+}
+
+#[derive(Serialize)]
+struct OutRequest<'a, P> {
+    jsonrpc: &'static str,
+    id: u64,
+    method: &'a str,
+    params: P,
+}
+
+#[derive(Serialize)]
+struct OutResponse<'a, T> {
+    jsonrpc: &'static str,
+    id: &'a Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    result: Option<T>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<RpcError>,
+}
+
+impl Connection {
+    fn line(&self, message: &impl Serialize) {
+        match serde_json::to_string(message) {
+            Ok(line) => {
+                // After the close the writer is gone; there is no one left to tell.
+                let _ = self.out.send(Out::Line(line));
+            }
+            Err(e) => tracing::error!("cordis acp: a message did not serialize: {e}"),
+        }
+    }
+
+    /// Sends a notification.
+    pub fn notify(&self, method: &str, params: impl Serialize) {
+        self.line(&OutNotification {
+            jsonrpc: "2.0",
+            method,
+            params,
+        });
+    }
+
+    /// Sends a request now; the future resolves with the client's answer, or an error when the
+    /// connection closes first.
+    ///
+    /// # Cancel safety
+    /// Dropping the future forgets the answer (the request stays sent).
+    pub fn request(
+        &self,
+        method: &str,
+        params: impl Serialize,
+    ) -> impl Future<Output = Result<Value, RpcError>> + Send + 'static {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = oneshot::channel();
+        cordis_runtime::lock(&self.pending).insert(id, tx);
+        self.line(&OutRequest {
+            jsonrpc: "2.0",
+            id,
+            method,
+            params,
+        });
+        async move {
+            rx.await.unwrap_or_else(|_| {
+                Err(RpcError::internal(
+                    "the client closed the connection before answering",
+                ))
+            })
+        }
+    }
+}
+
+/// The answer to one request; answering consumes it.
+#[derive(Debug)]
+pub struct Reply {
+    connection: Connection,
+    id: Value,
+}
+
+impl Reply {
+    /// Sends `result` (or the error) as the answer.
+    pub fn send<T: Serialize>(self, result: Result<T, RpcError>) {
+        let (result, error) = match result {
+            Ok(r) => (Some(r), None),
+            Err(e) => (None, Some(e)),
+        };
+        self.connection.line(&OutResponse {
+            jsonrpc: "2.0",
+            id: &self.id,
+            result,
+            error,
+        });
+    }
+}
+
+/// The two threads of a stdio connection; [`Stdio::finish`] flushes and joins them.
+pub struct Stdio {
+    connection: Connection,
+    reader: std::thread::JoinHandle<()>,
+    writer: std::thread::JoinHandle<()>,
+}
+
+impl Stdio {
+    /// Starts reading stdin and writing stdout. Returns the connection, the queue of requests
+    /// and notifications (it ends at the client's EOF), and the threads.
+    ///
+    /// # Errors
+    /// A thread could not be spawned.
+    pub fn start() -> std::io::Result<(Stdio, mpsc::UnboundedReceiver<Incoming>)> {
+        let (out, lines) = std_mpsc::channel::<Out>();
+        let writer = std::thread::Builder::new()
+            .name("acp-writer".into())
+            .spawn(move || write_lines(lines))?;
+        let connection = Connection {
+            out,
+            pending: Arc::default(),
+            next_id: Arc::new(AtomicU64::new(0)),
+        };
+        let (incoming, queue) = mpsc::unbounded_channel();
+        let reading = connection.clone();
+        let reader = std::thread::Builder::new()
+            .name("acp-reader".into())
+            .spawn(move || read_lines(reading, incoming))?;
+        Ok((
+            Stdio {
+                connection,
+                reader,
+                writer,
+            },
+            queue,
+        ))
+    }
+
+    /// The connection.
+    pub fn connection(&self) -> &Connection {
+        &self.connection
+    }
+
+    /// Writes everything sent so far, then joins both threads. Call it after the queue ended
+    /// (the reader is done then) and after the last answer was sent.
+    pub fn finish(self) {
+        let _ = self.connection.out.send(Out::Close);
+        let _ = self.writer.join();
+        let _ = self.reader.join();
+    }
+}
+
+fn write_lines(lines: std_mpsc::Receiver<Out>) {
+    let mut stdout = std::io::stdout();
+    while let Ok(Out::Line(line)) = lines.recv() {
+        let written = stdout
+            .write_all(line.as_bytes())
+            .and_then(|()| stdout.write_all(b"\n"))
+            .and_then(|()| stdout.flush());
+        if let Err(e) = written {
+            tracing::warn!("cordis acp: writing to the client failed: {e}");
+            return;
+        }
+    }
+}
+
+fn read_lines(connection: Connection, incoming: mpsc::UnboundedSender<Incoming>) {
+    let stdin = std::io::stdin();
+    for line in stdin.lock().lines() {
+        let line = match line {
+            Ok(l) => l,
+            Err(e) => {
+                tracing::warn!("cordis acp: reading from the client failed: {e}");
+                break;
+            }
+        };
+        if line.trim().is_empty() {
+            continue;
+        }
+        if let Some(message) = classify(&connection, &line) {
+            let _ = incoming.send(message);
+        }
+    }
+    // EOF: every question still open is answered "closed" (by dropping its sender).
+    cordis_runtime::lock(&connection.pending).clear();
+}
+
+/// Sorts one line: a request or notification for the server, an answer to one of ours
+/// (completed here), or garbage (answered with an error here).
+fn classify(connection: &Connection, line: &str) -> Option<Incoming> {
+    let reject = |id: Value, e: RpcError| {
+        Reply {
+            connection: connection.clone(),
+            id,
+        }
+        .send::<()>(Err(e));
+    };
+    let mut message: Value = match serde_json::from_str(line) {
+        Ok(v) => v,
+        Err(e) => {
+            reject(Value::Null, RpcError::parse_error(e));
+            return None;
+        }
+    };
+    let Some(object) = message.as_object_mut() else {
+        reject(
+            Value::Null,
+            RpcError::invalid_request("a message must be a JSON object"),
+        );
+        return None;
+    };
+    let id = object.remove("id");
+    let params = object.remove("params").unwrap_or(Value::Null);
+    match (object.remove("method"), id) {
+        (Some(Value::String(method)), Some(id)) => Some(Incoming::Request {
+            method,
+            params,
+            reply: Reply {
+                connection: connection.clone(),
+                id,
+            },
+        }),
+        (Some(Value::String(method)), None) => Some(Incoming::Notification { method, params }),
+        (Some(_), id) => {
+            reject(
+                id.unwrap_or(Value::Null),
+                RpcError::invalid_request("method must be a string"),
+            );
+            None
+        }
+        (None, Some(id)) => {
+            let answer = match (object.remove("result"), object.remove("error")) {
+                (_, Some(error)) => Err(serde_json::from_value(error).unwrap_or_else(|e| {
+                    RpcError::internal(format!("the client sent a malformed error: {e}"))
+                })),
+                (Some(result), None) => Ok(result),
+                (None, None) => Err(RpcError::internal(
+                    "the client answered with neither result nor error",
+                )),
+            };
+            let waiting = id
+                .as_u64()
+                .and_then(|n| cordis_runtime::lock(&connection.pending).remove(&n));
+            match waiting {
+                Some(tx) => {
+                    let _ = tx.send(answer);
+                }
+                None => tracing::debug!(%id, "cordis acp: an answer to no open request"),
+            }
+            None
+        }
+        (None, None) => {
+            reject(
+                Value::Null,
+                RpcError::invalid_request("neither a request, a notification nor a response"),
+            );
+            None
+        }
+    }
+}

@@ -1,0 +1,119 @@
+//! What the `cordis acp` tests share: the protocol's JSON Schema as the judge of what the agent
+//! writes.
+//!
+//! `tests/fixtures/acp/schema.v1.json` is `schema/v1/schema.json` of
+//! github.com/agentclientprotocol/agent-client-protocol at b7f0005 (2026-08-22, Apache-2.0),
+//! copied unchanged: the agent's wire types are our own, so they are checked against the
+//! protocol's published schema rather than against themselves.
+#![allow(dead_code)]
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::sync::OnceLock;
+
+use serde_json::Value;
+
+const SCHEMA_URL: &str = "file:///acp/schema.v1.json";
+
+struct Schema {
+    schemas: boon::Schemas,
+    defs: std::collections::BTreeMap<&'static str, boon::SchemaIndex>,
+}
+
+/// The definitions the agent sends.
+const SENT: &[&str] = &[
+    "SessionNotification",
+    "RequestPermissionRequest",
+    "InitializeResponse",
+    "NewSessionResponse",
+    "LoadSessionResponse",
+    "PromptResponse",
+    "SetSessionModeResponse",
+];
+
+fn schema() -> &'static Schema {
+    static SCHEMA: OnceLock<Schema> = OnceLock::new();
+    SCHEMA.get_or_init(|| {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/acp/schema.v1.json");
+        let json: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let mut compiler = boon::Compiler::new();
+        compiler.add_resource(SCHEMA_URL, json).unwrap();
+        let mut schemas = boon::Schemas::new();
+        let defs = SENT
+            .iter()
+            .map(|def| {
+                let index = compiler
+                    .compile(&format!("{SCHEMA_URL}#/$defs/{def}"), &mut schemas)
+                    .unwrap_or_else(|e| panic!("compiling {def}: {e}"));
+                (*def, index)
+            })
+            .collect();
+        Schema { schemas, defs }
+    })
+}
+
+/// Checks `value` against the schema's definition `def`; the error names what failed.
+pub fn validate(def: &str, value: &Value) -> Result<(), String> {
+    let schema = schema();
+    let index = schema.defs[def];
+    schema
+        .schemas
+        .validate(value, index)
+        .map_err(|e| format!("not a valid {def}: {value}\n{e:#}"))
+}
+
+/// Checks every message the agent wrote, given the method of each request the client sent
+/// (by id): each `session/update` is a `SessionNotification`, each permission question a
+/// `RequestPermissionRequest`, each successful answer the response type of its method; no
+/// `tool_call_update` comes before its `tool_call` (per session). Returns the first problem.
+pub fn check_messages(messages: &[Value], sent: &[(u64, String)]) -> Result<(), String> {
+    let mut announced: BTreeSet<(String, String)> = BTreeSet::new();
+    for m in messages {
+        match m["method"].as_str() {
+            Some("session/update") => {
+                validate("SessionNotification", &m["params"])?;
+                let session = m["params"]["sessionId"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned();
+                let update = &m["params"]["update"];
+                let call = update["toolCallId"].as_str().unwrap_or_default().to_owned();
+                match update["sessionUpdate"].as_str() {
+                    Some("tool_call") => {
+                        announced.insert((session, call));
+                    }
+                    Some("tool_call_update") if !announced.contains(&(session, call)) => {
+                        return Err(format!("tool_call_update before its tool_call: {m}"));
+                    }
+                    _ => {}
+                }
+            }
+            Some("session/request_permission") => {
+                validate("RequestPermissionRequest", &m["params"])?
+            }
+            Some(other) => return Err(format!("the agent sent an unexpected {other}: {m}")),
+            None => {
+                let Some(result) = m.get("result") else {
+                    continue;
+                };
+                let Some(method) = m["id"]
+                    .as_u64()
+                    .and_then(|id| sent.iter().find(|(i, _)| *i == id))
+                    .map(|(_, method)| method.as_str())
+                else {
+                    return Err(format!("an answer to no request: {m}"));
+                };
+                let def = match method {
+                    "initialize" => "InitializeResponse",
+                    "session/new" => "NewSessionResponse",
+                    "session/load" => "LoadSessionResponse",
+                    "session/prompt" => "PromptResponse",
+                    "session/set_mode" => "SetSessionModeResponse",
+                    _ => continue,
+                };
+                validate(def, result)?;
+            }
+        }
+    }
+    Ok(())
+}
