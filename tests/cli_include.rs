@@ -227,7 +227,11 @@ fn editing_only_an_included_file_while_watching_reloads_it() {
         )),
         "{error}"
     );
-    wait_for(&err, "still running the last good configuration");
+    // Only the syntax error: the preset's patches are not reported against an unreadable file.
+    assert_eq!(
+        wait_for(&err, "still running the last good configuration"),
+        "cordis: reload rejected (1 configuration error); still running the last good configuration"
+    );
 
     let _ = child.kill();
     let _ = child.wait();

@@ -843,8 +843,13 @@ impl Reader<'_, '_> {
             &disable,
         );
         self.session.leave();
+        // A file none of whose entries could be read (a syntax error, say) has its own errors;
+        // its patches would only add "no such entry" for each.
+        let unreadable = children.is_empty() && !errors.is_empty();
         self.errors.extend(errors);
-        self.apply(patches, &mut children, id, prefix, disabled, &entered.shown);
+        if !unreadable {
+            self.apply(patches, &mut children, id, prefix, disabled, &entered.shown);
+        }
         (children, Some(entered.shown))
     }
 

@@ -803,6 +803,20 @@ mod tests {
             errors[2],
             "a.yml:6:18: entry \"cordis/include#2\": cannot include \"sub\": it is a directory; an include must be a regular file"
         );
+        // A file that cannot be read as YAML reports that, not every patch as unknown.
+        std::fs::write(d.join("b.yml"), "- id: [broken\n").unwrap();
+        std::fs::write(
+            d.join("a.yml"),
+            "- name: cordis/include\n  config: {path: b.yml, patches: [{disable: x}, {disable: y}]}\n",
+        )
+        .unwrap();
+        let (_, errors) = parse(&d, "a.yml");
+        assert_eq!(errors.len(), 1, "{errors:#?}");
+        assert!(
+            errors[0].starts_with("a.yml:1:1 → b.yml:2:1: YAML syntax error"),
+            "{}",
+            errors[0]
+        );
         let (_, errors) = parse(&d, "self.yml");
         assert_eq!(
             errors,
