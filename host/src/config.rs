@@ -1042,7 +1042,12 @@ impl Reader<'_, '_> {
                     }
                 }
                 PatchVerb::Insert { entries, before } => {
-                    let new = self.list(entries, &format!("{prefix}.p{}", patch.index), disabled);
+                    // Into a disabled group, disabled like the group's own entries (patches
+                    // disabled their targets while the file was read, so this is final).
+                    let group_disabled =
+                        path.len() > 1 && entry_at(children, &path[..path.len() - 1]).disabled;
+                    let prefix = format!("{prefix}.p{}", patch.index);
+                    let new = self.list(entries, &prefix, disabled || group_disabled);
                     inserted.push((path, before, new));
                 }
             }

@@ -704,6 +704,34 @@ mod tests {
     }
 
     #[test]
+    fn entries_inserted_into_a_disabled_group_are_disabled_like_its_own() {
+        let d = dir(
+            "insert-disabled",
+            &[
+                ("b.yml", BASE),
+                (
+                    "a.yml",
+                    "- name: cordis/include\n  config:\n    path: b.yml\n    patches:\n    - insert: [{id: new, name: debug/noop, config: {k: \"${{ env.UNSET }}\"}}]\n      after: inner\n    - disable: grp\n    - disable: secret\n",
+                ),
+            ],
+        );
+        let (raw, errors) = parse(&d, "a.yml");
+        assert_eq!(errors, Vec::<String>::new());
+        let grp = &raw.entries[0].children[2];
+        assert_eq!(grp.id, "grp");
+        let inside: Vec<(&str, bool)> = grp
+            .children
+            .iter()
+            .map(|e| (e.id.as_str(), e.disabled))
+            .collect();
+        assert_eq!(
+            inside,
+            [("inner", true), ("new", true), ("debug/noop#0.2.1", true)]
+        );
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
     fn a_patch_naming_a_missing_id_lists_the_files_ids_and_a_merge_into_a_group_is_refused() {
         let d = dir(
             "unknown",
