@@ -48,7 +48,7 @@
 //!   interpolated where the patch is written, and a config error the plugin reports points at
 //!   the patch when the bad value came from it.
 //! - `insert` adds entries, read as if written in the including file (its positions, its
-//!   variables), next to the named entry.
+//!   variables), next to the named entry; inside a disabled group they are disabled too.
 //!
 //! # Files
 //! `path` is literal (no `${{ }}`: the watcher must find the same files without an
