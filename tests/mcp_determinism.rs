@@ -108,25 +108,32 @@ fn three_servers_in_random_order_give_one_digest_to_check_stress_and_permute() {
     );
 }
 
-/// The race is real: under different seeds the three servers' tools are registered in
-/// different orders (connection, page and delay timing interleave), and the digest does not move.
+/// The race is real: with other server seeds (list order, page timing, delays) and other
+/// schedule seeds, the tools are registered in different orders, and the digest does not move.
 #[test]
 fn registration_orders_differ_between_seeds_but_the_digest_does_not() {
     let bin = fixture_server().display().to_string();
     let file = fixture("mcp/three-servers.yml");
-    let source = std::fs::read_to_string(&file).unwrap();
+    let template = std::fs::read_to_string(&file).unwrap();
     let env = move |name: &str| (name == "CORDIS_MCP_FIXTURE").then(|| bin.clone());
-    let plan = load_plan(
-        &source,
-        &file,
-        &env,
-        &cordis::builtins::standard(),
-        &PlanOptions::default(),
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
     let mut digests = std::collections::BTreeSet::new();
     let mut orders = std::collections::BTreeSet::new();
-    for seed in 0..12 {
+    for seed in 0..12u64 {
+        // The composition's server seeds, shifted per run; delays up to 80 ms.
+        let source = template
+            .replace("--seed, \"11\"", &format!("--seed, \"{}\"", 100 + 3 * seed))
+            .replace("--seed, \"22\"", &format!("--seed, \"{}\"", 101 + 3 * seed))
+            .replace("--seed, \"33\"", &format!("--seed, \"{}\"", 102 + 3 * seed))
+            .replace("--max-delay-ms, \"12\"", "--max-delay-ms, \"80\"");
+        assert_ne!(source, template);
+        let plan = load_plan(
+            &source,
+            &file,
+            &env,
+            &cordis::builtins::standard(),
+            &PlanOptions::default(),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
         let (report, live) = boot_blocking(&plan, Schedule::new(Policy::Random, seed)).unwrap();
         assert!(report.all_active(), "seed {seed}: {:?}", report.entries);
         assert!(live.is_zero(), "seed {seed}: {live:?} left after dispose");
@@ -147,6 +154,6 @@ fn registration_orders_differ_between_seeds_but_the_digest_does_not() {
     assert_eq!(digests.len(), 1, "one digest");
     assert!(
         orders.len() > 1,
-        "the registration order should vary with the seed"
+        "the registration order should vary with the seeds"
     );
 }

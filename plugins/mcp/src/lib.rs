@@ -299,7 +299,7 @@ struct Connection {
     changes: mpsc::UnboundedReceiver<()>,
 }
 
-/// The registered tool set: what the server listed (sorted by public name) and the effects.
+/// The registered tool set: what the server listed (in its order) and the effects.
 #[derive(Default)]
 struct Generation {
     tools: Vec<(String, Tool)>,
@@ -477,11 +477,17 @@ impl Bridge {
             }
             named.push((public_name(self.server(), &tool.name), tool));
         }
-        // The server's order (and page boundaries) must not matter.
-        named.sort_by(|a, b| a.0.cmp(&b.0));
+        // Registered in the server's order: what the model sees is the registry's canonical
+        // order, and the determinism tests prove it against this order nobody controls. Only
+        // the comparison with the current set ignores the order.
+        let sorted = |tools: &[(String, Tool)]| {
+            let mut v: Vec<(String, Tool)> = tools.to_vec();
+            v.sort_by(|a, b| a.0.cmp(&b.0));
+            v
+        };
         let same = {
             let current = lock(&self.current);
-            !current.handles.is_empty() && current.tools == named
+            !current.handles.is_empty() && sorted(&current.tools) == sorted(&named)
         };
         if same {
             return Ok(());
