@@ -1054,6 +1054,40 @@ mod tests {
         let _ = std::fs::remove_dir_all(&d);
     }
 
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+        /// Any list of patches over the base file's ids (and unknown ones) parses without a
+        /// panic, and every inserted entry lands exactly once.
+        #[test]
+        fn any_patch_list_applies_without_a_panic(
+            patches in proptest::collection::vec((0..4usize, 0..8usize, proptest::bool::ANY), 0..12)
+        ) {
+            let targets = ["keep", "debug/noop#0.1", "grp", "inner", "debug/noop#0.2.1", "secret", "nope", "first0"];
+            let mut yaml = String::from("- name: cordis/include\n  config:\n    path: b.yml\n    patches:\n");
+            for (k, (verb, target, before)) in patches.iter().enumerate() {
+                let t = targets[*target];
+                yaml.push_str(&match verb {
+                    0 => format!("    - disable: \"{t}\"\n"),
+                    1 => format!("    - merge: \"{t}\"\n      config: {{a: null, z: {k}}}\n"),
+                    _ => format!(
+                        "    - insert: [{{id: first{k}, name: debug/noop}}]\n      {}: \"{t}\"\n",
+                        if *before { "before" } else { "after" }
+                    ),
+                });
+            }
+            let d = dir("prop", &[("b.yml", BASE), ("a.yml", &yaml)]);
+            let (raw, _) = parse(&d, "a.yml");
+            let all = ids(&raw);
+            for (k, (verb, target, _)) in patches.iter().enumerate() {
+                let count = all.iter().filter(|(i, _)| *i == format!("first{k}")).count();
+                let expected = usize::from(*verb >= 2 && targets[*target] != "nope" && targets[*target] != "first0");
+                proptest::prop_assert_eq!(count, expected, "{}", yaml);
+            }
+            let _ = std::fs::remove_dir_all(&d);
+        }
+    }
+
     #[test]
     fn merge_is_json_merge_patch() {
         let mut v = json!({"a": {"b": 1, "c": [1, 2]}, "d": "x", "e": 1});
