@@ -9,9 +9,17 @@ use common::{cordis, fixture};
 fn a_down_server_is_a_warning_by_default_and_a_failed_entry_when_strict() {
     let lenient = cordis(&["check", &fixture("mcp/down-lenient.yml")], &[]);
     assert_eq!(lenient.code, 0, "{}\n{}", lenient.out, lenient.err);
-    let row = lenient.out.lines().find(|l| l.starts_with("down ")).unwrap();
+    let row = lenient
+        .out
+        .lines()
+        .find(|l| l.starts_with("down "))
+        .unwrap();
     assert!(row.contains("active"), "{row}");
-    assert!(lenient.out.contains("tools (canonical order, 0)"), "{}", lenient.out);
+    assert!(
+        lenient.out.contains("tools (canonical order, 0)"),
+        "{}",
+        lenient.out
+    );
 
     let strict = cordis(&["check", &fixture("mcp/down-strict.yml")], &[]);
     assert_eq!(strict.code, 1, "{}\n{}", strict.out, strict.err);
