@@ -432,3 +432,58 @@ fn a_reload_that_restarts_the_roster_joins_the_agent_again() {
     assert_eq!(tools[0], ["bash", "edit_file", "read_file", "write_file"]);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn an_exercise_under_each_preset_gives_one_log_per_preset_and_the_logs_differ() {
+    let dir = std::env::temp_dir().join(format!("cordis-presets-ex-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let script = dir.join("script.yml");
+    std::fs::write(
+        &script,
+        "turns: [\"list the files\"]\nresponses:\n  - toolCalls: [{name: list_files, arguments: {pattern: \"*.nothing\"}}]\n  - text: done\n",
+    )
+    .unwrap();
+    let script = script.display().to_string();
+    let mut logs = Vec::new();
+    for preset in ["standard", "code"] {
+        let run = cordis(
+            &[
+                "stress",
+                BUNDLED,
+                "--preset",
+                preset,
+                "--exercise",
+                &script,
+                "--seeds",
+                "6",
+            ],
+            &[],
+        );
+        assert_eq!(run.code, 0, "{preset}: {}\n{}", run.err, run.out);
+        assert!(run.out.contains("6 seeds agree"), "{preset}: {}", run.out);
+        let run = cordis(
+            &[
+                "stress",
+                BUNDLED,
+                "--preset",
+                preset,
+                "--exercise",
+                &script,
+                "--seeds",
+                "1",
+                "--print-log",
+            ],
+            &[],
+        );
+        logs.push(run.out);
+    }
+    // Standard calls list_files natively; under code the direct call is refused (collapsed).
+    assert!(logs[0].contains("\"name\":\"list_files\""), "{}", logs[0]);
+    assert!(
+        logs[1].contains("only `run_code` is callable directly"),
+        "{}",
+        logs[1]
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -300,18 +300,16 @@ impl AgentPresets {
             .into_iter()
             .filter(|s| !before.contains(s))
             .collect();
+        // Who holds a service decides (a service another part of the process published
+        // meanwhile is not the preset's); the names are the ones that appeared.
         let publishers = publishing_rows(&sctx, scope.id(), &reports);
-        if !published.is_empty() || !publishers.is_empty() {
+        if !publishers.is_empty() {
             scope.dispose();
-            let rows = if publishers.is_empty() {
-                vec![("(unknown rows)".to_owned(), published)]
-            } else {
-                publishers
-                    .into_iter()
-                    .enumerate()
-                    .map(|(i, r)| (r, if i == 0 { published.clone() } else { vec![] }))
-                    .collect()
-            };
+            let rows: Vec<(String, Vec<String>)> = publishers
+                .into_iter()
+                .enumerate()
+                .map(|(i, r)| (r, if i == 0 { published.clone() } else { vec![] }))
+                .collect();
             return Err(unusable(services_reason(&rows)));
         }
         let bad: Vec<&RowReport> = reports
