@@ -96,7 +96,7 @@ impl Plugin for McpPlugin {
             link: Arc::new(Link {
                 server: config.server.clone(),
                 peer: Mutex::new(None),
-                pgid: Mutex::new(None),
+                process: Mutex::new(Process::default()),
                 suspect: tokio::sync::Notify::new(),
             }),
             current: Mutex::new(Generation::default()),
@@ -104,7 +104,7 @@ impl Plugin for McpPlugin {
         let link = bridge.link.clone();
         // Synchronous, so the process group is gone when dispose returns, whatever the server
         // does with a closed stdin or SIGTERM.
-        let _ = ctx.effect("mcp server process", move || link.kill());
+        let _ = ctx.effect("mcp server process", move || link.dispose());
         match bridge.start().await {
             Ok(connection) => {
                 let _ = ctx.spawn(bridge.supervise(Some(connection)));
@@ -144,12 +144,21 @@ fn claim_server(ctx: &Context, server: &str) -> Result<(), McpError> {
     Ok(())
 }
 
+/// The server process, and whether the entry is gone (then a process started meanwhile by a
+/// reconnect still running on another thread is killed as soon as it is recorded).
+#[derive(Debug, Default)]
+struct Process {
+    /// The group's id (its leader's pid).
+    pgid: Option<u32>,
+    disposed: bool,
+}
+
 /// What the tool handlers share: the live peer and the process to kill.
 struct Link {
     server: String,
     peer: Mutex<Option<Peer<RoleClient>>>,
-    /// The stdio server's process group (its leader's pid) while it may be running.
-    pgid: Mutex<Option<u32>>,
+    /// The stdio server's process group while it may be running.
+    process: Mutex<Process>,
     /// Signalled when a call failed in the transport: the supervisor pings the server and
     /// reconnects if it does not answer (an HTTP server that went away closes nothing).
     suspect: tokio::sync::Notify,
@@ -160,16 +169,28 @@ impl Link {
         lock(&self.peer).clone()
     }
 
+    /// Drops the peer and kills the process group, if any.
     fn kill(&self) {
         *lock(&self.peer) = None;
-        if let Some(pgid) = lock(&self.pgid).take()
-            && let Some(pid) = i32::try_from(pgid)
-                .ok()
-                .and_then(rustix::process::Pid::from_raw)
-        {
-            // ESRCH (already gone) is the usual outcome after a clean exit.
-            let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+        kill_group(lock(&self.process).pgid.take());
+    }
+
+    /// [`Self::kill`], and any process recorded later too (the entry's dispose effect).
+    fn dispose(&self) {
+        lock(&self.process).disposed = true;
+        self.kill();
+    }
+
+    /// Records a started server; kills it at once if the entry is already disposed.
+    fn started(&self, pgid: Option<u32>) -> bool {
+        let mut process = lock(&self.process);
+        if process.disposed {
+            drop(process);
+            kill_group(pgid);
+            return false;
         }
+        process.pgid = pgid;
+        true
     }
 
     /// Calls `raw` with `args`: the server's error text on failure, `{content, structuredContent?}`
@@ -241,6 +262,17 @@ impl Link {
             out["structuredContent"] = structured;
         }
         Ok(ToolOutput::new(out))
+    }
+}
+
+/// SIGKILL to the process group `pgid`.
+fn kill_group(pgid: Option<u32>) {
+    if let Some(pid) = pgid
+        .and_then(|p| i32::try_from(p).ok())
+        .and_then(rustix::process::Pid::from_raw)
+    {
+        // ESRCH (already gone) is the usual outcome after a clean exit.
+        let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
     }
 }
 
@@ -408,7 +440,9 @@ impl Bridge {
             .spawn()
             .map_err(|e| self.connect_error(format!("cannot start {program:?}: {e}")))?;
         // Recorded before anything can fail, so dispose kills it from here on.
-        *lock(&self.link.pgid) = transport.id();
+        if !self.link.started(transport.id()) {
+            return Err(self.connect_error("the entry was disposed".to_owned()));
+        }
         if let Some(stderr) = stderr {
             let server = self.server().to_owned();
             let _ = self.ctx.spawn(async move {
