@@ -17,7 +17,8 @@ pub use composer::HostComposer;
 /// `tool-todo`, `tool-declare`, `llm`, `sessions`, `agent-loop`, `agent-core`, `tool-subagent`,
 /// and the workspace tools: `workspace`, `tool-fs`, `tool-search`, `tool-shell`, `approvals`,
 /// `presenter`, Code Mode's `code-runtime` and `tool-presentation`, and agent presets'
-/// `agent-presets` with its rows `persona`, `tool-order`, `tool-restrict` and `tool-cordis`.
+/// `agent-presets` with its rows `persona`, `tool-order`, `tool-restrict` and `tool-cordis`,
+/// and `mcp` (one MCP server's tools per entry).
 pub fn standard() -> Builtins {
     let mut table = Builtins::host();
     table.insert(cordis_tool_todo::TodoPlugin::default());
