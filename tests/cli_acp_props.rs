@@ -352,7 +352,8 @@ fn run_case(turns: &[Turn]) -> Result<(), TestCaseError> {
 
 proptest! {
     #![proptest_config(ProptestConfig {
-        cases: 24,
+        // Each case runs two processes; PROPTEST_CASES=500 for a longer run.
+        cases: std::env::var("PROPTEST_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(24),
         failure_persistence: None,
         ..ProptestConfig::default()
     })]
