@@ -267,7 +267,10 @@ pub async fn exercise_with_preset(
             .await
             .map(|(agent, _)| agent)
             .map_err(|e| e.to_string()),
-        None => agents.create_agent(options).await.map_err(|e| e.to_string()),
+        None => agents
+            .create_agent(options)
+            .await
+            .map_err(|e| e.to_string()),
     };
     let agent = match created {
         Ok(agent) => agent,

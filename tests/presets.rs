@@ -220,9 +220,7 @@ async fn rolls_the_whole_agent_back_when_a_row_fails_and_names_every_failed_row(
         .unwrap_err();
     let text = err.to_string();
     assert!(
-        text.starts_with(&format!(
-            "agent-presets: preset \"a\" failed to mount: 2 row(s) did not activate:\n  - boom (debug/fault): failed: "
-        )),
+        text.starts_with("agent-presets: preset \"a\" failed to mount: 2 row(s) did not activate:\n  - boom (debug/fault): failed: "),
         "{text}"
     );
     assert!(
