@@ -974,3 +974,20 @@ fn the_step_limit_ends_the_prompt_with_max_turn_requests() {
     assert_eq!(r["result"]["stopReason"], "max_turn_requests", "{r}");
     assert_eq!(acp.close(), 0);
 }
+
+#[test]
+fn a_config_that_does_not_load_fails_the_command_before_any_protocol() {
+    // Nothing is served: diagnostics on stderr, exit 2, stdout untouched.
+    let missing = common::cordis(&["acp", "no-such-file.yml"], &[]);
+    assert_eq!(missing.code, 2, "{}", missing.err);
+    assert!(
+        missing.err.contains("cannot read no-such-file.yml"),
+        "{}",
+        missing.err
+    );
+    assert!(missing.out.is_empty());
+    let bad = common::cordis(&["acp", &common::fixture("bad-unknown-plugin.yml")], &[]);
+    assert_eq!(bad.code, 2, "{}", bad.err);
+    assert!(bad.err.contains("configuration error"), "{}", bad.err);
+    assert!(bad.out.is_empty());
+}
