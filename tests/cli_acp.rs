@@ -595,6 +595,11 @@ fn load_refuses_another_cwd_an_unknown_session_and_a_relative_cwd() {
     assert_eq!(r["error"]["code"], -32602, "{r}");
     let id = acp.request("session/new", json!({"cwd": "relative", "mcpServers": []}));
     assert_eq!(acp.response(id)["error"]["code"], -32602);
+    let id = acp.request(
+        "session/new",
+        json!({"cwd": dir.join("no-such-dir"), "mcpServers": []}),
+    );
+    assert_eq!(acp.response(id)["error"]["code"], -32602);
     // The refused loads left the session loadable.
     let r = load(&mut acp, &s, &json!(dir));
     assert!(r.get("result").is_some(), "{r}");

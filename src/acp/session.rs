@@ -126,6 +126,17 @@ impl Composition<'_> {
         opening: &Opening,
         mcp_servers: &[McpServer],
     ) -> Result<Booted, Error> {
+        // The workspace root must exist, or every workspace tool would fail to load.
+        let dir = cwd.to_owned();
+        let is_dir = tokio::task::spawn_blocking(move || dir.is_dir())
+            .await
+            .unwrap_or(false);
+        if !is_dir {
+            return Err(invalid_params(format!(
+                "cwd {} is not a directory",
+                cwd.display()
+            )));
+        }
         let workspace = cwd.display().to_string();
         let outer = self.env;
         let env = move |name: &str| {
@@ -155,6 +166,21 @@ impl Composition<'_> {
             ))
         })?;
         let root = config.root().clone();
+        for e in report
+            .entries
+            .iter()
+            .filter(|e| !e.status.is_as_configured())
+        {
+            // The session still starts (as `cordis run` does); its log on stderr says what is
+            // missing.
+            tracing::warn!(
+                entry = %e.id,
+                plugin = %e.name,
+                status = %e.status,
+                error = e.error.as_deref().unwrap_or_default(),
+                "cordis acp: an entry of the session's composition is not active"
+            );
+        }
         let Some(agents) = root.get::<AgentLoop>() else {
             let problems: Vec<String> = report
                 .entries
