@@ -9,7 +9,9 @@
 //! The [`AgentPresets`] service (plugin `agent-presets`) mounts each preset **once per process**
 //! under a standing scope of its own, made with `Context::child_realm`: every row of the
 //! composition applies there, so the tools its rows register, the restriction and presentation
-//! they declare and the persona they set land in the realm's layer of the registry. An agent
+//! they declare (`tool-restrict`, `tool-presentation`) land in the realm's layer of the
+//! registry, and the persona and tool order they set (`persona`, `tool-order`, this crate's
+//! rows) apply to assemblies whose scope chain reaches the realm. An agent
 //! joins by binding its registry scope's parent to the standing key
 //! ([`AgentPresets::create_agent`]), and so sees exactly its preset and nothing of the others.
 //!

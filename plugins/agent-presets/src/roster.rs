@@ -42,6 +42,9 @@ fn stamp_of(files: &[PathBuf]) -> Stamp {
         .collect()
 }
 
+/// A composition read afresh: its file, the resolved rows, and its stamp.
+type Prepared = (PathBuf, Arc<dyn Composition>, Stamp);
+
 /// The mounted generation of one preset that new joiners get.
 struct Current {
     standing: Standing,
@@ -212,12 +215,11 @@ impl AgentPresets {
 
     /// Blocking: finds `id`'s composition; `None` when `known` (the current generation's path
     /// and stamp) still matches, else the resolved composition and its stamp.
-    #[allow(clippy::type_complexity)]
     fn prepare(
         &self,
         id: &str,
         known: Option<(PathBuf, Stamp)>,
-    ) -> Result<Option<(PathBuf, Arc<dyn Composition>, Stamp)>, PresetError> {
+    ) -> Result<Option<Prepared>, PresetError> {
         let Some(root) = is_preset_id(id)
             .then(|| self.inner.roots.iter().find(|r| r.path.join(id).is_dir()))
             .flatten()
