@@ -1,11 +1,61 @@
 //! The `workspace` plugin: opens the configured root and offers it as a service.
+//!
+//! Opening touches the file system, so it runs on a blocking thread, and in
+//! [`Plugin::preload`]: a host awaits preloads before the seeded applies, so when the open
+//! finishes cannot change the interleaving a seed replays. A root opened less than
+//! [`REUSE_WITHIN`] ago is reused instead of opened again: a process that boots one plan many
+//! times (`cordis stress`, `permute`, benchmarks) then hands no work to another thread per boot,
+//! which cost more wall time than the rest of a boot (a thread handoff, and with a fresh runtime
+//! per seed a thread started and joined).
 
-use std::path::PathBuf;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
 use cordis_runtime::{BoxError, Context, Plugin, Service};
 use serde::Deserialize;
 
+use crate::error::WorkspaceError;
 use crate::workspace::Workspace;
+
+/// How long an opened root is reused for the same absolute path before it is opened again (so
+/// a root replaced on disk is picked up by the next boot after at most this long).
+pub const REUSE_WITHIN: Duration = Duration::from_secs(1);
+
+/// Roots opened recently, by the configured root made absolute (which reads only the process's
+/// current directory, not the file system), with when they were opened.
+fn recent() -> &'static Mutex<BTreeMap<PathBuf, (Workspace, Instant)>> {
+    static RECENT: OnceLock<Mutex<BTreeMap<PathBuf, (Workspace, Instant)>>> = OnceLock::new();
+    RECENT.get_or_init(Default::default)
+}
+
+/// A root opened under `key` less than [`REUSE_WITHIN`] ago.
+fn reuse(key: &Path) -> Option<Workspace> {
+    let recent = cordis_runtime::lock(recent());
+    let (ws, opened) = recent.get(key)?;
+    (opened.elapsed() < REUSE_WITHIN).then(|| ws.clone())
+}
+
+/// Opens `config`'s root on a blocking thread, or reuses a recent open of the same path.
+async fn open(config: &WorkspaceConfig) -> Result<Workspace, BoxError> {
+    let root = config.root.clone().unwrap_or_else(|| PathBuf::from("."));
+    let key = std::path::absolute(&root).map_err(|source| WorkspaceError::Root {
+        root: root.clone(),
+        source,
+    })?;
+    if let Some(ws) = reuse(&key) {
+        return Ok(ws);
+    }
+    // Canonicalizing and opening the root touch the file system: off the async threads.
+    let ws = tokio::task::spawn_blocking(move || Workspace::open(root)).await??;
+    let now = Instant::now();
+    let mut recent = cordis_runtime::lock(recent());
+    // Expired roots go, so the map holds only what was opened within the last second.
+    recent.retain(|_, (_, opened)| now.duration_since(*opened) < REUSE_WITHIN);
+    recent.insert(key, (ws.clone(), now));
+    Ok(ws)
+}
 
 impl Service for Workspace {
     const NAME: &'static str = "workspace";
@@ -35,10 +85,14 @@ impl Plugin for WorkspacePlugin {
         vec![<crate::Workspace as cordis_runtime::Service>::NAME.to_owned()]
     }
 
+    async fn preload(&self, _root: &Context, config: &WorkspaceConfig) {
+        // Opened here, before the seeded applies, so the apply finds it in `recent`; a failure
+        // is reported by the apply, which tries again.
+        let _ = open(config).await;
+    }
+
     async fn apply(&self, ctx: Context, config: &WorkspaceConfig) -> Result<(), BoxError> {
-        let root = config.root.clone().unwrap_or_else(|| PathBuf::from("."));
-        // Canonicalizing and opening the root touch the file system: off the async threads.
-        let ws = tokio::task::spawn_blocking(move || Workspace::open(root)).await??;
+        let ws = open(config).await?;
         let _ = ctx.provide(ws)?;
         Ok(())
     }
@@ -49,6 +103,53 @@ mod tests {
     use cordis_runtime::prelude::*;
 
     use super::*;
+
+    async fn booted(config: &WorkspaceConfig) -> Workspace {
+        let root = Context::root();
+        root.plugin(WorkspacePlugin, config.clone());
+        root.idle().await;
+        let ws = (*root.get::<Workspace>().unwrap()).clone();
+        root.dispose();
+        ws
+    }
+
+    #[tokio::test]
+    async fn a_root_is_reused_by_the_next_boot_within_a_second_and_opened_again_after() {
+        let tmp = tempfile::tempdir().unwrap();
+        let config = WorkspaceConfig {
+            root: Some(tmp.path().to_path_buf()),
+        };
+        let first = booted(&config).await;
+        let second = booted(&config).await;
+        assert!(
+            first.same_open(&second),
+            "a boot right after reuses the open root"
+        );
+        assert_eq!(second.root(), std::fs::canonicalize(tmp.path()).unwrap());
+        // Age the open past the reuse window: the next boot opens the root again.
+        let key = std::path::absolute(tmp.path()).unwrap();
+        let old = Instant::now().checked_sub(REUSE_WITHIN).unwrap();
+        cordis_runtime::lock(recent()).insert(key, (first.clone(), old));
+        let third = booted(&config).await;
+        assert!(!third.same_open(&first), "an old open is not reused");
+        assert_eq!(third.root(), first.root());
+    }
+
+    #[tokio::test]
+    async fn a_preload_opens_the_root_the_apply_then_provides() {
+        let tmp = tempfile::tempdir().unwrap();
+        let config = WorkspaceConfig {
+            root: Some(tmp.path().to_path_buf()),
+        };
+        let root = Context::root();
+        WorkspacePlugin.preload(&root, &config).await;
+        let key = std::path::absolute(tmp.path()).unwrap();
+        let preloaded = reuse(&key).expect("the preload opened the root");
+        root.plugin(WorkspacePlugin, config);
+        root.idle().await;
+        assert!(root.get::<Workspace>().unwrap().same_open(&preloaded));
+        root.dispose();
+    }
 
     #[tokio::test]
     async fn the_plugin_offers_the_opened_root_and_fails_on_a_missing_one() {

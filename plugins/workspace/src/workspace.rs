@@ -122,6 +122,12 @@ impl Workspace {
         self
     }
 
+    /// Whether `other` is this very open of the root (a clone of it), not another open.
+    #[cfg(test)]
+    pub(crate) fn same_open(&self, other: &Workspace) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
     /// The canonical root directory.
     pub fn root(&self) -> &Path {
         &self.inner.root
