@@ -996,3 +996,60 @@ fn a_config_that_does_not_load_fails_the_command_before_any_protocol() {
     assert!(bad.err.contains("configuration error"), "{}", bad.err);
     assert!(bad.out.is_empty());
 }
+
+#[test]
+fn a_client_with_the_terminal_extension_gets_commands_as_terminals_live_and_replayed() {
+    let dir = scratch("terminal");
+    let script = json!([
+        {"toolCalls": [{"id": "sh", "name": "bash", "arguments": {"command": "echo from the shell", "description": "Say hello"}}]},
+        text("Done."),
+    ]);
+    let init = json!({"protocolVersion": 1,
+        "clientCapabilities": {"_meta": {"terminal_output": true}}});
+    let mut acp = Acp::start(&dir, &script);
+    let id = acp.request("initialize", init.clone());
+    acp.response(id);
+    let s = acp.new_session(&dir);
+    assert_eq!(acp.prompt(&s, "run it")["result"]["stopReason"], "end_turn");
+    assert_eq!(acp.close(), 0);
+    let live = acp.updates(&s);
+    let call = live
+        .iter()
+        .find(|u| u["sessionUpdate"] == "tool_call")
+        .unwrap();
+    assert_eq!(
+        call["content"],
+        json!([{"type": "terminal", "terminalId": "sh"}]),
+        "{call}"
+    );
+    assert_eq!(
+        call["_meta"]["terminal_info"],
+        json!({"terminal_id": "sh", "cwd": dir})
+    );
+    let update = live
+        .iter()
+        .find(|u| u["sessionUpdate"] == "tool_call_update")
+        .unwrap();
+    assert!(update.get("content").is_none(), "{update}");
+    assert_eq!(
+        update["_meta"],
+        json!({"terminal_output": {"terminal_id": "sh", "data": "from the shell\n"},
+               "terminal_exit": {"terminal_id": "sh", "exit_code": 0, "signal": null}})
+    );
+    // A load by the same client shows the same terminal.
+    let mut acp = Acp::start(&dir, &script);
+    let id = acp.request("initialize", init);
+    acp.response(id);
+    let id = acp.request(
+        "session/load",
+        json!({"sessionId": s, "cwd": dir, "mcpServers": []}),
+    );
+    assert!(acp.response(id).get("result").is_some());
+    assert_eq!(acp.close(), 0);
+    let replayed: Vec<Value> = acp
+        .updates(&s)
+        .into_iter()
+        .filter(|u| u["sessionUpdate"] != "user_message_chunk")
+        .collect();
+    assert_eq!(replayed, live);
+}

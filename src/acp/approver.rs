@@ -45,6 +45,7 @@ impl Approver for EditorApprover {
                 status: None,
                 content: None,
                 raw_input: Some(input),
+                meta: None,
             },
             options: vec![
                 PermissionOption {

@@ -21,6 +21,16 @@ pub const PROTOCOL_VERSION: u16 = 1;
 pub struct InitializeRequest {
     /// The newest version the client speaks.
     pub protocol_version: u16,
+    /// What the client does (only `_meta.terminal_output` is read).
+    #[serde(default)]
+    pub client_capabilities: Value,
+}
+
+impl InitializeRequest {
+    /// The client renders terminal cards from `_meta` (Zed's terminal extension).
+    pub fn terminal_output(&self) -> bool {
+        self.client_capabilities["_meta"]["terminal_output"] == Value::Bool(true)
+    }
 }
 
 /// `initialize` result.
@@ -274,6 +284,9 @@ pub struct ToolCall {
     pub locations: Vec<ToolCallLocation>,
     /// The arguments.
     pub raw_input: Value,
+    /// Extension data (Zed's `terminal_info`).
+    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Value>,
 }
 
 /// What changed about a tool call: its status and card (`session/update`), or its title and
@@ -295,6 +308,9 @@ pub struct ToolCallUpdate {
     /// The arguments.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub raw_input: Option<Value>,
+    /// Extension data (Zed's `terminal_output` and `terminal_exit`).
+    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Value>,
 }
 
 /// The protocol's tool kinds we use.
@@ -350,6 +366,12 @@ pub enum ToolCallContent {
         /// The new text.
         #[serde(rename = "newText")]
         new_text: String,
+    },
+    /// A terminal the client shows (Zed's `_meta` terminal extension).
+    Terminal {
+        /// Its id (the call id).
+        #[serde(rename = "terminalId")]
+        terminal_id: String,
     },
 }
 

@@ -35,6 +35,7 @@ const TEARDOWN_LIMIT: Duration = Duration::from_secs(30);
 
 /// A request that needs the server's state, its params read.
 enum Job {
+    Initialize(InitializeRequest, Reply),
     New(NewSessionRequest, Reply),
     Load(LoadSessionRequest, Reply),
     Prompt(PromptRequest, Reply),
@@ -239,6 +240,8 @@ pub struct Server<'c> {
     composition: &'c Composition<'c>,
     connection: Connection,
     sessions: BTreeMap<String, Live>,
+    /// The client renders terminal cards from `_meta` (it said so at `initialize`).
+    terminal_output: bool,
     /// Ids being loaded (reserved before the async resume, so a second load is refused).
     loading: std::collections::BTreeSet<String>,
     work: FuturesUnordered<LocalBoxFuture<'c, Done>>,
@@ -251,6 +254,7 @@ impl<'c> Server<'c> {
             composition,
             connection,
             sessions: BTreeMap::new(),
+            terminal_output: false,
             loading: Default::default(),
             work: FuturesUnordered::new(),
         }
@@ -282,6 +286,10 @@ impl<'c> Server<'c> {
     /// always finds the prompt sent before it), then queues the async part.
     fn accept(&mut self, job: Job) {
         match job {
+            Job::Initialize(req, reply) => {
+                self.terminal_output = req.terminal_output();
+                reply.send(Ok(super::initialize_response(&req)));
+            }
             Job::New(req, reply) => {
                 let (cwd, mcp) = match absolute_cwd(&req.cwd).and_then(|cwd| {
                     check_extras(&req.additional_directories, &req.mcp_servers).map(|m| (cwd, m))
@@ -291,13 +299,14 @@ impl<'c> Server<'c> {
                 };
                 let composition = self.composition;
                 let connection = self.connection.clone();
+                let terminal = self.terminal_output;
                 self.work.push(Box::pin(async move {
                     let id = new_session_id();
                     let live = match composition
                         .boot(&cwd, &Opening::New(id.clone()), &mcp)
                         .await
                     {
-                        Ok(b) => attach(b, id, cwd, &connection, false).await,
+                        Ok(b) => attach(b, id, cwd, &connection, false, terminal).await,
                         Err(e) => Err(e),
                     };
                     Done::Created(live, reply)
@@ -320,12 +329,13 @@ impl<'c> Server<'c> {
                 self.loading.insert(id.clone());
                 let composition = self.composition;
                 let connection = self.connection.clone();
+                let terminal = self.terminal_output;
                 self.work.push(Box::pin(async move {
                     let live = match composition
                         .boot(&cwd, &Opening::Load(id.clone()), &mcp)
                         .await
                     {
-                        Ok(b) => attach(b, id.clone(), cwd, &connection, true).await,
+                        Ok(b) => attach(b, id.clone(), cwd, &connection, true, terminal).await,
                         Err(e) => Err(e),
                     };
                     Done::Loaded(id, live, reply)
@@ -540,13 +550,8 @@ fn job_of(message: Incoming) -> Option<Job> {
         } => {
             let job =
                 match method.as_str() {
-                    "initialize" => {
-                        reply.send(
-                            params::<InitializeRequest>(raw)
-                                .map(|r| super::initialize_response(&r)),
-                        );
-                        return None;
-                    }
+                    "initialize" => params(raw)
+                        .map(|r| -> Pending { Box::new(move |reply| Job::Initialize(r, reply)) }),
                     "authenticate" => {
                         // No authentication methods are advertised; accept whatever is asked.
                         reply.send(Ok(json!({})));
@@ -597,10 +602,11 @@ async fn attach(
     cwd: PathBuf,
     connection: &Connection,
     replay: bool,
+    terminal_output: bool,
 ) -> Result<Live, RpcError> {
     let root = booted.root().clone();
     let presenters: Option<Arc<Presenters>> = root.get::<Presenters>();
-    let mut mapper = UpdateMapper::new(cwd);
+    let mut mapper = UpdateMapper::new(cwd).with_terminal_meta(terminal_output);
     let send = {
         let connection = connection.clone();
         let id = id.clone();

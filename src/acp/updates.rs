@@ -21,9 +21,12 @@
 //! # Cards
 //! A diff card is a `diff` content (`oldText` absent for a new file); a successful mutation
 //! sends its diff again in the update, because an update's content replaces the call's. A
-//! terminal card's call shows the command's description as text and its update the output as a
-//! ```` ```console ```` block (the fallback the reference uses for clients without Zed's
-//! terminal `_meta` extension). Paths in diffs and locations are made absolute against the
+//! terminal card follows Zed's `_meta` extension when the client advertised
+//! `clientCapabilities._meta.terminal_output`: the call's content is a `terminal` (its id is the
+//! call id) with `_meta.terminal_info {terminal_id, cwd}`, and the update carries no content but
+//! `_meta.terminal_output {terminal_id, data}` and `_meta.terminal_exit {terminal_id,
+//! exit_code, signal}`. Without the capability the call shows the command's description as
+//! text and the update the output as a ```` ```console ```` block. Paths in diffs and locations are made absolute against the
 //! session's cwd (the workspace root the tools resolve them against), as editors expect.
 
 use std::collections::BTreeMap;
@@ -53,6 +56,8 @@ pub struct UpdateMapper {
     cwd: PathBuf,
     /// Calls without a result yet: their event (a live result's view needs it) and arguments.
     pending: BTreeMap<String, (SessionEvent, String, Value)>,
+    /// The client renders terminal cards itself (Zed's `_meta` terminal extension).
+    terminal_meta: bool,
 }
 
 /// Where the live stream's views come from: the composition's tools and presenters, read in
@@ -72,7 +77,16 @@ impl UpdateMapper {
         UpdateMapper {
             cwd: cwd.into(),
             pending: BTreeMap::new(),
+            terminal_meta: false,
         }
+    }
+
+    /// Sends terminal cards as Zed's `_meta` terminal extension (the client advertised
+    /// `clientCapabilities._meta.terminal_output`).
+    #[must_use]
+    pub fn with_terminal_meta(mut self, on: bool) -> Self {
+        self.terminal_meta = on;
+        self
     }
 
     /// The updates of an event of the live stream, its view asked of [`cordis_history::views`]
@@ -164,7 +178,17 @@ impl UpdateMapper {
 
     fn tool_call(&self, call_id: &str, p: Presentation) -> ToolCall {
         let mut content = Vec::new();
+        let mut meta = None;
         match &p.card {
+            Card::Terminal { .. } if self.terminal_meta => {
+                content.push(ToolCallContent::Terminal {
+                    terminal_id: call_id.to_owned(),
+                });
+                meta = Some(serde_json::json!({"terminal_info": {
+                    "terminal_id": call_id,
+                    "cwd": self.cwd,
+                }}));
+            }
             Card::Diff {
                 path,
                 old_text,
@@ -196,6 +220,7 @@ impl UpdateMapper {
             content,
             locations,
             raw_input: p.input,
+            meta,
         }
     }
 
@@ -206,7 +231,14 @@ impl UpdateMapper {
         p: Presentation,
     ) -> ToolCallUpdate {
         let mut content = Vec::new();
+        let mut meta = None;
         match &p.card {
+            Card::Terminal { output, exit_code } if self.terminal_meta && !result.is_error => {
+                meta = Some(serde_json::json!({
+                    "terminal_output": {"terminal_id": call_id, "data": output},
+                    "terminal_exit": {"terminal_id": call_id, "exit_code": exit_code, "signal": null},
+                }));
+            }
             Card::Diff {
                 path,
                 old_text,
@@ -245,8 +277,11 @@ impl UpdateMapper {
             tool_call_id: call_id.to_owned(),
             title: None,
             status: Some(status),
-            content: Some(content),
+            // With the terminal extension the output travels in `_meta`, and no content keeps
+            // the terminal the call announced.
+            content: if meta.is_some() { None } else { Some(content) },
             raw_input: None,
+            meta,
         }
     }
 }
