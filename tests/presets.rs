@@ -617,3 +617,146 @@ async fn cold_history_reads_find_a_preset_through_the_standing_scopes_service() 
     );
     root.dispose();
 }
+
+/// Calls tool `name` for `scope` through the registry, as the loop would.
+async fn call(
+    agents: &AgentLoop,
+    scope: cordis_tools::ScopeKey,
+    name: &str,
+    arguments: serde_json::Value,
+) -> Result<String, String> {
+    let result = agents
+        .tools()
+        .execute(
+            cordis_tools::ToolCall {
+                call_id: "c1".into(),
+                name: name.into(),
+                arguments,
+            },
+            Some(scope),
+        )
+        .await;
+    let value = serde_json::to_value(&result).unwrap();
+    if value["is_error"] == true {
+        Err(value["content"].to_string())
+    } else {
+        Ok(value["content"].to_string())
+    }
+}
+
+#[tokio::test]
+async fn an_agent_mounts_a_composition_for_itself_and_unmounts_it() {
+    let dir = tempfile::tempdir().unwrap();
+    preset(dir.path(), "a", "- id: cordis\n  name: tool-cordis\n", None);
+    let extra = dir.path().join("extra.yml");
+    std::fs::write(&extra, with_tool("extra_tool", "E", "I am extra.")).unwrap();
+    let failing = dir.path().join("failing.yml");
+    std::fs::write(
+        &failing,
+        "- id: boom\n  name: debug/fault\n  config: {mode: error}\n",
+    )
+    .unwrap();
+    let root = host(dir.path(), "").await;
+    let (roster, agents, prompt) = services(&root);
+    let (x, sx) = roster
+        .create_agent(&agents, options("x"), None)
+        .await
+        .unwrap();
+    let (y, _) = roster
+        .create_agent(&agents, options("y"), None)
+        .await
+        .unwrap();
+    let before = seen(&prompt, AssembleContext::scoped(x.scope_key())).await;
+    assert_eq!(
+        before.0,
+        ["cordis_inspect", "cordis_mount", "cordis_unmount"]
+    );
+    let out = call(
+        &agents,
+        x.scope_key(),
+        "cordis_mount",
+        serde_json::json!({"path": extra.display().to_string()}),
+    )
+    .await
+    .unwrap();
+    assert!(
+        out.contains("rows tools-extra_tool (tool-declare), persona (persona)"),
+        "{out}"
+    );
+    let (tools, system) = seen(&prompt, AssembleContext::scoped(x.scope_key())).await;
+    assert_eq!(
+        tools,
+        [
+            "cordis_inspect",
+            "cordis_mount",
+            "cordis_unmount",
+            "extra_tool"
+        ]
+    );
+    assert_eq!(system, "I am extra.");
+    // The other agent on the same preset sees none of it; x still counts as joined to `a`.
+    assert_eq!(
+        seen(&prompt, AssembleContext::scoped(y.scope_key())).await,
+        before
+    );
+    assert_eq!(roster.composed_preset(x.scope_key()), Some(sx.clone()));
+    // A composition with a failing row is refused, naming it; nothing changes.
+    let err = call(
+        &agents,
+        x.scope_key(),
+        "cordis_mount",
+        serde_json::json!({"path": failing.display().to_string()}),
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        err.contains("1 row(s) did not activate") && err.contains("boom (debug/fault)"),
+        "{err}"
+    );
+    assert!(
+        seen(&prompt, AssembleContext::scoped(x.scope_key()))
+            .await
+            .0
+            .contains(&"extra_tool".to_owned())
+    );
+    call(
+        &agents,
+        x.scope_key(),
+        "cordis_unmount",
+        serde_json::json!({}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        seen(&prompt, AssembleContext::scoped(x.scope_key())).await,
+        before
+    );
+    let err = call(
+        &agents,
+        x.scope_key(),
+        "cordis_unmount",
+        serde_json::json!({}),
+    )
+    .await
+    .unwrap_err();
+    assert!(err.contains("nothing is mounted"), "{err}");
+    // A mount goes with its agent.
+    call(
+        &agents,
+        x.scope_key(),
+        "cordis_mount",
+        serde_json::json!({"path": extra.display().to_string()}),
+    )
+    .await
+    .unwrap();
+    let labelled = |root: &Context| {
+        root.scopes()
+            .iter()
+            .filter(|s| s.label.as_deref() == Some("tools-extra_tool"))
+            .count()
+    };
+    assert_eq!(labelled(&root), 1);
+    x.dispose();
+    assert_eq!(labelled(&root), 0);
+    root.dispose();
+}

@@ -8,7 +8,7 @@ use std::time::SystemTime;
 use cordis_agent_loop::{Agent, AgentLoop, AgentOptions};
 use cordis_runtime::{Context, ScopeHandle, ScopeId, Service, lock};
 use cordis_schema::ScopeKey;
-use cordis_tools::ToolRegistry;
+use cordis_tools::{RegisterError, ToolRegistry};
 
 use crate::composer::{Composer, Composition, RowReport};
 use crate::config::Root;
@@ -345,6 +345,46 @@ impl AgentPresets {
             key = standing.key.0,
             "preset mounted"
         );
+        Ok((standing, scope))
+    }
+
+    /// Mounts the composition at `file` under a new realm whose registry parent is `parent`
+    /// (an agent's current parent, so what the composition adds comes on top of its preset),
+    /// with the checks of a preset mount (every row active, no row publishing a service). The
+    /// caller re-links the agent to the returned key, and disposes the handle to unmount.
+    /// Not a preset: the invariant still finds the agent's preset further up the chain.
+    ///
+    /// # Errors
+    /// [`PresetError::Unusable`] naming the file, the rows and why.
+    pub async fn mount_file(
+        &self,
+        file: &Path,
+        parent: ScopeKey,
+    ) -> Result<(Standing, ScopeHandle), PresetError> {
+        let id = file.display().to_string();
+        let this = self.clone();
+        let path = file.to_owned();
+        let prepared = tokio::task::spawn_blocking(move || this.inner.composer.prepare(&path))
+            .await
+            .map_err(|_| PresetError::Gone)?;
+        let composition = prepared.map_err(|reason| PresetError::Unusable {
+            id: id.clone(),
+            reason,
+            path: file.to_owned(),
+        })?;
+        let (standing, scope) = self.mount(&id, file, &*composition, 1).await?;
+        let bound = scope
+            .context()
+            .ok_or(RegisterError::ScopeGone)
+            .and_then(|ctx| self.inner.tools.bind_parent(&ctx, standing.key, parent));
+        if let Err(e) = bound {
+            scope.dispose();
+            return Err(PresetError::Unusable {
+                id,
+                reason: e.to_string(),
+                path: file.to_owned(),
+            });
+        }
         Ok((standing, scope))
     }
 

@@ -1,22 +1,119 @@
 //! The `tool-cordis` plugin: `cordis_inspect`, which lists every entry of the running
 //! composition (the host's entries and the rows of mounted presets) with its plugin and status,
-//! so an agent building compositions can see what loaded and what did not.
+//! so an agent building compositions can see what loaded and what did not; `cordis_mount`,
+//! which mounts a composition file for the calling agent alone (its rows under a realm of their
+//! own, parented to the agent's preset, so the agent sees their tools from its next step), and
+//! `cordis_unmount`, which takes the last mount away again.
+//!
+//! A mount is refused as a preset is (a row that does not become active, a row that publishes
+//! a service), it unwinds with the agent, and it is not in the session log: a resumed session
+//! runs its preset without the mounts.
 //!
 //! # Determinism
 //! The listing is sorted by entry id, then plugin, then status and failure text; scope ids
 //! (which depend on load order) are never shown.
 
-use cordis_runtime::{BoxError, Context, Inject, Plugin};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use cordis_agent_loop::AgentLoop;
+use cordis_agent_presets::AgentPresets;
+use cordis_runtime::{BoxError, Context, Inject, Plugin, ScopeHandle, lock};
+use cordis_schema::ScopeKey;
 use cordis_tools::{NoConfig, ToolDefinition, ToolRegistry};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
 /// The tool name.
 pub const CORDIS_INSPECT: &str = "cordis_inspect";
+/// The mount tool's name.
+pub const CORDIS_MOUNT: &str = "cordis_mount";
+/// The unmount tool's name.
+pub const CORDIS_UNMOUNT: &str = "cordis_unmount";
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Args {}
+
+// The argument types are commented with `//`: doc comments would become schema descriptions.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct MountArgs {
+    // The composition file (cordis.yml format), relative to the current directory.
+    path: String,
+}
+
+/// One agent's mounts, innermost last: the file, its realm, and the parent it replaced.
+type Mounts = Arc<Mutex<BTreeMap<ScopeKey, Vec<(String, ScopeHandle, ScopeKey)>>>>;
+
+/// `cordis_mount`: the body of one call.
+async fn mount(
+    root: Context,
+    mounts: Mounts,
+    scope: Option<ScopeKey>,
+    path: String,
+) -> Result<String, String> {
+    let scope = scope
+        .ok_or("cordis_mount mounts for an agent: call it from an agent's scope".to_owned())?;
+    let agents = root
+        .get::<AgentLoop>()
+        .ok_or("cordis_mount needs the agent-loop service".to_owned())?;
+    let agent = agents
+        .agent_by_scope(scope)
+        .ok_or("cordis_mount mounts for an agent: this scope is none".to_owned())?;
+    let roster = root
+        .get::<AgentPresets>()
+        .ok_or("cordis_mount needs an agent-presets entry".to_owned())?;
+    let previous = agent
+        .parent_scope()
+        .ok_or("cordis_mount: the agent joined no preset".to_owned())?;
+    let (mounted, handle) = roster
+        .mount_file(&PathBuf::from(&path), previous)
+        .await
+        .map_err(|e| e.to_string())?;
+    if let Err(e) = agent.rejoin(mounted.key) {
+        handle.dispose();
+        return Err(e.to_string());
+    }
+    // The mount goes with the agent.
+    if let Some(actx) = agent.context() {
+        let on_dispose = handle.clone();
+        let _ = actx.effect("cordis_mount", move || on_dispose.dispose());
+    }
+    lock(&mounts)
+        .entry(scope)
+        .or_default()
+        .push((path.clone(), handle, previous));
+    let rows: Vec<String> = mounted
+        .rows
+        .iter()
+        .map(|r| format!("{} ({})", r.id, r.name))
+        .collect();
+    Ok(format!(
+        "mounted {path}: {}; its tools are yours from the next step",
+        if rows.is_empty() {
+            "no rows".to_owned()
+        } else {
+            format!("rows {}", rows.join(", "))
+        }
+    ))
+}
+
+/// `cordis_unmount`: the body of one call.
+fn unmount(root: &Context, mounts: &Mounts, scope: Option<ScopeKey>) -> Result<String, String> {
+    let scope = scope.ok_or("cordis_unmount: call it from an agent's scope".to_owned())?;
+    let agent = root
+        .get::<AgentLoop>()
+        .and_then(|agents| agents.agent_by_scope(scope))
+        .ok_or("cordis_unmount: this scope is no agent's".to_owned())?;
+    let Some((path, handle, previous)) = lock(mounts).get_mut(&scope).and_then(Vec::pop) else {
+        return Err("cordis_unmount: nothing is mounted (cordis_mount mounts)".to_owned());
+    };
+    agent.rejoin(previous).map_err(|e| e.to_string())?;
+    handle.dispose();
+    Ok(format!("unmounted {path}"))
+}
 
 /// One line per labelled scope of the runtime `ctx` lives in: `id (plugin): status[: why]`.
 pub fn inspect(ctx: &Context) -> String {
@@ -61,11 +158,25 @@ impl Plugin for ToolCordisPlugin {
         let registry = ctx.require::<ToolRegistry>()?;
         let root = ctx.root_context();
         let description = "List every entry of the running cordis composition (the host's entries and the rows of mounted agent presets): its id, plugin and status, with the reason when it is not active.";
+        let inspect_root = root.clone();
         let tool = ToolDefinition::typed(CORDIS_INSPECT, description, move |Args {}, _call| {
-            let text = inspect(&root);
+            let text = inspect(&inspect_root);
             async move { Ok(text) }
         })
         .read_only();
+        let _ = registry.register_scheduled(&ctx, tool).await?;
+        let mounts = Mounts::default();
+        let (mount_root, mount_state) = (root.clone(), mounts.clone());
+        let description = "Mount a cordis composition file (cordis.yml format) for yourself: its rows load under a scope of their own on top of your preset, and their tools are yours from the next step. Refused, with the rows named, when a row does not become active or provides a service.";
+        let tool = ToolDefinition::typed(CORDIS_MOUNT, description, move |a: MountArgs, call| {
+            mount(mount_root.clone(), mount_state.clone(), call.scope, a.path)
+        });
+        let _ = registry.register_scheduled(&ctx, tool).await?;
+        let description = "Unmount the composition you mounted last with cordis_mount.";
+        let tool = ToolDefinition::typed(CORDIS_UNMOUNT, description, move |Args {}, call| {
+            let result = unmount(&root, &mounts, call.scope);
+            async move { result }
+        });
         let _ = registry.register_scheduled(&ctx, tool).await?;
         Ok(())
     }
@@ -102,7 +213,9 @@ mod tests {
             "a-waits (waiter): pending: waiting for nobody\nb-cordis (tool-cordis): active"
         );
         let registry = root.get::<ToolRegistry>().unwrap();
-        assert!(registry.get(CORDIS_INSPECT, None).is_some());
+        for name in [CORDIS_INSPECT, CORDIS_MOUNT, CORDIS_UNMOUNT] {
+            assert!(registry.get(name, None).is_some(), "{name}");
+        }
         root.dispose();
     }
 }
