@@ -25,7 +25,9 @@ fn fixture_server() -> &'static Path {
     BIN.get_or_init(|| {
         let exe = std::env::current_exe().unwrap();
         let profile_dir = exe.parent().unwrap().parent().unwrap();
-        let target = profile_dir.parent().unwrap().join("mcp-fixture");
+        // Shared with the dylib tests' fixture builds (`tests/common/plugins.rs`), so common
+        // dependencies are built once.
+        let target = profile_dir.parent().unwrap().join("plugin-fixtures");
         let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
             .current_dir(env!("CARGO_MANIFEST_DIR"))
             .args([
