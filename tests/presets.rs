@@ -14,6 +14,11 @@ use cordis_system_prompt::{AssembleContext, SystemPrompt};
 
 /// A host composition with a roster over `<dir>/presets` (default `a`), booted.
 async fn host(dir: &Path, extra: &str) -> Context {
+    host_with(dir, r#"[{text: "ok"}]"#, extra).await
+}
+
+/// [`host`] with these scripted model responses.
+async fn host_with(dir: &Path, responses: &str, extra: &str) -> Context {
     let sessions = dir.join(".sessions");
     let source = format!(
         r#"
@@ -24,7 +29,7 @@ async fn host(dir: &Path, extra: &str) -> Context {
   name: tools
 - id: llm
   name: llm
-  config: {{adapter: scripted, model: m, repeat: true, responses: [{{text: "ok"}}]}}
+  config: {{adapter: scripted, model: m, repeat: true, responses: {responses}}}
 - id: sessions
   name: sessions
   config: {{root: "{}"}}
@@ -758,5 +763,76 @@ async fn an_agent_mounts_a_composition_for_itself_and_unmounts_it() {
     assert_eq!(labelled(&root), 1);
     x.dispose();
     assert_eq!(labelled(&root), 0);
+    root.dispose();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_switch_is_refused_mid_turn_and_the_agent_keeps_its_preset() {
+    let dir = tempfile::tempdir().unwrap();
+    preset(dir.path(), "a", &with_tool("a_tool", "A", "I am A."), None);
+    preset(dir.path(), "b", &with_tool("b_tool", "B", "I am B."), None);
+    let responses = r#"[{toolCalls: [{name: hold, arguments: {}}]}, {text: "released"}]"#;
+    let root = host_with(dir.path(), responses, "").await;
+    let (roster, agents, prompt) = services(&root);
+    let (x, sa) = roster
+        .create_agent(&agents, options("x"), Some("a"))
+        .await
+        .unwrap();
+    // A tool of the agent's own that holds the turn open until released.
+    let (entered_tx, entered) = tokio::sync::oneshot::channel::<()>();
+    let entered_tx = std::sync::Mutex::new(Some(entered_tx));
+    let release = std::sync::Arc::new(tokio::sync::Notify::new());
+    let held = release.clone();
+    let hold = cordis_tools::ToolDefinition::new(
+        cordis_tools::ToolSchema {
+            name: "hold".into(),
+            description: "hold".into(),
+            parameters: serde_json::json!({"type": "object"}),
+        },
+        move |_, _| {
+            if let Some(tx) = entered_tx.lock().unwrap().take() {
+                let _ = tx.send(());
+            }
+            let held = held.clone();
+            async move {
+                held.notified().await;
+                Ok(cordis_tools::ToolOutput::new("released"))
+            }
+        },
+    );
+    let _ = agents
+        .tools()
+        .register_scoped(&x.context().unwrap(), x.scope_key(), hold)
+        .unwrap();
+    let turn = tokio::spawn({
+        let x = x.clone();
+        async move { x.run_turn("go").await }
+    });
+    entered.await.unwrap();
+    assert!(x.is_busy());
+    let err = roster.switch(&x, "b").await.unwrap_err();
+    assert!(matches!(err, JoinError::MidTurn { .. }), "{err}");
+    assert_eq!(
+        err.to_string(),
+        "agent-presets: agent \"x\" is in a turn; switch presets between turns"
+    );
+    release.notify_one();
+    assert_eq!(
+        turn.await.unwrap().unwrap(),
+        cordis_session::TurnEndReason::Completed
+    );
+    assert_eq!(roster.composed_preset(x.scope_key()), Some(sa));
+    assert!(
+        seen(&prompt, AssembleContext::scoped(x.scope_key()))
+            .await
+            .0
+            .contains(&"a_tool".to_owned())
+    );
+    assert!(
+        !x.session()
+            .events()
+            .iter()
+            .any(|e| e.kind == cordis_session::kinds::AGENT_PRESET_SELECTED)
+    );
     root.dispose();
 }
