@@ -557,28 +557,29 @@ impl Bridge {
         }
     }
 
-    /// Registers every tool or none.
+    /// Registers every valid tool or none. A tool whose schema the registry refuses is left
+    /// out with a warning (one broken third-party tool should not take the others with it); a
+    /// registration that fails (a name another entry owns) disposes the whole set.
     async fn register_all(&self, tools: &[(String, Tool)]) -> Result<Vec<EffectHandle>, McpError> {
         let mut handles = Vec::with_capacity(tools.len());
         for (public, tool) in tools {
-            let outcome = match self.definition(public, tool) {
-                Ok(def) => self
-                    .registry
-                    .register_scheduled(&self.ctx, def)
-                    .await
-                    .map_err(|e| e.to_string()),
-                Err(reason) => Err(reason),
-            };
-            match outcome {
-                Ok(handle) => handles.push(handle),
+            let def = match self.definition(public, tool) {
+                Ok(def) => def,
                 Err(reason) => {
+                    tracing::warn!(server = %self.server(), tool = %tool.name, %reason, "mcp tool left out");
+                    continue;
+                }
+            };
+            match self.registry.register_scheduled(&self.ctx, def).await {
+                Ok(handle) => handles.push(handle),
+                Err(error) => {
                     for handle in &handles {
                         handle.dispose();
                     }
                     return Err(McpError::Register {
                         server: self.server().to_owned(),
                         tool: public.clone(),
-                        reason,
+                        reason: error.to_string(),
                     });
                 }
             }

@@ -2,7 +2,8 @@
 //!
 //! Tools: `add`, `greet`, `fail` (an `isError` result), `crash` (replies, then exits),
 //! `admin.reset` (a dotted name), `slow` (sleeps; records a cancellation in the log), `env`
-//! (returns one environment variable), `pid`, `image` (a PNG block), and `toggle` (changes the tool list and sends
+//! (returns one environment variable), `pid`, `image` (a PNG block), `broken` (an invalid
+//! parameters schema; only with `--tools`), and `toggle` (changes the tool list and sends
 //! `notifications/tools/list_changed`).
 //!
 //! `toggle` takes `add` / `remove` (tool names), `failList` (the next `tools/list` fails),
@@ -174,6 +175,14 @@ fn tool(name: &str) -> Tool {
                 "duplicate": {"type": "boolean"},
                 "silent": {"type": "boolean"}
             }}),
+        ),
+        "image" => (
+            "Returns a 1x1 PNG and a caption.",
+            json!({"type": "object"}),
+        ),
+        "broken" => (
+            "Its parameters schema is not an object schema.",
+            json!({"type": "array"}),
         ),
         _ => ("A generated tool.", json!({"type": "object"})),
     };

@@ -195,6 +195,15 @@ async fn two_servers_with_the_same_tool_name_coexist_and_a_server_name_is_used_o
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_with_a_schema_the_registry_refuses_is_left_out_alone() {
+    let root = root_with_tools();
+    let entry = root.plugin(McpPlugin, cfg("fx", &["--tools", "add,broken,greet"]));
+    assert_eq!(settle(&entry).await, ScopeStatus::Active);
+    assert_eq!(names(&root), ["mcp__fx__add", "mcp__fx__greet"]);
+    root.dispose();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_page_of_a_paginated_list_is_registered_whatever_the_server_order() {
     let root = root_with_tools();
     let entry = root.plugin(
