@@ -118,7 +118,7 @@ fn a_broken_preset_is_listed_with_its_reason_and_refused_by_check() {
     let run = cordis(&["presets", &plain.display().to_string()], &[]);
     assert_eq!(run.code, 2);
     assert!(
-        run.err.contains("has no agent-presets entry"),
+        run.err.contains("has no enabled agent-presets entry"),
         "{}",
         run.err
     );

@@ -1,52 +1,61 @@
 //! `cordis presets`: the roster a config's `agent-presets` entry finds; and the one way the
 //! other commands' `--preset ID` mounts a preset and reads what a joined agent would receive.
 
-use cordis_agent_presets::{AgentPresets, PresetInfo, RowStatus};
+use std::path::PathBuf;
+
+use cordis_agent_presets::{
+    AgentPresets, AgentPresetsConfig, PresetInfo, RowStatus, discover, resolve_roots, user_root,
+};
 use cordis_host::Builtins;
 use cordis_host::diagnostic::Pos;
 use cordis_host::loader::{BootReport, EntryReport, EntryStatus, boot};
+use cordis_host::plan::Step;
 use cordis_runtime::{Context, Schedule};
 use cordis_system_prompt::{AssembleContext, SystemPrompt};
 use serde_json::{Value, json};
+
+use crate::builtins::HostComposer;
 
 use super::render::safe;
 use super::{EXIT_CONFIG, EXIT_OK, Io, PresetsArgs, load};
 
 pub(crate) fn run(args: &PresetsArgs, io: &mut Io<'_>, builtins: &Builtins) -> anyhow::Result<u8> {
     let plan = load(&args.config, io, builtins)?;
-    let rt = cordis_host::shutdown::current_thread()?;
-    let listed = rt.block_on(async {
-        let root = Context::root_with(Schedule::new(cordis_runtime::Policy::Fifo, 0));
-        let report = boot(&root, &plan).await;
-        let roster = root.get::<AgentPresets>();
-        let listed = match &roster {
-            Some(roster) => Some((roster.default_id().to_owned(), roster.list_async().await)),
-            None => None,
-        };
-        root.dispose();
-        (listed, report)
+    let file = args.config.file.display().to_string();
+    // The roster's configuration as resolved, without booting anything (a composition may
+    // start processes: MCP servers, shells): discovery only needs the roots and a composer.
+    let config = plan.entries.iter().find_map(|e| match &e.step {
+        Step::Plugin { prepared, .. } if prepared.plugin.name() == "agent-presets" => prepared
+            .config
+            .downcast_ref::<AgentPresetsConfig>()
+            .cloned(),
+        _ => None,
     });
-    cordis_host::shutdown::end(rt);
-    let (Some((default, presets)), _) = listed else {
-        let file = args.config.file.display().to_string();
-        let entry = listed.1.entries.iter().find(|e| e.name == "agent-presets");
-        match entry {
-            Some(e) => writeln!(
-                io.err,
-                "cordis: the agent-presets entry {} of {} is {}: {}",
-                safe(&e.id),
-                safe(&file),
-                e.status,
-                safe(e.error.as_deref().unwrap_or("no reason given"))
-            )?,
-            None => writeln!(
-                io.err,
-                "cordis: {} has no agent-presets entry; add one (see the bundled cordis.yml):\n  - id: agent-presets\n    name: agent-presets\n    config: {{roots: [{{path: presets}}], default: standard}}",
-                safe(&file)
-            )?,
-        }
+    let Some(config) = config else {
+        writeln!(
+            io.err,
+            "cordis: {} has no enabled agent-presets entry; add one (see the bundled cordis.yml):\n  - id: agent-presets\n    name: agent-presets\n    config: {{roots: [{{path: presets}}], default: standard}}",
+            safe(&file)
+        )?;
         return Ok(EXIT_CONFIG);
     };
+    let options = super::plan_options(&args.config, io);
+    let home = (io.env)("HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from);
+    let roots = resolve_roots(
+        &config,
+        &options.config_dir_for(&file),
+        home.as_deref(),
+        user_root(io.env).as_deref(),
+        Some(&crate::builtins::shipped_presets()),
+    );
+    let composer = HostComposer::with_table(
+        crate::builtins::for_config(builtins, &args.config.file, &options, io.env),
+        options,
+    );
+    let presets = discover(&roots, &composer);
+    let default = config.default;
     if args.json {
         let presets: Vec<Value> = presets.iter().map(info_json).collect();
         let value = json!({"default": default, "presets": presets});

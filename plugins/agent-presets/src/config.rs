@@ -101,6 +101,26 @@ impl AgentPresetsConfig {
     }
 }
 
+/// Every root of a roster, in precedence order: [`AgentPresetsConfig::roots`], then the
+/// application's shipped presets (a `system` root) when it has some. The `agent-presets` plugin
+/// and `cordis presets` both resolve roots through this.
+pub fn resolve_roots(
+    config: &AgentPresetsConfig,
+    base: &Path,
+    home: Option<&Path>,
+    user: Option<&Path>,
+    shipped: Option<&Path>,
+) -> Vec<Root> {
+    let mut roots = config.roots(base, home, user);
+    if let Some(shipped) = shipped {
+        roots.push(Root {
+            path: shipped.to_owned(),
+            trust: Trust::System,
+        });
+    }
+    roots
+}
+
 fn expand(path: &str, base: &Path, home: Option<&Path>) -> PathBuf {
     if path == "~" {
         if let Some(home) = home {

@@ -39,7 +39,7 @@ mod plugin;
 mod roster;
 
 pub use composer::{Composer, Composition, RowInfo, RowReport, RowStatus};
-pub use config::{AgentPresetsConfig, Root, RootConfig, Trust, user_root};
+pub use config::{AgentPresetsConfig, Root, RootConfig, Trust, resolve_roots, user_root};
 pub use discovery::{COMPOSITION_FILE, METADATA_FILE, PresetInfo, discover, is_preset_id};
 pub use error::{JoinError, PresetError};
 pub use persona::{PersonaConfig, PersonaPlugin, ToolOrderConfig, ToolOrderPlugin};

@@ -9,7 +9,7 @@ use cordis_system_prompt::{SystemPrompt, ToolProviderResult};
 use cordis_tools::ToolRegistry;
 
 use crate::composer::Composer;
-use crate::config::{AgentPresetsConfig, Root, Trust, user_root};
+use crate::config::{AgentPresetsConfig, resolve_roots, user_root};
 use crate::roster::AgentPresets;
 
 /// The `agent-presets` plugin (injects `tools` and `system-prompt`; provides `agent-presets`).
@@ -106,17 +106,13 @@ impl Plugin for AgentPresetsPlugin {
     async fn apply(&self, ctx: Context, config: &AgentPresetsConfig) -> Result<(), BoxError> {
         let tools = ctx.require::<ToolRegistry>()?;
         let prompt = ctx.require::<SystemPrompt>()?;
-        let mut roots = config.roots(
+        let roots = resolve_roots(
+            config,
             &self.base_dir,
             self.home.as_deref(),
             self.user_root.as_deref(),
+            self.shipped_root.as_deref(),
         );
-        if let Some(shipped) = &self.shipped_root {
-            roots.push(Root {
-                path: shipped.clone(),
-                trust: Trust::System,
-            });
-        }
         let roster = AgentPresets::new(
             ctx.clone(),
             self.composer.clone(),
