@@ -2,9 +2,9 @@
 //!
 //! Tools: `add`, `greet`, `fail` (an `isError` result), `crash` (replies, then exits),
 //! `admin.reset` (a dotted name), `slow` (sleeps; records a cancellation in the log), `env`
-//! (returns one environment variable), `pid`, `image` (a PNG block), `broken` (an invalid
-//! parameters schema; only with `--tools`), and `toggle` (changes the tool list and sends
-//! `notifications/tools/list_changed`).
+//! (returns one environment variable), `pid`, `image` (a PNG block) and `toggle` (changes the
+//! tool list and sends `notifications/tools/list_changed`); with `--tools` only, `broken` (an
+//! invalid parameters schema) and `cwd` (the working directory).
 //!
 //! `toggle` takes `add` / `remove` (tool names), `failList` (the next `tools/list` fails),
 //! `duplicate` (lists one tool twice) and `silent` (change without notifying).
@@ -180,6 +180,10 @@ fn tool(name: &str) -> Tool {
             "Returns a 1x1 PNG and a caption.",
             json!({"type": "object"}),
         ),
+        "cwd" => (
+            "Returns the server's working directory.",
+            json!({"type": "object"}),
+        ),
         "broken" => (
             "Its parameters schema is not an object schema.",
             json!({"type": "array"}),
@@ -324,6 +328,13 @@ impl ServerHandler for Fixture {
                 text_result(value, false, None)
             }
             "pid" => text_result(std::process::id().to_string(), false, None),
+            "cwd" => text_result(
+                std::env::current_dir()
+                    .map(|d| d.display().to_string())
+                    .unwrap_or_default(),
+                false,
+                None,
+            ),
             "image" => serde_json::from_value(json!({"content": [
                 {"type": "text", "text": "a pixel"},
                 {"type": "image", "mimeType": "image/png", "data": "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="}

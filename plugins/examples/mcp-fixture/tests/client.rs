@@ -501,8 +501,10 @@ async fn scrub_child() {
     };
     assert_eq!(secret, "hunter2");
     let root = root_with_tools();
-    let mut c = cfg("fx", &["--tools", "env"]);
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = cfg("fx", &["--tools", "env,cwd"]);
     c.env.insert("GIVEN".into(), "yes".into());
+    c.cwd = Some(dir.path().to_owned());
     let entry = root.plugin(McpPlugin, c);
     assert_eq!(settle(&entry).await, ScopeStatus::Active);
     let env = |name: &'static str| {
@@ -519,6 +521,12 @@ async fn scrub_child() {
         env("PATH").await,
         std::env::var("PATH").unwrap(),
         "PATH is passed"
+    );
+    let cwd = text(&call(&root, "mcp__fx__cwd", json!({})).await);
+    assert_eq!(
+        std::fs::canonicalize(cwd).unwrap(),
+        std::fs::canonicalize(dir.path()).unwrap(),
+        "the server runs in `cwd`"
     );
     println!("SCRUB-CHILD-RAN");
     root.dispose();
