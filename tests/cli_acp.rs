@@ -869,9 +869,25 @@ fn a_sessions_mcp_servers_give_it_their_tools_and_a_broken_one_refuses_the_sessi
             .contains("\"broken\""),
         "{r}"
     );
+    // An HTTP server goes to the `mcp` plugin's HTTP transport: one that does not answer
+    // refuses the session, naming it (a refused transport would be -32602 without the name).
     let id = acp.request(
         "session/new",
-        json!({"cwd": dir, "mcpServers": [{"type": "http", "name": "web", "url": "http://localhost:1", "headers": []}]}),
+        json!({"cwd": dir, "mcpServers": [{"type": "http", "name": "web", "url": "http://127.0.0.1:1/mcp",
+            "headers": [{"name": "Authorization", "value": "Bearer x"}]}]}),
+    );
+    let r = acp.response(id);
+    assert_eq!(r["error"]["code"], -32603, "{r}");
+    let message = r["error"]["message"].as_str().unwrap();
+    assert!(message.contains("\"web\""), "{r}");
+    assert!(message.contains("http://127.0.0.1:1/mcp"), "{r}");
+    assert!(
+        !message.contains("rmcp::"),
+        "type names are not for people: {r}"
+    );
+    let id = acp.request(
+        "session/new",
+        json!({"cwd": dir, "mcpServers": [{"type": "sse", "name": "old", "url": "http://127.0.0.1:1/sse", "headers": []}]}),
     );
     assert_eq!(acp.response(id)["error"]["code"], -32602);
     assert_eq!(acp.close(), 0);

@@ -31,7 +31,7 @@
 //! awaited by the turn.
 //!
 //! # MCP servers
-//! A session's `mcpServers` (stdio; the `mcp` plugin has no other transport yet) are `mcp`
+//! A session's `mcpServers` (stdio and streamable HTTP; SSE is refused) are `mcp`
 //! entries started under that session's root: their tools (`mcp__<server>__<tool>`) exist in
 //! that session only and stop with it. Each must start and list its tools, or the session is
 //! refused naming the server (an editor's user configured it; silently missing tools would be
@@ -83,7 +83,7 @@ pub fn initialize_response(request: &InitializeRequest) -> InitializeResponse {
             },
             // stdio servers only (the protocol's baseline).
             mcp_capabilities: McpCapabilities {
-                http: false,
+                http: true,
                 sse: false,
             },
         },

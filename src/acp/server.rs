@@ -27,7 +27,9 @@ use super::protocol::{
     SessionUpdate, SetSessionModeRequest, StopReason,
 };
 use super::rpc::{Connection, Incoming, Reply, RpcError};
-use super::session::{Booted, Composition, McpServer, Opening, internal, invalid_params};
+use super::session::{
+    Booted, Composition, McpServer, McpTransport, Opening, internal, invalid_params,
+};
 use super::updates::{LiveViews, UpdateMapper};
 
 /// How long a disconnect waits for running turns and boots to wind down before giving up.
@@ -112,7 +114,8 @@ fn check_extras(dirs: &[PathBuf], mcp_servers: &[Value]) -> Result<Vec<McpServer
 }
 
 /// One `mcpServers` entry: stdio (`{name, command, args, env: [{name, value}]}`, with no
-/// `type` or `type: "stdio"`) is accepted; HTTP and SSE are refused.
+/// `type` or `type: "stdio"`) and streamable HTTP (`{type: "http", name, url, headers:
+/// [{name, value}]}`) are accepted; SSE (a deprecated transport) is refused.
 fn mcp_server(server: &Value) -> Result<McpServer, RpcError> {
     #[derive(serde::Deserialize)]
     struct Stdio {
@@ -124,27 +127,47 @@ fn mcp_server(server: &Value) -> Result<McpServer, RpcError> {
         env: Vec<Variable>,
     }
     #[derive(serde::Deserialize)]
+    struct Http {
+        name: String,
+        url: String,
+        #[serde(default)]
+        headers: Vec<Variable>,
+    }
+    #[derive(serde::Deserialize)]
     struct Variable {
         name: String,
         value: String,
     }
     let name = server["name"].as_str().unwrap_or("?");
+    let bad = |e: serde_json::Error| invalid_params(format!("mcpServers \"{name}\": {e}"));
+    let pairs = |vars: Vec<Variable>| vars.into_iter().map(|v| (v.name, v.value)).collect();
     match server.get("type").and_then(Value::as_str) {
         None | Some("stdio") => {
-            let s: Stdio = serde_json::from_value(server.clone())
-                .map_err(|e| invalid_params(format!("mcpServers \"{name}\": {e}")))?;
+            let s: Stdio = serde_json::from_value(server.clone()).map_err(bad)?;
             Ok(McpServer {
                 name: s.name,
-                command: s.command,
-                args: s.args,
-                env: s.env.into_iter().map(|v| (v.name, v.value)).collect(),
+                transport: McpTransport::Stdio {
+                    command: s.command,
+                    args: s.args,
+                    env: pairs(s.env),
+                },
             })
         }
-        Some(kind @ ("http" | "sse")) => Err(invalid_params(format!(
-            "mcpServers \"{name}\": only stdio servers are supported (mcpCapabilities.{kind} is false)"
+        Some("http") => {
+            let h: Http = serde_json::from_value(server.clone()).map_err(bad)?;
+            Ok(McpServer {
+                name: h.name,
+                transport: McpTransport::Http {
+                    url: h.url,
+                    headers: pairs(h.headers),
+                },
+            })
+        }
+        Some("sse") => Err(invalid_params(format!(
+            "mcpServers \"{name}\": SSE servers are not supported (mcpCapabilities.sse is false); use the server's streamable HTTP endpoint"
         ))),
         Some(other) => Err(invalid_params(format!(
-            "mcpServers \"{name}\": unknown transport \"{other}\"; only stdio servers are supported"
+            "mcpServers \"{name}\": unknown transport \"{other}\"; stdio and http are supported"
         ))),
     }
 }

@@ -36,18 +36,34 @@ pub struct Composition<'a> {
     pub preset: Option<String>,
 }
 
-/// An MCP server a client gave with `session/new` or `session/load` (stdio: the only
-/// transport the `mcp` plugin speaks).
+/// An MCP server a client gave with `session/new` or `session/load`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct McpServer {
     /// The client's name for it (made into a valid `server` name: see [`server_name`]).
     pub name: String,
-    /// The program.
-    pub command: String,
-    /// Its arguments.
-    pub args: Vec<String>,
-    /// Variables set over the `mcp` plugin's scrubbed environment.
-    pub env: Vec<(String, String)>,
+    /// How to reach it.
+    pub transport: McpTransport,
+}
+
+/// How an [`McpServer`] is reached: the two transports the `mcp` plugin speaks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum McpTransport {
+    /// A child process started in the session's cwd.
+    Stdio {
+        /// The program.
+        command: String,
+        /// Its arguments.
+        args: Vec<String>,
+        /// Variables set over the `mcp` plugin's scrubbed environment.
+        env: Vec<(String, String)>,
+    },
+    /// A streamable HTTP endpoint.
+    Http {
+        /// The endpoint.
+        url: String,
+        /// Headers sent with every request.
+        headers: Vec<(String, String)>,
+    },
 }
 
 /// How long a session waits for its MCP servers to start and list their tools.
@@ -254,13 +270,23 @@ async fn connect_mcp(root: &Context, cwd: &Path, servers: &[McpServer]) -> Resul
     }
     let mut handles = Vec::with_capacity(servers.len());
     for server in servers {
-        let mut config = cordis_mcp::McpConfig::stdio(
-            &server_name(&server.name),
-            server.command.clone(),
-            server.args.clone(),
-        );
-        config.env = server.env.iter().cloned().collect();
-        config.cwd = Some(cwd.to_owned());
+        let name = server_name(&server.name);
+        let mut config = match &server.transport {
+            McpTransport::Stdio { command, args, env } => {
+                let mut config = cordis_mcp::McpConfig::stdio(&name, command.clone(), args.clone());
+                config.env = env.iter().cloned().collect();
+                config.cwd = Some(cwd.to_owned());
+                config
+            }
+            McpTransport::Http { url, headers } => {
+                let mut config = cordis_mcp::McpConfig::stdio(&name, String::new(), Vec::new());
+                config.transport = cordis_mcp::TransportKind::Http;
+                config.command = None;
+                config.url = Some(url.clone());
+                config.headers = headers.iter().cloned().collect();
+                config
+            }
+        };
         // An editor's user configured it: a server that does not start is an error they see,
         // not a session that silently lacks its tools.
         config.fail_on_startup_error = true;

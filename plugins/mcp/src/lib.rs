@@ -213,12 +213,7 @@ impl Link {
             ServiceError::McpError(data) => data.message.to_string(),
             ServiceError::TransportSend(e) => {
                 self.suspect.notify_one();
-                // The transport's own text names rmcp's generic types; the innermost cause is
-                // what a person can act on.
-                let mut cause: &dyn std::error::Error = &e;
-                while let Some(next) = cause.source() {
-                    cause = next;
-                }
+                let cause = innermost(&e);
                 format!(
                     "mcp({}): the server cannot be reached ({cause}); checking whether it is still up",
                     self.server
@@ -397,7 +392,9 @@ impl Bridge {
         };
         let service = match handshake {
             Ok(Ok(service)) => service,
-            Ok(Err(e)) => return Err(self.connect_error(format!("handshake failed: {e}"))),
+            Ok(Err(e)) => {
+                return Err(self.connect_error(format!("handshake failed: {}", innermost(&e))));
+            }
             Err(_) => {
                 return Err(self.connect_error(format!(
                     "no handshake within {} ms",
@@ -711,6 +708,22 @@ impl Bridge {
         };
         self.ctx
             .trace(TRACE_SYNC, format!("{}: {outcome}", self.server()));
+    }
+}
+
+/// The innermost cause of `e`: rmcp's transport errors name its generic types in their own
+/// text ("Transport [rmcp::transport::worker::WorkerTransport<…>] error"), while the root
+/// cause ("Connection refused", "connection closed") is what a person can act on.
+fn innermost(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut cause = e;
+    while let Some(next) = cause.source() {
+        cause = next;
+    }
+    let text = cause.to_string();
+    // Some of rmcp's errors keep their cause only in their text, after the type names.
+    match text.rfind("] error: ") {
+        Some(at) => text[at + "] error: ".len()..].to_owned(),
+        None => text,
     }
 }
 
