@@ -29,6 +29,30 @@ use rand_chacha::rand_core::{Rng, SeedableRng};
 
 use crate::scope::lock;
 
+/// One yield on a current-thread runtime: the task wakes itself and goes to the back of the run
+/// queue, behind every task that is ready. `tokio::task::yield_now` defers that wake until the
+/// scheduler has polled the I/O and time drivers, a system call per round of yields (about fifty
+/// per seeded boot of the bundled composition), and lets operating-system events in between;
+/// this yield does neither. On a multi-thread runtime a self-wake would land in the worker's
+/// LIFO slot and not yield at all, so [`Schedule::point`] uses tokio's yield there.
+struct YieldOnce(bool);
+
+impl std::future::Future for YieldOnce {
+    type Output = ();
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<()> {
+        if self.0 {
+            return std::task::Poll::Ready(());
+        }
+        self.0 = true;
+        cx.waker().wake_by_ref();
+        std::task::Poll::Pending
+    }
+}
+
 /// Which perturbation a [`Schedule`] applies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Policy {
@@ -198,8 +222,17 @@ impl Schedule {
             Policy::Random => self.draw(site, MAX_YIELDS),
             Policy::Pct { .. } => self.pct_yields(site),
         };
+        if yields == 0 {
+            return;
+        }
+        let current_thread = tokio::runtime::Handle::try_current()
+            .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::CurrentThread);
         for _ in 0..yields {
-            tokio::task::yield_now().await;
+            if current_thread {
+                YieldOnce(false).await;
+            } else {
+                tokio::task::yield_now().await;
+            }
         }
     }
 
