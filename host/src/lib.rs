@@ -33,5 +33,7 @@ pub use assembly::{AssemblyView, assembly_view};
 pub use builtins::Builtins;
 pub use config::{RawConfig, RawEntry};
 pub use diagnostic::{ConfigErrors, Diagnostic, Pos, Problem};
-pub use loader::{BootReport, EntryReport, EntryStatus, boot, boot_blocking};
+pub use loader::{
+    BootReport, EntryReport, EntryStatus, boot, boot_blocking, entry_report, start_under,
+};
 pub use plan::{EntrySource, LoadPlan, PlanOptions, PlannedEntry, Step, load_plan};

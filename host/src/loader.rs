@@ -217,6 +217,17 @@ pub async fn boot(root: &Context, plan: &LoadPlan) -> BootReport {
     report(root, plan, &handles, started.elapsed()).await
 }
 
+/// Applies `plan`'s entries under `under`, a scope of a running runtime (a preset's standing
+/// scope), the way [`boot`] applies a file under the root: every preload first, then groups and
+/// plugin entries in file order. Returns the entries' scopes (`None` for disabled ones) without
+/// waiting for them.
+pub async fn start_under(under: &Context, plan: &LoadPlan) -> Vec<Option<ScopeHandle>> {
+    preload(&under.root_context(), plan).await;
+    let mut handles: Vec<Option<ScopeHandle>> = vec![None; plan.entries.len()];
+    start_entries(under, plan, &mut handles);
+    handles
+}
+
 /// Runs every enabled plugin entry's [`Plugin::preload`](cordis_runtime::Plugin::preload)
 /// (each bounded by its entry's timeout) and waits for all of them, before any apply: the
 /// operating-system work of dylib entries then finishes before the seeded schedule starts, so a
@@ -290,6 +301,52 @@ pub(crate) fn start_entries_in_order(
     }
 }
 
+/// What `entry`, whose live scope is `handle` (`None`: not started, i.e. disabled), reports:
+/// its status, the error or the services it waits for, and its load time.
+pub fn entry_report(entry: &PlannedEntry, handle: Option<&ScopeHandle>) -> EntryReport {
+    let Some(handle) = handle else {
+        return EntryReport {
+            id: entry.id.clone(),
+            name: entry.name.clone(),
+            pos: entry.pos,
+            status: EntryStatus::Disabled,
+            error: None,
+            waiting_for: Vec::new(),
+            load_ms: None,
+        };
+    };
+    let info = handle.info();
+    let status = EntryStatus::from(info.status);
+    let error = match status {
+        EntryStatus::Failed => info.failure.as_ref().map(ToString::to_string),
+        EntryStatus::Pending => Some(format!(
+            "waiting for service{} {}",
+            if info.missing.len() == 1 { "" } else { "s" },
+            info.missing
+                .iter()
+                .map(|m| format!("\"{m}\""))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+        _ => None,
+    };
+    EntryReport {
+        id: entry.id.clone(),
+        name: entry.name.clone(),
+        pos: entry.pos,
+        status,
+        error,
+        waiting_for: if status == EntryStatus::Pending {
+            info.missing
+        } else {
+            Vec::new()
+        },
+        load_ms: info
+            .load_time
+            .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+    }
+}
+
 /// The report on `plan`'s entries, whose live scopes are `handles`.
 pub(crate) async fn report(
     root: &Context,
@@ -301,49 +358,7 @@ pub(crate) async fn report(
         .entries
         .iter()
         .zip(handles)
-        .map(|(entry, handle)| {
-            let Some(handle) = handle else {
-                return EntryReport {
-                    id: entry.id.clone(),
-                    name: entry.name.clone(),
-                    pos: entry.pos,
-                    status: EntryStatus::Disabled,
-                    error: None,
-                    waiting_for: Vec::new(),
-                    load_ms: None,
-                };
-            };
-            let info = handle.info();
-            let status = EntryStatus::from(info.status);
-            let error = match status {
-                EntryStatus::Failed => info.failure.as_ref().map(ToString::to_string),
-                EntryStatus::Pending => Some(format!(
-                    "waiting for service{} {}",
-                    if info.missing.len() == 1 { "" } else { "s" },
-                    info.missing
-                        .iter()
-                        .map(|m| format!("\"{m}\""))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )),
-                _ => None,
-            };
-            EntryReport {
-                id: entry.id.clone(),
-                name: entry.name.clone(),
-                pos: entry.pos,
-                status,
-                error,
-                waiting_for: if status == EntryStatus::Pending {
-                    info.missing
-                } else {
-                    Vec::new()
-                },
-                load_ms: info
-                    .load_time
-                    .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
-            }
-        })
+        .map(|(entry, handle)| entry_report(entry, handle.as_ref()))
         .collect();
 
     let view = assembly_view(root).await;

@@ -7,10 +7,10 @@ use std::pin::Pin;
 use std::sync::{Arc, OnceLock};
 
 use cordis_agent_presets::{Composer, Composition, RowInfo, RowReport, RowStatus};
-use cordis_host::Builtins;
 use cordis_host::include::IncludedFiles;
 use cordis_host::plan::{LoadPlan, PlanOptions, Step, load_with};
-use cordis_runtime::{Context, Inject, PluginOptions, ScopeHandle, ScopeStatus};
+use cordis_host::{Builtins, EntryStatus};
+use cordis_runtime::{Context, ScopeHandle, ScopeStatus};
 
 /// Resolves compositions against a plugin table (the standard one unless given).
 pub struct HostComposer {
@@ -128,47 +128,10 @@ impl Composition for HostComposition {
     }
 }
 
-/// Applies the plan's rows under `under` like the loader boots a file (groups as child scopes,
-/// each plugin row labelled with its id, with its timeout), after every row's preload, and
-/// waits until none is loading.
+/// Applies the plan's rows under `under` as the loader boots a file ([`cordis_host::start_under`])
+/// and waits until none is loading; rows report as the loader's entries do.
 async fn mount(plan: &LoadPlan, under: &Context) -> Vec<RowReport> {
-    let root = under.root_context();
-    let preloads = plan.entries.iter().filter_map(|e| match &e.step {
-        Step::Plugin {
-            prepared, timeout, ..
-        } => Some(tokio::time::timeout(
-            *timeout,
-            prepared.plugin.preload_erased(&root, &*prepared.config),
-        )),
-        _ => None,
-    });
-    for preload in preloads {
-        let _ = preload.await;
-    }
-    let mut handles: Vec<Option<ScopeHandle>> = vec![None; plan.entries.len()];
-    for (i, entry) in plan.entries.iter().enumerate() {
-        let parent = match entry.parent {
-            Some(p) => handles.get(p).cloned().flatten().and_then(|h| h.context()),
-            None => Some(under.clone()),
-        };
-        let Some(parent) = parent else { continue };
-        handles[i] = match &entry.step {
-            Step::Group => Some(parent.child_scope(&entry.name)),
-            Step::Plugin {
-                prepared,
-                inject,
-                timeout,
-            } => Some(parent.plugin_with(
-                prepared.clone(),
-                PluginOptions {
-                    label: Some(entry.id.clone()),
-                    inject: inject.iter().map(Inject::required_named).collect(),
-                    timeout: Some(*timeout),
-                },
-            )),
-            Step::Disabled => None,
-        };
-    }
+    let handles = cordis_host::start_under(under, plan).await;
     // A row may load more under itself after it is active (`tool-presentation` waits for the
     // code runtime in a child): wait until nothing of the runtime is loading. A row that
     // becomes active may provide what an earlier, settled row waits for: repeat until one pass
@@ -191,43 +154,26 @@ async fn mount(plan: &LoadPlan, under: &Context) -> Vec<RowReport> {
         .zip(&handles)
         .filter(|(e, _)| !matches!(e.step, Step::Group))
         .map(|(entry, handle)| {
-            let Some(handle) = handle else {
-                return RowReport {
-                    id: entry.id.clone(),
-                    name: entry.name.clone(),
-                    status: RowStatus::Disabled,
-                    reason: None,
-                    scope: None,
-                };
-            };
-            let info = handle.info();
-            let status = match info.status {
-                ScopeStatus::Pending => RowStatus::Pending,
-                ScopeStatus::Loading => RowStatus::Loading,
-                ScopeStatus::Active => RowStatus::Active,
-                ScopeStatus::Failed => RowStatus::Failed,
-                ScopeStatus::Disposed => RowStatus::Disposed,
-            };
-            let reason = match status {
-                RowStatus::Failed => info.failure.as_ref().map(ToString::to_string),
-                RowStatus::Pending => Some(format!(
-                    "waiting for service{} {}",
-                    if info.missing.len() == 1 { "" } else { "s" },
-                    info.missing
-                        .iter()
-                        .map(|m| format!("\"{m}\""))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )),
-                _ => None,
-            };
+            let report = cordis_host::entry_report(entry, handle.as_ref());
             RowReport {
-                id: entry.id.clone(),
-                name: entry.name.clone(),
-                status,
-                reason,
-                scope: Some(handle.id()),
+                status: row_status(report.status),
+                reason: report.error,
+                id: report.id,
+                name: report.name,
+                scope: handle.as_ref().map(ScopeHandle::id),
             }
         })
         .collect()
+}
+
+/// The row status of a loader status.
+fn row_status(status: EntryStatus) -> RowStatus {
+    match status {
+        EntryStatus::Pending => RowStatus::Pending,
+        EntryStatus::Loading => RowStatus::Loading,
+        EntryStatus::Active => RowStatus::Active,
+        EntryStatus::Failed => RowStatus::Failed,
+        EntryStatus::Disposed => RowStatus::Disposed,
+        EntryStatus::Disabled => RowStatus::Disabled,
+    }
 }
