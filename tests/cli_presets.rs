@@ -487,3 +487,49 @@ fn an_exercise_under_each_preset_gives_one_log_per_preset_and_the_logs_differ() 
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A FIFO planted where a composition or its display file should be is listed as broken and
+/// refused by `check --preset`, without blocking the command (opening a FIFO for reading
+/// waits for a writer that never comes).
+#[test]
+fn a_fifo_in_a_preset_directory_is_refused_without_hanging() {
+    let dir = project("fifo");
+    std::fs::create_dir_all(dir.join("mine").join("pipe")).unwrap();
+    for fifo in [
+        dir.join("mine").join("pipe").join("agent.cordis.yml"),
+        dir.join("mine").join("ok").join("preset.yml"),
+    ] {
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+    }
+    let file = dir.join("cordis.yml").display().to_string();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let listed = cordis(&["presets", &file], &[]);
+        let checked = cordis(&["check", &file, "--seed", "1", "--preset", "pipe"], &[]);
+        let _ = tx.send((listed, checked));
+    });
+    let (listed, checked) = rx
+        .recv_timeout(Duration::from_secs(60))
+        .expect("a FIFO in a preset directory hung the command");
+    assert_eq!(listed.code, 0, "{}", listed.err);
+    let pipe = listed.out.lines().find(|l| l.starts_with("pipe ")).unwrap();
+    assert!(
+        pipe.contains("broken: ") && pipe.contains("not a regular file"),
+        "{pipe}"
+    );
+    assert!(
+        listed.out.lines().any(|l| l.starts_with("ok *")),
+        "{}",
+        listed.out
+    );
+    assert_eq!(checked.code, 1, "{}", checked.err);
+    assert!(
+        checked.err.contains("not a regular file"),
+        "{}",
+        checked.err
+    );
+}

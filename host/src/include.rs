@@ -306,6 +306,40 @@ impl IncludedFiles {
     }
 }
 
+/// Opens `path` for reading without blocking on a FIFO (opening one for reading waits for a
+/// writer); the caller checks what was opened with `metadata()` on the file itself, so there
+/// is no window between a check by path and the use.
+pub fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    // O_NONBLOCK changes nothing for a regular file's reads; it only keeps the open from
+    // waiting when the path is (or was swapped for) a FIFO.
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+}
+
+/// Reads the regular file `path` (after symlinks) as UTF-8 text of at most `limit` bytes:
+/// a directory, FIFO, socket or device is refused without blocking.
+///
+/// # Errors
+/// The file cannot be opened or read, is not a regular file, is larger than `limit`, or is not
+/// UTF-8 (each as a sentence for a person).
+pub fn read_regular(path: &Path, limit: u64) -> std::io::Result<String> {
+    let file = open_regular(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(std::io::Error::other(
+            "not a regular file (a directory, FIFO, socket or device)",
+        ));
+    }
+    let mut bytes = Vec::new();
+    file.take(limit + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > limit {
+        return Err(std::io::Error::other(format!("larger than {limit} bytes")));
+    }
+    String::from_utf8(bytes).map_err(|_| std::io::Error::other("not UTF-8 text"))
+}
+
 /// Reads one included file: a regular file (after symlinks), at most [`MAX_BYTES`], UTF-8.
 fn read_disk(reached: &Path, shown: &str) -> Result<ReadFile, IncludeProblem> {
     let unreadable = |e: std::io::Error| IncludeProblem::Unreadable {
@@ -323,13 +357,7 @@ fn read_disk(reached: &Path, shown: &str) -> Result<ReadFile, IncludeProblem> {
             },
         })
     };
-    // Checked before opening: opening a FIFO for reading blocks until a writer comes.
-    let meta = std::fs::metadata(&canonical).map_err(unreadable)?;
-    if let Some(problem) = not_a_file(&meta) {
-        return Err(problem);
-    }
-    let file = std::fs::File::open(&canonical).map_err(unreadable)?;
-    // And again on what was opened, in case the path was swapped in between.
+    let file = open_regular(&canonical).map_err(unreadable)?;
     if let Some(problem) = not_a_file(&file.metadata().map_err(unreadable)?) {
         return Err(problem);
     }
@@ -855,7 +883,7 @@ mod tests {
 
     #[cfg(unix)]
     #[test]
-    fn a_fifo_is_refused_without_being_opened_and_a_symlink_is_followed() {
+    fn a_fifo_is_refused_without_blocking_and_a_symlink_is_followed() {
         let d = dir(
             "fifo",
             &[

@@ -53,8 +53,8 @@ impl HostComposer {
 
 impl Composer for HostComposer {
     fn prepare(&self, file: &Path) -> Result<Arc<dyn Composition>, String> {
-        let source =
-            read_small(file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+        let source = cordis_host::include::read_regular(file, 1 << 20)
+            .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
         let name = file.display().to_string();
         let options = PlanOptions {
             config_dir: Some(
@@ -75,18 +75,6 @@ impl Composer for HostComposer {
         files.extend(included.paths().into_iter().filter(|p| p != file));
         Ok(Arc::new(HostComposition { plan, files }))
     }
-}
-
-/// Reads a regular file of at most 1 MiB (a FIFO at a preset path must not hang a listing).
-fn read_small(path: &Path) -> std::io::Result<String> {
-    let meta = std::fs::metadata(path)?;
-    if !meta.is_file() {
-        return Err(std::io::Error::other("not a regular file"));
-    }
-    if meta.len() > 1 << 20 {
-        return Err(std::io::Error::other("larger than 1 MiB"));
-    }
-    std::fs::read_to_string(path)
 }
 
 /// A resolved preset composition.

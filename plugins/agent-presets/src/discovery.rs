@@ -111,16 +111,29 @@ pub fn discover(roots: &[Root], composer: &dyn Composer) -> Vec<PresetInfo> {
     found
 }
 
+/// Why the composition file `path` cannot be a preset's, from a look at its metadata (a
+/// missing file, or one that is not a regular file); `None` when it is worth reading. The
+/// composer reads it without blocking on a FIFO, so this is for the message, not the safety.
+pub(crate) fn composition_problem(path: &Path) -> Option<String> {
+    let dir = path
+        .parent()
+        .map_or_else(|| ".".to_owned(), |p| p.display().to_string());
+    match std::fs::metadata(path) {
+        Ok(meta) if meta.is_file() => None,
+        Ok(_) => Some(format!(
+            "{} is not a regular file (a directory, FIFO, socket or device)",
+            path.display()
+        )),
+        Err(_) => Some(format!("no {COMPOSITION_FILE} in {dir}")),
+    }
+}
+
 /// One preset directory: its metadata, and whether its composition resolves.
 fn inspect(root: &Root, id: &str, composer: &dyn Composer) -> PresetInfo {
     let dir = root.path.join(id);
     let meta = metadata(&dir);
     let composition = dir.join(COMPOSITION_FILE);
-    let broken = if composition.is_file() {
-        composer.prepare(&composition).err()
-    } else {
-        Some(format!("no {COMPOSITION_FILE} in {}", dir.display()))
-    };
+    let broken = composition_problem(&composition).or_else(|| composer.prepare(&composition).err());
     PresetInfo {
         id: id.to_owned(),
         name: meta.name,

@@ -243,11 +243,8 @@ impl AgentPresets {
             reason,
             path: path.clone(),
         };
-        if !path.is_file() {
-            return Err(unusable(format!(
-                "no {COMPOSITION_FILE} in {}",
-                display_dir(&path)
-            )));
+        if let Some(problem) = discovery::composition_problem(&path) {
+            return Err(unusable(problem));
         }
         // Stat before and after reading: an edit landing in between is read again, so a stamp
         // never describes content older than itself.
@@ -539,11 +536,6 @@ fn services_reason(rows: &[(String, Vec<String>)]) -> String {
         names.join(", "),
         services.join(", ")
     )
-}
-
-fn display_dir(path: &Path) -> String {
-    path.parent()
-        .map_or_else(|| ".".to_owned(), |p| p.display().to_string())
 }
 
 impl cordis_history::StandingScopes for AgentPresets {
