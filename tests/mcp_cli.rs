@@ -1,12 +1,13 @@
-//! What `cordis check` tells a person about `mcp` entries: a server that cannot start fails
-//! the boot only with `failOnStartupError`, and a bad server name points at its value.
+//! What `cordis check` tells a person about `mcp` entries: a server that cannot start leaves
+//! its entry pending with the reason (a warning, exit 0), and fails the boot only with
+//! `failOnStartupError`; a bad server name points at its value.
 
 mod common;
 
 use common::{cordis, fixture};
 
 #[test]
-fn a_down_server_is_a_warning_by_default_and_a_failed_entry_when_strict() {
+fn a_down_server_is_a_pending_entry_with_its_reason_by_default_and_a_failed_entry_when_strict() {
     let lenient = cordis(&["check", &fixture("mcp/down-lenient.yml")], &[]);
     assert_eq!(lenient.code, 0, "{}\n{}", lenient.out, lenient.err);
     let row = lenient
@@ -14,12 +15,26 @@ fn a_down_server_is_a_warning_by_default_and_a_failed_entry_when_strict() {
         .lines()
         .find(|l| l.starts_with("down "))
         .unwrap();
-    assert!(row.contains("active"), "{row}");
+    assert!(row.contains(" pending "), "{row}");
+    assert!(
+        row.contains(
+            "mcp(down): cannot connect: cannot start \"/nonexistent/mcp-server\": No such file or directory (os error 2); retry 1 of 10 in 500 ms"
+        ),
+        "{row}"
+    );
     assert!(
         lenient.out.contains("tools (canonical order, 0)"),
         "{}",
         lenient.out
     );
+    assert!(
+        lenient
+            .err
+            .contains("cordis: warning: entry \"down\" is pending and retries by itself: mcp(down): cannot connect"),
+        "{}",
+        lenient.err
+    );
+    assert!(!lenient.err.contains("not active"), "{}", lenient.err);
 
     let strict = cordis(&["check", &fixture("mcp/down-strict.yml")], &[]);
     assert_eq!(strict.code, 1, "{}\n{}", strict.out, strict.err);

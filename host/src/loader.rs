@@ -106,6 +106,9 @@ pub struct EntryReport {
     pub error: Option<String>,
     /// Services a pending entry still waits for, sorted.
     pub waiting_for: Vec<String>,
+    /// A pending entry whose apply deferred (a server it needs is down): `error` says why, and
+    /// the entry applies itself again; not a failure of the boot.
+    pub retrying: bool,
     /// How long its apply took, in milliseconds (`None` until an apply finished).
     pub load_ms: Option<u64>,
 }
@@ -155,6 +158,7 @@ impl BootReport {
                 "status": e.status.as_str(),
                 "error": e.error,
                 "waiting_for": e.waiting_for,
+                "retrying": e.retrying,
                 "load_ms": e.load_ms,
             })).collect::<Vec<_>>(),
             "assembly": self.assembly,
@@ -312,13 +316,16 @@ pub fn entry_report(entry: &PlannedEntry, handle: Option<&ScopeHandle>) -> Entry
             status: EntryStatus::Disabled,
             error: None,
             waiting_for: Vec::new(),
+            retrying: false,
             load_ms: None,
         };
     };
     let info = handle.info();
     let status = EntryStatus::from(info.status);
+    let retrying = status == EntryStatus::Pending && info.waiting.is_some();
     let error = match status {
         EntryStatus::Failed => info.failure.as_ref().map(ToString::to_string),
+        EntryStatus::Pending if retrying => info.waiting.clone(),
         EntryStatus::Pending => Some(format!(
             "waiting for service{} {}",
             if info.missing.len() == 1 { "" } else { "s" },
@@ -341,6 +348,7 @@ pub fn entry_report(entry: &PlannedEntry, handle: Option<&ScopeHandle>) -> Entry
         } else {
             Vec::new()
         },
+        retrying,
         load_ms: info
             .load_time
             .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
@@ -421,6 +429,7 @@ mod tests {
             status,
             error: error.map(str::to_owned),
             waiting_for: Vec::new(),
+            retrying: false,
             load_ms: None,
         }
     }

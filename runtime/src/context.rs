@@ -282,6 +282,13 @@ impl Context {
         self.node.status()
     }
 
+    /// How many applies of this scope in a row deferred (see [`crate::Deferred`]): 0 on a first
+    /// apply, 1 on the first retry, …; an apply that ends any other way resets it. A plugin
+    /// derives its backoff and its retry budget from it.
+    pub fn deferrals(&self) -> u32 {
+        lock(&self.node.state).deferrals
+    }
+
     /// The schedule loads of this runtime run under.
     pub fn schedule(&self) -> &Schedule {
         &self.node.shared.schedule

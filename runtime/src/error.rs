@@ -93,3 +93,28 @@ pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
         "panic with a non-string payload".to_owned()
     }
 }
+
+/// What an `apply` returns when its plugin cannot become active *yet* (a server it needs is
+/// down): not a failure. The scope goes back to `Pending` with `reason` in its
+/// [`crate::ScopeInfo::waiting`], and the scope itself owns a retry that applies it again after
+/// `retry_after` (aborted if the scope is disposed or unwound meanwhile). The plugin decides
+/// the backoff and when to give up from [`crate::Context::deferrals`]; giving up is an
+/// ordinary error.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{reason}")]
+pub struct Deferred {
+    /// Why the plugin is not active, for a person ("server \"x\" is down: …; retrying").
+    pub reason: String,
+    /// How long to wait before applying again.
+    pub retry_after: std::time::Duration,
+}
+
+impl Deferred {
+    /// A deferral for `reason`, applied again after `retry_after`.
+    pub fn new(reason: impl Into<String>, retry_after: std::time::Duration) -> Deferred {
+        Deferred {
+            reason: reason.into(),
+            retry_after,
+        }
+    }
+}

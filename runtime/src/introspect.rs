@@ -103,6 +103,9 @@ pub struct ScopeInfo {
     pub effects: EffectCounts,
     /// The required services a pending scope still waits for, sorted.
     pub missing: Vec<String>,
+    /// Why a pending scope waits when it is not for services: its last apply deferred (see
+    /// [`crate::Deferred`]) and a retry is scheduled.
+    pub waiting: Option<String>,
     /// How long its last apply took (`None` until one finished). Wall-clock: for people, never
     /// for digests.
     pub load_time: Option<std::time::Duration>,

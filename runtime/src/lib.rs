@@ -47,7 +47,7 @@ mod waterfall;
 
 pub use context::{Context, INCIDENT_CAPACITY, TRACE_CAPACITY};
 pub use effect::{EffectHandle, EffectKind};
-pub use error::{BoxError, ConfigError, EventError, ServiceError, panic_message};
+pub use error::{BoxError, ConfigError, Deferred, EventError, ServiceError, panic_message};
 pub use event::{Event, Handler, Position};
 pub use host_event::ConfigReloaded;
 pub use introspect::{EffectCounts, Incident, LiveCounts, ScopeInfo, TraceEvent};

@@ -7,6 +7,9 @@
 //!    `apply` runs in a task of its own, after the schedule's `before-apply` point.
 //! 3. `apply` returns `Ok` → `Active`; an error, panic or timeout → `Failed` (what it registered is
 //!    unwound; siblings and the host are untouched).
+//!    An apply may instead return a [`Deferred`] error: it cannot be active *yet*. What it
+//!    registered is unwound, the scope is `Pending` with the reason in [`crate::ScopeInfo`],
+//!    and a task of the scope applies it again after the delay the plugin asked for.
 //! 4. A required service withdrawn → unwound back to `Pending`; it returns → step 2 again.
 //! 5. Disposing the scope (or an ancestor) → `Disposed`, for good.
 
@@ -25,7 +28,7 @@ use tracing::Instrument;
 
 use crate::context::Context;
 use crate::effect::EffectKind;
-use crate::error::{BoxError, ConfigError, panic_message};
+use crate::error::{BoxError, ConfigError, Deferred, panic_message};
 use crate::scope::{
     AddError, FailureKind, ScopeFailure, ScopeHandle, ScopeNode, ScopeStatus, Unwind, lock,
 };
@@ -516,17 +519,20 @@ pub(crate) fn start(node: &Arc<ScopeNode>) {
             },
             None => apply.await.map_err(|p| panic_message(&*p)).map(Some),
         };
-        let failure = match outcome {
-            Ok(Some(Ok(()))) => None,
-            Ok(Some(Err(error))) => Some(ScopeFailure {
-                kind: FailureKind::Error,
-                message: error.to_string(),
-            }),
-            Err(message) => Some(ScopeFailure {
+        let end = match outcome {
+            Ok(Some(Ok(()))) => End::Active,
+            Ok(Some(Err(error))) => match error.downcast::<Deferred>() {
+                Ok(deferred) => End::Deferred(*deferred),
+                Err(error) => End::Failed(ScopeFailure {
+                    kind: FailureKind::Error,
+                    message: error.to_string(),
+                }),
+            },
+            Err(message) => End::Failed(ScopeFailure {
                 kind: FailureKind::Panic,
                 message,
             }),
-            Ok(None) => Some(ScopeFailure {
+            Ok(None) => End::Failed(ScopeFailure {
                 kind: FailureKind::Timeout,
                 message: format!(
                     "apply did not finish within {} ms (timeout)",
@@ -534,7 +540,7 @@ pub(crate) fn start(node: &Arc<ScopeNode>) {
                 ),
             }),
         };
-        finish(&node, generation, failure);
+        finish(&node, generation, end);
     }
     .instrument(span);
     let task = shared.handle.spawn(fut);
@@ -544,29 +550,70 @@ pub(crate) fn start(node: &Arc<ScopeNode>) {
     }
 }
 
+/// How an apply ended.
+enum End {
+    Active,
+    Deferred(Deferred),
+    Failed(ScopeFailure),
+}
+
 /// Records the outcome of the apply of `generation`, unless the scope moved on meanwhile.
-fn finish(node: &Arc<ScopeNode>, generation: u64, failure: Option<ScopeFailure>) {
+fn finish(node: &Arc<ScopeNode>, generation: u64, end: End) {
     {
         let mut st = lock(&node.state);
         if st.generation != generation || st.status != ScopeStatus::Loading {
             return;
         }
         st.apply_task = None;
-        if failure.is_none() {
+        if let End::Active = end {
             st.status = ScopeStatus::Active;
+            st.deferrals = 0;
             st.load_time = st.apply_started.take().map(|t| t.elapsed());
         }
     }
-    match failure {
-        None => {
+    match end {
+        End::Active => {
             node.shared.status_changed();
             node.shared.loading_done();
         }
-        Some(failure) => {
+        End::Deferred(Deferred {
+            reason,
+            retry_after,
+        }) => {
+            tracing::debug!(scope = node.id.0, plugin = %node.name, %reason, "plugin deferred");
+            node.unwind(Unwind::Deferred(reason));
+            schedule_retry(node, retry_after);
+        }
+        End::Failed(failure) => {
             tracing::debug!(scope = node.id.0, plugin = %node.name, error = %failure, "plugin failed");
             node.unwind(Unwind::Failed(failure));
         }
     }
+}
+
+/// Applies a deferred scope again after `delay`, from a task the scope owns: any unwind
+/// (disposal, a withdrawn service) aborts it, and it does nothing if the scope moved on.
+fn schedule_retry(node: &Arc<ScopeNode>, delay: Duration) {
+    let mut st = lock(&node.state);
+    if st.status != ScopeStatus::Pending || st.waiting.is_none() {
+        return;
+    }
+    let generation = st.generation;
+    let weak = Arc::downgrade(node);
+    let retry = crate::task::counted(&node.shared, async move {
+        tokio::time::sleep(delay).await;
+        let Some(node) = weak.upgrade() else { return };
+        {
+            let mut st = lock(&node.state);
+            if st.generation != generation || st.status != ScopeStatus::Pending {
+                return;
+            }
+            // This task is finishing; `start` stores the new apply's handle.
+            st.apply_task = None;
+        }
+        start(&node);
+    });
+    st.apply_task = Some(node.shared.handle.spawn(retry).abort_handle());
 }
 
 #[cfg(test)]
@@ -661,6 +708,33 @@ mod tests {
             assert_eq!(good.status(), ScopeStatus::Active);
             root.dispose();
             assert!(root.live().is_zero());
+        }
+
+        async fn disposing_a_deferred_scope_aborts_its_retry() {
+            let root = Context::root();
+            let applies = Arc::new(AtomicUsize::new(0));
+            let a = applies.clone();
+            let h = root.plugin_fn("down", move |_, _: ()| {
+                let a = a.clone();
+                async move {
+                    a.fetch_add(1, Ordering::SeqCst);
+                    Err(Deferred::new("server down", Duration::from_secs(3600)).into())
+                }
+            }, ());
+            root.idle().await;
+            assert_eq!(h.status(), ScopeStatus::Pending);
+            assert_eq!(h.info().waiting.as_deref(), Some("server down"));
+            assert!(h.failure().is_none());
+            assert_eq!(applies.load(Ordering::SeqCst), 1);
+            h.dispose();
+            // The retry timer is a task of the scope: were it not aborted, this would wait an hour.
+            tokio::time::timeout(Duration::from_secs(30), root.tasks_finished())
+                .await
+                .expect("the retry task outlived the disposal");
+            assert_eq!(h.status(), ScopeStatus::Disposed);
+            assert_eq!(h.info().waiting, None);
+            root.dispose();
+            assert!(root.live().is_zero(), "{:?}", root.live());
         }
 
         async fn a_hanging_apply_times_out_as_failed() {
@@ -821,5 +895,57 @@ mod tests {
             let unit: Arc<dyn ErasedPlugin> = Arc::new(FnPlugin::new("unit", |_, _: ()| async { Ok(()) }));
             assert!(prepare(unit, &serde_json::Value::Null).is_ok());
         }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_deferred_apply_waits_with_its_reason_and_is_retried_until_it_succeeds() {
+        let root = Context::root();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let s = seen.clone();
+        let h = root.plugin_fn(
+            "flaky",
+            move |ctx: Context, _: ()| {
+                let s = s.clone();
+                async move {
+                    let n = ctx.deferrals();
+                    s.lock().unwrap().push(n);
+                    let _ = ctx.effect("half-done", || {});
+                    if n < 2 {
+                        let reason = format!("server down (attempt {n})");
+                        return Err(Deferred::new(reason, Duration::from_secs(5)).into());
+                    }
+                    Ok(())
+                }
+            },
+            (),
+        );
+        let start = tokio::time::Instant::now();
+        root.idle().await;
+        let info = h.info();
+        assert_eq!(info.status, ScopeStatus::Pending);
+        assert_eq!(info.waiting.as_deref(), Some("server down (attempt 0)"));
+        assert!(info.missing.is_empty());
+        assert_eq!(
+            info.effects.total, 0,
+            "what the deferred apply registered is unwound"
+        );
+        assert!(h.failure().is_none());
+
+        // Paused time: the clock moves only when every task waits, so this lands between retries.
+        tokio::time::sleep(Duration::from_secs(6)).await;
+        assert_eq!(h.status(), ScopeStatus::Pending);
+        assert_eq!(h.info().waiting.as_deref(), Some("server down (attempt 1)"));
+
+        assert_eq!(h.wait_for(ScopeStatus::Active).await, ScopeStatus::Active);
+        assert_eq!(*seen.lock().unwrap(), [0, 1, 2]);
+        assert!(
+            start.elapsed() >= Duration::from_secs(10),
+            "each retry waited its delay"
+        );
+        let info = h.info();
+        assert_eq!(info.waiting, None);
+        assert_eq!(info.effects.total, 1);
+        root.dispose();
+        assert!(root.live().is_zero(), "{:?}", root.live());
     }
 }

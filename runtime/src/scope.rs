@@ -34,7 +34,8 @@ impl fmt::Display for ScopeId {
 /// when an injected service is withdrawn; anything → `Disposed`, which is final.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum ScopeStatus {
-    /// Waiting for injected services before `apply` can run.
+    /// Waiting for injected services before `apply` can run, or for the retry of an apply
+    /// that deferred ([`crate::Deferred`]).
     Pending,
     /// `apply` is running.
     Loading,
@@ -100,6 +101,8 @@ impl ScopeFailure {
 pub(crate) enum Unwind {
     Dispose,
     Pending,
+    /// Back to pending because the apply deferred (see [`crate::Deferred`]), with the reason.
+    Deferred(String),
     Failed(ScopeFailure),
 }
 
@@ -114,6 +117,10 @@ pub(crate) struct ScopeState {
     pub(crate) apply_started: Option<Instant>,
     /// How long the last apply took, from `Loading` to `Active` or `Failed`.
     pub(crate) load_time: Option<Duration>,
+    /// Why a pending scope is waiting, when its last apply deferred.
+    pub(crate) waiting: Option<String>,
+    /// Applies in a row that deferred; reset when an apply ends any other way.
+    pub(crate) deferrals: u32,
 }
 
 /// One node of the scope tree.
@@ -182,6 +189,8 @@ impl ScopeNode {
                 apply_task: None,
                 apply_started: None,
                 load_time: None,
+                waiting: None,
+                deferrals: 0,
             }),
             runner,
             slot: OnceLock::new(),
@@ -238,13 +247,22 @@ impl ScopeNode {
             st.generation += 1;
             st.status = match &to {
                 Unwind::Dispose => ScopeStatus::Disposed,
-                Unwind::Pending => ScopeStatus::Pending,
+                Unwind::Pending | Unwind::Deferred(_) => ScopeStatus::Pending,
                 Unwind::Failed(_) => ScopeStatus::Failed,
             };
-            st.failure = match to {
-                Unwind::Failed(f) => Some(f),
-                _ => None,
-            };
+            st.waiting = None;
+            st.failure = None;
+            match to {
+                Unwind::Failed(f) => {
+                    st.failure = Some(f);
+                    st.deferrals = 0;
+                }
+                Unwind::Deferred(reason) => {
+                    st.waiting = Some(reason);
+                    st.deferrals = st.deferrals.saturating_add(1);
+                }
+                Unwind::Dispose | Unwind::Pending => st.deferrals = 0,
+            }
             (
                 std::mem::take(&mut st.effects),
                 st.apply_task.take(),
@@ -289,6 +307,10 @@ impl ScopeNode {
             failure: st.failure.clone(),
             effects,
             missing,
+            waiting: match st.status {
+                ScopeStatus::Pending => st.waiting.clone(),
+                _ => None,
+            },
             load_time: st.load_time,
         }
     }

@@ -26,6 +26,22 @@ impl Drop for TaskGuard {
     }
 }
 
+/// Wraps `fut` so the runtime counts it as a live task while its future exists (see
+/// [`crate::ScopeHandle::tasks_finished`]), for tasks a scope owns outside its effects.
+pub(crate) fn counted<F>(shared: &Arc<Shared>, fut: F) -> impl Future<Output = ()> + Send + 'static
+where
+    F: Future<Output = ()> + Send + 'static,
+{
+    if shared.counters.tasks.fetch_add(1, Ordering::AcqRel) == 0 {
+        shared.tasks_done_tx.send_replace(false);
+    }
+    let guard = TaskGuard(Arc::downgrade(shared));
+    async move {
+        let _guard = guard;
+        fut.await;
+    }
+}
+
 pub(crate) fn spawn_in<F>(node: &Arc<ScopeNode>, generation: u64, fut: F) -> EffectHandle
 where
     F: Future<Output = ()> + Send + 'static,
@@ -42,13 +58,8 @@ where
         return EffectHandle::inert();
     };
     let shared = &node.shared;
-    if shared.counters.tasks.fetch_add(1, Ordering::AcqRel) == 0 {
-        shared.tasks_done_tx.send_replace(false);
-    }
-    let guard = TaskGuard(Arc::downgrade(shared));
     let weak = Arc::downgrade(node);
-    let wrapped = async move {
-        let _guard = guard;
+    let wrapped = counted(shared, async move {
         let result = AssertUnwindSafe(fut).catch_unwind().await;
         if let Some(node) = weak.upgrade() {
             if let Err(payload) = result {
@@ -58,7 +69,7 @@ where
             }
             node.take_effect(id);
         }
-    };
+    });
     let handle = shared.handle.spawn(wrapped);
     let _ = cell.set(handle.abort_handle());
     // The scope may have unwound between registering the effect and setting the abort handle.

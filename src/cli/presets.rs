@@ -169,6 +169,7 @@ pub(crate) async fn join_report(
             },
             error: row.reason.clone(),
             waiting_for: Vec::new(),
+            retrying: false,
             load_ms: None,
         });
     }

@@ -241,13 +241,23 @@ pub(crate) fn print_report(
         ),
         SeedHint::None => String::new(),
     };
-    if !report.all_active() {
-        let bad: Vec<String> = report
-            .entries
-            .iter()
-            .filter(|e| !e.status.is_as_configured())
-            .map(|e| safe(&e.id).into_owned())
-            .collect();
+    // A deferred entry (an MCP server down with `failOnStartupError: false`) is what its
+    // config asked for: said loudly, but not a failed check.
+    for e in report.entries.iter().filter(|e| e.retrying) {
+        writeln!(
+            io.err,
+            "cordis: warning: entry \"{}\" is pending and retries by itself: {}",
+            safe(&e.id),
+            safe(e.error.as_deref().unwrap_or_default())
+        )?;
+    }
+    let bad: Vec<String> = report
+        .entries
+        .iter()
+        .filter(|e| !e.status.is_as_configured() && !e.retrying)
+        .map(|e| safe(&e.id).into_owned())
+        .collect();
+    if !bad.is_empty() {
         writeln!(
             io.err,
             "cordis: {} entr{} not active: {}{replay}",

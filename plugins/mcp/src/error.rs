@@ -71,9 +71,29 @@ pub enum McpError {
         /// The first failure, without the repeated `mcp(<server>): `.
         reason: String,
     },
+    /// `failOnStartupError: false`, and every attempt of the reconnect budget failed.
+    #[error(
+        "mcp({server}): gave up after {attempts} attempts to connect (reconnect.maxAttempts): {reason}"
+    )]
+    GaveUp {
+        /// The server name.
+        server: String,
+        /// How many connections were tried.
+        attempts: u32,
+        /// The last failure, without the repeated `mcp(<server>): `.
+        reason: String,
+    },
 }
 
 impl McpError {
+    /// The reason of a [`McpError::Startup`] (the whole text of any other error).
+    pub(crate) fn reason(&self) -> std::borrow::Cow<'_, str> {
+        match self {
+            McpError::Startup { reason, .. } => reason.into(),
+            other => other.to_string().into(),
+        }
+    }
+
     /// `failOnStartupError`'s error for the first failure `error`.
     pub(crate) fn startup(server: &str, error: &McpError) -> Self {
         let text = error.to_string();

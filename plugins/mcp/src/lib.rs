@@ -9,8 +9,10 @@
 //!    context, as `mcp__<server>__<tool>` ([`public_name`]). Registration is all-or-nothing: a
 //!    conflict disposes what was registered of that set.
 //! 3. Only then is the entry active. With `failOnStartupError: false` (the default) a server that
-//!    is down leaves the entry active with no tools while a task owned by the entry retries with
-//!    backoff; with `true` the entry fails.
+//!    is down makes the entry *pending with the reason* ([`cordis_runtime::Deferred`]): the
+//!    runtime applies it again after the reconnect policy's backoff, and after `maxAttempts`
+//!    (or at once when reconnecting is disabled) the entry fails. With `true` the first failure
+//!    fails the entry.
 //! 4. A task owned by the entry re-syncs on `notifications/tools/list_changed` (a failing fetch
 //!    keeps the previous set; a set that cannot be registered is rolled back and the previous one
 //!    restored) and reconnects after a crash (exponential backoff; a connection that stayed up
@@ -36,7 +38,7 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
-use cordis_runtime::{BoxError, Context, EffectHandle, Inject, Plugin, ScopeId};
+use cordis_runtime::{BoxError, Context, Deferred, EffectHandle, Inject, Plugin, ScopeId};
 use cordis_tools::{ToolDefinition, ToolOutput, ToolRegistry, ToolSchema};
 use process_wrap::tokio::{CommandWrap, KillOnDrop, ProcessGroup};
 use rmcp::model::{
@@ -107,19 +109,53 @@ impl Plugin for McpPlugin {
         let _ = ctx.effect("mcp server process", move || link.dispose());
         match bridge.start().await {
             Ok(connection) => {
-                let _ = ctx.spawn(bridge.supervise(Some(connection)));
+                let _ = ctx.spawn(bridge.supervise(connection));
                 Ok(())
             }
             Err(error) if config.fail_on_startup_error => {
                 Err(McpError::startup(&config.server, &error).into())
             }
-            Err(error) => {
-                tracing::warn!(server = %config.server, %error, "mcp server unavailable at startup; retrying in the background");
-                let _ = ctx.spawn(bridge.supervise(None));
-                Ok(())
-            }
+            Err(error) => Err(retry_or_give_up(config, ctx.deferrals(), &error)),
         }
     }
+}
+
+/// What a failed first connection makes of the entry when `failOnStartupError` is false:
+/// pending with the reason and a retry after the policy's backoff, or failed once `failed`
+/// earlier attempts in a row exhausted the budget (or reconnecting is disabled).
+fn retry_or_give_up(config: &McpConfig, failed: u32, error: &McpError) -> BoxError {
+    let policy = &config.reconnect;
+    if !policy.enabled {
+        let mut failure = McpError::startup(&config.server, error);
+        if let McpError::Startup { reason, .. } = &mut failure {
+            reason.push_str(
+                " (reconnect.enabled is false, so the entry does not retry; enable it or start the server first)",
+            );
+        }
+        return failure.into();
+    }
+    if failed >= policy.max_attempts {
+        return McpError::GaveUp {
+            server: config.server.clone(),
+            attempts: failed + 1,
+            reason: McpError::startup(&config.server, error)
+                .reason()
+                .into_owned(),
+        }
+        .into();
+    }
+    let retry = failed + 1;
+    let delay = policy.delay(retry);
+    tracing::warn!(server = %config.server, %error, retry, "mcp server unavailable; the entry is pending and retries");
+    Deferred::new(
+        format!(
+            "{error}; retry {retry} of {} in {} ms",
+            policy.max_attempts,
+            delay.as_millis()
+        ),
+        delay,
+    )
+    .into()
 }
 
 type Claims = BTreeSet<(u64, Option<ScopeId>, String)>;
@@ -613,7 +649,8 @@ impl Bridge {
 
     /// Owns the connection: re-syncs on `list_changed`, reconnects after a crash, gives up
     /// (unregistering the tools) after the budget.
-    async fn supervise(self: Arc<Self>, mut connection: Option<Connection>) {
+    async fn supervise(self: Arc<Self>, connection: Connection) {
+        let mut connection = Some(connection);
         let policy = self.config.reconnect.clone();
         let mut attempt: u32 = 0;
         loop {

@@ -1,5 +1,6 @@
 //! The streamable HTTP transport against a minimal hand-written server (plain JSON answers, no
-//! SSE): handshake, session id, the configured headers on every request, list and call.
+//! SSE): handshake, session id, the configured headers on every request, list and call; a
+//! server down at startup (the entry pending with the reason, then active) or for good.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -248,6 +249,120 @@ async fn an_http_server_that_went_away_and_came_back_is_reconnected() {
     assert!(initializes(&seen) >= 2, "a new session was initialized");
     root.dispose();
     second.abort();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_down_at_startup_leaves_the_entry_pending_with_the_reason_until_it_comes_up() {
+    // A free port: bound, read, released.
+    let addr = TcpListener::bind("127.0.0.1:0")
+        .await
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let root = Context::root();
+    root.plugin(ToolsPlugin, ToolsConfig::default());
+    root.plugin(SystemPromptPlugin, SystemPromptConfig::default());
+    let config: McpConfig = serde_json::from_value(json!({
+        "transport": "http",
+        "server": "mini",
+        "url": format!("http://{addr}/mcp"),
+        "callTimeoutMs": 2000,
+        "reconnect": {"initialDelayMs": 20, "maxDelayMs": 100, "maxAttempts": 1000}
+    }))
+    .unwrap();
+    let entry = root.plugin(McpPlugin, config);
+    tokio::time::timeout(Duration::from_secs(30), root.idle())
+        .await
+        .unwrap();
+    // Between retries the entry is pending with the reason (a retry may be running just now).
+    let info = tokio::time::timeout(Duration::from_secs(30), async {
+        loop {
+            let info = entry.info();
+            if info.status == ScopeStatus::Pending {
+                return info;
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    })
+    .await
+    .unwrap();
+    assert!(entry.failure().is_none(), "{:?}", entry.failure());
+    assert!(info.missing.is_empty(), "{info:?}");
+    let reason = info.waiting.expect("a pending entry says why");
+    assert!(
+        reason.starts_with("mcp(mini): cannot connect: ") && reason.contains("; retry "),
+        "{reason}"
+    );
+    let reg = root.get::<ToolRegistry>().unwrap();
+    assert!(reg.schemas(None).is_empty());
+
+    let listener = TcpListener::bind(addr).await.unwrap();
+    let seen: Seen = Arc::default();
+    let server = serve(listener, seen.clone());
+    let status = tokio::time::timeout(Duration::from_secs(30), entry.wait_for(ScopeStatus::Active))
+        .await
+        .expect("the entry never became active after its server came up");
+    assert_eq!(status, ScopeStatus::Active);
+    assert_eq!(entry.info().waiting, None);
+    let names: Vec<String> = reg.schemas(None).into_iter().map(|s| s.name).collect();
+    assert_eq!(names, ["mcp__mini__whoami"]);
+    let call = ToolCall {
+        call_id: "1".into(),
+        name: "mcp__mini__whoami".into(),
+        arguments: json!({}),
+    };
+    assert!(!reg.execute(call, None).await.is_error);
+    root.dispose();
+    server.abort();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_stays_down_fails_the_entry_after_the_budget_or_at_once_without_reconnect() {
+    let root = Context::root();
+    root.plugin(ToolsPlugin, ToolsConfig::default());
+    root.plugin(SystemPromptPlugin, SystemPromptConfig::default());
+    let down = |server: &str, reconnect: Value| -> McpConfig {
+        serde_json::from_value(json!({
+            "transport": "stdio",
+            "server": server,
+            "command": "/nonexistent/mcp-server",
+            "reconnect": reconnect
+        }))
+        .unwrap()
+    };
+    let budget = root.plugin(
+        McpPlugin,
+        down(
+            "budget",
+            json!({"initialDelayMs": 5, "maxDelayMs": 10, "maxAttempts": 2}),
+        ),
+    );
+    let disabled = root.plugin(McpPlugin, down("disabled", json!({"enabled": false})));
+    let wait_failed = |h: ScopeHandle| async move {
+        tokio::time::timeout(Duration::from_secs(30), h.wait_for(ScopeStatus::Failed))
+            .await
+            .unwrap_or_else(|_| panic!("{:?}", h.info()))
+    };
+    assert_eq!(wait_failed(budget.clone()).await, ScopeStatus::Failed);
+    let message = budget.failure().unwrap().to_string();
+    assert!(
+        message.starts_with(
+            "mcp(budget): gave up after 3 attempts to connect (reconnect.maxAttempts): cannot connect: cannot start \"/nonexistent/mcp-server\""
+        ),
+        "{message}"
+    );
+    assert_eq!(wait_failed(disabled.clone()).await, ScopeStatus::Failed);
+    let message = disabled.failure().unwrap().to_string();
+    assert!(
+        message.starts_with("mcp(disabled): initial connection or tool synchronization failed: cannot connect: ")
+            && message.ends_with("(reconnect.enabled is false, so the entry does not retry; enable it or start the server first)"),
+        "{message}"
+    );
+    root.dispose();
+    tokio::time::timeout(Duration::from_secs(30), root.tasks_finished())
+        .await
+        .unwrap();
+    assert!(root.live().is_zero(), "{:?}", root.live());
 }
 
 #[test]

@@ -397,7 +397,7 @@ async fn a_crashed_server_reconnects_and_after_the_budget_its_tools_are_unregist
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_down_server_fails_the_entry_only_with_fail_on_startup_error() {
+async fn a_down_server_fails_the_entry_only_with_fail_on_startup_error_and_is_pending_otherwise() {
     let root = root_with_tools();
     let mut strict = McpConfig::stdio("strict", "/nonexistent/mcp-server", vec![]);
     strict.fail_on_startup_error = true;
@@ -410,23 +410,41 @@ async fn a_down_server_fails_the_entry_only_with_fail_on_startup_error() {
         "{message}"
     );
 
-    // Lenient (the default): active without tools, and the tools arrive once the server is up.
+    // Lenient (the default): pending with the reason while the server cannot start (it exits
+    // until `go` exists), then active with its tools once it can.
     let dir = tempfile::tempdir().unwrap();
-    let marker = dir.path().join("tried");
+    let go = dir.path().join("go");
     let script = format!(
-        "if [ ! -e '{m}' ]; then touch '{m}'; exit 1; fi; exec '{f}' --tools add",
-        m = marker.display(),
+        "if [ ! -e '{g}' ]; then exit 1; fi; exec '{f}' --tools add",
+        g = go.display(),
         f = fixture()
     );
     let mut lenient = McpConfig::stdio("late", "sh", vec!["-c".into(), script]);
-    lenient.reconnect = fast_reconnect(5);
+    lenient.reconnect = fast_reconnect(100_000);
     let lenient = root.plugin(McpPlugin, lenient);
-    assert_eq!(settle(&lenient).await, ScopeStatus::Active);
-    eventually("the late server's tools", || {
-        let up = names(&root).contains(&"mcp__late__add".to_owned());
-        async move { up }
+    settle(&lenient).await;
+    let info = tokio::time::timeout(DEADLINE, async {
+        // A retry may be running just now; between retries the entry is pending.
+        loop {
+            let info = lenient.info();
+            if info.status == ScopeStatus::Pending {
+                return info;
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
     })
-    .await;
+    .await
+    .unwrap();
+    let reason = info.waiting.expect("the reason");
+    assert!(
+        reason.starts_with("mcp(late): cannot connect: ") && reason.contains("; retry "),
+        "{reason}"
+    );
+    assert!(!names(&root).iter().any(|n| n.starts_with("mcp__late__")));
+    std::fs::write(&go, "").unwrap();
+    let up = tokio::time::timeout(DEADLINE, lenient.wait_for(ScopeStatus::Active)).await;
+    assert_eq!(up.unwrap(), ScopeStatus::Active);
+    assert!(names(&root).contains(&"mcp__late__add".to_owned()));
     assert_eq!(
         text(&call(&root, "mcp__late__add", json!({"a": 1, "b": 1})).await),
         "2"
