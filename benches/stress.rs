@@ -10,6 +10,10 @@ use cordis_host::{LoadPlan, PlanOptions, load_plan};
 use cordis_runtime::{Context, Policy, Schedule};
 use divan::counter::ItemsCount;
 
+// The allocator of the `cordis` binary (src/main.rs), so these figures are `cordis stress`'s.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() {
     divan::main();
 }

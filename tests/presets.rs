@@ -173,7 +173,7 @@ async fn lets_two_sessions_share_one_preset_without_colliding() {
                 cordis_tools::ToolSchema {
                     name: "x_only".into(),
                     description: "x".into(),
-                    parameters: serde_json::json!({"type": "object"}),
+                    parameters: serde_json::json!({"type": "object"}).into(),
                 },
                 |_, _| async { Ok(cordis_tools::ToolOutput::new("x")) },
             ),
@@ -787,7 +787,7 @@ async fn a_switch_is_refused_mid_turn_and_the_agent_keeps_its_preset() {
         cordis_tools::ToolSchema {
             name: "hold".into(),
             description: "hold".into(),
-            parameters: serde_json::json!({"type": "object"}),
+            parameters: serde_json::json!({"type": "object"}).into(),
         },
         move |_, _| {
             if let Some(tx) = entered_tx.lock().unwrap().take() {

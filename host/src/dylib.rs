@@ -149,7 +149,7 @@ fn tools_of(text: &str) -> Result<Vec<(ToolSchema, Option<Duration>)>, String> {
         let schema = ToolSchema {
             name: tool.name,
             description: tool.description,
-            parameters: tool.parameters,
+            parameters: tool.parameters.into(),
         };
         // Validate names (empty, reserved), parameters and timeouts before registering any.
         let mut probe = ToolDefinition::new(schema.clone(), |_, _| async {

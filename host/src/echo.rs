@@ -59,7 +59,7 @@ impl Plugin for Echo {
             let schema = ToolSchema {
                 name: name.clone(),
                 description: format!("Answers with its own arguments (debug/echo \"{name}\")."),
-                parameters: serde_json::json!({"type": "object"}),
+                parameters: serde_json::json!({"type": "object"}).into(),
             };
             let (tool, racy, completed, ctx_) =
                 (name.clone(), config.racy, completed.clone(), ctx.clone());

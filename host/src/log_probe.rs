@@ -71,7 +71,7 @@ impl Plugin for LogProbe {
             name: "debug_log".to_owned(),
             description: "Logs one line through the host and answers {\"logged\": true}."
                 .to_owned(),
-            parameters: serde_json::json!({"type": "object", "properties": {}}),
+            parameters: serde_json::json!({"type": "object", "properties": {}}).into(),
         };
         let def = ToolDefinition::new(schema, move |_, _| {
             let label = label.clone();

@@ -75,7 +75,7 @@ fn main() {
             let schema = ToolSchema {
                 name,
                 description: "A tool of the benchmark.".into(),
-                parameters: serde_json::json!({"type": "object"}),
+                parameters: serde_json::json!({"type": "object"}).into(),
             };
             let def = ToolDefinition::new(schema, |_, _| async { Ok(ToolOutput::new("ok")) });
             let _ = registry.register(&root, def).unwrap();

@@ -30,7 +30,7 @@ fn schema(i: usize) -> ToolSchema {
     ToolSchema {
         name: format!("tool_{i:02}"),
         description: format!("tool number {i}, which does a thing"),
-        parameters: serde_json::json!({"type": "object", "properties": {"path": {"type": "string"}, "n": {"type": "integer"}}}),
+        parameters: serde_json::json!({"type": "object", "properties": {"path": {"type": "string"}, "n": {"type": "integer"}}}).into(),
     }
 }
 

@@ -190,7 +190,7 @@ fn schema(name: &str) -> ToolSchema {
     ToolSchema {
         name: name.into(),
         description: format!("{name} tool"),
-        parameters: serde_json::json!({"type": "object"}),
+        parameters: serde_json::json!({"type": "object"}).into(),
     }
 }
 
@@ -286,7 +286,7 @@ async fn the_invariant_catches_a_request_changed_after_logging() {
             changed.tools.push(ToolSchema {
                 name: "smuggled".into(),
                 description: String::new(),
-                parameters: serde_json::json!({"type": "object"}),
+                parameters: serde_json::json!({"type": "object"}).into(),
             });
             next.run(FrozenRequest::new(changed)).await
         },

@@ -95,7 +95,7 @@ fn tool(name: &str) -> ToolDefinition {
     let schema = ToolSchema {
         name: name.into(),
         description: format!("{name} tool"),
-        parameters: json!({"type": "object"}),
+        parameters: json!({"type": "object"}).into(),
     };
     ToolDefinition::new(schema, |_, _| async { Ok(ToolOutput::new("ok")) })
 }

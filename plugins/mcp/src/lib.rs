@@ -634,7 +634,7 @@ impl Bridge {
         let schema = ToolSchema {
             name: public.to_owned(),
             description,
-            parameters,
+            parameters: parameters.into(),
         };
         let link = self.link.clone();
         let raw: Arc<str> = tool.name.as_ref().into();

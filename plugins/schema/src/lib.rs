@@ -7,6 +7,8 @@
 //!   keys sorted by their UTF-8 bytes, no whitespace), used for request headers, session logs and
 //!   digests alike.
 //! - [`hex`]: lowercase hex of bytes, for hashes.
+//! - [`IdentityMemo`] and [`shared_canonical_bytes`]: what is derived from a shared schema,
+//!   remembered by the schema's allocation (see [`memo`]).
 //!
 //! # Examples
 //!
@@ -18,10 +20,12 @@
 
 mod canonical;
 mod hex;
+pub mod memo;
 mod scope;
 mod tool;
 
 pub use canonical::{canonical_bytes, canonical_json, canonicalize, is_canonical};
 pub use hex::hex;
+pub use memo::{IdentityMemo, shared_canonical_bytes};
 pub use scope::ScopeKey;
 pub use tool::ToolSchema;

@@ -320,7 +320,10 @@ impl RequestHeader {
             tools: (!tools.is_empty()).then(|| {
                 let mut tools = tools;
                 for t in &mut tools {
-                    canonicalize(&mut t.parameters);
+                    // Shared schemas are canonical already; a copy only for one that is not.
+                    if !cordis_schema::is_canonical(&t.parameters) {
+                        canonicalize(std::sync::Arc::make_mut(&mut t.parameters));
+                    }
                 }
                 tools
             }),

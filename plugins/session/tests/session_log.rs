@@ -10,7 +10,7 @@ fn tool(name: &str) -> ToolSchema {
     ToolSchema {
         name: name.into(),
         description: format!("{name} tool"),
-        parameters: serde_json::json!({"type": "object", "properties": {"b": {}, "a": {}}}),
+        parameters: serde_json::json!({"type": "object", "properties": {"b": {}, "a": {}}}).into(),
     }
 }
 

@@ -17,7 +17,9 @@ fn schemas() -> Vec<ToolSchema> {
         .map(|i| ToolSchema {
             name: format!("tool_{:04}", (i * 617) % TOOLS),
             description: "A benchmark tool.".to_owned(),
-            parameters: serde_json::json!({"type": "object", "properties": {"x": {"type": "string"}}}),
+            parameters:
+                serde_json::json!({"type": "object", "properties": {"x": {"type": "string"}}})
+                    .into(),
         })
         .collect()
 }

@@ -7,7 +7,8 @@ use serde::Serialize;
 
 use crate::error::RenderError;
 use crate::render::interpolate;
-use crate::schema::{ScopeKey, ToolSchema, canonical_json, is_canonical};
+use crate::schema::{ScopeKey, ToolSchema};
+use cordis_schema::shared_canonical_bytes;
 
 /// Who a prompt is assembled for.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
@@ -61,25 +62,6 @@ pub enum HeaderError {
     Json(#[from] serde_json::Error),
 }
 
-/// The request header as hashed: field order fixed by this struct, empty fields absent (as the
-/// reference's `canonicalHeader` does).
-#[derive(Serialize)]
-struct RequestHeader<'a> {
-    #[serde(skip_serializing_if = "str::is_empty")]
-    system: &'a str,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    tools: Vec<ToolRef<'a>>,
-}
-
-/// A tool schema serialized by reference (same field order as [`ToolSchema`]); parameters are
-/// copied only when they are not canonical already.
-#[derive(Serialize)]
-struct ToolRef<'a> {
-    name: &'a str,
-    description: &'a str,
-    parameters: std::borrow::Cow<'a, serde_json::Value>,
-}
-
 impl PromptAssembly {
     /// Interpolates variables, drops empty sections and joins the rest with a blank line.
     ///
@@ -96,24 +78,38 @@ impl PromptAssembly {
     /// # Errors
     /// [`HeaderError::Render`] when the system prompt does not render.
     pub fn header_json(&self) -> Result<Vec<u8>, HeaderError> {
+        // Written by hand rather than through a derived struct: each tool's parameters are
+        // spliced in as their canonical bytes, serialized once per shared schema (see
+        // `cordis_schema::memo`) instead of once per request. Field order and the absence of
+        // empty fields are those of the reference's `canonicalHeader`.
         let system = self.render()?;
-        let tools = self
-            .tools
-            .iter()
-            .map(|t| ToolRef {
-                name: &t.name,
-                description: &t.description,
-                parameters: if is_canonical(&t.parameters) {
-                    std::borrow::Cow::Borrowed(&t.parameters)
-                } else {
-                    std::borrow::Cow::Owned(canonical_json(&t.parameters))
-                },
-            })
-            .collect();
-        Ok(serde_json::to_vec(&RequestHeader {
-            system: &system,
-            tools,
-        })?)
+        let mut out = Vec::with_capacity(system.len() + 64 + 512 * self.tools.len());
+        out.push(b'{');
+        if !system.is_empty() {
+            out.extend_from_slice(b"\"system\":");
+            serde_json::to_writer(&mut out, &system)?;
+        }
+        if !self.tools.is_empty() {
+            if !system.is_empty() {
+                out.push(b',');
+            }
+            out.extend_from_slice(b"\"tools\":[");
+            for (i, tool) in self.tools.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                out.extend_from_slice(b"{\"name\":");
+                serde_json::to_writer(&mut out, &tool.name)?;
+                out.extend_from_slice(b",\"description\":");
+                serde_json::to_writer(&mut out, &tool.description)?;
+                out.extend_from_slice(b",\"parameters\":");
+                out.extend_from_slice(&shared_canonical_bytes(&tool.parameters));
+                out.push(b'}');
+            }
+            out.push(b']');
+        }
+        out.push(b'}');
+        Ok(out)
     }
 }
 
@@ -165,7 +161,7 @@ mod tests {
             tools: vec![ToolSchema {
                 name: "t".into(),
                 description: "d".into(),
-                parameters: serde_json::Value::Object(params),
+                parameters: serde_json::Value::Object(params).into(),
             }],
             variables: BTreeMap::new(),
         };

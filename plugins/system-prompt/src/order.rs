@@ -140,7 +140,7 @@ mod tests {
         ToolSchema {
             name: name.to_owned(),
             description: String::new(),
-            parameters: serde_json::json!({"type": "object"}),
+            parameters: serde_json::json!({"type": "object"}).into(),
         }
     }
 

@@ -542,7 +542,7 @@ mod tests {
         ToolSchema {
             name: name.to_owned(),
             description: format!("{name} tool"),
-            parameters: serde_json::json!({"type": "object"}),
+            parameters: serde_json::json!({"type": "object"}).into(),
         }
     }
 

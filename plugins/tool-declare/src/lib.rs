@@ -14,8 +14,8 @@ pub struct DeclaredTool {
     pub name: String,
     /// Its description.
     pub description: String,
-    /// Its parameters schema (`"type": "object"`).
-    pub parameters: serde_json::Value,
+    /// Its parameters schema (`"type": "object"`), shared by every boot of the parsed config.
+    pub parameters: std::sync::Arc<serde_json::Value>,
     /// What every call returns; `{"ok": true}` when absent.
     #[serde(default)]
     pub result: Option<serde_json::Value>,
@@ -109,7 +109,7 @@ mod tests {
         DeclaredTool {
             name: name.into(),
             description: format!("{name} stub"),
-            parameters: serde_json::json!({"type": "object"}),
+            parameters: serde_json::json!({"type": "object"}).into(),
             result: None,
         }
     }

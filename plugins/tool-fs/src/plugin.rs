@@ -25,7 +25,7 @@ fn schema(name: &str, description: &str, parameters: Value) -> ToolSchema {
     ToolSchema {
         name: name.to_owned(),
         description: description.to_owned(),
-        parameters,
+        parameters: parameters.into(),
     }
 }
 

@@ -34,7 +34,7 @@ static SCHEMA: LazyLock<ToolSchema> = LazyLock::new(|| {
                 "max_matches": {"type": "integer", "minimum": 1}
             },
             "required": ["pattern"]
-        }),
+        }).into(),
     }
 });
 

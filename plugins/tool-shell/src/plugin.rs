@@ -34,7 +34,7 @@ static SCHEMA: LazyLock<ToolSchema> = LazyLock::new(|| {
                 "description": {"type": "string", "description": "A few words on what the command does, shown to the user"}
             },
             "required": ["command"]
-        }),
+        }).into(),
     }
 });
 

@@ -70,10 +70,10 @@ impl Default for SubagentConfig {
     }
 }
 
-/// The parameters, built once per process: every apply copies them, which costs less than
-/// building the JSON again.
-static PARAMETERS: LazyLock<serde_json::Value> = LazyLock::new(|| {
-    serde_json::json!({
+/// The parameters, built once per process and shared by every apply (the registry and the
+/// request header know them by identity).
+static PARAMETERS: LazyLock<std::sync::Arc<serde_json::Value>> = LazyLock::new(|| {
+    std::sync::Arc::new(serde_json::json!({
         "type": "object",
         "properties": {
             "task": {"type": "string", "description": "The complete instructions for the subagent."},
@@ -84,7 +84,7 @@ static PARAMETERS: LazyLock<serde_json::Value> = LazyLock::new(|| {
             }
         },
         "required": ["task"]
-    })
+    }))
 });
 
 /// The tool's schema for `config`.
@@ -319,7 +319,7 @@ mod tests {
                 ToolSchema {
                     name: "echo".into(),
                     description: "e".into(),
-                    parameters: serde_json::json!({"type": "object"}),
+                    parameters: serde_json::json!({"type": "object"}).into(),
                 },
                 |_, _| async { Ok(ToolOutput::new("pong")) },
             ),

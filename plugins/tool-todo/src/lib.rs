@@ -132,7 +132,7 @@ mod tests {
             "required": ["todos"],
             "additionalProperties": false
         });
-        assert_eq!(reg.get(TODO_WRITE, None).unwrap().parameters, params);
+        assert_eq!(reg.get(TODO_WRITE, None).unwrap().parameters, params.into());
         todo.dispose();
         assert!(reg.schemas(None).is_empty());
         root.dispose();

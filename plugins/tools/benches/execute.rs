@@ -12,7 +12,7 @@ fn tool(name: &str, parameters: serde_json::Value) -> ToolDefinition {
     let schema = ToolSchema {
         name: name.to_owned(),
         description: "A benchmark tool.".to_owned(),
-        parameters,
+        parameters: parameters.into(),
     };
     ToolDefinition::new(schema, |_, _| async { Ok(ToolOutput::new(true)) })
 }

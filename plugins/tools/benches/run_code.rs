@@ -39,7 +39,7 @@ fn run(calls: usize, bencher: divan::Bencher) {
     let schema = ToolSchema {
         name: "ping".to_owned(),
         description: "Answers 1.".to_owned(),
-        parameters: serde_json::json!({"type": "object"}),
+        parameters: serde_json::json!({"type": "object"}).into(),
     };
     let def = ToolDefinition::new(schema, |_, _| async { Ok(ToolOutput::new(1)) }).read_only();
     let _ = reg.register(&root, def).expect("register");

@@ -24,6 +24,7 @@ use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use boon::{CompileError, Compiler, ErrorKind, SchemaIndex, Schemas, UrlLoader, ValidationError};
+use cordis_schema::IdentityMemo;
 use serde_json::Value;
 
 use crate::error::RegisterError;
@@ -219,6 +220,22 @@ impl ArgumentSchema {
     /// # Errors
     /// [`RegisterError::InvalidSchema`] when it is not a valid JSON Schema or refers outside
     /// itself.
+    pub(crate) fn compile_shared(
+        tool: &str,
+        parameters: &Arc<Value>,
+    ) -> Result<Self, RegisterError> {
+        // A schema shared across boots (built once per process) is known by its allocation;
+        // only a miss walks the value to find its compiled form by content.
+        static BY_IDENTITY: IdentityMemo<Arc<Compiled>> = IdentityMemo::new(CACHE_LIMIT);
+        if let Some(compiled) = BY_IDENTITY.get(parameters) {
+            return Ok(ArgumentSchema { compiled });
+        }
+        let schema = Self::compile(tool, parameters)?;
+        BY_IDENTITY.insert(parameters, schema.compiled.clone());
+        Ok(schema)
+    }
+
+    /// [`Self::compile_shared`] for a value without identity: by content only.
     pub(crate) fn compile(tool: &str, parameters: &Value) -> Result<Self, RegisterError> {
         let hash = content_hash(parameters);
         if let Some(compiled) = cordis_runtime::lock(cache()).get(hash, parameters) {
@@ -407,6 +424,32 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn a_shared_schema_is_found_by_identity_and_an_equal_copy_by_content() {
+        let shared = Arc::new(
+            json!({"type": "object", "properties": {"identity_probe": {"type": "string"}}}),
+        );
+        let first = ArgumentSchema::compile_shared("t", &shared).unwrap();
+        let again = ArgumentSchema::compile_shared("t", &shared.clone()).unwrap();
+        assert!(Arc::ptr_eq(&first.compiled, &again.compiled));
+        // Another allocation with equal content misses the identity memo and finds the same
+        // compiled form by content.
+        let copy = Arc::new((*shared).clone());
+        let by_content = ArgumentSchema::compile_shared("t", &copy).unwrap();
+        assert!(Arc::ptr_eq(&first.compiled, &by_content.compiled));
+        // Another schema is another validator, whatever the memo holds.
+        let other = Arc::new(
+            json!({"type": "object", "properties": {"identity_probe": {"type": "integer"}}}),
+        );
+        let other = ArgumentSchema::compile_shared("t", &other).unwrap();
+        assert!(first.check("t", &json!({"identity_probe": "x"})).is_ok());
+        assert!(other.check("t", &json!({"identity_probe": "x"})).is_err());
+        // An invalid shared schema is refused every time (errors are not remembered).
+        let bad = Arc::new(json!({"type": "object", "properties": {"x": {"type": 7}}}));
+        assert!(ArgumentSchema::compile_shared("t", &bad).is_err());
+        assert!(ArgumentSchema::compile_shared("t", &bad).is_err());
+    }
 
     #[test]
     fn the_same_schema_is_compiled_once_and_shared() {

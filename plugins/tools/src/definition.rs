@@ -142,7 +142,7 @@ impl ToolDefinition {
                 name: name.to_owned(),
             });
         }
-        ArgumentSchema::compile(name, &self.schema.parameters)
+        ArgumentSchema::compile_shared(name, &self.schema.parameters)
     }
 }
 

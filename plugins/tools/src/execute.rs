@@ -414,7 +414,7 @@ mod tests {
             },
             "required": ["todos"],
             "additionalProperties": false
-        });
+        }).into();
         def
     }
 

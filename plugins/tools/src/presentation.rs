@@ -726,7 +726,8 @@ mod proptests {
             def.schema.parameters = serde_json::json!({
                 "type": "object",
                 "properties": {"n": {"type": "integer", "description": format!("n of {i}")}}
-            });
+            })
+            .into();
             let _ = reg.register(&root, def).unwrap();
         }
         let text = reg.sdk_text(None);

@@ -919,13 +919,13 @@ mod tests {
             "tool \"bash\" is already registered in this scope"
         );
         let mut bad = tool("bad");
-        bad.schema.parameters = serde_json::json!({"type": "string"});
+        bad.schema.parameters = serde_json::json!({"type": "string"}).into();
         assert_eq!(
             reg.register(&root, bad).unwrap_err().to_string(),
             "tool \"bad\" parameters must be a JSON Schema object with \"type\": \"object\""
         );
         let mut bad = tool("bad");
-        bad.schema.parameters = serde_json::json!([]);
+        bad.schema.parameters = serde_json::json!([]).into();
         assert!(reg.register(&root, bad).is_err());
         let zero = tool("zero").with_timeout(std::time::Duration::ZERO);
         assert!(matches!(
@@ -1010,7 +1010,7 @@ mod tests {
         let reg = ToolRegistry::new(root.clone());
         let with = |parameters: serde_json::Value| {
             let mut t = tool("bad");
-            t.schema.parameters = parameters;
+            t.schema.parameters = parameters.into();
             t
         };
         let err = reg

@@ -26,6 +26,20 @@ use crate::definition::{ToolCall, ToolCallContext, ToolDefinition, ToolOutput, T
 use crate::execute::Dispatched;
 use crate::registry::{Inner, RUN_CODE, Registered, ToolRegistry};
 
+/// The `run_code` parameters of `language`, one allocation per language and process (so the
+/// registry and the request header know them by identity, see `cordis_schema::memo`).
+fn shared_parameters(language: Language, built: serde_json::Value) -> Arc<serde_json::Value> {
+    static SHARED: std::sync::Mutex<Vec<(Language, Arc<serde_json::Value>)>> =
+        std::sync::Mutex::new(Vec::new());
+    let mut shared = cordis_runtime::lock(&SHARED);
+    if let Some((_, p)) = shared.iter().find(|(l, _)| *l == language) {
+        return p.clone();
+    }
+    let p = Arc::new(built);
+    shared.push((language, p.clone()));
+    p
+}
+
 /// Builds the transport for `language`; its handler holds the registry weakly.
 ///
 /// # Errors
@@ -39,7 +53,7 @@ pub(crate) fn transport(
         ToolSchema {
             name: RUN_CODE.to_owned(),
             description: schema.description.to_owned(),
-            parameters: schema.parameters,
+            parameters: shared_parameters(language, schema.parameters),
         },
         move |args, cx| {
             let registry = registry.upgrade().map(|inner| ToolRegistry { inner });

@@ -11,7 +11,7 @@ pub(crate) fn tool(name: &str) -> ToolDefinition {
         ToolSchema {
             name: name.to_owned(),
             description: format!("{name} tool"),
-            parameters: serde_json::json!({"type": "object"}),
+            parameters: serde_json::json!({"type": "object"}).into(),
         },
         move |_, _| {
             let answer = answer.clone();

@@ -22,7 +22,7 @@
 //!     Ok(args.text.chars().rev().collect::<String>())
 //! });
 //! assert_eq!(
-//!     reverse.schema.parameters,
+//!     *reverse.schema.parameters,
 //!     serde_json::json!({
 //!         "type": "object",
 //!         "properties": {"text": {"type": "string"}},
@@ -63,8 +63,8 @@ pub fn parameters_schema<A: JsonSchema>() -> serde_json::Value {
 /// [`parameters_schema::<A>`](parameters_schema), generated once per type and process: a typed
 /// tool is built again on every apply (every boot, reload and stress seed), and deriving its
 /// schema cost more than copying it.
-fn shared_parameters_schema<A: JsonSchema + 'static>() -> serde_json::Value {
-    static SCHEMAS: OnceLock<Mutex<BTreeMap<TypeId, serde_json::Value>>> = OnceLock::new();
+fn shared_parameters_schema<A: JsonSchema + 'static>() -> Arc<serde_json::Value> {
+    static SCHEMAS: OnceLock<Mutex<BTreeMap<TypeId, Arc<serde_json::Value>>>> = OnceLock::new();
     let schemas = SCHEMAS.get_or_init(Default::default);
     let id = TypeId::of::<A>();
     if let Some(schema) = cordis_runtime::lock(schemas).get(&id) {
@@ -72,9 +72,11 @@ fn shared_parameters_schema<A: JsonSchema + 'static>() -> serde_json::Value {
     }
     // Generated outside the lock (it runs the type's `JsonSchema` impl); a race only generates
     // the same value twice.
-    let schema = parameters_schema::<A>();
-    cordis_runtime::lock(schemas).insert(id, schema.clone());
-    schema
+    let schema = Arc::new(parameters_schema::<A>());
+    cordis_runtime::lock(schemas)
+        .entry(id)
+        .or_insert(schema)
+        .clone()
 }
 
 /// Deserializes the arguments of tool `tool` into `A`, with the one argument error of typed
@@ -197,8 +199,8 @@ mod tests {
         for _ in 0..2 {
             let sum = ToolDefinition::typed("sum", "Sum.", |_: Args, _| async { Ok(0) });
             let item = ToolDefinition::typed("item", "Item.", noop);
-            assert_eq!(sum.schema.parameters, parameters_schema::<Args>());
-            assert_eq!(item.schema.parameters, parameters_schema::<Item>());
+            assert_eq!(sum.schema.parameters, parameters_schema::<Args>().into());
+            assert_eq!(item.schema.parameters, parameters_schema::<Item>().into());
         }
     }
 

@@ -27,7 +27,8 @@ pub fn declared(name: &str) -> DeclaredTool {
     DeclaredTool {
         name: name.into(),
         description: format!("{name} stub"),
-        parameters: serde_json::json!({"type": "object", "properties": {"x": {"type": "string"}}}),
+        parameters: serde_json::json!({"type": "object", "properties": {"x": {"type": "string"}}})
+            .into(),
         result: Some(serde_json::json!({"from": name})),
     }
 }

@@ -35,7 +35,7 @@ async fn harness(config: ApprovalsConfig) -> Harness {
         let schema = ToolSchema {
             name: name.into(),
             description: name.into(),
-            parameters: json!({"type": "object"}),
+            parameters: json!({"type": "object"}).into(),
         };
         let def = ToolDefinition::new(schema, move |_, _| {
             runs.fetch_add(1, Ordering::SeqCst);
@@ -206,7 +206,7 @@ async fn the_guard_applies_to_every_caller_including_nested_sub_calls() {
     let schema = ToolSchema {
         name: "script".into(),
         description: "runs bash".into(),
-        parameters: json!({"type": "object"}),
+        parameters: json!({"type": "object"}).into(),
     };
     let script = ToolDefinition::new(schema, move |_, cx| {
         let reg = reg.clone();
@@ -260,7 +260,7 @@ async fn disposing_the_plugin_removes_its_guard() {
     let schema = ToolSchema {
         name: "bash".into(),
         description: "bash".into(),
-        parameters: json!({"type": "object"}),
+        parameters: json!({"type": "object"}).into(),
     };
     let _ = reg
         .register(

@@ -254,7 +254,7 @@ async fn list_changed_resyncs_a_failing_fetch_keeps_and_a_conflict_rolls_back_wh
         let schema = ToolSchema {
             name: "mcp__fx__clash".into(),
             description: "taken".into(),
-            parameters: json!({"type": "object"}),
+            parameters: json!({"type": "object"}).into(),
         };
         let def = ToolDefinition::new(schema, |_, _| async { Ok(ToolOutput::new("mine")) });
         reg.register(&ctx, def)?;

@@ -59,7 +59,7 @@ impl Plugin for Tally {
             let schema = ToolSchema {
                 name: name.clone(),
                 description: format!("Counts its calls (racy/tally \"{name}\")."),
-                parameters: serde_json::json!({"type": "object"}),
+                parameters: serde_json::json!({"type": "object"}).into(),
             };
             let (tool, racy, completed, tool_ctx) =
                 (name.clone(), config.racy, completed.clone(), ctx.clone());
@@ -122,7 +122,7 @@ impl Plugin for FirstSeen {
         let schema = ToolSchema {
             name: config.tool.clone(),
             description: format!("Registered after: {}.", seen.join(", ")),
-            parameters: serde_json::json!({"type": "object"}),
+            parameters: serde_json::json!({"type": "object"}).into(),
         };
         let def = ToolDefinition::new(schema, |_arguments, _| async {
             Ok(ToolOutput::new(serde_json::json!({})))

@@ -133,7 +133,7 @@ mod tests {
             tools: vec![cordis_schema::ToolSchema {
                 name: "read".into(),
                 description: "Read.".into(),
-                parameters: json!({"type": "object"}),
+                parameters: json!({"type": "object"}).into(),
             }],
             session_id: "s".into(),
         };
