@@ -39,7 +39,7 @@ fn policy(name: &str) -> Policy {
 }
 
 /// One seed: boot, dispose, wait for its tasks, on one current-thread runtime kept across
-/// seeds (what `cordis::testing` does).
+/// seeds (what `cordis stress` and `cordis::testing` do).
 #[divan::bench(args = ["fifo", "random", "pct"])]
 fn seeded_boot_of_the_bundled_config(bencher: divan::Bencher, policy_name: &str) {
     let (plan, rt, policy) = (bundled(), rt(), policy(policy_name));
@@ -56,7 +56,7 @@ fn seeded_boot_of_the_bundled_config(bencher: divan::Bencher, policy_name: &str)
     });
 }
 
-/// One seed as `cordis stress` without `--exercise` runs it: a fresh runtime per boot.
+/// One boot as `cordis check` runs it: a fresh runtime (its I/O driver and timer) per boot.
 #[divan::bench]
 fn seeded_boot_with_a_runtime_per_seed(bencher: divan::Bencher) {
     let plan = bundled();

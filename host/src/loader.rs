@@ -400,21 +400,28 @@ pub fn boot_blocking(
     schedule: Schedule,
 ) -> std::io::Result<(BootReport, LiveCounts)> {
     let rt = crate::shutdown::current_thread()?;
-    let outcome = rt.block_on(async {
-        let root = Context::root_with(schedule);
-        let report = boot(&root, plan).await;
-        root.dispose();
-        // Aborted tasks drop their futures when the scheduler next runs them.
-        for _ in 0..16 {
-            if root.live().is_zero() {
-                break;
-            }
-            tokio::task::yield_now().await;
-        }
-        (report, root.live())
-    });
+    let outcome = rt.block_on(boot_and_dispose(plan, schedule));
     crate::shutdown::end(rt);
     Ok(outcome)
+}
+
+/// Boots `plan` on the current runtime under `schedule`, disposes the root and lets aborted
+/// tasks drop: one seed of `cordis stress`, which keeps one current-thread runtime across seeds
+/// (a seed leaves nothing behind, or its live counts say what).
+///
+/// Returns the report and the live counts left after disposal (all zero unless something leaks).
+pub async fn boot_and_dispose(plan: &LoadPlan, schedule: Schedule) -> (BootReport, LiveCounts) {
+    let root = Context::root_with(schedule);
+    let report = boot(&root, plan).await;
+    root.dispose();
+    // Aborted tasks drop their futures when the scheduler next runs them.
+    for _ in 0..16 {
+        if root.live().is_zero() {
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
+    (report, root.live())
 }
 
 #[cfg(test)]

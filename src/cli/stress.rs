@@ -11,7 +11,7 @@ use anyhow::Context as _;
 use cordis_host::Builtins;
 use cordis_host::LoadPlan;
 use cordis_host::digest::canonical_bytes;
-use cordis_host::loader::{EntryStatus, boot_blocking};
+use cordis_host::loader::{EntryStatus, boot_and_dispose};
 use cordis_runtime::{Policy, Schedule};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{Value, json};
@@ -130,7 +130,8 @@ fn run_seeds(
         let (outcome, digest, leaked) = match exercise {
             None => match &args.preset {
                 None => {
-                    let (report, leaked) = boot_blocking(plan, Schedule::new(policy, seed))?;
+                    let (report, leaked) =
+                        runtime.block_on(boot_and_dispose(plan, Schedule::new(policy, seed)));
                     (report.outcome(), report.digest, leaked)
                 }
                 Some(preset) => {
