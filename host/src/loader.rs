@@ -198,6 +198,32 @@ impl BootReport {
         Value::Object(out)
     }
 
+    /// Whether `other` has the same [`Self::outcome`], without building either: what a stress
+    /// run asks of every seed after the first, so the JSON is built only to explain a
+    /// difference.
+    pub fn same_outcome(&self, other: &BootReport) -> bool {
+        self.digest == other.digest
+            && self.assembly_error == other.assembly_error
+            && self.assembly == other.assembly
+            && self.outcome_entries() == other.outcome_entries()
+    }
+
+    /// `(id, status, error)` per entry id as [`Self::outcome`] keys them: sorted by id, the
+    /// later of two entries with one id winning.
+    fn outcome_entries(&self) -> Vec<(&str, EntryStatus, Option<&str>)> {
+        let mut by_id: Vec<&EntryReport> = self.entries.iter().collect();
+        by_id.sort_by(|a, b| a.id.cmp(&b.id));
+        let mut out: Vec<(&str, EntryStatus, Option<&str>)> = Vec::with_capacity(by_id.len());
+        for e in by_id {
+            let row = (e.id.as_str(), e.status, e.error.as_deref());
+            match out.last_mut() {
+                Some(last) if last.0 == row.0 => *last = row,
+                _ => out.push(row),
+            }
+        }
+        out
+    }
+
     /// The apply order: entry labels of the trace's `apply` events, in order.
     pub fn apply_order(&self) -> Vec<String> {
         self.trace
@@ -438,6 +464,55 @@ mod tests {
             waiting_for: Vec::new(),
             retrying: false,
             load_ms: None,
+        }
+    }
+
+    #[test]
+    fn same_outcome_agrees_with_comparing_the_outcome_bytes() {
+        let base = BootReport {
+            seed: 1,
+            policy: Policy::Random,
+            entries: vec![
+                entry("b", EntryStatus::Active, None),
+                entry("a", EntryStatus::Failed, Some("boom")),
+            ],
+            assembly: serde_json::json!({"tools": ["x"]}),
+            digest: "d".to_owned(),
+            assembly_error: None,
+            incidents: Vec::new(),
+            trace: Vec::new(),
+            boot_time: std::time::Duration::ZERO,
+        };
+        let variants: Vec<Box<dyn Fn(&mut BootReport)>> = vec![
+            Box::new(|_| {}),
+            // Order, seed, time, trace and load times are not part of the outcome.
+            Box::new(|r| r.entries.reverse()),
+            Box::new(|r| {
+                r.seed = 9;
+                r.boot_time = std::time::Duration::from_secs(1);
+                r.entries[0].load_ms = Some(5);
+            }),
+            Box::new(|r| r.entries[0].status = EntryStatus::Pending),
+            Box::new(|r| r.entries[1].error = Some("other".to_owned())),
+            Box::new(|r| r.entries[1].error = None),
+            Box::new(|r| r.digest = "e".to_owned()),
+            Box::new(|r| r.assembly = serde_json::json!({"tools": ["y"]})),
+            Box::new(|r| r.assembly_error = Some("bad".to_owned())),
+            Box::new(|r| r.entries.push(entry("c", EntryStatus::Active, None))),
+            // A repeated id: the later entry wins, in both forms.
+            Box::new(|r| {
+                r.entries
+                    .push(entry("a", EntryStatus::Failed, Some("boom")))
+            }),
+            Box::new(|r| r.entries.push(entry("a", EntryStatus::Active, None))),
+        ];
+        for (i, change) in variants.iter().enumerate() {
+            let mut other = base.clone();
+            change(&mut other);
+            let by_bytes = cordis_schema::canonical_bytes(&base.outcome())
+                == cordis_schema::canonical_bytes(&other.outcome());
+            assert_eq!(base.same_outcome(&other), by_bytes, "variant {i}");
+            assert_eq!(other.same_outcome(&base), by_bytes, "variant {i}, swapped");
         }
     }
 

@@ -11,7 +11,7 @@ use anyhow::Context as _;
 use cordis_host::Builtins;
 use cordis_host::LoadPlan;
 use cordis_host::digest::canonical_bytes;
-use cordis_host::loader::{EntryStatus, boot_and_dispose};
+use cordis_host::loader::{BootReport, EntryStatus, boot_and_dispose};
 use cordis_runtime::{Policy, Schedule};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{Value, json};
@@ -39,6 +39,24 @@ struct Baseline {
     outcome: Value,
     bytes: Vec<u8>,
     digest: String,
+    /// A plain boot's report, compared field by field with later boots' reports.
+    report: Option<BootReport>,
+}
+
+/// What one seed produced: a plain boot's report (its outcome JSON is built only when needed),
+/// or the outcome of an exercise or a preset boot.
+enum Seen {
+    Boot(BootReport),
+    Outcome(Value),
+}
+
+impl Seen {
+    fn into_outcome(self) -> Value {
+        match self {
+            Seen::Boot(report) => report.outcome(),
+            Seen::Outcome(outcome) => outcome,
+        }
+    }
 }
 
 /// What the seeds showed.
@@ -127,17 +145,20 @@ fn run_seeds(
             break;
         }
         let seed = args.start.wrapping_add(k);
-        let (outcome, digest, leaked) = match exercise {
+        let (seen, digest, leaked) = match exercise {
             None => match &args.preset {
                 None => {
                     let (report, leaked) =
                         runtime.block_on(boot_and_dispose(plan, Schedule::new(policy, seed)));
-                    (report.outcome(), report.digest, leaked)
+                    let digest = report.digest.clone();
+                    (Seen::Boot(report), digest, leaked)
                 }
                 Some(preset) => {
                     let schedule = Schedule::new(policy, seed);
                     match super::presets::boot_joined(plan, schedule, preset)? {
-                        (Ok(report), leaked) => (report.outcome(), report.digest, leaked),
+                        (Ok(report), leaked) => {
+                            (Seen::Outcome(report.outcome()), report.digest, leaked)
+                        }
                         (Err(why), _) => {
                             progress.finish();
                             writeln!(io.err, "cordis: seed {seed}: {}", safe_lines(&why))?;
@@ -165,7 +186,11 @@ fn run_seeds(
                                 writeln!(io.out, "{}", serde_json::to_string(event)?)?;
                             }
                         }
-                        (run.comparable(), run.report.digest.clone(), run.live_after)
+                        (
+                            Seen::Outcome(run.comparable()),
+                            run.report.digest.clone(),
+                            run.live_after,
+                        )
                     }
                     Err(e) => {
                         progress.finish();
@@ -198,17 +223,32 @@ fn run_seeds(
             }));
             break;
         }
-        let bytes = canonical_bytes(&outcome);
+        let agrees = match (&verdict.baseline, &seen) {
+            (None, _) => true,
+            (Some(first), Seen::Boot(report)) if first.report.is_some() => first
+                .report
+                .as_ref()
+                .is_some_and(|r| r.same_outcome(report)),
+            (Some(first), Seen::Boot(report)) => first.bytes == canonical_bytes(&report.outcome()),
+            (Some(first), Seen::Outcome(outcome)) => first.bytes == canonical_bytes(outcome),
+        };
         match &verdict.baseline {
             None => {
+                let report = match &seen {
+                    Seen::Boot(report) => Some(report.clone()),
+                    Seen::Outcome(_) => None,
+                };
+                let outcome = seen.into_outcome();
                 verdict.baseline = Some(Baseline {
                     seed,
+                    bytes: canonical_bytes(&outcome),
                     outcome,
-                    bytes,
                     digest,
+                    report,
                 });
             }
-            Some(first) if first.bytes != bytes => {
+            Some(first) if !agrees => {
+                let outcome = seen.into_outcome();
                 progress.finish();
                 writeln!(
                     io.err,

@@ -345,6 +345,74 @@ fn once_then_down(server: &str, marker: &Path) -> McpConfig {
     c
 }
 
+/// Crashes the server behind `server` and waits until its `pid` tool answers from another
+/// process; false if its tools went away instead (the entry gave up).
+async fn crash_and_come_back(root: &Context, server: &str) -> bool {
+    let pid = format!("mcp__{server}__pid");
+    let first = text(&call(root, &pid, json!({})).await);
+    assert_eq!(
+        text(&call(root, &format!("mcp__{server}__crash"), json!({})).await),
+        "crashing"
+    );
+    let start = std::time::Instant::now();
+    loop {
+        if !names(root).contains(&pid) {
+            return false;
+        }
+        let r = call(root, &pid, json!({})).await;
+        if !r.is_error && text(&r) != first {
+            return true;
+        }
+        assert!(start.elapsed() < DEADLINE, "neither back nor given up");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_that_stayed_up_max_delay_resets_the_reconnect_budget() {
+    let root = root_with_tools();
+    // One reconnect in the budget; a connection up for 100 ms earns it back.
+    let mut lasting = cfg("lasting", &["--tools", "crash,pid"]);
+    lasting.reconnect = Reconnect {
+        enabled: true,
+        initial_delay_ms: 10,
+        max_delay_ms: 100,
+        max_attempts: 1,
+    };
+    // The same budget, but earned back only after a minute up.
+    let mut hasty = cfg("hasty", &["--tools", "crash,pid"]);
+    hasty.reconnect = Reconnect {
+        max_delay_ms: 60_000,
+        ..lasting.reconnect.clone()
+    };
+    let lasting = root.plugin(McpPlugin, lasting);
+    let hasty = root.plugin(McpPlugin, hasty);
+    assert_eq!(settle(&lasting).await, ScopeStatus::Active);
+    assert_eq!(settle(&hasty).await, ScopeStatus::Active);
+
+    for round in 0..3 {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(
+            crash_and_come_back(&root, "lasting").await,
+            "round {round}: each crash after 100 ms up is reconnected"
+        );
+    }
+    assert!(
+        crash_and_come_back(&root, "hasty").await,
+        "the one reconnect of the budget"
+    );
+    assert!(
+        !crash_and_come_back(&root, "hasty").await,
+        "a second crash within a minute finds the budget spent"
+    );
+    assert_eq!(
+        hasty.status(),
+        ScopeStatus::Active,
+        "the entry itself stays"
+    );
+    root.dispose();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_crashed_server_reconnects_and_after_the_budget_its_tools_are_unregistered() {
     let root = root_with_tools();
