@@ -483,28 +483,28 @@ mod tests {
             trace: Vec::new(),
             boot_time: std::time::Duration::ZERO,
         };
-        let variants: Vec<Box<dyn Fn(&mut BootReport)>> = vec![
-            Box::new(|_| {}),
+        let variants: &[fn(&mut BootReport)] = &[
+            |_| {},
             // Order, seed, time, trace and load times are not part of the outcome.
-            Box::new(|r| r.entries.reverse()),
-            Box::new(|r| {
+            |r| r.entries.reverse(),
+            |r| {
                 r.seed = 9;
                 r.boot_time = std::time::Duration::from_secs(1);
                 r.entries[0].load_ms = Some(5);
-            }),
-            Box::new(|r| r.entries[0].status = EntryStatus::Pending),
-            Box::new(|r| r.entries[1].error = Some("other".to_owned())),
-            Box::new(|r| r.entries[1].error = None),
-            Box::new(|r| r.digest = "e".to_owned()),
-            Box::new(|r| r.assembly = serde_json::json!({"tools": ["y"]})),
-            Box::new(|r| r.assembly_error = Some("bad".to_owned())),
-            Box::new(|r| r.entries.push(entry("c", EntryStatus::Active, None))),
+            },
+            |r| r.entries[0].status = EntryStatus::Pending,
+            |r| r.entries[1].error = Some("other".to_owned()),
+            |r| r.entries[1].error = None,
+            |r| r.digest = "e".to_owned(),
+            |r| r.assembly = serde_json::json!({"tools": ["y"]}),
+            |r| r.assembly_error = Some("bad".to_owned()),
+            |r| r.entries.push(entry("c", EntryStatus::Active, None)),
             // A repeated id: the later entry wins, in both forms.
-            Box::new(|r| {
+            |r| {
                 r.entries
                     .push(entry("a", EntryStatus::Failed, Some("boom")))
-            }),
-            Box::new(|r| r.entries.push(entry("a", EntryStatus::Active, None))),
+            },
+            |r| r.entries.push(entry("a", EntryStatus::Active, None)),
         ];
         for (i, change) in variants.iter().enumerate() {
             let mut other = base.clone();
