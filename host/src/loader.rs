@@ -113,6 +113,14 @@ pub struct EntryReport {
     pub load_ms: Option<u64>,
 }
 
+impl EntryReport {
+    /// Whether `cordis check` counts this entry as a failure: not where the config asked it to
+    /// be, unless it is retrying by itself (deferred), which its config allowed.
+    pub fn fails_check(&self) -> bool {
+        !self.status.is_as_configured() && !self.retrying
+    }
+}
+
 /// What a boot produced.
 #[derive(Debug, Clone)]
 pub struct BootReport {

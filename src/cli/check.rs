@@ -115,7 +115,7 @@ fn failures(report: &BootReport) -> (Vec<EntryFailure>, Option<String>) {
     let entries = report
         .entries
         .iter()
-        .filter(|e| !e.status.is_as_configured() && !e.retrying)
+        .filter(|e| e.fails_check())
         .map(|e| (e.id.clone(), e.status.to_string(), e.error.clone()))
         .collect();
     (entries, report.assembly_error.clone())

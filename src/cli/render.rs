@@ -254,7 +254,7 @@ pub(crate) fn print_report(
     let bad: Vec<String> = report
         .entries
         .iter()
-        .filter(|e| !e.status.is_as_configured() && !e.retrying)
+        .filter(|e| e.fails_check())
         .map(|e| safe(&e.id).into_owned())
         .collect();
     if !bad.is_empty() {

@@ -223,13 +223,13 @@ fn run_seeds(
             }));
             break;
         }
+        // A run's seeds are all plain boots or all not, so a boot meets a boot baseline.
         let agrees = match (&verdict.baseline, &seen) {
             (None, _) => true,
-            (Some(first), Seen::Boot(report)) if first.report.is_some() => first
-                .report
-                .as_ref()
-                .is_some_and(|r| r.same_outcome(report)),
-            (Some(first), Seen::Boot(report)) => first.bytes == canonical_bytes(&report.outcome()),
+            (Some(first), Seen::Boot(report)) => match &first.report {
+                Some(base) => base.same_outcome(report),
+                None => first.bytes == canonical_bytes(&report.outcome()),
+            },
             (Some(first), Seen::Outcome(outcome)) => first.bytes == canonical_bytes(outcome),
         };
         match &verdict.baseline {

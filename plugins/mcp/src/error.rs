@@ -86,21 +86,32 @@ pub enum McpError {
 }
 
 impl McpError {
-    /// The reason of a [`McpError::Startup`] (the whole text of any other error).
-    pub(crate) fn reason(&self) -> std::borrow::Cow<'_, str> {
-        match self {
-            McpError::Startup { reason, .. } => reason.into(),
-            other => other.to_string().into(),
+    /// `failOnStartupError`'s error for the first failure `error`.
+    pub(crate) fn startup(server: &str, error: &McpError) -> Self {
+        McpError::Startup {
+            server: server.to_owned(),
+            reason: unprefixed(server, error),
         }
     }
 
-    /// `failOnStartupError`'s error for the first failure `error`.
-    pub(crate) fn startup(server: &str, error: &McpError) -> Self {
-        let text = error.to_string();
-        let prefix = format!("mcp({server}): ");
+    /// `failOnStartupError: false` and reconnecting disabled: the first failure, saying why
+    /// the entry does not retry.
+    pub(crate) fn startup_without_retry(server: &str, error: &McpError) -> Self {
         McpError::Startup {
             server: server.to_owned(),
-            reason: text.strip_prefix(&prefix).unwrap_or(&text).to_owned(),
+            reason: format!(
+                "{} (reconnect.enabled is false, so the entry does not retry; enable it or start the server first)",
+                unprefixed(server, error)
+            ),
+        }
+    }
+
+    /// `failOnStartupError: false`, and the last of `attempts` connections failed with `error`.
+    pub(crate) fn gave_up(server: &str, attempts: u32, error: &McpError) -> Self {
+        McpError::GaveUp {
+            server: server.to_owned(),
+            attempts,
+            reason: unprefixed(server, error),
         }
     }
 
@@ -110,4 +121,11 @@ impl McpError {
             message: message.to_owned(),
         }
     }
+}
+
+/// `error`'s text without its `mcp(<server>): ` prefix, to nest in another error of `server`.
+fn unprefixed(server: &str, error: &McpError) -> String {
+    let text = error.to_string();
+    let prefix = format!("mcp({server}): ");
+    text.strip_prefix(&prefix).unwrap_or(&text).to_owned()
 }

@@ -126,23 +126,14 @@ impl Plugin for McpPlugin {
 fn retry_or_give_up(config: &McpConfig, failed: u32, error: &McpError) -> BoxError {
     let policy = &config.reconnect;
     if !policy.enabled {
-        let mut failure = McpError::startup(&config.server, error);
-        if let McpError::Startup { reason, .. } = &mut failure {
-            reason.push_str(
-                " (reconnect.enabled is false, so the entry does not retry; enable it or start the server first)",
-            );
-        }
-        return failure.into();
+        return McpError::startup_without_retry(&config.server, error).into();
     }
     if failed >= policy.max_attempts {
-        return McpError::GaveUp {
-            server: config.server.clone(),
-            attempts: failed + 1,
-            reason: McpError::startup(&config.server, error)
-                .reason()
-                .into_owned(),
-        }
-        .into();
+        let gave_up = McpError::gave_up(&config.server, failed + 1, error);
+        // Said at warn level like the retries before it: in `cordis run` the entry fails
+        // after the boot, where no report shows it.
+        tracing::warn!(server = %config.server, error = %gave_up, "mcp server unavailable; the entry failed");
+        return gave_up.into();
     }
     let retry = failed + 1;
     let delay = policy.delay(retry);

@@ -91,6 +91,14 @@ async fn answer(stream: TcpStream, seen: Seen) {
     }
 }
 
+/// A runtime with the tool registry (which needs the system prompt) for mcp entries.
+fn root_with_tools() -> Context {
+    let root = Context::root();
+    root.plugin(ToolsPlugin, ToolsConfig::default());
+    root.plugin(SystemPromptPlugin, SystemPromptConfig::default());
+    root
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_http_server_is_listed_and_called_with_the_configured_headers() {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -105,9 +113,7 @@ async fn an_http_server_is_listed_and_called_with_the_configured_headers() {
         }
     });
 
-    let root = Context::root();
-    root.plugin(ToolsPlugin, ToolsConfig::default());
-    root.plugin(SystemPromptPlugin, SystemPromptConfig::default());
+    let root = root_with_tools();
     let config: McpConfig = serde_json::from_value(json!({
         "transport": "http",
         "server": "mini",
@@ -172,9 +178,7 @@ async fn an_http_server_that_went_away_and_came_back_is_reconnected() {
     let seen: Seen = Arc::default();
     let first = serve(listener, seen.clone());
 
-    let root = Context::root();
-    root.plugin(ToolsPlugin, ToolsConfig::default());
-    root.plugin(SystemPromptPlugin, SystemPromptConfig::default());
+    let root = root_with_tools();
     let config: McpConfig = serde_json::from_value(json!({
         "transport": "http",
         "server": "mini",
@@ -259,9 +263,7 @@ async fn a_server_down_at_startup_leaves_the_entry_pending_with_the_reason_until
         .unwrap()
         .local_addr()
         .unwrap();
-    let root = Context::root();
-    root.plugin(ToolsPlugin, ToolsConfig::default());
-    root.plugin(SystemPromptPlugin, SystemPromptConfig::default());
+    let root = root_with_tools();
     let config: McpConfig = serde_json::from_value(json!({
         "transport": "http",
         "server": "mini",
@@ -318,9 +320,7 @@ async fn a_server_down_at_startup_leaves_the_entry_pending_with_the_reason_until
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_that_stays_down_fails_the_entry_after_the_budget_or_at_once_without_reconnect() {
-    let root = Context::root();
-    root.plugin(ToolsPlugin, ToolsConfig::default());
-    root.plugin(SystemPromptPlugin, SystemPromptConfig::default());
+    let root = root_with_tools();
     let down = |server: &str, reconnect: Value| -> McpConfig {
         serde_json::from_value(json!({
             "transport": "stdio",
