@@ -324,14 +324,10 @@ fn an_unknown_tool_order_name_fails_check_with_the_reference_message() {
         "{}",
         run.err
     );
-    // The same toolOrder fails under every seed: no replay hint, the fix instead.
-    assert!(!run.err.contains("replay:"), "{}", run.err);
-    assert!(
-        run.err
-            .contains("fails the same under seed 2, so it is not a scheduling race"),
-        "{}",
-        run.err
-    );
+    // One other seed failing the same way proves nothing: the replay, and no guess either way.
+    assert!(run.err.contains("replay: cordis check"), "{}", run.err);
+    assert!(!run.err.contains("scheduling race"), "{}", run.err);
+    assert!(!run.err.contains("depends on the schedule"), "{}", run.err);
     let _ = std::fs::remove_dir_all(&dir);
 }
 

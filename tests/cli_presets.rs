@@ -194,7 +194,7 @@ fn permute_and_stress_give_one_digest_per_shipped_preset() {
             &[],
         );
         assert_eq!(run.code, 0, "{preset}: {}\n{}", run.err, run.out);
-        assert!(run.out.contains(": 1 distinct digest,"), "{}", run.out);
+        assert!(run.out.contains(": 1 distinct outcome,"), "{}", run.out);
         assert_eq!(digest_of(&run.out), expected, "{preset}");
         let run = cordis(
             &["stress", BUNDLED, "--preset", preset, "--seeds", "16"],

@@ -37,6 +37,7 @@ async fn a_timed_out_call_into_a_hung_plugin_is_counted_as_abandoned_and_stuck()
                 label: Some(e.id.clone()),
                 inject: inject.iter().map(Inject::required_named).collect(),
                 timeout: Some(Duration::from_secs(10)),
+                place: None,
             };
             root.plugin_with(prepared.clone(), options);
         }

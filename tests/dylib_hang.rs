@@ -115,6 +115,7 @@ fn a_create_tool_call_or_destroy_that_never_returns_does_not_block_dropping_the_
                         label: Some(e.id.clone()),
                         inject: inject.iter().map(Inject::required_named).collect(),
                         timeout: Some(*timeout),
+                        place: None,
                     };
                     handles.push(root.plugin_with(prepared.clone(), options));
                 }

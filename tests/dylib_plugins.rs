@@ -78,6 +78,7 @@ async fn apply(root: &Context, plan: &LoadPlan) -> Vec<(String, ScopeHandle)> {
                 label: Some(e.id.clone()),
                 inject: inject.iter().map(Inject::required_named).collect(),
                 timeout: Some(Duration::from_secs(10)),
+                place: None,
             };
             handles.push((e.id.clone(), root.plugin_with(prepared.clone(), options)));
         }
@@ -365,18 +366,23 @@ fn every_bad_library_fails_its_own_entry_with_a_clear_message_and_the_host_goes_
         "{pinned}"
     );
     assert_eq!(entry(&report, "pinned")["status"], "active");
+    // Two entries registering one name: a conflict both report identically (not the first to
+    // register winning), and the names are withheld from the model.
     let twins = [entry(&report, "twin-a"), entry(&report, "twin-b")];
-    let failed: Vec<&&Value> = twins.iter().filter(|e| e["status"] == "failed").collect();
+    for twin in &twins {
+        assert_eq!(twin["status"], "conflict", "{twin}");
+    }
+    assert_eq!(twins[0]["error"], twins[1]["error"]);
     assert_eq!(
-        failed.len(),
-        1,
-        "exactly one twin loses the name: {twins:?}"
+        twins[0]["error"],
+        "conflict: tool \"twin_echo\", tool \"twin_fail\", tool \"twin_garbage\", tool \"twin_hang\", tool \"twin_slow\" are claimed by entries \"twin-a\" and \"twin-b\", so none of them gets them; remove them from all but one (or disable all but one of the entries)"
     );
+    let tools = report["assembly"]["tools"].as_array().unwrap();
     assert!(
-        failed[0]["error"]
-            .as_str()
-            .unwrap()
-            .contains("tool \"twin_echo\" is already registered")
+        !tools
+            .iter()
+            .any(|t| t.as_str().unwrap().starts_with("twin_")),
+        "{tools:?}"
     );
     assert_eq!(entry(&report, "stub")["status"], "active");
     let tools = report["assembly"]["tools"].as_array().unwrap();

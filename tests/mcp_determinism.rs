@@ -93,7 +93,11 @@ fn three_servers_in_random_order_give_one_digest_to_check_stress_and_permute() {
 
     let permute = cordis(&["permute", &file], &env);
     assert_eq!(permute.code, 0, "{}\n{}", permute.out, permute.err);
-    assert!(permute.out.contains("1 distinct digest"), "{}", permute.out);
+    assert!(
+        permute.out.contains("1 distinct outcome"),
+        "{}",
+        permute.out
+    );
     assert_eq!(digest_line(&permute.out), digest, "permute vs check");
 
     // A SIGKILL lands a moment after `kill` returns: poll (the deadline only turns a leak into

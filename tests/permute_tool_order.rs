@@ -3,8 +3,25 @@
 //!
 //! The full 8! = 40,320 sweep runs with `cargo run --release -- permute tests/fixtures/permute-8.yml`.
 
-use cordis::host::permute::{factorial, permute};
+use cordis::host::permute::factorial;
 use cordis::host::plan::{LoadPlan, PlanOptions, load_plan};
+
+/// Every order (or a seeded sample) of the tool-registering entries: the brute-force proof.
+fn brute(
+    plan: &cordis::host::plan::LoadPlan,
+    max: u64,
+    seed: u64,
+    threads: usize,
+) -> cordis::host::permute::PermuteReport {
+    let options = cordis::host::permute::ProofOptions { max, seed, threads };
+    cordis::host::permute::permute(
+        plan,
+        &cordis::host::permute::tool_entries(plan),
+        &options,
+        &|_| {},
+    )
+    .unwrap()
+}
 
 /// Tool names chosen so registration order, `str` order and UTF-16 order all disagree somewhere:
 /// U+FF5E sorts after U+1F600 in `str` (UTF-8) order but before it in UTF-16 order.
@@ -61,26 +78,26 @@ fn plan(yml: &str) -> LoadPlan {
 
 #[test]
 fn every_order_of_six_tool_entries_yields_one_digest() {
-    let report = permute(&plan(&config(6, None)), 1_000_000, 0, 2, &|_| {}).unwrap();
+    let report = brute(&plan(&config(6, None)), 1_000_000, 0, 2);
     assert!(report.exhaustive);
     assert_eq!(report.orders, factorial(6));
     assert_eq!(report.registration_orders, 720, "the proof is not vacuous");
-    assert_eq!(report.digests.len(), 1, "{:#?}", report.digests);
+    assert_eq!(report.outcomes.len(), 1, "{:#?}", report.digests);
     assert!(report.unhealthy.is_none(), "{:?}", report.unhealthy);
 }
 
 #[test]
 fn every_order_with_a_tool_order_yields_one_digest() {
     let order = r#"["mike", "<unlisted-tools>", "alpha"]"#;
-    let report = permute(&plan(&config(6, Some(order))), 1_000_000, 0, 2, &|_| {}).unwrap();
+    let report = brute(&plan(&config(6, Some(order))), 1_000_000, 0, 2);
     assert_eq!(report.orders, 720);
-    assert_eq!(report.digests.len(), 1);
+    assert_eq!(report.outcomes.len(), 1);
     assert!(report.unhealthy.is_none(), "{:?}", report.unhealthy);
 }
 
 #[test]
 fn a_seeded_sample_of_the_eight_factorial_orders_yields_one_digest() {
-    let report = permute(&plan(&config(8, None)), 2_000, 7, 2, &|_| {}).unwrap();
+    let report = brute(&plan(&config(8, None)), 2_000, 7, 2);
     assert!(!report.exhaustive);
     assert_eq!(report.orders, 2_000);
     assert!(
@@ -88,23 +105,23 @@ fn a_seeded_sample_of_the_eight_factorial_orders_yields_one_digest() {
         "{}",
         report.registration_orders
     );
-    assert_eq!(report.digests.len(), 1);
+    assert_eq!(report.outcomes.len(), 1);
     assert!(report.unhealthy.is_none(), "{:?}", report.unhealthy);
 }
 
 #[test]
 fn an_unknown_tool_order_name_fails_every_order() {
-    let report = permute(
+    let report = brute(
         &plan(&config(3, Some(r#"["ghost", "<unlisted-tools>"]"#))),
         100,
         0,
         1,
-        &|_| {},
-    )
-    .unwrap();
+    );
     let (_, why) = report.unhealthy.expect("the assembly must fail");
     assert!(
-        why.starts_with("toolOrder lists unregistered tool \"ghost\"; known tools: "),
+        why.starts_with(
+            "the assembly failed: toolOrder lists unregistered tool \"ghost\"; known tools: "
+        ),
         "{why}"
     );
 }
@@ -125,10 +142,10 @@ fn the_bundled_permutation_fixture_matches_the_generated_one() {
 
 #[test]
 fn every_order_of_six_section_registering_entries_yields_one_prompt() {
-    let report = permute(&plan(&config_with(6, None, true)), 1_000_000, 0, 2, &|_| {}).unwrap();
+    let report = brute(&plan(&config_with(6, None, true)), 1_000_000, 0, 2);
     assert_eq!(report.orders, 720);
     assert_eq!(report.registration_orders, 720);
-    assert_eq!(report.digests.len(), 1, "{:#?}", report.digests);
+    assert_eq!(report.outcomes.len(), 1, "{:#?}", report.digests);
     assert!(report.unhealthy.is_none(), "{:?}", report.unhealthy);
 }
 

@@ -40,6 +40,7 @@ impl Builtins {
         table.insert(cordis_system_prompt::SystemPromptPlugin);
         table.insert(crate::debug::Noop);
         table.insert(crate::debug::Provide);
+        table.insert(crate::debug::Claimer);
         table.insert(crate::fault::Fault);
         table.insert(crate::log_probe::LogProbe);
         table.insert(crate::echo::Echo);

@@ -1,4 +1,5 @@
-//! Small built-in plugins for realistic test configs: `debug/noop` and `debug/provide`.
+//! Small built-in plugins for realistic test configs: `debug/noop`, `debug/provide` and
+//! `debug/claim`.
 //!
 //! Runtime services are named by a `const` on their type ([`Service::NAME`]), so a service whose
 //! name comes from a config file cannot be made at run time. `debug/provide` therefore offers a
@@ -103,6 +104,103 @@ impl Plugin for Provide {
             MarkerName::Eta => ctx.provide(Marker::<6>)?,
             MarkerName::Theta => ctx.provide(Marker::<7>)?,
         };
+        Ok(())
+    }
+}
+
+/// `debug/claim`: registers what its config lists at run time *without stating it*
+/// ([`Plugin::claims`] says nothing), as a third-party plugin might: tools, prompt sections,
+/// marker services, and a `system-prompt/assemble` listener appending a note. For the
+/// proofs that two entries' run-time claims and listeners resolve the same in every order.
+#[derive(Debug, Clone, Copy)]
+pub struct Claimer;
+
+/// Config of `debug/claim`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClaimConfig {
+    /// Tools to register (each answers its entry's label).
+    #[serde(default)]
+    pub tools: Vec<String>,
+    /// Sections to register (order 10, text naming the entry).
+    #[serde(default)]
+    pub sections: Vec<String>,
+    /// Marker services to provide.
+    #[serde(default)]
+    pub services: Vec<MarkerName>,
+    /// A note an assemble listener appends as a last section (listener order shows).
+    #[serde(default)]
+    pub note: Option<String>,
+}
+
+const CLAIM_INJECT: &[cordis_runtime::Inject] = &[
+    cordis_runtime::Inject::required(cordis_tools::ToolRegistry::NAME),
+    cordis_runtime::Inject::required(cordis_system_prompt::SystemPrompt::NAME),
+];
+
+impl Plugin for Claimer {
+    type Config = ClaimConfig;
+
+    fn name(&self) -> &str {
+        "debug/claim"
+    }
+
+    fn inject(&self) -> &[cordis_runtime::Inject] {
+        CLAIM_INJECT
+    }
+
+    async fn apply(&self, ctx: Context, config: &ClaimConfig) -> Result<(), BoxError> {
+        use cordis_system_prompt::{AssembledSection, Section, SystemPrompt, SystemPromptAssemble};
+        use cordis_tools::{ToolDefinition, ToolOutput, ToolRegistry, ToolSchema};
+        let registry = ctx.require::<ToolRegistry>()?;
+        let prompt = ctx.require::<SystemPrompt>()?;
+        let who = ctx.label().unwrap_or("debug/claim").to_owned();
+        for name in &config.tools {
+            let answer = who.clone();
+            let schema = ToolSchema {
+                name: name.clone(),
+                description: format!("{name} of {who}"),
+                parameters: serde_json::json!({"type": "object"}).into(),
+            };
+            let def = ToolDefinition::new(schema, move |_, _| {
+                let answer = answer.clone();
+                async move { Ok(ToolOutput::new(answer)) }
+            });
+            let _ = registry.register_scheduled(&ctx, def).await?;
+        }
+        for name in &config.sections {
+            ctx.schedule().point(Schedule::BEFORE_REGISTER).await;
+            let section = Section::fixed(name.clone(), 10.0, format!("{name} by {who}"));
+            let _ = prompt.section(&ctx, section)?;
+        }
+        for service in &config.services {
+            ctx.schedule().point(Schedule::BEFORE_REGISTER).await;
+            let _ = match service {
+                MarkerName::Alpha => ctx.provide(Marker::<0>)?,
+                MarkerName::Beta => ctx.provide(Marker::<1>)?,
+                MarkerName::Gamma => ctx.provide(Marker::<2>)?,
+                MarkerName::Delta => ctx.provide(Marker::<3>)?,
+                MarkerName::Epsilon => ctx.provide(Marker::<4>)?,
+                MarkerName::Zeta => ctx.provide(Marker::<5>)?,
+                MarkerName::Eta => ctx.provide(Marker::<6>)?,
+                MarkerName::Theta => ctx.provide(Marker::<7>)?,
+            };
+        }
+        if let Some(note) = &config.note {
+            ctx.schedule().point(Schedule::BEFORE_REGISTER).await;
+            let note = note.clone();
+            let _ = ctx.on_waterfall::<SystemPromptAssemble, _, _>(
+                cordis_runtime::Position::Back,
+                move |mut v, next| {
+                    v.assembly.sections.push(AssembledSection {
+                        name: format!("note:{}", v.assembly.sections.len()),
+                        order: 1_000.0,
+                        text: note.clone(),
+                    });
+                    next.run(v)
+                },
+            );
+        }
         Ok(())
     }
 }

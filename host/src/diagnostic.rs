@@ -204,6 +204,22 @@ pub enum Problem {
         /// `file:line:column` of the first use.
         first: String,
     },
+    /// Two or more entries claim one name (see [`crate::claims`]).
+    #[error(
+        "{} {} also claimed by {} {}: one name, one owner; remove it from all but one of the entries, or disable all but one",
+        Shown(claims),
+        if claims.contains(", ") { "are" } else { "is" },
+        if *plural { "entries" } else { "entry" },
+        Shown(others)
+    )]
+    Conflict {
+        /// The claims, sorted (`tool "echo", section "x"`).
+        claims: String,
+        /// The other claimants with their positions, in file order.
+        others: String,
+        /// More than one other claimant.
+        plural: bool,
+    },
     /// The plugin rejected its config.
     #[error("{}", Shown(&.0.to_string()))]
     Config(cordis_runtime::ConfigError),

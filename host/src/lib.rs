@@ -10,6 +10,7 @@
 
 pub mod assembly;
 pub mod builtins;
+pub mod claims;
 pub mod config;
 pub mod cycle;
 pub mod debug;

@@ -36,6 +36,9 @@ pub enum EntryStatus {
     Failed,
     /// Disposed.
     Disposed,
+    /// Applied, but a name it claims is claimed by another entry too, so neither gets it
+    /// (see [`cordis_runtime::Claim`]): the error names every claimant.
+    Conflict,
     /// Disabled in the config (itself or its group).
     Disabled,
 }
@@ -49,6 +52,7 @@ impl EntryStatus {
             EntryStatus::Active => "active",
             EntryStatus::Failed => "failed",
             EntryStatus::Disposed => "disposed",
+            EntryStatus::Conflict => "conflict",
             EntryStatus::Disabled => "disabled",
         }
     }
@@ -67,6 +71,7 @@ impl EntryStatus {
             "active" => EntryStatus::Active,
             "failed" => EntryStatus::Failed,
             "disposed" => EntryStatus::Disposed,
+            "conflict" => EntryStatus::Conflict,
             "disabled" => EntryStatus::Disabled,
             _ => return None,
         })
@@ -177,8 +182,9 @@ impl BootReport {
         })
     }
 
-    /// The part of the report that must not depend on the seed: the digest's input and every
-    /// entry's status and error by entry id (`{"assembly": …, "entries": {id: {status, error}}}`).
+    /// The part of the report that must not depend on the seed: the digest's input, every
+    /// entry's status and error by entry id, and the incidents
+    /// (`{"assembly": …, "entries": {id: {status, error}}, "incidents": […]}`).
     ///
     /// Built with every object's keys in sorted order, so the value is canonical as it stands and
     /// its canonical bytes (what `stress` compares) need no sorted copy.
@@ -203,6 +209,10 @@ impl BootReport {
         out.insert("assembly_error".to_owned(), assembly_error);
         out.insert("digest".to_owned(), self.digest.clone().into());
         out.insert("entries".to_owned(), Value::Object(entries));
+        out.insert(
+            "incidents".to_owned(),
+            Value::Array(self.incidents.iter().cloned().map(Value::String).collect()),
+        );
         Value::Object(out)
     }
 
@@ -213,6 +223,7 @@ impl BootReport {
         self.digest == other.digest
             && self.assembly_error == other.assembly_error
             && self.assembly == other.assembly
+            && self.incidents == other.incidents
             && self.outcome_entries() == other.outcome_entries()
     }
 
@@ -247,10 +258,23 @@ impl BootReport {
 /// # Cancel safety
 /// Not cancel safe: entries applied before cancellation stay in the runtime; dispose `root`.
 pub async fn boot(root: &Context, plan: &LoadPlan) -> BootReport {
+    boot_in_order(root, plan, &mut (0..plan.entries.len())).await
+}
+
+/// [`boot`], starting plugin entries in the order `order` yields (plan indices): a proof's
+/// boot of one load order. Every entry keeps its place in the plan (listener order).
+///
+/// # Cancel safety
+/// As [`boot`].
+pub async fn boot_in_order(
+    root: &Context,
+    plan: &LoadPlan,
+    order: &mut dyn Iterator<Item = usize>,
+) -> BootReport {
     let started = std::time::Instant::now();
     preload(root, plan).await;
     let mut handles: Vec<Option<ScopeHandle>> = vec![None; plan.entries.len()];
-    start_entries(root, plan, &mut handles);
+    start_entries_in_order(root, plan, &mut handles, order);
     root.idle().await;
     report(root, plan, &handles, started.elapsed()).await
 }
@@ -312,7 +336,7 @@ pub(crate) fn start_entries_in_order(
             continue;
         }
         if let (Step::Group, Some(parent)) = (&entry.step, parent_of(handles, entry)) {
-            handles[i] = Some(parent.child_scope(&entry.name));
+            handles[i] = Some(parent.child_scope_at(&entry.name, i as u64));
         }
     }
     for i in order {
@@ -333,6 +357,8 @@ pub(crate) fn start_entries_in_order(
                 label: Some(entry.id.clone()),
                 inject: inject.iter().map(Inject::required_named).collect(),
                 timeout: Some(*timeout),
+                // Listener and guard order follow the plan, not the start order.
+                place: Some(i as u64),
             };
             handles[i] = Some(parent.plugin_with(prepared.clone(), options));
         }
@@ -355,11 +381,15 @@ pub fn entry_report(entry: &PlannedEntry, handle: Option<&ScopeHandle>) -> Entry
         };
     };
     let info = handle.info();
-    let status = EntryStatus::from(info.status);
+    let mut status = EntryStatus::from(info.status);
+    if status == EntryStatus::Active && !info.conflicts.is_empty() {
+        status = EntryStatus::Conflict;
+    }
     let retrying = status == EntryStatus::Pending && info.waiting.is_some();
     let error = match status {
         EntryStatus::Failed => info.failure.as_ref().map(ToString::to_string),
         EntryStatus::Pending if retrying => info.waiting.clone(),
+        EntryStatus::Conflict => Some(info.conflicts.join("; ")),
         EntryStatus::Pending => Some(format!(
             "waiting for service{} {}",
             if info.missing.len() == 1 { "" } else { "s" },
@@ -507,6 +537,7 @@ mod tests {
             |r| r.assembly = serde_json::json!({"tools": ["y"]}),
             |r| r.assembly_error = Some("bad".to_owned()),
             |r| r.entries.push(entry("c", EntryStatus::Active, None)),
+            |r| r.incidents.push("p (listener of \"x\"): boom".to_owned()),
             // A repeated id: the later entry wins, in both forms.
             |r| {
                 r.entries
@@ -560,6 +591,7 @@ mod tests {
                     "mid": {"status": "pending", "error": "waiting for service \"x\""},
                     "zeta": {"status": "active", "error": null},
                 },
+                "incidents": [],
             })
         );
     }

@@ -1,61 +1,224 @@
-//! Permutation proofs: boot a plan once per order of its tool-registering entries and prove that
-//! every order yields the same request digest.
+//! Permutation proofs: boot a plan once per order of its entries and prove that every order
+//! yields the same outcome — the request digest, every entry's status and reason, and the
+//! incidents.
 //!
-//! Under the `fifo` schedule on a current-thread runtime an entry's apply (and so its tool
-//! registrations) follows its position in the file, so reordering the entries in the plan *is*
-//! reordering the registrations: each permutation is a full boot of a cordis.yml written in that
-//! order. The report counts the distinct registration orders it observed, so a vacuous proof
-//! (every order registering the same way) shows up as `registration_orders: 1`.
+//! Under the `fifo` schedule on a current-thread runtime an entry's apply (and so what it
+//! registers) follows its start order, so starting the entries in another order *is* booting the
+//! cordis.yml written in that order.
 //!
-//! A tool-registering entry is a plugin entry that requires the `tools` service.
+//! # Which orders
+//! [`prove`] permutes every plugin entry and explores one order per class of orders that can
+//! differ (partial-order reduction): two entries *interact* when their footprints meet (see
+//! [`Footprint`]): a name both claim, a kind of name one registers without stating which (a
+//! tool plugin that states no tool names, an MCP server) and the other claims or registers too,
+//! or a service one injects optionally and the other provides. Entries that do not interact
+//! commute — the runtime orders listeners canonically, the registry and the assembly sort, and a
+//! required service is waited for — so two orders that agree on the relative order of every
+//! interacting pair boot the same. One order of each class (its lexicographically least, see
+//! [`normal_forms`]) stands for all of it. That commutation is itself a claim, so the suite checks
+//! it against brute force ([`permute`], every order of the chosen entries) on small
+//! compositions.
 //!
 //! # Determinism
-//! All n! orders are enumerated in lexicographic order; above `max`, `max` seeded shuffles are
-//! drawn from the permutation seed, so a run replays exactly.
+//! Orders are enumerated in lexicographic order; above `max`, `max` seeded shuffles are drawn
+//! from the permutation seed, so a run replays exactly. Each distinct outcome is reported with
+//! the first order (in that enumeration) that produced it.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Instant;
 
-use cordis_runtime::{Context, Policy, Schedule, ScopeStatus, Service};
+use cordis_runtime::{Claim, Context, Policy, Schedule, Service};
 
 use crate::assembly::{HeaderBytes, header_bytes};
-use crate::loader::start_entries_in_order;
-use crate::plan::{LoadPlan, Step};
+use crate::claims::entry_claims;
+use crate::loader::{EntryStatus, entry_report, start_entries_in_order};
+use crate::plan::{LoadPlan, PlannedEntry, Step};
 
-/// Indices (in the plan) of the entries whose registrations are permuted.
+/// Indices (in the plan) of the entries that require the `tools` service: what [`permute`]
+/// reorders when asked for registration orders only.
 pub fn tool_entries(plan: &LoadPlan) -> Vec<usize> {
     plan.entries
         .iter()
         .enumerate()
-        .filter(|(_, e)| match &e.step {
-            Step::Plugin { prepared, .. } => prepared
-                .plugin
-                .inject()
-                .iter()
-                .any(|i| i.required && i.name == cordis_tools::ToolRegistry::NAME),
-            _ => false,
-        })
+        .filter(|(_, e)| requires(e, cordis_tools::ToolRegistry::NAME))
         .map(|(i, _)| i)
         .collect()
 }
 
-/// What a permutation run found.
-#[derive(Debug, Clone)]
-pub struct PermuteReport {
-    /// Ids of the permuted entries, in file order.
-    pub entries: Vec<String>,
-    /// Orders booted.
-    pub orders: u64,
-    /// True when every order was booted (not a seeded sample).
-    pub exhaustive: bool,
-    /// Each distinct digest with the first order (entry ids) that produced it.
-    pub digests: BTreeMap<String, Vec<String>>,
-    /// How many distinct tool-registration orders the boots went through.
-    pub registration_orders: usize,
-    /// The first order in which an entry was not active or the assembly failed, with why.
-    pub unhealthy: Option<(Vec<String>, String)>,
-    /// Wall-clock seconds.
-    pub seconds: f64,
+/// Indices of every plugin entry: what [`prove`] reorders (any of them may claim, listen or
+/// guard).
+pub fn plugin_entries(plan: &LoadPlan) -> Vec<usize> {
+    plan.entries
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| matches!(e.step, Step::Plugin { .. }))
+        .map(|(i, _)| i)
+        .collect()
+}
+
+fn requires(entry: &PlannedEntry, service: &str) -> bool {
+    match &entry.step {
+        Step::Plugin {
+            prepared, inject, ..
+        } => {
+            prepared
+                .plugin
+                .inject()
+                .iter()
+                .any(|i| i.required && i.name == service)
+                || inject.iter().any(|i| i == service)
+        }
+        _ => false,
+    }
+}
+
+/// The kinds of name an entry registers at run time without stating which.
+pub const OPEN_KINDS: [&str; 2] = ["tool", "section"];
+
+/// What an entry may touch that another entry's order could matter to.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Footprint {
+    /// The names it claims (services it provides included), sorted.
+    pub claims: Vec<Claim>,
+    /// Kinds of name it may claim without stating them ([`cordis_runtime::Plugin::open_claims`];
+    /// a plugin that has not said is taken to claim [`OPEN_KINDS`] names of each registry it
+    /// requires — `tools`, `system-prompt` — unless it states such names).
+    pub open: Vec<&'static str>,
+    /// Services it injects optionally (it behaves differently with and without them).
+    pub optional: Vec<String>,
+}
+
+impl Footprint {
+    /// The footprint of `entry` (empty for groups and disabled entries).
+    pub fn of(entry: &PlannedEntry) -> Footprint {
+        let Step::Plugin { prepared, .. } = &entry.step else {
+            return Footprint::default();
+        };
+        let claims = entry_claims(entry);
+        let registries = [
+            ("tool", cordis_tools::ToolRegistry::NAME),
+            ("section", cordis_system_prompt::SystemPrompt::NAME),
+        ];
+        // What the plugin says, else a guess from the registries it injects.
+        let open = prepared
+            .plugin
+            .open_claims_erased(&*prepared.config)
+            .unwrap_or_else(|| {
+                registries
+                    .into_iter()
+                    .filter(|(kind, service)| {
+                        requires(entry, service) && !claims.iter().any(|c| c.kind == *kind)
+                    })
+                    .map(|(kind, _)| kind)
+                    .collect()
+            });
+        let mut optional: Vec<String> = prepared
+            .plugin
+            .inject()
+            .iter()
+            .filter(|i| !i.required)
+            .map(|i| i.name.to_string())
+            .collect();
+        optional.sort();
+        Footprint {
+            claims,
+            open,
+            optional,
+        }
+    }
+
+    /// Whether the order of this entry and `other` can matter (symmetric).
+    pub fn interacts(&self, other: &Footprint) -> bool {
+        let shares = self
+            .claims
+            .iter()
+            .any(|c| other.claims.binary_search(c).is_ok());
+        let open_meets = |a: &Footprint, b: &Footprint| {
+            a.open
+                .iter()
+                .any(|k| b.open.contains(k) || b.claims.iter().any(|c| c.kind == *k))
+        };
+        let optional_meets = |a: &Footprint, b: &Footprint| {
+            a.optional
+                .iter()
+                .any(|s| b.claims.iter().any(|c| c.kind == "service" && c.name == *s))
+        };
+        shares
+            || open_meets(self, other)
+            || open_meets(other, self)
+            || optional_meets(self, other)
+            || optional_meets(other, self)
+    }
+}
+
+/// The lexicographically least order of every class of orders of `0..n` under the commutation
+/// of independent elements (`dependent(a, b)` false), in lexicographic order; at most `cap`
+/// of them. Returns the orders and whether that is all of them.
+///
+/// An order is the least of its class exactly when no element could move left past a run of
+/// elements independent of it, all of them, to before a larger one (Anisimov and Knuth's
+/// normal form), which is checked as each element is appended.
+pub fn normal_forms(
+    n: usize,
+    dependent: &dyn Fn(usize, usize) -> bool,
+    cap: u64,
+) -> (Vec<Vec<usize>>, bool) {
+    struct Search<'a> {
+        n: usize,
+        dependent: &'a dyn Fn(usize, usize) -> bool,
+        cap: u64,
+        order: Vec<usize>,
+        used: Vec<bool>,
+        out: Vec<Vec<usize>>,
+        complete: bool,
+    }
+    impl Search<'_> {
+        fn admissible(&self, v: usize) -> bool {
+            for &u in self.order.iter().rev() {
+                if (self.dependent)(u, v) {
+                    return true;
+                }
+                if u > v {
+                    return false;
+                }
+            }
+            true
+        }
+        fn go(&mut self) {
+            if !self.complete {
+                return;
+            }
+            if self.order.len() == self.n {
+                if self.out.len() as u64 >= self.cap {
+                    self.complete = false;
+                    return;
+                }
+                self.out.push(self.order.clone());
+                return;
+            }
+            for v in 0..self.n {
+                if self.used[v] || !self.admissible(v) {
+                    continue;
+                }
+                self.used[v] = true;
+                self.order.push(v);
+                self.go();
+                self.order.pop();
+                self.used[v] = false;
+            }
+        }
+    }
+    let mut search = Search {
+        n,
+        dependent,
+        cap,
+        order: Vec::with_capacity(n),
+        used: vec![false; n],
+        out: Vec::new(),
+        complete: true,
+    };
+    search.go();
+    (search.out, search.complete)
 }
 
 /// n! (saturating).
@@ -96,53 +259,127 @@ pub fn order_of(n: usize, exhaustive: bool, seed: u64, k: u64) -> Vec<usize> {
     }
 }
 
-struct Partial {
-    /// Distinct header bytes with the first order that produced them; hashed once at the end.
-    headers: HashMap<HeaderBytes, Vec<String>>,
-    registrations: HashSet<Vec<String>>,
-    unhealthy: Option<(u64, Vec<String>, String)>,
+/// What booting one order shows: everything the proof compares, and the registrations.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OrderOutcome {
+    /// The request digest of this order.
+    pub digest: String,
+    /// Why `assemble()` failed, if it did.
+    pub assembly_error: Option<String>,
+    /// Every entry's id, status and reason, in file order.
+    pub entries: Vec<(String, EntryStatus, Option<String>)>,
+    /// Contained failures (panicking listeners, undos, tasks), sorted.
+    pub incidents: Vec<String>,
+    /// The tool registrations in the order they happened (`who: tool`); not compared.
+    pub registrations: Vec<String>,
 }
 
-/// What one boot of a permutation shows: less than a full report, as much as the proof needs.
-struct Outcome {
-    header: HeaderBytes,
-    registrations: Vec<String>,
-    unhealthy: Option<String>,
+impl OrderOutcome {
+    /// Why this order did not boot cleanly: an entry not where the config asked, or a failed
+    /// assembly.
+    pub fn unhealthy(&self) -> Option<String> {
+        if let Some(error) = &self.assembly_error {
+            return Some(format!("the assembly failed: {error}"));
+        }
+        let bad: Vec<String> = self
+            .entries
+            .iter()
+            .filter(|(_, status, _)| !status.is_as_configured())
+            .map(|(id, status, error)| match error {
+                Some(error) => format!("{id} is {status}: {error}"),
+                None => format!("{id} is {status}"),
+            })
+            .collect();
+        (!bad.is_empty()).then(|| bad.join(", "))
+    }
+
+    /// How `other` differs from this outcome, one line each (empty when they agree), naming
+    /// this one's order `mine` and the other's `theirs`.
+    pub fn differences(&self, mine: &str, other: &OrderOutcome, theirs: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        let status = |s: EntryStatus, e: &Option<String>| match e {
+            Some(e) => format!("{s} ({e})"),
+            None => s.to_string(),
+        };
+        for ((id, s1, e1), (_, s2, e2)) in self.entries.iter().zip(&other.entries) {
+            if (s1, e1) != (s2, e2) {
+                out.push(format!(
+                    "entry {id} is {} in order {mine}, {} in order {theirs}",
+                    status(*s1, e1),
+                    status(*s2, e2)
+                ));
+            }
+        }
+        if self.digest != other.digest {
+            out.push(format!(
+                "the request differs: digest {} in order {mine}, {} in order {theirs}",
+                self.digest, other.digest
+            ));
+        }
+        if self.incidents != other.incidents {
+            out.push(format!(
+                "the incidents differ: {:?} in order {mine}, {:?} in order {theirs}",
+                self.incidents, other.incidents
+            ));
+        }
+        out
+    }
+}
+
+/// The compared part of an outcome: all of it but the registrations.
+type Key = (
+    String,
+    Option<String>,
+    Vec<(String, EntryStatus, Option<String>)>,
+    Vec<String>,
+);
+
+impl OrderOutcome {
+    fn key(&self) -> Key {
+        (
+            self.digest.clone(),
+            self.assembly_error.clone(),
+            self.entries.clone(),
+            self.incidents.clone(),
+        )
+    }
 }
 
 /// Boots `plan` under the `fifo` schedule with its plugin entries started in `order` (plan
-/// indices), and disposes it again.
-async fn boot_outcome(plan: &LoadPlan, order: &[usize]) -> Outcome {
+/// indices), and disposes it again: one boot of a proof.
+pub async fn boot(plan: &LoadPlan, order: &[usize]) -> OrderOutcome {
     let root = Context::root_with(Schedule::fifo());
     let mut handles = vec![None; plan.entries.len()];
     crate::loader::preload(&root, plan).await;
     start_entries_in_order(&root, plan, &mut handles, &mut order.iter().copied());
     root.idle().await;
-    let bad: Vec<String> = plan
+    let entries = plan
         .entries
         .iter()
         .zip(&handles)
-        .filter_map(|(e, h)| {
-            let h = h.as_ref()?;
-            let status = h.status();
-            (status != ScopeStatus::Active).then(|| match h.failure() {
-                Some(failure) => format!("{} is {status}: {failure}", e.id),
-                None => format!("{} is {status}", e.id),
-            })
+        .map(|(e, h)| {
+            let r = entry_report(e, h.as_ref());
+            (r.id, r.status, r.error)
         })
         .collect();
     let header = header_bytes(&root).await;
-    let unhealthy = match &header {
-        HeaderBytes::Failed(message) => Some(message.clone()),
-        _ if !bad.is_empty() => Some(bad.join(", ")),
-        _ => None,
-    };
+    let mut incidents: Vec<String> = root
+        .incidents()
+        .into_iter()
+        .map(|i| format!("{} ({}): {}", i.plugin, i.site, i.message))
+        .collect();
+    incidents.sort();
     let registrations = root.trace_details(Schedule::TRACE_REGISTER);
     root.dispose();
-    Outcome {
-        header,
+    OrderOutcome {
+        digest: header.digest(),
+        assembly_error: match header {
+            HeaderBytes::Failed(message) => Some(message),
+            _ => None,
+        },
+        entries,
+        incidents,
         registrations,
-        unhealthy,
     }
 }
 
@@ -156,83 +393,118 @@ fn start_order(n: usize, positions: &[usize], order: &[usize]) -> Vec<usize> {
     indices
 }
 
-/// What booting one order shows: the digest the proof compares, and why it was unhealthy.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OrderOutcome {
-    /// The request digest of this order.
-    pub digest: String,
-    /// Why an entry was not active or the assembly failed, if so.
-    pub unhealthy: Option<String>,
-    /// The tool registrations in the order they happened (`who: tool`).
-    pub registrations: Vec<String>,
-}
-
-/// Boots one order of the tool-registering entries (`order[k]` indexes [`tool_entries`]),
-/// exactly as [`permute`] boots each of its orders, so a printed order replays what failed.
+/// Boots one order of the entries at `positions` (`order[k]` indexes `positions`), exactly as
+/// the proofs boot each of their orders, so a printed order replays what it found.
 ///
 /// # Errors
 /// Only if a tokio runtime cannot be built.
-pub fn boot_order(plan: &LoadPlan, order: &[usize]) -> std::io::Result<OrderOutcome> {
-    let positions = tool_entries(plan);
-    let starts = start_order(plan.entries.len(), &positions, order);
-    let rt = crate::shutdown::current_thread()?;
-    let outcome = rt.block_on(boot_outcome(plan, &starts));
-    crate::shutdown::end(rt);
-    Ok(OrderOutcome {
-        digest: outcome.header.digest(),
-        unhealthy: outcome.unhealthy,
-        registrations: outcome.registrations,
-    })
-}
-
-/// Boots `plan` once per order of its tool-registering entries (all of them when n! ≤ `max`,
-/// else `max` seeded shuffles of `seed`), on `threads` current-thread runtimes.
-///
-/// # Errors
-/// Only if a tokio runtime cannot be built.
-pub fn permute(
+pub fn boot_order(
     plan: &LoadPlan,
-    max: u64,
-    seed: u64,
+    positions: &[usize],
+    order: &[usize],
+) -> std::io::Result<OrderOutcome> {
+    let starts = start_order(plan.entries.len(), positions, order);
+    let rt = crate::shutdown::current_thread()?;
+    let outcome = rt.block_on(boot(plan, &starts));
+    crate::shutdown::end(rt);
+    Ok(outcome)
+}
+
+/// What a permutation run found.
+#[derive(Debug, Clone)]
+pub struct PermuteReport {
+    /// Ids of the permuted entries, in file order.
+    pub entries: Vec<String>,
+    /// Orders booted.
+    pub orders: u64,
+    /// All n! orders of the permuted entries, covered by the orders booted when
+    /// [`Self::exhaustive`].
+    pub all_orders: u64,
+    /// True when every order was covered: booted, or stood for by a booted order of its class.
+    pub exhaustive: bool,
+    /// Pairs of permuted entries whose relative order was explored (ids, file order); `None`
+    /// for a brute-force run, which explores every pair.
+    pub interacting: Option<Vec<(String, String)>>,
+    /// Claims of the permuted entries by kind, and `open <kind>` for entries registering names
+    /// of a kind without stating them.
+    pub claims: BTreeMap<String, usize>,
+    /// Each distinct outcome with the first order (entry ids) that produced it, first first.
+    pub outcomes: Vec<(Vec<String>, OrderOutcome)>,
+    /// Each distinct digest with the first order that produced it.
+    pub digests: BTreeMap<String, Vec<String>>,
+    /// How many distinct tool-registration orders the boots went through.
+    pub registration_orders: usize,
+    /// The first order in which an entry was not where the config asked or the assembly failed,
+    /// with why.
+    pub unhealthy: Option<(Vec<String>, String)>,
+    /// Wall-clock seconds.
+    pub seconds: f64,
+}
+
+/// Where the orders of a run come from.
+enum Orders {
+    /// Order `k` of every order (lexicographic), or of `max` seeded shuffles.
+    Indexed { exhaustive: bool, seed: u64 },
+    /// These orders.
+    Listed(Vec<Vec<usize>>),
+}
+
+/// One worker's findings.
+#[derive(Default)]
+struct Partial {
+    /// Distinct outcomes with the first order index that produced them.
+    outcomes: HashMap<Key, (u64, Vec<String>, OrderOutcome)>,
+    registrations: HashSet<Vec<String>>,
+}
+
+/// Boots `plan` once per order (`count` of them, from `orders`) of the entries at `positions`,
+/// on `threads` current-thread runtimes. `boot_one` boots one start order; the `--preset` proof
+/// passes its own.
+///
+/// # Errors
+/// Only if a tokio runtime cannot be built, or `boot_one` fails.
+fn drive(
+    plan: &LoadPlan,
+    positions: &[usize],
+    orders: &Orders,
+    count: u64,
     threads: usize,
     on_progress: &(dyn Fn(u64) + Sync),
-) -> std::io::Result<PermuteReport> {
-    let positions = tool_entries(plan);
+    boot_one: &BootOne<'_>,
+) -> std::io::Result<(Vec<(Vec<String>, OrderOutcome)>, usize)> {
     let n = positions.len();
-    let all = factorial(n);
-    let exhaustive = all <= max;
-    let orders = if exhaustive { all } else { max };
     let threads = threads.clamp(1, 16) as u64;
-    let started = Instant::now();
     let done = std::sync::atomic::AtomicU64::new(0);
+    let order_at = |k: u64| match orders {
+        Orders::Indexed { exhaustive, seed } => order_of(n, *exhaustive, *seed, k),
+        Orders::Listed(list) => list[k as usize].clone(),
+    };
     let partials: Vec<std::io::Result<Partial>> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
             .map(|t| {
-                let positions = &positions;
-                let done = &done;
+                let (done, order_at) = (&done, &order_at);
                 s.spawn(move || -> std::io::Result<Partial> {
                     let rt = crate::shutdown::current_thread()?;
-                    let mut part = Partial {
-                        headers: HashMap::new(),
-                        registrations: HashSet::new(),
-                        unhealthy: None,
-                    };
-                    let (from, to) = (orders * t / threads, orders * (t + 1) / threads);
-                    for k in from..to {
-                        let order = order_of(n, exhaustive, seed, k);
+                    let mut part = Partial::default();
+                    for k in count * t / threads..count * (t + 1) / threads {
+                        let order = order_at(k);
                         let starts = start_order(plan.entries.len(), positions, &order);
                         let ids: Vec<String> = order
                             .iter()
                             .map(|&i| plan.entries[positions[i]].id.clone())
                             .collect();
-                        let outcome = rt.block_on(boot_outcome(plan, &starts));
-                        part.registrations.insert(outcome.registrations);
-                        if part.unhealthy.is_none()
-                            && let Some(why) = outcome.unhealthy
-                        {
-                            part.unhealthy = Some((k, ids.clone(), why));
+                        let mut outcome = boot_one(&rt, &starts)?;
+                        part.registrations
+                            .insert(std::mem::take(&mut outcome.registrations));
+                        let key = outcome.key();
+                        let first = part
+                            .outcomes
+                            .entry(key)
+                            .or_insert((k, ids.clone(), outcome));
+                        if k < first.0 {
+                            first.0 = k;
+                            first.1 = ids;
                         }
-                        part.headers.entry(outcome.header).or_insert(ids);
                         let d = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
                         on_progress(d);
                     }
@@ -249,38 +521,261 @@ pub fn permute(
             })
             .collect()
     });
-    let mut digests = BTreeMap::new();
+    let mut outcomes: HashMap<Key, (u64, Vec<String>, OrderOutcome)> = HashMap::new();
     let mut registrations = HashSet::new();
-    let mut unhealthy: Option<(u64, Vec<String>, String)> = None;
     for part in partials {
         let part = part?;
-        for (header, ids) in part.headers {
-            digests.entry(header.digest()).or_insert(ids);
+        for (key, first) in part.outcomes {
+            match outcomes.get_mut(&key) {
+                Some(slot) if first.0 < slot.0 => *slot = first,
+                Some(_) => {}
+                None => {
+                    outcomes.insert(key, first);
+                }
+            }
         }
         registrations.extend(part.registrations);
-        if let Some(u) = part.unhealthy
-            && unhealthy.as_ref().is_none_or(|(k, _, _)| u.0 < *k)
-        {
-            unhealthy = Some(u);
+    }
+    let mut outcomes: Vec<(u64, Vec<String>, OrderOutcome)> = outcomes.into_values().collect();
+    outcomes.sort_by_key(|(k, _, _)| *k);
+    Ok((
+        outcomes
+            .into_iter()
+            .map(|(_, ids, outcome)| (ids, outcome))
+            .collect(),
+        registrations.len(),
+    ))
+}
+
+/// How a proof runs.
+#[derive(Debug, Clone, Copy)]
+pub struct ProofOptions {
+    /// Boot at most this many orders: every class of orders when there are no more, else this
+    /// many seeded shuffles.
+    pub max: u64,
+    /// Seed of the shuffles.
+    pub seed: u64,
+    /// Worker threads, each with its own current-thread runtime.
+    pub threads: usize,
+}
+
+/// The entries [`prove`] permutes, their footprints' interacting pairs and claim counts.
+#[derive(Debug, Clone)]
+pub struct Space {
+    /// Plan indices of the permuted entries, in file order.
+    pub positions: Vec<usize>,
+    /// Each permuted entry's footprint.
+    pub footprints: Vec<Footprint>,
+    /// `dependent[a][b]`: entries `a` and `b` (indices into `positions`) interact.
+    pub dependent: Vec<Vec<bool>>,
+}
+
+impl Space {
+    /// Every plugin entry of `plan` with its footprint.
+    pub fn of(plan: &LoadPlan) -> Space {
+        let positions = plugin_entries(plan);
+        let footprints: Vec<Footprint> = positions
+            .iter()
+            .map(|&p| Footprint::of(&plan.entries[p]))
+            .collect();
+        let n = positions.len();
+        let mut dependent = vec![vec![false; n]; n];
+        for a in 0..n {
+            for b in a + 1..n {
+                let d = footprints[a].interacts(&footprints[b]);
+                dependent[a][b] = d;
+                dependent[b][a] = d;
+            }
+        }
+        Space {
+            positions,
+            footprints,
+            dependent,
         }
     }
-    Ok(PermuteReport {
+
+    /// Claims by kind, and `open <kind>` counts.
+    pub fn claim_counts(&self) -> BTreeMap<String, usize> {
+        let mut out = BTreeMap::new();
+        for f in &self.footprints {
+            for c in &f.claims {
+                *out.entry(c.kind.to_string()).or_default() += 1;
+            }
+            for k in &f.open {
+                *out.entry(format!("open {k}")).or_default() += 1;
+            }
+        }
+        out
+    }
+
+    /// One order per class (at most `cap`), and whether that is all of them.
+    pub fn classes(&self, cap: u64) -> (Vec<Vec<usize>>, bool) {
+        normal_forms(self.positions.len(), &|a, b| self.dependent[a][b], cap)
+    }
+}
+
+/// The reduced proof: every plugin entry of `plan`, one boot per class of orders (see the
+/// module docs), the whole outcome compared. More classes than `max`: `max` seeded shuffles.
+///
+/// # Errors
+/// Only if a tokio runtime cannot be built.
+pub fn prove(
+    plan: &LoadPlan,
+    options: &ProofOptions,
+    on_progress: &(dyn Fn(u64) + Sync),
+) -> std::io::Result<PermuteReport> {
+    let space = Space::of(plan);
+    prove_with(plan, &space, options, on_progress, &|rt, starts| {
+        Ok(rt.block_on(boot(plan, starts)))
+    })
+}
+
+/// Boots one start order (plan indices) on a runtime: [`boot`], or a boot that does more
+/// (the `--preset` proof joins a preset after it).
+pub type BootOne<'a> =
+    dyn Fn(&tokio::runtime::Runtime, &[usize]) -> std::io::Result<OrderOutcome> + Sync + 'a;
+
+/// [`prove`] over `space`, booting each start order with `boot_one`.
+///
+/// # Errors
+/// Only if a tokio runtime cannot be built, or `boot_one` fails.
+pub fn prove_with(
+    plan: &LoadPlan,
+    space: &Space,
+    options: &ProofOptions,
+    on_progress: &(dyn Fn(u64) + Sync),
+    boot_one: &BootOne<'_>,
+) -> std::io::Result<PermuteReport> {
+    let started = Instant::now();
+    let (classes, complete) = space.classes(options.max);
+    let (orders, count) = if complete {
+        let count = classes.len() as u64;
+        (Orders::Listed(classes), count)
+    } else {
+        (
+            Orders::Indexed {
+                exhaustive: false,
+                seed: options.seed,
+            },
+            options.max,
+        )
+    };
+    let (outcomes, registration_orders) = drive(
+        plan,
+        &space.positions,
+        &orders,
+        count,
+        options.threads,
+        on_progress,
+        boot_one,
+    )?;
+    let id = |a: usize| plan.entries[space.positions[a]].id.clone();
+    let n = space.positions.len();
+    let interacting = (0..n)
+        .flat_map(|a| (a + 1..n).map(move |b| (a, b)))
+        .filter(|&(a, b)| space.dependent[a][b])
+        .map(|(a, b)| (id(a), id(b)))
+        .collect();
+    Ok(report(
+        plan,
+        &space.positions,
+        count,
+        complete,
+        Some(interacting),
+        space.claim_counts(),
+        outcomes,
+        registration_orders,
+        started,
+    ))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn report(
+    plan: &LoadPlan,
+    positions: &[usize],
+    orders: u64,
+    exhaustive: bool,
+    interacting: Option<Vec<(String, String)>>,
+    claims: BTreeMap<String, usize>,
+    outcomes: Vec<(Vec<String>, OrderOutcome)>,
+    registration_orders: usize,
+    started: Instant,
+) -> PermuteReport {
+    let mut digests = BTreeMap::new();
+    for (ids, outcome) in &outcomes {
+        digests
+            .entry(outcome.digest.clone())
+            .or_insert_with(|| ids.clone());
+    }
+    let unhealthy = outcomes
+        .iter()
+        .find_map(|(ids, o)| o.unhealthy().map(|why| (ids.clone(), why)));
+    PermuteReport {
         entries: positions
             .iter()
             .map(|&i| plan.entries[i].id.clone())
             .collect(),
         orders,
+        all_orders: factorial(positions.len()),
         exhaustive,
+        interacting,
+        claims,
+        outcomes,
         digests,
-        registration_orders: registrations.len(),
-        unhealthy: unhealthy.map(|(_, ids, why)| (ids, why)),
+        registration_orders,
+        unhealthy,
         seconds: started.elapsed().as_secs_f64(),
-    })
+    }
+}
+
+/// The brute-force proof: boots `plan` once per order of the entries at `positions` (all of
+/// them when n! ≤ `max`, else `max` seeded shuffles of `seed`), on `threads` runtimes, the whole
+/// outcome compared. [`tool_entries`] gives the registration-order proof.
+///
+/// # Errors
+/// Only if a tokio runtime cannot be built.
+pub fn permute(
+    plan: &LoadPlan,
+    positions: &[usize],
+    options: &ProofOptions,
+    on_progress: &(dyn Fn(u64) + Sync),
+) -> std::io::Result<PermuteReport> {
+    let started = Instant::now();
+    let n = positions.len();
+    let all = factorial(n);
+    let exhaustive = all <= options.max;
+    let count = if exhaustive { all } else { options.max };
+    let orders = Orders::Indexed {
+        exhaustive,
+        seed: options.seed,
+    };
+    let (outcomes, registration_orders) = drive(
+        plan,
+        positions,
+        &orders,
+        count,
+        options.threads,
+        on_progress,
+        &|rt, starts| Ok(rt.block_on(boot(plan, starts))),
+    )?;
+    let claims = Space::of(plan).claim_counts();
+    Ok(report(
+        plan,
+        positions,
+        count,
+        exhaustive,
+        None,
+        claims,
+        outcomes,
+        registration_orders,
+        started,
+    ))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     #[test]
     fn nth_permutation_enumerates_every_order_once() {
@@ -300,6 +795,175 @@ mod tests {
             let mut p = sampled_permutation(8, 1, k);
             p.sort_unstable();
             assert_eq!(p, (0..8).collect::<Vec<_>>());
+        }
+    }
+
+    /// The class of `order`: the relative order of every dependent pair.
+    fn class_of(order: &[usize], dep: &[Vec<bool>]) -> Vec<bool> {
+        let mut at = vec![0; order.len()];
+        for (i, &v) in order.iter().enumerate() {
+            at[v] = i;
+        }
+        let n = order.len();
+        (0..n)
+            .flat_map(|a| (a + 1..n).map(move |b| (a, b)))
+            .filter(|&(a, b)| dep[a][b])
+            .map(|(a, b)| at[a] < at[b])
+            .collect()
+    }
+
+    #[test]
+    fn independent_elements_give_one_class_and_a_clique_gives_every_order() {
+        let none = |_: usize, _: usize| false;
+        let (forms, complete) = normal_forms(20, &none, 10);
+        assert!(complete);
+        assert_eq!(forms, vec![(0..20).collect::<Vec<_>>()]);
+        let all = |_: usize, _: usize| true;
+        let (forms, complete) = normal_forms(5, &all, 1_000);
+        assert!(complete);
+        assert_eq!(forms.len(), 120);
+        let (forms, complete) = normal_forms(5, &all, 7);
+        assert!(!complete);
+        assert_eq!(forms.len(), 7);
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+
+        /// The reduction agrees with brute force: its orders lie in distinct classes and every
+        /// order of `0..n` lies in the class of one of them.
+        #[test]
+        fn normal_forms_are_one_per_class_of_all_orders(
+            n in 1usize..=6,
+            bits in proptest::collection::vec(any::<bool>(), 15),
+        ) {
+            let mut dep = vec![vec![false; n]; n];
+            let mut next = bits.iter();
+            for a in 0..n {
+                for b in a + 1..n {
+                    let d = *next.next().unwrap_or(&false);
+                    dep[a][b] = d;
+                    dep[b][a] = d;
+                }
+            }
+            let (forms, complete) = normal_forms(n, &|a, b| dep[a][b], u64::MAX);
+            prop_assert!(complete);
+            let reduced: HashSet<Vec<bool>> = forms.iter().map(|o| class_of(o, &dep)).collect();
+            prop_assert_eq!(reduced.len(), forms.len(), "two forms in one class");
+            // Every order by brute force, in lexicographic order: the first of each class is
+            // its least.
+            let mut least: BTreeMap<Vec<bool>, Vec<usize>> = BTreeMap::new();
+            for k in 0..factorial(n) {
+                let order = nth_permutation(n, k);
+                least.entry(class_of(&order, &dep)).or_insert(order);
+            }
+            let brute: HashSet<Vec<bool>> = least.keys().cloned().collect();
+            prop_assert_eq!(reduced, brute);
+            for form in &forms {
+                prop_assert_eq!(&least[&class_of(form, &dep)], form);
+            }
+        }
+    }
+
+    /// A composition of `debug/claim` entries (each: tools, sections, services, a note).
+    fn composition(entries: &[(Vec<&str>, Vec<&str>, Vec<&str>, bool)]) -> LoadPlan {
+        let mut yml = String::from(
+            "- id: system-prompt\n  name: system-prompt\n- id: tools\n  name: tools\n",
+        );
+        for (i, (tools, sections, services, note)) in entries.iter().enumerate() {
+            yml.push_str(&format!(
+                "- id: c{i}\n  name: debug/claim\n  config: {{tools: {tools:?}, sections: {sections:?}, services: {services:?}{}}}\n",
+                if *note { format!(", note: \"note of c{i}\"") } else { String::new() }
+            ));
+        }
+        crate::plan::load_plan(
+            &yml,
+            "generated.yml",
+            &|_| None,
+            &crate::builtins::Builtins::host(),
+            &crate::plan::PlanOptions::default(),
+        )
+        .unwrap_or_else(|e| panic!("{e}\n{yml}"))
+    }
+
+    const OPTIONS: ProofOptions = ProofOptions {
+        max: 1_000,
+        seed: 0,
+        threads: 1,
+    };
+
+    #[test]
+    fn names_two_entries_register_at_run_time_resolve_the_same_in_every_order() {
+        let plan = composition(&[
+            (vec!["echo", "mine"], vec!["guide"], vec!["alpha"], true),
+            (vec!["echo"], vec!["guide"], vec!["alpha"], true),
+            (vec!["other"], vec![], vec![], true),
+        ]);
+        let positions: Vec<usize> = (2..5).collect();
+        let brute = permute(&plan, &positions, &OPTIONS, &|_| {}).unwrap();
+        assert_eq!(brute.orders, 6);
+        assert_eq!(brute.outcomes.len(), 1, "{:#?}", brute.outcomes);
+        let outcome = &brute.outcomes[0].1;
+        let conflict = "conflict: section \"guide\", service \"alpha\", tool \"echo\" are claimed by entries \"c0\" and \"c1\", so none of them gets them; remove them from all but one (or disable all but one of the entries)";
+        assert_eq!(
+            outcome.entries[2..4],
+            [
+                (
+                    "c0".to_owned(),
+                    EntryStatus::Conflict,
+                    Some(conflict.to_owned())
+                ),
+                (
+                    "c1".to_owned(),
+                    EntryStatus::Conflict,
+                    Some(conflict.to_owned())
+                ),
+            ]
+        );
+        assert_eq!(outcome.entries[4].1, EntryStatus::Active);
+        assert!(brute.registration_orders > 1, "the proof is not vacuous");
+        // The reduced proof explores the interacting orders only and finds the same outcome.
+        let reduced = prove(&plan, &OPTIONS, &|_| {}).unwrap();
+        assert!(reduced.exhaustive);
+        assert!(reduced.orders < factorial(5), "{}", reduced.orders);
+        assert_eq!(reduced.outcomes.len(), 1);
+        assert_eq!(reduced.outcomes[0].1.key(), outcome.key());
+    }
+
+    /// A random composition of 2–4 `debug/claim` entries drawing from few names.
+    fn arbitrary_composition() -> impl Strategy<
+        Value = Vec<(
+            Vec<&'static str>,
+            Vec<&'static str>,
+            Vec<&'static str>,
+            bool,
+        )>,
+    > {
+        let entry = (
+            proptest::sample::subsequence(vec!["a", "b", "c"], 0..=2),
+            proptest::sample::subsequence(vec!["s1", "s2"], 0..=1),
+            proptest::sample::subsequence(vec!["alpha", "beta"], 0..=1),
+            any::<bool>(),
+        );
+        proptest::collection::vec(entry, 2..=4)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(24))]
+
+        /// Random compositions whose entries claim overlapping names at run time (tools,
+        /// sections, services) and listen to one waterfall: every order of them boots to one
+        /// outcome, and the reduced proof finds exactly that outcome.
+        #[test]
+        fn every_order_of_overlapping_claims_gives_one_outcome(entries in arbitrary_composition()) {
+            let plan = composition(&entries);
+            let positions: Vec<usize> = (2..plan.entries.len()).collect();
+            let brute = permute(&plan, &positions, &OPTIONS, &|_| {}).unwrap();
+            prop_assert!(brute.exhaustive);
+            prop_assert_eq!(brute.outcomes.len(), 1, "{:#?}", brute.outcomes);
+            let reduced = prove(&plan, &OPTIONS, &|_| {}).unwrap();
+            prop_assert_eq!(reduced.outcomes.len(), 1);
+            prop_assert_eq!(reduced.outcomes[0].1.key(), brute.outcomes[0].1.key());
         }
     }
 }

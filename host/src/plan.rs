@@ -300,6 +300,7 @@ fn resolve_lenient(
         }
         d
     }));
+    errors.extend(crate::claims::conflicts(&plan));
     (plan, errors)
 }
 

@@ -49,6 +49,7 @@ pub(crate) struct Shared {
     next_effect: AtomicU64,
     scopes: Mutex<BTreeMap<ScopeId, Weak<ScopeNode>>>,
     pub(crate) services: Mutex<ServiceTable>,
+    pub(crate) claims: Mutex<crate::claim::ClaimTable>,
     pub(crate) listeners: Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,
     pub(crate) counters: Counters,
     loading: AtomicUsize,
@@ -210,6 +211,7 @@ impl Context {
             next_effect: AtomicU64::new(0),
             scopes: Mutex::new(BTreeMap::new()),
             services: Mutex::new(ServiceTable::default()),
+            claims: Mutex::new(crate::claim::ClaimTable::default()),
             listeners: Mutex::new(HashMap::new()),
             counters: Counters::default(),
             loading: AtomicUsize::new(0),
@@ -227,6 +229,7 @@ impl Context {
             None,
             ScopeStatus::Active,
             false,
+            None,
         );
         Context {
             node,
@@ -253,6 +256,11 @@ impl Context {
     /// Name of the plugin this scope runs (`root` for the root scope).
     pub fn plugin_name(&self) -> &str {
         &self.node.name
+    }
+
+    /// This scope's place in canonical listener and guard order (see [`crate::OrderKey`]).
+    pub fn order_key(&self) -> &crate::OrderKey {
+        &self.node.order
     }
 
     /// The label the scope was created with (the loader uses the entry id), if any.

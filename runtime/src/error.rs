@@ -32,15 +32,21 @@ impl fmt::Display for ConfigError {
 /// Providing or reading a service failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ServiceError {
-    /// Another scope already provides a service under this name.
-    #[error("service \"{name}\" is already provided by scope {owner} ({owner_plugin})")]
+    /// The providing entry already provides a service under this name.
+    #[error("service \"{name}\" is provided twice by entry \"{owner}\"")]
     AlreadyProvided {
         /// The service name.
         name: String,
-        /// Id of the scope that provides it.
-        owner: u64,
-        /// Plugin name of that scope.
-        owner_plugin: String,
+        /// The entry (scope label, else plugin name) providing it.
+        owner: String,
+    },
+    /// Two or more entries provide the name, so none of them does (see [`crate::Claim`]).
+    #[error("service \"{name}\" is contested: entries {holders} all provide it")]
+    Contested {
+        /// The service name.
+        name: String,
+        /// The providing entries, sorted and quoted.
+        holders: String,
     },
     /// The scope was disposed (or restarted) before the service could be provided.
     #[error("service \"{name}\" was not provided: the scope is no longer live")]

@@ -27,6 +27,13 @@ pub use crate::listeners::Position;
 use crate::listeners::{Entry, add, report_panic};
 
 /// An event type: its payload is the type itself.
+///
+/// # Determinism
+/// Listeners of one event (and of one waterfall) run in canonical order, whatever order their
+/// entries loaded in: every [`Position::Front`] listener before every [`Position::Back`] one;
+/// within each band by the registering scope's [`crate::OrderKey`] — the entry's place in the
+/// configuration, so two entries' listeners compose in file order — and within one scope in
+/// registration order (front listeners in reverse: each prepends).
 pub trait Event: Send + Sync + 'static {
     /// The event name, for reports (`tools/change`).
     const NAME: &'static str;
@@ -271,6 +278,42 @@ mod tests {
             }));
             root.emit(Ping(1));
             assert_eq!(*seen.lock().unwrap(), ["first1", "a1", "b1"]);
+            root.dispose();
+            assert!(root.live().is_zero());
+        }
+
+        async fn listeners_run_in_their_entries_place_order_not_in_load_order() {
+            use crate::{FnPlugin, PluginOptions, Prepared};
+            // Entries placed 0, 1, 2 apply in the reverse order (each waits for the service the
+            // next one provides), so they register their listeners last-placed first.
+            struct Go;
+            impl crate::Service for Go { const NAME: &'static str = "go"; }
+            let root = Context::root();
+            let seen = log();
+            for (place, label) in [(2u64, "c"), (1, "b"), (0, "a")] {
+                let s = seen.clone();
+                let mut plugin = FnPlugin::new(label, move |ctx: Context, ()| {
+                    let s = s.clone();
+                    async move {
+                        let s2 = s.clone();
+                        let _ = ctx.on::<Ping>(move |_| s2.lock().unwrap().push(format!("{label}1")));
+                        let _ = ctx.on::<Ping>(move |_| s.lock().unwrap().push(format!("{label}2")));
+                        Ok(())
+                    }
+                });
+                if place < 2 {
+                    plugin = plugin.inject(Inject::required("go"));
+                }
+                let _ = root.plugin_with(
+                    Prepared::new(plugin, ()),
+                    PluginOptions { label: Some(label.into()), place: Some(place), ..PluginOptions::default() },
+                );
+            }
+            root.idle().await;
+            root.provide(Go).unwrap();
+            root.idle().await;
+            root.emit(Ping(0));
+            assert_eq!(*seen.lock().unwrap(), ["a1", "a2", "b1", "b2", "c1", "c2"]);
             root.dispose();
             assert!(root.live().is_zero());
         }

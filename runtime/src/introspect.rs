@@ -103,6 +103,9 @@ pub struct ScopeInfo {
     pub effects: EffectCounts,
     /// The required services a pending scope still waits for, sorted.
     pub missing: Vec<String>,
+    /// The contested claims this scope's entry is part of (see [`crate::Claim`]): each names
+    /// every entry holding the name, so all of them report the same text. Sorted.
+    pub conflicts: Vec<String>,
     /// Why a pending scope waits when it is not for services: its last apply deferred (see
     /// [`crate::Deferred`]) and a retry is scheduled.
     pub waiting: Option<String>,

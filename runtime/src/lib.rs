@@ -31,6 +31,7 @@
 //! # }
 //! ```
 
+mod claim;
 mod context;
 mod effect;
 mod error;
@@ -38,6 +39,7 @@ mod event;
 mod host_event;
 mod introspect;
 mod listeners;
+mod order;
 mod plugin;
 mod schedule;
 mod scope;
@@ -45,12 +47,14 @@ mod service;
 mod task;
 mod waterfall;
 
+pub use claim::{Claim, conflict_message, quoted_list};
 pub use context::{Context, INCIDENT_CAPACITY, TRACE_CAPACITY};
 pub use effect::{EffectHandle, EffectKind};
 pub use error::{BoxError, ConfigError, Deferred, EventError, ServiceError, panic_message};
 pub use event::{Event, Handler, Position};
 pub use host_event::ConfigReloaded;
 pub use introspect::{EffectCounts, Incident, LiveCounts, ScopeInfo, TraceEvent};
+pub use order::OrderKey;
 pub use plugin::{ErasedPlugin, FnPlugin, Inject, Plugin, PluginOptions, Prepared, prepare};
 pub use schedule::{Policy, PolicyParseError, Schedule};
 pub use scope::{FailureKind, ScopeFailure, ScopeHandle, ScopeId, ScopeStatus, lock};

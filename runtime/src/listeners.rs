@@ -2,6 +2,12 @@
 //!
 //! Registration and removal are O(log n); dispatch takes a snapshot (rebuilt only after a change)
 //! and calls listeners without holding any lock, so a listener may register or dispose listeners.
+//!
+//! # Determinism
+//! Listeners of one event run in canonical order, never in load order: every
+//! [`Position::Front`] listener before every [`Position::Back`] one; within each band by the
+//! registering scope's [`crate::OrderKey`] (its entry's place in the configuration); within
+//! one scope, back listeners in registration order and front ones in reverse (each prepends).
 
 use std::any::{Any, TypeId};
 use std::borrow::Cow;
@@ -13,14 +19,25 @@ use crate::context::{Context, Shared};
 use crate::effect::{EffectHandle, EffectKind};
 use crate::scope::{AddError, ScopeId, ScopeNode, lock};
 
-/// Where a new listener goes among the existing ones.
+/// Where a new listener goes among the existing ones (see the canonical order on
+/// [`crate::Event`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Position {
-    /// After every listener registered so far (the default).
+    /// After the listeners registered so far by its scope, in the back band (the default).
     #[default]
     Back,
-    /// Before every listener registered so far (cordis's `prepend`).
+    /// Before the listeners registered so far by its scope, in the front band, which runs
+    /// before every back listener (cordis's `prepend`).
     Front,
+}
+
+/// Where a listener sits in its list: band, registering scope, then sequence within the scope.
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct Key {
+    /// 0 for front listeners, 1 for back ones.
+    band: u8,
+    scope: crate::OrderKey,
+    seq: i64,
 }
 
 pub(crate) struct Entry<H> {
@@ -42,7 +59,7 @@ impl<H: Clone> Clone for Entry<H> {
 }
 
 pub(crate) struct List<H> {
-    entries: BTreeMap<i64, Entry<H>>,
+    entries: BTreeMap<Key, Entry<H>>,
     front: i64,
     back: i64,
     snapshot: Option<Arc<[Entry<H>]>>,
@@ -111,6 +128,7 @@ pub(crate) fn add<H: Clone + Send + Sync + 'static>(
         handler,
     };
     let weak_shared = Arc::downgrade(shared);
+    let scope_key = ctx.node.order.clone();
     let added = ctx.node.add_effect::<()>(
         ctx.generation,
         EffectKind::Listener,
@@ -118,17 +136,22 @@ pub(crate) fn add<H: Clone + Send + Sync + 'static>(
         || {
             let key = {
                 let mut list = lock(&shelf);
-                let key = match position {
+                let (band, seq) = match position {
                     Position::Back => {
                         list.back += 1;
-                        list.back
+                        (1, list.back)
                     }
                     Position::Front => {
                         list.front -= 1;
-                        list.front
+                        (0, list.front)
                     }
                 };
-                list.entries.insert(key, entry);
+                let key = Key {
+                    band,
+                    scope: scope_key,
+                    seq,
+                };
+                list.entries.insert(key.clone(), entry);
                 list.snapshot = None;
                 key
             };

@@ -126,6 +126,26 @@ pub trait Plugin: Send + Sync + 'static {
         Vec::new()
     }
 
+    /// Names other than services this plugin claims when applied with `config` (tools,
+    /// sections, overrides; see [`crate::Claim`]), so a host refuses two entries claiming one
+    /// name before anything loads instead of letting the first to register win. State every
+    /// name the config determines; names only run time knows are claimed with
+    /// [`Context::claim`] (the tool registry does it for every tool).
+    fn claims(&self, config: &Self::Config) -> Vec<crate::Claim> {
+        let _ = config;
+        Vec::new()
+    }
+
+    /// Kinds of name (`"tool"`, `"section"`) this plugin may claim at run time beyond what
+    /// [`Plugin::claims`] states: an MCP entry's tools, known once its server answers. `None`
+    /// (the default) has not said, so a host assumes it may claim names of every kind whose
+    /// registry it injects; `Some(vec![])` says [`Plugin::claims`] is the whole story. A
+    /// permutation proof explores the relative order of entries whose claims may meet.
+    fn open_claims(&self, config: &Self::Config) -> Option<Vec<&'static str>> {
+        let _ = config;
+        None
+    }
+
     /// Applies the plugin in `ctx`'s scope: register listeners, services, tools, tasks.
     ///
     /// # Errors
@@ -159,6 +179,10 @@ pub trait ErasedPlugin: Send + Sync + 'static {
     ) -> BoxFuture<'a, Result<(), BoxError>>;
     /// See [`Plugin::provides`]; a config of another type provides nothing.
     fn provides_erased(&self, config: &(dyn Any + Send + Sync)) -> Vec<String>;
+    /// See [`Plugin::claims`]; a config of another type claims nothing.
+    fn claims_erased(&self, config: &(dyn Any + Send + Sync)) -> Vec<crate::Claim>;
+    /// See [`Plugin::open_claims`]; a config of another type has not said.
+    fn open_claims_erased(&self, config: &(dyn Any + Send + Sync)) -> Option<Vec<&'static str>>;
     /// See [`Plugin::needs`]; a config of another type needs nothing more.
     fn needs_erased(&self, config: &(dyn Any + Send + Sync)) -> Vec<String>;
     /// See [`Plugin::preload`]; a config of another type preloads nothing.
@@ -190,6 +214,19 @@ impl<P: Plugin> ErasedPlugin for P {
             .downcast_ref::<P::Config>()
             .map(|c| Plugin::provides(self, c))
             .unwrap_or_default()
+    }
+
+    fn claims_erased(&self, config: &(dyn Any + Send + Sync)) -> Vec<crate::Claim> {
+        config
+            .downcast_ref::<P::Config>()
+            .map(|c| Plugin::claims(self, c))
+            .unwrap_or_default()
+    }
+
+    fn open_claims_erased(&self, config: &(dyn Any + Send + Sync)) -> Option<Vec<&'static str>> {
+        config
+            .downcast_ref::<P::Config>()
+            .and_then(|c| Plugin::open_claims(self, c))
     }
 
     fn needs_erased(&self, config: &(dyn Any + Send + Sync)) -> Vec<String> {
@@ -305,6 +342,10 @@ pub struct PluginOptions {
     pub inject: Vec<Inject>,
     /// Fail the apply if it takes longer (needs a runtime with time enabled).
     pub timeout: Option<Duration>,
+    /// The scope's place among its siblings in canonical listener and guard order (the loader
+    /// passes the entry's index in its plan); `None`: after every placed sibling, in creation
+    /// order. See [`crate::OrderKey`].
+    pub place: Option<u64>,
 }
 
 /// A plugin written as a plain async function of its context and config.
@@ -402,7 +443,13 @@ impl Context {
             inject,
             timeout: options.timeout,
         };
-        let node = self.child_node(name, options.label.map(Into::into), Some(runner), false);
+        let node = self.child_node(
+            name,
+            options.label.map(Into::into),
+            Some(runner),
+            false,
+            options.place,
+        );
         if let Some(runner) = &node.runner {
             lock(&self.node.shared.services).add_dependent(node.id, &runner.inject);
         }
@@ -413,7 +460,15 @@ impl Context {
     /// Creates an active child scope with no plugin: a place to hang registrations that must
     /// unwind together (an agent's scope, a preset's standing scope).
     pub fn child_scope(&self, name: &str) -> ScopeHandle {
-        let node = self.child_node(name.into(), None, None, false);
+        let node = self.child_node(name.into(), None, None, false, None);
+        start(&node);
+        ScopeHandle { node }
+    }
+
+    /// Like [`Context::child_scope`], at `place` among its siblings in canonical listener
+    /// order (see [`crate::OrderKey`]): a host's group entry.
+    pub fn child_scope_at(&self, name: &str, place: u64) -> ScopeHandle {
+        let node = self.child_node(name.into(), None, None, false, Some(place));
         start(&node);
         ScopeHandle { node }
     }
@@ -421,7 +476,7 @@ impl Context {
     /// Like [`Context::child_scope`], but the new scope is a realm of its own: it and every
     /// scope created under it report it from [`Context::realm`] (a preset's standing scope).
     pub fn child_realm(&self, name: &str) -> ScopeHandle {
-        let node = self.child_node(name.into(), None, None, true);
+        let node = self.child_node(name.into(), None, None, true, None);
         start(&node);
         ScopeHandle { node }
     }
@@ -432,6 +487,7 @@ impl Context {
         label: Option<Arc<str>>,
         runner: Option<Runner>,
         own_realm: bool,
+        place: Option<u64>,
     ) -> Arc<ScopeNode> {
         let shared = self.node.shared.clone();
         let node = ScopeNode::new(
@@ -442,6 +498,7 @@ impl Context {
             runner,
             ScopeStatus::Pending,
             own_realm,
+            place,
         );
         let child = node.clone();
         let added = self.node.add_effect::<()>(

@@ -137,6 +137,10 @@ pub(crate) struct ScopeNode {
     pub(crate) runner: Option<Runner>,
     /// The effect id of this scope inside its parent.
     pub(crate) slot: OnceLock<EffectId>,
+    /// Its place in canonical listener and guard order (see [`crate::OrderKey`]).
+    pub(crate) order: crate::OrderKey,
+    /// Children created so far without an explicit place: the next one's place.
+    pub(crate) next_child: std::sync::atomic::AtomicU64,
 }
 
 /// Locks a mutex, ignoring poison: the one poison-ignoring lock of the workspace.
@@ -166,8 +170,22 @@ impl ScopeNode {
         runner: Option<Runner>,
         status: ScopeStatus,
         own_realm: bool,
+        place: Option<u64>,
     ) -> Arc<ScopeNode> {
         let id = shared.next_scope_id();
+        let order = match parent {
+            None => crate::OrderKey::default(),
+            Some(p) => {
+                let place = place.unwrap_or_else(|| {
+                    // Unplaced children come after every placed one (a plan index), in the
+                    // order their parent made them.
+                    (1 << 32)
+                        + p.next_child
+                            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+                });
+                p.order.child(place)
+            }
+        };
         let realm = if own_realm {
             Some(id)
         } else {
@@ -194,6 +212,8 @@ impl ScopeNode {
             }),
             runner,
             slot: OnceLock::new(),
+            order,
+            next_child: std::sync::atomic::AtomicU64::new(0),
         });
         shared.register_scope(&node);
         node
@@ -307,6 +327,7 @@ impl ScopeNode {
             failure: st.failure.clone(),
             effects,
             missing,
+            conflicts: self.shared.conflicts_of(self.id),
             waiting: match st.status {
                 ScopeStatus::Pending => st.waiting.clone(),
                 _ => None,

@@ -3,6 +3,11 @@
 //! A service lives exactly as long as its provider's scope (or the effect handle `provide`
 //! returns). Plugins that inject it by name wait, pending, until it exists; when it is withdrawn
 //! they unwind back to pending, and they are applied again when it returns — cordis's behaviour.
+//!
+//! # Determinism
+//! Two entries providing one name is a conflict, not a race: the name is *contested* (see
+//! [`crate::Claim`]), nobody gets it ([`Context::require`] says so, dependents wait), both
+//! entries report the conflict, and when one leaves the other's value is provided.
 
 use std::any::Any;
 use std::borrow::Cow;
@@ -10,6 +15,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
+use crate::claim::Claim;
 use crate::context::{Context, Shared};
 use crate::effect::{EffectHandle, EffectKind};
 use crate::error::ServiceError;
@@ -25,14 +31,18 @@ pub trait Service: Send + Sync + 'static {
 struct Slot {
     value: Arc<dyn Any + Send + Sync>,
     type_name: &'static str,
+    /// The providing scope.
+    scope: ScopeId,
+    /// The entry it provides for (see [`crate::Claim`]).
     owner: ScopeId,
-    owner_plugin: String,
+    owner_label: Arc<str>,
 }
 
 /// The runtime's service table and the index of who waits for what.
 #[derive(Default)]
 pub(crate) struct ServiceTable {
-    slots: HashMap<String, Slot>,
+    /// Every provider of a name; the name is usable only with exactly one.
+    slots: HashMap<String, Vec<Slot>>,
     /// Scopes whose plugin requires the service, by service name.
     dependents: HashMap<String, BTreeSet<ScopeId>>,
 }
@@ -58,6 +68,14 @@ impl ServiceTable {
         }
     }
 
+    /// The one provider of `name`, if exactly one provides it.
+    fn sole(&self, name: &str) -> Option<&Slot> {
+        match self.slots.get(name).map(Vec::as_slice) {
+            Some([slot]) => Some(slot),
+            _ => None,
+        }
+    }
+
     fn dependents_of(&self, name: &str) -> Vec<ScopeId> {
         self.dependents
             .get(name)
@@ -72,7 +90,7 @@ impl Shared {
         let table = lock(&self.services);
         inject
             .iter()
-            .filter(|i| i.required && !table.slots.contains_key(i.name.as_ref()))
+            .filter(|i| i.required && table.sole(i.name.as_ref()).is_none())
             .map(|i| i.name.to_string())
             .collect()
     }
@@ -109,7 +127,8 @@ impl Context {
     /// Publishes `value` as the service `S::NAME`, owned by this scope.
     ///
     /// # Errors
-    /// [`ServiceError::AlreadyProvided`] if another scope provides the name;
+    /// [`ServiceError::AlreadyProvided`] if this scope's entry provides the name already (another
+    /// entry providing it makes the name contested instead, see the module docs);
     /// [`ServiceError::ScopeGone`] if this context's scope is disposed or restarted.
     pub fn provide<S: Service>(&self, value: S) -> Result<EffectHandle, ServiceError> {
         self.provide_arc(Arc::new(value))
@@ -123,48 +142,85 @@ impl Context {
         let shared = self.node.shared.clone();
         let name = S::NAME;
         let scope = self.node.id;
-        let plugin = self.node.name.to_string();
+        let (owner, owner_label) = self.node.claim_owner();
         let undo_shared = Arc::downgrade(&shared);
+        let claim = Claim::service(name);
+        // How many provide the name once this one does.
+        let mut providers = 0;
         let added = self.node.add_effect(
             self.generation,
             EffectKind::Service,
             Cow::Borrowed(name),
             || {
                 let mut table = lock(&shared.services);
-                if let Some(slot) = table.slots.get(name) {
+                let slots = table.slots.entry(name.to_owned()).or_default();
+                if let Some(mine) = slots.iter().find(|s| s.owner == owner) {
+                    // One entry providing a name twice is that entry's own (deterministic) bug.
                     return Err(ServiceError::AlreadyProvided {
                         name: name.to_owned(),
-                        owner: slot.owner.0,
-                        owner_plugin: slot.owner_plugin.clone(),
+                        owner: mine.owner_label.to_string(),
                     });
                 }
-                table.slots.insert(
-                    name.to_owned(),
-                    Slot {
-                        value,
-                        type_name: std::any::type_name::<S>(),
-                        owner: scope,
-                        owner_plugin: plugin,
-                    },
-                );
+                slots.push(Slot {
+                    value,
+                    type_name: std::any::type_name::<S>(),
+                    scope,
+                    owner,
+                    owner_label: owner_label.clone(),
+                });
+                providers = slots.len();
+                drop(table);
+                shared.hold(&self.node, &claim);
                 shared.counters.services.fetch_add(1, Ordering::Relaxed);
                 Ok(Box::new(move || {
                     let Some(shared) = undo_shared.upgrade() else {
                         return;
                     };
-                    let removed = lock(&shared.services).slots.remove(name);
-                    if removed.is_some() {
-                        shared.counters.services.fetch_sub(1, Ordering::Relaxed);
-                        tracing::debug!(service = name, "service withdrawn");
-                        shared.service_withdrawn(name);
+                    let left = {
+                        let mut table = lock(&shared.services);
+                        let Some(slots) = table.slots.get_mut(name) else {
+                            return;
+                        };
+                        let Some(at) = slots.iter().position(|s| s.scope == scope) else {
+                            return;
+                        };
+                        slots.remove(at);
+                        let left = slots.len();
+                        if left == 0 {
+                            table.slots.remove(name);
+                        }
+                        left
+                    };
+                    shared.release(&claim, owner);
+                    shared.counters.services.fetch_sub(1, Ordering::Relaxed);
+                    shared.status_changed();
+                    match left {
+                        0 => {
+                            tracing::debug!(service = name, "service withdrawn");
+                            shared.service_withdrawn(name);
+                        }
+                        // The survivor of a contest gets the name.
+                        1 => shared.service_provided(name),
+                        _ => {}
                     }
                 }))
             },
         );
         match added {
             Ok(id) => {
-                tracing::debug!(service = name, scope = scope.0, "service provided");
-                shared.service_provided(name);
+                match providers {
+                    1 => {
+                        tracing::debug!(service = name, scope = scope.0, "service provided");
+                        shared.service_provided(name);
+                    }
+                    2 => {
+                        // Contested now: whoever used the first provider waits again.
+                        tracing::debug!(service = name, scope = scope.0, "service contested");
+                        shared.status_changed();
+                        shared.service_withdrawn(name);
+                    }
+                    _ => shared.status_changed(),
+                }
                 Ok(EffectHandle::new(&self.node, id))
             }
             Err(AddError::Gone) => Err(ServiceError::ScopeGone {
@@ -186,12 +242,22 @@ impl Context {
     /// name is taken by another type.
     pub fn require<S: Service>(&self) -> Result<Arc<S>, ServiceError> {
         let table = lock(&self.node.shared.services);
-        let slot = table
-            .slots
-            .get(S::NAME)
-            .ok_or_else(|| ServiceError::Missing {
-                name: S::NAME.to_owned(),
-            })?;
+        let slot = match table.slots.get(S::NAME).map(Vec::as_slice) {
+            None | Some([]) => {
+                return Err(ServiceError::Missing {
+                    name: S::NAME.to_owned(),
+                });
+            }
+            Some([slot]) => slot,
+            Some(contested) => {
+                let mut holders: Vec<&str> = contested.iter().map(|s| &*s.owner_label).collect();
+                holders.sort_unstable();
+                return Err(ServiceError::Contested {
+                    name: S::NAME.to_owned(),
+                    holders: crate::claim::quoted_list(&holders),
+                });
+            }
+        };
         slot.value
             .clone()
             .downcast::<S>()
@@ -202,17 +268,20 @@ impl Context {
             })
     }
 
-    /// True when a service of this name is provided.
+    /// True when a service of this name is provided (by exactly one entry: a contested name is
+    /// nobody's).
     pub fn has_service(&self, name: &str) -> bool {
-        lock(&self.node.shared.services).slots.contains_key(name)
+        lock(&self.node.shared.services).sole(name).is_some()
     }
 
-    /// The names of all provided services, sorted.
+    /// The names of all provided (uncontested) services, sorted.
     pub fn service_names(&self) -> Vec<String> {
-        let mut names: Vec<String> = lock(&self.node.shared.services)
+        let table = lock(&self.node.shared.services);
+        let mut names: Vec<String> = table
             .slots
-            .keys()
-            .cloned()
+            .iter()
+            .filter(|(_, slots)| slots.len() == 1)
+            .map(|(name, _)| name.clone())
             .collect();
         names.sort();
         names
@@ -256,8 +325,53 @@ mod tests {
             root.provide(Counter(1)).unwrap();
             let err = root.provide(Counter(2)).unwrap_err();
             assert!(matches!(err, ServiceError::AlreadyProvided { .. }));
-            assert!(err.to_string().contains("already provided by scope 0 (root)"), "{err}");
+            assert_eq!(err.to_string(), "service \"counter\" is provided twice by entry \"root\"");
             assert_eq!(root.get::<Counter>().unwrap().0, 1);
+            root.dispose();
+            assert!(root.live().is_zero());
+        }
+
+        async fn two_entries_providing_one_name_contest_it_until_one_leaves() {
+            use crate::{FnPlugin, PluginOptions, Prepared};
+            let root = Context::root();
+            let entry = |label: &str, n: u32| {
+                root.plugin_with(
+                    Prepared::new(
+                        FnPlugin::new(label, move |ctx: Context, ()| async move {
+                            ctx.provide(Counter(n))?;
+                            Ok(())
+                        }),
+                        (),
+                    ),
+                    PluginOptions { label: Some(label.to_owned()), ..PluginOptions::default() },
+                )
+            };
+            let user = root.plugin(
+                FnPlugin::new("user", |ctx: Context, ()| async move {
+                    assert!(ctx.get::<Counter>().is_some());
+                    Ok(())
+                })
+                .inject(Inject::required("counter")),
+                (),
+            );
+            let (b, a) = (entry("b", 2), entry("a", 1));
+            root.idle().await;
+            // Both entries are active and report one conflict; nobody gets the service.
+            assert_eq!(a.status(), ScopeStatus::Active);
+            assert_eq!(b.status(), ScopeStatus::Active);
+            assert_eq!(a.info().conflicts, b.info().conflicts);
+            assert!(a.info().conflicts[0].contains("service \"counter\" is claimed by entries \"a\" and \"b\""), "{:?}", a.info().conflicts);
+            let err = root.require::<Counter>().err().unwrap();
+            assert_eq!(err.to_string(), "service \"counter\" is contested: entries \"a\" and \"b\" all provide it");
+            assert!(!root.has_service("counter"));
+            assert_eq!(user.status(), ScopeStatus::Pending);
+            assert_eq!(user.info().missing, ["counter"]);
+            // The survivor is released when the other leaves.
+            b.dispose();
+            root.idle().await;
+            assert_eq!(root.get::<Counter>().unwrap().0, 1);
+            assert_eq!(user.status(), ScopeStatus::Active);
+            assert!(a.info().conflicts.is_empty());
             root.dispose();
             assert!(root.live().is_zero());
         }

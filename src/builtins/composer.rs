@@ -162,6 +162,7 @@ fn row_status(status: EntryStatus) -> RowStatus {
         EntryStatus::Active => RowStatus::Active,
         EntryStatus::Failed => RowStatus::Failed,
         EntryStatus::Disposed => RowStatus::Disposed,
+        EntryStatus::Conflict => RowStatus::Conflict,
         EntryStatus::Disabled => RowStatus::Disabled,
     }
 }

@@ -6,7 +6,7 @@ use cordis_runtime::{Policy, Schedule};
 use super::render::{SeedHint, print_report};
 use super::{CheckArgs, EXIT_FAILURE, Io, choose_seed, load, replay_command};
 use cordis_host::Builtins;
-use cordis_host::loader::{BootReport, boot_blocking};
+use cordis_host::loader::{BootReport, EntryStatus, boot_blocking};
 
 pub(crate) fn run(args: &CheckArgs, io: &mut Io<'_>, builtins: &Builtins) -> anyhow::Result<u8> {
     let policy = args.policy();
@@ -121,9 +121,9 @@ fn failures(report: &BootReport) -> (Vec<EntryFailure>, Option<String>) {
     (entries, report.assembly_error.clone())
 }
 
-/// Decides whether a failure could change with the seed by booting once more under another
-/// seed. A timeout is always worth a replay (a hang can be a scheduling race) and is not
-/// re-run, since that would wait for the timeout again.
+/// What to say about a failure's seed: a conflict is named as one; otherwise one more boot
+/// under another seed, and only a different outcome is reported as schedule-dependent. A
+/// timeout is not re-run (that would wait for the timeout again).
 fn seed_hint(
     plan: &LoadPlan,
     report: &BootReport,
@@ -134,6 +134,15 @@ fn seed_hint(
     if failed.0.is_empty() && failed.1.is_none() {
         return Ok(SeedHint::None);
     }
+    if report
+        .entries
+        .iter()
+        .filter(|e| e.fails_check())
+        .all(|e| e.status == EntryStatus::Conflict)
+        && failed.1.is_none()
+    {
+        return Ok(SeedHint::Conflict);
+    }
     let timed_out = failed
         .0
         .iter()
@@ -141,11 +150,12 @@ fn seed_hint(
     if timed_out {
         return Ok(SeedHint::Replay);
     }
+    // Only a second outcome proves the schedule matters; the same outcome proves nothing.
     let other = seed.wrapping_add(1);
     let (again, _) = boot_blocking(plan, Schedule::new(policy, other))?;
     Ok(if failures(&again) == failed {
-        SeedHint::SameUnder(other)
-    } else {
         SeedHint::Replay
+    } else {
+        SeedHint::Differs(other)
     })
 }

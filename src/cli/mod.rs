@@ -250,7 +250,8 @@ pub struct PermuteArgs {
     /// What to load.
     #[command(flatten)]
     pub config: ConfigArgs,
-    /// Run every order when n! is at most this many; else this many seeded shuffles.
+    /// Boot one order per class of interacting orders when there are at most this many; else
+    /// this many seeded shuffles.
     #[arg(long, value_name = "N", default_value_t = 40_320, value_parser = clap::value_parser!(u64).range(1..))]
     pub max: u64,
     /// Seed of the shuffles drawn when n! exceeds --max.

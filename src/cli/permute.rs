@@ -1,4 +1,5 @@
-//! `cordis permute`: one boot per order of the tool-registering entries, one digest expected.
+//! `cordis permute`: one boot per class of load orders of a config's entries, one outcome
+//! expected (the request digest, every entry's status and reason, the incidents).
 
 use std::path::Path;
 
@@ -6,50 +7,46 @@ use serde_json::json;
 
 use super::render::safe;
 use super::{EXIT_CONFIG, EXIT_FAILURE, EXIT_OK, Io, load};
-use std::collections::{BTreeMap, BTreeSet};
 
 use cordis_host::permute::{
-    OrderOutcome, PermuteReport, boot_order, factorial, order_of, permute, tool_entries,
+    OrderOutcome, PermuteReport, ProofOptions, Space, boot_order, prove_with,
 };
 use cordis_host::{Builtins, LoadPlan};
 use cordis_runtime::{Policy, Schedule};
 
 use super::PermuteArgs;
 
-/// The command that boots one order again.
+/// The command that boots one order again (`--order ''` for a proof with no entry to move).
 fn replay(file: &Path, ids: &[String], preset: Option<&str>) -> String {
     let preset = preset.map_or_else(String::new, |p| format!(" --preset {p}"));
-    format!(
-        "cordis permute {}{preset} --order {}",
-        file.display(),
+    let order = if ids.is_empty() {
+        "''".to_owned()
+    } else {
         ids.join(",")
-    )
+    };
+    format!("cordis permute {}{preset} --order {order}", file.display())
 }
 
-/// `plan` with its tool-registering entries (at `positions`) started in `order`: their slots
-/// take the entries in that order, so a fifo boot is a boot of the file written that way.
-/// Groups do not move, so every child's parent index stays right.
-fn reordered(plan: &LoadPlan, positions: &[usize], order: &[usize]) -> LoadPlan {
-    let mut out = plan.clone();
-    for (slot, &k) in positions.iter().zip(order) {
-        out.entries[*slot] = plan.entries[positions[k]].clone();
-    }
-    out
-}
-
-/// One order with `preset` joined: the digest of its standing scope's assembly, the tool
-/// registrations in the order they happened, and why it was unhealthy.
+/// One order with `preset` joined: the digest of its standing scope's assembly, every entry's
+/// and row's status, and the incidents.
 fn boot_preset_order(
+    rt: &tokio::runtime::Runtime,
     plan: &LoadPlan,
-    positions: &[usize],
-    order: &[usize],
+    starts: &[usize],
     preset: &str,
-) -> std::io::Result<(String, Vec<String>, Option<String>)> {
-    let plan = reordered(plan, positions, order);
+) -> std::io::Result<OrderOutcome> {
     let schedule = Schedule::new(Policy::Fifo, 0);
-    let (joined, leaked) = super::presets::boot_joined(&plan, schedule, preset)?;
+    let (joined, leaked) = rt.block_on(super::presets::boot_joined_on(
+        plan, schedule, preset, starts,
+    ));
     Ok(match joined {
-        Err(why) => (format!("preset failed: {why}"), Vec::new(), Some(why)),
+        Err(why) => OrderOutcome {
+            digest: format!("preset failed: {why}"),
+            assembly_error: Some(why),
+            entries: Vec::new(),
+            incidents: Vec::new(),
+            registrations: Vec::new(),
+        },
         Ok(report) => {
             let registrations = report
                 .trace
@@ -57,137 +54,51 @@ fn boot_preset_order(
                 .filter(|t| t.kind == Schedule::TRACE_REGISTER)
                 .map(ToString::to_string)
                 .collect();
-            let mut unhealthy = report
-                .entries
-                .iter()
-                .find(|e| !e.status.is_as_configured())
-                .map(|e| format!("entry {} is {}", e.id, e.status))
-                .or_else(|| report.assembly_error.clone());
-            if unhealthy.is_none() && !leaked.is_zero() {
-                unhealthy = Some(format!("disposing left live resources {leaked:?}"));
+            let mut incidents = report.incidents.clone();
+            if !leaked.is_zero() {
+                incidents.push(format!("disposing left live resources {leaked:?}"));
             }
-            (report.digest, registrations, unhealthy)
+            OrderOutcome {
+                digest: report.digest.clone(),
+                assembly_error: report.assembly_error.clone(),
+                entries: report
+                    .entries
+                    .iter()
+                    .map(|e| (e.id.clone(), e.status, e.error.clone()))
+                    .collect(),
+                incidents,
+                registrations,
+            }
         }
     })
 }
 
-/// [`permute`] with `preset` joined after each boot: every order of the host's
-/// tool-registering entries (the preset's rows mount in file order after them), one digest of
-/// the standing scope's assembly expected.
-fn permute_preset(
-    plan: &LoadPlan,
-    max: u64,
-    seed: u64,
-    threads: usize,
-    preset: &str,
-    on_progress: &(dyn Fn(u64) + Sync),
-) -> std::io::Result<PermuteReport> {
-    let positions = tool_entries(plan);
-    let n = positions.len();
-    let all = factorial(n);
-    let exhaustive = all <= max;
-    let orders = if exhaustive { all } else { max };
-    let threads = threads.clamp(1, 16) as u64;
-    let started = std::time::Instant::now();
-    let done = std::sync::atomic::AtomicU64::new(0);
-    type Part = (
-        BTreeMap<String, (u64, Vec<String>)>,
-        BTreeSet<Vec<String>>,
-        Option<(u64, Vec<String>, String)>,
-    );
-    let parts: Vec<std::io::Result<Part>> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..threads)
-            .map(|t| {
-                let (positions, done) = (&positions, &done);
-                s.spawn(move || -> std::io::Result<Part> {
-                    let mut part: Part = Default::default();
-                    for k in orders * t / threads..orders * (t + 1) / threads {
-                        let order = order_of(n, exhaustive, seed, k);
-                        let ids: Vec<String> = order
-                            .iter()
-                            .map(|&i| plan.entries[positions[i]].id.clone())
-                            .collect();
-                        let (digest, registrations, unhealthy) =
-                            boot_preset_order(plan, positions, &order, preset)?;
-                        part.1.insert(registrations);
-                        if part.2.is_none()
-                            && let Some(why) = unhealthy
-                        {
-                            part.2 = Some((k, ids.clone(), why));
-                        }
-                        let first = part.0.entry(digest).or_insert((k, ids.clone()));
-                        if k < first.0 {
-                            *first = (k, ids);
-                        }
-                        let d = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-                        on_progress(d);
-                    }
-                    Ok(part)
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(std::io::Error::other("a permutation thread panicked")))
-            })
-            .collect()
-    });
-    let mut digests: BTreeMap<String, (u64, Vec<String>)> = BTreeMap::new();
-    let mut registrations = BTreeSet::new();
-    let mut unhealthy: Option<(u64, Vec<String>, String)> = None;
-    for part in parts {
-        let (d, r, u) = part?;
-        for (digest, first) in d {
-            let slot = digests.entry(digest).or_insert_with(|| first.clone());
-            if first.0 < slot.0 {
-                *slot = first;
-            }
-        }
-        registrations.extend(r);
-        if let Some(u) = u
-            && unhealthy.as_ref().is_none_or(|old| u.0 < old.0)
-        {
-            unhealthy = Some(u);
-        }
-    }
-    Ok(PermuteReport {
-        entries: positions
-            .iter()
-            .map(|&p| plan.entries[p].id.clone())
-            .collect(),
-        orders,
-        exhaustive,
-        digests: digests.into_iter().map(|(d, (_, ids))| (d, ids)).collect(),
-        registration_orders: registrations.len(),
-        unhealthy: unhealthy.map(|(_, ids, why)| (ids, why)),
-        seconds: started.elapsed().as_secs_f64(),
-    })
-}
-
-/// `--order`: boots one order (entry ids), as the proof boots each, and prints its digest.
+/// `--order`: boots one order (entry ids), as the proof boots each, and prints its outcome.
 fn replay_order(
     plan: &LoadPlan,
     ids: &[String],
     preset: Option<&str>,
     io: &mut Io<'_>,
 ) -> anyhow::Result<u8> {
-    let positions = tool_entries(plan);
+    let positions = Space::of(plan).positions;
+    let ids: Vec<&String> = ids.iter().filter(|id| !id.is_empty()).collect();
+    let known = || {
+        positions
+            .iter()
+            .map(|&p| plan.entries[p].id.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     let mut order = Vec::with_capacity(ids.len());
-    for id in ids {
-        match positions.iter().position(|&p| &plan.entries[p].id == id) {
+    for id in &ids {
+        match positions.iter().position(|&p| &plan.entries[p].id == *id) {
             Some(k) if !order.contains(&k) => order.push(k),
             _ => {
-                let known: Vec<&str> = positions
-                    .iter()
-                    .map(|&p| plan.entries[p].id.as_str())
-                    .collect();
                 writeln!(
                     io.err,
-                    "cordis: --order names \"{}\" twice or it is not a tool-registering entry; those are: {}",
+                    "cordis: --order names \"{}\" twice or it is not a plugin entry; those are: {}",
                     safe(id),
-                    safe(&known.join(", "))
+                    safe(&known())
                 )?;
                 return Ok(EXIT_CONFIG);
             }
@@ -196,33 +107,48 @@ fn replay_order(
     if order.len() != positions.len() {
         writeln!(
             io.err,
-            "cordis: --order must name all {} tool-registering entries",
-            positions.len()
+            "cordis: --order must name all {} plugin entries ({}), each once",
+            positions.len(),
+            safe(&known())
         )?;
         return Ok(EXIT_CONFIG);
     }
     let outcome = match preset {
         Some(preset) => {
-            let (digest, registrations, unhealthy) =
-                boot_preset_order(plan, &positions, &order, preset)?;
-            OrderOutcome {
-                digest,
-                unhealthy,
-                registrations,
-            }
+            let rt = cordis_host::shutdown::current_thread()?;
+            let starts = start_order(plan.entries.len(), &positions, &order);
+            let outcome = boot_preset_order(&rt, plan, &starts, preset)?;
+            cordis_host::shutdown::end(rt);
+            outcome
         }
-        None => boot_order(plan, &order)?,
+        None => boot_order(plan, &positions, &order)?,
     };
     writeln!(io.out, "{}", outcome.digest)?;
-    if let Some(why) = &outcome.unhealthy {
+    for (id, status, error) in &outcome.entries {
+        match error {
+            Some(e) => writeln!(io.out, "  {} {status}: {}", safe(id), safe(e))?,
+            None => writeln!(io.out, "  {} {status}", safe(id))?,
+        }
+    }
+    if let Some(why) = outcome.unhealthy() {
         writeln!(
             io.err,
             "cordis: this order did not boot cleanly: {}",
-            safe(why)
+            safe(&why)
         )?;
         return Ok(EXIT_FAILURE);
     }
     Ok(EXIT_OK)
+}
+
+/// The start order of plan indices that puts the entry at `positions[order[k]]` in the place of
+/// `positions[k]` (as the proof boots orders).
+fn start_order(n: usize, positions: &[usize], order: &[usize]) -> Vec<usize> {
+    let mut indices: Vec<usize> = (0..n).collect();
+    for (k, &from) in order.iter().enumerate() {
+        indices[positions[k]] = positions[from];
+    }
+    indices
 }
 
 pub(crate) fn run(args: &PermuteArgs, io: &mut Io<'_>, builtins: &Builtins) -> anyhow::Result<u8> {
@@ -233,11 +159,23 @@ pub(crate) fn run(args: &PermuteArgs, io: &mut Io<'_>, builtins: &Builtins) -> a
     let threads = args
         .threads
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, std::num::NonZero::get));
-    let n = tool_entries(&plan).len();
-    let total = cordis_host::permute::factorial(n).min(args.max);
+    let space = Space::of(&plan);
+    let (classes, complete) = space.classes(args.max);
+    let total = if complete {
+        classes.len() as u64
+    } else {
+        args.max
+    };
+    let n = space.positions.len();
+    let pairs = (0..n)
+        .map(|a| (a + 1..n).filter(|&b| space.dependent[a][b]).count())
+        .sum::<usize>();
     writeln!(
         io.err,
-        "cordis: permuting {n} tool-registering entries: {total} orders on {threads} threads"
+        "cordis: permuting {n} plugin entries ({pairs} interacting pair{}): {total} order{} on {threads} thread{}",
+        if pairs == 1 { "" } else { "s" },
+        if total == 1 { "" } else { "s" },
+        if threads == 1 { "" } else { "s" },
     )?;
     // A bar on a terminal (the workers tick it from their threads); nothing when piped.
     let bar = if io.progress {
@@ -252,12 +190,30 @@ pub(crate) fn run(args: &PermuteArgs, io: &mut Io<'_>, builtins: &Builtins) -> a
         indicatif::ProgressBar::hidden()
     };
     let tick = |done| bar.set_position(done);
+    let options = ProofOptions {
+        max: args.max,
+        seed: args.seed,
+        threads,
+    };
     let report = match &args.preset {
-        Some(preset) => permute_preset(&plan, args.max, args.seed, threads, preset, &tick)?,
-        None => permute(&plan, args.max, args.seed, threads, &tick)?,
+        Some(preset) => prove_with(&plan, &space, &options, &tick, &|rt, starts| {
+            boot_preset_order(rt, &plan, starts, preset)
+        })?,
+        None => prove_with(&plan, &space, &options, &tick, &|rt, starts| {
+            Ok(rt.block_on(cordis_host::permute::boot(&plan, starts)))
+        })?,
     };
     bar.finish_and_clear();
-    let distinct = report.digests.len();
+    print_report(&report, args, io)
+}
+
+fn print_report(report: &PermuteReport, args: &PermuteArgs, io: &mut Io<'_>) -> anyhow::Result<u8> {
+    let distinct = report.outcomes.len();
+    let claims: Vec<String> = report
+        .claims
+        .iter()
+        .map(|(kind, n)| format!("{n} {kind}"))
+        .collect();
     if args.json {
         writeln!(
             io.out,
@@ -265,8 +221,12 @@ pub(crate) fn run(args: &PermuteArgs, io: &mut Io<'_>, builtins: &Builtins) -> a
             serde_json::to_string_pretty(&json!({
                 "entries": report.entries,
                 "orders": report.orders,
+                "all_orders": report.all_orders,
                 "exhaustive": report.exhaustive,
-                "distinct_digests": distinct,
+                "interacting": report.interacting.as_ref().map(|p| p.iter().map(|(a, b)| json!([a, b])).collect::<Vec<_>>()),
+                "claims": report.claims,
+                "distinct_outcomes": distinct,
+                "distinct_digests": report.digests.len(),
                 "digests": report.digests.keys().collect::<Vec<_>>(),
                 "registration_orders": report.registration_orders,
                 "unhealthy": report.unhealthy.as_ref().map(|(ids, why)| json!({"order": ids, "why": why})),
@@ -276,18 +236,44 @@ pub(crate) fn run(args: &PermuteArgs, io: &mut Io<'_>, builtins: &Builtins) -> a
     } else {
         writeln!(
             io.out,
-            "{} orders ({}) of {}: {distinct} distinct digest{}, {} distinct registration orders, {:.2} s",
+            "{} order{} ({}) standing for {} of {} entr{}: {distinct} distinct outcome{}, {} distinct registration orders, {:.2} s",
             report.orders,
+            if report.orders == 1 { "" } else { "s" },
             if report.exhaustive {
-                "all"
+                "every class"
             } else {
                 "seeded sample"
             },
-            report.entries.join(", "),
+            if report.exhaustive {
+                format!("all {} orders", report.all_orders)
+            } else {
+                format!("some of {} orders", report.all_orders)
+            },
+            report.entries.len(),
+            if report.entries.len() == 1 {
+                "y"
+            } else {
+                "ies"
+            },
             if distinct == 1 { "" } else { "s" },
             report.registration_orders,
             report.seconds,
         )?;
+        writeln!(
+            io.out,
+            "claims: {}",
+            if claims.is_empty() {
+                "none".to_owned()
+            } else {
+                claims.join(", ")
+            }
+        )?;
+        if let Some(pairs) = &report.interacting
+            && !pairs.is_empty()
+        {
+            let shown: Vec<String> = pairs.iter().map(|(a, b)| format!("{a}~{b}")).collect();
+            writeln!(io.out, "interacting: {}", safe(&shown.join(", ")))?;
+        }
         if let Some(d) = report.digests.keys().next()
             && distinct == 1
         {
@@ -295,23 +281,32 @@ pub(crate) fn run(args: &PermuteArgs, io: &mut Io<'_>, builtins: &Builtins) -> a
         }
     }
     let mut code = EXIT_OK;
-    if distinct > 1 {
-        writeln!(io.err, "cordis: the request depends on registration order:")?;
-        for (digest, ids) in report.digests.iter().take(2) {
-            writeln!(io.err, "  order {} -> digest {digest}", ids.join(","))?;
-            writeln!(
-                io.err,
-                "    replay: {}",
-                replay(&args.config.file, ids, args.preset.as_deref())
-            )?;
+    if let [(first_ids, first), (other_ids, other), ..] = report.outcomes.as_slice() {
+        writeln!(io.err, "cordis: the outcome depends on load order:")?;
+        let (a, b) = (first_ids.join(","), other_ids.join(","));
+        for line in first.differences("A", other, "B") {
+            writeln!(io.err, "  {}", safe(&line))?;
         }
+        writeln!(io.err, "  order A: {}", safe(&a))?;
+        writeln!(
+            io.err,
+            "    replay: {}",
+            replay(&args.config.file, first_ids, args.preset.as_deref())
+        )?;
+        writeln!(io.err, "  order B: {}", safe(&b))?;
+        writeln!(
+            io.err,
+            "    replay: {}",
+            replay(&args.config.file, other_ids, args.preset.as_deref())
+        )?;
         code = EXIT_FAILURE;
     }
     if let Some((ids, why)) = &report.unhealthy {
         writeln!(
             io.err,
-            "cordis: order {} did not boot cleanly: {why}",
-            ids.join(",")
+            "cordis: order {} did not boot cleanly: {}",
+            safe(&ids.join(",")),
+            safe(why)
         )?;
         writeln!(
             io.err,

@@ -8,7 +8,7 @@ use cordis_agent_presets::{
 };
 use cordis_host::Builtins;
 use cordis_host::diagnostic::Pos;
-use cordis_host::loader::{BootReport, EntryReport, EntryStatus, boot};
+use cordis_host::loader::{BootReport, EntryReport, EntryStatus, boot_in_order};
 use cordis_host::plan::Step;
 use cordis_runtime::{Context, Schedule};
 use cordis_system_prompt::{AssembleContext, SystemPrompt};
@@ -166,6 +166,7 @@ pub(crate) async fn join_report(
                 RowStatus::Loading => EntryStatus::Loading,
                 RowStatus::Failed => EntryStatus::Failed,
                 RowStatus::Disposed => EntryStatus::Disposed,
+                RowStatus::Conflict => EntryStatus::Conflict,
             },
             error: row.reason.clone(),
             waiting_for: Vec::new(),
@@ -217,9 +218,23 @@ pub(crate) fn boot_joined(
     preset: &str,
 ) -> std::io::Result<(Result<BootReport, String>, cordis_runtime::LiveCounts)> {
     let rt = cordis_host::shutdown::current_thread()?;
-    let outcome = rt.block_on(async {
+    let starts: Vec<usize> = (0..plan.entries.len()).collect();
+    let outcome = rt.block_on(boot_joined_on(plan, schedule, preset, &starts));
+    cordis_host::shutdown::end(rt);
+    Ok(outcome)
+}
+
+/// [`boot_joined`] on the current runtime, with the plan's plugin entries started in `starts`
+/// (plan indices): one order of the `--preset` proof.
+pub(crate) async fn boot_joined_on(
+    plan: &cordis_host::LoadPlan,
+    schedule: Schedule,
+    preset: &str,
+    starts: &[usize],
+) -> (Result<BootReport, String>, cordis_runtime::LiveCounts) {
+    {
         let root = Context::root_with(schedule);
-        let report = boot(&root, plan).await;
+        let report = boot_in_order(&root, plan, &mut starts.iter().copied()).await;
         let joined = join_report(&root, report, preset).await;
         root.dispose();
         root.tasks_finished().await;
@@ -230,7 +245,5 @@ pub(crate) fn boot_joined(
             tokio::task::yield_now().await;
         }
         (joined, root.live())
-    });
-    cordis_host::shutdown::end(rt);
-    Ok(outcome)
+    }
 }

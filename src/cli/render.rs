@@ -198,10 +198,13 @@ pub(crate) fn assembly_text(report: &BootReport) -> String {
 /// Whether a failed boot's seed is worth replaying.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum SeedHint {
-    /// The failure may depend on the schedule: print the replay command.
+    /// Print the replay command; whether the failure depends on the schedule is not known
+    /// (one other sample cannot prove it does not).
     Replay,
-    /// Another seed fails the same way: the seed does not matter, say so instead.
-    SameUnder(u64),
+    /// Another seed gave a different outcome: the failure depends on the schedule.
+    Differs(u64),
+    /// Entries claim one name: a decision of the configuration, the same in every order.
+    Conflict,
     /// Nothing failed, or nothing to say.
     None,
 }
@@ -236,9 +239,14 @@ pub(crate) fn print_report(
             " (seed {seed}, schedule {policy}); replay: {}",
             replay_command(&args.config.file, seed, policy)
         ),
-        SeedHint::SameUnder(other) => format!(
-            "; it fails the same under seed {other}, so it is not a scheduling race: fix the entry"
+        SeedHint::Differs(other) => format!(
+            " (seed {seed}, schedule {policy}); it depends on the schedule: seed {other} boots differently; replay: {}",
+            replay_command(&args.config.file, seed, policy)
         ),
+        SeedHint::Conflict => {
+            "; entries claim one name (a conflict, the same in every load order): give it to one of them"
+                .to_owned()
+        }
         SeedHint::None => String::new(),
     };
     // A deferred entry (an MCP server down with `failOnStartupError: false`) is what its

@@ -100,6 +100,24 @@ impl Plugin for AgentCorePlugin {
         "agent-core"
     }
 
+    /// What its hidden children provide and claim, asked of each child plugin, so a sibling
+    /// entry providing one of them is refused before loading (it would be contested).
+    fn provides(&self, config: &AgentCoreConfig) -> Vec<String> {
+        let mut out = Vec::new();
+        if let Some(llm) = &config.llm {
+            out.extend(LlmPlugin.provides(llm));
+        }
+        out.extend(SessionPlugin.provides(&config.sessions));
+        out.extend(SystemPromptPlugin.provides(&config.system_prompt_config()));
+        out.extend(ToolsPlugin.provides(&ToolsConfig::default()));
+        out.extend(AgentLoopPlugin.provides(&config.agent_loop_config()));
+        out
+    }
+
+    fn claims(&self, config: &AgentCoreConfig) -> Vec<cordis_runtime::Claim> {
+        SystemPromptPlugin.claims(&config.system_prompt_config())
+    }
+
     async fn apply(&self, ctx: Context, config: &AgentCoreConfig) -> Result<(), BoxError> {
         let mut parts = Vec::with_capacity(5);
         if let Some(llm) = &config.llm {

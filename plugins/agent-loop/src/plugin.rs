@@ -41,6 +41,10 @@ impl Plugin for AgentLoopPlugin {
         INJECT
     }
 
+    fn open_claims(&self, _config: &Self::Config) -> Option<Vec<&'static str>> {
+        Some(Vec::new())
+    }
+
     async fn apply(&self, ctx: Context, config: &AgentLoopConfig) -> Result<(), BoxError> {
         let service = Arc::new(AgentLoop::new(
             ctx.clone(),

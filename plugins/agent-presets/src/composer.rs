@@ -65,6 +65,8 @@ pub enum RowStatus {
     Failed,
     /// Disposed.
     Disposed,
+    /// Applied, but a name it claims another row claims too (neither gets it).
+    Conflict,
 }
 
 impl RowStatus {
@@ -77,6 +79,7 @@ impl RowStatus {
             RowStatus::Loading => "loading",
             RowStatus::Failed => "failed",
             RowStatus::Disposed => "disposed",
+            RowStatus::Conflict => "conflict",
         }
     }
 

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use cordis_runtime::{BoxError, Context, Inject, Plugin, Service};
+use cordis_runtime::{BoxError, Claim, Context, Inject, Plugin, Service};
 use cordis_system_prompt::{PERSONA_SECTION, SystemPrompt, ToolOrder};
 use cordis_tools::{ToolRegistry, declaring_key};
 use serde::Deserialize;
@@ -33,6 +33,15 @@ impl Plugin for PersonaPlugin {
 
     fn name(&self) -> &str {
         "persona"
+    }
+
+    /// One persona per composition (a preset): two rows would both apply to its agents.
+    fn claims(&self, _config: &PersonaConfig) -> Vec<Claim> {
+        vec![Claim::override_of("persona")]
+    }
+
+    fn open_claims(&self, _config: &Self::Config) -> Option<Vec<&'static str>> {
+        Some(Vec::new())
     }
 
     fn inject(&self) -> &[Inject] {
@@ -76,6 +85,16 @@ impl Plugin for ToolOrderPlugin {
 
     fn name(&self) -> &str {
         "tool-order"
+    }
+
+    /// One tool order per composition (a preset): the model-facing order must not depend on
+    /// which row registered first.
+    fn claims(&self, _config: &ToolOrderConfig) -> Vec<Claim> {
+        vec![Claim::override_of("tool order")]
+    }
+
+    fn open_claims(&self, _config: &Self::Config) -> Option<Vec<&'static str>> {
+        Some(Vec::new())
     }
 
     fn inject(&self) -> &[Inject] {

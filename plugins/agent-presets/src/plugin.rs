@@ -96,6 +96,11 @@ impl Plugin for AgentPresetsPlugin {
         INJECT
     }
 
+    /// Its presets' rows register into the presets' own realms, never the shared layers.
+    fn open_claims(&self, _config: &Self::Config) -> Option<Vec<&'static str>> {
+        Some(Vec::new())
+    }
+
     fn provides(&self, _config: &AgentPresetsConfig) -> Vec<String> {
         vec![
             AgentPresets::NAME.to_owned(),

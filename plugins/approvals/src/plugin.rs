@@ -250,6 +250,10 @@ impl Plugin for ApprovalsPlugin {
         INJECT
     }
 
+    fn open_claims(&self, _config: &Self::Config) -> Option<Vec<&'static str>> {
+        Some(Vec::new())
+    }
+
     async fn apply(&self, ctx: Context, config: &ApprovalsConfig) -> Result<(), BoxError> {
         let registry = ctx.require::<ToolRegistry>()?;
         let approvals = Arc::new(Approvals::new(config.clone()));

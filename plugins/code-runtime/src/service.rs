@@ -45,6 +45,10 @@ impl Plugin for CodeRuntimePlugin {
         "code-runtime"
     }
 
+    fn provides(&self, _config: &CodeRuntimeConfig) -> Vec<String> {
+        vec![CodeRuntimeService::NAME.to_owned()]
+    }
+
     async fn apply(&self, ctx: Context, _config: &CodeRuntimeConfig) -> Result<(), BoxError> {
         let _ = ctx.provide(CodeRuntimeService(Arc::new(QuickJs::new())))?;
         Ok(())

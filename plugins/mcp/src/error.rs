@@ -11,14 +11,6 @@ pub enum McpError {
         /// The refused name.
         name: String,
     },
-    /// Another live entry (under the same parent scope) uses this server name.
-    #[error(
-        "mcp: server \"{name}\" is already in use by another mcp entry — give each entry a unique `server` in cordis.yml"
-    )]
-    DuplicateServer {
-        /// The name in use.
-        name: String,
-    },
     /// A field combination that cannot work.
     #[error("mcp({server}): {message}")]
     Config {

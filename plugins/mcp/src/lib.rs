@@ -38,7 +38,7 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
-use cordis_runtime::{BoxError, Context, Deferred, EffectHandle, Inject, Plugin, ScopeId};
+use cordis_runtime::{BoxError, Claim, Context, Deferred, EffectHandle, Inject, Plugin, ScopeId};
 use cordis_tools::{ToolDefinition, ToolOutput, ToolRegistry, ToolSchema};
 use process_wrap::tokio::{CommandWrap, KillOnDrop, ProcessGroup};
 use rmcp::model::{
@@ -87,9 +87,20 @@ impl Plugin for McpPlugin {
         ToolRegistry::INJECT
     }
 
+    fn claims(&self, config: &McpConfig) -> Vec<Claim> {
+        vec![server_claim(&config.server, None)]
+    }
+
+    /// Its tools are whatever the server lists.
+    fn open_claims(&self, _config: &McpConfig) -> Option<Vec<&'static str>> {
+        Some(vec!["tool"])
+    }
+
     async fn apply(&self, ctx: Context, config: &McpConfig) -> Result<(), BoxError> {
         config.check()?;
-        claim_server(&ctx, &config.server)?;
+        // Two entries with one server name both report the conflict (their tools, having the
+        // same public names, are contested in the registry too), whichever started first.
+        let _ = ctx.claim(server_claim(&config.server, ctx.parent_id()));
         let registry = ctx.require::<ToolRegistry>()?;
         let bridge = Arc::new(Bridge {
             config: config.clone(),
@@ -149,27 +160,14 @@ fn retry_or_give_up(config: &McpConfig, failed: u32, error: &McpError) -> BoxErr
     .into()
 }
 
-type Claims = BTreeSet<(u64, Option<ScopeId>, String)>;
-
-/// Server names in use, per runtime and parent scope.
-fn claims() -> MutexGuard<'static, Claims> {
-    static CLAIMS: Mutex<Claims> = Mutex::new(BTreeSet::new());
-    CLAIMS.lock().unwrap_or_else(|e| e.into_inner())
+/// The claim of server name `server` among the entries under one parent scope (an ACP
+/// session's servers live under the session's scope, so two sessions may reuse a name).
+pub fn server_claim(server: &str, parent: Option<ScopeId>) -> Claim {
+    Claim::new(SERVER_CLAIM, server).in_space(parent.map(|p| p.0))
 }
 
-/// Claims `server` for `ctx`'s scope until it unwinds.
-fn claim_server(ctx: &Context, server: &str) -> Result<(), McpError> {
-    let key = (ctx.runtime_id(), ctx.parent_id(), server.to_owned());
-    if !claims().insert(key.clone()) {
-        return Err(McpError::DuplicateServer {
-            name: server.to_owned(),
-        });
-    }
-    let _ = ctx.effect("mcp server name", move || {
-        claims().remove(&key);
-    });
-    Ok(())
-}
+/// The kind of claim an `mcp` entry makes on its `server` name.
+pub const SERVER_CLAIM: &str = "mcp server";
 
 /// The server process, and whether the entry is gone (then a process started meanwhile by a
 /// reconnect still running on another thread is killed as soon as it is recorded).

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use cordis_runtime::{BoxError, Context, Plugin};
+use cordis_runtime::{BoxError, Context, Plugin, Service};
 use serde::Deserialize;
 
 use crate::order::ToolOrder;
@@ -38,6 +38,14 @@ impl Plugin for SystemPromptPlugin {
 
     fn name(&self) -> &str {
         "system-prompt"
+    }
+
+    fn provides(&self, _config: &SystemPromptConfig) -> Vec<String> {
+        vec![SystemPrompt::NAME.to_owned()]
+    }
+
+    fn claims(&self, _config: &SystemPromptConfig) -> Vec<cordis_runtime::Claim> {
+        vec![cordis_runtime::Claim::section(PERSONA_SECTION)]
     }
 
     async fn apply(&self, ctx: Context, config: &SystemPromptConfig) -> Result<(), BoxError> {
@@ -133,13 +141,17 @@ mod tests {
         let assembly = sp.assemble(AssembleContext::global()).await.unwrap();
         assert_eq!(assembly.sections[1].name, PERSONA_SECTION);
         assert_eq!(assembly.render().unwrap(), "Harness.\n\nYou are Ada.");
-        let err = sp
+        // A second owner of the name contests it: neither renders until one leaves.
+        let second = sp
             .section(&root, Section::fixed(PERSONA_SECTION, 5.0, "x"))
-            .unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "prompt section \"deployment:persona\" is already registered"
-        );
+            .unwrap();
+        let claim = cordis_runtime::Claim::section(PERSONA_SECTION);
+        assert_eq!(root.claim_holders(&claim), ["root", "system-prompt"]);
+        let assembly = sp.assemble(AssembleContext::global()).await.unwrap();
+        assert_eq!(assembly.render().unwrap(), "Harness.");
+        second.dispose();
+        let assembly = sp.assemble(AssembleContext::global()).await.unwrap();
+        assert_eq!(assembly.render().unwrap(), "Harness.\n\nYou are Ada.");
         handle.dispose();
         assert!(root.get::<SystemPrompt>().is_none());
         root.dispose();

@@ -11,7 +11,7 @@ use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Mutex, Weak};
 
-use cordis_runtime::{Context, EffectHandle, Event, Service, Waterfall, lock};
+use cordis_runtime::{Claim, Context, EffectHandle, Event, OrderKey, Service, Waterfall, lock};
 
 use crate::assembly::{AssembleContext, AssembledSection, PromptAssembly};
 use crate::error::{AssembleError, RegisterError, ToolOrderError};
@@ -134,6 +134,8 @@ impl Event for SystemPromptChange {
 
 struct SectionEntry {
     id: u64,
+    /// The entry that registered it (see [`Context::claim_owner`]).
+    owner: cordis_runtime::ScopeId,
     order: f64,
     text: SectionText,
 }
@@ -141,14 +143,15 @@ struct SectionEntry {
 #[derive(Default)]
 struct State {
     next_id: u64,
-    sections: BTreeMap<String, SectionEntry>,
+    /// Every registration of each section name: rendered only while one entry holds it.
+    sections: BTreeMap<String, Vec<SectionEntry>>,
     variables: BTreeMap<String, (u64, VariableFn)>,
     /// Keyed by registration id; the order only affects error reporting, never the output.
     providers: BTreeMap<u64, ToolProviderFn>,
-    /// Section overrides by registration id: (section name, override).
-    overrides: BTreeMap<u64, (String, OverrideFn)>,
-    /// `toolOrder` overrides by registration id.
-    order_overrides: BTreeMap<u64, OrderOverrideFn>,
+    /// Section overrides by the registering scope's place, then registration id.
+    overrides: BTreeMap<(OrderKey, u64), (String, OverrideFn)>,
+    /// `toolOrder` overrides by the registering scope's place, then registration id.
+    order_overrides: BTreeMap<(OrderKey, u64), OrderOverrideFn>,
 }
 
 impl State {
@@ -203,8 +206,13 @@ impl SystemPrompt {
 
     /// Registers a section as an effect of `ctx`'s scope.
     ///
+    /// # Determinism
+    /// A name two entries register is contested (see [`cordis_runtime::Claim`]): neither
+    /// renders, both report it, and the survivor's renders once the other leaves.
+    ///
     /// # Errors
-    /// Empty or duplicate name, non-finite order, or a dead scope.
+    /// Empty name, a name this scope's entry registered already, non-finite order, or a dead
+    /// scope.
     pub fn section(&self, ctx: &Context, section: Section) -> Result<EffectHandle, RegisterError> {
         let Section { name, order, text } = section;
         if name.is_empty() {
@@ -214,21 +222,38 @@ impl SystemPrompt {
             return Err(RegisterError::NonFiniteOrder { name });
         }
         self.live(ctx, "section", &name)?;
+        let owner = ctx.claim_owner();
         let id = {
             let mut st = lock(&self.state);
-            if st.sections.contains_key(&name) {
+            if st
+                .sections
+                .get(&name)
+                .is_some_and(|held| held.iter().any(|e| e.owner == owner))
+            {
                 return Err(RegisterError::DuplicateSection { name });
             }
             let id = st.next();
             st.sections
-                .insert(name.clone(), SectionEntry { id, order, text });
+                .entry(name.clone())
+                .or_default()
+                .push(SectionEntry {
+                    id,
+                    owner,
+                    order,
+                    text,
+                });
             id
         };
+        let claim = ctx.claim(Claim::section(name.clone()));
         let undo_name = name.clone();
         Ok(self.finish(ctx, "section", name, move |st| {
-            if st.sections.get(&undo_name).is_some_and(|e| e.id == id) {
-                st.sections.remove(&undo_name);
+            if let Some(held) = st.sections.get_mut(&undo_name) {
+                held.retain(|e| e.id != id);
+                if held.is_empty() {
+                    st.sections.remove(&undo_name);
+                }
             }
+            claim.dispose();
         }))
     }
 
@@ -273,9 +298,10 @@ impl SystemPrompt {
     /// registered is not created.
     ///
     /// # Determinism
-    /// When several overrides of one section apply to one assembly, the earliest registered
-    /// wins; callers keep them disjoint (one preset per agent), so registration order does not
-    /// decide what the model sees.
+    /// When several overrides of one section apply to one assembly, the one whose scope comes
+    /// first in canonical order ([`cordis_runtime::OrderKey`]: its entry's place in the
+    /// configuration) wins, never the first registered; a host refuses two override rows of
+    /// one kind in one composition before loading (their [`Claim::override_of`]).
     ///
     /// # Errors
     /// An empty name or a dead scope.
@@ -291,9 +317,10 @@ impl SystemPrompt {
         self.live(ctx, "section override", name)?;
         let id = {
             let mut st = lock(&self.state);
-            let id = st.next();
-            st.overrides.insert(id, (name.to_owned(), Arc::new(text)));
-            id
+            let key = (ctx.order_key().clone(), st.next());
+            st.overrides
+                .insert(key.clone(), (name.to_owned(), Arc::new(text)));
+            key
         };
         Ok(
             self.finish(ctx, "section override", name.to_owned(), move |st| {
@@ -308,8 +335,8 @@ impl SystemPrompt {
     /// tools its agents no longer receive.
     ///
     /// # Determinism
-    /// As [`SystemPrompt::override_section`]: the earliest registered applying override wins;
-    /// callers keep them disjoint.
+    /// As [`SystemPrompt::override_section`]: the applying override first in canonical order
+    /// wins.
     ///
     /// # Errors
     /// A dead scope.
@@ -321,9 +348,9 @@ impl SystemPrompt {
         self.live(ctx, "tool order override", "")?;
         let id = {
             let mut st = lock(&self.state);
-            let id = st.next();
-            st.order_overrides.insert(id, Arc::new(order));
-            id
+            let key = (ctx.order_key().clone(), st.next());
+            st.order_overrides.insert(key.clone(), Arc::new(order));
+            key
         };
         Ok(
             self.finish(ctx, "tool order override", String::new(), move |st| {
@@ -426,10 +453,14 @@ impl SystemPrompt {
             let overrides: Vec<(String, OverrideFn)> = st.overrides.values().cloned().collect();
             let order_overrides: Vec<OrderOverrideFn> =
                 st.order_overrides.values().cloned().collect();
+            // A contested name renders nothing.
             let sections: Vec<(String, f64, SectionText)> = st
                 .sections
                 .iter()
-                .map(|(n, e)| (n.clone(), e.order, e.text.clone()))
+                .filter_map(|(n, held)| match held.as_slice() {
+                    [e] => Some((n.clone(), e.order, e.text.clone())),
+                    _ => None,
+                })
                 .collect();
             let variables: Vec<(String, VariableFn)> = st
                 .variables

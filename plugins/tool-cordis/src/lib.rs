@@ -154,6 +154,17 @@ impl Plugin for ToolCordisPlugin {
         ToolRegistry::INJECT
     }
 
+    fn claims(&self, _config: &Self::Config) -> Vec<cordis_runtime::Claim> {
+        [CORDIS_INSPECT, CORDIS_MOUNT, CORDIS_UNMOUNT]
+            .into_iter()
+            .map(cordis_runtime::Claim::tool)
+            .collect()
+    }
+
+    fn open_claims(&self, _config: &Self::Config) -> Option<Vec<&'static str>> {
+        Some(Vec::new())
+    }
+
     async fn apply(&self, ctx: Context, _config: &NoConfig) -> Result<(), BoxError> {
         let registry = ctx.require::<ToolRegistry>()?;
         let root = ctx.root_context();

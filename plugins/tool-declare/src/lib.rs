@@ -1,7 +1,7 @@
 //! The `tool-declare` plugin: tools declared in configuration that answer a fixed result — for
 //! stubbing third-party tools in CI and for registration-race tests.
 
-use cordis_runtime::{BoxError, Context, Inject, Plugin, Schedule};
+use cordis_runtime::{BoxError, Claim, Context, Inject, Plugin, Schedule};
 use cordis_system_prompt::{Section, SystemPrompt};
 use cordis_tools::{ToolDefinition, ToolOutput, ToolRegistry, ToolSchema};
 use serde::Deserialize;
@@ -58,6 +58,19 @@ impl Plugin for DeclarePlugin {
 
     fn inject(&self) -> &[Inject] {
         ToolRegistry::INJECT
+    }
+
+    fn claims(&self, config: &DeclareConfig) -> Vec<Claim> {
+        let tools = config.tools.iter().map(|t| Claim::tool(t.name.clone()));
+        let sections = config
+            .sections
+            .iter()
+            .map(|s| Claim::section(s.name.clone()));
+        tools.chain(sections).collect()
+    }
+
+    fn open_claims(&self, _config: &Self::Config) -> Option<Vec<&'static str>> {
+        Some(Vec::new())
     }
 
     async fn apply(&self, ctx: Context, config: &DeclareConfig) -> Result<(), BoxError> {

@@ -66,6 +66,17 @@ impl Plugin for ShellPlugin {
         INJECT
     }
 
+    fn claims(&self, _config: &Self::Config) -> Vec<cordis_runtime::Claim> {
+        crate::TOOLS
+            .iter()
+            .map(|(name, _)| cordis_runtime::Claim::tool(*name))
+            .collect()
+    }
+
+    fn open_claims(&self, _config: &Self::Config) -> Option<Vec<&'static str>> {
+        Some(Vec::new())
+    }
+
     async fn apply(&self, ctx: Context, config: &ShellConfig) -> Result<(), BoxError> {
         let registry = ctx.require::<ToolRegistry>()?;
         let ws = ctx.require::<Workspace>()?;

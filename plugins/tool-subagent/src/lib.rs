@@ -247,6 +247,14 @@ impl Plugin for SubagentPlugin {
         INJECT
     }
 
+    fn claims(&self, config: &Self::Config) -> Vec<cordis_runtime::Claim> {
+        vec![cordis_runtime::Claim::tool(config.tool_name.clone())]
+    }
+
+    fn open_claims(&self, _config: &Self::Config) -> Option<Vec<&'static str>> {
+        Some(Vec::new())
+    }
+
     async fn apply(&self, ctx: Context, config: &SubagentConfig) -> Result<(), BoxError> {
         if config.tool_name.is_empty() {
             return Err("tool-subagent: `toolName` must not be empty".into());

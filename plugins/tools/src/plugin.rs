@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use cordis_code_runtime::CodeRuntimeService;
-use cordis_runtime::{BoxError, Context, FnPlugin, Inject, Plugin, Service};
+use cordis_runtime::{BoxError, Claim, Context, FnPlugin, Inject, Plugin, Service};
 use cordis_system_prompt::SystemPrompt;
 use serde::Deserialize;
 
@@ -41,6 +41,15 @@ impl Plugin for ToolPresentationPlugin {
 
     fn inject(&self) -> &[Inject] {
         PRESENTATION_INJECT
+    }
+
+    /// One presentation per composition: two rows would race for the realm's mode.
+    fn claims(&self, _config: &ToolPresentationConfig) -> Vec<Claim> {
+        vec![Claim::override_of("tool presentation")]
+    }
+
+    fn open_claims(&self, _config: &Self::Config) -> Option<Vec<&'static str>> {
+        Some(Vec::new())
     }
 
     fn needs(&self, config: &ToolPresentationConfig) -> Vec<String> {
@@ -82,8 +91,10 @@ impl Plugin for ToolPresentationPlugin {
 /// scope) inherit, with `allow` and/or `deny` lists of tool names. Outside a realm it restricts
 /// its own scope, which agents may join by parenting. The restriction unwinds with the row.
 ///
-/// The names must be tools the scope inherits when the row applies (a misspelt name fails the
-/// row, naming the known tools), so a preset mounted over the host's tools can only narrow them.
+/// The names must be tools the scope inherits in the final composition: a misspelt name fails
+/// every assembly of the scope (naming the known tools), checked then and not when the row
+/// applies, so the outcome does not depend on which entries happened to load first. A preset
+/// mounted over the host's tools can only narrow them.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ToolRestrictPlugin;
 
@@ -96,6 +107,10 @@ impl Plugin for ToolRestrictPlugin {
 
     fn inject(&self) -> &[Inject] {
         PRESENTATION_INJECT
+    }
+
+    fn open_claims(&self, _config: &Restriction) -> Option<Vec<&'static str>> {
+        Some(Vec::new())
     }
 
     async fn apply(&self, ctx: Context, config: &Restriction) -> Result<(), BoxError> {
@@ -174,6 +189,22 @@ impl Plugin for ToolsPlugin {
 
     fn inject(&self) -> &[Inject] {
         INJECT
+    }
+
+    fn provides(&self, _config: &ToolsConfig) -> Vec<String> {
+        vec![ToolRegistry::NAME.to_owned()]
+    }
+
+    /// The two Code Mode sections.
+    fn claims(&self, _config: &ToolsConfig) -> Vec<Claim> {
+        vec![
+            Claim::section(cordis_code_mode::CODE_ONLY_SECTION),
+            Claim::section(cordis_code_mode::SDK_SECTION),
+        ]
+    }
+
+    fn open_claims(&self, _config: &Self::Config) -> Option<Vec<&'static str>> {
+        Some(Vec::new())
     }
 
     async fn apply(&self, ctx: Context, config: &ToolsConfig) -> Result<(), BoxError> {

@@ -16,13 +16,19 @@
 //! # Determinism
 //! Layers are ordered maps and every list leaving the registry is sorted by UTF-16 code units, so
 //! no hash-map or registration order leaks out. The model-facing order is still the assembly's job.
+//!
+//! A name two entries register in one layer is *contested* (see [`cordis_runtime::Claim`]):
+//! withheld from every view (the model sees neither, a call finds neither), reported by both
+//! entries, and released to the survivor when one of them leaves — whichever registered first.
+//! Guards run in canonical order: by the guarding scope's [`cordis_runtime::OrderKey`], then in
+//! registration order.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use cordis_code_mode::Language;
 use cordis_code_runtime::CodeRuntimeService;
-use cordis_runtime::{Context, EffectHandle, Event, Inject, Schedule, Service};
+use cordis_runtime::{Claim, Context, EffectHandle, Event, Inject, Schedule, Service};
 use cordis_schema::{ScopeKey, ToolSchema};
 use cordis_system_prompt::{ToolProviderResult, sort_by_name_utf16};
 use serde::{Deserialize, Serialize};
@@ -63,12 +69,22 @@ pub type Guard = Arc<dyn Fn(&ToolCall, Option<ScopeKey>) -> Option<String> + Sen
 struct Compiled {
     allow: Option<BTreeSet<String>>,
     deny: BTreeSet<String>,
+    /// Every name it lists, in the order given: checked against the final composition at
+    /// assembly, never against what happened to be registered when the row applied.
+    names: Vec<String>,
 }
 
 impl Compiled {
     fn admits(&self, name: &str) -> bool {
         self.allow.as_ref().is_none_or(|a| a.contains(name)) && !self.deny.contains(name)
     }
+}
+
+/// One registration of a name in a layer: its write id, the entry that made it, the tool.
+struct Holder {
+    id: u64,
+    owner: cordis_runtime::ScopeId,
+    tool: Arc<Registered>,
 }
 
 /// A registered tool: its definition and its compiled parameters schema.
@@ -79,14 +95,26 @@ pub(crate) struct Registered {
 
 #[derive(Default)]
 pub(crate) struct Layer {
-    tools: BTreeMap<String, (u64, Arc<Registered>)>,
+    /// Every registration of each name: usable only while exactly one entry holds it.
+    tools: BTreeMap<String, Vec<Holder>>,
     restrictions: BTreeMap<u64, Compiled>,
-    guards: BTreeMap<u64, Guard>,
+    /// Guards by the guarding scope's place, then write id.
+    guards: BTreeMap<(cordis_runtime::OrderKey, u64), Guard>,
     /// This scope's presentation declaration (write id, mode); at most one.
     pub(crate) mode: Option<(u64, PresentationMode)>,
 }
 
 impl Layer {
+    /// Each name with its tool, or `None` while the name is contested.
+    fn sole_tools(&self) -> impl Iterator<Item = (&String, Option<&Arc<Registered>>)> {
+        self.tools
+            .iter()
+            .map(|(n, holders)| match holders.as_slice() {
+                [one] => (n, Some(&one.tool)),
+                _ => (n, None),
+            })
+    }
+
     fn is_empty(&self) -> bool {
         self.tools.is_empty()
             && self.restrictions.is_empty()
@@ -147,28 +175,42 @@ impl Store {
     }
 
     /// Global tools, then ancestors farthest first (so nearer ones overwrite); not `scope` itself.
-    fn inherited(&self, scope: Option<ScopeKey>) -> BTreeMap<String, Arc<Registered>> {
-        let mut out: BTreeMap<String, Arc<Registered>> = self
-            .global
-            .tools
-            .iter()
-            .map(|(n, (_, d))| (n.clone(), d.clone()))
-            .collect();
-        if let Some(scope) = scope {
-            for key in self.chain(scope).into_iter().skip(1).rev() {
-                if let Some(layer) = self.scoped.get(&key) {
-                    for (n, (_, d)) in &layer.tools {
+    /// A contested name hides what a farther layer has under it and is returned apart.
+    fn inherited(
+        &self,
+        scope: Option<ScopeKey>,
+    ) -> (BTreeMap<String, Arc<Registered>>, BTreeSet<String>) {
+        let mut out: BTreeMap<String, Arc<Registered>> = BTreeMap::new();
+        let mut contested: BTreeSet<String> = BTreeSet::new();
+        let mut add = |layer: &Layer| {
+            for (n, tool) in layer.sole_tools() {
+                match tool {
+                    Some(d) => {
+                        contested.remove(n);
                         out.insert(n.clone(), d.clone());
+                    }
+                    None => {
+                        out.remove(n);
+                        contested.insert(n.clone());
                     }
                 }
             }
+        };
+        add(&self.global);
+        if let Some(scope) = scope {
+            for key in self.chain(scope).into_iter().skip(1).rev() {
+                if let Some(layer) = self.scoped.get(&key) {
+                    add(layer);
+                }
+            }
         }
-        out
+        (out, contested)
     }
 
     fn view(&self, scope: Option<ScopeKey>) -> View {
-        let inherited = self.inherited(scope);
-        let mut known: BTreeSet<String> = inherited.keys().cloned().collect();
+        let (inherited, contested) = self.inherited(scope);
+        // A contested name is still a name the configuration knows (`toolOrder` may list it).
+        let mut known: BTreeSet<String> = inherited.keys().cloned().chain(contested).collect();
         let Some(scope) = scope else {
             return View {
                 visible: inherited,
@@ -186,12 +228,39 @@ impl Store {
             .filter(|(n, _)| restrictions.iter().all(|r| r.admits(n)))
             .collect();
         if let Some(own) = self.scoped.get(&scope) {
-            for (n, (_, d)) in &own.tools {
+            for (n, tool) in own.sole_tools() {
                 known.insert(n.clone());
-                visible.insert(n.clone(), d.clone());
+                match tool {
+                    Some(d) => visible.insert(n.clone(), d.clone()),
+                    None => visible.remove(n),
+                };
             }
         }
         View { visible, known }
+    }
+
+    /// The names `scope`'s restrictions list that it does not inherit, with the names it does
+    /// (sorted); `None` when every listed name is known.
+    fn unknown_restricted(&self, scope: Option<ScopeKey>) -> Option<(Vec<String>, Vec<String>)> {
+        let scope = scope?;
+        let (inherited, contested) = self.inherited(Some(scope));
+        let mut unknown: Vec<String> = Vec::new();
+        for layer in self.chain(scope).iter().filter_map(|k| self.scoped.get(k)) {
+            for r in layer.restrictions.values() {
+                for n in &r.names {
+                    if !inherited.contains_key(n) && !contested.contains(n) && !unknown.contains(n)
+                    {
+                        unknown.push(n.clone());
+                    }
+                }
+            }
+        }
+        if unknown.is_empty() {
+            return None;
+        }
+        let mut known: Vec<String> = inherited.into_keys().chain(contested).collect();
+        sort_by_name_utf16(&mut known, |s| s);
+        Some((unknown, known))
     }
 
     /// The nearest presentation declaration on `scope`'s chain.
@@ -292,6 +361,12 @@ impl Inner {
 
     /// The registry as a tool provider of the prompt assembly.
     pub(crate) fn provider_result(&self, scope: Option<ScopeKey>) -> ToolProviderResult {
+        if let Some((unknown, known)) = self.store().unknown_restricted(scope) {
+            return ToolProviderResult {
+                unavailable: Some(RegisterError::UnknownRestricted { unknown, known }.to_string()),
+                ..ToolProviderResult::default()
+            };
+        }
         let (view, mode) = self.view_and_mode(scope);
         if mode != PresentationMode::Native && self.ctx.get::<CodeRuntimeService>().is_none() {
             // Checked at use time, so a native deployment needs no runtime.
@@ -444,8 +519,12 @@ impl ToolRegistry {
         // Compiled once here, so every call is checked without reparsing the schema.
         let arguments = def.compile()?;
         let name = def.name().to_owned();
-        let def = Arc::new(Registered { def, arguments });
-        self.write(
+        let tool = Arc::new(Registered { def, arguments });
+        let owner = ctx.claim_owner();
+        // Held beside the registration, so both entries of a contest report it.
+        let claim = ctx.claim(Claim::tool(name.clone()).in_space(scope.map(|k| k.0)));
+        let released = claim.clone();
+        let written = self.write(
             ctx,
             scope,
             "tool",
@@ -453,30 +532,44 @@ impl ToolRegistry {
             move |store| {
                 let id = store.next_id();
                 let layer = store.layer_mut(scope);
-                if layer.tools.contains_key(&name) {
+                let holders = layer.tools.entry(name.clone()).or_default();
+                if holders.iter().any(|h| h.owner == owner) {
+                    // One entry registering a name twice is that entry's own mistake.
                     return Err(match scope {
                         None => RegisterError::DuplicateGlobal { name },
                         Some(_) => RegisterError::DuplicateScoped { name },
                     });
                 }
-                layer.tools.insert(name.clone(), (id, def));
+                holders.push(Holder { id, owner, tool });
                 Ok((name, id))
             },
             move |store, (name, id)| {
                 if let Some(layer) = store.layer_mut_existing(scope)
-                    && layer.tools.get(&name).is_some_and(|(i, _)| *i == id)
+                    && let Some(holders) = layer.tools.get_mut(&name)
                 {
-                    layer.tools.remove(&name);
+                    holders.retain(|h| h.id != id);
+                    if holders.is_empty() {
+                        layer.tools.remove(&name);
+                    }
                 }
+                released.dispose();
             },
-        )
+        );
+        if written.is_err() {
+            claim.dispose();
+        }
+        written
     }
 
     /// Narrows what `scope` inherits; the scope's own tools are never hidden.
     ///
+    /// # Determinism
+    /// The names are checked when the scope is assembled, against everything it inherits then
+    /// (a name no entry registers fails that assembly, like an unknown `toolOrder` name), not
+    /// against what happened to be registered when the restriction was made.
+    ///
     /// # Errors
-    /// An empty filter, a filter naming `run_code`, names `scope` does not inherit, or a dead
-    /// scope.
+    /// An empty filter, a filter naming `run_code`, or a dead scope.
     pub fn restrict(
         &self,
         ctx: &Context,
@@ -495,26 +588,14 @@ impl ToolRegistry {
         let compiled = Compiled {
             allow: allow.as_ref().map(|a| a.iter().cloned().collect()),
             deny: deny.iter().cloned().collect(),
+            names: named.into_iter().cloned().collect(),
         };
-        let names: Vec<String> = named.into_iter().cloned().collect();
         self.write(
             ctx,
             Some(scope),
             "restriction",
             true,
             move |store| {
-                let inherited = store.inherited(Some(scope));
-                let mut unknown: Vec<String> = Vec::new();
-                for n in names {
-                    if !inherited.contains_key(&n) && !unknown.contains(&n) {
-                        unknown.push(n);
-                    }
-                }
-                if !unknown.is_empty() {
-                    let mut known: Vec<String> = inherited.into_keys().collect();
-                    sort_by_name_utf16(&mut known, |s| s);
-                    return Err(RegisterError::UnknownRestricted { unknown, known });
-                }
                 let id = store.next_id();
                 store
                     .layer_mut(Some(scope))
@@ -541,6 +622,7 @@ impl ToolRegistry {
         guard: impl Fn(&ToolCall, Option<ScopeKey>) -> Option<String> + Send + Sync + 'static,
     ) -> Result<EffectHandle, RegisterError> {
         let guard: Guard = Arc::new(guard);
+        let place = ctx.order_key().clone();
         // Guards do not change visibility, so no `tools/change`.
         self.write(
             ctx,
@@ -548,13 +630,13 @@ impl ToolRegistry {
             "guard",
             false,
             move |store| {
-                let id = store.next_id();
-                store.layer_mut(scope).guards.insert(id, guard);
-                Ok(id)
+                let key = (place, store.next_id());
+                store.layer_mut(scope).guards.insert(key.clone(), guard);
+                Ok(key)
             },
-            move |store, id| {
+            move |store, key| {
                 if let Some(layer) = store.layer_mut_existing(scope) {
-                    layer.guards.remove(&id);
+                    layer.guards.remove(&key);
                 }
             },
         )
@@ -745,11 +827,105 @@ mod tests {
         root.dispose();
     }
 
+    /// An entry scope labelled `label`, as the loader makes one.
+    fn entry(root: &Context, label: &str) -> Context {
+        use cordis_runtime::{FnPlugin, PluginOptions, Prepared};
+        let handle = root.plugin_with(
+            Prepared::new(FnPlugin::new(label, |_, ()| async { Ok(()) }), ()),
+            PluginOptions {
+                label: Some(label.to_owned()),
+                ..PluginOptions::default()
+            },
+        );
+        handle.context().unwrap()
+    }
+
     #[tokio::test]
-    async fn a_failed_write_does_not_leave_an_empty_layer() {
+    async fn a_name_two_entries_register_is_withheld_in_either_order_and_released_to_the_survivor()
+    {
+        for first_one in [true, false] {
+            let root = Context::root();
+            let reg = ToolRegistry::new(root.clone());
+            let (one, two) = (entry(&root, "one"), entry(&root, "two"));
+            root.idle().await;
+            let order = if first_one {
+                [&one, &two]
+            } else {
+                [&two, &one]
+            };
+            for ctx in order {
+                let _ = reg.register(ctx, tool("echo")).unwrap();
+                let _ = reg
+                    .register(ctx, tool(&format!("own_{}", ctx.label().unwrap())))
+                    .unwrap();
+            }
+            assert_eq!(names(&reg.schemas(None)), ["own_one", "own_two"]);
+            assert!(reg.get("echo", None).is_none());
+            // toolOrder may still list the name: it is known, only withheld.
+            let known = reg.provide_for(None).known_names.unwrap();
+            assert_eq!(known, ["echo", "own_one", "own_two"]);
+            let claim = Claim::tool("echo");
+            assert_eq!(root.claim_holders(&claim), ["one", "two"]);
+            // One entry registering the name twice is still its own error.
+            let err = reg.register(&one, tool("echo")).unwrap_err();
+            assert!(
+                matches!(err, RegisterError::DuplicateGlobal { .. }),
+                "{err}"
+            );
+            assert_eq!(root.claim_holders(&claim), ["one", "two"]);
+            two.dispose();
+            assert_eq!(names(&reg.schemas(None)), ["echo", "own_one"]);
+            assert_eq!(reg.get("echo", None).unwrap().description, "echo tool");
+            assert_eq!(root.claim_holders(&claim), ["one"]);
+            root.dispose();
+            assert!(root.live().is_zero());
+        }
+    }
+
+    #[tokio::test]
+    async fn guards_run_in_their_entries_place_order_whatever_order_they_were_added_in() {
+        use cordis_runtime::{FnPlugin, PluginOptions, Prepared};
         let root = Context::root();
         let reg = ToolRegistry::new(root.clone());
-        let err = reg
+        let placed = |label: &str, place: u64| {
+            root.plugin_with(
+                Prepared::new(FnPlugin::new(label, |_, ()| async { Ok(()) }), ()),
+                PluginOptions {
+                    label: Some(label.to_owned()),
+                    place: Some(place),
+                    ..PluginOptions::default()
+                },
+            )
+            .context()
+            .unwrap()
+        };
+        let (late, early) = (placed("late", 1), placed("early", 0));
+        root.idle().await;
+        let _ = reg.guard(&late, None, |_, _| Some("late".into())).unwrap();
+        let _ = reg
+            .guard(&early, None, |_, _| Some("early".into()))
+            .unwrap();
+        let call = ToolCall {
+            call_id: "c".into(),
+            name: "t".into(),
+            arguments: serde_json::json!({}),
+        };
+        let reasons: Vec<String> = reg
+            .inner
+            .guards(None)
+            .iter()
+            .filter_map(|g| g(&call, None))
+            .collect();
+        assert_eq!(reasons, ["early", "late"]);
+        root.dispose();
+    }
+
+    #[tokio::test]
+    async fn a_restriction_is_checked_against_the_final_composition_whenever_it_was_made() {
+        let root = Context::root();
+        let reg = ToolRegistry::new(root.clone());
+        // Made before the tool it names exists (a row that applied first): not an error yet.
+        let _ = reg
             .restrict(
                 &root,
                 ScopeKey(9),
@@ -758,9 +934,30 @@ mod tests {
                     deny: Some(vec!["x".into()]),
                 },
             )
+            .unwrap();
+        let unavailable = reg.provide_for(Some(ScopeKey(9))).unavailable.unwrap();
+        assert_eq!(
+            unavailable,
+            "tools.restrict() names unknown global tool(s) \"x\"; known global tools: (none)"
+        );
+        let _ = reg.register(&root, tool("x")).unwrap();
+        let _ = reg.register(&root, tool("y")).unwrap();
+        let result = reg.provide_for(Some(ScopeKey(9)));
+        assert!(result.unavailable.is_none(), "{:?}", result.unavailable);
+        assert_eq!(names(&result.schemas), ["y"]);
+        root.dispose();
+    }
+
+    #[tokio::test]
+    async fn a_failed_write_does_not_leave_an_empty_layer() {
+        let root = Context::root();
+        let reg = ToolRegistry::new(root.clone());
+        let _ = reg.bind_parent(&root, ScopeKey(9), ScopeKey(8)).unwrap();
+        let err = reg
+            .bind_parent(&root, ScopeKey(8), ScopeKey(9))
             .unwrap_err();
-        assert!(matches!(err, RegisterError::UnknownRestricted { .. }));
-        assert!(!reg.has_layer(ScopeKey(9)));
+        assert!(matches!(err, RegisterError::ParentCycle { .. }), "{err}");
+        assert!(!reg.has_layer(ScopeKey(8)));
         root.dispose();
     }
 
@@ -866,7 +1063,7 @@ mod tests {
             )
             .unwrap_err();
         assert_eq!(err, RegisterError::RestrictRunCode);
-        let err = reg
+        let _ = reg
             .restrict(
                 &root,
                 s,
@@ -875,9 +1072,9 @@ mod tests {
                     deny: None,
                 },
             )
-            .unwrap_err();
+            .unwrap();
         assert_eq!(
-            err.to_string(),
+            reg.provide_for(Some(s)).unavailable.unwrap(),
             "tools.restrict() names unknown global tool(s) \"x\"; known global tools: alpha, bash"
         );
         root.dispose();

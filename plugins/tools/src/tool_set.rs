@@ -33,7 +33,7 @@
 //! # let _ = ReversePlugin::default();
 //! ```
 
-use cordis_runtime::{BoxError, Context, Inject, Plugin};
+use cordis_runtime::{BoxError, Claim, Context, Inject, Plugin};
 
 use crate::definition::ToolDefinition;
 use crate::plugin::NoConfig;
@@ -62,6 +62,19 @@ impl<T: ToolSet> Plugin for ToolSetPlugin<T> {
 
     fn inject(&self) -> &[Inject] {
         ToolRegistry::INJECT
+    }
+
+    /// Every tool of the set, by name: the definitions say it, so nothing keeps a copy.
+    fn claims(&self, _config: &NoConfig) -> Vec<Claim> {
+        self.0
+            .tools()
+            .iter()
+            .map(|t| Claim::tool(t.name().to_owned()))
+            .collect()
+    }
+
+    fn open_claims(&self, _config: &Self::Config) -> Option<Vec<&'static str>> {
+        Some(Vec::new())
     }
 
     async fn apply(&self, ctx: Context, _config: &NoConfig) -> Result<(), BoxError> {

@@ -160,21 +160,12 @@ fn names_after_dispose_are_empty(root: &Context) -> bool {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn two_servers_with_the_same_tool_name_coexist_and_a_server_name_is_used_once() {
+async fn two_servers_with_the_same_tool_name_coexist_and_a_server_name_used_twice_is_contested() {
     let root = root_with_tools();
     let a = root.plugin(McpPlugin, cfg("alpha", &["--tools", "add,pid"]));
     let b = root.plugin(McpPlugin, cfg("beta", &["--tools", "add,pid"]));
     assert_eq!(settle(&a).await, ScopeStatus::Active);
     assert_eq!(settle(&b).await, ScopeStatus::Active);
-    let again = root.plugin(McpPlugin, cfg("alpha", &["--tools", "add"]));
-    assert_eq!(settle(&again).await, ScopeStatus::Failed);
-    assert!(
-        again
-            .failure()
-            .unwrap()
-            .to_string()
-            .contains("server \"alpha\" is already in use by another mcp entry")
-    );
     assert_eq!(
         names(&root),
         [
@@ -184,6 +175,22 @@ async fn two_servers_with_the_same_tool_name_coexist_and_a_server_name_is_used_o
             "mcp__beta__pid"
         ]
     );
+    // A second entry with a server name in use: both report the conflict, the shared public
+    // name is withheld, whichever started first; nothing retries as if a server were down.
+    let again = root.plugin(McpPlugin, cfg("alpha", &["--tools", "add"]));
+    assert_eq!(settle(&again).await, ScopeStatus::Active);
+    let conflicts = again.info().conflicts;
+    assert_eq!(conflicts, a.info().conflicts);
+    assert!(
+        conflicts[0].contains("mcp server \"alpha\"")
+            && conflicts[0].contains("tool \"mcp__alpha__add\""),
+        "{conflicts:?}"
+    );
+    assert_eq!(
+        names(&root),
+        ["mcp__alpha__pid", "mcp__beta__add", "mcp__beta__pid"]
+    );
+    again.dispose();
     let pa = text(&call(&root, "mcp__alpha__pid", json!({})).await);
     let pb = text(&call(&root, "mcp__beta__pid", json!({})).await);
     assert_ne!(pa, pb, "each public name reaches its own server");
@@ -246,7 +253,7 @@ async fn toggle_and_wait(root: &Context, args: Value) -> String {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn list_changed_resyncs_a_failing_fetch_keeps_and_a_conflict_rolls_back_whole() {
+async fn list_changed_resyncs_a_failing_fetch_keeps_and_a_shared_name_is_contested() {
     let root = root_with_tools();
     // A tool another plugin owns, which the server will later try to take.
     let owner = FnPlugin::new("owner", |ctx: Context, _: ()| async move {
@@ -293,23 +300,34 @@ async fn list_changed_resyncs_a_failing_fetch_keeps_and_a_conflict_rolls_back_wh
     );
     assert_eq!(names(&root), with_x1);
 
-    // `clash` conflicts: nothing of the new set (not even x3, x2) lands, the old set is back.
+    // `clash` is another entry's too: the set applies and the name is contested, withheld
+    // from both owners (the first to register does not win), instead of a server outage.
     let outcome = toggle_and_wait(&root, json!({"add": ["clash", "x3"]})).await;
-    assert!(outcome.contains("rolled back"), "{outcome}");
-    assert!(outcome.contains("mcp__fx__clash"), "{outcome}");
-    assert_eq!(names(&root), with_x1);
+    assert!(outcome.ends_with("fx: applied"), "{outcome}");
+    assert_eq!(
+        names(&root),
+        [
+            "mcp__fx__add",
+            "mcp__fx__toggle",
+            "mcp__fx__x1",
+            "mcp__fx__x2",
+            "mcp__fx__x3"
+        ]
+    );
+    assert!(entry.info().conflicts[0].contains("tool \"mcp__fx__clash\" is claimed by entries"));
+    assert!(call(&root, "mcp__fx__clash", json!({})).await.is_error);
     assert_eq!(
         text(&call(&root, "mcp__fx__add", json!({"a": 2, "b": 2})).await),
         "4"
     );
+
+    // The server drops the name: released to the other owner.
+    let outcome = toggle_and_wait(&root, json!({"remove": ["clash", "x1"]})).await;
+    assert!(outcome.ends_with("fx: applied"), "{outcome}");
     assert_eq!(
         call(&root, "mcp__fx__clash", json!({})).await.content,
         json!("mine")
     );
-
-    // And a later valid change applies again.
-    let outcome = toggle_and_wait(&root, json!({"remove": ["clash", "x1"]})).await;
-    assert!(outcome.ends_with("fx: applied"), "{outcome}");
     assert_eq!(
         names(&root),
         [

@@ -1,0 +1,327 @@
+//! Claims: names that at most one entry may own (a tool, a service, a prompt section, an
+//! override), and the rule that decides a name two entries claim.
+//!
+//! A claim is held by an *owner*: the nearest scope at or above the claiming one that has a
+//! label (the loader labels each entry's scope with its id), so an entry's hidden children claim
+//! for the entry. Holding a claim is an effect of the claiming scope; it is released when that
+//! scope unwinds.
+//!
+//! # Determinism
+//! A name held by two or more owners is **contested**: whoever holds it uses it only while it is
+//! uncontested (the registry withholds a contested tool, the service table a contested service),
+//! and every holder reports the same conflict, naming all holders in sorted order. When holders
+//! leave until one remains, that one is released to use it. So the outcome is a function of the
+//! set of holders, never of who claimed first.
+//!
+//! Where a plugin knows its claims from its config alone it states them in
+//! [`crate::Plugin::claims`], and a host refuses two entries claiming one name before anything
+//! loads; run-time claims ([`Context::claim`]) decide what only run time can know.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+
+use crate::context::{Context, Shared};
+use crate::effect::{EffectHandle, EffectKind};
+use crate::scope::{AddError, ScopeId, ScopeNode, lock};
+
+/// One name of one kind that at most one entry may own.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Claim {
+    /// What kind of name: `service`, `tool`, `section`, `override`, `mcp server`, ….
+    pub kind: Cow<'static, str>,
+    /// The layer the name lives in, when names of the kind are per layer (a tool registry's
+    /// realm); `None` for the one shared space.
+    pub space: Option<u64>,
+    /// The name.
+    pub name: String,
+}
+
+impl Claim {
+    /// A claim of `name` of `kind` in the shared space.
+    pub fn new(kind: impl Into<Cow<'static, str>>, name: impl Into<String>) -> Claim {
+        Claim {
+            kind: kind.into(),
+            space: None,
+            name: name.into(),
+        }
+    }
+
+    /// The service `name` (what [`crate::Plugin::provides`] states).
+    pub fn service(name: impl Into<String>) -> Claim {
+        Claim::new("service", name)
+    }
+
+    /// The tool `name`.
+    pub fn tool(name: impl Into<String>) -> Claim {
+        Claim::new("tool", name)
+    }
+
+    /// The prompt section `name`.
+    pub fn section(name: impl Into<String>) -> Claim {
+        Claim::new("section", name)
+    }
+
+    /// The one override of `what` (a persona, a tool order, a presentation) in a space.
+    pub fn override_of(what: impl Into<String>) -> Claim {
+        Claim::new("override", what)
+    }
+
+    /// The same claim in layer `space`.
+    #[must_use]
+    pub fn in_space(mut self, space: Option<u64>) -> Claim {
+        self.space = space;
+        self
+    }
+}
+
+impl fmt::Display for Claim {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} \"{}\"", self.kind, self.name)?;
+        if let Some(space) = self.space {
+            write!(f, " (in scope {space}'s layer)")?;
+        }
+        Ok(())
+    }
+}
+
+/// `"a"`, `"a" and "b"`, `"a", "b" and "c"`.
+pub fn quoted_list<S: AsRef<str>>(names: &[S]) -> String {
+    let quoted: Vec<String> = names
+        .iter()
+        .map(|n| format!("\"{}\"", n.as_ref()))
+        .collect();
+    match quoted.as_slice() {
+        [] => String::new(),
+        [one] => one.clone(),
+        [init @ .., last] => format!("{} and {last}", init.join(", ")),
+    }
+}
+
+/// The conflict text every holder of contested claims reports (claims and holders sorted).
+pub fn conflict_message<S: AsRef<str>>(claims: &[&Claim], holders: &[S]) -> String {
+    let listed: Vec<String> = claims.iter().map(ToString::to_string).collect();
+    let (verb, them) = if claims.len() == 1 {
+        ("is", "it")
+    } else {
+        ("are", "them")
+    };
+    format!(
+        "conflict: {} {verb} claimed by entries {}, so none of them gets {them}; \
+         remove {them} from all but one (or disable all but one of the entries)",
+        listed.join(", "),
+        quoted_list(holders)
+    )
+}
+
+/// Who holds a claim: an entry (a labelled scope) or, outside any, the scope itself.
+#[derive(Debug, Clone)]
+struct Owner {
+    label: Arc<str>,
+    /// How many live claims of this owner on the name (several scopes of one entry may hold it).
+    count: usize,
+}
+
+/// Every live claim, by claim, then by owner scope.
+#[derive(Default)]
+pub(crate) struct ClaimTable {
+    held: BTreeMap<Claim, BTreeMap<ScopeId, Owner>>,
+}
+
+impl ClaimTable {
+    /// Adds one hold; true when the claim just became contested.
+    fn add(&mut self, claim: &Claim, owner: ScopeId, label: &Arc<str>) -> bool {
+        let holders = self.held.entry(claim.clone()).or_default();
+        let before = holders.len();
+        holders
+            .entry(owner)
+            .or_insert_with(|| Owner {
+                label: label.clone(),
+                count: 0,
+            })
+            .count += 1;
+        before == 1 && holders.len() == 2
+    }
+
+    /// Removes one hold.
+    fn remove(&mut self, claim: &Claim, owner: ScopeId) {
+        if let Some(holders) = self.held.get_mut(claim) {
+            if let Some(o) = holders.get_mut(&owner) {
+                o.count -= 1;
+                if o.count == 0 {
+                    holders.remove(&owner);
+                }
+            }
+            if holders.is_empty() {
+                self.held.remove(claim);
+            }
+        }
+    }
+
+    fn labels(&self, claim: &Claim) -> Vec<String> {
+        let mut labels: Vec<String> = self
+            .held
+            .get(claim)
+            .map(|h| h.values().map(|o| o.label.to_string()).collect())
+            .unwrap_or_default();
+        labels.sort();
+        labels
+    }
+
+    /// The conflicts `owner` is part of: one text per set of holders, claims sorted.
+    fn conflicts_of(&self, owner: ScopeId) -> Vec<String> {
+        let mut by_holders: BTreeMap<Vec<String>, Vec<&Claim>> = BTreeMap::new();
+        for (claim, holders) in &self.held {
+            if holders.len() > 1 && holders.contains_key(&owner) {
+                by_holders
+                    .entry(self.labels(claim))
+                    .or_default()
+                    .push(claim);
+            }
+        }
+        by_holders
+            .iter()
+            .map(|(holders, claims)| conflict_message(claims, holders))
+            .collect()
+    }
+}
+
+impl ScopeNode {
+    /// The scope that owns this one's claims: the nearest labelled scope at or above it, else
+    /// this scope.
+    pub(crate) fn claim_owner(self: &Arc<Self>) -> (ScopeId, Arc<str>) {
+        let mut at = self.clone();
+        loop {
+            if let Some(label) = &at.label {
+                return (at.id, label.clone());
+            }
+            match at.parent_node.as_ref().and_then(std::sync::Weak::upgrade) {
+                Some(parent) => at = parent,
+                None => return (self.id, self.name.clone()),
+            }
+        }
+    }
+}
+
+impl Shared {
+    /// The conflicts the owner scope `owner` is part of (see [`crate::ScopeInfo::conflicts`]).
+    pub(crate) fn conflicts_of(&self, owner: ScopeId) -> Vec<String> {
+        lock(&self.claims).conflicts_of(owner)
+    }
+
+    /// Holds `claim` for `node`'s owner; returns the owner and whether it just became contested.
+    pub(crate) fn hold(&self, node: &Arc<ScopeNode>, claim: &Claim) -> (ScopeId, bool) {
+        let (owner, label) = node.claim_owner();
+        let contested = lock(&self.claims).add(claim, owner, &label);
+        (owner, contested)
+    }
+
+    pub(crate) fn release(&self, claim: &Claim, owner: ScopeId) {
+        lock(&self.claims).remove(claim, owner);
+    }
+
+    /// The labels of every owner holding `claim`, sorted.
+    pub(crate) fn holders(&self, claim: &Claim) -> Vec<String> {
+        lock(&self.claims).labels(claim)
+    }
+}
+
+impl Context {
+    /// Holds `claim` for this scope's entry (see the [`Claim`](crate::Claim) docs) until the
+    /// returned effect is disposed or the scope unwinds. Claiming never fails: a name another
+    /// entry holds too becomes contested, which both entries report (see
+    /// [`crate::ScopeInfo::conflicts`]), and whoever grants the name must withhold it while
+    /// [`Context::is_contested`] says so.
+    pub fn claim(&self, claim: Claim) -> EffectHandle {
+        let shared = self.node.shared.clone();
+        let label: Cow<'static, str> = Cow::Owned(claim.to_string());
+        let node = self.node.clone();
+        let added = self
+            .node
+            .add_effect::<()>(self.generation, EffectKind::Custom, label, || {
+                let (owner, _) = shared.hold(&node, &claim);
+                shared.status_changed();
+                let weak = Arc::downgrade(&shared);
+                Ok(Box::new(move || {
+                    if let Some(shared) = weak.upgrade() {
+                        shared.release(&claim, owner);
+                        shared.status_changed();
+                    }
+                }))
+            });
+        match added {
+            Ok(id) => EffectHandle::new(&self.node, id),
+            Err(AddError::Gone | AddError::Refused(())) => EffectHandle::inert(),
+        }
+    }
+
+    /// The scope this scope's claims are held for: the nearest labelled scope at or above it
+    /// (an entry), else this scope. Two registrations with one owner are one entry's.
+    pub fn claim_owner(&self) -> ScopeId {
+        self.node.claim_owner().0
+    }
+
+    /// The entries holding `claim`, sorted (more than one: it is contested).
+    pub fn claim_holders(&self, claim: &Claim) -> Vec<String> {
+        self.node.shared.holders(claim)
+    }
+
+    /// True while two or more entries hold `claim`.
+    pub fn is_contested(&self, claim: &Claim) -> bool {
+        self.claim_holders(claim).len() > 1
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::prelude::*;
+    use crate::testing::both_runtimes;
+    use crate::{FnPlugin, PluginOptions, Prepared};
+
+    fn entry(root: &Context, label: &str) -> ScopeHandle {
+        root.plugin_with(
+            Prepared::new(FnPlugin::new(label, |_, ()| async { Ok(()) }), ()),
+            PluginOptions {
+                label: Some(label.to_owned()),
+                ..PluginOptions::default()
+            },
+        )
+    }
+
+    both_runtimes! {
+        async fn a_name_two_entries_claim_is_contested_for_both_and_released_to_the_survivor() {
+            let root = Context::root();
+            let one = entry(&root, "one");
+            let two = entry(&root, "two");
+            root.idle().await;
+            let (c1, c2) = (one.context().unwrap(), two.context().unwrap());
+            let echo = Claim::tool("echo");
+            let _h1 = c1.claim(echo.clone());
+            assert!(!root.is_contested(&echo));
+            assert!(one.info().conflicts.is_empty());
+            // Claimed twice by one entry (a hidden child of it): still one owner.
+            let _child = c1.claim(echo.clone());
+            assert!(!root.is_contested(&echo));
+            let _h2 = c2.claim(echo.clone());
+            assert!(root.is_contested(&echo));
+            assert_eq!(root.claim_holders(&echo), ["one", "two"]);
+            let expected = "conflict: tool \"echo\" is claimed by entries \"one\" and \"two\", so none of them gets it; remove it from all but one (or disable all but one of the entries)";
+            assert_eq!(one.info().conflicts, [expected]);
+            assert_eq!(two.info().conflicts, [expected]);
+            two.dispose();
+            assert!(!root.is_contested(&echo));
+            assert!(one.info().conflicts.is_empty());
+            root.dispose();
+            assert!(root.live().is_zero());
+        }
+    }
+
+    #[test]
+    fn lists_read_as_prose() {
+        assert_eq!(quoted_list::<&str>(&[]), "");
+        assert_eq!(quoted_list(&["a"]), "\"a\"");
+        assert_eq!(quoted_list(&["a", "b", "c"]), "\"a\", \"b\" and \"c\"");
+    }
+}
