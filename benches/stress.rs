@@ -85,3 +85,56 @@ fn exercise_of_three_turns(bencher: divan::Bencher, policy_name: &str) {
         run.log.len()
     });
 }
+
+/// The bundled composition grown to 20 entries: five more tool entries, `observers` of them
+/// `debug/claim` entries (which do not state what they register, so the proof must order each
+/// against every entry registering tools) and the rest `tool-declare` entries.
+fn twenty_entries(observers: usize) -> LoadPlan {
+    let mut yml = include_str!("../cordis.yml").to_owned();
+    for i in 0..5 {
+        if i < observers {
+            yml.push_str(&format!(
+                "- {{id: extra{i}, name: debug/claim, config: {{tools: [extra_{i}]}}}}\n"
+            ));
+        } else {
+            yml.push_str(&format!(
+                "- id: extra{i}\n  name: tool-declare\n  config: {{tools: [{{name: extra_{i}, description: x, parameters: {{type: object}}}}]}}\n"
+            ));
+        }
+    }
+    let plan = load_plan(
+        &yml,
+        "twenty.yml",
+        &|_| None,
+        &cordis::builtins::standard(),
+        &PlanOptions::default(),
+    )
+    .expect("the grown composition resolves");
+    assert_eq!(
+        cordis_host::permute::plugin_entries(&plan).len(),
+        20,
+        "twenty plugin entries"
+    );
+    plan
+}
+
+/// The reduced permutation proof of a 20-entry composition: every one of its 20! orders covered
+/// by one boot per class (issue 23's target: under a second on this machine). With 0 observers
+/// every entry commutes (one class); with 1, the observer is ordered against each of the 11
+/// entries registering tools or sections (2^11 = 2,048 classes). Each further observer multiplies that, which
+/// is what an entry that does not state its claims costs the proof.
+#[divan::bench(args = [0, 1], sample_count = 10)]
+fn reduced_proof_of_twenty_entries(bencher: divan::Bencher, observers: usize) {
+    let plan = twenty_entries(observers);
+    let options = cordis_host::permute::ProofOptions {
+        max: 1_000_000,
+        seed: 0,
+        threads: 2,
+    };
+    bencher.bench_local(|| {
+        let report = cordis_host::permute::prove(&plan, &options, &|_| {}).expect("proof runs");
+        assert!(report.exhaustive);
+        assert_eq!(report.outcomes.len(), 1);
+        report.orders
+    });
+}

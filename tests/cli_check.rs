@@ -463,3 +463,181 @@ fn a_code_mode_presentation_without_a_code_runtime_is_pending_on_it_by_name() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Writes `yml` to a fresh file and returns the errors `cordis check` and `cordis permute`
+/// print for it (both must refuse it before loading anything, with exit code 2).
+fn refused(name: &str, yml: &str) -> (String, String) {
+    let dir = std::env::temp_dir().join(format!("cordis-claims-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("cordis.yml");
+    std::fs::write(&file, yml).unwrap();
+    let file = file.display().to_string();
+    let check = cordis(&["check", &file, "--seed", "1"], &[]);
+    assert_eq!(check.code, 2, "{name}: {}\n{}", check.err, check.out);
+    assert!(check.out.is_empty(), "nothing is booted: {}", check.out);
+    let permute = cordis(&["permute", &file], &[]);
+    assert_eq!(permute.code, 2, "{name}: {}", permute.err);
+    // The diagnostics, with the file named F (the seed and summary lines differ).
+    let lines = |s: &str| -> String {
+        s.lines()
+            .filter(|l| !l.starts_with("cordis: "))
+            .map(|l| l.replace(&file, "F"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    assert_eq!(
+        lines(&check.err),
+        lines(&permute.err),
+        "check and permute agree"
+    );
+    let err = lines(&check.err);
+    let _ = std::fs::remove_dir_all(&dir);
+    (file, err)
+}
+
+const TOOLS: &str = "- {id: system-prompt, name: system-prompt}\n- {id: tools, name: tools}\n";
+
+fn declare(id: &str, tool: &str, description: &str) -> String {
+    format!(
+        "- id: {id}\n  name: tool-declare\n  config:\n    tools:\n      - {{name: {tool}, description: \"{description}\", parameters: {{type: object}}}}\n"
+    )
+}
+
+/// Regression (issue 23): two `tool-declare` entries with one tool name loaded with the first
+/// to register winning, so the seed (and the file order under `cordis run`) chose the tool.
+#[test]
+fn two_entries_declaring_one_tool_are_refused_before_loading_naming_both_in_either_order() {
+    let one = declare("one", "echo", "one's echo");
+    let two = declare("two", "echo", "two's echo");
+    let (_, err) = refused("tool", &format!("{TOOLS}{one}{two}"));
+    assert!(
+        err.contains("F:3:1: entry \"one\": tool \"echo\" is also claimed by entry \"two\" (F:8:1): one name, one owner; remove it from all but one of the entries, or disable all but one"),
+        "{err}"
+    );
+    let (_, err) = refused("tool-swapped", &format!("{TOOLS}{two}{one}"));
+    assert!(
+        err.contains(
+            "F:3:1: entry \"two\": tool \"echo\" is also claimed by entry \"one\" (F:8:1)"
+        ),
+        "{err}"
+    );
+    // Three claimants: one diagnostic, every other entry named.
+    let three = declare("three", "echo", "three's echo");
+    let (_, err) = refused("tool-three", &format!("{TOOLS}{one}{two}{three}"));
+    assert!(
+        err.contains("entry \"one\": tool \"echo\" is also claimed by entries \"two\" (F:8:1) and \"three\" (F:13:1)"),
+        "{err}"
+    );
+}
+
+#[test]
+fn two_providers_of_one_service_are_refused_naming_both_entries_not_scope_numbers() {
+    let llm = |id: &str, model: &str| {
+        format!(
+            "- {{id: {id}, name: llm, config: {{adapter: scripted, model: {model}, responses: [{{text: hi}}]}}}}\n"
+        )
+    };
+    let (_, err) = refused("llm", &format!("{}{}", llm("fast", "a"), llm("slow", "b")));
+    assert!(
+        err.contains(
+            "F:1:1: entry \"fast\": service \"llm\", service \"request-config\" are also claimed by entry \"slow\" (F:2:1): one name, one owner; remove them"
+        ),
+        "{err}"
+    );
+    assert!(!err.contains("scope "), "{err}");
+    // A security policy is never first-come: two approvals entries are refused too.
+    let approvals = "- {id: strict, name: approvals, config: {tools: {bash: deny}}}\n- {id: lax, name: approvals, config: {tools: {bash: allow}}}\n";
+    let (_, err) = refused("approvals", &format!("{TOOLS}{approvals}"));
+    assert!(
+        err.contains(
+            "entry \"strict\": service \"approvals\" is also claimed by entry \"lax\" (F:4:1)"
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn agent_core_beside_a_system_prompt_entry_is_refused_for_what_its_hidden_children_provide() {
+    let yml = "- {id: core, name: agent-core, config: {persona: P}}\n- {id: sp, name: system-prompt, config: {persona: Q}}\n";
+    let (_, err) = refused("agent-core", yml);
+    assert!(
+        err.contains("F:1:1: entry \"core\": section \"deployment:persona\", service \"system-prompt\" are also claimed by entry \"sp\" (F:2:1)"),
+        "{err}"
+    );
+}
+
+#[test]
+fn two_override_rows_of_one_kind_and_two_mcp_entries_of_one_server_are_refused() {
+    let rows = "- {id: p1, name: persona, config: {text: A}}\n- {id: p2, name: persona, config: {text: B}}\n\
+                - {id: o1, name: tool-order, config: {toolOrder: [a, '<unlisted-tools>']}}\n- {id: o2, name: tool-order, config: {}}\n\
+                - {id: m1, name: tool-presentation, config: {mode: native}}\n- {id: m2, name: tool-presentation, config: {mode: native}}\n";
+    let (_, err) = refused("overrides", &format!("{TOOLS}{rows}"));
+    for (a, what, b) in [
+        ("p1", "override \"persona\"", "p2"),
+        ("o1", "override \"tool order\"", "o2"),
+        ("m1", "override \"tool presentation\"", "m2"),
+    ] {
+        assert!(
+            err.contains(&format!(
+                "entry \"{a}\": {what} is also claimed by entry \"{b}\""
+            )),
+            "{a}: {err}"
+        );
+    }
+    let mcp = "- {id: a, name: mcp, config: {server: fx, transport: stdio, command: 'true'}}\n- {id: b, name: mcp, config: {server: fx, transport: stdio, command: 'false'}}\n";
+    let (_, err) = refused("mcp", &format!("{TOOLS}{mcp}"));
+    assert!(
+        err.contains("entry \"a\": mcp server \"fx\" is also claimed by entry \"b\" (F:4:1)"),
+        "{err}"
+    );
+}
+
+/// Names only run time knows (plugins that do not state them): contested, reported the same on
+/// both entries under every seed, named a conflict rather than a race.
+#[test]
+fn a_name_two_entries_claim_at_run_time_is_a_conflict_under_every_seed() {
+    let dir = std::env::temp_dir().join(format!("cordis-run-claims-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("cordis.yml");
+    std::fs::write(
+        &file,
+        format!("{TOOLS}- {{id: a, name: debug/claim, config: {{tools: [echo, mine]}}}}\n- {{id: b, name: debug/claim, config: {{tools: [echo]}}}}\n"),
+    )
+    .unwrap();
+    let file = file.display().to_string();
+    let mut outcomes = std::collections::BTreeSet::new();
+    for seed in 0..12 {
+        let run = cordis(
+            &["check", &file, "--seed", &seed.to_string(), "--json"],
+            &[],
+        );
+        assert_eq!(run.code, 1, "{}", run.err);
+        let report: serde_json::Value = serde_json::from_str(&run.out).unwrap();
+        let entries = report["entries"].as_array().unwrap();
+        let (a, b) = (&entries[2], &entries[3]);
+        assert_eq!(
+            (&a["status"], &b["status"]),
+            (&"conflict".into(), &"conflict".into())
+        );
+        assert_eq!(a["error"], b["error"]);
+        assert_eq!(report["assembly"]["tools"], serde_json::json!(["mine"]));
+        outcomes.insert(report["digest"].to_string());
+    }
+    assert_eq!(outcomes.len(), 1, "one outcome under every seed");
+    let text = cordis(&["check", &file, "--seed", "3"], &[]);
+    assert!(
+        text.err
+            .contains("entries claim one name (a conflict, the same in every load order)"),
+        "{}",
+        text.err
+    );
+    assert!(!text.err.contains("replay:"), "{}", text.err);
+    assert!(
+        text.err.contains(
+            "tool \"echo\" is claimed by entries \"a\" and \"b\", so none of them gets it"
+        ),
+        "{}",
+        text.err
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

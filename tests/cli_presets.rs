@@ -533,3 +533,74 @@ fn a_fifo_in_a_preset_directory_is_refused_without_hanging() {
         checked.err
     );
 }
+
+/// A copy of the bundled cordis.yml beside a preset `id` whose composition is `rows`.
+fn with_preset(name: &str, id: &str, rows: &str) -> (PathBuf, String) {
+    let dir = fresh(name);
+    let preset = dir.join("presets").join(id);
+    std::fs::create_dir_all(&preset).unwrap();
+    std::fs::write(preset.join("agent.cordis.yml"), rows).unwrap();
+    let file = dir.join("cordis.yml").display().to_string();
+    (dir, file)
+}
+
+/// Regression (issue 23): two `persona` rows in one preset both reported active, and which one
+/// the agents got depended on which registered first.
+#[test]
+fn a_preset_with_two_rows_overriding_one_thing_is_refused_naming_both_rows() {
+    let rows = "- {id: terse, name: persona, config: {text: Be terse.}}\n- {id: chatty, name: persona, config: {text: Be chatty.}}\n";
+    let (dir, file) = with_preset("two-personas", "dup", rows);
+    let xdg = dir.join("xdg").display().to_string();
+    let env = [("XDG_CONFIG_HOME", xdg.as_str())];
+    let run = cordis(&["permute", &file, "--preset", "dup"], &env);
+    assert_eq!(run.code, 2, "{}\n{}", run.out, run.err);
+    assert!(
+        run.err
+            .contains("entry \"terse\": override \"persona\" is also claimed by entry \"chatty\""),
+        "{}",
+        run.err
+    );
+    let check = cordis(&["check", &file, "--preset", "dup", "--seed", "1"], &env);
+    assert_ne!(check.code, 0, "{}", check.out);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The `--preset` proof permutes the preset's rows too: two rows registering one tool at run
+/// time (names they do not state) are explored in both orders and give one outcome, both rows
+/// in conflict, the tool withheld from the preset's agents.
+#[test]
+fn permute_with_a_preset_explores_its_interacting_rows_and_finds_one_outcome() {
+    let rows = "- {id: a, name: debug/claim, config: {tools: [shared, only_a], note: from a}}\n- {id: b, name: debug/claim, config: {tools: [shared], note: from b}}\n";
+    let (dir, file) = with_preset("claiming-rows", "pair", rows);
+    let xdg = dir.join("xdg").display().to_string();
+    let env = [("XDG_CONFIG_HOME", xdg.as_str())];
+    let run = cordis(&["permute", &file, "--preset", "pair"], &env);
+    assert!(
+        run.out.contains("interacting: pair/a~pair/b"),
+        "{}",
+        run.out
+    );
+    assert!(
+        run.out.contains("2 orders (every class) standing for all 355687428096000 orders of 17 entries: 1 distinct outcome"),
+        "{}",
+        run.out
+    );
+    // Not healthy (the rows conflict, so the preset does not mount), but the same in every
+    // order, naming both rows.
+    assert_eq!(run.code, 1, "{}", run.err);
+    assert!(!run.err.contains("depends on load order"), "{}", run.err);
+    assert!(
+        run.err.contains(
+            "a (debug/claim): conflict: tool \"shared\" is claimed by entries \"a\" and \"b\""
+        ),
+        "{}",
+        run.err
+    );
+    // Brute force over every order of the rows agrees (the host entries commute).
+    let brute = cordis(
+        &["permute", &file, "--preset", "pair", "--all", "--max", "64"],
+        &env,
+    );
+    assert!(brute.out.contains(": 1 distinct outcome"), "{}", brute.out);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -245,3 +245,43 @@ fn with_the_default_log_filter_each_failed_turn_is_printed_once() {
     assert!(!stderr.contains("WARN"), "{stderr}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The digest `check` prints is the sha256 of exactly what the session's `request/header`
+/// records (its canonical JSON), the call `config` (the model) included.
+#[test]
+fn the_check_digest_is_the_hash_of_the_logged_request_header() {
+    let dir = fresh_dir("digest");
+    let check = Command::new(env!("CARGO_BIN_EXE_cordis"))
+        .args(["check", "cordis.yml", "--seed", "1", "--json"])
+        .current_dir(&dir)
+        .env_remove("CORDIS_LLM")
+        .env_remove("CORDIS_MODEL")
+        .output()
+        .unwrap();
+    assert_eq!(check.status.code(), Some(0), "{}", text(&check.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&check.stdout).unwrap();
+    assert_eq!(report["assembly"]["config"]["model"], "deepseek-chat");
+    let out = run(&dir, &["--session", "d"], "hello\n", &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let log = std::fs::read_to_string(dir.join(".sessions/d.jsonl")).unwrap();
+    let header = log
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|v| v["type"] == "request/header")
+        .expect("a request/header is logged")["data"]["header"]
+        .clone();
+    assert_eq!(header["config"]["model"], "deepseek-chat");
+    let logged = cordis_host::assembly::logged_header_digest(&header).unwrap();
+    assert_eq!(report["digest"], logged);
+    // Another model is another request: the digest moves with it.
+    let other = Command::new(env!("CARGO_BIN_EXE_cordis"))
+        .args(["check", "cordis.yml", "--seed", "1", "--json"])
+        .current_dir(&dir)
+        .env_remove("CORDIS_LLM")
+        .env("CORDIS_MODEL", "deepseek-reasoner")
+        .output()
+        .unwrap();
+    let other: serde_json::Value = serde_json::from_slice(&other.stdout).unwrap();
+    assert_ne!(other["digest"], report["digest"]);
+    let _ = std::fs::remove_dir_all(&dir);
+}

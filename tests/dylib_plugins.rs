@@ -375,7 +375,7 @@ fn every_bad_library_fails_its_own_entry_with_a_clear_message_and_the_host_goes_
     assert_eq!(twins[0]["error"], twins[1]["error"]);
     assert_eq!(
         twins[0]["error"],
-        "conflict: tool \"twin_echo\", tool \"twin_fail\", tool \"twin_garbage\", tool \"twin_hang\", tool \"twin_slow\" are claimed by entries \"twin-a\" and \"twin-b\", so none of them gets them; remove them from all but one (or disable all but one of the entries)"
+        "tool \"twin_echo\", tool \"twin_fail\", tool \"twin_garbage\", tool \"twin_hang\", tool \"twin_slow\" are claimed by entries \"twin-a\" and \"twin-b\", so none of them gets them; remove them from all but one (or disable all but one of the entries)"
     );
     let tools = report["assembly"]["tools"].as_array().unwrap();
     assert!(

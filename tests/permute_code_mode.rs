@@ -7,22 +7,9 @@
 
 use cordis::host::plan::{LoadPlan, PlanOptions, load_plan};
 
-/// Every order (or a seeded sample) of the tool-registering entries: the brute-force proof.
-fn brute(
-    plan: &cordis::host::plan::LoadPlan,
-    max: u64,
-    seed: u64,
-    threads: usize,
-) -> cordis::host::permute::PermuteReport {
-    let options = cordis::host::permute::ProofOptions { max, seed, threads };
-    cordis::host::permute::permute(
-        plan,
-        &cordis::host::permute::tool_entries(plan),
-        &options,
-        &|_| {},
-    )
-    .unwrap()
-}
+#[path = "common/brute.rs"]
+mod brute;
+use brute::brute;
 
 const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/code-mode.yml");
 

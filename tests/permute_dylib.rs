@@ -8,22 +8,9 @@ mod plugins;
 use cordis::host::permute::{factorial, tool_entries};
 use cordis::host::plan::{PlanOptions, load_plan};
 
-/// Every order (or a seeded sample) of the tool-registering entries: the brute-force proof.
-fn brute(
-    plan: &cordis::host::plan::LoadPlan,
-    max: u64,
-    seed: u64,
-    threads: usize,
-) -> cordis::host::permute::PermuteReport {
-    let options = cordis::host::permute::ProofOptions { max, seed, threads };
-    cordis::host::permute::permute(
-        plan,
-        &cordis::host::permute::tool_entries(plan),
-        &options,
-        &|_| {},
-    )
-    .unwrap()
-}
+#[path = "common/brute.rs"]
+mod brute;
+use brute::brute;
 
 #[test]
 fn every_order_of_two_dylib_and_two_built_in_tool_entries_yields_one_digest() {

@@ -6,22 +6,9 @@
 use cordis::host::permute::factorial;
 use cordis::host::plan::{LoadPlan, PlanOptions, load_plan};
 
-/// Every order (or a seeded sample) of the tool-registering entries: the brute-force proof.
-fn brute(
-    plan: &cordis::host::plan::LoadPlan,
-    max: u64,
-    seed: u64,
-    threads: usize,
-) -> cordis::host::permute::PermuteReport {
-    let options = cordis::host::permute::ProofOptions { max, seed, threads };
-    cordis::host::permute::permute(
-        plan,
-        &cordis::host::permute::tool_entries(plan),
-        &options,
-        &|_| {},
-    )
-    .unwrap()
-}
+#[path = "common/brute.rs"]
+mod brute;
+use brute::brute;
 
 /// Tool names chosen so registration order, `str` order and UTF-16 order all disagree somewhere:
 /// U+FF5E sorts after U+1F600 in `str` (UTF-8) order but before it in UTF-16 order.

@@ -24,9 +24,11 @@ fn checked(preset: &str) -> String {
         .to_owned()
 }
 
-async fn digest(prompt: &SystemPrompt, key: ScopeKey) -> String {
+/// The digest of `key`'s request, as the host digests one (the call config included).
+async fn digest(root: &Context, prompt: &SystemPrompt, key: ScopeKey) -> String {
     let assembly = prompt.assemble(AssembleContext::scoped(key)).await.unwrap();
-    cordis::host::digest::sha256_hex(&assembly.header_json().unwrap())
+    let header = cordis::host::assembly::request_header(root, &assembly).unwrap();
+    cordis::host::digest::sha256_hex(&header)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -60,11 +62,15 @@ async fn two_agents_on_different_presets_in_one_process_keep_their_digests() {
             )
             .await
             .unwrap();
-        assert_eq!(&digest(&prompt, agent.scope_key()).await, want, "{preset}");
+        assert_eq!(
+            &digest(&root, &prompt, agent.scope_key()).await,
+            want,
+            "{preset}"
+        );
         live.push((agent, want.clone()));
         // Every agent made so far still has its own.
         for (agent, want) in &live {
-            assert_eq!(&digest(&prompt, agent.scope_key()).await, want);
+            assert_eq!(&digest(&root, &prompt, agent.scope_key()).await, want);
         }
     }
     // One goes away (its turn ran meanwhile): the others are untouched.
@@ -72,12 +78,14 @@ async fn two_agents_on_different_presets_in_one_process_keep_their_digests() {
     gone.run_turn("hello").await.unwrap();
     gone.dispose();
     for (agent, want) in &live {
-        assert_eq!(&digest(&prompt, agent.scope_key()).await, want);
+        assert_eq!(&digest(&root, &prompt, agent.scope_key()).await, want);
     }
     // The global view is none of theirs but the deployment's.
     let global = prompt.assemble(AssembleContext::global()).await.unwrap();
     assert_eq!(
-        cordis::host::digest::sha256_hex(&global.header_json().unwrap()),
+        cordis::host::digest::sha256_hex(
+            &cordis::host::assembly::request_header(&root, &global).unwrap()
+        ),
         expected[3].1,
         "standard = the host composition"
     );

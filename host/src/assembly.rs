@@ -2,14 +2,16 @@
 //!
 //! With a `system-prompt` entry loaded, the view is the global assembly — sections (name, order)
 //! and the tools in canonical order — and the digest is the sha256 of the **request header
-//! bytes** (rendered system text + tool schemas as canonical JSON), the bytes a model request
-//! carries. Without one there is no request to describe: the view is `null` and the digest covers
+//! bytes**: what a session's `request/header` records, as canonical JSON — the call `config`
+//! of the model service's default ([`cordis_schema::RequestConfig`], when one is provided), the
+//! rendered system text and the tool schemas. Without one there is no request to describe: the view is `null` and the digest covers
 //! the sorted names of the provided services, so `stress` still compares something meaningful.
 //!
 //! # Determinism
 //! Everything here derives from the assembly (canonical by construction) or from sorted names.
 
 use cordis_runtime::Context;
+use cordis_schema::RequestConfig;
 use cordis_system_prompt::{AssembleContext, PromptAssembly, SystemPrompt};
 use serde_json::{Value, json};
 
@@ -79,10 +81,61 @@ async fn assemble(ctx: &Context) -> Assembled {
         Ok(a) => a,
         Err(e) => return Assembled::Failed(e.to_string()),
     };
-    match assembly.header_json() {
+    match request_header(ctx, &assembly) {
         Ok(bytes) => Assembled::Ok(Box::new(assembly), bytes),
         Err(e) => Assembled::Failed(e.to_string()),
     }
+}
+
+/// The request header bytes of `assembly` in `ctx`'s runtime: what a session's
+/// `request/header` records for it (see the module docs); their sha256 is the digest.
+///
+/// # Errors
+/// When the system prompt does not render.
+pub fn request_header(
+    ctx: &Context,
+    assembly: &PromptAssembly,
+) -> Result<Vec<u8>, cordis_system_prompt::HeaderError> {
+    let bytes = assembly.header_json()?;
+    Ok(match ctx.get::<RequestConfig>() {
+        Some(config) => with_config(&config.0, &bytes),
+        None => bytes,
+    })
+}
+
+/// The digest of a `request/header` read back from a session log (its `data.header`): the one
+/// [`assembly_view`] gives the runtime that logged it. `None` for a value of another shape.
+pub fn logged_header_digest(header: &Value) -> Option<String> {
+    let system = match header.get("system") {
+        Some(s) => s.as_str()?,
+        None => "",
+    };
+    let tools: Vec<cordis_schema::ToolSchema> = match header.get("tools") {
+        Some(t) => serde_json::from_value(t.clone()).ok()?,
+        None => Vec::new(),
+    };
+    let bytes = cordis_system_prompt::header_bytes(system, &tools).ok()?;
+    let bytes = match header.get("config") {
+        Some(config) => with_config(config, &bytes),
+        None => bytes,
+    };
+    Some(sha256_hex(&bytes))
+}
+
+/// `header` (a canonical JSON object whose keys sort after `config`) with `"config"` first.
+fn with_config(config: &Value, header: &[u8]) -> Vec<u8> {
+    let config = crate::digest::canonical_bytes(config);
+    let mut out = Vec::with_capacity(config.len() + header.len() + 12);
+    out.extend_from_slice(b"{\"config\":");
+    out.extend_from_slice(&config);
+    match header {
+        b"{}" => out.push(b'}'),
+        _ => {
+            out.push(b',');
+            out.extend_from_slice(header.get(1..).unwrap_or_default());
+        }
+    }
+    out
 }
 
 /// Assembles the global request of `ctx`'s runtime.
@@ -102,16 +155,47 @@ pub async fn assembly_view(ctx: &Context) -> AssemblyView {
             error: Some(message),
         },
         Assembled::Ok(assembly, header) => AssemblyView {
-            json: json!({
-                "sections": assembly
-                    .sections
-                    .iter()
-                    .map(|s| json!({"name": s.name, "order": s.order}))
-                    .collect::<Vec<_>>(),
-                "tools": assembly.tools.iter().map(|t| t.name.clone()).collect::<Vec<_>>(),
-            }),
+            json: view_json(ctx, &assembly),
             digest: sha256_hex(&header),
             error: None,
         },
+    }
+}
+
+/// What `check` shows of an assembly in `ctx`'s runtime: `{"sections": [{"name", "order"}],
+/// "tools": [names]}`, and the `config` when the model service provides one.
+pub fn view_json(ctx: &Context, assembly: &PromptAssembly) -> Value {
+    let mut view = json!({
+        "sections": assembly
+            .sections
+            .iter()
+            .map(|s| json!({"name": s.name, "order": s.order}))
+            .collect::<Vec<_>>(),
+        "tools": assembly.tools.iter().map(|t| t.name.clone()).collect::<Vec<_>>(),
+    });
+    if let Some(config) = ctx.get::<RequestConfig>() {
+        view["config"] = config.0.clone();
+    }
+    view
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_config_is_spliced_first_as_a_request_header_records_it() {
+        let config = json!({"model": "m"});
+        assert_eq!(
+            with_config(&config, br#"{"system":"s","tools":[]}"#),
+            br#"{"config":{"model":"m"},"system":"s","tools":[]}"#
+        );
+        assert_eq!(with_config(&config, b"{}"), br#"{"config":{"model":"m"}}"#);
+        // The same bytes as the canonical form of the whole header.
+        let whole = json!({"config": {"model": "m"}, "system": "s"});
+        assert_eq!(
+            with_config(&config, br#"{"system":"s"}"#),
+            crate::digest::canonical_bytes(&whole)
+        );
     }
 }

@@ -28,6 +28,23 @@ pub(crate) async fn register_effect(ctx: &Context, what: &str) {
     let _ = ctx.effect(format!("debug {what}"), || {});
 }
 
+/// Provides the marker service `name`.
+fn provide_marker(
+    ctx: &Context,
+    name: MarkerName,
+) -> Result<cordis_runtime::EffectHandle, cordis_runtime::ServiceError> {
+    match name {
+        MarkerName::Alpha => ctx.provide(Marker::<0>),
+        MarkerName::Beta => ctx.provide(Marker::<1>),
+        MarkerName::Gamma => ctx.provide(Marker::<2>),
+        MarkerName::Delta => ctx.provide(Marker::<3>),
+        MarkerName::Epsilon => ctx.provide(Marker::<4>),
+        MarkerName::Zeta => ctx.provide(Marker::<5>),
+        MarkerName::Eta => ctx.provide(Marker::<6>),
+        MarkerName::Theta => ctx.provide(Marker::<7>),
+    }
+}
+
 /// `debug/noop`: config `{}`; registers one effect.
 #[derive(Debug, Clone, Copy)]
 pub struct Noop;
@@ -94,16 +111,7 @@ impl Plugin for Provide {
             Schedule::TRACE_PROVIDE,
             MARKER_NAMES[config.service as usize],
         );
-        let _ = match config.service {
-            MarkerName::Alpha => ctx.provide(Marker::<0>)?,
-            MarkerName::Beta => ctx.provide(Marker::<1>)?,
-            MarkerName::Gamma => ctx.provide(Marker::<2>)?,
-            MarkerName::Delta => ctx.provide(Marker::<3>)?,
-            MarkerName::Epsilon => ctx.provide(Marker::<4>)?,
-            MarkerName::Zeta => ctx.provide(Marker::<5>)?,
-            MarkerName::Eta => ctx.provide(Marker::<6>)?,
-            MarkerName::Theta => ctx.provide(Marker::<7>)?,
-        };
+        let _ = provide_marker(&ctx, config.service)?;
         Ok(())
     }
 }
@@ -175,16 +183,7 @@ impl Plugin for Claimer {
         }
         for service in &config.services {
             ctx.schedule().point(Schedule::BEFORE_REGISTER).await;
-            let _ = match service {
-                MarkerName::Alpha => ctx.provide(Marker::<0>)?,
-                MarkerName::Beta => ctx.provide(Marker::<1>)?,
-                MarkerName::Gamma => ctx.provide(Marker::<2>)?,
-                MarkerName::Delta => ctx.provide(Marker::<3>)?,
-                MarkerName::Epsilon => ctx.provide(Marker::<4>)?,
-                MarkerName::Zeta => ctx.provide(Marker::<5>)?,
-                MarkerName::Eta => ctx.provide(Marker::<6>)?,
-                MarkerName::Theta => ctx.provide(Marker::<7>)?,
-            };
+            let _ = provide_marker(&ctx, *service)?;
         }
         if let Some(note) = &config.note {
             ctx.schedule().point(Schedule::BEFORE_REGISTER).await;

@@ -206,11 +206,12 @@ pub enum Problem {
     },
     /// Two or more entries claim one name (see [`crate::claims`]).
     #[error(
-        "{} {} also claimed by {} {}: one name, one owner; remove it from all but one of the entries, or disable all but one",
+        "{} {} also claimed by {} {}: one name, one owner; remove {} from all but one of the entries, or disable all but one",
         Shown(claims),
         if claims.contains(", ") { "are" } else { "is" },
         if *plural { "entries" } else { "entry" },
-        Shown(others)
+        Shown(others),
+        if claims.contains(", ") { "them" } else { "it" }
     )]
     Conflict {
         /// The claims, sorted (`tool "echo", section "x"`).

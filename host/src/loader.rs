@@ -283,11 +283,34 @@ pub async fn boot_in_order(
 /// scope), the way [`boot`] applies a file under the root: every preload first, then groups and
 /// plugin entries in file order. Returns the entries' scopes (`None` for disabled ones) without
 /// waiting for them.
+///
+/// A [`MountOrder`] provided in the runtime for `plan`'s file changes the order its plugin
+/// entries start in (a permutation proof's order of a preset's rows); each keeps its place.
 pub async fn start_under(under: &Context, plan: &LoadPlan) -> Vec<Option<ScopeHandle>> {
-    preload(&under.root_context(), plan).await;
+    let root = under.root_context();
+    preload(&root, plan).await;
     let mut handles: Vec<Option<ScopeHandle>> = vec![None; plan.entries.len()];
-    start_entries(under, plan, &mut handles);
+    match root.get::<MountOrder>().filter(|m| m.file == plan.file) {
+        Some(order) => {
+            start_entries_in_order(under, plan, &mut handles, &mut order.starts.iter().copied());
+        }
+        None => start_entries(under, plan, &mut handles),
+    }
     handles
+}
+
+/// The order in which [`start_under`] starts the plugin entries of the plan read from `file`
+/// (plan indices): how a permutation proof reorders a composition mounted after boot.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MountOrder {
+    /// The plan's file, as [`LoadPlan::file`] names it.
+    pub file: String,
+    /// Plan indices, in start order.
+    pub starts: Vec<usize>,
+}
+
+impl cordis_runtime::Service for MountOrder {
+    const NAME: &'static str = "mount-order";
 }
 
 /// Runs every enabled plugin entry's [`Plugin::preload`](cordis_runtime::Plugin::preload)
@@ -434,12 +457,7 @@ pub(crate) async fn report(
         .collect();
 
     let view = assembly_view(root).await;
-    let mut incidents: Vec<String> = root
-        .incidents()
-        .into_iter()
-        .map(|i| format!("{} ({}): {}", i.plugin, i.site, i.message))
-        .collect();
-    incidents.sort();
+    let incidents = incident_lines(root);
     BootReport {
         seed: root.schedule().seed(),
         policy: root.schedule().policy(),
@@ -451,6 +469,17 @@ pub(crate) async fn report(
         trace: root.trace_events(),
         boot_time,
     }
+}
+
+/// The runtime's incidents as reports print them (`plugin (site): message`), sorted.
+pub(crate) fn incident_lines(root: &Context) -> Vec<String> {
+    let mut incidents: Vec<String> = root
+        .incidents()
+        .into_iter()
+        .map(|i| format!("{} ({}): {}", i.plugin, i.site, i.message))
+        .collect();
+    incidents.sort();
+    incidents
 }
 
 /// Boots `plan` on a fresh current-thread runtime under `schedule`, then disposes the root.

@@ -9,12 +9,12 @@
 //! # Which orders
 //! [`prove`] permutes every plugin entry and explores one order per class of orders that can
 //! differ (partial-order reduction): two entries *interact* when their footprints meet (see
-//! [`Footprint`]): a name both claim, a kind of name one registers without stating which (a
-//! tool plugin that states no tool names, an MCP server) and the other claims or registers too,
-//! or a service one injects optionally and the other provides. Entries that do not interact
-//! commute — the runtime orders listeners canonically, the registry and the assembly sort, and a
-//! required service is waited for — so two orders that agree on the relative order of every
-//! interacting pair boot the same. One order of each class (its lexicographically least, see
+//! [`Footprint`]): a name both claim; a plugin that has not said what it claims (so it may read
+//! what is registered when it applies) and an entry registering names of that kind; or a
+//! service one injects optionally and the other provides. Entries that do not interact commute —
+//! a name two entries claim is contested whoever came first, the runtime orders listeners
+//! canonically, the registry and the assembly sort, and a required service is waited for — so
+//! two orders that agree on the relative order of every interacting pair boot the same. One order of each class (its lexicographically least, see
 //! [`normal_forms`]) stands for all of it. That commutation is itself a claim, so the suite checks
 //! it against brute force ([`permute`], every order of the chosen entries) on small
 //! compositions.
@@ -84,6 +84,11 @@ pub struct Footprint {
     /// a plugin that has not said is taken to claim [`OPEN_KINDS`] names of each registry it
     /// requires — `tools`, `system-prompt` — unless it states such names).
     pub open: Vec<&'static str>,
+    /// Kinds of name whose registrations it may read while applying (what is registered when
+    /// it applies may change what it does): the same guess for a plugin that has not said what
+    /// it claims, nothing for one that has. Claims themselves commute (a name two entries claim
+    /// is contested whoever came first); reading what others registered does not.
+    pub observes: Vec<&'static str>,
     /// Services it injects optionally (it behaves differently with and without them).
     pub optional: Vec<String>,
 }
@@ -100,18 +105,17 @@ impl Footprint {
             ("section", cordis_system_prompt::SystemPrompt::NAME),
         ];
         // What the plugin says, else a guess from the registries it injects.
-        let open = prepared
-            .plugin
-            .open_claims_erased(&*prepared.config)
-            .unwrap_or_else(|| {
-                registries
-                    .into_iter()
-                    .filter(|(kind, service)| {
-                        requires(entry, service) && !claims.iter().any(|c| c.kind == *kind)
-                    })
-                    .map(|(kind, _)| kind)
-                    .collect()
-            });
+        let guess: Vec<&'static str> = registries
+            .into_iter()
+            .filter(|(kind, service)| {
+                requires(entry, service) && !claims.iter().any(|c| c.kind == *kind)
+            })
+            .map(|(kind, _)| kind)
+            .collect();
+        let (open, observes) = match prepared.plugin.open_claims_erased(&*prepared.config) {
+            Some(open) => (open, Vec::new()),
+            None => (guess.clone(), guess),
+        };
         let mut optional: Vec<String> = prepared
             .plugin
             .inject()
@@ -123,18 +127,20 @@ impl Footprint {
         Footprint {
             claims,
             open,
+            observes,
             optional,
         }
     }
 
-    /// Whether the order of this entry and `other` can matter (symmetric).
+    /// Whether the order of this entry and `other` can matter (symmetric): they claim one name,
+    /// one may read what the other registers, or one injects optionally what the other provides.
     pub fn interacts(&self, other: &Footprint) -> bool {
         let shares = self
             .claims
             .iter()
             .any(|c| other.claims.binary_search(c).is_ok());
-        let open_meets = |a: &Footprint, b: &Footprint| {
-            a.open
+        let reads = |a: &Footprint, b: &Footprint| {
+            a.observes
                 .iter()
                 .any(|k| b.open.contains(k) || b.claims.iter().any(|c| c.kind == *k))
         };
@@ -144,80 +150,115 @@ impl Footprint {
                 .any(|s| b.claims.iter().any(|c| c.kind == "service" && c.name == *s))
         };
         shares
-            || open_meets(self, other)
-            || open_meets(other, self)
+            || reads(self, other)
+            || reads(other, self)
             || optional_meets(self, other)
             || optional_meets(other, self)
     }
 }
 
 /// The lexicographically least order of every class of orders of `0..n` under the commutation
-/// of independent elements (`dependent(a, b)` false), in lexicographic order; at most `cap`
-/// of them. Returns the orders and whether that is all of them.
+/// of independent elements (`dependent(a, b)` false); at most `cap` of them. Returns the orders
+/// and whether that is all of them.
 ///
-/// An order is the least of its class exactly when no element could move left past a run of
-/// elements independent of it, all of them, to before a larger one (Anisimov and Knuth's
-/// normal form), which is checked as each element is appended.
+/// A class is fixed by which of each dependent pair comes first: an acyclic orientation of the
+/// dependency graph. Orientations are enumerated edge by edge (a direction that closes a cycle
+/// is pruned at once), and each one's least order is its topological order taking the smallest
+/// ready element first. Independent elements add no edges, so twenty entries that all commute
+/// are one class found in one step.
 pub fn normal_forms(
     n: usize,
     dependent: &dyn Fn(usize, usize) -> bool,
     cap: u64,
 ) -> (Vec<Vec<usize>>, bool) {
-    struct Search<'a> {
+    let edges: Vec<(usize, usize)> = (0..n)
+        .flat_map(|a| (a + 1..n).map(move |b| (a, b)))
+        .filter(|&(a, b)| dependent(a, b))
+        .collect();
+    struct Search {
         n: usize,
-        dependent: &'a dyn Fn(usize, usize) -> bool,
+        edges: Vec<(usize, usize)>,
+        /// `succ[u]`: the elements oriented after `u` so far.
+        succ: Vec<Vec<usize>>,
         cap: u64,
-        order: Vec<usize>,
-        used: Vec<bool>,
         out: Vec<Vec<usize>>,
         complete: bool,
     }
-    impl Search<'_> {
-        fn admissible(&self, v: usize) -> bool {
-            for &u in self.order.iter().rev() {
-                if (self.dependent)(u, v) {
+    impl Search {
+        /// Whether `to` is reachable from `from` along the edges oriented so far.
+        fn reaches(&self, from: usize, to: usize) -> bool {
+            let mut seen = vec![false; self.n];
+            let mut stack = vec![from];
+            while let Some(u) = stack.pop() {
+                if u == to {
                     return true;
                 }
-                if u > v {
-                    return false;
+                for &v in &self.succ[u] {
+                    if !seen[v] {
+                        seen[v] = true;
+                        stack.push(v);
+                    }
                 }
             }
-            true
+            false
         }
-        fn go(&mut self) {
+
+        /// The least topological order of the full orientation.
+        fn least_order(&self) -> Vec<usize> {
+            let mut indegree = vec![0usize; self.n];
+            for succ in &self.succ {
+                for &v in succ {
+                    indegree[v] += 1;
+                }
+            }
+            let mut ready: std::collections::BinaryHeap<std::cmp::Reverse<usize>> = (0..self.n)
+                .filter(|&v| indegree[v] == 0)
+                .map(std::cmp::Reverse)
+                .collect();
+            let mut order = Vec::with_capacity(self.n);
+            while let Some(std::cmp::Reverse(u)) = ready.pop() {
+                order.push(u);
+                for &v in &self.succ[u] {
+                    indegree[v] -= 1;
+                    if indegree[v] == 0 {
+                        ready.push(std::cmp::Reverse(v));
+                    }
+                }
+            }
+            order
+        }
+
+        fn go(&mut self, edge: usize) {
             if !self.complete {
                 return;
             }
-            if self.order.len() == self.n {
+            let Some(&(a, b)) = self.edges.get(edge) else {
                 if self.out.len() as u64 >= self.cap {
                     self.complete = false;
-                    return;
+                } else {
+                    self.out.push(self.least_order());
                 }
-                self.out.push(self.order.clone());
                 return;
-            }
-            for v in 0..self.n {
-                if self.used[v] || !self.admissible(v) {
-                    continue;
+            };
+            // a before b, then b before a; a direction closing a cycle is no class.
+            for (u, v) in [(a, b), (b, a)] {
+                if !self.reaches(v, u) {
+                    self.succ[u].push(v);
+                    self.go(edge + 1);
+                    self.succ[u].pop();
                 }
-                self.used[v] = true;
-                self.order.push(v);
-                self.go();
-                self.order.pop();
-                self.used[v] = false;
             }
         }
     }
     let mut search = Search {
         n,
-        dependent,
+        edges,
+        succ: vec![Vec::new(); n],
         cap,
-        order: Vec::with_capacity(n),
-        used: vec![false; n],
         out: Vec::new(),
         complete: true,
     };
-    search.go();
+    search.go(0);
     (search.out, search.complete)
 }
 
@@ -363,12 +404,7 @@ pub async fn boot(plan: &LoadPlan, order: &[usize]) -> OrderOutcome {
         })
         .collect();
     let header = header_bytes(&root).await;
-    let mut incidents: Vec<String> = root
-        .incidents()
-        .into_iter()
-        .map(|i| format!("{} ({}): {}", i.plugin, i.site, i.message))
-        .collect();
-    incidents.sort();
+    let incidents = crate::loader::incident_lines(&root);
     let registrations = root.trace_details(Schedule::TRACE_REGISTER);
     root.dispose();
     OrderOutcome {
@@ -449,6 +485,9 @@ enum Orders {
     Listed(Vec<Vec<usize>>),
 }
 
+/// A distinct outcome with the first order (element ids) that produced it.
+type FirstOutcome = (Vec<String>, OrderOutcome);
+
 /// One worker's findings.
 #[derive(Default)]
 struct Partial {
@@ -464,15 +503,14 @@ struct Partial {
 /// # Errors
 /// Only if a tokio runtime cannot be built, or `boot_one` fails.
 fn drive(
-    plan: &LoadPlan,
-    positions: &[usize],
+    ids: &[String],
     orders: &Orders,
     count: u64,
     threads: usize,
     on_progress: &(dyn Fn(u64) + Sync),
     boot_one: &BootOne<'_>,
-) -> std::io::Result<(Vec<(Vec<String>, OrderOutcome)>, usize)> {
-    let n = positions.len();
+) -> std::io::Result<(Vec<FirstOutcome>, usize)> {
+    let n = ids.len();
     let threads = threads.clamp(1, 16) as u64;
     let done = std::sync::atomic::AtomicU64::new(0);
     let order_at = |k: u64| match orders {
@@ -488,12 +526,8 @@ fn drive(
                     let mut part = Partial::default();
                     for k in count * t / threads..count * (t + 1) / threads {
                         let order = order_at(k);
-                        let starts = start_order(plan.entries.len(), positions, &order);
-                        let ids: Vec<String> = order
-                            .iter()
-                            .map(|&i| plan.entries[positions[i]].id.clone())
-                            .collect();
-                        let mut outcome = boot_one(&rt, &starts)?;
+                        let ids: Vec<String> = order.iter().map(|&i| ids[i].clone()).collect();
+                        let mut outcome = boot_one(&rt, &order)?;
                         part.registrations
                             .insert(std::mem::take(&mut outcome.registrations));
                         let key = outcome.key();
@@ -562,7 +596,9 @@ pub struct ProofOptions {
 /// The entries [`prove`] permutes, their footprints' interacting pairs and claim counts.
 #[derive(Debug, Clone)]
 pub struct Space {
-    /// Plan indices of the permuted entries, in file order.
+    /// The permuted elements' names: entry ids, then `preset/row` ids for a joined preset.
+    pub ids: Vec<String>,
+    /// Plan indices of the permuted host entries, in file order: the first elements.
     pub positions: Vec<usize>,
     /// Each permuted entry's footprint.
     pub footprints: Vec<Footprint>,
@@ -588,10 +624,48 @@ impl Space {
             }
         }
         Space {
+            ids: positions
+                .iter()
+                .map(|&p| plan.entries[p].id.clone())
+                .collect(),
             positions,
             footprints,
             dependent,
         }
+    }
+
+    /// This space followed by `rows`' elements (ids prefixed `prefix/`), none of them
+    /// interacting with this space's: a preset's rows mount after the host's boot is over.
+    pub fn then(mut self, rows: Space, prefix: &str) -> Space {
+        let (n, m) = (self.ids.len(), rows.ids.len());
+        self.ids
+            .extend(rows.ids.iter().map(|id| format!("{prefix}/{id}")));
+        self.footprints.extend(rows.footprints);
+        for row in &mut self.dependent {
+            row.extend(std::iter::repeat_n(false, m));
+        }
+        for row in rows.dependent {
+            let mut full = vec![false; n];
+            full.extend(row);
+            self.dependent.push(full);
+        }
+        self
+    }
+
+    /// The start order (plan indices) of `plan` that boots the host part of `order`.
+    pub fn starts(&self, plan: &LoadPlan, order: &[usize]) -> Vec<usize> {
+        let host: Vec<usize> = order
+            .iter()
+            .copied()
+            .filter(|&i| i < self.positions.len())
+            .collect();
+        start_order(plan.entries.len(), &self.positions, &host)
+    }
+
+    /// The row part of `order`, as indices into the rows' own plan.
+    pub fn row_order(&self, order: &[usize]) -> Vec<usize> {
+        let n = self.positions.len();
+        order.iter().filter(|&&i| i >= n).map(|&i| i - n).collect()
     }
 
     /// Claims by kind, and `open <kind>` counts.
@@ -604,13 +678,16 @@ impl Space {
             for k in &f.open {
                 *out.entry(format!("open {k}")).or_default() += 1;
             }
+            for k in &f.observes {
+                *out.entry(format!("reads {k}")).or_default() += 1;
+            }
         }
         out
     }
 
     /// One order per class (at most `cap`), and whether that is all of them.
     pub fn classes(&self, cap: u64) -> (Vec<Vec<usize>>, bool) {
-        normal_forms(self.positions.len(), &|a, b| self.dependent[a][b], cap)
+        normal_forms(self.ids.len(), &|a, b| self.dependent[a][b], cap)
     }
 }
 
@@ -625,13 +702,14 @@ pub fn prove(
     on_progress: &(dyn Fn(u64) + Sync),
 ) -> std::io::Result<PermuteReport> {
     let space = Space::of(plan);
-    prove_with(plan, &space, options, on_progress, &|rt, starts| {
-        Ok(rt.block_on(boot(plan, starts)))
+    prove_with(&space, options, on_progress, &|rt, order| {
+        Ok(rt.block_on(boot(plan, &space.starts(plan, order))))
     })
 }
 
-/// Boots one start order (plan indices) on a runtime: [`boot`], or a boot that does more
-/// (the `--preset` proof joins a preset after it).
+/// Boots one order of a proof's elements (indices into its [`Space`]) on a runtime:
+/// [`Space::boot_fn`], or a boot that does more (the `--preset` proof mounts the preset's rows in
+/// their part of the order after the host's entries).
 pub type BootOne<'a> =
     dyn Fn(&tokio::runtime::Runtime, &[usize]) -> std::io::Result<OrderOutcome> + Sync + 'a;
 
@@ -640,7 +718,6 @@ pub type BootOne<'a> =
 /// # Errors
 /// Only if a tokio runtime cannot be built, or `boot_one` fails.
 pub fn prove_with(
-    plan: &LoadPlan,
     space: &Space,
     options: &ProofOptions,
     on_progress: &(dyn Fn(u64) + Sync),
@@ -661,24 +738,21 @@ pub fn prove_with(
         )
     };
     let (outcomes, registration_orders) = drive(
-        plan,
-        &space.positions,
+        &space.ids,
         &orders,
         count,
         options.threads,
         on_progress,
         boot_one,
     )?;
-    let id = |a: usize| plan.entries[space.positions[a]].id.clone();
-    let n = space.positions.len();
+    let n = space.ids.len();
     let interacting = (0..n)
         .flat_map(|a| (a + 1..n).map(move |b| (a, b)))
         .filter(|&(a, b)| space.dependent[a][b])
-        .map(|(a, b)| (id(a), id(b)))
+        .map(|(a, b)| (space.ids[a].clone(), space.ids[b].clone()))
         .collect();
     Ok(report(
-        plan,
-        &space.positions,
+        &space.ids,
         count,
         complete,
         Some(interacting),
@@ -691,8 +765,7 @@ pub fn prove_with(
 
 #[allow(clippy::too_many_arguments)]
 fn report(
-    plan: &LoadPlan,
-    positions: &[usize],
+    ids: &[String],
     orders: u64,
     exhaustive: bool,
     interacting: Option<Vec<(String, String)>>,
@@ -711,12 +784,9 @@ fn report(
         .iter()
         .find_map(|(ids, o)| o.unhealthy().map(|why| (ids.clone(), why)));
     PermuteReport {
-        entries: positions
-            .iter()
-            .map(|&i| plan.entries[i].id.clone())
-            .collect(),
+        entries: ids.to_vec(),
         orders,
-        all_orders: factorial(positions.len()),
+        all_orders: factorial(ids.len()),
         exhaustive,
         interacting,
         claims,
@@ -740,8 +810,31 @@ pub fn permute(
     options: &ProofOptions,
     on_progress: &(dyn Fn(u64) + Sync),
 ) -> std::io::Result<PermuteReport> {
+    let ids: Vec<String> = positions
+        .iter()
+        .map(|&p| plan.entries[p].id.clone())
+        .collect();
+    let claims = Space::of(plan).claim_counts();
+    permute_with(&ids, claims, options, on_progress, &|rt, order| {
+        let starts = start_order(plan.entries.len(), positions, order);
+        Ok(rt.block_on(boot(plan, &starts)))
+    })
+}
+
+/// [`permute`] of the elements `ids` (whose claims are `claims`), booting each order with
+/// `boot_one`.
+///
+/// # Errors
+/// Only if a tokio runtime cannot be built, or `boot_one` fails.
+pub fn permute_with(
+    ids: &[String],
+    claims: BTreeMap<String, usize>,
+    options: &ProofOptions,
+    on_progress: &(dyn Fn(u64) + Sync),
+    boot_one: &BootOne<'_>,
+) -> std::io::Result<PermuteReport> {
     let started = Instant::now();
-    let n = positions.len();
+    let n = ids.len();
     let all = factorial(n);
     let exhaustive = all <= options.max;
     let count = if exhaustive { all } else { options.max };
@@ -749,19 +842,10 @@ pub fn permute(
         exhaustive,
         seed: options.seed,
     };
-    let (outcomes, registration_orders) = drive(
-        plan,
-        positions,
-        &orders,
-        count,
-        options.threads,
-        on_progress,
-        &|rt, starts| Ok(rt.block_on(boot(plan, starts))),
-    )?;
-    let claims = Space::of(plan).claim_counts();
+    let (outcomes, registration_orders) =
+        drive(ids, &orders, count, options.threads, on_progress, boot_one)?;
     Ok(report(
-        plan,
-        positions,
+        ids,
         count,
         exhaustive,
         None,
@@ -838,13 +922,11 @@ mod tests {
             bits in proptest::collection::vec(any::<bool>(), 15),
         ) {
             let mut dep = vec![vec![false; n]; n];
-            let mut next = bits.iter();
-            for a in 0..n {
-                for b in a + 1..n {
-                    let d = *next.next().unwrap_or(&false);
-                    dep[a][b] = d;
-                    dep[b][a] = d;
-                }
+            let pairs: Vec<(usize, usize)> =
+                (0..n).flat_map(|a| (a + 1..n).map(move |b| (a, b))).collect();
+            for (&(a, b), &d) in pairs.iter().zip(&bits) {
+                dep[a][b] = d;
+                dep[b][a] = d;
             }
             let (forms, complete) = normal_forms(n, &|a, b| dep[a][b], u64::MAX);
             prop_assert!(complete);
@@ -865,8 +947,16 @@ mod tests {
         }
     }
 
-    /// A composition of `debug/claim` entries (each: tools, sections, services, a note).
-    fn composition(entries: &[(Vec<&str>, Vec<&str>, Vec<&str>, bool)]) -> LoadPlan {
+    /// One `debug/claim` entry: its tools, sections, services, and whether it adds a note.
+    type Claimer = (
+        Vec<&'static str>,
+        Vec<&'static str>,
+        Vec<&'static str>,
+        bool,
+    );
+
+    /// A composition of `debug/claim` entries.
+    fn composition(entries: &[Claimer]) -> LoadPlan {
         let mut yml = String::from(
             "- id: system-prompt\n  name: system-prompt\n- id: tools\n  name: tools\n",
         );
@@ -904,7 +994,7 @@ mod tests {
         assert_eq!(brute.orders, 6);
         assert_eq!(brute.outcomes.len(), 1, "{:#?}", brute.outcomes);
         let outcome = &brute.outcomes[0].1;
-        let conflict = "conflict: section \"guide\", service \"alpha\", tool \"echo\" are claimed by entries \"c0\" and \"c1\", so none of them gets them; remove them from all but one (or disable all but one of the entries)";
+        let conflict = "section \"guide\", service \"alpha\", tool \"echo\" are claimed by entries \"c0\" and \"c1\", so none of them gets them; remove them from all but one (or disable all but one of the entries)";
         assert_eq!(
             outcome.entries[2..4],
             [
@@ -931,14 +1021,7 @@ mod tests {
     }
 
     /// A random composition of 2–4 `debug/claim` entries drawing from few names.
-    fn arbitrary_composition() -> impl Strategy<
-        Value = Vec<(
-            Vec<&'static str>,
-            Vec<&'static str>,
-            Vec<&'static str>,
-            bool,
-        )>,
-    > {
+    fn arbitrary_composition() -> impl Strategy<Value = Vec<Claimer>> {
         let entry = (
             proptest::sample::subsequence(vec!["a", "b", "c"], 0..=2),
             proptest::sample::subsequence(vec!["s1", "s2"], 0..=1),

@@ -76,13 +76,11 @@ impl Claim {
     }
 }
 
+/// `tool "echo"`: the kind and the name (the layer is where the claimants are, not a word a
+/// person can act on).
 impl fmt::Display for Claim {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} \"{}\"", self.kind, self.name)?;
-        if let Some(space) = self.space {
-            write!(f, " (in scope {space}'s layer)")?;
-        }
-        Ok(())
+        write!(f, "{} \"{}\"", self.kind, self.name)
     }
 }
 
@@ -108,7 +106,7 @@ pub fn conflict_message<S: AsRef<str>>(claims: &[&Claim], holders: &[S]) -> Stri
         ("are", "them")
     };
     format!(
-        "conflict: {} {verb} claimed by entries {}, so none of them gets {them}; \
+        "{} {verb} claimed by entries {}, so none of them gets {them}; \
          remove {them} from all but one (or disable all but one of the entries)",
         listed.join(", "),
         quoted_list(holders)
@@ -307,7 +305,7 @@ mod tests {
             let _h2 = c2.claim(echo.clone());
             assert!(root.is_contested(&echo));
             assert_eq!(root.claim_holders(&echo), ["one", "two"]);
-            let expected = "conflict: tool \"echo\" is claimed by entries \"one\" and \"two\", so none of them gets it; remove it from all but one (or disable all but one of the entries)";
+            let expected = "tool \"echo\" is claimed by entries \"one\" and \"two\", so none of them gets it; remove it from all but one (or disable all but one of the entries)";
             assert_eq!(one.info().conflicts, [expected]);
             assert_eq!(two.info().conflicts, [expected]);
             two.dispose();

@@ -228,8 +228,7 @@ impl Context {
             None,
             None,
             ScopeStatus::Active,
-            false,
-            None,
+            crate::scope::Placement::default(),
         );
         Context {
             node,

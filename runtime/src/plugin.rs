@@ -497,8 +497,7 @@ impl Context {
             label,
             runner,
             ScopeStatus::Pending,
-            own_realm,
-            place,
+            crate::scope::Placement { own_realm, place },
         );
         let child = node.clone();
         let added = self.node.add_effect::<()>(

@@ -123,6 +123,14 @@ pub(crate) struct ScopeState {
     pub(crate) deferrals: u32,
 }
 
+/// Where a new scope sits: whether it is a realm of its own, and its place among its siblings
+/// (see [`crate::OrderKey`]; `None`: after every placed sibling, in creation order).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Placement {
+    pub(crate) own_realm: bool,
+    pub(crate) place: Option<u64>,
+}
+
 /// One node of the scope tree.
 pub(crate) struct ScopeNode {
     pub(crate) id: ScopeId,
@@ -169,8 +177,7 @@ impl ScopeNode {
         label: Option<Arc<str>>,
         runner: Option<Runner>,
         status: ScopeStatus,
-        own_realm: bool,
-        place: Option<u64>,
+        Placement { own_realm, place }: Placement,
     ) -> Arc<ScopeNode> {
         let id = shared.next_scope_id();
         let order = match parent {

@@ -53,6 +53,18 @@ impl HostComposer {
 
 impl Composer for HostComposer {
     fn prepare(&self, file: &Path) -> Result<Arc<dyn Composition>, String> {
+        let (plan, files) = self.plan(file)?;
+        Ok(Arc::new(HostComposition { plan, files }))
+    }
+}
+
+impl HostComposer {
+    /// Reads and resolves the composition at `file` (as [`Composer::prepare`] does): its plan,
+    /// and every file it was read from.
+    ///
+    /// # Errors
+    /// Why the file is unusable, as one text for a person.
+    pub fn plan(&self, file: &Path) -> Result<(LoadPlan, Vec<PathBuf>), String> {
         let source = cordis_host::include::read_regular(file, 1 << 20)
             .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
         let name = file.display().to_string();
@@ -73,7 +85,7 @@ impl Composer for HostComposer {
             .map_err(|errors| errors.to_string())?;
         let mut files = vec![file.to_owned()];
         files.extend(included.paths().into_iter().filter(|p| p != file));
-        Ok(Arc::new(HostComposition { plan, files }))
+        Ok((plan, files))
     }
 }
 

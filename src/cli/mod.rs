@@ -87,13 +87,17 @@ pub enum Command {
     /// Exits 0 when all seeds agree and nothing leaks, 1 on a divergence or a leak (printing
     /// both seeds, a diff and the commands that replay them), 2 on configuration errors.
     Stress(StressArgs),
-    /// Boot a config once per order of its tool-registering entries and prove one digest.
+    /// Boot a config once per class of load orders of its entries and prove one outcome.
     ///
-    /// Every entry that requires the `tools` service is permuted; all n! orders run when n! is
-    /// at most --max, else --max seeded shuffles. Boots use the fifo schedule, so each order is
-    /// exactly a boot of the file with those entries written in that order. Exits 0 when every
-    /// order yields the same request digest with every entry active, 1 otherwise (printing two
-    /// orders that differ and the command that replays each), 2 on configuration errors.
+    /// Every plugin entry is permuted. Entries whose footprints meet interact (a name both
+    /// claim; an entry that has not said what it claims, so it may read what others registered;
+    /// an optional service and its provider), and one order per class of orders that agree on
+    /// every interacting pair is booted, when there are at most --max classes (else --max seeded
+    /// shuffles); --all boots every order instead. Boots use the fifo schedule. The outcome is
+    /// the request digest, every entry's status and reason, and the incidents. Exits 0 when
+    /// every order gives one outcome with every entry where its config asked, 1 otherwise
+    /// (naming what differs between two orders, with the command that replays each), 2 on
+    /// configuration errors.
     Permute(PermuteArgs),
     /// Boot a config and call one tool with JSON arguments, printing its result.
     ///
@@ -264,6 +268,10 @@ pub struct PermuteArgs {
     /// agent joined to it would get); its rows are not permuted.
     #[arg(long, value_name = "ID")]
     pub preset: Option<String>,
+    /// Boot every order of every plugin entry (all n! up to --max, seeded shuffles beyond)
+    /// instead of one per class of interacting orders: the brute-force check of the reduction.
+    #[arg(long)]
+    pub all: bool,
     /// Boot just this order (comma-separated entry ids, as a failure prints) and print its digest.
     #[arg(long, value_name = "IDS", value_delimiter = ',')]
     pub order: Option<Vec<String>>,

@@ -8,8 +8,9 @@ use serde_json::json;
 use super::render::safe;
 use super::{EXIT_CONFIG, EXIT_FAILURE, EXIT_OK, Io, load};
 
+use cordis_host::loader::MountOrder;
 use cordis_host::permute::{
-    OrderOutcome, PermuteReport, ProofOptions, Space, boot_order, prove_with,
+    OrderOutcome, PermuteReport, ProofOptions, Space, factorial, permute_with, prove_with,
 };
 use cordis_host::{Builtins, LoadPlan};
 use cordis_runtime::{Policy, Schedule};
@@ -27,19 +28,87 @@ fn replay(file: &Path, ids: &[String], preset: Option<&str>) -> String {
     format!("cordis permute {}{preset} --order {order}", file.display())
 }
 
-/// One order with `preset` joined: the digest of its standing scope's assembly, every entry's
+/// What a run permutes: the host plan's entries and, with `--preset`, the preset's rows.
+struct Proof<'a> {
+    plan: &'a LoadPlan,
+    space: Space,
+    /// The preset's id, its composition's plan, and that plan's permuted positions.
+    preset: Option<(String, LoadPlan, Vec<usize>)>,
+}
+
+impl<'a> Proof<'a> {
+    fn new(
+        plan: &'a LoadPlan,
+        args: &PermuteArgs,
+        io: &Io<'_>,
+        builtins: &Builtins,
+    ) -> Result<Proof<'a>, String> {
+        let space = Space::of(plan);
+        let Some(id) = &args.preset else {
+            return Ok(Proof {
+                plan,
+                space,
+                preset: None,
+            });
+        };
+        match super::presets::preset_plan(plan, &args.config, io, builtins, id)? {
+            Some(rows) => {
+                let row_space = Space::of(&rows);
+                let positions = row_space.positions.clone();
+                Ok(Proof {
+                    plan,
+                    space: space.then(row_space, id),
+                    preset: Some((id.clone(), rows, positions)),
+                })
+            }
+            // The join reports a missing preset (or roster) itself; its rows are not permuted.
+            None => Ok(Proof {
+                plan,
+                space,
+                preset: args.preset.clone().map(|p| {
+                    (
+                        p,
+                        LoadPlan {
+                            file: String::new(),
+                            entries: Vec::new(),
+                        },
+                        Vec::new(),
+                    )
+                }),
+            }),
+        }
+    }
+
+    /// Boots `order` (indices into the space): the host's entries in their part of it, then,
+    /// with a preset, its rows mounted in theirs.
+    fn boot(&self, rt: &tokio::runtime::Runtime, order: &[usize]) -> std::io::Result<OrderOutcome> {
+        let starts = self.space.starts(self.plan, order);
+        let Some((preset, rows, positions)) = &self.preset else {
+            return Ok(rt.block_on(cordis_host::permute::boot(self.plan, &starts)));
+        };
+        let mount = MountOrder {
+            file: rows.file.clone(),
+            starts: start_order(rows.entries.len(), positions, &self.space.row_order(order)),
+        };
+        let schedule = Schedule::new(Policy::Fifo, 0);
+        let (joined, leaked) = rt.block_on(super::presets::boot_joined_on(
+            self.plan,
+            schedule,
+            preset,
+            &starts,
+            Some(mount),
+        ));
+        Ok(joined_outcome(joined, leaked))
+    }
+}
+
+/// One order with a preset joined: the digest of its standing scope's assembly, every entry's
 /// and row's status, and the incidents.
-fn boot_preset_order(
-    rt: &tokio::runtime::Runtime,
-    plan: &LoadPlan,
-    starts: &[usize],
-    preset: &str,
-) -> std::io::Result<OrderOutcome> {
-    let schedule = Schedule::new(Policy::Fifo, 0);
-    let (joined, leaked) = rt.block_on(super::presets::boot_joined_on(
-        plan, schedule, preset, starts,
-    ));
-    Ok(match joined {
+fn joined_outcome(
+    joined: Result<cordis_host::BootReport, String>,
+    leaked: cordis_runtime::LiveCounts,
+) -> OrderOutcome {
+    match joined {
         Err(why) => OrderOutcome {
             digest: format!("preset failed: {why}"),
             assembly_error: Some(why),
@@ -70,28 +139,17 @@ fn boot_preset_order(
                 registrations,
             }
         }
-    })
+    }
 }
 
-/// `--order`: boots one order (entry ids), as the proof boots each, and prints its outcome.
-fn replay_order(
-    plan: &LoadPlan,
-    ids: &[String],
-    preset: Option<&str>,
-    io: &mut Io<'_>,
-) -> anyhow::Result<u8> {
-    let positions = Space::of(plan).positions;
+/// `--order`: boots one order (element ids), as the proof boots each, and prints its outcome.
+fn replay_order(proof: &Proof<'_>, ids: &[String], io: &mut Io<'_>) -> anyhow::Result<u8> {
+    let all = &proof.space.ids;
     let ids: Vec<&String> = ids.iter().filter(|id| !id.is_empty()).collect();
-    let known = || {
-        positions
-            .iter()
-            .map(|&p| plan.entries[p].id.as_str())
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
+    let known = || all.join(", ");
     let mut order = Vec::with_capacity(ids.len());
     for id in &ids {
-        match positions.iter().position(|&p| &plan.entries[p].id == *id) {
+        match all.iter().position(|a| a == *id) {
             Some(k) if !order.contains(&k) => order.push(k),
             _ => {
                 writeln!(
@@ -104,25 +162,18 @@ fn replay_order(
             }
         }
     }
-    if order.len() != positions.len() {
+    if order.len() != all.len() {
         writeln!(
             io.err,
             "cordis: --order must name all {} plugin entries ({}), each once",
-            positions.len(),
+            all.len(),
             safe(&known())
         )?;
         return Ok(EXIT_CONFIG);
     }
-    let outcome = match preset {
-        Some(preset) => {
-            let rt = cordis_host::shutdown::current_thread()?;
-            let starts = start_order(plan.entries.len(), &positions, &order);
-            let outcome = boot_preset_order(&rt, plan, &starts, preset)?;
-            cordis_host::shutdown::end(rt);
-            outcome
-        }
-        None => boot_order(plan, &positions, &order)?,
-    };
+    let rt = cordis_host::shutdown::current_thread()?;
+    let outcome = proof.boot(&rt, &order)?;
+    cordis_host::shutdown::end(rt);
     writeln!(io.out, "{}", outcome.digest)?;
     for (id, status, error) in &outcome.entries {
         match error {
@@ -153,20 +204,36 @@ fn start_order(n: usize, positions: &[usize], order: &[usize]) -> Vec<usize> {
 
 pub(crate) fn run(args: &PermuteArgs, io: &mut Io<'_>, builtins: &Builtins) -> anyhow::Result<u8> {
     let plan = load(&args.config, io, builtins)?;
+    let proof = match Proof::new(&plan, args, io, builtins) {
+        Ok(proof) => proof,
+        Err(why) => {
+            writeln!(
+                io.err,
+                "cordis: preset \"{}\" cannot be read: {}",
+                safe(args.preset.as_deref().unwrap_or_default()),
+                safe(&why)
+            )?;
+            return Ok(EXIT_CONFIG);
+        }
+    };
     if let Some(ids) = &args.order {
-        return replay_order(&plan, ids, args.preset.as_deref(), io);
+        return replay_order(&proof, ids, io);
     }
     let threads = args
         .threads
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, std::num::NonZero::get));
-    let space = Space::of(&plan);
-    let (classes, complete) = space.classes(args.max);
-    let total = if complete {
-        classes.len() as u64
+    let space = &proof.space;
+    let total = if args.all {
+        factorial(space.ids.len()).min(args.max)
     } else {
-        args.max
+        let (classes, complete) = space.classes(args.max);
+        if complete {
+            classes.len() as u64
+        } else {
+            args.max
+        }
     };
-    let n = space.positions.len();
+    let n = space.ids.len();
     let pairs = (0..n)
         .map(|a| (a + 1..n).filter(|&b| space.dependent[a][b]).count())
         .sum::<usize>();
@@ -195,16 +262,23 @@ pub(crate) fn run(args: &PermuteArgs, io: &mut Io<'_>, builtins: &Builtins) -> a
         seed: args.seed,
         threads,
     };
-    let report = match &args.preset {
-        Some(preset) => prove_with(&plan, &space, &options, &tick, &|rt, starts| {
-            boot_preset_order(rt, &plan, starts, preset)
-        })?,
-        None => prove_with(&plan, &space, &options, &tick, &|rt, starts| {
-            Ok(rt.block_on(cordis_host::permute::boot(&plan, starts)))
-        })?,
+    let boot_one = |rt: &tokio::runtime::Runtime, order: &[usize]| proof.boot(rt, order);
+    let report = if args.all {
+        permute_with(&space.ids, space.claim_counts(), &options, &tick, &boot_one)?
+    } else {
+        prove_with(space, &options, &tick, &boot_one)?
     };
     bar.finish_and_clear();
     print_report(&report, args, io)
+}
+
+/// n! as a number, or as `n!` where it does not fit in 64 bits.
+fn orders_text(report: &PermuteReport) -> String {
+    if report.all_orders == u64::MAX {
+        format!("{}!", report.entries.len())
+    } else {
+        report.all_orders.to_string()
+    }
 }
 
 fn print_report(report: &PermuteReport, args: &PermuteArgs, io: &mut Io<'_>) -> anyhow::Result<u8> {
@@ -239,15 +313,15 @@ fn print_report(report: &PermuteReport, args: &PermuteArgs, io: &mut Io<'_>) -> 
             "{} order{} ({}) standing for {} of {} entr{}: {distinct} distinct outcome{}, {} distinct registration orders, {:.2} s",
             report.orders,
             if report.orders == 1 { "" } else { "s" },
-            if report.exhaustive {
-                "every class"
-            } else {
-                "seeded sample"
+            match (report.exhaustive, &report.interacting) {
+                (true, Some(_)) => "every class",
+                (true, None) => "every order",
+                (false, _) => "seeded sample",
             },
-            if report.exhaustive {
-                format!("all {} orders", report.all_orders)
-            } else {
-                format!("some of {} orders", report.all_orders)
+            match (report.exhaustive, orders_text(report)) {
+                (true, _) if report.all_orders == 1 => "the one order".to_owned(),
+                (true, all) => format!("all {all} orders"),
+                (false, all) => format!("some of {all} orders"),
             },
             report.entries.len(),
             if report.entries.len() == 1 {

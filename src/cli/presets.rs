@@ -24,14 +24,7 @@ pub(crate) fn run(args: &PresetsArgs, io: &mut Io<'_>, builtins: &Builtins) -> a
     let file = args.config.file.display().to_string();
     // The roster's configuration as resolved, without booting anything (a composition may
     // start processes: MCP servers, shells): discovery only needs the roots and a composer.
-    let config = plan.entries.iter().find_map(|e| match &e.step {
-        Step::Plugin { prepared, .. } if prepared.plugin.name() == "agent-presets" => prepared
-            .config
-            .downcast_ref::<AgentPresetsConfig>()
-            .cloned(),
-        _ => None,
-    });
-    let Some(config) = config else {
+    let Some(config) = presets_config(&plan) else {
         writeln!(
             io.err,
             "cordis: {} has no enabled agent-presets entry; add one (see the bundled cordis.yml):\n  - id: agent-presets\n    name: agent-presets\n    config: {{roots: [{{path: presets}}], default: standard}}",
@@ -39,22 +32,7 @@ pub(crate) fn run(args: &PresetsArgs, io: &mut Io<'_>, builtins: &Builtins) -> a
         )?;
         return Ok(EXIT_CONFIG);
     };
-    let options = super::plan_options(&args.config, io);
-    let home = (io.env)("HOME")
-        .filter(|h| !h.is_empty())
-        .map(PathBuf::from);
-    let roots = resolve_roots(
-        &config,
-        &options.config_dir_for(&file),
-        home.as_deref(),
-        user_root(io.env).as_deref(),
-        Some(&crate::builtins::shipped_presets()),
-    );
-    let composer = HostComposer::with_table(
-        crate::builtins::for_config(builtins, &args.config.file, &options, io.env),
-        options,
-    );
-    let presets = discover(&roots, &composer);
+    let (presets, _) = discovered(&config, &args.config, io, builtins);
     let default = config.default;
     if args.json {
         let presets: Vec<Value> = presets.iter().map(info_json).collect();
@@ -64,6 +42,68 @@ pub(crate) fn run(args: &PresetsArgs, io: &mut Io<'_>, builtins: &Builtins) -> a
     }
     write!(io.out, "{}", table(&presets, &default))?;
     Ok(EXIT_OK)
+}
+
+/// The presets `config` (an `agent-presets` entry's) finds, as `cordis presets` lists them, with
+/// the composer that read them.
+pub(crate) fn discovered(
+    config: &AgentPresetsConfig,
+    args: &super::ConfigArgs,
+    io: &Io<'_>,
+    builtins: &Builtins,
+) -> (Vec<PresetInfo>, HostComposer) {
+    let options = super::plan_options(args, io);
+    let file = args.file.display().to_string();
+    let home = (io.env)("HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from);
+    let roots = resolve_roots(
+        config,
+        &options.config_dir_for(&file),
+        home.as_deref(),
+        user_root(io.env).as_deref(),
+        Some(&crate::builtins::shipped_presets()),
+    );
+    let composer = HostComposer::with_table(
+        crate::builtins::for_config(builtins, &args.file, &options, io.env),
+        options,
+    );
+    (discover(&roots, &composer), composer)
+}
+
+/// The plan of preset `id`'s composition, as `plan`'s `agent-presets` entry finds it: what
+/// `permute --preset` reorders. `None` without such an entry or preset.
+///
+/// # Errors
+/// Why the composition is unusable.
+pub(crate) fn preset_plan(
+    plan: &cordis_host::LoadPlan,
+    args: &super::ConfigArgs,
+    io: &Io<'_>,
+    builtins: &Builtins,
+    id: &str,
+) -> Result<Option<cordis_host::LoadPlan>, String> {
+    let Some(config) = presets_config(plan) else {
+        return Ok(None);
+    };
+    let (presets, composer) = discovered(&config, args, io, builtins);
+    match presets.iter().find(|p| p.id == id) {
+        Some(preset) => composer
+            .plan(&preset.composition)
+            .map(|(plan, _)| Some(plan)),
+        None => Ok(None),
+    }
+}
+
+/// The resolved config of `plan`'s enabled `agent-presets` entry.
+fn presets_config(plan: &cordis_host::LoadPlan) -> Option<AgentPresetsConfig> {
+    plan.entries.iter().find_map(|e| match &e.step {
+        Step::Plugin { prepared, .. } if prepared.plugin.name() == "agent-presets" => prepared
+            .config
+            .downcast_ref::<AgentPresetsConfig>()
+            .cloned(),
+        _ => None,
+    })
 }
 
 fn info_json(p: &PresetInfo) -> Value {
@@ -178,17 +218,11 @@ pub(crate) async fn join_report(
         return Err("--preset needs a `system-prompt` entry".to_owned());
     };
     match prompt.assemble(AssembleContext::scoped(standing.key)).await {
-        Ok(assembly) => match assembly.header_json() {
+        Ok(assembly) => match cordis_host::assembly::request_header(root, &assembly) {
             Ok(header) => {
-                report.assembly = json!({
-                    "preset": standing.preset,
-                    "sections": assembly
-                        .sections
-                        .iter()
-                        .map(|s| json!({"name": s.name, "order": s.order}))
-                        .collect::<Vec<_>>(),
-                    "tools": assembly.tools.iter().map(|t| t.name.clone()).collect::<Vec<_>>(),
-                });
+                let mut view = cordis_host::assembly::view_json(root, &assembly);
+                view["preset"] = json!(standing.preset);
+                report.assembly = view;
                 report.digest = cordis_host::digest::sha256_hex(&header);
                 report.assembly_error = None;
             }
@@ -219,21 +253,23 @@ pub(crate) fn boot_joined(
 ) -> std::io::Result<(Result<BootReport, String>, cordis_runtime::LiveCounts)> {
     let rt = cordis_host::shutdown::current_thread()?;
     let starts: Vec<usize> = (0..plan.entries.len()).collect();
-    let outcome = rt.block_on(boot_joined_on(plan, schedule, preset, &starts));
+    let outcome = rt.block_on(boot_joined_on(plan, schedule, preset, &starts, None));
     cordis_host::shutdown::end(rt);
     Ok(outcome)
 }
 
 /// [`boot_joined`] on the current runtime, with the plan's plugin entries started in `starts`
-/// (plan indices): one order of the `--preset` proof.
+/// (plan indices) and the preset's rows in `mount`'s order: one order of the `--preset` proof.
 pub(crate) async fn boot_joined_on(
     plan: &cordis_host::LoadPlan,
     schedule: Schedule,
     preset: &str,
     starts: &[usize],
+    mount: Option<cordis_host::loader::MountOrder>,
 ) -> (Result<BootReport, String>, cordis_runtime::LiveCounts) {
     {
         let root = Context::root_with(schedule);
+        let _mount = mount.map(|m| root.provide(m));
         let report = boot_in_order(&root, plan, &mut starts.iter().copied()).await;
         let joined = join_report(&root, report, preset).await;
         root.dispose();

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use cordis_host::loader::BootReport;
+use cordis_host::loader::{BootReport, EntryStatus};
 
 use super::{CheckArgs, EXIT_FAILURE, EXIT_OK, Io, replay_command};
 
@@ -274,6 +274,18 @@ pub(crate) fn print_report(
             bad.join(", ")
         )?;
         code = EXIT_FAILURE;
+    }
+    // Each conflict once (every claimant reports the same text).
+    let mut conflicts: Vec<&str> = report
+        .entries
+        .iter()
+        .filter(|e| e.status == EntryStatus::Conflict)
+        .filter_map(|e| e.error.as_deref())
+        .collect();
+    conflicts.sort_unstable();
+    conflicts.dedup();
+    for conflict in conflicts {
+        writeln!(io.err, "cordis: conflict: {}", safe(conflict))?;
     }
     if let Some(error) = &report.assembly_error {
         writeln!(

@@ -130,8 +130,12 @@ impl Plugin for LlmPlugin {
         "llm"
     }
 
-    fn provides(&self, _config: &Self::Config) -> Vec<String> {
-        vec![<crate::Llm as cordis_runtime::Service>::NAME.to_owned()]
+    fn provides(&self, config: &Self::Config) -> Vec<String> {
+        let mut out = vec![<crate::Llm as cordis_runtime::Service>::NAME.to_owned()];
+        if config.model.is_some() {
+            out.push(<cordis_schema::RequestConfig as cordis_runtime::Service>::NAME.to_owned());
+        }
+        out
     }
 
     async fn apply(&self, ctx: Context, config: &LlmConfig) -> Result<(), BoxError> {
@@ -162,6 +166,12 @@ impl Plugin for LlmPlugin {
             }
             AdapterKind::Openai => Arc::new(OpenAiAdapter::new(openai_settings(config)?)?),
         };
+        if let Some(model) = &config.model {
+            // What a request of an agent on the default model carries as its `config`, so a
+            // digest of the request covers the model too.
+            let call = serde_json::to_value(crate::CallConfig::model(model.clone()))?;
+            let _ = ctx.provide(cordis_schema::RequestConfig(call))?;
+        }
         let llm = Llm::new(ctx.clone(), adapter).with_default_model(config.model.clone());
         let _ = ctx.provide(llm)?;
         Ok(())

@@ -78,39 +78,48 @@ impl PromptAssembly {
     /// # Errors
     /// [`HeaderError::Render`] when the system prompt does not render.
     pub fn header_json(&self) -> Result<Vec<u8>, HeaderError> {
-        // Written by hand rather than through a derived struct: each tool's parameters are
-        // spliced in as their canonical bytes, serialized once per shared schema (see
-        // `cordis_schema::memo`) instead of once per request. Field order and the absence of
-        // empty fields are those of the reference's `canonicalHeader`.
         let system = self.render()?;
-        let mut out = Vec::with_capacity(system.len() + 64 + 512 * self.tools.len());
-        out.push(b'{');
+        Ok(header_bytes(&system, &self.tools)?)
+    }
+}
+
+/// The header bytes of a rendered system prompt and a tool list (see
+/// [`PromptAssembly::header_json`]), also for a header read back from a session log.
+///
+/// # Errors
+/// Only if a string cannot be written as JSON.
+pub fn header_bytes(system: &str, tools: &[ToolSchema]) -> Result<Vec<u8>, serde_json::Error> {
+    // Written by hand rather than through a derived struct: each tool's parameters are
+    // spliced in as their canonical bytes, serialized once per shared schema (see
+    // `cordis_schema::memo`) instead of once per request. Field order and the absence of
+    // empty fields are those of the reference's `canonicalHeader`.
+    let mut out = Vec::with_capacity(system.len() + 64 + 512 * tools.len());
+    out.push(b'{');
+    if !system.is_empty() {
+        out.extend_from_slice(b"\"system\":");
+        serde_json::to_writer(&mut out, system)?;
+    }
+    if !tools.is_empty() {
         if !system.is_empty() {
-            out.extend_from_slice(b"\"system\":");
-            serde_json::to_writer(&mut out, &system)?;
+            out.push(b',');
         }
-        if !self.tools.is_empty() {
-            if !system.is_empty() {
+        out.extend_from_slice(b"\"tools\":[");
+        for (i, tool) in tools.iter().enumerate() {
+            if i > 0 {
                 out.push(b',');
             }
-            out.extend_from_slice(b"\"tools\":[");
-            for (i, tool) in self.tools.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                out.extend_from_slice(b"{\"name\":");
-                serde_json::to_writer(&mut out, &tool.name)?;
-                out.extend_from_slice(b",\"description\":");
-                serde_json::to_writer(&mut out, &tool.description)?;
-                out.extend_from_slice(b",\"parameters\":");
-                out.extend_from_slice(&shared_canonical_bytes(&tool.parameters));
-                out.push(b'}');
-            }
-            out.push(b']');
+            out.extend_from_slice(b"{\"name\":");
+            serde_json::to_writer(&mut out, &tool.name)?;
+            out.extend_from_slice(b",\"description\":");
+            serde_json::to_writer(&mut out, &tool.description)?;
+            out.extend_from_slice(b",\"parameters\":");
+            out.extend_from_slice(&shared_canonical_bytes(&tool.parameters));
+            out.push(b'}');
         }
-        out.push(b'}');
-        Ok(out)
+        out.push(b']');
     }
+    out.push(b'}');
+    Ok(out)
 }
 
 /// Renders an assembly into the system prompt text (see [`PromptAssembly::render`]).

@@ -30,7 +30,9 @@ mod render;
 mod schema;
 mod service;
 
-pub use assembly::{AssembleContext, AssembledSection, HeaderError, PromptAssembly, render};
+pub use assembly::{
+    AssembleContext, AssembledSection, HeaderError, PromptAssembly, header_bytes, render,
+};
 pub use error::{AssembleError, RegisterError, RenderError, ToolOrderError};
 pub use order::{TOOL_ORDER_REST, ToolOrder, compare_utf16, order_tools, sort_by_name_utf16};
 pub use plugin::{PERSONA_ORDER, PERSONA_SECTION, SystemPromptConfig, SystemPromptPlugin};

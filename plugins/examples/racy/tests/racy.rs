@@ -175,3 +175,46 @@ fn a_boot_time_race_is_caught_without_an_exercise_and_the_diff_names_the_field()
         assert_eq!(&alone.outcome, outcome, "seed {seed}");
     }
 }
+
+#[test]
+fn permute_reports_a_load_order_race_with_two_orders_whose_replays_reproduce_them() {
+    let file = concat!(env!("CARGO_MANIFEST_DIR"), "/first-seen.yml");
+    let (code, out, err) = cordis_racy(&["permute", file]);
+    assert_eq!(code, 1, "{out}\n{err}");
+    // first-seen registers names it does not state, so only its order against tally matters.
+    assert!(out.contains("interacting: tally~first-seen"), "{out}");
+    assert!(
+        out.contains(
+            "2 orders (every class) standing for all 24 orders of 4 entries: 2 distinct outcomes"
+        ),
+        "{out}"
+    );
+    assert!(
+        err.contains("cordis: the outcome depends on load order:"),
+        "{err}"
+    );
+    let differs = err
+        .lines()
+        .find(|l| l.trim_start().starts_with("the request differs: digest "))
+        .unwrap_or_else(|| panic!("{err}"));
+    let digests: Vec<&str> = differs
+        .split_whitespace()
+        .filter(|w| w.len() == 64)
+        .collect();
+    assert_eq!(digests.len(), 2, "{differs}");
+    let replays: Vec<Vec<&str>> = err
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("replay: cordis "))
+        .map(|l| l.split(' ').collect())
+        .collect();
+    assert_eq!(replays.len(), 2, "{err}");
+    for (args, digest) in replays.iter().zip(&digests) {
+        let (code, out, err) = cordis_racy(args);
+        assert_eq!(code, 0, "{args:?}: {err}");
+        assert_eq!(
+            out.lines().next(),
+            Some(*digest),
+            "{args:?} replays its order"
+        );
+    }
+}
