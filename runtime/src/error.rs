@@ -76,12 +76,14 @@ pub enum ServiceError {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum EventError {
     /// A waterfall listener panicked, so the value it held is lost.
-    #[error("listener of \"{event}\" in scope {scope} ({plugin}) panicked: {message}")]
+    #[error("listener of \"{event}\" of entry \"{entry}\" ({plugin}) panicked: {message}")]
     ListenerPanicked {
         /// The event name.
         event: &'static str,
         /// Scope that registered the listener.
         scope: u64,
+        /// The entry that scope belongs to (its label, see [`crate::Context::claim_owner`]).
+        entry: String,
         /// Plugin name of that scope.
         plugin: String,
         /// The panic message.

@@ -124,9 +124,14 @@ impl Context {
                 let index = lock(&stack).last().copied().unwrap_or(0);
                 let entry = &chain[index];
                 report_panic(&self.node.shared, entry, W::NAME, message.clone());
+                let owner = entry.node.upgrade().map_or_else(
+                    || entry.plugin.to_string(),
+                    |n| n.claim_owner().1.to_string(),
+                );
                 Err(EventError::ListenerPanicked {
                     event: W::NAME,
                     scope: entry.scope.0,
+                    entry: owner,
                     plugin: entry.plugin.to_string(),
                     message,
                 })

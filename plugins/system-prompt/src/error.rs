@@ -30,7 +30,7 @@ pub enum RegisterError {
         /// The section name.
         name: String,
     },
-    /// Another registration already owns this section name.
+    /// The registering entry already owns this section name (another entry contests it).
     #[error("prompt section \"{name}\" is already registered")]
     DuplicateSection {
         /// The section name.
@@ -42,7 +42,7 @@ pub enum RegisterError {
         /// The rejected name.
         name: String,
     },
-    /// Another registration already owns this variable name.
+    /// The registering entry already owns this variable name (another entry contests it).
     #[error("prompt variable \"{name}\" is already registered")]
     DuplicateVariable {
         /// The variable name.

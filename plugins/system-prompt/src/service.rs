@@ -145,7 +145,9 @@ struct State {
     next_id: u64,
     /// Every registration of each section name: rendered only while one entry holds it.
     sections: BTreeMap<String, Vec<SectionEntry>>,
-    variables: BTreeMap<String, (u64, VariableFn)>,
+    /// Every registration of each variable (id, owner, value): used only while one entry holds
+    /// it, like a section.
+    variables: BTreeMap<String, Vec<(u64, cordis_runtime::ScopeId, VariableFn)>>,
     /// Keyed by registration id; the order only affects error reporting, never the output.
     providers: BTreeMap<u64, ToolProviderFn>,
     /// Section overrides by the registering scope's place, then registration id.
@@ -259,8 +261,13 @@ impl SystemPrompt {
 
     /// Registers a variable `{{name}}` as an effect of `ctx`'s scope.
     ///
+    /// # Determinism
+    /// As [`SystemPrompt::section`]: a name two entries register is contested, with no value
+    /// for either, until one leaves.
+    ///
     /// # Errors
-    /// A name not matching `^[a-z][a-z0-9_]*$`, a duplicate, or a dead scope.
+    /// A name not matching `^[a-z][a-z0-9_]*$`, a name this scope's entry registered already, or
+    /// a dead scope.
     pub fn variable(
         &self,
         ctx: &Context,
@@ -273,22 +280,36 @@ impl SystemPrompt {
             });
         }
         self.live(ctx, "variable", name)?;
+        let owner = ctx.claim_owner();
         let id = {
             let mut st = lock(&self.state);
-            if st.variables.contains_key(name) {
+            if st
+                .variables
+                .get(name)
+                .is_some_and(|held| held.iter().any(|(_, o, _)| *o == owner))
+            {
                 return Err(RegisterError::DuplicateVariable {
                     name: name.to_owned(),
                 });
             }
             let id = st.next();
-            st.variables.insert(name.to_owned(), (id, Arc::new(value)));
+            let value: VariableFn = Arc::new(value);
+            st.variables
+                .entry(name.to_owned())
+                .or_default()
+                .push((id, owner, value));
             id
         };
+        let claim = ctx.claim(Claim::new("variable", name));
         let undo_name = name.to_owned();
         Ok(self.finish(ctx, "variable", name.to_owned(), move |st| {
-            if st.variables.get(&undo_name).is_some_and(|(i, _)| *i == id) {
-                st.variables.remove(&undo_name);
+            if let Some(held) = st.variables.get_mut(&undo_name) {
+                held.retain(|(i, _, _)| *i != id);
+                if held.is_empty() {
+                    st.variables.remove(&undo_name);
+                }
             }
+            claim.dispose();
         }))
     }
 
@@ -462,10 +483,14 @@ impl SystemPrompt {
                     _ => None,
                 })
                 .collect();
+            // A contested variable has no value.
             let variables: Vec<(String, VariableFn)> = st
                 .variables
                 .iter()
-                .map(|(n, (_, f))| (n.clone(), f.clone()))
+                .filter_map(|(n, held)| match held.as_slice() {
+                    [(_, _, f)] => Some((n.clone(), f.clone())),
+                    _ => None,
+                })
                 .collect();
             let providers: Vec<ToolProviderFn> = st.providers.values().cloned().collect();
             (sections, variables, providers, overrides, order_overrides)
@@ -873,6 +898,28 @@ mod tests {
             "prompt variable \"model\" is already registered"
         );
         root.dispose();
+    }
+
+    #[tokio::test]
+    async fn a_section_or_variable_two_scopes_register_is_withheld_until_one_leaves() {
+        let root = Context::root();
+        let sp = service(&root, None);
+        let (one, two) = (root.child_scope("one"), root.child_scope("two"));
+        let (c1, c2) = (one.context().unwrap(), two.context().unwrap());
+        // In both orders of registration the outcome is the same: neither is used.
+        let _ = sp.section(&c2, Section::fixed("s", 1.0, "two")).unwrap();
+        let _ = sp.section(&c1, Section::fixed("s", 1.0, "one")).unwrap();
+        let _ = sp.variable(&c1, "v", |_| Some("one".into())).unwrap();
+        let _ = sp.variable(&c2, "v", |_| Some("two".into())).unwrap();
+        let a = sp.assemble(AssembleContext::global()).await.unwrap();
+        assert!(a.sections.is_empty() && a.variables.is_empty(), "{a:?}");
+        assert!(root.is_contested(&Claim::new("variable", "v")));
+        two.dispose();
+        let a = sp.assemble(AssembleContext::global()).await.unwrap();
+        assert_eq!(a.sections[0].text, "one");
+        assert_eq!(a.variables.get("v"), Some(&Some("one".to_owned())));
+        root.dispose();
+        assert!(root.live().is_zero());
     }
 
     #[tokio::test]
