@@ -54,7 +54,7 @@ pub use bindings::{
 };
 pub use cancel::Cancel;
 pub use error::CodeRuntimeError;
-pub use limits::Limits;
+pub use limits::{DEFAULT_MAX_SUB_CALLS, Limits};
 pub use outcome::{CodeRunFailure, CodeRunOutcome, FailureKind, LogLevel, LogLine};
 pub use quickjs::QuickJs;
 pub use runtime::{BoxFuture, CodeRunRequest, CodeRuntime};

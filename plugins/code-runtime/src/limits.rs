@@ -20,11 +20,18 @@ pub struct Limits {
     pub output_bytes: usize,
     /// Read-only sub-calls that may be in flight at once; at least 1.
     pub max_parallel_sub_calls: usize,
+    /// Tool calls one run may make in all; the next one fails the run with `sub-call-limit`
+    /// (each call costs the host memory until the run ends, and time waiting on tools does not
+    /// count against `cpu_time`). At least 1.
+    pub max_sub_calls: u64,
     /// How long sub-calls still running when the run settles get to finish (after
     /// [`RunOver`](crate::RunOver) fires, never past the wall-clock ceiling) before they are
     /// dropped unfinished.
     pub sub_call_grace: Duration,
 }
+
+/// The default of [`Limits::max_sub_calls`].
+pub const DEFAULT_MAX_SUB_CALLS: u64 = 1_000;
 
 impl Default for Limits {
     fn default() -> Self {
@@ -34,6 +41,7 @@ impl Default for Limits {
             wall_clock: Duration::from_secs(600),
             output_bytes: 64 << 20,
             max_parallel_sub_calls: 10,
+            max_sub_calls: DEFAULT_MAX_SUB_CALLS,
             sub_call_grace: Duration::from_secs(5),
         }
     }
@@ -65,6 +73,9 @@ impl Limits {
         }
         if self.max_parallel_sub_calls == 0 {
             return invalid("max_parallel_sub_calls", "must be a positive integer");
+        }
+        if self.max_sub_calls == 0 {
+            return invalid("max_sub_calls", "must be a positive integer");
         }
         Ok(())
     }

@@ -81,13 +81,15 @@ pub enum FailureKind {
     OutputLimit,
     /// The engine's memory cap was reached.
     Memory,
+    /// The program made more tool calls than [`crate::Limits::max_sub_calls`].
+    SubCallLimit,
     /// The engine thread ended without an outcome (a bug in the runtime, not in the program).
     EngineExit,
 }
 
 impl FailureKind {
     /// The kind's wire name: `exception`, `timeout`, `abort`, `invalid-output`, `output-limit`,
-    /// `memory` or `engine-exit`.
+    /// `memory`, `sub-call-limit` or `engine-exit`.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Exception => "exception",
@@ -96,6 +98,7 @@ impl FailureKind {
             Self::InvalidOutput => "invalid-output",
             Self::OutputLimit => "output-limit",
             Self::Memory => "memory",
+            Self::SubCallLimit => "sub-call-limit",
             Self::EngineExit => "engine-exit",
         }
     }

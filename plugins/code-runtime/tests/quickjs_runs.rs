@@ -833,3 +833,36 @@ async fn an_endless_chain_of_microtasks_is_stopped_by_the_cpu_budget() {
         )
     );
 }
+
+/// Regression (issue 24, high 2): a loop of allowed tool calls had no bound on their number
+/// (time waiting on tools is not compute time), and each cost the host memory until the run
+/// ended: 1 GB at 120,000 calls.
+#[tokio::test]
+async fn a_loop_of_tool_calls_stops_at_the_sub_call_limit_even_if_it_catches() {
+    let limits = Limits {
+        max_sub_calls: 50,
+        ..limits()
+    };
+    let tools = Tools::new();
+    let outcome = run_with(
+        &QuickJs::new(),
+        "for (let i = 0; i < 1000000; i++) { try { await tools.echo({i}); } catch (e) {} } return 'done';",
+        tools.clone(),
+        limits,
+        Cancel::never(),
+    )
+    .await;
+    assert_eq!(
+        failure(&outcome),
+        (
+            FailureKind::SubCallLimit,
+            "the program made more than 50 tool calls (the limit of one run; the `tools` entry's `maxSubCalls` sets it)".into()
+        )
+    );
+    assert_eq!(outcome.result.unwrap_err().kind.as_str(), "sub-call-limit");
+    assert_eq!(
+        tools.calls.lock().unwrap().len(),
+        50,
+        "the host saw exactly the limit"
+    );
+}

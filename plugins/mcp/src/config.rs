@@ -93,6 +93,18 @@ pub struct McpConfig {
     /// Reconnect policy.
     #[serde(default)]
     pub reconnect: Reconnect,
+    /// http: the largest message read from the server, a JSON body or one server-sent event
+    /// (default 16 MiB, at least 1 KiB). A larger one fails the request instead of growing
+    /// without bound.
+    #[serde(default = "default_max_message")]
+    pub max_message_bytes: usize,
+}
+
+/// The default of [`McpConfig::max_message_bytes`].
+pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 16 << 20;
+
+fn default_max_message() -> usize {
+    DEFAULT_MAX_MESSAGE_BYTES
 }
 
 fn server_name<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
@@ -135,6 +147,7 @@ impl McpConfig {
             call_timeout_ms: default_call_timeout(),
             fail_on_startup_error: false,
             reconnect: Reconnect::default(),
+            max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
         }
     }
 
@@ -174,6 +187,9 @@ impl McpConfig {
         }
         if self.call_timeout_ms == 0 {
             return Err(McpError::config(s, "callTimeoutMs must be positive"));
+        }
+        if self.max_message_bytes < 1024 {
+            return Err(McpError::config(s, "maxMessageBytes must be at least 1024"));
         }
         match self.transport {
             TransportKind::Stdio => {

@@ -23,14 +23,17 @@ const SESSION_HEADER: &str = "mcp-session-id";
 const LAST_EVENT_HEADER: &str = "last-event-id";
 const EVENT_STREAM: &str = "text/event-stream";
 const JSON: &str = "application/json";
-/// The largest JSON body read (a tool result can be large, but not unbounded).
-const MAX_JSON_BODY: usize = 16 * 1024 * 1024;
 /// How much of an error body is kept for the message.
 const MAX_ERROR_BODY: usize = 4 * 1024;
 
 /// A `reqwest` 0.12 client as rmcp's streamable HTTP client.
 #[derive(Debug, Clone)]
-pub(crate) struct HttpClient(pub(crate) reqwest::Client);
+pub(crate) struct HttpClient {
+    pub(crate) client: reqwest::Client,
+    /// The largest JSON body, and the largest server-sent event, read (the entry's
+    /// `maxMessageBytes`): a tool result can be large, but not unbounded.
+    pub(crate) max_message: usize,
+}
 
 type Error = StreamableHttpError<reqwest::Error>;
 
@@ -76,8 +79,82 @@ async fn read_body(response: reqwest::Response, limit: usize) -> Result<Vec<u8>,
     Ok(body)
 }
 
-fn sse(response: reqwest::Response) -> BoxStream<'static, Result<Sse, SseError>> {
-    SseStream::from_bytes_stream(response.bytes_stream()).boxed()
+/// Why a server-sent event stream ended early.
+#[derive(Debug, thiserror::Error)]
+enum EventStreamError {
+    /// Reading the body failed.
+    #[error(transparent)]
+    Transport(#[from] reqwest::Error),
+    /// One event grew past the limit without ending (a blank line).
+    #[error("a server-sent event exceeded {limit} bytes without ending (`maxMessageBytes`)")]
+    EventTooLarge {
+        /// The limit.
+        limit: usize,
+    },
+}
+
+/// Bytes of the event being read so far, and where in a line the stream is (an event ends at
+/// a blank line: two line ends in a row, `\n`, `\r` or `\r\n` each).
+#[derive(Default)]
+struct EventBound {
+    pending: usize,
+    at_line_start: bool,
+    after_cr: bool,
+    failed: bool,
+}
+
+impl EventBound {
+    /// Accounts for `bytes`; false when the current event passed `limit`.
+    fn admit(&mut self, bytes: &[u8], limit: usize) -> bool {
+        for &b in bytes {
+            match b {
+                b'\n' if self.after_cr => self.after_cr = false,
+                b'\n' | b'\r' => {
+                    if self.at_line_start {
+                        self.pending = 0;
+                    }
+                    self.at_line_start = true;
+                    self.after_cr = b == b'\r';
+                }
+                _ => {
+                    self.at_line_start = false;
+                    self.after_cr = false;
+                    self.pending += 1;
+                }
+            }
+            if self.pending > limit {
+                return false;
+            }
+        }
+        true
+    }
+}
+
+/// The response's event stream, each event bounded by `limit` bytes: a stream that never ends
+/// an event fails once it passes the limit instead of growing in memory until the call times
+/// out.
+fn sse(response: reqwest::Response, limit: usize) -> BoxStream<'static, Result<Sse, SseError>> {
+    let bounded = response
+        .bytes_stream()
+        .scan(EventBound::default(), move |bound, chunk| {
+            let item = if bound.failed {
+                None
+            } else {
+                Some(match chunk {
+                    Err(e) => {
+                        bound.failed = true;
+                        Err(EventStreamError::from(e))
+                    }
+                    Ok(bytes) if bound.admit(&bytes, limit) => Ok(bytes),
+                    Ok(_) => {
+                        bound.failed = true;
+                        Err(EventStreamError::EventTooLarge { limit })
+                    }
+                })
+            };
+            std::future::ready(item)
+        });
+    SseStream::from_bytes_stream(bounded).boxed()
 }
 
 impl StreamableHttpClient for HttpClient {
@@ -93,7 +170,7 @@ impl StreamableHttpClient for HttpClient {
     ) -> Result<StreamableHttpPostResponse, Error> {
         let body = serde_json::to_vec(&message)?;
         let request = self
-            .0
+            .client
             .post(uri.as_ref())
             .header(ACCEPT, format!("{JSON}, {EVENT_STREAM}"))
             .header(CONTENT_TYPE, JSON)
@@ -120,7 +197,9 @@ impl StreamableHttpClient for HttpClient {
                 | JsonRpcMessage::Error(_)
         );
         if !status.is_success() {
-            let body = read_body(response, MAX_JSON_BODY).await.unwrap_or_default();
+            let body = read_body(response, self.max_message)
+                .await
+                .unwrap_or_default();
             // A JSON-RPC error in a failed response is the server's answer, not a transport
             // failure.
             if let Ok(error @ JsonRpcMessage::Error(_)) =
@@ -135,10 +214,13 @@ impl StreamableHttpClient for HttpClient {
             )));
         }
         if is(content_type.as_ref(), EVENT_STREAM) {
-            return Ok(StreamableHttpPostResponse::Sse(sse(response), session));
+            return Ok(StreamableHttpPostResponse::Sse(
+                sse(response, self.max_message),
+                session,
+            ));
         }
         if is(content_type.as_ref(), JSON) {
-            let body = read_body(response, MAX_JSON_BODY).await?;
+            let body = read_body(response, self.max_message).await?;
             return match serde_json::from_slice::<ServerJsonRpcMessage>(&body) {
                 Ok(parsed) => Ok(StreamableHttpPostResponse::Json(parsed, session)),
                 Err(_) if awaits_nothing => Ok(StreamableHttpPostResponse::Accepted),
@@ -162,7 +244,7 @@ impl StreamableHttpClient for HttpClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<(), Error> {
         let request = with_headers(
-            self.0.delete(uri.as_ref()),
+            self.client.delete(uri.as_ref()),
             Some(&session_id),
             auth_header,
             custom_headers,
@@ -186,7 +268,7 @@ impl StreamableHttpClient for HttpClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<BoxStream<'static, Result<Sse, SseError>>, Error> {
         let mut request = self
-            .0
+            .client
             .get(uri.as_ref())
             .header(ACCEPT, format!("{EVENT_STREAM}, {JSON}"));
         if let Some(last) = last_event_id {
@@ -203,6 +285,34 @@ impl StreamableHttpClient for HttpClient {
         if !is(response.headers().get(CONTENT_TYPE), EVENT_STREAM) {
             return Err(StreamableHttpError::ServerDoesNotSupportSse);
         }
-        Ok(sse(response))
+        Ok(sse(response, self.max_message))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::EventBound;
+
+    #[test]
+    fn an_event_is_bounded_from_its_start_and_every_blank_line_form_ends_it() {
+        let mut bound = EventBound::default();
+        // Ten bytes an event, each event ended by another form of blank line, split anywhere.
+        for chunk in [
+            &b"data: 1234"[..],
+            b"\n\n",
+            b"data: abcd\r",
+            b"\n\r\n",
+            b"data: wxyz\r\r",
+        ] {
+            assert!(bound.admit(chunk, 10));
+        }
+        // An event that never ends passes the limit, however it is split.
+        let mut bound = EventBound::default();
+        assert!(bound.admit(b"data: 12", 15));
+        assert!(
+            bound.admit(b"\ndata", 15),
+            "a single line end does not end the event"
+        );
+        assert!(!bound.admit(b": 345", 15), "17 bytes of one event");
     }
 }

@@ -485,7 +485,10 @@ impl Bridge {
             .build()
             .map_err(|e| self.connect_error(format!("cannot build the HTTP client: {e}")))?;
         Ok(StreamableHttpClientTransport::with_client(
-            http::HttpClient(client),
+            http::HttpClient {
+                client,
+                max_message: self.config.max_message_bytes,
+            },
             transport,
         ))
     }

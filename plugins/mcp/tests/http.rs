@@ -17,6 +17,15 @@ use tokio::net::{TcpListener, TcpStream};
 type Seen = Arc<Mutex<Vec<String>>>;
 
 async fn answer(stream: TcpStream, seen: Seen) {
+    answer_or_flood(stream, seen, None).await;
+}
+
+/// How many body bytes a flooding server wrote before the client went away.
+type Flooded = Arc<std::sync::atomic::AtomicUsize>;
+
+/// [`answer`]; with `flood`, a `tools/call` is answered by an event stream of 64 KiB `data:`
+/// lines that never ends an event (at most 256 MiB, so the test ends whatever the client does).
+async fn answer_or_flood(stream: TcpStream, seen: Seen, flood: Option<Flooded>) {
     let mut reader = BufReader::new(stream);
     loop {
         let mut request_line = String::new();
@@ -67,6 +76,21 @@ async fn answer(stream: TcpStream, seen: Seen) {
             "tools/call" => Some(json!({"content": [{"type": "text", "text": key}]})),
             _ => None,
         };
+        if let (Some(flooded), "tools/call") = (&flood, rpc.as_str()) {
+            let head =
+                "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
+            if reader.get_mut().write_all(head.as_bytes()).await.is_err() {
+                return;
+            }
+            let line = format!("data: {}\n", "x".repeat(64 << 10));
+            for _ in 0..(256 << 20) / line.len() {
+                if reader.get_mut().write_all(line.as_bytes()).await.is_err() {
+                    return;
+                }
+                flooded.fetch_add(line.len(), std::sync::atomic::Ordering::SeqCst);
+            }
+            return;
+        }
         let response = match (method.as_str(), result) {
             ("POST", Some(result)) => {
                 let body =
@@ -376,4 +400,55 @@ fn a_header_http_cannot_carry_is_a_config_error() {
         err.contains("header \"x-a\" has characters HTTP does not allow"),
         "{err}"
     );
+}
+
+/// Regression (issue 24, high 1): an event stream that never ends an event grew the host's
+/// memory (~250 MB/s) until the call timed out. Now the event is cut at `maxMessageBytes`: the
+/// call fails, and the client stops reading, so what the server could push is bounded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_event_stream_that_never_ends_an_event_fails_the_call_at_the_message_limit() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let flooded: Flooded = Arc::default();
+    let (seen, server_flood) = (Seen::default(), flooded.clone());
+    let server = tokio::spawn(async move {
+        let mut connections = tokio::task::JoinSet::new();
+        while let Ok((stream, _)) = listener.accept().await {
+            connections.spawn(answer_or_flood(
+                stream,
+                seen.clone(),
+                Some(server_flood.clone()),
+            ));
+        }
+    });
+    let root = root_with_tools();
+    let config: McpConfig = serde_json::from_value(json!({
+        "transport": "http",
+        "server": "flood",
+        "url": url,
+        "maxMessageBytes": 1 << 20,
+        "failOnStartupError": true,
+        "reconnect": {"enabled": false}
+    }))
+    .unwrap();
+    let entry = root.plugin(McpPlugin, config);
+    tokio::time::timeout(Duration::from_secs(30), root.idle())
+        .await
+        .unwrap();
+    assert_eq!(entry.status(), ScopeStatus::Active, "{:?}", entry.failure());
+    let reg = root.get::<ToolRegistry>().unwrap();
+    let call = ToolCall {
+        call_id: "1".into(),
+        name: "mcp__flood__whoami".into(),
+        arguments: json!({}),
+    };
+    let result = tokio::time::timeout(Duration::from_secs(30), reg.execute(call, None))
+        .await
+        .expect("the call ends long before its 60 s timeout");
+    assert!(result.is_error, "{result:?}");
+    let sent = flooded.load(std::sync::atomic::Ordering::SeqCst);
+    // 1 MiB of event plus what the sockets buffer; the unbounded client took all 256 MiB.
+    assert!(sent < 32 << 20, "the server pushed {sent} bytes");
+    root.dispose();
+    server.abort();
 }

@@ -130,6 +130,14 @@ pub struct ToolsConfig {
     /// How many read-only sub-calls of one `run_code` run may overlap (≥ 1, default 10).
     #[serde(default = "default_parallel")]
     pub max_parallel_sub_calls: usize,
+    /// How many tool calls one `run_code` run may make in all (≥ 1, default 1,000): each costs
+    /// host memory until the run ends, and waiting on tools does not count as compute time.
+    #[serde(default = "default_sub_calls")]
+    pub max_sub_calls: u64,
+}
+
+fn default_sub_calls() -> u64 {
+    cordis_code_runtime::DEFAULT_MAX_SUB_CALLS
 }
 
 fn default_parallel() -> usize {
@@ -141,6 +149,7 @@ impl Default for ToolsConfig {
         ToolsConfig {
             mode: PresentationMode::Native,
             max_parallel_sub_calls: DEFAULT_MAX_PARALLEL_SUB_CALLS,
+            max_sub_calls: default_sub_calls(),
         }
     }
 }
@@ -151,6 +160,9 @@ pub enum ToolsConfigError {
     /// `maxParallelSubCalls: 0` would let no sub-call start.
     #[error("tools: maxParallelSubCalls must be a positive integer (got {0})")]
     ZeroParallelism(usize),
+    /// `maxSubCalls: 0` would fail every program that calls a tool.
+    #[error("tools: maxSubCalls must be a positive integer (got 0)")]
+    ZeroSubCalls,
 }
 
 impl ToolsConfig {
@@ -162,9 +174,13 @@ impl ToolsConfig {
         if self.max_parallel_sub_calls == 0 {
             return Err(ToolsConfigError::ZeroParallelism(0));
         }
+        if self.max_sub_calls == 0 {
+            return Err(ToolsConfigError::ZeroSubCalls);
+        }
         Ok(Presentation {
             mode: self.mode,
             max_parallel_sub_calls: self.max_parallel_sub_calls,
+            max_sub_calls: self.max_sub_calls,
         })
     }
 }
@@ -301,6 +317,16 @@ mod tests {
         assert_eq!(
             zero.presentation().unwrap_err().to_string(),
             "tools: maxParallelSubCalls must be a positive integer (got 0)"
+        );
+        let limited: ToolsConfig =
+            serde_json::from_value(serde_json::json!({"maxSubCalls": 20})).unwrap();
+        assert_eq!(limited.presentation().unwrap().max_sub_calls, 20);
+        assert_eq!(Presentation::default().max_sub_calls, 1_000);
+        let zero: ToolsConfig =
+            serde_json::from_value(serde_json::json!({"maxSubCalls": 0})).unwrap();
+        assert_eq!(
+            zero.presentation().unwrap_err().to_string(),
+            "tools: maxSubCalls must be a positive integer (got 0)"
         );
         let err = serde_json::from_value::<ToolsConfig>(serde_json::json!({"mode": "codes"}))
             .unwrap_err();

@@ -81,6 +81,8 @@ pub struct Presentation {
     pub mode: PresentationMode,
     /// How many read-only sub-calls of one `run_code` run may overlap (≥ 1).
     pub max_parallel_sub_calls: usize,
+    /// How many tool calls one `run_code` run may make in all (≥ 1).
+    pub max_sub_calls: u64,
 }
 
 impl Default for Presentation {
@@ -88,6 +90,7 @@ impl Default for Presentation {
         Presentation {
             mode: PresentationMode::Native,
             max_parallel_sub_calls: DEFAULT_MAX_PARALLEL_SUB_CALLS,
+            max_sub_calls: cordis_code_runtime::DEFAULT_MAX_SUB_CALLS,
         }
     }
 }

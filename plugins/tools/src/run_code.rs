@@ -97,6 +97,7 @@ impl ToolRegistry {
             bindings,
             limits: Limits {
                 max_parallel_sub_calls: self.inner.presentation.max_parallel_sub_calls,
+                max_sub_calls: self.inner.presentation.max_sub_calls,
                 ..Limits::default()
             },
             // Dropping this future (the call's timeout or cancellation) aborts the run.

@@ -72,6 +72,7 @@ enum Stop {
     Compute,
     Wall,
     Output,
+    SubCalls,
 }
 
 /// State shared by the interrupt handler, the host functions and the loop (all on this thread).
@@ -134,6 +135,13 @@ impl Shared {
                 FailureKind::OutputLimit,
                 format!("outer output exceeded {} bytes", limits.output_bytes),
             ),
+            Stop::SubCalls => (
+                FailureKind::SubCallLimit,
+                format!(
+                    "the program made more than {} tool calls (the limit of one run; the `tools` entry's `maxSubCalls` sets it)",
+                    limits.max_sub_calls
+                ),
+            ),
         };
         Some(CodeRunFailure::new(kind, message))
     }
@@ -151,6 +159,15 @@ impl Shared {
             Exception::throw_type(ctx, &format!("tool arguments must be lossless JSON: {err}"))
         })?;
         let seq = self.submitted.get() + 1;
+        if seq > self.limits.max_sub_calls {
+            // Refused before the host sees it: nothing of this call runs or is kept.
+            self.stop
+                .set(Some(self.stop.get().unwrap_or(Stop::SubCalls)));
+            return Err(Exception::throw_range(
+                ctx,
+                &format!("more than {} tool calls", self.limits.max_sub_calls),
+            ));
+        }
         self.submitted.set(seq);
         if self
             .to_host
