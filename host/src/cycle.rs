@@ -57,11 +57,42 @@ pub fn inject_cycles(plan: &LoadPlan) -> Vec<Diagnostic> {
                 .collect()
         })
         .collect();
-    strongly_connected(&waits)
+    // An entry waiting for a service only it provides is a cycle of one.
+    let own: Vec<(usize, String)> = needs
+        .iter()
+        .enumerate()
+        .flat_map(|(a, wanted)| {
+            let providers = &providers;
+            wanted
+                .iter()
+                .filter_map(move |s| match providers.get(s).map(Vec::as_slice) {
+                    Some([b]) if *b == a => Some((a, s.clone())),
+                    _ => None,
+                })
+        })
+        .collect();
+    let mut out: Vec<(usize, Diagnostic)> = strongly_connected(&waits)
         .into_iter()
         .filter(|component| component.len() > 1)
-        .map(|component| describe(plan, &waits, &component))
-        .collect()
+        .map(|component| (component[0], describe(plan, &waits, &component)))
+        .collect();
+    out.extend(own.into_iter().map(|(a, service)| {
+        let entry = &plan.entries[a];
+        (
+            a,
+            Diagnostic {
+                file: plan.file.clone(),
+                pos: entry.pos,
+                entry: Some(entry.id.clone()),
+                problem: Problem::InjectCycle(format!(
+                    "\"{}\" waits for {service}, which only it provides; it can never start: drop the `inject` or provide the service from another entry",
+                    entry.id
+                )),
+            },
+        )
+    }));
+    out.sort_by_key(|(first, _)| *first);
+    out.into_iter().map(|(_, d)| d).collect()
 }
 
 /// The diagnostic of one cycle (`component` sorted by file order).
@@ -157,6 +188,29 @@ mod tests {
         list.iter()
             .map(|to| to.iter().map(|&b| (b, "s".to_owned())).collect())
             .collect()
+    }
+
+    #[test]
+    fn an_entry_waiting_for_a_service_only_it_provides_is_a_cycle() {
+        let plan = crate::plan::load_plan(
+            "- id: p\n  name: debug/provide\n  config: {service: alpha}\n  inject: [alpha]\n",
+            "c.yml",
+            &|_| None,
+            &crate::builtins::Builtins::host(),
+            &crate::plan::PlanOptions::default(),
+        );
+        let errors: Vec<String> = plan
+            .unwrap_err()
+            .diagnostics()
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(
+            errors,
+            [
+                "c.yml:1:1: entry \"p\": inject cycle: \"p\" waits for alpha, which only it provides; it can never start: drop the `inject` or provide the service from another entry"
+            ]
+        );
     }
 
     #[test]

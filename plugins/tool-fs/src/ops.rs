@@ -68,6 +68,20 @@ pub enum FsError {
     /// An edit that cannot do anything.
     #[error("{0}")]
     UselessEdit(&'static str),
+    /// The edited file would exceed `max_file_bytes` (checked before it is built).
+    #[error(
+        "replacing {count} occurrence(s) in \"{path}\" would make it {size} bytes, over the limit of {limit} (`maxFileBytes`); replace fewer at a time or write the file in parts"
+    )]
+    EditTooLarge {
+        /// The path as given.
+        path: String,
+        /// How many matches.
+        count: usize,
+        /// The size the edit would produce.
+        size: u128,
+        /// The limit.
+        limit: u64,
+    },
     /// A bad glob.
     #[error("invalid glob {pattern:?}: {message}")]
     Glob {
@@ -276,6 +290,18 @@ pub fn edit_file(ws: &Workspace, config: &FsConfig, arguments: Value) -> Result<
             });
         }
         _ => {}
+    }
+    // Sized before it is built: a short old_string matching a million times with a long
+    // new_string would otherwise allocate gigabytes.
+    let size = content.len() as u128 - (offsets.len() * a.old_string.len()) as u128
+        + (offsets.len() as u128) * (a.new_string.len() as u128);
+    if size > u128::from(config.max_file_bytes) {
+        return Err(FsError::EditTooLarge {
+            path: a.path,
+            count: offsets.len(),
+            size,
+            limit: config.max_file_bytes,
+        });
     }
     let updated = content.replace(&a.old_string, &a.new_string);
     ws.write_atomic(&path, updated.as_bytes())?;

@@ -134,6 +134,14 @@ pub struct ToolsConfig {
     /// host memory until the run ends, and waiting on tools does not count as compute time.
     #[serde(default = "default_sub_calls")]
     pub max_sub_calls: u64,
+    /// Bytes of output one `run_code` run may produce (logs plus result; ≥ 4, default 256 KiB);
+    /// more fails the run with `output-limit`.
+    #[serde(default = "default_output")]
+    pub max_output_bytes: usize,
+}
+
+fn default_output() -> usize {
+    crate::presentation::DEFAULT_MAX_OUTPUT_BYTES
 }
 
 fn default_sub_calls() -> u64 {
@@ -150,6 +158,7 @@ impl Default for ToolsConfig {
             mode: PresentationMode::Native,
             max_parallel_sub_calls: DEFAULT_MAX_PARALLEL_SUB_CALLS,
             max_sub_calls: default_sub_calls(),
+            max_output_bytes: default_output(),
         }
     }
 }
@@ -163,6 +172,9 @@ pub enum ToolsConfigError {
     /// `maxSubCalls: 0` would fail every program that calls a tool.
     #[error("tools: maxSubCalls must be a positive integer (got 0)")]
     ZeroSubCalls,
+    /// `maxOutputBytes` below 4 cannot hold any result.
+    #[error("tools: maxOutputBytes must be at least 4 (got {0})")]
+    TinyOutput(usize),
 }
 
 impl ToolsConfig {
@@ -177,10 +189,14 @@ impl ToolsConfig {
         if self.max_sub_calls == 0 {
             return Err(ToolsConfigError::ZeroSubCalls);
         }
+        if self.max_output_bytes < 4 {
+            return Err(ToolsConfigError::TinyOutput(self.max_output_bytes));
+        }
         Ok(Presentation {
             mode: self.mode,
             max_parallel_sub_calls: self.max_parallel_sub_calls,
             max_sub_calls: self.max_sub_calls,
+            max_output_bytes: self.max_output_bytes,
         })
     }
 }
@@ -322,6 +338,7 @@ mod tests {
             serde_json::from_value(serde_json::json!({"maxSubCalls": 20})).unwrap();
         assert_eq!(limited.presentation().unwrap().max_sub_calls, 20);
         assert_eq!(Presentation::default().max_sub_calls, 1_000);
+        assert_eq!(Presentation::default().max_output_bytes, 256 << 10);
         let zero: ToolsConfig =
             serde_json::from_value(serde_json::json!({"maxSubCalls": 0})).unwrap();
         assert_eq!(

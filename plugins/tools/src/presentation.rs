@@ -83,7 +83,14 @@ pub struct Presentation {
     pub max_parallel_sub_calls: usize,
     /// How many tool calls one `run_code` run may make in all (≥ 1).
     pub max_sub_calls: u64,
+    /// Bytes of output (logs and result) one `run_code` run may produce, the one tool result
+    /// the model reads and the log keeps (≥ 4).
+    pub max_output_bytes: usize,
 }
+
+/// The default of `maxOutputBytes`: 256 KiB of `run_code` output, a tool result a model can
+/// still read (the engine's own ceiling is 64 MiB).
+pub const DEFAULT_MAX_OUTPUT_BYTES: usize = 256 << 10;
 
 impl Default for Presentation {
     fn default() -> Self {
@@ -91,6 +98,7 @@ impl Default for Presentation {
             mode: PresentationMode::Native,
             max_parallel_sub_calls: DEFAULT_MAX_PARALLEL_SUB_CALLS,
             max_sub_calls: cordis_code_runtime::DEFAULT_MAX_SUB_CALLS,
+            max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
         }
     }
 }
@@ -584,6 +592,51 @@ mod tests {
         }
         assert_eq!(assemble(&root, None).await.render().unwrap(), first);
         assert!(first.contains("declare const tools"), "{first}");
+        root.dispose();
+    }
+
+    /// Regression (issue 24, medium 4 and high 2): `run_code` output up to the engine's 64 MiB
+    /// became one tool result, and a loop of allowed calls had no bound on their number.
+    #[tokio::test]
+    async fn run_code_output_and_tool_calls_are_bounded_by_the_tools_entry() {
+        let root = boot(PresentationMode::Code, None).await;
+        let reg = registry(&root);
+        let run = |code: &str| {
+            let reg = reg.clone();
+            let code = code.to_owned();
+            async move {
+                reg.execute(
+                    ToolCall {
+                        call_id: "c".into(),
+                        name: RUN_CODE.into(),
+                        arguments: serde_json::json!({"code": code, "description": "Loop"}),
+                    },
+                    None,
+                )
+                .await
+            }
+        };
+        let r = run("for (;;) console.log('x'.repeat(1024));").await;
+        assert!(r.is_error, "{r:?}");
+        let text = r.content.as_str().unwrap().to_owned();
+        assert!(
+            text.contains("outer output exceeded 262144 bytes"),
+            "{text}"
+        );
+        assert!(
+            text.len() < 300 << 10,
+            "the result stays near the cap: {}",
+            text.len()
+        );
+        let r = run("for (let i = 0; ; i++) await tools.alpha({});").await;
+        assert!(r.is_error, "{r:?}");
+        assert!(
+            r.content
+                .as_str()
+                .unwrap()
+                .contains("more than 1000 tool calls"),
+            "{r:?}"
+        );
         root.dispose();
     }
 

@@ -98,6 +98,7 @@ impl ToolRegistry {
             limits: Limits {
                 max_parallel_sub_calls: self.inner.presentation.max_parallel_sub_calls,
                 max_sub_calls: self.inner.presentation.max_sub_calls,
+                output_bytes: self.inner.presentation.max_output_bytes,
                 ..Limits::default()
             },
             // Dropping this future (the call's timeout or cancellation) aborts the run.

@@ -475,3 +475,41 @@ fn a_short_old_string_matching_everywhere_is_counted_exactly_and_listed_briefly(
     assert_eq!(r["replacements"], 50_000);
     assert_eq!(r["lines"].as_array().unwrap().len(), 20);
 }
+
+/// Regression (issue 24, medium 5): `replace_all` of a short string with a long one in a large
+/// file built the result before any check (a 4 GB allocation aborted the host). Now its size is
+/// computed first and an edit past `max_file_bytes` is refused, the file untouched.
+#[test]
+fn an_edit_whose_result_would_pass_the_file_limit_is_refused_before_it_is_built() {
+    let (_tmp, ws) = ws();
+    let c = FsConfig {
+        max_file_bytes: 100_000,
+        ..FsConfig::default()
+    };
+    let original = "e\n".repeat(50_000);
+    put(&ws, "many.txt", original.as_bytes());
+    let e = edit_file(
+        &ws,
+        &c,
+        json!({"path": "many.txt", "old_string": "e", "new_string": "long!", "replace_all": true}),
+    )
+    .unwrap_err()
+    .to_string();
+    assert_eq!(
+        e,
+        "replacing 50000 occurrence(s) in \"many.txt\" would make it 300000 bytes, over the limit of 100000 (`maxFileBytes`); replace fewer at a time or write the file in parts"
+    );
+    let path = ws.resolve("many.txt").unwrap();
+    assert_eq!(
+        ws.read_limited(&path, 1 << 20).unwrap(),
+        original.as_bytes()
+    );
+    // Exactly at the limit is allowed.
+    let r = edit_file(
+        &ws,
+        &c,
+        json!({"path": "many.txt", "old_string": "e", "new_string": "f", "replace_all": true}),
+    )
+    .unwrap();
+    assert_eq!(r["replacements"], 50_000);
+}
