@@ -177,16 +177,32 @@ impl<'s> Builder<'s> {
     fn run(mut self) -> Result<Tree, Fatal> {
         let mut parser = Parser::new_from_str(self.source);
         while let Some(next) = parser.next_event() {
-            let (event, span) = next.map_err(|e| Fatal {
-                pos: Pos {
+            let (event, span) = next.map_err(|e| {
+                let at = Pos {
                     line: e.marker().line(),
                     column: e.marker().col() + 1,
-                },
-                problem: if e.info() == "recursion limit exceeded" {
-                    Problem::TooDeep { limit: MAX_DEPTH }
-                } else {
-                    Problem::Syntax(e.info().to_owned())
-                },
+                };
+                if e.info() == "recursion limit exceeded" {
+                    return Fatal {
+                        pos: at,
+                        problem: Problem::TooDeep { limit: MAX_DEPTH },
+                    };
+                }
+                // The scanner reports a tab at the token it was scanning; point at the tab.
+                if e.info().contains("found a tab")
+                    && let Some(tab) = first_tab_from(self.source, at)
+                {
+                    return Fatal {
+                        pos: tab,
+                        problem: Problem::Syntax(
+                            "a tab character; YAML indents with spaces, not tabs".to_owned(),
+                        ),
+                    };
+                }
+                Fatal {
+                    pos: at,
+                    problem: Problem::Syntax(e.info().to_owned()),
+                }
             })?;
             match event {
                 Event::DocumentStart(_) => {
@@ -546,6 +562,26 @@ pub(crate) fn duplicate_keys(tree: &Tree, pairs: &[(NodeId, NodeId)]) -> Vec<Nod
     out
 }
 
+/// The first tab in `source` at or after `from` (1-based line and column, columns counted in
+/// characters as the parser counts them).
+fn first_tab_from(source: &str, from: Pos) -> Option<Pos> {
+    for (n, line) in source.lines().enumerate().skip(from.line.saturating_sub(1)) {
+        let line_no = n + 1;
+        let skip = if line_no == from.line {
+            from.column - 1
+        } else {
+            0
+        };
+        if let Some(col) = line.chars().skip(skip).position(|c| c == '\t') {
+            return Some(Pos {
+                line: line_no,
+                column: skip + col + 1,
+            });
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -586,6 +622,17 @@ mod tests {
                 "{err:?}"
             );
         }
+    }
+
+    /// Regression (issue 24, low 17): a tab was reported at the scalar before it (2:9).
+    #[test]
+    fn a_tab_is_reported_where_it_is() {
+        let err = Tree::parse("- id: a\n  name: tool-todo\n\t- bad tab\n").unwrap_err();
+        assert_eq!(err.pos, Pos { line: 3, column: 1 });
+        assert_eq!(
+            err.problem,
+            Problem::Syntax("a tab character; YAML indents with spaces, not tabs".into())
+        );
     }
 
     #[test]

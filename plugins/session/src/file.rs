@@ -91,9 +91,27 @@ pub(crate) fn read_only(path: &Path) -> Result<(SessionHeader, Vec<SessionEvent>
     Ok((parsed.header, parsed.events))
 }
 
+/// Opens `path` for `options`, refusing (without waiting) anything but a regular file: a FIFO
+/// in place of a log would otherwise hang the open, and then the reader forever.
+fn open_log(path: &Path, options: &mut OpenOptions) -> io::Result<File> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        // O_NONBLOCK changes nothing for a regular file; it keeps a FIFO's open from waiting.
+        options.custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32);
+    }
+    let file = options.open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(io::Error::other(
+            "not a regular file (a directory, FIFO, socket or device)",
+        ));
+    }
+    Ok(file)
+}
+
 fn read_bytes(path: &Path) -> Result<Vec<u8>, SessionError> {
     let mut bytes = Vec::new();
-    File::open(path)
+    open_log(path, OpenOptions::new().read(true))
         .and_then(|mut f| f.read_to_end(&mut bytes))
         .map_err(|source| match source.kind() {
             io::ErrorKind::NotFound => SessionError::NotFound {
@@ -214,10 +232,8 @@ pub(crate) fn writer(
     sync: Sync,
     lock: WriterLock,
 ) -> Result<mpsc::Sender<Cmd>, SessionError> {
-    let file = OpenOptions::new()
-        .append(true)
-        .open(&path)
-        .map_err(|source| SessionError::Io {
+    let file =
+        open_log(&path, OpenOptions::new().append(true)).map_err(|source| SessionError::Io {
             path: path.display().to_string(),
             source,
         })?;
@@ -261,5 +277,41 @@ fn run(mut file: File, sync: Sync, rx: mpsc::Receiver<Cmd>, path: PathBuf) {
         for w in waiters.drain(..) {
             let _ = w.send(failed.clone().map_or(Ok(()), Err));
         }
+    }
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+
+    /// Regression (issue 24, medium 7): a FIFO in place of a session log hung `cordis history`,
+    /// `run --resume` and ACP `session/load` in the open. It is refused at once now.
+    #[test]
+    fn a_fifo_in_place_of_a_log_is_refused_without_waiting() {
+        let dir = std::env::temp_dir().join(format!("cordis-fifo-log-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let fifo = dir.join("s.jsonl");
+        let _ = std::fs::remove_file(&fifo);
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let (tx, rx) = std::sync::mpsc::channel();
+        let path = fifo.clone();
+        std::thread::spawn(move || {
+            let _ = tx.send((
+                read_only(&path).err().map(|e| e.to_string()),
+                read(&path).err().map(|e| e.to_string()),
+            ));
+        });
+        let (only, repair) = rx
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("reading a FIFO log must not block");
+        for message in [only, repair] {
+            let message = message.expect("a FIFO is not a log");
+            assert!(message.contains("not a regular file"), "{message}");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

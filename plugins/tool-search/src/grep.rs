@@ -108,9 +108,17 @@ pub fn grep(ws: &Workspace, config: &SearchConfig, arguments: Value) -> Result<V
     let mut lines: Vec<String> = Vec::new();
     let mut searched = 0usize;
     let mut truncated = false;
+    // Files over the size limit are skipped, and said so: a missing match must not look like
+    // an absent one.
+    let mut too_large: Vec<String> = Vec::new();
     'files: for file in &files {
-        let Ok(bytes) = ws.read_limited(file, config.max_file_bytes) else {
-            continue;
+        let bytes = match ws.read_limited(file, config.max_file_bytes) {
+            Ok(bytes) => bytes,
+            Err(cordis_workspace::WorkspaceError::TooLarge { .. }) => {
+                too_large.push(file.to_string());
+                continue;
+            }
+            Err(_) => continue,
         };
         if bytes.contains(&0) {
             continue;
@@ -139,11 +147,32 @@ pub fn grep(ws: &Workspace, config: &SearchConfig, arguments: Value) -> Result<V
         "count": lines.len(),
         "files_searched": searched,
     });
+    let mut notes: Vec<String> = Vec::new();
     if truncated {
         result["truncated"] = json!(true);
-        result["note"] = json!(format!(
+        notes.push(format!(
             "stopped after {limit} matches; narrow the pattern, path or glob to see the rest"
         ));
+    }
+    if !too_large.is_empty() {
+        const SHOWN: usize = 5;
+        let mut named = too_large
+            .iter()
+            .take(SHOWN)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(", ");
+        if too_large.len() > SHOWN {
+            named.push_str(&format!(" and {} more", too_large.len() - SHOWN));
+        }
+        notes.push(format!(
+            "not searched, over the {}-byte limit (`maxFileBytes`): {named}",
+            config.max_file_bytes
+        ));
+        result["skipped_too_large"] = json!(too_large.len());
+    }
+    if !notes.is_empty() {
+        result["note"] = json!(notes.join("; "));
     }
     Ok(result)
 }
@@ -198,6 +227,31 @@ mod tests {
         assert_eq!(r["content"], "src/b.rs:2:fn main() {}\n");
         let r = grep(&ws, &c, json!({"pattern": "main", "path": "src/a.rs"})).unwrap();
         assert_eq!(r["content"], "src/a.rs:2:fn main() {}\n");
+    }
+
+    /// Regression (issue 24, low 11): a file over the size limit was skipped silently, even one
+    /// named in `path`.
+    #[test]
+    fn files_over_the_size_limit_are_named_as_not_searched() {
+        let (_tmp, ws) = ws();
+        put(&ws, "big.txt", b"needle in a big file\n");
+        put(&ws, "small.txt", b"x\n");
+        let c = SearchConfig {
+            max_file_bytes: 8,
+            ..SearchConfig::default()
+        };
+        for args in [
+            json!({"pattern": "needle"}),
+            json!({"pattern": "needle", "path": "big.txt"}),
+        ] {
+            let r = grep(&ws, &c, args).unwrap();
+            assert_eq!(r["count"], 0, "{r}");
+            assert_eq!(r["skipped_too_large"], 1, "{r}");
+            assert_eq!(
+                r["note"],
+                "not searched, over the 8-byte limit (`maxFileBytes`): big.txt"
+            );
+        }
     }
 
     #[test]
