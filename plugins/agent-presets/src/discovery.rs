@@ -64,17 +64,33 @@ fn metadata(dir: &Path) -> Metadata {
 }
 
 /// Reads a regular file of at most 1 MiB (a FIFO or a device at a preset path must not hang or
-/// flood a listing).
+/// flood a listing). The file is opened first and checked through the open handle, so one
+/// swapped in between a check and the read cannot make the read block.
 pub(crate) fn read_small(path: &Path) -> std::io::Result<String> {
+    use std::io::Read;
     const LIMIT: u64 = 1 << 20;
-    let meta = std::fs::metadata(path)?;
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        // O_NONBLOCK changes nothing for a regular file; it keeps a FIFO's open from waiting.
+        options.custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32);
+    }
+    let file = options.open(path)?;
+    let meta = file.metadata()?;
     if !meta.is_file() {
         return Err(std::io::Error::other("not a regular file"));
     }
     if meta.len() > LIMIT {
         return Err(std::io::Error::other("larger than 1 MiB"));
     }
-    std::fs::read_to_string(path)
+    let mut bytes = Vec::new();
+    file.take(LIMIT + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > LIMIT {
+        return Err(std::io::Error::other("larger than 1 MiB"));
+    }
+    String::from_utf8(bytes).map_err(|_| std::io::Error::other("not UTF-8 text"))
 }
 
 /// Every preset under `roots`, resolved through `composer` (a composition it refuses is listed
@@ -169,5 +185,30 @@ mod tests {
         for bad in ["", "-x", "Code", "a_b", "..", "a/b", "a.b", " x", "é"] {
             assert!(!is_preset_id(bad), "{bad}");
         }
+    }
+}
+
+#[cfg(all(test, unix))]
+mod read_tests {
+    use super::read_small;
+
+    /// Regression (issue 24, low 15): `preset.yml` was checked by path, then read by path, so a
+    /// FIFO swapped in between hung the listing. The check is now of the opened file.
+    #[test]
+    fn a_fifo_is_refused_through_the_open_handle_and_a_file_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("preset.yml");
+        assert!(
+            std::process::Command::new("mkfifo")
+                .arg(&fifo)
+                .status()
+                .unwrap()
+                .success()
+        );
+        let err = read_small(&fifo).unwrap_err();
+        assert_eq!(err.to_string(), "not a regular file");
+        let file = dir.path().join("ok.yml");
+        std::fs::write(&file, "name: Ok\n").unwrap();
+        assert_eq!(read_small(&file).unwrap(), "name: Ok\n");
     }
 }
