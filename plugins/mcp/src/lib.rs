@@ -169,6 +169,30 @@ pub fn server_claim(server: &str, parent: Option<ScopeId>) -> Claim {
 /// The kind of claim an `mcp` entry makes on its `server` name.
 pub const SERVER_CLAIM: &str = "mcp server";
 
+/// The longest tool description taken from a server: it goes into every model request.
+pub const MAX_DESCRIPTION_BYTES: usize = 16 << 10;
+
+/// The largest tool parameters schema taken from a server, as compact JSON.
+pub const MAX_SCHEMA_BYTES: usize = 64 << 10;
+
+/// Refuses a tool whose description or schema is too large to send with every request (the
+/// tool is left out with a warning, like a schema the registry refuses).
+fn within_size(description: &str, parameters: &Value) -> Result<(), String> {
+    if description.len() > MAX_DESCRIPTION_BYTES {
+        return Err(format!(
+            "its description is {} bytes, over the {MAX_DESCRIPTION_BYTES}-byte limit",
+            description.len()
+        ));
+    }
+    let schema = serde_json::to_vec(parameters).map_or(usize::MAX, |b| b.len());
+    if schema > MAX_SCHEMA_BYTES {
+        return Err(format!(
+            "its input schema is {schema} bytes, over the {MAX_SCHEMA_BYTES}-byte limit"
+        ));
+    }
+    Ok(())
+}
+
 /// The server process, and whether the entry is gone (then a process started meanwhile by a
 /// reconnect still running on another thread is killed as soon as it is recorded).
 #[derive(Debug, Default)]
@@ -623,6 +647,7 @@ impl Bridge {
             .or(tool.title.as_deref())
             .unwrap_or_default()
             .to_owned();
+        within_size(&description, &parameters)?;
         let schema = ToolSchema {
             name: public.to_owned(),
             description,
@@ -767,6 +792,28 @@ mod tests {
             PASSED_ENV
                 .iter()
                 .all(|n| !n.contains("KEY") && !n.contains("TOKEN"))
+        );
+    }
+}
+
+#[cfg(test)]
+mod size_tests {
+    use super::*;
+
+    /// Regression (issue 24, low 13): a 16 MB description went into every request.
+    #[test]
+    fn a_tool_too_large_to_send_with_every_request_is_refused_with_its_size() {
+        let schema = json!({"type": "object"});
+        assert!(within_size("short", &schema).is_ok());
+        assert_eq!(
+            within_size(&"d".repeat(MAX_DESCRIPTION_BYTES + 1), &schema).unwrap_err(),
+            "its description is 16385 bytes, over the 16384-byte limit"
+        );
+        let big = json!({"type": "object", "description": "x".repeat(MAX_SCHEMA_BYTES)});
+        assert!(
+            within_size("ok", &big)
+                .unwrap_err()
+                .ends_with("over the 65536-byte limit")
         );
     }
 }
