@@ -97,6 +97,14 @@ impl Acp {
         stdin.flush().unwrap();
     }
 
+    /// Writes raw bytes, then a line end.
+    fn write_raw(&mut self, bytes: &[u8]) {
+        let stdin = self.stdin.as_mut().expect("stdin is open");
+        stdin.write_all(bytes).unwrap();
+        stdin.write_all(b"\n").unwrap();
+        stdin.flush().unwrap();
+    }
+
     /// Sends a request; returns its id.
     fn request(&mut self, method: &str, params: Value) -> u64 {
         self.next_id += 1;
@@ -1068,4 +1076,33 @@ fn a_client_with_the_terminal_extension_gets_commands_as_terminals_live_and_repl
         .filter(|u| u["sessionUpdate"] != "user_message_chunk")
         .collect();
     assert_eq!(replayed, live);
+}
+
+/// Regression (issue 24, low 14): one byte that is not UTF-8 ended the connection without an
+/// answer, and a line had no size limit (a 1 GiB line used 2.1 GB). Each is now one bad message,
+/// answered with a parse error, and the connection goes on.
+#[test]
+fn a_line_that_is_not_utf8_or_too_long_is_answered_and_the_connection_goes_on() {
+    let dir = scratch("bad-lines");
+    let mut acp = Acp::start(&dir, &json!([{"text": "hi"}]));
+    acp.write_raw(b"{\"jsonrpc\": \"2.0\", \"id\": 1, \xff\xfe}");
+    let error = acp.next();
+    assert_eq!(error["id"], Value::Null, "{error}");
+    assert_eq!(error["error"]["code"], -32700, "{error}");
+    assert_eq!(
+        error["error"]["message"],
+        "Parse error: a message that is not UTF-8 text"
+    );
+    let init = acp.initialize();
+    assert!(init["result"].is_object(), "{init}");
+    let long = vec![b'x'; (16 << 20) + 10];
+    acp.write_raw(&long);
+    let error = acp.next();
+    assert_eq!(
+        error["error"]["message"],
+        "Parse error: a message of 16777226 bytes, over the 16777216-byte limit; it was skipped"
+    );
+    let session = acp.new_session(&dir);
+    assert!(!session.is_empty());
+    assert_eq!(acp.close(), 0);
 }

@@ -277,20 +277,93 @@ fn write_lines(lines: std_mpsc::Receiver<Out>) {
     }
 }
 
+/// The longest message line read from the client; a longer one is answered with a parse error
+/// and skipped (a 1 GiB line used to take 2 GB of memory).
+pub(crate) const MAX_LINE_BYTES: usize = 16 << 20;
+
+/// One line of at most `limit` bytes from `input`, without its line end: `Ok(None)` at the end,
+/// `Err(len)` for a longer line, which is consumed to its end without being kept.
+fn read_bounded_line(
+    input: &mut impl std::io::BufRead,
+    limit: usize,
+    buf: &mut Vec<u8>,
+) -> std::io::Result<Option<Result<(), usize>>> {
+    buf.clear();
+    let read = std::io::Read::take(&mut *input, limit as u64 + 1).read_until(b'\n', buf)?;
+    if read == 0 {
+        return Ok(None);
+    }
+    if buf.last() == Some(&b'\n') {
+        buf.pop();
+        return Ok(Some(Ok(())));
+    }
+    if buf.len() <= limit {
+        // The last line, without a line end.
+        return Ok(Some(Ok(())));
+    }
+    // Too long: skip the rest of the line in bounded steps.
+    let mut skipped = buf.len();
+    buf.clear();
+    loop {
+        let available = input.fill_buf()?;
+        if available.is_empty() {
+            break;
+        }
+        match available.iter().position(|&b| b == b'\n') {
+            Some(end) => {
+                skipped += end;
+                input.consume(end + 1);
+                break;
+            }
+            None => {
+                let n = available.len();
+                skipped += n;
+                input.consume(n);
+            }
+        }
+    }
+    Ok(Some(Err(skipped)))
+}
+
 fn read_lines(connection: Connection, incoming: mpsc::UnboundedSender<Incoming>) {
     let stdin = std::io::stdin();
-    for line in stdin.lock().lines() {
-        let line = match line {
-            Ok(l) => l,
+    let mut input = stdin.lock();
+    let mut buf = Vec::new();
+    loop {
+        let line = match read_bounded_line(&mut input, MAX_LINE_BYTES, &mut buf) {
+            Ok(None) => break,
+            Ok(Some(Ok(()))) => &buf,
+            Ok(Some(Err(len))) => {
+                Reply {
+                    connection: connection.clone(),
+                    id: Value::Null,
+                }
+                .send::<()>(Err(RpcError::parse_error(format!(
+                    "a message of {len} bytes, over the {MAX_LINE_BYTES}-byte limit; it was skipped"
+                ))));
+                continue;
+            }
             Err(e) => {
                 tracing::warn!("cordis acp: reading from the client failed: {e}");
                 break;
             }
         };
+        // Bytes that are not UTF-8 are one bad message, answered, not the end of the connection.
+        let Ok(line) = std::str::from_utf8(line) else {
+            Reply {
+                connection: connection.clone(),
+                id: Value::Null,
+            }
+            .send::<()>(Err(RpcError::parse_error(
+                "a message that is not UTF-8 text",
+            )));
+            continue;
+        };
+        let line = line.strip_suffix('\r').unwrap_or(line);
         if line.trim().is_empty() {
             continue;
         }
-        if let Some(message) = classify(&connection, &line) {
+        if let Some(message) = classify(&connection, line) {
             let _ = incoming.send(message);
         }
     }
