@@ -75,21 +75,12 @@ pub fn conflicts(plan: &LoadPlan) -> Vec<Diagnostic> {
                         .map(ToString::to_string)
                         .collect::<Vec<_>>()
                         .join(", "),
-                    others: join_prose(&others),
+                    others: cordis_runtime::prose_list(&others),
                     plural: others.len() > 1,
                 },
             }
         })
         .collect()
-}
-
-/// `a`, `a and b`, `a, b and c`.
-fn join_prose(items: &[String]) -> String {
-    match items {
-        [] => String::new(),
-        [one] => one.clone(),
-        [init @ .., last] => format!("{} and {last}", init.join(", ")),
-    }
 }
 
 #[cfg(test)]

@@ -478,9 +478,15 @@ pub struct PermuteReport {
 }
 
 /// Where the orders of a run come from.
-enum Orders {
+#[derive(Debug, Clone)]
+pub enum Orders {
     /// Order `k` of every order (lexicographic), or of `max` seeded shuffles.
-    Indexed { exhaustive: bool, seed: u64 },
+    Indexed {
+        /// Every order, in lexicographic order (else seeded shuffles).
+        exhaustive: bool,
+        /// The shuffles' seed.
+        seed: u64,
+    },
     /// These orders.
     Listed(Vec<Vec<usize>>),
 }
@@ -593,6 +599,17 @@ pub struct ProofOptions {
     pub threads: usize,
 }
 
+/// The orders a reduced proof boots (see [`Space::orders`]).
+#[derive(Debug, Clone)]
+pub struct ProofOrders {
+    /// The orders.
+    pub orders: Orders,
+    /// How many.
+    pub count: u64,
+    /// True when they stand for every order (one per class).
+    pub complete: bool,
+}
+
 /// The entries [`prove`] permutes, their footprints' interacting pairs and claim counts.
 #[derive(Debug, Clone)]
 pub struct Space {
@@ -685,6 +702,29 @@ impl Space {
         out
     }
 
+    /// What [`prove_with`] boots under `options`: one order per class when there are at most
+    /// `max` classes, else `max` seeded shuffles. Computed once, so a caller can show the count
+    /// before the boots start.
+    pub fn orders(&self, options: &ProofOptions) -> ProofOrders {
+        let (classes, complete) = self.classes(options.max);
+        if complete {
+            ProofOrders {
+                count: classes.len() as u64,
+                orders: Orders::Listed(classes),
+                complete,
+            }
+        } else {
+            ProofOrders {
+                orders: Orders::Indexed {
+                    exhaustive: false,
+                    seed: options.seed,
+                },
+                count: options.max,
+                complete,
+            }
+        }
+    }
+
     /// One order per class (at most `cap`), and whether that is all of them.
     pub fn classes(&self, cap: u64) -> (Vec<Vec<usize>>, bool) {
         normal_forms(self.ids.len(), &|a, b| self.dependent[a][b], cap)
@@ -702,7 +742,8 @@ pub fn prove(
     on_progress: &(dyn Fn(u64) + Sync),
 ) -> std::io::Result<PermuteReport> {
     let space = Space::of(plan);
-    prove_with(&space, options, on_progress, &|rt, order| {
+    let orders = space.orders(options);
+    prove_with(&space, &orders, options, on_progress, &|rt, order| {
         Ok(rt.block_on(boot(plan, &space.starts(plan, order))))
     })
 }
@@ -719,27 +760,21 @@ pub type BootOne<'a> =
 /// Only if a tokio runtime cannot be built, or `boot_one` fails.
 pub fn prove_with(
     space: &Space,
+    orders: &ProofOrders,
     options: &ProofOptions,
     on_progress: &(dyn Fn(u64) + Sync),
     boot_one: &BootOne<'_>,
 ) -> std::io::Result<PermuteReport> {
     let started = Instant::now();
-    let (classes, complete) = space.classes(options.max);
-    let (orders, count) = if complete {
-        let count = classes.len() as u64;
-        (Orders::Listed(classes), count)
-    } else {
-        (
-            Orders::Indexed {
-                exhaustive: false,
-                seed: options.seed,
-            },
-            options.max,
-        )
-    };
+    let ProofOrders {
+        orders,
+        count,
+        complete,
+    } = orders;
+    let (count, complete) = (*count, *complete);
     let (outcomes, registration_orders) = drive(
         &space.ids,
-        &orders,
+        orders,
         count,
         options.threads,
         on_progress,

@@ -18,7 +18,7 @@
 //! loads; run-time claims ([`Context::claim`]) decide what only run time can know.
 
 use std::borrow::Cow;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::sync::Arc;
 
@@ -84,17 +84,25 @@ impl fmt::Display for Claim {
     }
 }
 
+/// `a`, `a and b`, `a, b and c`.
+pub fn prose_list<S: AsRef<str>>(items: &[S]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.as_ref().to_owned(),
+        [init @ .., last] => {
+            let init: Vec<&str> = init.iter().map(AsRef::as_ref).collect();
+            format!("{} and {}", init.join(", "), last.as_ref())
+        }
+    }
+}
+
 /// `"a"`, `"a" and "b"`, `"a", "b" and "c"`.
 pub fn quoted_list<S: AsRef<str>>(names: &[S]) -> String {
     let quoted: Vec<String> = names
         .iter()
         .map(|n| format!("\"{}\"", n.as_ref()))
         .collect();
-    match quoted.as_slice() {
-        [] => String::new(),
-        [one] => one.clone(),
-        [init @ .., last] => format!("{} and {last}", init.join(", ")),
-    }
+    prose_list(&quoted)
 }
 
 /// The conflict text every holder of contested claims reports (claims and holders sorted).
@@ -121,14 +129,17 @@ struct Owner {
     count: usize,
 }
 
-/// Every live claim, by claim, then by owner scope.
+/// Every live claim, by claim, then by owner scope; and each owner's claims, so what one entry
+/// reports costs what it holds, not what the whole runtime holds.
 #[derive(Default)]
 pub(crate) struct ClaimTable {
     held: BTreeMap<Claim, BTreeMap<ScopeId, Owner>>,
+    by_owner: BTreeMap<ScopeId, BTreeSet<Claim>>,
 }
 
 impl ClaimTable {
-    /// Adds one hold; true when the claim just became contested.
+    /// Adds one hold; true when the conflict its holders report changed (a second or later
+    /// owner came).
     fn add(&mut self, claim: &Claim, owner: ScopeId, label: &Arc<str>) -> bool {
         let holders = self.held.entry(claim.clone()).or_default();
         let before = holders.len();
@@ -139,22 +150,40 @@ impl ClaimTable {
                 count: 0,
             })
             .count += 1;
-        before == 1 && holders.len() == 2
+        let after = holders.len();
+        if after > before {
+            self.by_owner
+                .entry(owner)
+                .or_default()
+                .insert(claim.clone());
+        }
+        after > before && after > 1
     }
 
-    /// Removes one hold.
-    fn remove(&mut self, claim: &Claim, owner: ScopeId) {
-        if let Some(holders) = self.held.get_mut(claim) {
-            if let Some(o) = holders.get_mut(&owner) {
-                o.count -= 1;
-                if o.count == 0 {
-                    holders.remove(&owner);
+    /// Removes one hold; true when the conflict its holders report changed (an owner of a
+    /// contested claim left).
+    fn remove(&mut self, claim: &Claim, owner: ScopeId) -> bool {
+        let Some(holders) = self.held.get_mut(claim) else {
+            return false;
+        };
+        let before = holders.len();
+        if let Some(o) = holders.get_mut(&owner) {
+            o.count -= 1;
+            if o.count == 0 {
+                holders.remove(&owner);
+                if let Some(mine) = self.by_owner.get_mut(&owner) {
+                    mine.remove(claim);
+                    if mine.is_empty() {
+                        self.by_owner.remove(&owner);
+                    }
                 }
             }
-            if holders.is_empty() {
-                self.held.remove(claim);
-            }
         }
+        let after = holders.len();
+        if after == 0 {
+            self.held.remove(claim);
+        }
+        after < before && before > 1
     }
 
     fn labels(&self, claim: &Claim) -> Vec<String> {
@@ -170,8 +199,8 @@ impl ClaimTable {
     /// The conflicts `owner` is part of: one text per set of holders, claims sorted.
     fn conflicts_of(&self, owner: ScopeId) -> Vec<String> {
         let mut by_holders: BTreeMap<Vec<String>, Vec<&Claim>> = BTreeMap::new();
-        for (claim, holders) in &self.held {
-            if holders.len() > 1 && holders.contains_key(&owner) {
+        for claim in self.by_owner.get(&owner).into_iter().flatten() {
+            if self.held.get(claim).is_some_and(|h| h.len() > 1) {
                 by_holders
                     .entry(self.labels(claim))
                     .or_default()
@@ -208,15 +237,22 @@ impl Shared {
         lock(&self.claims).conflicts_of(owner)
     }
 
-    /// Holds `claim` for `node`'s owner; returns the owner and whether it just became contested.
-    pub(crate) fn hold(&self, node: &Arc<ScopeNode>, claim: &Claim) -> (ScopeId, bool) {
+    /// Holds `claim` for `node`'s owner and returns the owner. When that changes a conflict, what
+    /// its holders report changes: status waiters are woken then, and only then.
+    pub(crate) fn hold(&self, node: &Arc<ScopeNode>, claim: &Claim) -> ScopeId {
         let (owner, label) = node.claim_owner();
-        let contested = lock(&self.claims).add(claim, owner, &label);
-        (owner, contested)
+        if lock(&self.claims).add(claim, owner, &label) {
+            self.status_changed();
+        }
+        owner
     }
 
+    /// Releases one hold of `claim` by `owner`, waking status waiters if that changed a
+    /// conflict.
     pub(crate) fn release(&self, claim: &Claim, owner: ScopeId) {
-        lock(&self.claims).remove(claim, owner);
+        if lock(&self.claims).remove(claim, owner) {
+            self.status_changed();
+        }
     }
 
     /// The labels of every owner holding `claim`, sorted.
@@ -238,13 +274,11 @@ impl Context {
         let added = self
             .node
             .add_effect::<()>(self.generation, EffectKind::Custom, label, || {
-                let (owner, _) = shared.hold(&node, &claim);
-                shared.status_changed();
+                let owner = shared.hold(&node, &claim);
                 let weak = Arc::downgrade(&shared);
                 Ok(Box::new(move || {
                     if let Some(shared) = weak.upgrade() {
                         shared.release(&claim, owner);
-                        shared.status_changed();
                     }
                 }))
             });

@@ -47,7 +47,7 @@ mod service;
 mod task;
 mod waterfall;
 
-pub use claim::{Claim, conflict_message, quoted_list};
+pub use claim::{Claim, conflict_message, prose_list, quoted_list};
 pub use context::{Context, INCIDENT_CAPACITY, TRACE_CAPACITY};
 pub use effect::{EffectHandle, EffectKind};
 pub use error::{BoxError, ConfigError, Deferred, EventError, ServiceError, panic_message};

@@ -170,7 +170,7 @@ impl Context {
                 });
                 providers = slots.len();
                 drop(table);
-                shared.hold(&self.node, &claim);
+                let _ = shared.hold(&self.node, &claim);
                 shared.counters.services.fetch_add(1, Ordering::Relaxed);
                 Ok(Box::new(move || {
                     let Some(shared) = undo_shared.upgrade() else {
@@ -193,7 +193,6 @@ impl Context {
                     };
                     shared.release(&claim, owner);
                     shared.counters.services.fetch_sub(1, Ordering::Relaxed);
-                    shared.status_changed();
                     match left {
                         0 => {
                             tracing::debug!(service = name, "service withdrawn");
@@ -216,10 +215,9 @@ impl Context {
                     2 => {
                         // Contested now: whoever used the first provider waits again.
                         tracing::debug!(service = name, scope = scope.0, "service contested");
-                        shared.status_changed();
                         shared.service_withdrawn(name);
                     }
-                    _ => shared.status_changed(),
+                    _ => {}
                 }
                 Ok(EffectHandle::new(&self.node, id))
             }

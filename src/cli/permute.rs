@@ -223,15 +223,15 @@ pub(crate) fn run(args: &PermuteArgs, io: &mut Io<'_>, builtins: &Builtins) -> a
         .threads
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, std::num::NonZero::get));
     let space = &proof.space;
-    let total = if args.all {
-        factorial(space.ids.len()).min(args.max)
-    } else {
-        let (classes, complete) = space.classes(args.max);
-        if complete {
-            classes.len() as u64
-        } else {
-            args.max
-        }
+    let options = ProofOptions {
+        max: args.max,
+        seed: args.seed,
+        threads,
+    };
+    let orders = (!args.all).then(|| space.orders(&options));
+    let total = match &orders {
+        Some(orders) => orders.count,
+        None => factorial(space.ids.len()).min(args.max),
     };
     let n = space.ids.len();
     let pairs = (0..n)
@@ -257,16 +257,10 @@ pub(crate) fn run(args: &PermuteArgs, io: &mut Io<'_>, builtins: &Builtins) -> a
         indicatif::ProgressBar::hidden()
     };
     let tick = |done| bar.set_position(done);
-    let options = ProofOptions {
-        max: args.max,
-        seed: args.seed,
-        threads,
-    };
     let boot_one = |rt: &tokio::runtime::Runtime, order: &[usize]| proof.boot(rt, order);
-    let report = if args.all {
-        permute_with(&space.ids, space.claim_counts(), &options, &tick, &boot_one)?
-    } else {
-        prove_with(space, &options, &tick, &boot_one)?
+    let report = match &orders {
+        Some(orders) => prove_with(space, orders, &options, &tick, &boot_one)?,
+        None => permute_with(&space.ids, space.claim_counts(), &options, &tick, &boot_one)?,
     };
     bar.finish_and_clear();
     print_report(&report, args, io)

@@ -187,10 +187,19 @@ async fn an_http_server_is_listed_and_called_with_the_configured_headers() {
 
 /// Serves on `listener` until aborted.
 fn serve(listener: TcpListener, seen: Seen) -> tokio::task::JoinHandle<()> {
+    serve_or_flood(listener, seen, None)
+}
+
+/// [`serve`], flooding every `tools/call` with `flood` (see [`answer_or_flood`]).
+fn serve_or_flood(
+    listener: TcpListener,
+    seen: Seen,
+    flood: Option<Flooded>,
+) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let mut connections = tokio::task::JoinSet::new();
         while let Ok((stream, _)) = listener.accept().await {
-            connections.spawn(answer(stream, seen.clone()));
+            connections.spawn(answer_or_flood(stream, seen.clone(), flood.clone()));
         }
     })
 }
@@ -410,17 +419,7 @@ async fn an_event_stream_that_never_ends_an_event_fails_the_call_at_the_message_
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
     let flooded: Flooded = Arc::default();
-    let (seen, server_flood) = (Seen::default(), flooded.clone());
-    let server = tokio::spawn(async move {
-        let mut connections = tokio::task::JoinSet::new();
-        while let Ok((stream, _)) = listener.accept().await {
-            connections.spawn(answer_or_flood(
-                stream,
-                seen.clone(),
-                Some(server_flood.clone()),
-            ));
-        }
-    });
+    let server = serve_or_flood(listener, Seen::default(), Some(flooded.clone()));
     let root = root_with_tools();
     let config: McpConfig = serde_json::from_value(json!({
         "transport": "http",
