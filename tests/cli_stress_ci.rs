@@ -68,8 +68,89 @@ fn four_merged_shards_cover_exactly_the_seeds_of_one_run_and_a_missing_one_is_a_
         "{}",
         merged.out
     );
-    assert!(merged.out.contains("gap: seed index 2\n"), "{}", merged.out);
+    assert!(
+        merged
+            .out
+            .contains("gap: shard 2/4: seed indices 2, 6, …, 46 (12 indices, one in 4)\n"),
+        "{}",
+        merged.out
+    );
     assert!(merged.out.contains("verdict: FAILED"), "{}", merged.out);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_budget_cut_shard_of_a_trillion_seeds_merges_to_one_gap_and_a_doctored_one_is_refused() {
+    // The old merge walked all 10^12 indices (it never finished) and kept a gap per index.
+    let dir = temp("trillion");
+    let report = dir.join("cut.json");
+    let run = cordis(
+        &[
+            "stress",
+            &fixture("good.yml"),
+            "--seeds",
+            "1000000000000",
+            "--time-budget",
+            "300ms",
+            "--report",
+            &report.display().to_string(),
+        ],
+        &[],
+    );
+    assert_eq!(run.code, 0, "{}", run.err);
+    let merged = cordis(&["stress", "merge", &report.display().to_string()], &[]);
+    assert_eq!(merged.code, 1, "{}{}", merged.out, merged.err);
+    let written: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let runs = written["runs"].as_u64().unwrap();
+    assert!(
+        merged.out.contains(&format!(
+            "{runs} of 1000000000000 seed indices covered\ngap: seed indices {runs}..=999999999999 ({} indices)\n",
+            1_000_000_000_000 - runs
+        )),
+        "{}",
+        merged.out
+    );
+
+    // The same report claiming the whole range while having run nothing.
+    let mut doctored = written.clone();
+    doctored["runs"] = 0.into();
+    doctored["coveredBelow"] = 1_000_000_000_000u64.into();
+    let fake = dir.join("fake.json");
+    std::fs::write(&fake, doctored.to_string()).unwrap();
+    let merged = cordis(&["stress", "merge", &fake.display().to_string()], &[]);
+    assert_eq!(merged.code, 2, "{}{}", merged.out, merged.err);
+    assert!(
+        merged.err.contains(&format!(
+            "{} is not a consistent shard report: it claims the indices below 1000000000000 (1000000000000 of shard 0/1) but \"runs\" is 0; write it again with cordis stress --report FILE",
+            fake.display()
+        )),
+        "{}",
+        merged.err
+    );
+    let mut zero = written;
+    zero["shardCount"] = 0.into();
+    std::fs::write(&fake, zero.to_string()).unwrap();
+    let merged = cordis(&["stress", "merge", &fake.display().to_string()], &[]);
+    assert_eq!(merged.code, 2, "{}", merged.err);
+    assert!(
+        merged
+            .err
+            .contains("\"shardCount\" is 0 (a run has at least one shard)"),
+        "{}",
+        merged.err
+    );
+
+    // A FIFO where a report should be is refused, not waited on.
+    let fifo = dir.join("fifo.json");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let merged = cordis(&["stress", "merge", &fifo.display().to_string()], &[]);
+    assert_eq!(merged.code, 2, "{}", merged.err);
+    assert!(merged.err.contains("not a regular file"), "{}", merged.err);
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -6,7 +6,7 @@
 //! the same shard files give the same verdict whatever order they are named in.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -178,8 +178,33 @@ pub struct ShardReport {
 /// The current [`ShardReport::version`].
 pub const SHARD_REPORT_VERSION: u32 = 1;
 
-/// Seed indices a merge found no shard for, as inclusive ranges.
-pub type Gaps = Vec<(u64, u64)>;
+/// Seed indices of one shard that no report covered: `first, first + step, …, last`.
+///
+/// A gap is one arithmetic range per shard index, so a merge holds at most one gap per shard
+/// whatever the planned seed count (a 10^12-seed plan costs what a 10-seed plan does).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Gap {
+    /// The shard whose indices these are.
+    pub shard: u64,
+    /// The first uncovered index.
+    pub first: u64,
+    /// The last uncovered index (`first + step * (len - 1)`).
+    pub last: u64,
+    /// The shard count: the distance between the shard's indices.
+    pub step: u64,
+}
+
+impl Gap {
+    /// How many seed indices the gap holds.
+    pub fn len(&self) -> u64 {
+        (self.last - self.first) / self.step + 1
+    }
+}
+
+/// The indices `k < below` with `k % count == index`: how many a shard runs to reach `below`.
+pub fn shard_indices_below(below: u64, index: u64, count: u64) -> u64 {
+    below.saturating_sub(index).div_ceil(count.max(1))
+}
 
 /// The combined verdict of several shard reports.
 #[derive(Debug, Clone, PartialEq)]
@@ -188,8 +213,10 @@ pub struct Merged {
     pub covered: u64,
     /// The planned range `0..seeds`.
     pub planned: u64,
-    /// Indices of the plan no shard covered.
-    pub gaps: Gaps,
+    /// How many shards the run was cut into.
+    pub shard_count: u64,
+    /// Per shard index a report names: every index of that shard below this ran.
+    pub reached: BTreeMap<u64, u64>,
     /// Distinct digests, each with the shards that reported it.
     pub digests: BTreeMap<String, Vec<u64>>,
     /// Failures reported by shards, by shard index.
@@ -199,7 +226,46 @@ pub struct Merged {
 impl Merged {
     /// Whether the shards together prove agreement over the whole plan.
     pub fn passed(&self) -> bool {
-        self.gaps.is_empty() && self.failures.is_empty() && self.digests.len() <= 1
+        self.gap_count() == 0 && self.failures.is_empty() && self.digests.len() <= 1
+    }
+
+    /// The shards that hold at least one index of the plan.
+    fn useful_shards(&self) -> u64 {
+        self.shard_count.min(self.planned)
+    }
+
+    /// How many shards left indices uncovered (each is one [`Gap`]), without listing them.
+    pub fn gap_count(&self) -> u64 {
+        let complete = self
+            .reached
+            .iter()
+            .filter(|&(&shard, &below)| {
+                shard < self.useful_shards()
+                    && shard_indices_below(below, shard, self.shard_count)
+                        == shard_indices_below(self.planned, shard, self.shard_count)
+            })
+            .count() as u64;
+        self.useful_shards() - complete
+    }
+
+    /// The uncovered indices, one range per shard, by shard index.
+    ///
+    /// Lazy: shards no report names are gaps, and there may be very many of them; every shard
+    /// before the 21st gap is either named by a report or a gap, so taking a few costs what the
+    /// reports cost.
+    pub fn gaps(&self) -> impl Iterator<Item = Gap> + '_ {
+        let count = self.shard_count;
+        (0..self.useful_shards()).filter_map(move |shard| {
+            let reached = self.reached.get(&shard).copied().unwrap_or(0);
+            let all = shard_indices_below(self.planned, shard, count);
+            let ran = shard_indices_below(reached, shard, count);
+            (ran < all).then(|| Gap {
+                shard,
+                first: shard + ran * count,
+                last: shard + (all - 1) * count,
+                step: count,
+            })
+        })
     }
 }
 
@@ -228,6 +294,48 @@ pub enum MergeError {
         "{0} has no planned seed count (a --time-budget run without --seeds): merge needs --seeds to know the range"
     )]
     NoPlan(String),
+    /// A report contradicts itself (a hand-edited or truncated file).
+    #[error(
+        "{path} is not a consistent shard report: {why}; write it again with cordis stress --report FILE"
+    )]
+    Inconsistent {
+        /// The report.
+        path: String,
+        /// What does not add up.
+        why: String,
+    },
+}
+
+/// Refuses a report whose fields cannot all be true of one shard of a `planned`-index plan.
+fn check_consistent(path: &Path, r: &ShardReport, planned: u64) -> Result<(), MergeError> {
+    let why = if r.shard_count == 0 {
+        Some("\"shardCount\" is 0 (a run has at least one shard)".to_owned())
+    } else if r.shard_index >= r.shard_count {
+        Some(format!(
+            "\"shardIndex\" {} is not below \"shardCount\" {}",
+            r.shard_index, r.shard_count
+        ))
+    } else if r.covered_below > planned {
+        Some(format!(
+            "\"coveredBelow\" {} is past the planned {planned} seeds",
+            r.covered_below
+        ))
+    } else {
+        let ran = shard_indices_below(r.covered_below, r.shard_index, r.shard_count);
+        (r.runs != ran).then(|| {
+            format!(
+                "it claims the indices below {} ({ran} of shard {}/{}) but \"runs\" is {}",
+                r.covered_below, r.shard_index, r.shard_count, r.runs
+            )
+        })
+    };
+    match why {
+        Some(why) => Err(MergeError::Inconsistent {
+            path: path.display().to_string(),
+            why,
+        }),
+        None => Ok(()),
+    }
 }
 
 /// Merges shard reports of one run (same file, schedule, start, seeds and shard count).
@@ -275,27 +383,21 @@ pub fn merge(reports: &[(PathBuf, ShardReport)]) -> Result<Merged, MergeError> {
             ));
         }
     }
-    let count = first.shard_count.max(1);
+    for (path, r) in reports {
+        check_consistent(path, r, planned)?;
+    }
+    let count = first.shard_count;
     // The highest index each shard covered below, per shard index (a repeated shard counts
     // for the most it covered).
     let mut below: BTreeMap<u64, u64> = BTreeMap::new();
     for (_, r) in reports {
         let e = below.entry(r.shard_index).or_insert(0);
-        *e = (*e).max(r.covered_below.min(planned));
+        *e = (*e).max(r.covered_below);
     }
-    let mut gaps: Gaps = Vec::new();
-    let mut covered = 0;
-    for k in 0..planned {
-        let ran = below.get(&(k % count)).is_some_and(|&b| k < b);
-        if ran {
-            covered += 1;
-        } else {
-            match gaps.last_mut() {
-                Some((_, end)) if *end + 1 == k => *end = k,
-                _ => gaps.push((k, k)),
-            }
-        }
-    }
+    let covered = below
+        .iter()
+        .map(|(&shard, &reached)| shard_indices_below(reached, shard, count))
+        .sum();
     let mut digests: BTreeMap<String, Vec<u64>> = BTreeMap::new();
     let mut failures = Vec::new();
     let mut sorted: Vec<&ShardReport> = reports.iter().map(|(_, r)| r).collect();
@@ -311,7 +413,8 @@ pub fn merge(reports: &[(PathBuf, ShardReport)]) -> Result<Merged, MergeError> {
     Ok(Merged {
         covered,
         planned,
-        gaps,
+        shard_count: count,
+        reached: below,
         digests,
         failures,
     })
@@ -333,7 +436,7 @@ mod tests {
                 shard_index: index,
                 shard_count: count,
                 covered_below: below,
-                runs: 0,
+                runs: shard_indices_below(below, index, count),
                 digest: Some(digest.into()),
                 failure: None,
                 seconds: 0.0,
@@ -345,17 +448,30 @@ mod tests {
     fn four_shards_cover_exactly_the_unsharded_range() {
         let all: Vec<_> = (0..4).map(|i| shard(i, 4, 100, "d")).collect();
         let merged = merge(&all).unwrap();
+        assert_eq!(merged.gap_count(), 0);
         assert_eq!((merged.covered, merged.planned), (100, 100));
         assert!(merged.passed(), "{merged:?}");
     }
 
     #[test]
     fn a_missing_shard_is_a_gap_of_its_indices() {
-        let three: Vec<_> = [0, 1, 3].iter().map(|&i| shard(i, 4, 100, "d")).collect();
+        let three: Vec<_> = [0, 1, 3]
+            .iter()
+            .map(|&i| shard(i, 4, 100 - (3 - i) % 4, "d"))
+            .collect();
         let merged = merge(&three).unwrap();
         assert_eq!(merged.covered, 75);
-        assert_eq!(merged.gaps.len(), 25);
-        assert_eq!(merged.gaps[0], (2, 2));
+        let gaps: Vec<Gap> = merged.gaps().collect();
+        assert_eq!(
+            gaps,
+            [Gap {
+                shard: 2,
+                first: 2,
+                last: 98,
+                step: 4
+            }]
+        );
+        assert_eq!((gaps[0].len(), merged.gap_count()), (25, 1));
         assert!(!merged.passed());
     }
 
@@ -363,12 +479,73 @@ mod tests {
     fn a_budget_cut_shard_leaves_a_tail_gap_and_different_digests_fail() {
         let mut all: Vec<_> = (0..2).map(|i| shard(i, 2, 100, "d")).collect();
         all[1].1.covered_below = 51;
+        all[1].1.runs = 25;
         all[1].1.digest = Some("e".into());
         let merged = merge(&all).unwrap();
         assert_eq!(merged.covered, 75);
-        assert_eq!(merged.gaps[0], (51, 51));
+        let gaps: Vec<Gap> = merged.gaps().collect();
+        assert_eq!((gaps[0].first, gaps[0].last, gaps[0].len()), (51, 99, 25));
         assert_eq!(merged.digests.len(), 2);
         assert!(!merged.passed());
+    }
+
+    #[test]
+    fn a_trillion_seed_plan_merges_in_constant_memory() {
+        // The old merge walked every index and kept one gap per missing index.
+        let mut r = shard(0, 3, 0, "d");
+        r.1.seeds = Some(1_000_000_000_000);
+        r.1.covered_below = 3_000_001;
+        r.1.runs = 1_000_001;
+        let merged = merge(&[r]).unwrap();
+        assert_eq!(merged.covered, 1_000_001);
+        let gaps: Vec<Gap> = merged.gaps().collect();
+        assert_eq!(gaps.len(), 3);
+        assert_eq!(
+            gaps.iter().map(Gap::len).sum::<u64>(),
+            1_000_000_000_000 - 1_000_001
+        );
+        assert_eq!((gaps[0].first, gaps[0].last), (3_000_003, 999_999_999_999));
+        assert_eq!((gaps[1].first, gaps[2].first), (1, 2));
+    }
+
+    #[test]
+    fn a_huge_shard_count_lists_gaps_lazily() {
+        let mut r = shard(0, 1_000_000_000_000, 0, "d");
+        r.1.seeds = Some(u64::MAX);
+        r.1.covered_below = 1;
+        r.1.runs = 1;
+        let merged = merge(&[r]).unwrap();
+        // Shard 0 ran its first index of ~18 million; the other shards ran none.
+        assert_eq!(merged.gap_count(), 1_000_000_000_000);
+        let first: Vec<(u64, u64)> = merged.gaps().take(2).map(|g| (g.shard, g.first)).collect();
+        assert_eq!(first, [(0, 1_000_000_000_000), (1, 1)]);
+    }
+
+    #[test]
+    fn inconsistent_reports_are_refused_with_what_does_not_add_up() {
+        let cases: [(fn(&mut ShardReport), &str); 4] = [
+            (
+                |r| r.runs = 0,
+                "claims the indices below 100 (50 of shard 0/2) but \"runs\" is 0",
+            ),
+            (|r| r.shard_count = 0, "\"shardCount\" is 0"),
+            (
+                |r| r.shard_index = 2,
+                "\"shardIndex\" 2 is not below \"shardCount\" 2",
+            ),
+            (
+                |r| r.covered_below = 101,
+                "\"coveredBelow\" 101 is past the planned 100 seeds",
+            ),
+        ];
+        for (break_it, why) in cases {
+            let mut r = shard(0, 2, 100, "d");
+            r.1.runs = 50;
+            break_it(&mut r.1);
+            let err = merge(&[r]).unwrap_err().to_string();
+            assert!(err.contains(why), "{err}");
+            assert!(err.starts_with("shard-"), "{err}");
+        }
     }
 
     #[test]

@@ -136,12 +136,13 @@ fn run_seeds(
     };
     let runtime = cordis_host::shutdown::current_thread()?;
     for k in indices {
+        // Every index of this shard below `k` ran; a failure at `k` leaves it uncovered.
+        verdict.covered_below = k;
         if args
             .time_budget
             .is_some_and(|budget| started.elapsed() >= budget)
         {
             verdict.budget_spent = true;
-            verdict.covered_below = k;
             break;
         }
         let seed = args.start.wrapping_add(k);
@@ -544,11 +545,34 @@ fn annotate(
     Ok(())
 }
 
+/// One shard's uncovered indices, for a person: the range, its stride and its size.
+fn describe_gap(gap: &ci::Gap) -> String {
+    let n = gap.len();
+    if n == 1 {
+        format!("seed index {} (shard {})", gap.first, gap.shard)
+    } else if gap.step == 1 {
+        format!("seed indices {}..={} ({n} indices)", gap.first, gap.last)
+    } else {
+        format!(
+            "shard {}/{}: seed indices {}, {}, …, {} ({n} indices, one in {})",
+            gap.shard,
+            gap.step,
+            gap.first,
+            gap.first + gap.step,
+            gap.last,
+            gap.step
+        )
+    }
+}
+
+/// The largest shard report `stress merge` reads; one is a few hundred bytes.
+const MAX_REPORT_BYTES: u64 = 1 << 20;
+
 /// `cordis stress merge`: one verdict from shard reports.
 fn merge(paths: &[std::path::PathBuf], io: &mut Io<'_>) -> anyhow::Result<u8> {
     let mut reports = Vec::with_capacity(paths.len());
     for path in paths {
-        let text = match std::fs::read_to_string(path) {
+        let text = match cordis_host::include::read_regular(path, MAX_REPORT_BYTES) {
             Ok(t) => t,
             Err(e) => {
                 writeln!(io.err, "cordis: cannot read {}: {e}", path.display())?;
@@ -591,15 +615,12 @@ fn merge(paths: &[std::path::PathBuf], io: &mut Io<'_>) -> anyhow::Result<u8> {
         merged.covered,
         merged.planned
     )?;
-    for (from, to) in merged.gaps.iter().take(20) {
-        if from == to {
-            writeln!(io.out, "gap: seed index {from}")?;
-        } else {
-            writeln!(io.out, "gap: seed indices {from}..={to}")?;
-        }
+    for gap in merged.gaps().take(20) {
+        writeln!(io.out, "gap: {}", describe_gap(&gap))?;
     }
-    if merged.gaps.len() > 20 {
-        writeln!(io.out, "gap: … {} more ranges", merged.gaps.len() - 20)?;
+    let gaps = merged.gap_count();
+    if gaps > 20 {
+        writeln!(io.out, "gap: … {} more shards with gaps", gaps - 20)?;
     }
     for (digest, shards) in &merged.digests {
         let list: Vec<String> = shards.iter().map(u64::to_string).collect();
