@@ -89,6 +89,29 @@ fn the_bundled_config_runs_the_offline_demo_and_resumes_the_session() {
     let missing = run(&dir, &["--resume", "nope"], "", &[]);
     assert_eq!(missing.status.code(), Some(2));
     assert!(text(&missing.stderr).contains("cannot resume session nope"));
+
+    // A copied log is the session its file names: it prints its own path and --resume command,
+    // and the original is left as it was (the header's id used to win).
+    std::fs::copy(
+        dir.join(".sessions/demo.jsonl"),
+        dir.join(".sessions/copy.jsonl"),
+    )
+    .unwrap();
+    let copied = run(&dir, &["--resume", "copy"], "and again\n", &[]);
+    let stderr = text(&copied.stderr);
+    assert_eq!(copied.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("session copy (.sessions/copy.jsonl)"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("cordis run --resume copy\n"), "{stderr}");
+    assert!(!stderr.contains("demo"), "{stderr}");
+    let copy = std::fs::read_to_string(dir.join(".sessions/copy.jsonl")).unwrap();
+    assert_eq!(copy.matches(r#""type":"turn/end""#).count(), 4);
+    let log = std::fs::read_to_string(dir.join(".sessions/demo.jsonl")).unwrap();
+    assert_eq!(log.matches(r#""type":"turn/end""#).count(), 3);
+    let again = run(&dir, &["--resume", "copy"], "", &[]);
+    assert_eq!(again.status.code(), Some(0), "{}", text(&again.stderr));
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -125,6 +125,7 @@ impl AgentLoop {
         if report.truncated_bytes.is_some()
             || report.newline_repaired
             || !report.repaired.is_empty()
+            || report.header_id.is_some()
         {
             tracing::warn!(agent = %id, session = %session_id, ?report, "session repaired on open");
         }

@@ -69,6 +69,8 @@ pub(crate) struct ReadLog {
     pub(crate) truncated: Option<u64>,
     /// True when the final line was a complete event missing only its newline (now written).
     pub(crate) newline_repaired: bool,
+    /// The id the header names when it is not the file's (a copied or renamed log).
+    pub(crate) header_id: Option<String>,
 }
 
 /// What parsing a file's bytes found: its complete lines, and the final line without a newline.
@@ -79,6 +81,8 @@ struct Parsed {
     complete: usize,
     /// The final line without a newline, when it is a complete event (the next seq).
     whole_tail: Option<SessionEvent>,
+    /// The id the header names when it is not the file's.
+    header_id: Option<String>,
 }
 
 /// Reads `path` as it is, repairing nothing and locking nothing: the view of a reader that must
@@ -139,6 +143,7 @@ pub(crate) fn read(path: &Path) -> Result<ReadLog, SessionError> {
         mut events,
         complete,
         whole_tail,
+        header_id,
     } = parse(path, &bytes)?;
     let tail = &bytes[complete..];
     let (mut truncated, mut newline_repaired) = (None, false);
@@ -164,6 +169,7 @@ pub(crate) fn read(path: &Path) -> Result<ReadLog, SessionError> {
         events,
         truncated,
         newline_repaired,
+        header_id,
     })
 }
 
@@ -196,8 +202,20 @@ fn parse(path: &Path, bytes: &[u8]) -> Result<Parsed, SessionError> {
             });
         }
     }
-    let header: SessionHeader =
+    let mut header: SessionHeader =
         serde_json::from_value(raw).map_err(|e| corrupt(1, e.to_string()))?;
+    // The file's name is the session's id: it is what the user typed to reach it, and what
+    // the next `--resume` must find. A header naming another id is a copied or renamed log.
+    let named = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .and_then(|n| n.strip_suffix(".jsonl"));
+    let header_id = match named {
+        Some(named) if named != header.id => {
+            Some(std::mem::replace(&mut header.id, named.to_owned()))
+        }
+        _ => None,
+    };
     let mut events = Vec::new();
     for (i, line) in lines.enumerate() {
         if line.is_empty() {
@@ -223,6 +241,7 @@ fn parse(path: &Path, bytes: &[u8]) -> Result<Parsed, SessionError> {
         events,
         complete,
         whole_tail,
+        header_id,
     })
 }
 

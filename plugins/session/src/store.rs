@@ -24,6 +24,9 @@ pub struct OpenReport {
     pub repaired: Vec<u64>,
     /// True when the session did not exist and was created.
     pub created: bool,
+    /// The id the log's header names when it differs from the file's name (a copied log): the
+    /// session is opened under the file's name, which the header's id does not change.
+    pub header_id: Option<String>,
 }
 
 /// The header values of a session being created (all optional; `Default` is none of them).
@@ -310,7 +313,7 @@ impl SessionStore {
         };
         let sync = self.sync();
         let owned_id = id.to_owned();
-        let (session, truncated, newline_repaired) = blocking(move || {
+        let (session, truncated, newline_repaired, header_id) = blocking(move || {
             if !path.exists() {
                 return Err(SessionError::NotFound {
                     path: path.display().to_string(),
@@ -325,6 +328,7 @@ impl SessionStore {
                 Session::from_parts(log.header, log.events, Some(Writer { tx, alive }))?,
                 log.truncated,
                 log.newline_repaired,
+                log.header_id,
             ))
         })
         .await?;
@@ -340,6 +344,7 @@ impl SessionStore {
                 newline_repaired,
                 repaired,
                 created: false,
+                header_id,
             },
         ))
     }

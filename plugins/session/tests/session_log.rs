@@ -84,8 +84,18 @@ async fn a_torn_final_line_is_truncated_and_reported() {
     let (s, report) = store.open("t").await.unwrap();
     assert_eq!(report.truncated_bytes, Some(33));
     assert!(report.repaired.is_empty());
+    assert_eq!((s.id(), report.header_id), ("t", None));
     assert_eq!(s.len(), n);
     assert_eq!(std::fs::metadata(&path).unwrap().len(), before);
+    drop(s);
+
+    // A copy is the session its file names, for a writer and a reader alike.
+    std::fs::copy(&path, dir.join("u.jsonl")).unwrap();
+    let (u, report) = store.open("u").await.unwrap();
+    assert_eq!((u.id(), report.header_id.as_deref()), ("u", Some("t")));
+    drop(u);
+    let source = store.source("u").await.unwrap();
+    assert_eq!(source.id(), "u");
     let _ = std::fs::remove_dir_all(dir);
 }
 
