@@ -195,8 +195,8 @@ pub struct Gap {
 }
 
 impl Gap {
-    /// How many seed indices the gap holds.
-    pub fn len(&self) -> u64 {
+    /// How many seed indices the gap holds (at least one: an empty range is no gap).
+    pub fn count(&self) -> u64 {
         (self.last - self.first) / self.step + 1
     }
 }
@@ -471,7 +471,7 @@ mod tests {
                 step: 4
             }]
         );
-        assert_eq!((gaps[0].len(), merged.gap_count()), (25, 1));
+        assert_eq!((gaps[0].count(), merged.gap_count()), (25, 1));
         assert!(!merged.passed());
     }
 
@@ -484,7 +484,7 @@ mod tests {
         let merged = merge(&all).unwrap();
         assert_eq!(merged.covered, 75);
         let gaps: Vec<Gap> = merged.gaps().collect();
-        assert_eq!((gaps[0].first, gaps[0].last, gaps[0].len()), (51, 99, 25));
+        assert_eq!((gaps[0].first, gaps[0].last, gaps[0].count()), (51, 99, 25));
         assert_eq!(merged.digests.len(), 2);
         assert!(!merged.passed());
     }
@@ -501,7 +501,7 @@ mod tests {
         let gaps: Vec<Gap> = merged.gaps().collect();
         assert_eq!(gaps.len(), 3);
         assert_eq!(
-            gaps.iter().map(Gap::len).sum::<u64>(),
+            gaps.iter().map(Gap::count).sum::<u64>(),
             1_000_000_000_000 - 1_000_001
         );
         assert_eq!((gaps[0].first, gaps[0].last), (3_000_003, 999_999_999_999));
@@ -523,7 +523,8 @@ mod tests {
 
     #[test]
     fn inconsistent_reports_are_refused_with_what_does_not_add_up() {
-        let cases: [(fn(&mut ShardReport), &str); 4] = [
+        type Break = fn(&mut ShardReport);
+        let cases: [(Break, &str); 4] = [
             (
                 |r| r.runs = 0,
                 "claims the indices below 100 (50 of shard 0/2) but \"runs\" is 0",

@@ -547,7 +547,7 @@ fn annotate(
 
 /// One shard's uncovered indices, for a person: the range, its stride and its size.
 fn describe_gap(gap: &ci::Gap) -> String {
-    let n = gap.len();
+    let n = gap.count();
     if n == 1 {
         format!("seed index {} (shard {})", gap.first, gap.shard)
     } else if gap.step == 1 {

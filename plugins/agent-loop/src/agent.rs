@@ -528,7 +528,12 @@ impl Agent {
         }
         self.flush(step).await?;
         let key = inner.key;
-        let sub_calls = self.collect_sub_calls(&call_ids);
+        let parents = call_ids
+            .iter()
+            .zip(&call_seqs)
+            .map(|((id, _), seq)| (id.clone(), *seq))
+            .collect();
+        let sub_calls = self.log_sub_calls(turn, step, parents);
         let tools = inner.deps.tools.clone();
         let timeout = inner.settings.tool_timeout;
         // Read-only calls in a row may overlap (up to maxParallelTools); a mutating call runs
@@ -581,10 +586,9 @@ impl Agent {
         while let Some(result) = results.next().await {
             // The loop's call id and name, whatever a pre-execute listener rewrote.
             let (call_id, name) = call_ids[index].clone();
-            // A run_code call's sub-calls, in canonical order, just before its result.
-            for record in sub_calls.take(&call_id) {
-                self.log_sub_call(&record, turn, step, call_seqs[index])?;
-            }
+            // A run_code call's sub-calls were logged as they passed; a failure to log one
+            // ends the step here, before the parent's result.
+            sub_calls.check()?;
             self.log_approval(&call_id, &name, turn, step, call_seqs[index])?;
             let data = ToolResultData {
                 turn,
@@ -603,33 +607,46 @@ impl Agent {
 }
 
 impl Agent {
-    /// Collects the `run_code` sub-calls of this step's calls until the returned value is
-    /// dropped; [`SubCalls::take`] hands them over for logging just before their call's
-    /// `tool/result`. They derive no model message; only the outer result enters the history.
+    /// Logs the `run_code` sub-calls of this step's calls (`parents`: call id to its
+    /// `tool/call` seq) as they pass the dispatch waterfall, until the returned value is
+    /// dropped. A start is durable (flushed) before its sub-call runs, as a `tool/call` is
+    /// before its tool; a settle is logged when its commit ends. They derive no model message;
+    /// only the outer result enters the history.
     ///
     /// # Determinism
-    /// Sub-call records are logged when their parent's result is, in sub-call order (each
-    /// start before its settle), never in the order overlapping tools happened to report them.
-    fn collect_sub_calls(&self, call_ids: &[(String, String)]) -> SubCalls {
+    /// The waterfall passes one record at a time in the scheduler's order of decisions (see
+    /// `cordis_tools::ToolsCodeDispatch`), never in the order tools happened to finish, and a
+    /// `run_code` call runs alone (it is mutating), so what is logged between its `tool/call`
+    /// and its `tool/result` is its own records in that order.
+    fn log_sub_calls(&self, turn: u64, step: u64, parents: BTreeMap<String, u64>) -> SubCalls {
         let key = self.inner.key;
-        let parents: std::collections::BTreeSet<String> =
-            call_ids.iter().map(|(id, _)| id.clone()).collect();
-        let records: Arc<Mutex<BTreeMap<String, Vec<CodeDispatch>>>> = Arc::default();
-        let sink = records.clone();
+        let failure: Arc<Mutex<Option<Failure>>> = Arc::default();
+        let agent = self.clone();
+        let failed = failure.clone();
+        let parents = Arc::new(parents);
         let handle = self.inner.deps.ctx.on_waterfall::<ToolsCodeDispatch, _, _>(
             Position::Back,
             move |record: CodeDispatch, next| {
-                if record.scope == Some(key) && parents.contains(&record.parent_call_id) {
-                    cordis_runtime::lock(&sink)
-                        .entry(record.parent_call_id.clone())
-                        .or_default()
-                        .push(record.clone());
+                let source = parents.get(&record.parent_call_id).copied();
+                let (agent, failed) = (agent.clone(), failed.clone());
+                async move {
+                    let source = source.filter(|_| record.scope == Some(key));
+                    let gave_up = cordis_runtime::lock(&failed).is_some();
+                    if let (Some(source), false) = (source, gave_up) {
+                        let logged = match agent.log_sub_call(&record, turn, step, source) {
+                            Ok(()) if record.outcome.is_none() => agent.flush(step).await,
+                            other => other,
+                        };
+                        if let Err(e) = logged {
+                            cordis_runtime::lock(&failed).get_or_insert(e);
+                        }
+                    }
+                    next.run(record).await
                 }
-                next.run(record)
             },
         );
         SubCalls {
-            records,
+            failure,
             _listener: StopListening(handle),
         }
     }
@@ -713,20 +730,20 @@ impl Agent {
     }
 }
 
-/// The `run_code` sub-call records of one step, by parent call id.
+/// The logging of one step's `run_code` sub-calls, while it lasts.
 struct SubCalls {
-    records: Arc<Mutex<BTreeMap<String, Vec<CodeDispatch>>>>,
+    /// The first record that could not be logged (later ones are not tried).
+    failure: Arc<Mutex<Option<Failure>>>,
     _listener: StopListening,
 }
 
 impl SubCalls {
-    /// The records of `parent`'s sub-calls, sorted by sub-call number, each start first.
-    fn take(&self, parent: &str) -> Vec<CodeDispatch> {
-        let mut records = cordis_runtime::lock(&self.records)
-            .remove(parent)
-            .unwrap_or_default();
-        records.sort_by_key(|r| (r.seq, r.outcome.is_some()));
-        records
+    /// The failure to log a sub-call record, if there was one.
+    fn check(&self) -> Result<(), Failure> {
+        match cordis_runtime::lock(&self.failure).take() {
+            Some(failure) => Err(failure),
+            None => Ok(()),
+        }
     }
 }
 

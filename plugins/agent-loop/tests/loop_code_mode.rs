@@ -202,3 +202,87 @@ async fn sub_calls_are_logged_just_before_their_run_codes_result_beside_a_parall
     );
     rig.root.dispose();
 }
+
+/// A read-only tool that answers after `ms` milliseconds.
+fn waiting_tool() -> cordis_tools::ToolDefinition {
+    let schema = cordis_tools::ToolSchema {
+        name: "wait".into(),
+        description: "Waits.".into(),
+        parameters: Arc::new(json!({"type": "object"})),
+    };
+    cordis_tools::ToolDefinition::new(schema, |args, _cx| async move {
+        let ms = args["ms"].as_u64().unwrap_or(0);
+        tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+        Ok(cordis_tools::ToolOutput::new(json!(ms)))
+    })
+    .read_only()
+}
+
+/// The `tool/*` events of one turn running `Promise.all` over `wait` calls of `delays`.
+async fn overlapping_sub_calls(delays: &[u64]) -> Vec<String> {
+    let calls: Vec<String> = delays
+        .iter()
+        .map(|ms| format!("tools.wait({{ms: {ms}}})"))
+        .collect();
+    let program = format!("return (await Promise.all([{}])).length;", calls.join(", "));
+    let script = vec![
+        ScriptedResponse::tool_call(
+            "run_code",
+            json!({"code": program, "description": "Wait side by side"}),
+        ),
+        ScriptedResponse::text("done"),
+    ];
+    let rig = boot(None, script, &[], SessionConfig::default()).await;
+    let _ = rig
+        .root
+        .provide(CodeRuntimeService(Arc::new(QuickJs::new())))
+        .unwrap();
+    let reg = rig.root.get::<ToolRegistry>().unwrap();
+    let _tool = reg.register(&rig.root, waiting_tool()).unwrap();
+    let agent = rig.agent();
+    let _ = reg
+        .present_as(
+            &agent.context().unwrap(),
+            Some(agent.scope_key()),
+            PresentationMode::Code,
+        )
+        .unwrap();
+    assert_eq!(
+        agent.run_turn("go").await.unwrap(),
+        TurnEndReason::Completed
+    );
+    let events = agent
+        .session()
+        .events()
+        .iter()
+        .filter(|e| e.kind.starts_with("tool/code"))
+        .map(|e| {
+            let id = e.data["subCallId"].as_str().unwrap_or_default();
+            format!("{} {}", e.kind, id.rsplit(':').next().unwrap())
+        })
+        .collect();
+    rig.root.dispose();
+    events
+}
+
+#[tokio::test]
+async fn overlapping_sub_calls_log_the_same_sequence_whichever_finishes_first() {
+    // More calls than parallel slots (10): which call frees a slot used to decide when the
+    // 11th and 12th started, so their start records moved with the tools' speed.
+    let slow_first: Vec<u64> = (1..=12).rev().map(|k| k * 4).collect();
+    let fast_first: Vec<u64> = (1..=12).map(|k| k * 4).collect();
+    let a = overlapping_sub_calls(&slow_first).await;
+    let b = overlapping_sub_calls(&fast_first).await;
+    assert_eq!(a.len(), 24, "{a:?}");
+    assert_eq!(a, b);
+    // Ten start, the first settles and frees its slot for the 11th, and so on.
+    assert_eq!(a[9], "tool/code-dispatch-start 10");
+    assert_eq!(
+        a[10..13],
+        [
+            "tool/code-dispatch 1",
+            "tool/code-dispatch-start 11",
+            "tool/code-dispatch 2"
+        ]
+    );
+}

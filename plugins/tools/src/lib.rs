@@ -32,6 +32,7 @@ mod presentation;
 mod registry;
 mod run_code;
 mod tool_set;
+mod turns;
 mod typed;
 
 pub use cordis_schema::{ScopeKey, ToolSchema};

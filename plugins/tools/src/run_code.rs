@@ -6,10 +6,12 @@
 //! with its parent so the `code` collapse does not refuse it. The runtime is read when a call
 //! starts, so a native deployment needs none.
 //!
-//! Each sub-call passes the [`ToolsCodeDispatch`] waterfall twice, awaited in order: when it
-//! starts (no outcome yet) and after its commit (with the outcome). The agent loop turns these
-//! into the session events `tool/code-dispatch-start` and `tool/code-dispatch`; neither enters
-//! the model's history, which receives only the outer `run_code` result.
+//! Each sub-call passes the [`ToolsCodeDispatch`] waterfall twice: when it starts (no outcome
+//! yet; the call runs once the pass is over) and after its commit (with the outcome). Passes go
+//! one at a time in the scheduler's order of decisions, which does not depend on which tool
+//! finished first. The agent loop logs each pass as it comes, as the session events
+//! `tool/code-dispatch-start` and `tool/code-dispatch`; neither enters the model's history,
+//! which receives only the outer `run_code` result.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, Weak};
@@ -25,6 +27,7 @@ use serde_json::Value;
 use crate::definition::{ToolCall, ToolCallContext, ToolDefinition, ToolOutput, ToolResult};
 use crate::execute::Dispatched;
 use crate::registry::{Inner, RUN_CODE, Registered, ToolRegistry};
+use crate::turns::{Turn, Turns};
 
 /// The `run_code` parameters of `language`, one allocation per language and process (so the
 /// registry and the request header know them by identity, see `cordis_schema::memo`).
@@ -91,6 +94,7 @@ impl ToolRegistry {
             scope: cx.scope,
             call_id: cx.call_id,
             pending: Mutex::new(BTreeMap::new()),
+            turns: Arc::default(),
         });
         let request = CodeRunRequest {
             program,
@@ -126,6 +130,10 @@ struct RegistryBindings {
     /// Sub-calls awaiting their commit, by sequence number: the call, its result, and whether
     /// it ran (so post-execute is due) or was refused by pre-execute.
     pending: Mutex<BTreeMap<u64, Pending>>,
+    /// The order of the dispatch records: a place is taken when the scheduler starts a call and
+    /// when a commit ends (a deterministic sequence, see `ToolBindings`), and each record is
+    /// announced in its turn.
+    turns: Arc<Turns>,
 }
 
 /// A sub-call between its run and its commit: the call as the program made it, the call as it
@@ -137,9 +145,10 @@ impl RegistryBindings {
         self.pending.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Passes one dispatch record through [`ToolsCodeDispatch`]; a failing listener leaves the
-    /// record as it was.
-    async fn announce(&self, record: CodeDispatch) -> CodeDispatch {
+    /// Passes one dispatch record through [`ToolsCodeDispatch`] in `turn`; a failing listener
+    /// leaves the record as it was.
+    async fn announce(&self, turn: Turn, record: CodeDispatch) -> CodeDispatch {
+        turn.reached().await;
         let ctx = self.registry.inner.ctx.clone();
         match ctx.waterfall::<ToolsCodeDispatch>(record.clone()).await {
             Ok(out) => out,
@@ -237,8 +246,11 @@ impl ToolBindings for RegistryBindings {
             arguments: call.arguments,
         };
         let seq = call.seq;
+        // Taken now, while the scheduler decides, not when the future is first polled.
+        let turn = self.turns.take();
         Box::pin(async move {
-            let _ = self.announce(self.record(seq, &sub, None)).await;
+            // The start is announced (and logged) before the call runs.
+            let _ = self.announce(turn, self.record(seq, &sub, None)).await;
             let (call, result, ran) = match self
                 .registry
                 .dispatch(sub.clone(), self.scope, Some(&self.call_id))
@@ -270,8 +282,10 @@ impl ToolBindings for RegistryBindings {
                 is_error: result.is_error,
                 content: result.content.clone(),
             };
+            // No call starts while a commit runs, so this place follows every start before it.
+            let turn = self.turns.take();
             let _ = self
-                .announce(self.record(executed.seq, &sub, Some(outcome)))
+                .announce(turn, self.record(executed.seq, &sub, Some(outcome)))
                 .await;
             for_program(&result)
         })

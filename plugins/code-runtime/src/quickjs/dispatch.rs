@@ -28,6 +28,14 @@ struct Queued {
 /// Submission-order scheduling. Read-only calls execute side by side up to `max_parallel`; a
 /// mutating call starts once everything before it is committed and holds a barrier until its
 /// own commit has ended. Commits run one at a time, in submission order.
+///
+/// # Determinism
+/// Every decision to start a call or a commit is made on a submission or at the end of a
+/// commit, never when an execution happens to finish: a parallel slot is free again when its
+/// call is committed, and a commit waits until the program has taken in the previous result
+/// and run until it waits again ([`Dispatch::hold`], [`Dispatch::release`]). So the sequence of
+/// starts and commits (what the bindings log, in that order) depends on the program and the
+/// results, not on which tool was faster.
 pub(crate) struct Dispatch<'a> {
     bindings: &'a dyn ToolBindings,
     max_parallel: usize,
@@ -36,6 +44,10 @@ pub(crate) struct Dispatch<'a> {
     barrier: bool,
     /// No call starts any more: the run has settled.
     closed: bool,
+    /// No commit starts: the program has a result it has not finished taking in.
+    held: bool,
+    /// Calls started and not yet committed (what the parallel limit counts).
+    open: usize,
     /// Executions in flight; polled by the run's own future, never spawned, so dropping the run
     /// drops them.
     in_flight: FuturesUnordered<BoxFuture<'a, Finished>>,
@@ -58,6 +70,8 @@ impl<'a> Dispatch<'a> {
             queue: VecDeque::new(),
             barrier: false,
             closed: false,
+            held: false,
+            open: 0,
             in_flight: FuturesUnordered::new(),
             finished: BTreeMap::new(),
             next_commit: 1,
@@ -75,10 +89,22 @@ impl<'a> Dispatch<'a> {
         self.start_ready();
     }
 
-    /// Starts no more calls; queued ones are abandoned.
+    /// Starts no more calls; queued ones are abandoned, started ones may still commit.
     pub(crate) fn close(&mut self) {
         self.closed = true;
+        self.held = false;
         self.queue.clear();
+    }
+
+    /// Starts no commit until [`Dispatch::release`]: the program is taking in a result (and may
+    /// submit calls that must start before the next commit).
+    pub(crate) fn hold(&mut self) {
+        self.held = true;
+    }
+
+    /// The program waits again: commits may go on.
+    pub(crate) fn release(&mut self) {
+        self.held = false;
     }
 
     /// Whether a started call has not been committed yet (and still can be).
@@ -107,6 +133,7 @@ impl<'a> Dispatch<'a> {
                 (class, settled) = commit => {
                     self.committing = None;
                     self.next_commit += 1;
+                    self.open -= 1;
                     if class == Concurrency::Mutating {
                         self.barrier = false;
                     }
@@ -114,15 +141,15 @@ impl<'a> Dispatch<'a> {
                     return settled;
                 }
                 Some((class, executed)) = self.in_flight.next(), if !self.in_flight.is_empty() => {
+                    // Nothing starts here: a finish frees no slot (see the type's docs).
                     self.finished.insert(executed.seq, (class, executed));
-                    self.start_ready();
                 }
             }
         }
     }
 
     fn start_commit(&mut self) {
-        if self.committing.is_some() {
+        if self.committing.is_some() || self.held {
             return;
         }
         let Some((class, executed)) = self.finished.remove(&self.next_commit) else {
@@ -146,7 +173,7 @@ impl<'a> Dispatch<'a> {
             let class = self.bindings.concurrency(&head.name);
             let may_start = !self.barrier
                 && match class {
-                    Concurrency::ReadOnly => self.in_flight.len() < self.max_parallel,
+                    Concurrency::ReadOnly => self.open < self.max_parallel,
                     Concurrency::Mutating => {
                         self.in_flight.is_empty() && self.next_commit == head.seq
                     }
@@ -163,6 +190,7 @@ impl<'a> Dispatch<'a> {
                 break;
             };
             self.barrier = class == Concurrency::Mutating;
+            self.open += 1;
             let call = ToolCall {
                 seq,
                 name: name.clone(),
@@ -196,6 +224,8 @@ mod tests {
     #[derive(Default)]
     struct Recorder {
         events: Mutex<Vec<String>>,
+        /// Earlier calls finish first (the default is the reverse).
+        in_order: bool,
     }
 
     impl ToolBindings for Recorder {
@@ -215,7 +245,11 @@ mod tests {
                 .unwrap()
                 .push(format!("start {}", call.name));
             // Later calls finish first: each yields fewer times than the one before it.
-            let yields = 10 - call.seq;
+            let yields = if self.in_order {
+                call.seq
+            } else {
+                10 - call.seq
+            };
             Box::pin(async move {
                 for _ in 0..yields {
                     tokio::task::yield_now().await;
@@ -263,6 +297,51 @@ mod tests {
                 "commit r5"
             ]
         );
+    }
+
+    #[tokio::test]
+    async fn the_sequence_of_starts_and_commits_is_the_same_whichever_call_finishes_first() {
+        let mut seen = Vec::new();
+        for in_order in [false, true] {
+            let recorder = Recorder {
+                in_order,
+                ..Recorder::default()
+            };
+            let (_tx, over) = RunOver::channel();
+            let mut dispatch = Dispatch::new(&recorder, 2, over);
+            for (seq, name) in ["r1", "r2", "r3", "r4", "w5", "r6"].into_iter().enumerate() {
+                dispatch.submit(seq as u64 + 1, name.into(), json!({}));
+            }
+            while dispatch.busy() {
+                dispatch.next_settled().await;
+            }
+            seen.push(recorder.events.lock().unwrap().clone());
+        }
+        // A slot frees when its call commits: r3 starts after r1's commit even when r2 was done
+        // first (it used to start the moment any call finished).
+        assert_eq!(seen[0], seen[1]);
+        assert_eq!(
+            seen[0][..5],
+            ["start r1", "start r2", "commit r1", "start r3", "commit r2"]
+        );
+    }
+
+    #[tokio::test]
+    async fn a_held_dispatch_commits_nothing_until_released() {
+        let recorder = Recorder::default();
+        let (_tx, over) = RunOver::channel();
+        let mut dispatch = Dispatch::new(&recorder, 4, over);
+        dispatch.hold();
+        dispatch.submit(1, "r1".into(), json!({}));
+        let waited = tokio::time::timeout(
+            std::time::Duration::from_millis(50),
+            dispatch.next_settled(),
+        )
+        .await;
+        assert!(waited.is_err(), "a held dispatch committed");
+        assert_eq!(*recorder.events.lock().unwrap(), ["start r1"]);
+        dispatch.release();
+        assert_eq!(dispatch.next_settled().await.seq, 1);
     }
 
     #[tokio::test]

@@ -32,6 +32,8 @@ pub(crate) enum EngineEvent {
         name: String,
         arguments: Json,
     },
+    /// The program ran until it waits for a result: every call it submitted so far was sent.
+    Waiting,
     /// The run is over; nothing follows.
     Done(EngineOutcome),
 }
@@ -421,6 +423,9 @@ fn wait_for_host<'js>(
     from_host: &Receiver<HostMsg>,
 ) -> Result<(), CodeRunFailure> {
     let deadline = shared.started + shared.limits.wall_clock;
+    // The host holds its next commit until it hears this (see `Dispatch::hold`). A lost host is
+    // seen by the receive below.
+    let _ = shared.to_host.send(EngineEvent::Waiting);
     let waiting_since = Instant::now();
     let message = from_host.recv_timeout(deadline.saturating_duration_since(waiting_since));
     shared

@@ -166,17 +166,21 @@ async fn run(
 
     let (over_tx, run_over) = RunOver::channel();
     let mut dispatch = Dispatch::new(&*bindings, max_parallel, run_over);
+    // The program's first stretch runs before any commit may start.
+    dispatch.hold();
     let mut cancelled = false;
     let outcome = loop {
         tokio::select! {
             biased;
             event = events.recv() => match event {
                 Some(EngineEvent::Call { seq, name, arguments }) => dispatch.submit(seq, name, arguments),
+                Some(EngineEvent::Waiting) => dispatch.release(),
                 Some(EngineEvent::Done(outcome)) => break outcome,
                 None => break engine_exit("the engine thread ended without an outcome".to_owned()),
             },
             settled = dispatch.next_settled() => {
                 let Settled { seq, name, result } = settled;
+                dispatch.hold();
                 let _ = to_engine.send(HostMsg::Settled { seq, name, result });
             }
             () = cancel.fired(), if !cancelled => {
