@@ -649,6 +649,138 @@ async fn call(
     }
 }
 
+/// A `workspace` row rooted at `dir`.
+fn workspace_row(dir: &Path) -> String {
+    format!(
+        "- id: workspace\n  name: workspace\n  config: {{root: \"{}\"}}\n",
+        dir.display()
+    )
+}
+
+/// Answers every approval with no, keeping the card each prompt would have shown.
+struct CardKeeper {
+    presenters: cordis_presenter::Presenters,
+    shown: std::sync::Mutex<Vec<cordis_presenter::Presentation>>,
+}
+
+impl cordis_approvals::Approver for CardKeeper {
+    fn approve(
+        &self,
+        request: &cordis_approvals::ApprovalRequest,
+    ) -> futures_util::future::BoxFuture<'static, cordis_approvals::Answer> {
+        let card = self
+            .presenters
+            .present_call(&request.call.name, &request.call.arguments);
+        self.shown.lock().unwrap().push(card);
+        Box::pin(async { cordis_approvals::Answer::Deny(Some("not now".into())) })
+    }
+}
+
+#[tokio::test]
+async fn a_mount_is_confined_to_the_workspace_and_its_approval_shows_what_it_starts() {
+    // cordis_mount used to mount any file on the host, and approving "mount this path" let its
+    // rows start any process without showing it.
+    let dir = tempfile::tempdir().unwrap();
+    let elsewhere = tempfile::tempdir().unwrap();
+    preset(dir.path(), "a", "- id: cordis\n  name: tool-cordis\n", None);
+    let outside = elsewhere.path().join("outside.yml");
+    std::fs::write(&outside, with_tool("outside_tool", "O", "I am outside.")).unwrap();
+    std::os::unix::fs::symlink(&outside, dir.path().join("link.yml")).unwrap();
+    std::fs::write(
+        dir.path().join("includes.yml"),
+        format!(
+            "- id: inc\n  name: cordis/include\n  config: {{path: \"{}\"}}\n",
+            outside.display()
+        ),
+    )
+    .unwrap();
+    let witness = dir.path().join("ran.txt");
+    std::fs::write(
+        dir.path().join("server.yml"),
+        format!(
+            "- id: srv\n  name: mcp\n  config: {{transport: stdio, server: srv, command: sh, args: [-c, \"id > {}\"]}}\n",
+            witness.display()
+        ),
+    )
+    .unwrap();
+    let extra = format!(
+        "{}- id: approvals\n  name: approvals\n  config: {{tools: {{cordis_mount: ask}}}}\n- id: presenter\n  name: presenter\n",
+        workspace_row(dir.path())
+    );
+    let root = host(dir.path(), &extra).await;
+    let keeper = std::sync::Arc::new(CardKeeper {
+        presenters: root
+            .get::<cordis_presenter::Presenters>()
+            .unwrap()
+            .as_ref()
+            .clone(),
+        shown: std::sync::Mutex::default(),
+    });
+    let _ = root
+        .provide(cordis_approvals::ApproverService(keeper.clone()))
+        .unwrap();
+    let (roster, agents, _) = services(&root);
+    let (x, _) = roster
+        .create_agent(&agents, options("x"), None)
+        .await
+        .unwrap();
+    let mount = |path: String| {
+        call(
+            &agents,
+            x.scope_key(),
+            "cordis_mount",
+            serde_json::json!({"path": path}),
+        )
+    };
+
+    // Outside, through a symlink, or through an include: refused before anyone is asked.
+    let err = mount(outside.display().to_string()).await.unwrap_err();
+    assert!(
+        err.contains(&format!(
+            "{} is outside the workspace and the preset roots (allowed: {}",
+            std::fs::canonicalize(&outside).unwrap().display(),
+            std::fs::canonicalize(dir.path()).unwrap().display()
+        )),
+        "{err}"
+    );
+    let err = mount("link.yml".into()).await.unwrap_err();
+    assert!(
+        err.contains("cordis_mount: link.yml: ") && err.contains("is outside the workspace"),
+        "{err}"
+    );
+    let err = mount("includes.yml".into()).await.unwrap_err();
+    assert!(
+        err.contains("includes.yml includes a file it may not: "),
+        "{err}"
+    );
+    let err = mount("../x.yml".into()).await.unwrap_err();
+    assert!(err.contains("cordis_mount: ../x.yml: "), "{err}");
+    assert!(keeper.shown.lock().unwrap().is_empty());
+
+    // Inside: the approval names the command the server row would run; denied, it never runs.
+    let err = mount("server.yml".into()).await.unwrap_err();
+    assert!(
+        err.contains(r#"the user denied tool \"cordis_mount\": not now"#),
+        "{err}"
+    );
+    let shown = keeper.shown.lock().unwrap().clone();
+    assert_eq!(shown.len(), 1);
+    assert_eq!(shown[0].title, "Mount server.yml");
+    assert_eq!(shown[0].kind, cordis_presenter::ToolKind::Execute);
+    assert_eq!(
+        shown[0].text.as_deref(),
+        Some(
+            format!(
+                "rows: srv (mcp)\nwhen mounted, it starts:\n  srv (mcp): runs the command sh -c 'id > {}'",
+                witness.display()
+            )
+            .as_str()
+        )
+    );
+    assert!(!witness.exists());
+    root.dispose();
+}
+
 #[tokio::test]
 async fn an_agent_mounts_a_composition_for_itself_and_unmounts_it() {
     let dir = tempfile::tempdir().unwrap();
@@ -661,7 +793,7 @@ async fn an_agent_mounts_a_composition_for_itself_and_unmounts_it() {
         "- id: boom\n  name: debug/fault\n  config: {mode: error}\n",
     )
     .unwrap();
-    let root = host(dir.path(), "").await;
+    let root = host(dir.path(), &workspace_row(dir.path())).await;
     let (roster, agents, prompt) = services(&root);
     let (x, sx) = roster
         .create_agent(&agents, options("x"), None)

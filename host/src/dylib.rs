@@ -259,6 +259,13 @@ impl Plugin for DylibPlugin {
         INJECT
     }
 
+    fn starts(&self, _config: &Value) -> Vec<String> {
+        vec![format!(
+            "loads the native library {} into this process",
+            self.path.display()
+        )]
+    }
+
     /// Opens, creates and describes before the seeded applies start, so when the operating
     /// system finishes that work cannot change a seed's interleaving (exact replay).
     async fn preload(&self, root: &Context, config: &Value) {

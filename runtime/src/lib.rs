@@ -44,6 +44,7 @@ mod plugin;
 mod schedule;
 mod scope;
 mod service;
+mod shell;
 mod task;
 mod waterfall;
 
@@ -59,6 +60,7 @@ pub use plugin::{ErasedPlugin, FnPlugin, Inject, Plugin, PluginOptions, Prepared
 pub use schedule::{Policy, PolicyParseError, Schedule};
 pub use scope::{FailureKind, ScopeFailure, ScopeHandle, ScopeId, ScopeStatus, lock};
 pub use service::Service;
+pub use shell::{shell_line, shell_word};
 pub use waterfall::{Next, Waterfall};
 
 /// The names most users need, for `use cordis_runtime::prelude::*`.

@@ -146,6 +146,15 @@ pub trait Plugin: Send + Sync + 'static {
         None
     }
 
+    /// What applying with `config` starts outside this process or loads into it (a command, a
+    /// library, a connection), one line each, for a person deciding whether to load the entry:
+    /// an approval of a composition shows them. The default, nothing, is right for a plugin
+    /// that only registers things.
+    fn starts(&self, config: &Self::Config) -> Vec<String> {
+        let _ = config;
+        Vec::new()
+    }
+
     /// Applies the plugin in `ctx`'s scope: register listeners, services, tools, tasks.
     ///
     /// # Errors
@@ -185,6 +194,8 @@ pub trait ErasedPlugin: Send + Sync + 'static {
     fn open_claims_erased(&self, config: &(dyn Any + Send + Sync)) -> Option<Vec<&'static str>>;
     /// See [`Plugin::needs`]; a config of another type needs nothing more.
     fn needs_erased(&self, config: &(dyn Any + Send + Sync)) -> Vec<String>;
+    /// See [`Plugin::starts`]; a config of another type starts nothing.
+    fn starts_erased(&self, config: &(dyn Any + Send + Sync)) -> Vec<String>;
     /// See [`Plugin::preload`]; a config of another type preloads nothing.
     fn preload_erased<'a>(
         &'a self,
@@ -233,6 +244,13 @@ impl<P: Plugin> ErasedPlugin for P {
         config
             .downcast_ref::<P::Config>()
             .map(|c| Plugin::needs(self, c))
+            .unwrap_or_default()
+    }
+
+    fn starts_erased(&self, config: &(dyn Any + Send + Sync)) -> Vec<String> {
+        config
+            .downcast_ref::<P::Config>()
+            .map(|c| Plugin::starts(self, c))
             .unwrap_or_default()
     }
 

@@ -109,6 +109,7 @@ impl Composition for HostComposition {
                         id: e.id.clone(),
                         name: e.name.clone(),
                         provides,
+                        starts: prepared.plugin.starts_erased(&*prepared.config),
                     })
                 }
                 Step::Group | Step::Disabled => None,

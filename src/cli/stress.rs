@@ -12,7 +12,7 @@ use cordis_host::Builtins;
 use cordis_host::LoadPlan;
 use cordis_host::digest::canonical_bytes;
 use cordis_host::loader::{BootReport, EntryStatus, boot_and_dispose};
-use cordis_runtime::{Policy, Schedule};
+use cordis_runtime::{Policy, Schedule, shell_word};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{Value, json};
 
@@ -300,18 +300,6 @@ fn replay(args: &StressArgs, seed: u64, policy: Policy) -> String {
             shell_word(&args.config.file.display().to_string()),
             shell_word(&script.display().to_string())
         ),
-    }
-}
-
-/// `word` quoted for a POSIX shell when it needs it.
-fn shell_word(word: &str) -> String {
-    if word
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || "_./-+@:".contains(c))
-    {
-        word.to_owned()
-    } else {
-        format!("'{}'", word.replace('\'', r"'\''"))
     }
 }
 

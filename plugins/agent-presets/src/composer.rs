@@ -48,6 +48,9 @@ pub struct RowInfo {
     pub name: String,
     /// Services the row declares it provides (`Plugin::provides`), sorted.
     pub provides: Vec<String>,
+    /// What applying the row starts or loads (`Plugin::starts`): a command, a library, a
+    /// connection.
+    pub starts: Vec<String>,
 }
 
 /// Where a row ended up after a mount.

@@ -345,31 +345,56 @@ impl AgentPresets {
         Ok((standing, scope))
     }
 
-    /// Mounts the composition at `file` under a new realm whose registry parent is `parent`
-    /// (an agent's current parent, so what the composition adds comes on top of its preset),
-    /// with the checks of a preset mount (every row active, no row publishing a service). The
-    /// caller re-links the agent to the returned key, and disposes the handle to unmount.
-    /// Not a preset: the invariant still finds the agent's preset further up the chain.
+    /// Reads and resolves the composition file `file` for [`AgentPresets::mount_prepared`],
+    /// off the async threads; nothing is applied, so a caller can show what it would start.
     ///
     /// # Errors
-    /// [`PresetError::Unusable`] naming the file, the rows and why.
-    pub async fn mount_file(
-        &self,
-        file: &Path,
-        parent: ScopeKey,
-    ) -> Result<(Standing, ScopeHandle), PresetError> {
-        let id = file.display().to_string();
+    /// [`PresetError::Unusable`] with why the file cannot be used; [`PresetError::Gone`].
+    pub async fn prepare_file(&self, file: &Path) -> Result<Arc<dyn Composition>, PresetError> {
         let this = self.clone();
         let path = file.to_owned();
         let prepared = tokio::task::spawn_blocking(move || this.inner.composer.prepare(&path))
             .await
             .map_err(|_| PresetError::Gone)?;
-        let composition = prepared.map_err(|reason| PresetError::Unusable {
-            id: id.clone(),
+        prepared.map_err(|reason| PresetError::Unusable {
+            id: file.display().to_string(),
             reason,
             path: file.to_owned(),
-        })?;
-        let (standing, scope) = self.mount(&id, file, &*composition, 1).await?;
+        })
+    }
+
+    /// Mounts the composition file `file` as a one-off realm parented to `parent` (what
+    /// `cordis_mount` does): [`AgentPresets::prepare_file`], then
+    /// [`AgentPresets::mount_prepared`].
+    ///
+    /// # Errors
+    /// As those two.
+    pub async fn mount_file(
+        &self,
+        file: &Path,
+        parent: ScopeKey,
+    ) -> Result<(Standing, ScopeHandle), PresetError> {
+        let composition = self.prepare_file(file).await?;
+        self.mount_prepared(file, &*composition, parent).await
+    }
+
+    /// Mounts `composition` (prepared from `file`) under a new realm whose registry parent is
+    /// `parent` (an agent's current parent, so what the composition adds comes on top of its
+    /// preset), with the checks of a preset mount (every row active, no row publishing a
+    /// service). The caller re-links the agent to the returned key, and disposes the handle to
+    /// unmount. Not a preset: the invariant still finds the agent's preset further up the chain.
+    ///
+    /// # Errors
+    /// [`PresetError::Unusable`] naming the rows that did not become active (or that provide a
+    /// service), or a registry bind that failed.
+    pub async fn mount_prepared(
+        &self,
+        file: &Path,
+        composition: &dyn Composition,
+        parent: ScopeKey,
+    ) -> Result<(Standing, ScopeHandle), PresetError> {
+        let id = file.display().to_string();
+        let (standing, scope) = self.mount(&id, file, composition, 1).await?;
         let bound = scope
             .context()
             .ok_or(RegisterError::ScopeGone)

@@ -96,6 +96,34 @@ impl Plugin for McpPlugin {
         Some(vec!["tool"])
     }
 
+    /// The server process it runs (with its directory and the variables it sets), or the
+    /// endpoint it connects to.
+    fn starts(&self, config: &McpConfig) -> Vec<String> {
+        match config.transport {
+            TransportKind::Stdio => {
+                let command = config.command.as_deref().unwrap_or_default();
+                let mut line = format!(
+                    "runs the command {}",
+                    cordis_runtime::shell_line(
+                        std::iter::once(command).chain(config.args.iter().map(String::as_str))
+                    )
+                );
+                if let Some(cwd) = &config.cwd {
+                    line.push_str(&format!(" in {}", cwd.display()));
+                }
+                if !config.env.is_empty() {
+                    let names: Vec<&str> = config.env.keys().map(String::as_str).collect();
+                    line.push_str(&format!(" (setting {})", names.join(", ")));
+                }
+                vec![line]
+            }
+            TransportKind::Http => vec![format!(
+                "connects to {}",
+                config.url.as_deref().unwrap_or_default()
+            )],
+        }
+    }
+
     async fn apply(&self, ctx: Context, config: &McpConfig) -> Result<(), BoxError> {
         config.check()?;
         // Two entries with one server name both report the conflict (their tools, having the
@@ -784,6 +812,25 @@ fn innermost(e: &(dyn std::error::Error + 'static)) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_entry_says_what_it_starts() {
+        let mut stdio = McpConfig::stdio("srv", "npx", vec!["-y".into(), "a b".into()]);
+        stdio.cwd = Some("/srv".into());
+        stdio.env.insert("TOKEN".into(), "secret".into());
+        assert_eq!(
+            McpPlugin.starts(&stdio),
+            ["runs the command npx -y 'a b' in /srv (setting TOKEN)"]
+        );
+        let http: McpConfig = serde_json::from_value(serde_json::json!({
+            "transport": "http", "server": "web", "url": "https://example.test/mcp"
+        }))
+        .unwrap();
+        assert_eq!(
+            McpPlugin.starts(&http),
+            ["connects to https://example.test/mcp"]
+        );
+    }
 
     #[test]
     fn passed_env_is_short_and_has_no_secrets() {

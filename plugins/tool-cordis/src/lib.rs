@@ -5,23 +5,31 @@
 //! own, parented to the agent's preset, so the agent sees their tools from its next step), and
 //! `cordis_unmount`, which takes the last mount away again.
 //!
-//! A mount is refused as a preset is (a row that does not become active, a row that publishes
-//! a service), it unwinds with the agent, and it is not in the session log: a resumed session
-//! runs its preset without the mounts.
+//! A mount is planned before anyone approves it (see [`plan`]): the file must be inside the
+//! workspace or a preset root (after symlinks; its includes too), and the approval shows its
+//! rows and what they start (a server command, a library, a connection); the plan shown is the
+//! plan mounted. A mount is refused as a preset is (a row that does not become active, a row
+//! that publishes a service), it unwinds with the agent, and it is not in the session log: a
+//! resumed session runs its preset without the mounts.
 //!
 //! # Determinism
 //! The listing is sorted by entry id, then plugin, then status and failure text; scope ids
 //! (which depend on load order) are never shown.
 
+mod plan;
+
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use cordis_agent_loop::AgentLoop;
 use cordis_agent_presets::AgentPresets;
-use cordis_runtime::{BoxError, Context, Inject, Plugin, ScopeHandle, lock};
+use cordis_runtime::{BoxError, Context, Inject, Plugin, Position, ScopeHandle, lock};
 use cordis_schema::ScopeKey;
-use cordis_tools::{NoConfig, ToolDefinition, ToolRegistry};
+use cordis_tools::{
+    Decision, NoConfig, ToolDefinition, ToolRegistry, ToolsPostExecute, ToolsPreExecute,
+};
+
+use crate::plan::{MountPresenter, Plans};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -40,7 +48,7 @@ struct Args {}
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct MountArgs {
-    // The composition file (cordis.yml format), relative to the current directory.
+    // The composition file (cordis.yml format): in the workspace (relative to its root) or a preset root.
     path: String,
 }
 
@@ -51,10 +59,17 @@ type Mounts = Arc<Mutex<BTreeMap<ScopeKey, Vec<(String, ScopeHandle, ScopeKey)>>
 async fn mount(
     root: Context,
     mounts: Mounts,
-    scope: Option<ScopeKey>,
+    plans: Plans,
+    call: cordis_tools::ToolCallContext,
     path: String,
 ) -> Result<String, String> {
-    let scope = scope
+    // The plan the approval showed; a call that skipped the pipeline's pre-execute plans now.
+    let planned = match plans.take(call.scope, &call.call_id) {
+        Some(plan) if plan.given == path => plan,
+        _ => Arc::new(plan::plan(&root, &path).await?),
+    };
+    let scope = call
+        .scope
         .ok_or("cordis_mount mounts for an agent: call it from an agent's scope".to_owned())?;
     let agents = root
         .get::<AgentLoop>()
@@ -69,7 +84,7 @@ async fn mount(
         .parent_scope()
         .ok_or("cordis_mount: the agent joined no preset".to_owned())?;
     let (mounted, handle) = roster
-        .mount_file(&PathBuf::from(&path), previous)
+        .mount_prepared(&planned.file, &*planned.composition, previous)
         .await
         .map_err(|e| e.to_string())?;
     if let Err(e) = agent.rejoin(mounted.key) {
@@ -139,6 +154,12 @@ pub fn inspect(ctx: &Context) -> String {
         .join("\n")
 }
 
+/// The tool registry; the presenters when there are (for the mount approval's card).
+const INJECT: &[Inject] = &[
+    Inject::required(<ToolRegistry as cordis_runtime::Service>::NAME),
+    Inject::optional(<cordis_presenter::Presenters as cordis_runtime::Service>::NAME),
+];
+
 /// The `tool-cordis` plugin.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ToolCordisPlugin;
@@ -151,7 +172,7 @@ impl Plugin for ToolCordisPlugin {
     }
 
     fn inject(&self) -> &[Inject] {
-        ToolRegistry::INJECT
+        INJECT
     }
 
     fn claims(&self, _config: &Self::Config) -> Vec<cordis_runtime::Claim> {
@@ -177,10 +198,49 @@ impl Plugin for ToolCordisPlugin {
         .read_only();
         let _ = registry.register_scheduled(&ctx, tool).await?;
         let mounts = Mounts::default();
-        let (mount_root, mount_state) = (root.clone(), mounts.clone());
-        let description = "Mount a cordis composition file (cordis.yml format) for yourself: its rows load under a scope of their own on top of your preset, and their tools are yours from the next step. Refused, with the rows named, when a row does not become active or provides a service.";
+        let plans = Plans::default();
+        // Planned before the approvals' listener (at the back) asks anyone: a file that may not
+        // be mounted is refused without a prompt, and the prompt shows what the file starts.
+        let (plan_root, planning) = (root.clone(), plans.clone());
+        let _ = ctx.on_waterfall::<ToolsPreExecute, _, _>(Position::Front, move |mut v, next| {
+            let (root, plans) = (plan_root.clone(), planning.clone());
+            async move {
+                let given = v.call.arguments.get("path").and_then(|p| p.as_str());
+                if let (CORDIS_MOUNT, Decision::Allow, Some(given)) =
+                    (v.call.name.as_str(), &v.decision, given)
+                {
+                    match plan::plan(&root, given).await {
+                        Ok(plan) => plans.insert(v.scope, &v.call.call_id, plan),
+                        Err(why) => v.decision = Decision::Deny(why),
+                    }
+                }
+                next.run(v).await
+            }
+        });
+        let ended = plans.clone();
+        // A call refused after planning (a guard, bad arguments) leaves its plan here.
+        let _ = ctx.on_waterfall::<ToolsPostExecute, _, _>(Position::Front, move |v, next| {
+            if v.call.name == CORDIS_MOUNT {
+                let _ = ended.take(v.scope, &v.call.call_id);
+            }
+            next.run(v)
+        });
+        if let Some(presenters) = ctx.get::<cordis_presenter::Presenters>() {
+            let presenter = Arc::new(MountPresenter {
+                plans: plans.clone(),
+            });
+            let _ = presenters.register(&ctx, CORDIS_MOUNT, presenter)?;
+        }
+        let (mount_root, mount_state, mount_plans) = (root.clone(), mounts.clone(), plans);
+        let description = "Mount a cordis composition file (cordis.yml format) from the workspace or a preset root for yourself: its rows load under a scope of their own on top of your preset, and their tools are yours from the next step. Refused, with the rows named, when a row does not become active or provides a service.";
         let tool = ToolDefinition::typed(CORDIS_MOUNT, description, move |a: MountArgs, call| {
-            mount(mount_root.clone(), mount_state.clone(), call.scope, a.path)
+            mount(
+                mount_root.clone(),
+                mount_state.clone(),
+                mount_plans.clone(),
+                call,
+                a.path,
+            )
         });
         let _ = registry.register_scheduled(&ctx, tool).await?;
         let description = "Unmount the composition you mounted last with cordis_mount.";
