@@ -93,9 +93,9 @@ pub struct McpConfig {
     /// Reconnect policy.
     #[serde(default)]
     pub reconnect: Reconnect,
-    /// http: the largest message read from the server, a JSON body or one server-sent event
-    /// (default 16 MiB, at least 1 KiB). A larger one fails the request instead of growing
-    /// without bound.
+    /// The largest message read from the server: a stdio line, an HTTP JSON body or one
+    /// server-sent event (default 16 MiB, at least 1 KiB). A larger stdio line is skipped and a
+    /// larger HTTP message fails its request, instead of growing without bound.
     #[serde(default = "default_max_message")]
     pub max_message_bytes: usize,
 }

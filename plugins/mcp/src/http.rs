@@ -154,7 +154,22 @@ fn sse(response: reqwest::Response, limit: usize) -> BoxStream<'static, Result<S
             };
             std::future::ready(item)
         });
-    SseStream::from_bytes_stream(bounded).boxed()
+    // Each event's message passes the nesting guard before rmcp parses it.
+    SseStream::from_bytes_stream(bounded)
+        .filter_map(|event| {
+            std::future::ready(match event {
+                Ok(mut event) => match event.data.as_deref().map(crate::depth::guard) {
+                    Some(crate::depth::Guarded::Drop) => None,
+                    Some(crate::depth::Guarded::Parse(std::borrow::Cow::Owned(text))) => {
+                        event.data = Some(text);
+                        Some(Ok(event))
+                    }
+                    _ => Some(Ok(event)),
+                },
+                Err(e) => Some(Err(e)),
+            })
+        })
+        .boxed()
 }
 
 impl StreamableHttpClient for HttpClient {
@@ -202,8 +217,8 @@ impl StreamableHttpClient for HttpClient {
                 .unwrap_or_default();
             // A JSON-RPC error in a failed response is the server's answer, not a transport
             // failure.
-            if let Ok(error @ JsonRpcMessage::Error(_)) =
-                serde_json::from_slice::<ServerJsonRpcMessage>(&body)
+            if let Ok(Some(error @ JsonRpcMessage::Error(_))) =
+                crate::depth::parse::<ServerJsonRpcMessage>(&body)
             {
                 return Ok(StreamableHttpPostResponse::Json(error, session));
             }
@@ -221,8 +236,10 @@ impl StreamableHttpClient for HttpClient {
         }
         if is(content_type.as_ref(), JSON) {
             let body = read_body(response, self.max_message).await?;
-            return match serde_json::from_slice::<ServerJsonRpcMessage>(&body) {
-                Ok(parsed) => Ok(StreamableHttpPostResponse::Json(parsed, session)),
+            return match crate::depth::parse::<ServerJsonRpcMessage>(&body) {
+                Ok(Some(parsed)) => Ok(StreamableHttpPostResponse::Json(parsed, session)),
+                // A notification too deep to read, dropped.
+                Ok(None) => Ok(StreamableHttpPostResponse::Accepted),
                 Err(_) if awaits_nothing => Ok(StreamableHttpPostResponse::Accepted),
                 Err(e) => Err(StreamableHttpError::Deserialize(e)),
             };

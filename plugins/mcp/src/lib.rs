@@ -29,12 +29,13 @@
 //! image and audio blocks become a text block naming what was dropped.
 
 mod config;
+mod depth;
 mod error;
 mod http;
 mod naming;
+mod stdio;
 
 use std::collections::BTreeSet;
-use std::process::Stdio;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
@@ -46,7 +47,6 @@ use rmcp::model::{
     Implementation, PaginatedRequestParams, PingRequest, ProtocolVersion, Tool,
 };
 use rmcp::service::{NotificationContext, Peer, RoleClient, RunningService, ServiceError};
-use rmcp::transport::TokioChildProcess;
 use rmcp::transport::streamable_http_client::{
     StreamableHttpClientTransport, StreamableHttpClientTransportConfig,
 };
@@ -56,6 +56,7 @@ use tokio::io::AsyncBufReadExt;
 use tokio::sync::mpsc;
 
 pub use config::{MAX_SERVER_NAME, McpConfig, Reconnect, TransportKind};
+pub use depth::{MAX_MESSAGE_DEPTH, MAX_SCHEMA_DEPTH};
 pub use error::McpError;
 pub use naming::{MAX_PUBLIC_NAME, public_name};
 
@@ -494,7 +495,7 @@ impl Bridge {
 
     /// Starts the server process: its own process group, the scrubbed environment, stderr to
     /// the debug log.
-    fn spawn_stdio(&self) -> Result<TokioChildProcess, McpError> {
+    fn spawn_stdio(&self) -> Result<stdio::ChildTransport, McpError> {
         let program = self.config.command.clone().unwrap_or_default();
         let mut command = tokio::process::Command::new(&program);
         command.args(&self.config.args).env_clear();
@@ -509,14 +510,14 @@ impl Bridge {
         }
         let mut wrap = CommandWrap::from(command);
         wrap.wrap(ProcessGroup::leader()).wrap(KillOnDrop);
-        let (transport, stderr) = TokioChildProcess::builder(wrap)
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| self.connect_error(format!("cannot start {program:?}: {e}")))?;
+        let (transport, stderr, copy) =
+            stdio::spawn(wrap, self.server(), self.config.max_message_bytes)
+                .map_err(|e| self.connect_error(format!("cannot start {program:?}: {e}")))?;
         // Recorded before anything can fail, so dispose kills it from here on.
         if !self.link.started(transport.id()) {
             return Err(self.connect_error("the entry was disposed".to_owned()));
         }
+        let _ = self.ctx.spawn(copy);
         if let Some(stderr) = stderr {
             let server = self.server().to_owned();
             let _ = self.ctx.spawn(async move {
@@ -675,6 +676,13 @@ impl Bridge {
             .or(tool.title.as_deref())
             .unwrap_or_default()
             .to_owned();
+        if let Some(why) = serde_json::to_value(tool)
+            .ok()
+            .as_ref()
+            .and_then(depth::too_deep)
+        {
+            return Err(why);
+        }
         within_size(&description, &parameters)?;
         let schema = ToolSchema {
             name: public.to_owned(),

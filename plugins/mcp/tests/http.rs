@@ -73,6 +73,13 @@ async fn answer_or_flood(stream: TcpStream, seen: Seen, flood: Option<Flooded>) 
             "tools/list" => Some(json!({"tools": [
                 {"name": "whoami", "description": "The x-api-key it was sent.", "inputSchema": {"type": "object"}}
             ]})),
+            // A client sending the key `deep` is answered with a result nested 1,000 levels.
+            "tools/call" if key == "deep" => {
+                let deep = (0..1000).fold(json!(1), |inner, _| json!([inner]));
+                Some(
+                    json!({"content": [{"type": "text", "text": "x"}], "structuredContent": {"v": deep}}),
+                )
+            }
             "tools/call" => Some(json!({"content": [{"type": "text", "text": key}]})),
             _ => None,
         };
@@ -448,6 +455,48 @@ async fn an_event_stream_that_never_ends_an_event_fails_the_call_at_the_message_
     let sent = flooded.load(std::sync::atomic::Ordering::SeqCst);
     // 1 MiB of event plus what the sockets buffer; the unbounded client took all 256 MiB.
     assert!(sent < 32 << 20, "the server pushed {sent} bytes");
+    root.dispose();
+    server.abort();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_nested_past_the_parser_limit_fails_its_call_at_once_with_the_depth() {
+    // It used to be no answer: unparsable, dropped, and the call waited out its 60 s timeout.
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let server = serve(listener, Seen::default());
+    let root = root_with_tools();
+    let config: McpConfig = serde_json::from_value(json!({
+        "transport": "http",
+        "server": "deep",
+        "url": url,
+        "headers": {"x-api-key": "deep"},
+        "failOnStartupError": true,
+        "reconnect": {"enabled": false}
+    }))
+    .unwrap();
+    let entry = root.plugin(McpPlugin, config);
+    tokio::time::timeout(Duration::from_secs(30), root.idle())
+        .await
+        .unwrap();
+    assert_eq!(entry.status(), ScopeStatus::Active, "{:?}", entry.failure());
+    let reg = root.get::<ToolRegistry>().unwrap();
+    let call = ToolCall {
+        call_id: "1".into(),
+        name: "mcp__deep__whoami".into(),
+        arguments: json!({}),
+    };
+    let result = tokio::time::timeout(Duration::from_secs(30), reg.execute(call, None))
+        .await
+        .expect("the call ends long before its 60 s timeout");
+    assert!(result.is_error, "{result:?}");
+    let text = result.content.to_string();
+    assert!(
+        text.contains(
+            "the server's answer nests 1003 levels, deeper than the 120 this client reads"
+        ),
+        "{text}"
+    );
     root.dispose();
     server.abort();
 }

@@ -4,7 +4,8 @@
 //! `admin.reset` (a dotted name), `slow` (sleeps; records a cancellation in the log), `env`
 //! (returns one environment variable), `pid`, `image` (a PNG block) and `toggle` (changes the
 //! tool list and sends `notifications/tools/list_changed`); with `--tools` only, `broken` (an
-//! invalid parameters schema) and `cwd` (the working directory).
+//! invalid parameters schema), `deep` (a schema nesting 400 levels, past the JSON parser's
+//! limit) and `cwd` (the working directory).
 //!
 //! `toggle` takes `add` / `remove` (tool names), `failList` (the next `tools/list` fails),
 //! `duplicate` (lists one tool twice) and `silent` (change without notifying).
@@ -141,6 +142,14 @@ impl Fixture {
     }
 }
 
+/// An object schema with `levels` nested properties (two JSON levels each).
+fn nested(levels: usize) -> Value {
+    (0..levels).fold(
+        json!({"type": "object"}),
+        |inner, _| json!({"type": "object", "properties": {"a": inner}}),
+    )
+}
+
 fn tool(name: &str) -> Tool {
     let (description, schema) = match name {
         "add" => (
@@ -188,6 +197,7 @@ fn tool(name: &str) -> Tool {
             "Its parameters schema is not an object schema.",
             json!({"type": "array"}),
         ),
+        "deep" => ("Its parameters schema nests 400 levels.", nested(200)),
         _ => ("A generated tool.", json!({"type": "object"})),
     };
     let value = json!({"name": name, "description": description, "inputSchema": schema});
