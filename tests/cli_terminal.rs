@@ -142,3 +142,242 @@ fn run_in_a_terminal_with_a_logging_tool_keeps_answering() {
     assert_eq!(term.wait_exit(LIMIT), Some(0), "{}", term.screen());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A composition whose model runs `bash` commands (policy `ask` when `ask` is set), then answers.
+fn shell_agent(responses: &str, ask: bool) -> String {
+    let approvals = if ask {
+        "- {id: approvals, name: approvals, config: {tools: {bash: ask}}}\n"
+    } else {
+        ""
+    };
+    format!(
+        "\
+- {{id: system-prompt, name: system-prompt}}
+- {{id: tools, name: tools}}
+- id: llm
+  name: llm
+  config:
+    adapter: scripted
+    model: m
+    responses:
+{responses}- {{id: sessions, name: sessions, config: {{root: .sessions}}}}
+- {{id: agent-loop, name: agent-loop}}
+- {{id: workspace, name: workspace, config: {{root: .}}}}
+- {{id: shell, name: tool-shell, config: {{env: [PATH, HOME]}}}}
+{approvals}"
+    )
+}
+
+/// The session log's events, parsed.
+fn log_events(dir: &Path, session: &str) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(dir.join(format!(".sessions/{session}.jsonl")))
+        .unwrap()
+        .lines()
+        .skip(1)
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// The pid a command wrote to `file` (`echo $$ > file; exec sleep …`), once it has.
+fn pid_in(file: &Path) -> u32 {
+    let deadline = Instant::now() + LIMIT;
+    loop {
+        if let Some(pid) = std::fs::read_to_string(file)
+            .ok()
+            .and_then(|t| t.trim().parse().ok())
+        {
+            return pid;
+        }
+        assert!(Instant::now() < deadline, "the command never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Waits until process `pid` is gone (a zombie counts as gone: it runs nothing).
+fn gone(pid: u32) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        if state.is_empty() || state.contains(") Z ") {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    false
+}
+
+#[test]
+fn ctrl_c_cancels_the_turn_and_its_command_the_session_goes_on_and_twice_exits() {
+    // Ctrl-C used to kill cordis (exit 130) and leave the command running.
+    let responses = concat!(
+        "      - toolCalls: [{name: bash, arguments: {command: 'echo $$ > one.pid; exec sleep 30'}}]\n",
+        "      - text: Second turn answered.\n",
+        "      - toolCalls: [{name: bash, arguments: {command: 'echo $$ > two.pid; exec sleep 30'}}]\n",
+    );
+    let dir = fresh_dir("cancel", &shell_agent(responses, false));
+    let mut term = Pty::spawn_controlling(cordis(&dir, &["run", "--session", "c"]));
+    term.wait_for("> ", LIMIT);
+    term.send("go\r");
+    let first = pid_in(&dir.join("one.pid"));
+    term.send("\x03");
+    term.wait_for("cordis: cancelling the turn (Ctrl-C again to exit)", LIMIT);
+    assert!(gone(first), "the command outlived its cancelled turn");
+    term.wait_for_count("> ", 2, LIMIT);
+    term.send("again\r");
+    term.wait_for("Second turn answered.", LIMIT);
+    term.wait_for_count("> ", 3, LIMIT);
+    term.send("third\r");
+    let second = pid_in(&dir.join("two.pid"));
+    // Twice: the turn is cancelled and the run ends (the second lands while the cancelled turn
+    // winds down, or at the prompt after it; signals sent at once would merge into one).
+    term.send("\x03");
+    term.wait_for_count("cancelling the turn", 2, LIMIT);
+    term.send("\x03");
+    assert_eq!(term.wait_exit(LIMIT), Some(0), "{}", term.screen());
+    assert!(gone(second), "the command outlived cordis");
+    assert!(
+        term.screen()
+            .contains("session c saved; continue it with: cordis run --resume c"),
+        "{}",
+        term.screen()
+    );
+    let events = log_events(&dir, "c");
+    let ends: Vec<&serde_json::Value> = events
+        .iter()
+        .filter(|e| e["type"] == "turn/end")
+        .map(|e| &e["data"]["reason"])
+        .collect();
+    assert_eq!(
+        ends[..2],
+        [
+            &serde_json::json!({"kind": "aborted", "reason": "cancelled by the user (Ctrl-C)"}),
+            &serde_json::json!({"kind": "completed"}),
+        ]
+    );
+    assert_eq!(ends.len(), 3);
+    assert_eq!(ends[2]["kind"], "aborted");
+    assert!(
+        ends[2]["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("cancelled by the user (Ctrl-C"),
+        "{ends:?}"
+    );
+    let starts = events.iter().filter(|e| e["type"] == "turn/start").count();
+    assert_eq!(starts, 3, "every turn is closed");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn sigterm_ends_the_run_cleanly_and_kills_what_the_turn_started() {
+    let responses = "      - toolCalls: [{name: bash, arguments: {command: 'echo $$ > one.pid; exec sleep 30'}}]\n";
+    let dir = fresh_dir("sigterm", &shell_agent(responses, false));
+    let mut term = Pty::spawn_controlling(cordis(&dir, &["run", "--session", "t"]));
+    term.wait_for("> ", LIMIT);
+    term.send("go\r");
+    let command = pid_in(&dir.join("one.pid"));
+    let killed = Command::new("kill")
+        .args(["-TERM", &term.pid().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    assert_eq!(term.wait_exit(LIMIT), Some(0), "{}", term.screen());
+    assert!(gone(command), "the command outlived cordis");
+    assert!(
+        term.screen().contains("cordis run --resume t"),
+        "{}",
+        term.screen()
+    );
+    let events = log_events(&dir, "t");
+    let end = events
+        .iter()
+        .rev()
+        .find(|e| e["type"] == "turn/end")
+        .unwrap();
+    assert_eq!(
+        end["data"]["reason"],
+        serde_json::json!({"kind": "aborted", "reason": "cordis was asked to exit"})
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_key_typed_ahead_never_answers_a_question_and_always_holds_for_the_session_and_its_resume() {
+    // A `y` typed while the model streamed used to approve a command nobody had seen.
+    let responses = concat!(
+        "      - {text: [Thinking, ' hard.'], delayMs: 600, toolCalls: [{name: bash, arguments: {command: touch one.txt}}]}\n",
+        "      - text: First turn over.\n",
+        "      - toolCalls: [{name: bash, arguments: {command: touch two.txt}}]\n",
+        "      - toolCalls: [{name: bash, arguments: {command: touch three.txt}}]\n",
+        "      - text: Second turn over.\n",
+    );
+    let dir = fresh_dir("typed-ahead", &shell_agent(responses, true));
+    let mut term = Pty::spawn_controlling(cordis(&dir, &["run", "--session", "a"]));
+    let question = "allow bash? [y]es once, [a]lways this session, [N]o (or type why not)";
+    term.wait_for("> ", LIMIT);
+    term.send("go\r");
+    term.wait_for("Thinking", LIMIT);
+    term.send("y\r");
+    term.wait_for(
+        "\"y\" was typed while the agent worked: kept as your next message",
+        LIMIT,
+    );
+    term.wait_for(question, LIMIT);
+    assert!(
+        !dir.join("one.txt").exists(),
+        "the typed-ahead y approved it"
+    );
+    // Enter is no.
+    term.send("\r");
+    term.wait_for("First turn over.", LIMIT);
+    assert!(!dir.join("one.txt").exists());
+    // The kept `y` is the next message; its turn asks again, and `a` allows bash for good.
+    term.wait_for("> y", LIMIT);
+    let screen = term.screen();
+    let asked_before = screen[..screen.find("> y").unwrap()]
+        .matches(question)
+        .count();
+    term.wait_for_count(question, asked_before + 1, LIMIT);
+    term.send("a\r");
+    term.wait_for("Second turn over.", LIMIT);
+    assert!(dir.join("two.txt").exists() && dir.join("three.txt").exists());
+    // Asked once in that turn: its second command ran without a question.
+    assert_eq!(
+        term.screen().matches(question).count(),
+        asked_before + 1,
+        "{}",
+        term.screen()
+    );
+    term.send("\x04");
+    assert_eq!(term.wait_exit(LIMIT), Some(0), "{}", term.screen());
+    let decisions: Vec<(String, bool, String)> = log_events(&dir, "a")
+        .iter()
+        .filter(|e| e["type"] == "tool/approval")
+        .map(|e| {
+            (
+                e["data"]["name"].as_str().unwrap().to_owned(),
+                e["data"]["allowed"].as_bool().unwrap(),
+                e["data"]["by"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        decisions,
+        [
+            ("bash".to_owned(), false, "approver".to_owned()),
+            ("bash".to_owned(), true, "approver-always".to_owned()),
+            ("bash".to_owned(), true, "approver".to_owned()),
+        ]
+    );
+
+    // The grant is in the log: the resumed session runs bash without asking.
+    let mut term = Pty::spawn_controlling(cordis(&dir, &["run", "--resume", "a"]));
+    term.wait_for("> ", LIMIT);
+    term.send("go\r");
+    term.wait_for("First turn over.", LIMIT);
+    assert!(dir.join("one.txt").exists());
+    assert!(!term.screen().contains(question), "{}", term.screen());
+    term.send("\x04");
+    assert_eq!(term.wait_exit(LIMIT), Some(0), "{}", term.screen());
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -200,11 +200,14 @@ fn at_a_terminal_the_edit_is_shown_and_asked_and_no_denies_it() {
     let limit = Duration::from_secs(60);
     term.wait_for("> ", limit);
     term.send("make the note final\r");
-    term.wait_for("allow edit_file? [y/N]", limit);
+    term.wait_for(
+        "allow edit_file? [y]es once, [a]lways this session, [N]o",
+        limit,
+    );
     // The question shows what will happen: the diff of the edit.
     assert!(term.screen().contains("+final"), "{}", term.screen());
     term.send("y\r");
-    term.wait_for("allow bash? [y/N]", limit);
+    term.wait_for("allow bash? [y]es once, [a]lways this session, [N]o", limit);
     assert!(
         term.screen().contains("grep -c final notes.txt"),
         "{}",

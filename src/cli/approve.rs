@@ -3,12 +3,14 @@
 //! - `--yes`: every call is allowed.
 //! - `--approve TOOL` (repeatable): those tools are allowed up front.
 //! - At a terminal, anything else is asked: the call's card (the command, the diff of an edit)
-//!   is shown on stderr and the next line you type answers (`y` or `yes` allows; anything else,
-//!   or end of input, denies).
+//!   is shown on stderr and the next line typed *after* it answers (lines typed before the
+//!   question are kept as later messages, never taken as the answer): `y` allows once, `a`
+//!   allows this tool for the rest of the session (logged, so `--resume` honours it), Enter or
+//!   `n` denies, and any other text denies and tells the model why.
 //! - Not at a terminal, with neither flag: `ask` means deny, and the model is told why.
 
 use std::collections::BTreeSet;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use cordis_approvals::{AllowAll, AllowListed, Answer, ApprovalRequest, Approver, ApproverService};
 use futures_util::future::BoxFuture;
@@ -22,15 +24,19 @@ pub(crate) struct Asked {
     pub reply: oneshot::Sender<Answer>,
 }
 
+/// Tools allowed without asking: `--approve` ones, and those answered "always" in this session
+/// (shared by the approver and the run, which seeds it from a resumed session's log).
+pub(crate) type Allowed = Arc<Mutex<BTreeSet<String>>>;
+
 /// Asks the conversation (which owns the terminal) about every call not allowed up front.
 struct TerminalApprover {
-    allowed: BTreeSet<String>,
+    allowed: Allowed,
     ask: mpsc::UnboundedSender<Asked>,
 }
 
 impl Approver for TerminalApprover {
     fn approve(&self, request: &ApprovalRequest) -> BoxFuture<'static, Answer> {
-        if self.allowed.contains(&request.call.name) {
+        if cordis_runtime::lock(&self.allowed).contains(&request.call.name) {
             return Box::pin(async { Answer::Allow });
         }
         let (reply, answer) = oneshot::channel();
@@ -38,45 +44,65 @@ impl Approver for TerminalApprover {
             request: request.clone(),
             reply,
         });
+        let (allowed, tool) = (self.allowed.clone(), request.call.name.clone());
         Box::pin(async move {
             if sent.is_err() {
                 return Answer::Deny(Some("nobody is at the terminal to approve it".to_owned()));
             }
-            answer.await.unwrap_or(Answer::Deny(Some(
+            let answer = answer.await.unwrap_or(Answer::Deny(Some(
                 "the question was not answered".to_owned(),
-            )))
+            )));
+            if answer == Answer::AllowAlways {
+                cordis_runtime::lock(&allowed).insert(tool);
+            }
+            answer
         })
     }
 }
 
+/// What the run wires up for approvals: the approver service, the questions it will ask
+/// (interactive runs only), and the tools it allows without asking.
+pub(crate) struct Approving {
+    pub service: Option<ApproverService>,
+    pub asked: Option<mpsc::UnboundedReceiver<Asked>>,
+    pub allowed: Allowed,
+}
+
 /// The approver for a run, and the questions it will ask (interactive runs only).
-pub(crate) fn approver_for(
-    yes: bool,
-    approve: &[String],
-    interactive: bool,
-) -> (
-    Option<ApproverService>,
-    Option<mpsc::UnboundedReceiver<Asked>>,
-) {
-    let allowed: BTreeSet<String> = approve.iter().cloned().collect();
-    if yes {
-        return (Some(ApproverService(Arc::new(AllowAll))), None);
-    }
-    if interactive {
+pub(crate) fn approver_for(yes: bool, approve: &[String], interactive: bool) -> Approving {
+    let names: BTreeSet<String> = approve.iter().cloned().collect();
+    let allowed: Allowed = Arc::new(Mutex::new(names.clone()));
+    let (service, asked) = if yes {
+        (Some(ApproverService(Arc::new(AllowAll))), None)
+    } else if interactive {
         let (ask, asked) = mpsc::unbounded_channel();
-        let approver = TerminalApprover { allowed, ask };
-        return (Some(ApproverService(Arc::new(approver))), Some(asked));
-    }
-    if allowed.is_empty() {
+        let approver = TerminalApprover {
+            allowed: allowed.clone(),
+            ask,
+        };
+        (Some(ApproverService(Arc::new(approver))), Some(asked))
+    } else if names.is_empty() {
         (None, None)
     } else {
-        (Some(ApproverService(Arc::new(AllowListed(allowed)))), None)
+        (Some(ApproverService(Arc::new(AllowListed(names)))), None)
+    };
+    Approving {
+        service,
+        asked,
+        allowed,
     }
 }
 
-/// Whether a typed answer allows.
-pub(crate) fn allows(line: &str) -> bool {
-    matches!(line.trim().to_ascii_lowercase().as_str(), "y" | "yes")
+/// A typed answer to an approval question: `y`/`yes` once, `a`/`always` for the session,
+/// Enter/`n`/`no` no, and any other text no, with that text told to the model.
+pub(crate) fn answer_of(line: &str) -> Answer {
+    let text = line.trim();
+    match text.to_ascii_lowercase().as_str() {
+        "y" | "yes" => Answer::Allow,
+        "a" | "always" => Answer::AllowAlways,
+        "" | "n" | "no" => Answer::Deny(Some("the user said no".to_owned())),
+        _ => Answer::Deny(Some(format!("the user said no: {text}"))),
+    }
 }
 
 #[cfg(test)]
@@ -84,21 +110,36 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_y_or_yes_allows() {
+    fn answers_are_once_always_no_or_no_with_a_reason() {
         for yes in ["y", "Y", " yes ", "YES"] {
-            assert!(allows(yes), "{yes}");
+            assert_eq!(answer_of(yes), Answer::Allow, "{yes}");
         }
-        for no in ["", "n", "no", "yep", "sure"] {
-            assert!(!allows(no), "{no}");
+        for always in ["a", "A", "always"] {
+            assert_eq!(answer_of(always), Answer::AllowAlways, "{always}");
         }
+        for no in ["", "  ", "n", "no", "NO"] {
+            assert_eq!(
+                answer_of(no),
+                Answer::Deny(Some("the user said no".to_owned())),
+                "{no:?}"
+            );
+        }
+        assert_eq!(
+            answer_of(" use rg instead "),
+            Answer::Deny(Some("the user said no: use rg instead".to_owned()))
+        );
     }
 
     #[test]
     fn a_piped_run_without_flags_has_no_approver() {
-        assert!(approver_for(false, &[], false).0.is_none());
-        assert!(approver_for(true, &[], false).0.is_some());
-        assert!(approver_for(false, &["bash".to_owned()], false).0.is_some());
-        let (approver, asked) = approver_for(false, &[], true);
-        assert!(approver.is_some() && asked.is_some());
+        assert!(approver_for(false, &[], false).service.is_none());
+        assert!(approver_for(true, &[], false).service.is_some());
+        assert!(
+            approver_for(false, &["bash".to_owned()], false)
+                .service
+                .is_some()
+        );
+        let approving = approver_for(false, &[], true);
+        assert!(approving.service.is_some() && approving.asked.is_some());
     }
 }

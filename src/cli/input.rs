@@ -1,23 +1,43 @@
 //! What `cordis run` reads: one message per line, or a `"""`-fenced block, from stdin on a
 //! thread of its own (stdin has no async reader that can be cancelled, and a blocked read must
 //! never hold up the runtime or the process's exit).
+//!
+//! Each line carries the moment it was read, so an approval question can tell the answer
+//! typed after it from lines typed ahead while the model was working (those are messages).
+//! Blank lines are passed on too: at a question, Enter means no; between turns they are
+//! skipped.
+
+use std::time::Instant;
 
 use tokio::sync::mpsc;
 
 /// The multi-line delimiter.
 pub(crate) const FENCE: &str = "\"\"\"";
 
+/// A message (or an answer) as typed, and when its line was read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Typed {
+    /// The text: one line, or a fenced block's lines joined; may be empty (a blank line).
+    pub text: String,
+    /// When the (last) line was read.
+    pub at: Instant,
+}
+
 /// Reads messages from stdin on a thread: lines, or `"""`-fenced blocks.
-pub(crate) fn spawn_reader(prompt: bool) -> mpsc::UnboundedReceiver<String> {
+pub(crate) fn spawn_reader() -> mpsc::UnboundedReceiver<Typed> {
     let (tx, rx) = mpsc::unbounded_channel();
     std::thread::spawn(move || {
         let stdin = std::io::stdin();
         let mut block: Option<Vec<String>> = None;
         let mut line = String::new();
+        let send = |text: String| {
+            tx.send(Typed {
+                text,
+                at: Instant::now(),
+            })
+            .is_ok()
+        };
         loop {
-            if prompt && block.is_none() {
-                eprint!("> ");
-            }
             line.clear();
             match stdin.read_line(&mut line) {
                 Ok(0) | Err(_) => break,
@@ -28,15 +48,14 @@ pub(crate) fn spawn_reader(prompt: bool) -> mpsc::UnboundedReceiver<String> {
                 Some(lines) if text.trim() == FENCE => {
                     let message = lines.join("\n");
                     block = None;
-                    if !message.trim().is_empty() && tx.send(message).is_err() {
+                    if !message.trim().is_empty() && !send(message) {
                         break;
                     }
                 }
                 Some(lines) => lines.push(text.to_owned()),
                 None if text.trim() == FENCE => block = Some(Vec::new()),
-                None if text.trim().is_empty() => {}
                 None => {
-                    if tx.send(text.to_owned()).is_err() {
+                    if !send(text.to_owned()) {
                         break;
                     }
                 }
@@ -46,7 +65,7 @@ pub(crate) fn spawn_reader(prompt: bool) -> mpsc::UnboundedReceiver<String> {
         if let Some(lines) = block {
             let message = lines.join("\n");
             if !message.trim().is_empty() {
-                let _ = tx.send(message);
+                let _ = send(message);
             }
         }
     });

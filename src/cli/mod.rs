@@ -32,6 +32,7 @@ mod permute;
 mod presets;
 mod render;
 mod run;
+mod signals;
 mod stress;
 mod transcript;
 mod watch;

@@ -22,19 +22,18 @@ use cordis_runtime::Context;
 use cordis_session::{SessionError, SessionStore, TurnEndReason};
 use tokio::sync::mpsc;
 
-use super::approve::{Asked, allows, approver_for};
-use super::input::spawn_reader;
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+use super::approve::{Allowed, Asked, answer_of, approver_for};
+use super::input::{Typed, spawn_reader};
 use super::render::{safe, safe_lines};
+use super::signals::{Signals, Stop};
 use super::transcript::Transcript;
 use super::{EXIT_CONFIG, EXIT_FAILURE, EXIT_LOCKED, EXIT_OK, Io, RunArgs, choose_seed};
 
-/// Shows an approval question (the call's card) and reads the answer from the next typed line.
-async fn ask(
-    root: &Context,
-    request: &ApprovalRequest,
-    input: &mut mpsc::UnboundedReceiver<String>,
-    io: &mut Io<'_>,
-) -> std::io::Result<Answer> {
+/// The question's text: the call's card (title and body) from its presenter.
+fn question(root: &Context, request: &ApprovalRequest) -> String {
     let name = &request.call.name;
     let shown = match root.get::<Presenters>() {
         Some(presenters) => {
@@ -47,22 +46,19 @@ async fn ask(
                     text.push('\n');
                 }
             }
+            if let Some(more) = p.text.as_deref().filter(|t| !t.is_empty()) {
+                text.push_str(&safe_lines(more));
+                text.push('\n');
+            }
             text
         }
         None => format!("{name} {}\n", safe(&request.call.arguments.to_string())),
     };
-    write!(
-        io.err,
-        "cordis: {} wants to run:\n{shown}cordis: allow {}? [y/N] ",
+    format!(
+        "cordis: {} wants to run:\n{shown}cordis: allow {}? [y]es once, [a]lways this session, [N]o (or type why not) ",
         safe(name),
         safe(name)
-    )?;
-    io.err.flush()?;
-    Ok(match input.recv().await {
-        Some(line) if allows(&line) => Answer::Allow,
-        Some(_) => Answer::Deny(Some("the user said no".to_owned())),
-        None => Answer::Deny(Some("the input ended before an answer".to_owned())),
-    })
+    )
 }
 
 /// A new session id: `YYYYMMDD-HHMMSS-NNN` (UTC, milliseconds).
@@ -324,9 +320,10 @@ async fn run_session(
     io.err.flush()?;
 
     let interactive = std::io::IsTerminal::is_terminal(&std::io::stdin());
-    let (approver, asked) = approver_for(args.yes, &args.approve, interactive);
+    let approving = approver_for(args.yes, &args.approve, interactive);
+    seed_always(&approving.allowed, &agent);
     // The root's service is seen by every scope, reloads included; it goes with the root.
-    let _approver = approver.map(|a| root.provide(a));
+    let _approver = approving.service.map(|a| root.provide(a));
     let mut conversation = Conversation {
         args,
         root: root.clone(),
@@ -334,8 +331,12 @@ async fn run_session(
         agent,
         transcript: Transcript::default(),
         failed_turns: 0,
-        input: spawn_reader(interactive),
-        asked,
+        input: spawn_reader(),
+        typed_ahead: VecDeque::new(),
+        asked: approving.asked,
+        signals: Signals::install()?,
+        interrupted_at: None,
+        exiting: false,
     };
     conversation.talk(interactive, watcher.as_mut(), io).await?;
 
@@ -443,9 +444,33 @@ struct Conversation<'a> {
     transcript: Transcript,
     failed_turns: u64,
     /// Messages (and, during a turn, answers to approval questions) typed by the user.
-    input: mpsc::UnboundedReceiver<String>,
+    input: mpsc::UnboundedReceiver<Typed>,
+    /// Messages typed while a turn ran, before a question: the next messages, in order.
+    typed_ahead: VecDeque<String>,
     /// Approval questions from the terminal approver (interactive runs only).
     asked: Option<mpsc::UnboundedReceiver<Asked>>,
+    /// Ctrl-C, SIGTERM, SIGHUP.
+    signals: Signals,
+    /// When Ctrl-C last cancelled a turn: another within [`DOUBLE_INTERRUPT`] ends the run.
+    interrupted_at: Option<Instant>,
+    /// The run ends once the current turn has.
+    exiting: bool,
+}
+
+/// Two Ctrl-C within this end the run (the first cancels the turn).
+const DOUBLE_INTERRUPT: Duration = Duration::from_secs(2);
+
+/// Adds the tools a resumed session's log says were approved "always" to `allowed`.
+fn seed_always(allowed: &Allowed, agent: &Agent) {
+    let always: Vec<String> = agent.session().with_events(|events| {
+        events
+            .iter()
+            .filter(|e| e.kind == cordis_session::kinds::TOOL_APPROVAL)
+            .filter(|e| e.data["by"] == "approver-always" && e.data["allowed"] == true)
+            .filter_map(|e| e.data["name"].as_str().map(str::to_owned))
+            .collect()
+    });
+    cordis_runtime::lock(allowed).extend(always);
 }
 
 impl Conversation<'_> {
@@ -462,22 +487,52 @@ impl Conversation<'_> {
             let _ = etx.send(e.clone());
         });
         loop {
-            let message = tokio::select! {
-                m = self.input.recv() => m,
-                Some(note) = async {
-                    match watcher.as_deref_mut() {
-                        Some(w) => w.changed().await,
-                        None => std::future::pending().await,
+            if self.exiting {
+                break;
+            }
+            let message = match self.typed_ahead.pop_front() {
+                Some(message) => {
+                    if interactive {
+                        writeln!(io.err, "> {}", safe_lines(&message))?;
                     }
-                } => {
-                    match note {
-                        WatchNote::Changed => self.reload(io).await?,
-                        other => super::print_watch_note(&other, io)?,
+                    Some(message)
+                }
+                None => {
+                    if interactive {
+                        // The prompt shows when the run waits for a message, not before the
+                        // reply to the last one.
+                        write!(io.err, "> ")?;
+                        io.err.flush()?;
                     }
-                    continue;
+                    tokio::select! {
+                        m = self.input.recv() => m.map(|t| t.text),
+                        stop = self.signals.next() => {
+                            // Between turns, Ctrl-C or a termination ends the run cleanly.
+                            if interactive {
+                                writeln!(io.err)?;
+                            }
+                            let _ = stop;
+                            break;
+                        }
+                        Some(note) = async {
+                            match watcher.as_deref_mut() {
+                                Some(w) => w.changed().await,
+                                None => std::future::pending().await,
+                            }
+                        } => {
+                            match note {
+                                WatchNote::Changed => self.reload(io).await?,
+                                other => super::print_watch_note(&other, io)?,
+                            }
+                            continue;
+                        }
+                    }
                 }
             };
             let Some(message) = message else { break };
+            if message.trim().is_empty() {
+                continue;
+            }
             if let Some(rest) = preset_command(&message) {
                 if !interactive {
                     writeln!(io.out, "> {}", safe_lines(message.trim()))?;
@@ -496,6 +551,79 @@ impl Conversation<'_> {
             io.err.flush()?;
         }
         Ok(())
+    }
+
+    /// Acts on a signal during a turn: the first Ctrl-C cancels it, a second one soon after (or
+    /// SIGTERM/SIGHUP) cancels it and ends the run once it has ended.
+    fn on_signal(&mut self, stop: Stop, io: &mut Io<'_>) -> std::io::Result<()> {
+        let again = self
+            .interrupted_at
+            .is_some_and(|t| t.elapsed() < DOUBLE_INTERRUPT);
+        let reason = match stop {
+            Stop::Interrupt if !again => {
+                self.interrupted_at = Some(Instant::now());
+                writeln!(
+                    io.err,
+                    "\ncordis: cancelling the turn (Ctrl-C again to exit)"
+                )?;
+                "cancelled by the user (Ctrl-C)"
+            }
+            Stop::Interrupt => {
+                self.exiting = true;
+                writeln!(io.err, "\ncordis: exiting")?;
+                "cancelled by the user (Ctrl-C twice: exiting)"
+            }
+            Stop::Terminate => {
+                self.exiting = true;
+                writeln!(io.err, "\ncordis: exiting (asked to by a signal)")?;
+                "cordis was asked to exit"
+            }
+        };
+        self.agent.cancel(Some(reason.to_owned()));
+        io.err.flush()
+    }
+
+    /// Keeps a message typed while the agent worked for after the turn, and says so.
+    fn keep_typed_ahead(&mut self, text: String, io: &mut Io<'_>) -> std::io::Result<()> {
+        writeln!(
+            io.err,
+            "\ncordis: {:?} was typed while the agent worked: kept as your next message",
+            safe(&text)
+        )?;
+        self.typed_ahead.push_back(text);
+        Ok(())
+    }
+
+    /// Asks the person at the terminal about one call. Lines typed before the question was
+    /// shown are kept as the next messages, never taken as its answer.
+    async fn ask(&mut self, request: &ApprovalRequest, io: &mut Io<'_>) -> std::io::Result<Answer> {
+        let text = question(&self.root, request);
+        write!(io.err, "{text}")?;
+        io.err.flush()?;
+        let shown = Instant::now();
+        loop {
+            let typed = tokio::select! {
+                typed = self.input.recv() => typed,
+                stop = self.signals.next() => {
+                    writeln!(io.err)?;
+                    self.on_signal(stop, io)?;
+                    return Ok(Answer::Deny(Some("the user cancelled the turn".to_owned())));
+                }
+            };
+            let Some(typed) = typed else {
+                return Ok(Answer::Deny(Some(
+                    "the input ended before an answer".to_owned(),
+                )));
+            };
+            if typed.at >= shown {
+                return Ok(answer_of(&typed.text));
+            }
+            if !typed.text.trim().is_empty() {
+                self.keep_typed_ahead(typed.text, io)?;
+                write!(io.err, "{text}")?;
+                io.err.flush()?;
+            }
+        }
     }
 
     /// `/preset [ID]`: without an id, names the preset the session runs and the others; with
@@ -606,6 +734,8 @@ impl Conversation<'_> {
         events: &mut mpsc::UnboundedReceiver<AgentEvent>,
         io: &mut Io<'_>,
     ) -> anyhow::Result<()> {
+        // A Ctrl-C of an earlier turn does not make this turn's first one a second.
+        self.interrupted_at = None;
         let mut attempt = 0;
         let ended = loop {
             attempt += 1;
@@ -628,8 +758,15 @@ impl Conversation<'_> {
                                 None => std::future::pending().await,
                             }
                         } => {
-                            let answer = ask(&self.root, &asked.request, &mut self.input, io).await?;
+                            let answer = self.ask(&asked.request, io).await?;
                             let _ = asked.reply.send(answer);
+                        }
+                        stop = self.signals.next() => self.on_signal(stop, io)?,
+                        // Typed while the turn runs: the next message, not an answer.
+                        Some(typed) = self.input.recv() => {
+                            if !typed.text.trim().is_empty() {
+                                self.keep_typed_ahead(typed.text, io)?;
+                            }
                         }
                         r = &mut turn => break r,
                     }

@@ -56,6 +56,32 @@ impl Pty {
         }
     }
 
+    /// Starts `cmd` as the leader of a new session whose controlling terminal is this one
+    /// (util-linux `setsid --ctty`, which execs without forking), so Ctrl-C typed here is a
+    /// SIGINT to it, as in a real terminal.
+    pub fn spawn_controlling(cmd: Command) -> Pty {
+        let mut wrapped = Command::new("setsid");
+        wrapped
+            .arg("--ctty")
+            .arg(cmd.get_program())
+            .args(cmd.get_args());
+        if let Some(dir) = cmd.get_current_dir() {
+            wrapped.current_dir(dir);
+        }
+        for (key, value) in cmd.get_envs() {
+            match value {
+                Some(value) => wrapped.env(key, value),
+                None => wrapped.env_remove(key),
+            };
+        }
+        Pty::spawn(wrapped)
+    }
+
+    /// The child's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Types `text` (use `"\x04"` for Ctrl-D at the start of a line).
     pub fn send(&mut self, text: &str) {
         self.master.write_all(text.as_bytes()).unwrap();

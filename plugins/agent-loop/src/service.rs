@@ -122,12 +122,8 @@ impl AgentLoop {
                 id: id.clone(),
                 source,
             })?;
-        if report.truncated_bytes.is_some()
-            || report.newline_repaired
-            || !report.repaired.is_empty()
-            || report.header_id.is_some()
-        {
-            tracing::warn!(agent = %id, session = %session_id, ?report, "session repaired on open");
+        if let Some(repaired) = report.describe() {
+            tracing::warn!("session {session_id}: {repaired}");
         }
         let scope = self.ctx.child_scope(&format!("agent:{id}"));
         let Some(actx) = scope.context() else {

@@ -25,6 +25,9 @@ pub struct ApprovalRequest {
 pub enum Answer {
     /// Run it.
     Allow,
+    /// Run it, and the approver will allow this tool's later calls in this session without
+    /// asking (logged as decided by `approver-always`, so a resumed session can honour it).
+    AllowAlways,
     /// Do not; the reason, if any, reaches the model.
     Deny(Option<String>),
 }

@@ -21,6 +21,8 @@ pub enum DecidedBy {
     Policy,
     /// The approver service answered `ask`.
     Approver,
+    /// The approver answered `ask` with "always for this tool in this session".
+    ApproverAlways,
     /// `ask` with no approver to answer: denied.
     NoApprover,
     /// Approved, but a later `tools/pre-execute` listener changed the call: denied.
@@ -28,12 +30,13 @@ pub enum DecidedBy {
 }
 
 impl DecidedBy {
-    /// The name the session log uses: `policy`, `approver`, `no-approver`,
+    /// The name the session log uses: `policy`, `approver`, `approver-always`, `no-approver`,
     /// `changed-after-approval`.
     pub fn as_str(self) -> &'static str {
         match self {
             DecidedBy::Policy => "policy",
             DecidedBy::Approver => "approver",
+            DecidedBy::ApproverAlways => "approver-always",
             DecidedBy::NoApprover => "no-approver",
             DecidedBy::ChangedAfterApproval => "changed-after-approval",
         }
@@ -71,8 +74,8 @@ type CallKey = (Option<ScopeKey>, String);
 
 #[derive(Default)]
 struct State {
-    /// One-shot grants: the exact call an approver allowed.
-    grants: BTreeMap<CallKey, Vec<ToolCall>>,
+    /// One-shot grants: the exact call an approver allowed, and how.
+    grants: BTreeMap<CallKey, Vec<(ToolCall, DecidedBy)>>,
     decisions: BTreeMap<CallKey, ApprovalDecided>,
     order: VecDeque<CallKey>,
 }
@@ -96,7 +99,7 @@ impl Service for Approvals {
 }
 
 enum Grant {
-    Matched,
+    Matched(DecidedBy),
     Changed,
     Missing,
 }
@@ -130,12 +133,12 @@ impl Approvals {
         found
     }
 
-    fn grant(&self, scope: Option<ScopeKey>, call: ToolCall) {
+    fn grant(&self, scope: Option<ScopeKey>, call: ToolCall, by: DecidedBy) {
         self.state()
             .grants
             .entry((scope, call.call_id.clone()))
             .or_default()
-            .push(call);
+            .push((call, by));
     }
 
     fn revoke(&self, scope: Option<ScopeKey>, call_id: &str) {
@@ -148,12 +151,9 @@ impl Approvals {
         let Some(grants) = state.grants.get_mut(&key) else {
             return Grant::Missing;
         };
-        let found = grants.iter().position(|g| g == call);
+        let found = grants.iter().position(|(g, _)| g == call);
         let outcome = match found {
-            Some(i) => {
-                grants.remove(i);
-                Grant::Matched
-            }
+            Some(i) => Grant::Matched(grants.remove(i).1),
             None => {
                 grants.pop();
                 Grant::Changed
@@ -198,7 +198,7 @@ impl Approvals {
                 )),
             ),
             Policy::Ask => match self.consume(scope, call) {
-                Grant::Matched => (DecidedBy::Approver, None),
+                Grant::Matched(by) => (by, None),
                 Grant::Changed => (
                     DecidedBy::ChangedAfterApproval,
                     Some(format!(
@@ -274,7 +274,10 @@ impl Plugin for ApprovalsPlugin {
                         policy: Policy::Ask,
                     };
                     match approver.0.approve(&request).await {
-                        Answer::Allow => a.grant(scope, v.call.clone()),
+                        Answer::Allow => a.grant(scope, v.call.clone(), DecidedBy::Approver),
+                        Answer::AllowAlways => {
+                            a.grant(scope, v.call.clone(), DecidedBy::ApproverAlways);
+                        }
                         Answer::Deny(reason) => {
                             let reason = format!(
                                 "the user denied tool \"{}\"{}",

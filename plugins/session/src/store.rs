@@ -29,6 +29,33 @@ pub struct OpenReport {
     pub header_id: Option<String>,
 }
 
+impl OpenReport {
+    /// What opening repaired or noticed, as one sentence for a person; `None` when nothing.
+    pub fn describe(&self) -> Option<String> {
+        let mut parts = Vec::new();
+        if let Some(bytes) = self.truncated_bytes {
+            parts.push(format!(
+                "cut a torn last line of {bytes} bytes (a write the process did not finish)"
+            ));
+        }
+        if self.newline_repaired {
+            parts.push("wrote the newline its last event was missing".to_owned());
+        }
+        if !self.repaired.is_empty() {
+            parts.push(format!(
+                "closed the turn left open as interrupted ({} events appended)",
+                self.repaired.len()
+            ));
+        }
+        if let Some(id) = &self.header_id {
+            parts.push(format!(
+                "its header names session {id:?}; it is opened under its file's name"
+            ));
+        }
+        (!parts.is_empty()).then(|| parts.join("; "))
+    }
+}
+
 /// The header values of a session being created (all optional; `Default` is none of them).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
