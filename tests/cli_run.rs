@@ -308,3 +308,41 @@ fn the_check_digest_is_the_hash_of_the_logged_request_header() {
     assert_ne!(other["digest"], report["digest"]);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn slash_lines_are_commands_for_cordis_and_never_reach_the_model() {
+    let dir = fresh_dir("commands");
+    let out = run(
+        &dir,
+        &["--session", "cmd"],
+        "/help\n/nope at all\nhello\n/usage\n//etc is a message\n/quit\nnever sent\n",
+        &[],
+    );
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("  /preset [ID]  show the session's preset"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(
+            "cordis: unknown command /nope; /help lists them (start the line with // to send it to the model)"
+        ),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("cordis: session cmd: 0 tokens in, 0 tokens out, over 2 model answers that reported usage"),
+        "{stderr}"
+    );
+    let log = std::fs::read_to_string(dir.join(".sessions/cmd.jsonl")).unwrap();
+    let messages: Vec<String> = log
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|e| e["type"] == "user/message")
+        .map(|e| e["data"]["content"].as_str().unwrap().to_owned())
+        .collect();
+    // `/quit` ended the run before the last line.
+    assert_eq!(messages, ["hello", "/etc is a message"]);
+    assert!(!stdout.contains("never sent"), "{stdout}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

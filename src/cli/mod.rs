@@ -26,6 +26,7 @@ mod cache;
 mod call;
 mod check;
 pub mod ci;
+mod commands;
 mod history;
 mod input;
 mod permute;

@@ -26,6 +26,7 @@ use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use super::approve::{Allowed, Asked, answer_of, approver_for};
+use super::commands;
 use super::input::{Typed, spawn_reader};
 use super::render::{safe, safe_lines};
 use super::signals::{Signals, Stop};
@@ -533,13 +534,28 @@ impl Conversation<'_> {
             if message.trim().is_empty() {
                 continue;
             }
-            if let Some(rest) = preset_command(&message) {
-                if !interactive {
-                    writeln!(io.out, "> {}", safe_lines(message.trim()))?;
+            let message = match commands::parse(&message) {
+                commands::Line::Message(text) => text.to_owned(),
+                command => {
+                    if !interactive {
+                        writeln!(io.out, "> {}", safe_lines(message.trim()))?;
+                    }
+                    match command {
+                        commands::Line::Preset(rest) => self.switch_preset(rest, io).await?,
+                        commands::Line::Help => write!(io.err, "{}", commands::help())?,
+                        commands::Line::Usage => self.usage(io)?,
+                        commands::Line::Quit => break,
+                        commands::Line::Unknown(word) => writeln!(
+                            io.err,
+                            "cordis: unknown command {}; /help lists them (start the line with // to send it to the model)",
+                            safe(word)
+                        )?,
+                        commands::Line::Message(_) => {}
+                    }
+                    io.err.flush()?;
+                    continue;
                 }
-                self.switch_preset(rest, io).await?;
-                continue;
-            }
+            };
             if !interactive {
                 // Piped input is not on the screen: echo it so the transcript reads as a dialogue.
                 for line in message.lines() {
@@ -624,6 +640,28 @@ impl Conversation<'_> {
                 io.err.flush()?;
             }
         }
+    }
+
+    /// `/usage`: the tokens the model reported in this session, from its log.
+    fn usage(&self, io: &mut Io<'_>) -> std::io::Result<()> {
+        let (messages, input, output) = self.agent.session().with_events(|events| {
+            events
+                .iter()
+                .filter(|e| e.kind == cordis_session::kinds::ASSISTANT_MESSAGE)
+                .filter_map(|e| e.data.get("usage"))
+                .fold((0u64, 0u64, 0u64), |(n, i, o), u| {
+                    (
+                        n + 1,
+                        i + u["inputTokens"].as_u64().unwrap_or(0),
+                        o + u["outputTokens"].as_u64().unwrap_or(0),
+                    )
+                })
+        });
+        writeln!(
+            io.err,
+            "cordis: session {}: {input} tokens in, {output} tokens out, over {messages} model answers that reported usage",
+            self.agent.session().id()
+        )
     }
 
     /// `/preset [ID]`: without an id, names the preset the session runs and the others; with
@@ -813,24 +851,9 @@ impl Conversation<'_> {
     }
 }
 
-/// The argument of a `/preset` line (empty for a bare `/preset`), or `None` for a message.
-fn preset_command(line: &str) -> Option<&str> {
-    let rest = line.trim().strip_prefix("/preset")?;
-    (rest.is_empty() || rest.starts_with(char::is_whitespace)).then(|| rest.trim())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_preset_line_is_a_command_and_anything_else_a_message() {
-        assert_eq!(preset_command("/preset code"), Some("code"));
-        assert_eq!(preset_command("  /preset   minimal  "), Some("minimal"));
-        assert_eq!(preset_command("/preset"), Some(""));
-        assert_eq!(preset_command("/presets"), None);
-        assert_eq!(preset_command("use /preset code"), None);
-    }
 
     #[test]
     fn session_ids_are_sortable_timestamps() {
