@@ -205,7 +205,11 @@ fn at_a_terminal_the_edit_is_shown_and_asked_and_no_denies_it() {
         limit,
     );
     // The question shows what will happen: the diff of the edit.
-    assert!(term.screen().contains("+final"), "{}", term.screen());
+    assert!(
+        term.screen().contains("+status: final"),
+        "{}",
+        term.screen()
+    );
     term.send("y\r");
     term.wait_for("allow bash? [y]es once, [a]lways this session, [N]o", limit);
     assert!(

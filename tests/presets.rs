@@ -670,7 +670,7 @@ impl cordis_approvals::Approver for CardKeeper {
     ) -> futures_util::future::BoxFuture<'static, cordis_approvals::Answer> {
         let card = self
             .presenters
-            .present_call(&request.call.name, &request.call.arguments);
+            .present_approval(&request.call.name, &request.call.arguments);
         self.shown.lock().unwrap().push(card);
         Box::pin(async { cordis_approvals::Answer::Deny(Some("not now".into())) })
     }

@@ -32,7 +32,7 @@ impl Approver for EditorApprover {
         let call = &request.call;
         let (title, input) = match &self.presenters {
             Some(p) => {
-                let shown = p.present_call(&call.name, &call.arguments);
+                let shown = p.present_approval(&call.name, &call.arguments);
                 (shown.title, shown.input)
             }
             None => (call.name.clone(), call.arguments.clone()),

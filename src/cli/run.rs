@@ -38,7 +38,7 @@ fn question(root: &Context, request: &ApprovalRequest) -> String {
     let name = &request.call.name;
     let shown = match root.get::<Presenters>() {
         Some(presenters) => {
-            let p = presenters.present_call(name, &request.call.arguments);
+            let p = presenters.present_approval(name, &request.call.arguments);
             let mut text = format!("{}\n", safe(&p.title));
             let card = render_card(&p.card);
             if !card.is_empty() {

@@ -25,11 +25,22 @@ pub trait ToolPresenter: Send + Sync + 'static {
     /// True when the tool only reads (approvals defaults and UIs may use it).
     fn read_only(&self) -> bool;
 
-    /// The call, before it runs (also what an approval prompt shows).
+    /// The call, before it runs, as a transcript shows it (live and replayed alike, so it
+    /// depends on the arguments alone).
     ///
     /// # Errors
     /// Arguments the presenter cannot read.
     fn present_call(&self, args: &Value) -> Result<Presentation, PresentError>;
+
+    /// The call as an approval question shows it: by default [`ToolPresenter::present_call`];
+    /// a tool that works its calls out before approval (the whole-file diff of an edit, what a
+    /// mounted file starts) shows that here. Never replayed.
+    ///
+    /// # Errors
+    /// Arguments the presenter cannot read.
+    fn present_approval(&self, args: &Value) -> Result<Presentation, PresentError> {
+        self.present_call(args)
+    }
 
     /// The result, with the call's arguments.
     ///
@@ -167,6 +178,18 @@ impl Presenters {
             return generic(name, args);
         };
         match catch_unwind(AssertUnwindSafe(|| presenter.present_call(args))) {
+            Ok(Ok(p)) => p,
+            _ => generic(name, args),
+        }
+    }
+
+    /// The call of `name` with `args` as an approval question shows it; generic when there is
+    /// no presenter or it fails.
+    pub fn present_approval(&self, name: &str, args: &Value) -> Presentation {
+        let Some(presenter) = self.get(name) else {
+            return generic(name, args);
+        };
+        match catch_unwind(AssertUnwindSafe(|| presenter.present_approval(args))) {
             Ok(Ok(p)) => p,
             _ => generic(name, args),
         }

@@ -193,9 +193,11 @@ pub(crate) struct MountPresenter {
 }
 
 impl MountPresenter {
-    fn base(&self, args: &Value) -> Presentation {
+    /// The presentation; with `planned`, the plan's rows and what they start (approvals only:
+    /// a transcript is replayed when no plan is left).
+    fn base(&self, args: &Value, planned: bool) -> Presentation {
         let given = args.get("path").and_then(Value::as_str).unwrap_or_default();
-        let plan = self.plans.newest_for(given);
+        let plan = planned.then(|| self.plans.newest_for(given)).flatten();
         Presentation {
             title: format!("Mount {given}"),
             kind: if plan.as_ref().is_some_and(|p| p.starts_anything) {
@@ -220,7 +222,14 @@ impl ToolPresenter for MountPresenter {
     }
 
     fn present_call(&self, args: &Value) -> Result<Presentation, cordis_presenter::PresentError> {
-        Ok(self.base(args))
+        Ok(self.base(args, false))
+    }
+
+    fn present_approval(
+        &self,
+        args: &Value,
+    ) -> Result<Presentation, cordis_presenter::PresentError> {
+        Ok(self.base(args, true))
     }
 
     fn present_result(
@@ -234,7 +243,7 @@ impl ToolPresenter for MountPresenter {
         };
         Ok(Presentation {
             text: Some(text),
-            ..self.base(args)
+            ..self.base(args, false)
         })
     }
 }

@@ -8,6 +8,7 @@
 mod config;
 pub mod ops;
 mod plugin;
+mod preflight;
 
 pub use config::FsConfig;
 pub use plugin::{FsPlugin, fs_tools};

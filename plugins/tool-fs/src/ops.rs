@@ -68,6 +68,14 @@ pub enum FsError {
     /// An edit that cannot do anything.
     #[error("{0}")]
     UselessEdit(&'static str),
+    /// The file changed between the approval (which showed its diff) and the edit.
+    #[error(
+        "\"{path}\" changed after the edit was shown for approval; nothing was written: read the file again and retry"
+    )]
+    ChangedSinceShown {
+        /// The file.
+        path: String,
+    },
     /// The edited file would exceed `max_file_bytes` (checked before it is built).
     #[error(
         "replacing {count} occurrence(s) in \"{path}\" would make it {size} bytes, over the limit of {limit} (`maxFileBytes`); replace fewer at a time or write the file in parts"
@@ -243,12 +251,28 @@ struct EditArgs {
     replace_all: bool,
 }
 
-/// `edit_file`: replaces `old_string` by `new_string`; it must occur exactly once unless
-/// `replace_all`.
+/// An `edit_file` call worked out without writing: the file as it is and as it would be.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EditPlan {
+    /// The file.
+    pub path: cordis_workspace::WorkspacePath,
+    /// Its content now.
+    pub before: String,
+    /// Its content after the edit.
+    pub after: String,
+    /// How many occurrences are replaced.
+    pub replacements: usize,
+    /// The lines of the first matches (at most 20).
+    pub lines: Vec<usize>,
+}
+
+/// Works out an `edit_file` call (every check it makes, nothing written): what an approval
+/// shows, so an edit that cannot apply fails before anyone is asked.
 ///
 /// # Errors
-/// Bad arguments, escapes, binary files, zero or (without `replace_all`) several matches.
-pub fn edit_file(ws: &Workspace, config: &FsConfig, arguments: Value) -> Result<Value, FsError> {
+/// Bad arguments, escapes, binary files, zero or (without `replace_all`) several matches, a
+/// result over the size limit.
+pub fn plan_edit(ws: &Workspace, config: &FsConfig, arguments: Value) -> Result<EditPlan, FsError> {
     let a: EditArgs = args(crate::EDIT_FILE, arguments)?;
     if a.old_string.is_empty() {
         return Err(FsError::UselessEdit(
@@ -303,12 +327,48 @@ pub fn edit_file(ws: &Workspace, config: &FsConfig, arguments: Value) -> Result<
             limit: config.max_file_bytes,
         });
     }
-    let updated = content.replace(&a.old_string, &a.new_string);
-    ws.write_atomic(&path, updated.as_bytes())?;
+    let after = content.replace(&a.old_string, &a.new_string);
+    Ok(EditPlan {
+        path,
+        before: content,
+        after,
+        replacements: offsets.len(),
+        lines,
+    })
+}
+
+/// `edit_file`: replaces `old_string` by `new_string`; it must occur exactly once unless
+/// `replace_all`.
+///
+/// # Errors
+/// As [`plan_edit`], and a failed write.
+pub fn edit_file(ws: &Workspace, config: &FsConfig, arguments: Value) -> Result<Value, FsError> {
+    apply_edit(ws, &plan_edit(ws, config, arguments)?)
+}
+
+/// The text of the file at `path` now, read as an edit reads it.
+///
+/// # Errors
+/// Escapes, an unreadable, binary or too large file.
+pub fn read_text(
+    ws: &Workspace,
+    config: &FsConfig,
+    path: &cordis_workspace::WorkspacePath,
+) -> Result<String, FsError> {
+    let bytes = ws.read_limited(path, config.max_file_bytes)?;
+    text(crate::EDIT_FILE, path.given(), bytes)
+}
+
+/// Writes a planned edit.
+///
+/// # Errors
+/// The write fails.
+pub fn apply_edit(ws: &Workspace, plan: &EditPlan) -> Result<Value, FsError> {
+    ws.write_atomic(&plan.path, plan.after.as_bytes())?;
     Ok(json!({
-        "path": path.to_string(),
-        "replacements": offsets.len(),
-        "lines": lines,
+        "path": plan.path.to_string(),
+        "replacements": plan.replacements,
+        "lines": plan.lines,
     }))
 }
 

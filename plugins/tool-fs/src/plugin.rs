@@ -2,13 +2,17 @@
 
 use std::sync::{Arc, LazyLock};
 
-use cordis_runtime::{BoxError, Context, Inject, Plugin, Service};
-use cordis_tools::{ToolDefinition, ToolOutput, ToolRegistry, ToolSchema};
+use cordis_runtime::{BoxError, Context, Inject, Plugin, Position, Service};
+use cordis_tools::{
+    Decision, ToolDefinition, ToolOutput, ToolRegistry, ToolSchema, ToolsPostExecute,
+    ToolsPreExecute,
+};
 use cordis_workspace::Workspace;
 use serde_json::{Value, json};
 
 use crate::config::FsConfig;
 use crate::ops::{self, FsError};
+use crate::preflight::{self, Plans};
 
 /// The `tool-fs` plugin.
 #[derive(Debug, Clone, Copy, Default)]
@@ -17,6 +21,8 @@ pub struct FsPlugin;
 const INJECT: &[Inject] = &[
     Inject::required(ToolRegistry::NAME),
     Inject::required(Workspace::NAME),
+    // For the approval card of an edit: its whole-file diff (see `preflight`).
+    Inject::optional(<cordis_presenter::Presenters as Service>::NAME),
 ];
 
 type Op = fn(&Workspace, &FsConfig, Value) -> Result<Value, FsError>;
@@ -105,9 +111,32 @@ static SCHEMAS: LazyLock<[ToolSchema; 4]> = LazyLock::new(|| {
 
 /// The four tools over `ws`, sorted by name.
 pub fn fs_tools(ws: &Workspace, config: FsConfig) -> Vec<ToolDefinition> {
-    let config = Arc::new(config);
+    fs_tools_with(ws, Arc::new(config), &Plans::default())
+}
+
+/// `edit_file`: the plan it was shown with when `plans` has one for the call.
+fn edit_tool(ws: &Workspace, config: &Arc<FsConfig>, plans: &Plans) -> ToolDefinition {
+    let (ws, config, plans) = (ws.clone(), config.clone(), plans.clone());
+    ToolDefinition::new(SCHEMAS[0].clone(), move |args, call| {
+        let (ws, config) = (ws.clone(), config.clone());
+        let planned = plans.take(call.scope, &call.call_id, &args);
+        async move {
+            let joined =
+                tokio::task::spawn_blocking(move || preflight::run(&ws, &config, planned, args))
+                    .await;
+            match joined {
+                Ok(Ok(value)) => Ok(ToolOutput::new(value)),
+                Ok(Err(e)) => Err(e.to_string()),
+                Err(e) => Err(format!("file tool task failed: {e}")),
+            }
+        }
+    })
+}
+
+/// [`fs_tools`], `edit_file` applying the plans of `plans`.
+fn fs_tools_with(ws: &Workspace, config: Arc<FsConfig>, plans: &Plans) -> Vec<ToolDefinition> {
     vec![
-        tool(ws, &config, &SCHEMAS[0], ops::edit_file),
+        edit_tool(ws, &config, plans),
         tool(ws, &config, &SCHEMAS[1], ops::list_files).read_only(),
         tool(ws, &config, &SCHEMAS[2], ops::read_file).read_only(),
         tool(ws, &config, &SCHEMAS[3], |ws, _, args| {
@@ -141,7 +170,48 @@ impl Plugin for FsPlugin {
     async fn apply(&self, ctx: Context, config: &FsConfig) -> Result<(), BoxError> {
         let registry = ctx.require::<ToolRegistry>()?;
         let ws = ctx.require::<Workspace>()?;
-        for def in fs_tools(&ws, config.clone()) {
+        let config = Arc::new(config.clone());
+        let plans = Plans::default();
+        // Planned before the approvals' listener (at the back) asks anyone.
+        let (planning, plan_ws, plan_config) = (plans.clone(), ws.clone(), config.clone());
+        let _ = ctx.on_waterfall::<ToolsPreExecute, _, _>(Position::Front, move |mut v, next| {
+            let (plans, ws, config) = (planning.clone(), plan_ws.clone(), plan_config.clone());
+            async move {
+                if v.call.name == crate::EDIT_FILE && v.decision == Decision::Allow {
+                    let planned = preflight::plan(
+                        &plans,
+                        &ws,
+                        &config,
+                        v.scope,
+                        &v.call.call_id,
+                        &v.call.arguments,
+                    )
+                    .await;
+                    if let Err(why) = planned {
+                        v.decision = Decision::Deny(why);
+                    }
+                }
+                next.run(v).await
+            }
+        });
+        let ended = plans.clone();
+        // A call stopped after planning (a guard, bad arguments) leaves its plan here.
+        let _ = ctx.on_waterfall::<ToolsPostExecute, _, _>(Position::Front, move |v, next| {
+            if v.call.name == crate::EDIT_FILE {
+                let _ = ended.take(v.scope, &v.call.call_id, &v.call.arguments);
+            }
+            next.run(v)
+        });
+        if let Some(presenters) = ctx.get::<cordis_presenter::Presenters>()
+            && let Some(standard) = cordis_presenter::Presenters::standard().get(crate::EDIT_FILE)
+        {
+            let presenter = preflight::EditPresenter {
+                plans: plans.clone(),
+                standard,
+            };
+            let _ = presenters.register(&ctx, crate::EDIT_FILE, Arc::new(presenter))?;
+        }
+        for def in fs_tools_with(&ws, config, &plans) {
             let _ = registry.register_scheduled(&ctx, def).await?;
         }
         Ok(())

@@ -1,0 +1,154 @@
+//! `edit_file` worked out before approval: a pre-execute pass plans each call (every check the
+//! edit makes, nothing written), so an edit that cannot apply fails at once with its reason
+//! instead of being put up for approval, and the approval shows the whole-file diff with its
+//! real line numbers. The call then applies the plan it showed, if the file is still as it was.
+
+use std::sync::{Arc, Mutex};
+
+use cordis_presenter::{Card, Location, Presentation, ResultView, ToolPresenter};
+use cordis_runtime::lock;
+use cordis_tools::ScopeKey;
+use cordis_workspace::Workspace;
+use serde_json::Value;
+
+use crate::config::FsConfig;
+use crate::ops::{self, EditPlan, FsError};
+
+/// Plans kept at once; a call's plan goes when it runs or ends.
+const KEPT_PLANS: usize = 16;
+
+/// A planned call: its scope and call id, its arguments, its plan.
+type Planned = ((Option<ScopeKey>, String), Value, Arc<EditPlan>);
+
+/// The plans of `edit_file` calls that have not run yet, oldest first.
+#[derive(Clone, Default)]
+pub(crate) struct Plans {
+    inner: Arc<Mutex<Vec<Planned>>>,
+}
+
+impl Plans {
+    fn insert(&self, scope: Option<ScopeKey>, call_id: &str, args: Value, plan: EditPlan) {
+        let mut plans = lock(&self.inner);
+        let key = (scope, call_id.to_owned());
+        plans.retain(|(k, _, _)| k != &key);
+        plans.push((key, args, Arc::new(plan)));
+        if plans.len() > KEPT_PLANS {
+            plans.remove(0);
+        }
+    }
+
+    /// Removes and returns the plan of call `call_id` in `scope`, made for `args`.
+    pub(crate) fn take(
+        &self,
+        scope: Option<ScopeKey>,
+        call_id: &str,
+        args: &Value,
+    ) -> Option<Arc<EditPlan>> {
+        let mut plans = lock(&self.inner);
+        let i = plans
+            .iter()
+            .position(|((s, c), _, _)| *s == scope && c == call_id)?;
+        let (_, planned_for, plan) = plans.remove(i);
+        (planned_for == *args).then_some(plan)
+    }
+
+    /// The newest plan made for `args` (a presenter sees the arguments, not the call id).
+    fn newest_for(&self, args: &Value) -> Option<Arc<EditPlan>> {
+        lock(&self.inner)
+            .iter()
+            .rev()
+            .find(|(_, a, _)| a == args)
+            .map(|(_, _, p)| p.clone())
+    }
+}
+
+/// Plans `args` for call `call_id` (off the async threads); `Err` is the reason the edit cannot
+/// apply.
+pub(crate) async fn plan(
+    plans: &Plans,
+    ws: &Workspace,
+    config: &Arc<FsConfig>,
+    scope: Option<ScopeKey>,
+    call_id: &str,
+    args: &Value,
+) -> Result<(), String> {
+    let (ws, config, arguments) = (ws.clone(), config.clone(), args.clone());
+    let planned = tokio::task::spawn_blocking(move || ops::plan_edit(&ws, &config, arguments))
+        .await
+        .map_err(|e| format!("file tool task failed: {e}"))?;
+    match planned {
+        Ok(plan) => {
+            plans.insert(scope, call_id, args.clone(), plan);
+            Ok(())
+        }
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// Runs an `edit_file` call: the plan it was shown with when there is one (refused when the file
+/// changed since), else planned and applied now.
+pub(crate) fn run(
+    ws: &Workspace,
+    config: &FsConfig,
+    planned: Option<Arc<EditPlan>>,
+    args: Value,
+) -> Result<Value, FsError> {
+    let Some(plan) = planned else {
+        return ops::edit_file(ws, config, args);
+    };
+    if ops::read_text(ws, config, &plan.path)? != plan.before {
+        return Err(FsError::ChangedSinceShown {
+            path: plan.path.to_string(),
+        });
+    }
+    ops::apply_edit(ws, &plan)
+}
+
+/// How `edit_file` calls look: to an approval, with a plan, the whole file's diff (real line
+/// numbers, three lines of context); in a transcript, and without a plan, the standard
+/// presentation of the two strings (a transcript is replayed, when no plan is left).
+pub(crate) struct EditPresenter {
+    pub(crate) plans: Plans,
+    pub(crate) standard: Arc<dyn ToolPresenter>,
+}
+
+impl ToolPresenter for EditPresenter {
+    fn read_only(&self) -> bool {
+        false
+    }
+
+    fn present_call(&self, args: &Value) -> Result<Presentation, cordis_presenter::PresentError> {
+        self.standard.present_call(args)
+    }
+
+    fn present_approval(
+        &self,
+        args: &Value,
+    ) -> Result<Presentation, cordis_presenter::PresentError> {
+        let standard = self.standard.present_call(args)?;
+        let Some(plan) = self.plans.newest_for(args) else {
+            return Ok(standard);
+        };
+        let path = args["path"].as_str().unwrap_or_default().to_owned();
+        Ok(Presentation {
+            card: Card::Diff {
+                path: path.clone(),
+                old_text: Some(plan.before.clone()),
+                new_text: plan.after.clone(),
+            },
+            locations: vec![Location {
+                path,
+                line: plan.lines.first().map(|&l| l as u64),
+            }],
+            ..standard
+        })
+    }
+
+    fn present_result(
+        &self,
+        args: &Value,
+        result: ResultView<'_>,
+    ) -> Result<Presentation, cordis_presenter::PresentError> {
+        self.standard.present_result(args, result)
+    }
+}
