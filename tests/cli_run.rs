@@ -346,3 +346,65 @@ fn slash_lines_are_commands_for_cordis_and_never_reach_the_model() {
     assert!(!stdout.contains("never sent"), "{stdout}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn sessions_are_listed_newest_first_and_continue_takes_the_newest() {
+    let dir = fresh_dir("list");
+    for (id, first) in [("older", "the first  question"), ("newer", "a later one")] {
+        let out = run(&dir, &["--session", id], &format!("{first}\n"), &[]);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    }
+    let listed = Command::new(env!("CARGO_BIN_EXE_cordis"))
+        .args(["sessions", "--json"])
+        .current_dir(&dir)
+        .env("RUST_LOG", "off")
+        .output()
+        .unwrap();
+    assert_eq!(listed.status.code(), Some(0), "{}", text(&listed.stderr));
+    let rows: serde_json::Value = serde_json::from_slice(&listed.stdout).unwrap();
+    let ids: Vec<(&str, &str, u64)> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["id"].as_str().unwrap(),
+                r["title"].as_str().unwrap(),
+                r["turns"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        ids,
+        [
+            ("newer", "a later one", 1),
+            ("older", "the first question", 1)
+        ]
+    );
+
+    // A bare --resume lists them and says how to continue one.
+    let bare = run(&dir, &["--resume"], "", &[]);
+    assert_eq!(bare.status.code(), Some(2));
+    let (stdout, stderr) = (text(&bare.stdout), text(&bare.stderr));
+    assert!(
+        stdout.starts_with("ID     LAST WRITTEN          TURNS  FIRST MESSAGE\nnewer  "),
+        "{stdout}"
+    );
+    assert!(stdout.contains("      1  the first question\n"), "{stdout}");
+    assert!(
+        stderr
+            .contains("cordis: continue one with: cordis run --resume ID (the newest: --continue)"),
+        "{stderr}"
+    );
+
+    // --continue resumes the newest.
+    let continued = run(&dir, &["--continue"], "and more\n", &[]);
+    let stderr = text(&continued.stderr);
+    assert_eq!(continued.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("resuming session newer"), "{stderr}");
+    let log = std::fs::read_to_string(dir.join(".sessions/newer.jsonl")).unwrap();
+    assert_eq!(log.matches(r#""type":"turn/end""#).count(), 2);
+    let both = run(&dir, &["--continue", "--resume", "older"], "", &[]);
+    assert_eq!(both.status.code(), Some(2));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -33,6 +33,7 @@ mod permute;
 mod presets;
 mod render;
 mod run;
+mod sessions;
 mod signals;
 mod stress;
 mod transcript;
@@ -134,6 +135,10 @@ pub enum Command {
     /// whose approval policy is `ask` are asked through the editor. Exits 0 when the client
     /// closes stdin, 2 on configuration errors.
     Acp(acp::AcpArgs),
+    /// List the sessions of FILE's `sessions` entry, most recently written first: id, when,
+    /// turns, and the first message. `cordis run --resume ID` continues one, `cordis run
+    /// --continue` the newest. Exits 0, or 2 when FILE keeps no sessions on disk.
+    Sessions(sessions::SessionsArgs),
     /// Print one page of a session's history: its messages and tool cards, newest last.
     ///
     /// Boots FILE (default cordis.yml) and reads session ID from its `sessions` entry: the log
@@ -327,9 +332,12 @@ pub struct RunArgs {
     /// Seed of the schedule [default: $CORDIS_SEED, else the clock].
     #[arg(long, value_name = "S")]
     pub seed: Option<u64>,
-    /// Continue the session ID (its log must exist).
-    #[arg(long, value_name = "ID")]
+    /// Continue the session ID (its log must exist); without ID, list the recent sessions.
+    #[arg(long, value_name = "ID", num_args = 0..=1, default_missing_value = "")]
     pub resume: Option<String>,
+    /// Continue the most recently written session of FILE's `sessions` entry.
+    #[arg(long = "continue", conflicts_with_all = ["resume", "session"])]
+    pub continue_last: bool,
     /// Start a new session with this ID instead of a generated one (it must not exist).
     #[arg(long, value_name = "ID")]
     pub session: Option<String>,
@@ -557,6 +565,7 @@ where
         Command::Presets(args) => presets::run(args, io, builtins),
         Command::Acp(args) => acp::run(args, io, builtins),
         Command::History(args) => history::run(args, io, builtins),
+        Command::Sessions(args) => sessions::run(args, io, builtins),
     };
     match result {
         Ok(code) => code,

@@ -32,6 +32,7 @@ use super::render::{safe, safe_lines};
 use super::signals::{Signals, Stop};
 use super::transcript::Transcript;
 use super::{EXIT_CONFIG, EXIT_FAILURE, EXIT_LOCKED, EXIT_OK, Io, RunArgs, choose_seed};
+use cordis_runtime::shell_word;
 
 /// The question's text: the call's card (title and body) from its presenter.
 fn question(root: &Context, request: &ApprovalRequest) -> String {
@@ -67,39 +68,87 @@ fn new_session_id() -> String {
     let ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis());
-    let secs = (ms / 1000) as i64;
-    let days = secs.div_euclid(86_400);
-    let rem = secs.rem_euclid(86_400);
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}{m:02}{d:02}-{:02}{:02}{:02}-{:03}",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60,
-        ms % 1000
-    )
+    let (y, m, d, hh, mm, ss) = super::sessions::civil(ms);
+    format!("{y:04}{m:02}{d:02}-{hh:02}{mm:02}{ss:02}-{:03}", ms % 1000)
 }
 
 /// Which session the run talks on.
 enum SessionChoice {
     New(String),
     Resume(String),
+    /// `--continue`: the most recently written session, found once the store is booted.
+    Latest,
+    /// `--resume` without an id: list the recent sessions and stop.
+    List,
 }
 
 impl SessionChoice {
     fn id(&self) -> &str {
         match self {
             SessionChoice::New(id) | SessionChoice::Resume(id) => id,
+            SessionChoice::Latest | SessionChoice::List => "",
         }
+    }
+}
+
+/// `--continue` and a bare `--resume`, once the composition (and its session store) is up:
+/// the newest session to resume, or the listing (`Err` with the exit code).
+async fn resolve_choice(
+    root: &Context,
+    args: &RunArgs,
+    choice: SessionChoice,
+    io: &mut Io<'_>,
+) -> anyhow::Result<Result<SessionChoice, u8>> {
+    if !matches!(choice, SessionChoice::Latest | SessionChoice::List) {
+        return Ok(Ok(choice));
+    }
+    let store = match super::sessions::store_of(root, &args.config.file) {
+        Ok(store) => store,
+        Err(why) => {
+            writeln!(io.err, "cordis: {why}")?;
+            return Ok(Err(EXIT_CONFIG));
+        }
+    };
+    let limit = if matches!(choice, SessionChoice::Latest) {
+        1
+    } else {
+        10
+    };
+    let recent = match store.recent(limit).await {
+        Ok(recent) => recent,
+        Err(e) => {
+            writeln!(io.err, "cordis: {e}")?;
+            return Ok(Err(EXIT_CONFIG));
+        }
+    };
+    match (choice, recent.first()) {
+        (_, None) => {
+            writeln!(
+                io.err,
+                "cordis: no session to continue yet; `cordis run{}` starts one",
+                file_hint(args)
+            )?;
+            Ok(Err(EXIT_CONFIG))
+        }
+        (SessionChoice::Latest, Some(newest)) => Ok(Ok(SessionChoice::Resume(newest.id.clone()))),
+        (_, Some(_)) => {
+            write!(io.out, "{}", super::sessions::lines(&recent))?;
+            writeln!(
+                io.err,
+                "cordis: continue one with: cordis run --resume ID{} (the newest: --continue)",
+                file_hint(args)
+            )?;
+            Ok(Err(EXIT_CONFIG))
+        }
+    }
+}
+
+/// ` FILE` when the run's config is not the default one, for the commands cordis prints.
+fn file_hint(args: &RunArgs) -> String {
+    if args.config.file == std::path::Path::new("cordis.yml") {
+        String::new()
+    } else {
+        format!(" {}", shell_word(&args.config.file.display().to_string()))
     }
 }
 
@@ -222,12 +271,14 @@ pub(crate) fn run(args: &RunArgs, io: &mut Io<'_>, builtins: &Builtins) -> anyho
             )?;
             return Ok(EXIT_CONFIG);
         }
+        (Some(id), None) if id.is_empty() => SessionChoice::List,
         (Some(id), None) => SessionChoice::Resume(id.clone()),
         (None, Some(id)) => SessionChoice::New(id.clone()),
+        (None, None) if args.continue_last => SessionChoice::Latest,
         (None, None) => SessionChoice::New(new_session_id()),
     };
     let rt = cordis_host::shutdown::current_thread()?;
-    let result = rt.block_on(run_session(args, &choice, seed, io, builtins));
+    let result = rt.block_on(run_session(args, choice, seed, io, builtins));
     cordis_host::shutdown::end(rt);
     result
 }
@@ -235,7 +286,7 @@ pub(crate) fn run(args: &RunArgs, io: &mut Io<'_>, builtins: &Builtins) -> anyho
 /// Boots, opens the session, talks until EOF, then saves and disposes.
 async fn run_session(
     args: &RunArgs,
-    choice: &SessionChoice,
+    choice: SessionChoice,
     seed: u64,
     io: &mut Io<'_>,
     builtins: &Builtins,
@@ -250,6 +301,14 @@ async fn run_session(
     let (live, report) = super::boot_live(config, schedule, io, builtins).await?;
     let root = live.root().clone();
     print_boot_problems(&report, io)?;
+    let choice = match resolve_choice(&root, args, choice, io).await? {
+        Ok(choice) => choice,
+        Err(code) => {
+            root.dispose();
+            return Ok(code);
+        }
+    };
+    let choice = &choice;
     if let Err(code) = check_session_choice(&root, choice, io)? {
         root.dispose();
         return Ok(code);
@@ -359,7 +418,8 @@ async fn run_session(
     }
     writeln!(
         io.err,
-        "cordis: session {id} saved; continue it with: cordis run --resume {id}"
+        "cordis: session {id} saved; continue it with: cordis run --resume {id}{}",
+        file_hint(args)
     )?;
     io.err.flush()?;
     // A script (stdin not a terminal) learns from the exit code that a turn failed; a person

@@ -50,4 +50,6 @@ pub use project::{
     last_turn, open_turn, page_bounds, projection_values,
 };
 pub use session::{Session, SessionError};
-pub use store::{CreateOptions, OpenReport, SessionSnapshot, SessionSource, SessionStore};
+pub use store::{
+    CreateOptions, OpenReport, SessionSnapshot, SessionSource, SessionStore, SessionSummary,
+};

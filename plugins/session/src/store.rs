@@ -56,6 +56,45 @@ impl OpenReport {
     }
 }
 
+/// One session as a listing shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionSummary {
+    /// The id (its file's name).
+    pub id: String,
+    /// When its log was last written.
+    pub modified: std::time::SystemTime,
+    /// Its first user message, on one line, at most 60 characters.
+    pub title: Option<String>,
+    /// How many turns it has.
+    pub turns: usize,
+}
+
+impl SessionSummary {
+    fn of(id: String, modified: std::time::SystemTime, events: &[SessionEvent]) -> Self {
+        let title = events
+            .iter()
+            .find(|e| e.kind == crate::kinds::USER_MESSAGE)
+            .and_then(|e| e.data["content"].as_str())
+            .map(|text| {
+                let line: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+                match line.char_indices().nth(60) {
+                    Some((cut, _)) => format!("{}…", &line[..cut]),
+                    None => line,
+                }
+            });
+        let turns = events
+            .iter()
+            .filter(|e| e.kind == crate::kinds::TURN_START)
+            .count();
+        SessionSummary {
+            id,
+            modified,
+            title,
+            turns,
+        }
+    }
+}
+
 /// The header values of a session being created (all optional; `Default` is none of them).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
@@ -399,6 +438,48 @@ impl SessionStore {
         };
         let (header, events) = blocking(move || crate::file::read_only(&path)).await?;
         Ok(SessionSource::Detached(SessionSnapshot { header, events }))
+    }
+
+    /// The `limit` sessions of this store's root most recently written, newest first (the file's
+    /// modification time; a tie goes to the greater id), each with its first message as a
+    /// title. Files that are not session logs are skipped; an in-memory store lists none.
+    ///
+    /// # Errors
+    /// The root cannot be read.
+    pub async fn recent(&self, limit: usize) -> Result<Vec<SessionSummary>, SessionError> {
+        let Some(root) = self.root.clone() else {
+            return Ok(Vec::new());
+        };
+        blocking(move || {
+            let entries = std::fs::read_dir(&root).map_err(|source| SessionError::Io {
+                path: root.display().to_string(),
+                source,
+            })?;
+            let mut found: Vec<(std::time::SystemTime, String, PathBuf)> = entries
+                .filter_map(Result::ok)
+                .filter_map(|e| {
+                    let path = e.path();
+                    let id = path
+                        .file_name()?
+                        .to_str()?
+                        .strip_suffix(".jsonl")?
+                        .to_owned();
+                    check_id(&id).ok()?;
+                    let meta = e.metadata().ok().filter(std::fs::Metadata::is_file)?;
+                    Some((meta.modified().ok()?, id, path))
+                })
+                .collect();
+            found.sort_by(|a, b| (b.0, &b.1).cmp(&(a.0, &a.1)));
+            Ok(found
+                .into_iter()
+                .filter_map(|(modified, id, path)| {
+                    let (_, events) = crate::file::read_only(&path).ok()?;
+                    Some(SessionSummary::of(id, modified, &events))
+                })
+                .take(limit)
+                .collect())
+        })
+        .await
     }
 
     /// Opens session `id`, creating it when it does not exist (in memory: always creates).
