@@ -408,3 +408,39 @@ fn sessions_are_listed_newest_first_and_continue_takes_the_newest() {
     assert_eq!(both.status.code(), Some(2));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn transcripts_stay_out_of_the_workspace_tools_and_git_and_leave_no_lock_behind() {
+    // grep used to return old transcripts, list_files to list them, and `.lock` files stayed.
+    let dir = fresh_dir("hidden");
+    std::fs::write(dir.join("notes.txt"), "a needle in the notes\n").unwrap();
+    let out = run(&dir, &["--session", "h"], "find the needle\n", &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(dir.join(".sessions/h.jsonl").exists());
+    assert!(
+        !dir.join(".sessions/h.lock").exists(),
+        "the lock file stayed"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join(".sessions/.gitignore")).unwrap(),
+        "# cordis session logs: ignored by git and by the workspace tools\n*\n"
+    );
+    let call = |tool: &str, args: &str| {
+        let out = Command::new(env!("CARGO_BIN_EXE_cordis"))
+            .args(["call", "cordis.yml", tool, args])
+            .current_dir(&dir)
+            .env("RUST_LOG", "off")
+            .env_remove("CORDIS_WORKSPACE")
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        text(&out.stdout)
+    };
+    let found = call("grep", r#"{"pattern": "needle"}"#);
+    assert!(found.contains("notes.txt:1:"), "{found}");
+    assert!(!found.contains(".sessions"), "{found}");
+    let listed = call("list_files", "{}");
+    assert!(listed.contains("notes.txt"), "{listed}");
+    assert!(!listed.contains(".sessions"), "{listed}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -32,6 +32,21 @@ pub(crate) enum Cmd {
 }
 
 /// Creates `path` holding only `header`: written to a temporary file, synced, renamed.
+/// What a session root this store creates holds first: it keeps the logs out of `git status`
+/// and out of the workspace tools' listings and searches, which honour `.gitignore`.
+pub(crate) const ROOT_GITIGNORE: &str =
+    "# cordis session logs: ignored by git and by the workspace tools\n*\n";
+
+/// Creates the session root `dir` if it does not exist, with its `.gitignore`
+/// ([`ROOT_GITIGNORE`]); a directory that exists is left as it is.
+pub(crate) fn create_root(dir: &Path) -> io::Result<()> {
+    if dir.as_os_str().is_empty() || dir.is_dir() {
+        return Ok(());
+    }
+    std::fs::create_dir_all(dir)?;
+    std::fs::write(dir.join(".gitignore"), ROOT_GITIGNORE)
+}
+
 pub(crate) fn create(path: &Path, header: &SessionHeader) -> Result<(), SessionError> {
     if path.exists() {
         return Err(SessionError::AlreadyExists {
@@ -43,7 +58,7 @@ pub(crate) fn create(path: &Path, header: &SessionHeader) -> Result<(), SessionE
         source,
     };
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(io)?;
+        create_root(dir).map_err(io)?;
     }
     let tmp = path.with_extension("jsonl.tmp");
     let mut line = serde_json::to_vec(header).map_err(|e| io(io::Error::other(e)))?;

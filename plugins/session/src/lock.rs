@@ -12,9 +12,12 @@
 //! its queue is on disk.
 //!
 //! The lock file is opened without following symlinks and must be a regular file, since the pid
-//! is written into it. It stays after the writer ends: unlinking it would let a concurrent
-//! opener lock an orphaned inode while a third creates a fresh file, and two writers could both
-//! "hold" the session. Its pid only means something while the lock is held.
+//! is written into it. A writer that ends removes it (so a workspace is not left with `.lock`
+//! files), while still holding the lock. That is safe because a lock only counts when the
+//! locked file is still the one at the path: an opener that locked a file since unlinked (it
+//! opened it before the holder removed it) sees another file, or none, at the path and tries
+//! again, so two writers can never both hold the session. A lock file a crashed writer left
+//! behind blocks nobody; its pid only means something while the lock is held.
 
 use cordis_runtime::lock;
 use std::collections::BTreeMap;
@@ -54,7 +57,12 @@ pub(crate) struct WriterLock {
 
 impl Drop for WriterLock {
     fn drop(&mut self) {
-        // Closing the descriptor releases the flock.
+        // Removed while held (see the module docs), then closing the descriptor releases it.
+        if let Some(file) = &self.file
+            && same_file(file, &self.key)
+        {
+            let _ = std::fs::remove_file(&self.key);
+        }
         drop(self.file.take());
         {
             let mut held = lock(&HELD);
@@ -69,6 +77,26 @@ impl Drop for WriterLock {
         self.released.cv.notify_all();
     }
 }
+
+/// Whether `file` is the file now at `path` (not one unlinked or replaced since it was opened).
+fn same_file(file: &File, path: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        match (file.metadata(), std::fs::symlink_metadata(path)) {
+            (Ok(open), Ok(named)) => open.dev() == named.dev() && open.ino() == named.ino(),
+            _ => false,
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (file, path);
+        true
+    }
+}
+
+/// How often an opener tries again after locking a file that was no longer at the path.
+const MAX_STALE_LOCKS: u32 = 100;
 
 /// The sidecar lock file of the session file `path`.
 pub(crate) fn lock_path(path: &Path) -> PathBuf {
@@ -114,15 +142,38 @@ pub(crate) fn acquire(path: &Path, id: &str, alive: &Arc<()>) -> Result<WriterLo
         source,
     };
     if let Some(dir) = lock_file.parent() {
-        std::fs::create_dir_all(dir).map_err(io)?;
+        crate::file::create_root(dir).map_err(io)?;
     }
+    // The directory's canonical path and the file's name: the file itself may be removed by a
+    // writer that ends at any moment.
+    let key = match (lock_file.parent(), lock_file.file_name()) {
+        (Some(dir), Some(name)) => {
+            let dir = if dir.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                dir
+            };
+            std::fs::canonicalize(dir).map_err(io)?.join(name)
+        }
+        _ => lock_file.clone(),
+    };
     let deadline = Instant::now() + CLOSING_WAIT;
-    let mut attempts = 0;
+    let (mut attempts, mut stale) = (0, 0);
     loop {
         attempts += 1;
         let mut file = open_lock_file(&lock_file).map_err(io)?;
-        let key = std::fs::canonicalize(&lock_file).map_err(io)?;
+        let key = key.clone();
         match file.try_lock() {
+            // Locked a file its last holder removed (or replaced) since it was opened here.
+            Ok(()) if !same_file(&file, &lock_file) => {
+                stale += 1;
+                if stale > MAX_STALE_LOCKS {
+                    return Err(io(io::Error::other(
+                        "the lock file keeps being replaced while it is locked",
+                    )));
+                }
+                continue;
+            }
             Ok(()) => {
                 let pid = std::process::id().to_string();
                 file.set_len(0)
@@ -179,5 +230,56 @@ pub(crate) fn acquire(path: &Path, id: &str, alive: &Arc<()>) -> Result<WriterLo
                 });
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+
+    #[test]
+    fn writers_that_remove_their_lock_file_never_hold_one_session_together() {
+        let dir = std::env::temp_dir().join(format!("cordis-lock-unit-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = Arc::new(dir.join("s.jsonl"));
+        let holders = Arc::new(AtomicUsize::new(0));
+        let (won, most) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let threads: Vec<_> = (0..4)
+            .map(|_| {
+                let (path, holders, won, most) =
+                    (path.clone(), holders.clone(), won.clone(), most.clone());
+                std::thread::spawn(move || {
+                    for _ in 0..300 {
+                        // Each attempt is its own "process": its own token, no in-process wait.
+                        let alive = Arc::new(());
+                        if let Ok(held) = acquire(&path, "s", &alive) {
+                            let now = holders.fetch_add(1, Ordering::SeqCst) + 1;
+                            most.fetch_max(now, Ordering::SeqCst);
+                            won.fetch_add(1, Ordering::SeqCst);
+                            std::thread::yield_now();
+                            holders.fetch_sub(1, Ordering::SeqCst);
+                            drop(held);
+                        }
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        assert_eq!(
+            most.load(Ordering::SeqCst),
+            1,
+            "two writers held the session"
+        );
+        assert!(won.load(Ordering::SeqCst) > 0);
+        assert!(
+            !lock_path(&path).exists(),
+            "the last writer removed its lock file"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
