@@ -53,7 +53,7 @@ fn a_run_code_turn_shows_its_sub_calls_and_logs_them() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
-    let expected = "  [sub-call alpha {}]\n  [sub-result alpha] CODE_ONE\n  [sub-call beta {}]\n  [sub-result beta] CODE_TWO\n[result run_code] captured output\\u{000A}CODE_ONE+CODE_TWO\n";
+    let expected = "  ⏺ alpha {}\n    ⎿ CODE_ONE\n  ⏺ beta {}\n    ⎿ CODE_TWO\n  ⎿ captured output\n    CODE_ONE+CODE_TWO\n";
     assert!(stdout.contains(expected), "{stdout}");
     let log = std::fs::read_to_string(dir.join(".sessions/cm.jsonl")).unwrap();
     let kinds: Vec<String> = log

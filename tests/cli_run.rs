@@ -59,12 +59,8 @@ fn the_bundled_config_runs_the_offline_demo_and_resumes_the_session() {
         "{stdout}"
     );
     assert!(stdout.contains("> first line\n> second line\n"), "{stdout}");
-    assert_eq!(stdout.matches("[call todo_write ").count(), 2, "{stdout}");
-    assert_eq!(
-        stdout.matches("[result todo_write] ").count(),
-        2,
-        "{stdout}"
-    );
+    assert_eq!(stdout.matches("⏺ todo_write ").count(), 2, "{stdout}");
+    assert_eq!(stdout.matches("\n  ⎿ [{\"content\"").count(), 2, "{stdout}");
     assert!(
         stderr.contains("new session demo (.sessions/demo.jsonl); adapter scripted"),
         "{stderr}"

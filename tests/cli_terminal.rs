@@ -124,7 +124,7 @@ fn run_with_a_tool_that_logs_at_warn_answers_and_exits() {
     let dir = fresh_dir("log-run", LOGGING);
     let (code, out, err) = piped(cordis(&dir, &["run", "--session", "s"]), "go\n");
     assert_eq!(code, Some(0), "stdout:\n{out}\nstderr:\n{err}");
-    assert!(out.contains("[result debug_log]"), "{out}");
+    assert!(out.contains("⏺ debug_log {}\n  ⎿ "), "{out}");
     assert!(out.contains("done"), "{out}");
     assert!(err.contains("\"chatty\" called"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
@@ -379,5 +379,38 @@ fn a_key_typed_ahead_never_answers_a_question_and_always_holds_for_the_session_a
     assert!(!term.screen().contains(question), "{}", term.screen());
     term.send("\x04");
     assert_eq!(term.wait_exit(LIMIT), Some(0), "{}", term.screen());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_terminal_transcript_is_coloured_unless_no_color_or_color_never() {
+    let dir = fresh_dir("colour", include_str!("../cordis.yml"));
+    for (env, args, coloured) in [
+        (None, &["run", "--session", "c1"][..], true),
+        (Some("1"), &["run", "--session", "c2"][..], false),
+        (
+            None,
+            &["run", "--session", "c3", "--color", "never"][..],
+            false,
+        ),
+    ] {
+        let mut cmd = cordis(&dir, args);
+        match env {
+            Some(v) => cmd.env("NO_COLOR", v),
+            None => cmd.env_remove("NO_COLOR"),
+        };
+        let mut term = Pty::spawn(cmd);
+        term.wait_for("> ", LIMIT);
+        term.send("hello\r");
+        term.wait_for("Noted.", LIMIT);
+        term.send("\x04");
+        assert_eq!(term.wait_exit(LIMIT), Some(0), "{}", term.screen());
+        assert_eq!(
+            term.screen().contains('\x1b'),
+            coloured,
+            "NO_COLOR={env:?} {args:?}: {:?}",
+            term.screen()
+        );
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -80,6 +80,8 @@ fn log(dir: &Path, id: &str) -> Vec<serde_json::Value> {
 #[test]
 fn with_yes_the_agent_reads_edits_and_checks_a_file_and_the_transcript_shows_the_cards() {
     let dir = workspace("yes", ACTING);
+    let note = "# Notes\n\nline 3\nline 4\nline 5\nstatus: draft\nline 7\n";
+    std::fs::write(dir.join("notes.txt"), note).unwrap();
     let (code, out, err) = run(
         &dir,
         &["--session", "act", "--yes"],
@@ -88,20 +90,29 @@ fn with_yes_the_agent_reads_edits_and_checks_a_file_and_the_transcript_shows_the
     assert_eq!(code, Some(0), "{err}\n{out}");
     assert_eq!(
         std::fs::read_to_string(dir.join("notes.txt")).unwrap(),
-        "status: final\n"
+        note.replace("draft", "final")
     );
-    // The edit's card is a unified diff; the command's card its output and exit code.
-    assert!(out.contains("[call edit_file"), "{out}");
-    assert!(
-        out.contains("--- a/notes.txt") && out.contains("-draft") && out.contains("+final"),
-        "{out}"
+    // The golden of the turn (piped: no colour): one readable line per call, a summary under
+    // each; the edit's diff at its real line (the transcript used to print raw JSON, each
+    // result twice, and `@@ -1 +1 @@` for a change at line 6).
+    assert_eq!(
+        out,
+        "> make the note final
+⏺ Read notes.txt
+  ⎿ 7 lines
+⏺ Edit notes.txt
+  ⎿ --- a/notes.txt
+    +++ b/notes.txt
+    @@ -6 +6 @@
+    -draft
+    +final
+⏺ $ grep -c final notes.txt
+  ⎿ exit 0, 1 line
+    1
+The note is final now.
+"
     );
-    assert!(out.contains("[result bash]"), "{out}");
-    assert!(
-        out.contains("exit code 0") || out.contains("exit 0"),
-        "{out}"
-    );
-    assert!(out.contains("The note is final now."), "{out}");
+    assert!(!out.contains('\x1b'), "no escape codes when piped: {out:?}");
     let events = log(&dir, "act");
     let results: Vec<&serde_json::Value> = events
         .iter()
@@ -145,11 +156,18 @@ fn piped_without_approval_the_edit_and_the_command_are_denied_and_nothing_change
         std::fs::read_to_string(dir.join("notes.txt")).unwrap(),
         "status: draft\n"
     );
-    assert!(out.contains("[error edit_file DENIED]"), "{out}");
-    assert!(out.contains("[error bash DENIED]"), "{out}");
-    assert!(out.contains("needs approval (policy ask)"), "{out}");
+    assert!(
+        out.contains(
+            "⏺ Edit notes.txt\n  ⎿ error DENIED: tool \"edit_file\" needs approval (policy ask)"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains("⏺ $ grep -c final notes.txt\n  ⎿ error DENIED: "),
+        "{out}"
+    );
     // read_file is read-only: allowed.
-    assert!(out.contains("[result read_file]"), "{out}");
+    assert!(out.contains("⏺ Read notes.txt\n  ⎿ 1 line\n"), "{out}");
     let denied: Vec<String> = log(&dir, "deny")
         .iter()
         .filter(|e| e["type"] == "tool/approval")
@@ -183,7 +201,10 @@ fn approve_lets_one_tool_through() {
         std::fs::read_to_string(dir.join("notes.txt")).unwrap(),
         "status: final\n"
     );
-    assert!(out.contains("[error bash DENIED]"), "{out}");
+    assert!(
+        out.contains("  ⎿ error DENIED: the user denied tool \"bash\""),
+        "{out}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -219,7 +240,8 @@ fn at_a_terminal_the_edit_is_shown_and_asked_and_no_denies_it() {
     );
     term.send("n\r");
     term.wait_for("The note is final now.", limit);
-    term.wait_for("[error bash DENIED]", limit);
+    // Coloured: stdout is the terminal.
+    term.wait_for("\x1b[31merror DENIED: the user denied tool \"bash\"", limit);
     term.send("\x04");
     assert_eq!(term.wait_exit(limit), Some(0), "{}", term.screen());
     assert_eq!(

@@ -193,6 +193,7 @@ impl UpdateMapper {
                 path,
                 old_text,
                 new_text,
+                ..
             } => content.push(ToolCallContent::Diff {
                 path: self.absolute(path),
                 old_text: old_text.clone(),
@@ -243,6 +244,7 @@ impl UpdateMapper {
                 path,
                 old_text,
                 new_text,
+                ..
             } if !result.is_error => content.push(ToolCallContent::Diff {
                 path: self.absolute(path),
                 old_text: old_text.clone(),

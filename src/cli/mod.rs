@@ -39,6 +39,22 @@ mod stress;
 mod transcript;
 mod watch;
 
+/// When `cordis run` colours its output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ColorChoice {
+    /// On a terminal, unless NO_COLOR is set.
+    Auto,
+    /// Always.
+    Always,
+    /// Never.
+    Never,
+}
+
+/// Whether `NO_COLOR` asks for no colour (set and not empty, <https://no-color.org>).
+pub(crate) fn no_color(env: &dyn Fn(&str) -> Option<String>) -> bool {
+    env("NO_COLOR").is_some_and(|v| !v.is_empty())
+}
+
 /// Exit code: success.
 pub const EXIT_OK: u8 = 0;
 /// Exit code: an entry failed, seeds diverged, something leaked.
@@ -68,9 +84,13 @@ pub enum Command {
     /// line that is exactly """ before and after it. EOF (Ctrl-D, or the end of a piped file)
     /// ends the run with exit code 0.
     ///
-    /// Output: the assistant's text streams to stdout; each tool call and result is one line,
-    /// `[call NAME ARGS]` then `[result NAME] CONTENT` or `[error NAME CODE] MESSAGE`. Errors,
-    /// the session id and reload summaries go to stderr.
+    /// Output: the assistant's text streams to stdout; each tool call is one line (`⏺ Read
+    /// notes.txt`, `⏺ $ cargo test`) with its result summed up under it (`⎿ 12 lines`, an
+    /// edit's diff, a command's exit code and first lines, `⎿ error CODE: MESSAGE`), coloured
+    /// on a terminal (--color, NO_COLOR). Errors, the session id and reload summaries go to
+    /// stderr. Keys: Ctrl-C cancels the running turn (twice, or at the prompt, ends the run);
+    /// an approval question is answered by the line typed after it (y, a for always, Enter for
+    /// no, or a reason); lines starting with / are commands (/help).
     ///
     /// The session log is `<root>/<ID>.jsonl` of the `sessions` entry (`.sessions/` in the
     /// bundled cordis.yml); a new run gets a fresh ID (printed on stderr), `--resume ID`
@@ -335,6 +355,9 @@ pub struct RunArgs {
     /// Continue the session ID (its log must exist); without ID, list the recent sessions.
     #[arg(long, value_name = "ID", num_args = 0..=1, default_missing_value = "")]
     pub resume: Option<String>,
+    /// Colour the transcript: `auto` when stdout is a terminal and NO_COLOR is unset.
+    #[arg(long, value_enum, value_name = "WHEN", default_value = "auto")]
+    pub color: ColorChoice,
     /// Continue the most recently written session of FILE's `sessions` entry.
     #[arg(long = "continue", conflicts_with_all = ["resume", "session"])]
     pub continue_last: bool,
@@ -504,7 +527,7 @@ pub fn main_with(builtins: &Builtins) -> ExitCode {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
+        .with_ansi(std::io::stderr().is_terminal() && !no_color(&|k| std::env::var(k).ok()))
         .try_init();
     // Plugin panics are contained by the runtime; print each as one line, not a backtrace.
     std::panic::set_hook(Box::new(|info| {

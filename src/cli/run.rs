@@ -5,10 +5,9 @@
 //! is not a terminal and a turn failed (so a script sees it).
 //!
 //! Output: piped input is echoed as `> line`; the assistant's text streams to stdout as it
-//! arrives; each tool call and its result
-//! are one compact line each (`[call NAME ARGS]`, `[result NAME] CONTENT` or
-//! `[error NAME CODE] MESSAGE`); failures, the session id and reload summaries go to stderr, so
-//! stdout is the transcript alone.
+//! arrives; each tool call is one readable line with its result summed up under it (see
+//! `transcript`); failures, the session id and reload summaries go to stderr, so stdout is the
+//! transcript alone.
 
 use cordis_agent_loop::{Agent, AgentEvent, AgentLoop, AgentOptions, CreateAgentError, TurnError};
 use cordis_agent_presets::{AgentPresets, JoinError};
@@ -30,8 +29,10 @@ use super::commands;
 use super::input::{Typed, spawn_reader};
 use super::render::{safe, safe_lines};
 use super::signals::{Signals, Stop};
-use super::transcript::Transcript;
-use super::{EXIT_CONFIG, EXIT_FAILURE, EXIT_LOCKED, EXIT_OK, Io, RunArgs, choose_seed};
+use super::transcript::{Style, Transcript};
+use super::{
+    ColorChoice, EXIT_CONFIG, EXIT_FAILURE, EXIT_LOCKED, EXIT_OK, Io, RunArgs, choose_seed,
+};
 use cordis_runtime::shell_word;
 
 /// The question's text: the call's card (title and body) from its presenter.
@@ -61,6 +62,18 @@ fn question(root: &Context, request: &ApprovalRequest) -> String {
         safe(name),
         safe(name)
     )
+}
+
+/// The transcript's style: `--color`, with `auto` meaning a terminal and no NO_COLOR.
+fn style_for(args: &RunArgs, io: &Io<'_>) -> Style {
+    let color = match args.color {
+        ColorChoice::Always => true,
+        ColorChoice::Never => false,
+        ColorChoice::Auto => {
+            std::io::IsTerminal::is_terminal(&std::io::stdout()) && !super::no_color(io.env)
+        }
+    };
+    Style { color }
 }
 
 /// A new session id: `YYYYMMDD-HHMMSS-NNN` (UTC, milliseconds).
@@ -389,7 +402,7 @@ async fn run_session(
         root: root.clone(),
         live,
         agent,
-        transcript: Transcript::default(),
+        transcript: Transcript::new(style_for(args, io)),
         failed_turns: 0,
         input: spawn_reader(),
         typed_ahead: VecDeque::new(),

@@ -1,13 +1,19 @@
 //! The stdio transcript: one agent's session events as text for a person. The assistant's text
-//! streams to stdout; each tool call and result is one line (a `run_code` sub-call and its
-//! outcome are indented lines between them); failures go to stderr, once each.
+//! streams to stdout; each tool call is one readable line built from its presenter (`⏺ Read
+//! notes.txt`, `⏺ $ cargo test`), and its result one summary under it (`⎿ 12 lines`, a diff
+//! with its line numbers, a command's exit code and the first lines of its output); a
+//! `run_code` sub-call is the same, indented. Failures go to stderr, once each. Colour only
+//! when asked for (see [`Style`]).
 
 use std::io::Write;
 
 use std::collections::BTreeMap;
 
 use cordis_llm::Chunk;
-use cordis_presenter::{Card, Presenters, ResultView, parse_arguments_text, render_card};
+use cordis_presenter::{
+    Card, Presentation, Presenters, ResultView, ToolKind, generic, parse_arguments_text,
+    render_card,
+};
 use cordis_session::{
     AssistantChunkData, SessionEvent, ToolCallData, ToolCodeDispatchData,
     ToolCodeDispatchStartData, ToolResultData, TurnEndData, TurnEndReason,
@@ -26,44 +32,200 @@ fn clip(s: &str, max: usize) -> String {
     }
 }
 
+/// Lines of a command's output shown under its result; the rest is counted.
+const SHOWN_OUTPUT_LINES: usize = 10;
+
+/// Whether the transcript is coloured: `--color always`, or `auto` on a terminal without
+/// `NO_COLOR`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Style {
+    /// ANSI colours on.
+    pub color: bool,
+}
+
+impl Style {
+    fn paint(self, code: &str, text: &str) -> String {
+        if self.color {
+            format!("\x1b[{code}m{text}\x1b[0m")
+        } else {
+            text.to_owned()
+        }
+    }
+
+    /// A diff line in its colour: additions green, removals red, hunk headers cyan.
+    fn diff_line(self, line: &str) -> String {
+        match line.chars().next() {
+            _ if line.starts_with("+++") || line.starts_with("---") => self.paint("1", line),
+            Some('+') => self.paint("32", line),
+            Some('-') => self.paint("31", line),
+            Some('@') => self.paint("36", line),
+            _ => line.to_owned(),
+        }
+    }
+}
+
 /// Writes the transcript of one agent's events.
 pub(crate) struct Transcript {
     at_line_start: bool,
     /// The arguments of calls whose results have not come yet, by call id: presenters need
     /// them to describe a result (the path of an edit, the command of a run).
     pending: BTreeMap<String, Value>,
+    style: Style,
 }
 
 impl Default for Transcript {
     fn default() -> Self {
-        Transcript {
-            at_line_start: true,
-            pending: BTreeMap::new(),
+        Transcript::new(Style::default())
+    }
+}
+
+/// The one line of a call: the presenter's title (`$ ` before a command), or the tool's name
+/// and its arguments when nothing presents it.
+fn call_line(presentation: &Presentation, name: &str, args: &Value) -> String {
+    if presentation.title == name {
+        let args = match args {
+            Value::String(raw) => raw.clone(),
+            other => other.to_string(),
+        };
+        return format!("{} {}", safe(name), clip(&args, 120));
+    }
+    let title = clip(&presentation.title, 160);
+    match presentation.kind {
+        ToolKind::Execute => format!("$ {title}"),
+        _ => title,
+    }
+}
+
+/// A result's lines under its call: the first after `⎿`, the rest indented. `failed` is the
+/// error code of a failure (empty when it has none).
+fn result_lines(
+    p: &Presentation,
+    content: &Value,
+    failed: Option<&str>,
+    style: Style,
+) -> Vec<String> {
+    let text = p.text.clone().unwrap_or_else(|| match content {
+        Value::String(t) => t.clone(),
+        v => v.to_string(),
+    });
+    if let Some(code) = failed {
+        let label = if code.is_empty() {
+            "error".to_owned()
+        } else {
+            format!("error {}", safe(code))
+        };
+        return vec![style.paint("31", &format!("{label}: {}", clip(&text, 200)))];
+    }
+    match &p.card {
+        Card::Diff { .. } => render_card(&p.card)
+            .lines()
+            .map(|l| style.diff_line(&safe(l)))
+            .collect(),
+        Card::Terminal { output, exit_code } => {
+            let lines: Vec<&str> = output.lines().collect();
+            let exit = exit_code.map_or_else(|| "killed".to_owned(), |c| format!("exit {c}"));
+            let mut shown = vec![match lines.len() {
+                0 => format!("{exit}, no output"),
+                1 => format!("{exit}, 1 line"),
+                n => format!("{exit}, {n} lines"),
+            }];
+            shown.extend(lines.iter().take(SHOWN_OUTPUT_LINES).map(|l| clip(l, 200)));
+            if lines.len() > SHOWN_OUTPUT_LINES {
+                shown.push(format!("… {} more lines", lines.len() - SHOWN_OUTPUT_LINES));
+            }
+            shown
+        }
+        // A read is its size: the model has the text, the person knows the file.
+        Card::Generic if p.kind == ToolKind::Read => {
+            let lines = text.lines().count();
+            vec![if lines == 1 {
+                "1 line".to_owned()
+            } else {
+                format!("{lines} lines")
+            }]
+        }
+        Card::Generic => {
+            let lines: Vec<&str> = text.lines().collect();
+            if lines.is_empty() {
+                return vec!["done".to_owned()];
+            }
+            let mut shown: Vec<String> = lines
+                .iter()
+                .take(SHOWN_OUTPUT_LINES)
+                .map(|l| clip(l, 200))
+                .collect();
+            if lines.len() > SHOWN_OUTPUT_LINES {
+                shown.push(format!("… {} more lines", lines.len() - SHOWN_OUTPUT_LINES));
+            }
+            shown
         }
     }
 }
 
-/// The body of a result's card for the terminal: a unified diff for an edit, the output and
-/// exit code of a command; nothing for a generic card (its one line says it all).
-fn card_body(
-    presenters: &Presenters,
-    name: &str,
-    args: &Value,
-    content: &Value,
-    is_error: bool,
-) -> Option<String> {
-    let p = presenters.present_result(name, args, ResultView { content, is_error });
-    match p.card {
-        Card::Generic => None,
-        card => Some(render_card(&card)),
-    }
-}
-
 impl Transcript {
+    /// A transcript in `style`.
+    pub(crate) fn new(style: Style) -> Self {
+        Transcript {
+            at_line_start: true,
+            pending: BTreeMap::new(),
+            style,
+        }
+    }
+
     pub(crate) fn newline(&mut self, out: &mut dyn Write) -> std::io::Result<()> {
         if !self.at_line_start {
             writeln!(out)?;
             self.at_line_start = true;
+        }
+        Ok(())
+    }
+
+    /// Writes a call's line at `indent`.
+    fn call(
+        &mut self,
+        out: &mut dyn Write,
+        presenters: Option<&Presenters>,
+        indent: &str,
+        name: &str,
+        args: &Value,
+    ) -> std::io::Result<()> {
+        self.newline(out)?;
+        let p = presenters.map_or_else(
+            || generic(name, args),
+            |presenters| presenters.present_call(name, args),
+        );
+        let line = call_line(&p, name, args);
+        writeln!(
+            out,
+            "{indent}{} {}",
+            self.style.paint("1", "⏺"),
+            self.style.paint("1", &line)
+        )
+    }
+
+    /// Writes a result's lines at `indent`.
+    fn result(
+        &mut self,
+        out: &mut dyn Write,
+        presenters: Option<&Presenters>,
+        indent: &str,
+        (name, args): (&str, &Value),
+        (content, is_error, code): (&Value, bool, Option<&str>),
+    ) -> std::io::Result<()> {
+        self.newline(out)?;
+        let view = ResultView { content, is_error };
+        let p = presenters.map_or_else(
+            || Presentation {
+                text: None,
+                ..generic(name, args)
+            },
+            |presenters| presenters.present_result(name, args, view),
+        );
+        let failed = is_error.then(|| code.unwrap_or_default());
+        let lines = result_lines(&p, content, failed, self.style);
+        for (i, line) in lines.iter().enumerate() {
+            let lead = if i == 0 { "  ⎿ " } else { "    " };
+            writeln!(out, "{indent}{}{line}", self.style.paint("2", lead))?;
         }
         Ok(())
     }
@@ -88,83 +250,32 @@ impl Transcript {
             return Ok(());
         }
         if let Ok(call) = e.data_as::<ToolCallData>() {
-            self.newline(out)?;
-            writeln!(
-                out,
-                "[call {} {}]",
-                safe(&call.name),
-                clip(&call.arguments, 160)
-            )?;
-            self.pending
-                .insert(call.call_id, parse_arguments_text(&call.arguments));
+            let args = parse_arguments_text(&call.arguments);
+            self.call(out, presenters, "", &call.name, &args)?;
+            self.pending.insert(call.call_id, args);
             return Ok(());
         }
         if let Ok(sub) = e.data_as::<ToolCodeDispatchStartData>() {
-            self.newline(out)?;
-            writeln!(
-                out,
-                "  [sub-call {} {}]",
-                safe(&sub.name),
-                clip(&sub.arguments.to_string(), 160)
-            )?;
-            return Ok(());
+            return self.call(out, presenters, "  ", &sub.name, &sub.arguments);
         }
         if let Ok(sub) = e.data_as::<ToolCodeDispatchData>() {
-            self.newline(out)?;
-            let content = match &sub.content {
-                Value::String(t) => t.clone(),
-                v => v.to_string(),
-            };
-            let label = if sub.is_error {
-                "sub-error"
-            } else {
-                "sub-result"
-            };
-            writeln!(
+            return self.result(
                 out,
-                "  [{label} {}] {}",
-                safe(&sub.name),
-                clip(&content, 160)
-            )?;
-            return Ok(());
+                presenters,
+                "  ",
+                (&sub.name, &sub.arguments),
+                (&sub.content, sub.is_error, None),
+            );
         }
         if let Ok(result) = e.data_as::<ToolResultData>() {
-            self.newline(out)?;
-            let content = match &result.content {
-                Value::String(t) => t.clone(),
-                v => v.to_string(),
-            };
-            if result.is_error {
-                writeln!(
-                    out,
-                    "[error {} {}] {}",
-                    safe(&result.name),
-                    safe(result.code.as_deref().unwrap_or_default()),
-                    clip(&content, 200)
-                )?;
-            } else {
-                writeln!(
-                    out,
-                    "[result {}] {}",
-                    safe(&result.name),
-                    clip(&content, 200)
-                )?;
-            }
             let args = self.pending.remove(&result.call_id).unwrap_or(Value::Null);
-            if let Some(presenters) = presenters
-                && let Some(body) = card_body(
-                    presenters,
-                    &result.name,
-                    &args,
-                    &result.content,
-                    result.is_error,
-                )
-            {
-                for line in body.lines() {
-                    writeln!(out, "  {}", safe(line))?;
-                }
-            }
-            return Ok(());
+            return self.result(
+                out,
+                presenters,
+                "",
+                (&result.name, &args),
+                (&result.content, result.is_error, result.code.as_deref()),
+            );
         }
         let Ok(end) = e.data_as::<TurnEndData>() else {
             return Ok(());
@@ -233,8 +344,34 @@ mod tests {
         }
         assert_eq!(
             String::from_utf8(out).unwrap(),
-            "  [sub-call read_file {\"path\":\"a.txt\"}]\n  [sub-result read_file] hello\n"
+            "  ⏺ read_file {\"path\":\"a.txt\"}\n    ⎿ hello\n"
         );
         assert!(err.is_empty());
+    }
+
+    #[test]
+    fn calls_are_their_presenters_titles_and_results_summaries_in_colour_when_asked() {
+        let presenters = Presenters::standard();
+        let mut t = Transcript::new(Style { color: true });
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let call = serde_json::json!({"turn": 1, "step": 1, "callId": "c1", "name": "bash",
+            "arguments": "{\"command\":\"seq 12\"}"});
+        let output: String = (1..=12).map(|i| format!("{i}\n")).collect();
+        let result = serde_json::json!({"turn": 1, "step": 1, "callId": "c1", "name": "bash",
+            "content": {"exit_code": 0, "stdout": output, "stderr": ""}, "isError": false});
+        for e in [event("tool/call", call), event("tool/result", result)] {
+            t.event(&e, Some(&presenters), &mut out, &mut err).unwrap();
+        }
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.starts_with(
+                "\x1b[1m⏺\x1b[0m \x1b[1m$ seq 12\x1b[0m\n\x1b[2m  ⎿ \x1b[0mexit 0, 12 lines\n"
+            ),
+            "{text:?}"
+        );
+        assert!(
+            text.ends_with("\x1b[0m10\n\x1b[2m    \x1b[0m… 2 more lines\n"),
+            "{text:?}"
+        );
     }
 }

@@ -44,6 +44,10 @@ pub enum Card {
         old_text: Option<String>,
         /// The new text.
         new_text: String,
+        /// The file line `old_text` starts at, when the texts are a part of the file (an edit's
+        /// strings): a rendered diff numbers its lines from there. `None`: whole texts.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        first_line: Option<u64>,
     },
 }
 
@@ -98,17 +102,58 @@ pub fn parse_arguments_text(raw: &str) -> Value {
 /// A unified diff of `old` → `new` for `path`, three lines of context; a new file (`old` is
 /// `None`) is all additions.
 pub fn unified_diff(path: &str, old: Option<&str>, new: &str) -> String {
+    unified_diff_from(path, old, new, 1)
+}
+
+/// [`unified_diff`] of texts that start at line `first` of the file: hunk headers carry the
+/// file's line numbers.
+pub fn unified_diff_from(path: &str, old: Option<&str>, new: &str, first: u64) -> String {
     let diff = similar::TextDiff::from_lines(old.unwrap_or(""), new);
     let from = if old.is_some() {
         format!("a/{path}")
     } else {
         "/dev/null".to_owned()
     };
-    diff.unified_diff()
+    let text = diff
+        .unified_diff()
         .context_radius(3)
         .header(&from, &format!("b/{path}"))
         .missing_newline_hint(false)
-        .to_string()
+        .to_string();
+    if first <= 1 {
+        return text;
+    }
+    text.lines()
+        .map(|line| match line.strip_prefix("@@ ") {
+            Some(rest) => shift_hunk(rest, first - 1),
+            None => line.to_owned(),
+        })
+        .map(|line| line + "\n")
+        .collect()
+}
+
+/// A hunk header (after its leading `@@ `) with both starts moved `by` lines down.
+fn shift_hunk(rest: &str, by: u64) -> String {
+    let shift = |range: &str, sign: char| -> Option<String> {
+        let range = range.strip_prefix(sign)?;
+        let (start, len) = match range.split_once(',') {
+            Some((s, l)) => (s, Some(l)),
+            None => (range, None),
+        };
+        let start: u64 = start.parse().ok()?;
+        Some(match len {
+            Some(len) => format!("{sign}{},{len}", start + by),
+            None => format!("{sign}{}", start + by),
+        })
+    };
+    let mut parts = rest.splitn(3, ' ');
+    match (parts.next(), parts.next(), parts.next()) {
+        (Some(old), Some(new), Some(tail)) => match (shift(old, '-'), shift(new, '+')) {
+            (Some(old), Some(new)) => format!("@@ {old} {new} {tail}"),
+            _ => format!("@@ {rest}"),
+        },
+        _ => format!("@@ {rest}"),
+    }
 }
 
 /// The card as plain text for a terminal: a diff as a unified diff, a terminal card as its
@@ -130,6 +175,7 @@ pub fn render_card(card: &Card) -> String {
             path,
             old_text,
             new_text,
-        } => unified_diff(path, old_text.as_deref(), new_text),
+            first_line,
+        } => unified_diff_from(path, old_text.as_deref(), new_text, first_line.unwrap_or(1)),
     }
 }

@@ -25,7 +25,7 @@ mod standard;
 
 pub use card::{
     Card, Location, Presentation, ResultView, ToolKind, parse_arguments_text, render_card,
-    unified_diff,
+    unified_diff, unified_diff_from,
 };
 pub use plugin::{PresenterConfig, PresenterPlugin};
 pub use presenters::{PresentError, Presenters, ToolPresenter, generic};

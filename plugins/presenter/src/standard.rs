@@ -103,6 +103,7 @@ impl ToolPresenter for WriteFile {
                 path: path.to_owned(),
                 old_text: None,
                 new_text: str_arg(args, "content")?.to_owned(),
+                first_line: None,
             },
             text: None,
             locations: vec![Location {
@@ -144,6 +145,7 @@ impl ToolPresenter for EditFile {
                 path: path.to_owned(),
                 old_text: Some(str_arg(args, "old_string")?.to_owned()),
                 new_text: str_arg(args, "new_string")?.to_owned(),
+                first_line: None,
             },
             text: None,
             locations: vec![Location {
@@ -158,10 +160,42 @@ impl ToolPresenter for EditFile {
         result: ResultView<'_>,
     ) -> Result<Presentation, PresentError> {
         let call = self.present_call(args)?;
-        Ok(if result.is_error {
-            failed(call, result)
-        } else {
-            call
+        if result.is_error {
+            return Ok(failed(call, result));
+        }
+        // One replacement: the strings sit at the line the edit reports, so the diff can say
+        // where (with several, the strings alone stand for all of them).
+        let at = result
+            .content
+            .get("lines")
+            .and_then(Value::as_array)
+            .filter(|lines| {
+                lines.len() == 1 && result.content.get("replacements") == Some(&Value::from(1))
+            })
+            .and_then(|lines| lines[0].as_u64());
+        Ok(match (call.card, at) {
+            (
+                Card::Diff {
+                    path,
+                    old_text,
+                    new_text,
+                    ..
+                },
+                Some(line),
+            ) => Presentation {
+                card: Card::Diff {
+                    path: path.clone(),
+                    old_text,
+                    new_text,
+                    first_line: Some(line),
+                },
+                locations: vec![Location {
+                    path,
+                    line: Some(line),
+                }],
+                ..call
+            },
+            (card, _) => Presentation { card, ..call },
         })
     }
 }

@@ -39,7 +39,8 @@ fn the_standard_tools_have_titles_kinds_and_cards() {
         Card::Diff {
             path: "a.rs".into(),
             old_text: Some("x".into()),
-            new_text: "y".into()
+            new_text: "y".into(),
+            first_line: None,
         }
     );
     let write = p.present_call("write_file", &json!({"path": "n.txt", "content": "hi\n"}));
@@ -52,7 +53,8 @@ fn the_standard_tools_have_titles_kinds_and_cards() {
         Card::Diff {
             path: "n.txt".into(),
             old_text: None,
-            new_text: "hi\n".into()
+            new_text: "hi\n".into(),
+            first_line: None,
         }
     );
     let grep = p.present_call("grep", &json!({"pattern": "fn main", "path": "src"}));
@@ -166,6 +168,7 @@ fn cards_serialize_in_the_wire_shape() {
         path: "a".into(),
         old_text: None,
         new_text: "b".into(),
+        first_line: None,
     };
     assert_eq!(
         serde_json::to_value(&diff).unwrap(),
@@ -202,6 +205,24 @@ fn diffs_render_as_unified_diffs() {
         unified_diff("n.txt", None, "x\n"),
         "--- /dev/null\n+++ b/n.txt\n@@ -0,0 +1 @@\n+x\n"
     );
+    // Strings cut from line 6 of a file: the hunk says so.
+    assert_eq!(
+        unified_diff_from("f.txt", Some("line 6\n"), "line six\n", 6),
+        "--- a/f.txt\n+++ b/f.txt\n@@ -6 +6 @@\n-line 6\n+line six\n"
+    );
+    let edit = Presenters::standard().present_result(
+        "edit_file",
+        &json!({"path": "f.txt", "old_string": "b\nc\n", "new_string": "B\nc\n"}),
+        ResultView {
+            content: &json!({"path": "f.txt", "replacements": 1, "lines": [12]}),
+            is_error: false,
+        },
+    );
+    assert_eq!(
+        render_card(&edit.card),
+        "--- a/f.txt\n+++ b/f.txt\n@@ -12,2 +12,2 @@\n-b\n+B\n c\n"
+    );
+    assert_eq!(edit.locations[0].line, Some(12));
 }
 
 #[test]

@@ -135,6 +135,7 @@ impl ToolPresenter for EditPresenter {
                 path: path.clone(),
                 old_text: Some(plan.before.clone()),
                 new_text: plan.after.clone(),
+                first_line: None,
             },
             locations: vec![Location {
                 path,
