@@ -125,8 +125,8 @@ fn execute(name: &str, scenario: &Scenario) -> (BTreeMap<String, String>, String
     let mut logs = BTreeMap::new();
     for entry in std::fs::read_dir(&sessions).unwrap() {
         let path = entry.unwrap().path();
-        if path.extension().is_some_and(|e| e == "lock") {
-            continue; // the writer's lock sidecar (it holds a pid, not events)
+        if path.extension().is_none_or(|e| e != "jsonl") {
+            continue; // a lock sidecar (a pid, not events) or the root's `.gitignore`
         }
         let id = path.file_name().unwrap().to_str().unwrap().to_owned();
         logs.insert(id, std::fs::read_to_string(&path).unwrap());

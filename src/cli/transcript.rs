@@ -71,6 +71,10 @@ pub(crate) struct Transcript {
     /// them to describe a result (the path of an edit, the command of a run).
     pending: BTreeMap<String, Value>,
     style: Style,
+    /// Per depth (a call, a `run_code` sub-call), the call whose line was written last while
+    /// nothing else at that depth has been: its result then sits right under it; any other
+    /// result names its tool (parallel calls print their lines first, then their results).
+    last_call: [Option<String>; 2],
 }
 
 impl Default for Transcript {
@@ -169,6 +173,7 @@ impl Transcript {
             at_line_start: true,
             pending: BTreeMap::new(),
             style,
+            last_call: [None, None],
         }
     }
 
@@ -185,11 +190,16 @@ impl Transcript {
         &mut self,
         out: &mut dyn Write,
         presenters: Option<&Presenters>,
-        indent: &str,
+        (indent, id): (&str, &str),
         name: &str,
         args: &Value,
     ) -> std::io::Result<()> {
         self.newline(out)?;
+        let depth = usize::from(!indent.is_empty());
+        self.last_call[depth] = Some(id.to_owned());
+        if depth == 0 {
+            self.last_call[1] = None;
+        }
         let p = presenters.map_or_else(
             || generic(name, args),
             |presenters| presenters.present_call(name, args),
@@ -208,11 +218,16 @@ impl Transcript {
         &mut self,
         out: &mut dyn Write,
         presenters: Option<&Presenters>,
-        indent: &str,
+        (indent, id): (&str, &str),
         (name, args): (&str, &Value),
         (content, is_error, code): (&Value, bool, Option<&str>),
     ) -> std::io::Result<()> {
         self.newline(out)?;
+        let depth = usize::from(!indent.is_empty());
+        let under_its_call = self.last_call[depth].take().is_some_and(|last| last == id);
+        if depth == 0 {
+            self.last_call[1] = None;
+        }
         let view = ResultView { content, is_error };
         let p = presenters.map_or_else(
             || Presentation {
@@ -222,7 +237,10 @@ impl Transcript {
             |presenters| presenters.present_result(name, args, view),
         );
         let failed = is_error.then(|| code.unwrap_or_default());
-        let lines = result_lines(&p, content, failed, self.style);
+        let mut lines = result_lines(&p, content, failed, self.style);
+        if !under_its_call && let Some(first) = lines.first_mut() {
+            *first = format!("{}: {first}", safe(name));
+        }
         for (i, line) in lines.iter().enumerate() {
             let lead = if i == 0 { "  ⎿ " } else { "    " };
             writeln!(out, "{indent}{}{line}", self.style.paint("2", lead))?;
@@ -243,6 +261,7 @@ impl Transcript {
             if let Chunk::Text { delta } = chunk.chunk
                 && !delta.is_empty()
             {
+                self.last_call = [None, None];
                 write!(out, "{}", safe_lines(&delta))?;
                 self.at_line_start = delta.ends_with('\n');
                 out.flush()?;
@@ -251,18 +270,24 @@ impl Transcript {
         }
         if let Ok(call) = e.data_as::<ToolCallData>() {
             let args = parse_arguments_text(&call.arguments);
-            self.call(out, presenters, "", &call.name, &args)?;
+            self.call(out, presenters, ("", &call.call_id), &call.name, &args)?;
             self.pending.insert(call.call_id, args);
             return Ok(());
         }
         if let Ok(sub) = e.data_as::<ToolCodeDispatchStartData>() {
-            return self.call(out, presenters, "  ", &sub.name, &sub.arguments);
+            return self.call(
+                out,
+                presenters,
+                ("  ", &sub.sub_call_id),
+                &sub.name,
+                &sub.arguments,
+            );
         }
         if let Ok(sub) = e.data_as::<ToolCodeDispatchData>() {
             return self.result(
                 out,
                 presenters,
-                "  ",
+                ("  ", &sub.sub_call_id),
                 (&sub.name, &sub.arguments),
                 (&sub.content, sub.is_error, None),
             );
@@ -272,7 +297,7 @@ impl Transcript {
             return self.result(
                 out,
                 presenters,
-                "",
+                ("", &result.call_id),
                 (&result.name, &args),
                 (&result.content, result.is_error, result.code.as_deref()),
             );
