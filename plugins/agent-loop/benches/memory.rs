@@ -17,10 +17,12 @@ use cordis_tools::{ToolDefinition, ToolOutput, ToolRegistry, ToolsConfig, ToolsP
 
 const CHECKPOINTS: [u64; 3] = [200, 800, 2_000];
 
+#[path = "../../../benches/support/peak.rs"]
+mod peak;
+
+/// The resident set now, in KiB.
 fn rss_kib() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
-    line.split_whitespace().nth(1)?.parse().ok()
+    Some(peak::status_kib("VmRSS:")).filter(|&k| k > 0)
 }
 
 fn main() {

@@ -24,39 +24,13 @@ use cordis_tools::{
     PresentationMode, ToolDefinition, ToolOutput, ToolRegistry, ToolsConfig, ToolsPlugin,
 };
 
-/// A line of `/proc/self/status`, in KiB.
-fn status_kib(field: &str) -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find(|l| l.starts_with(field))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
-}
+#[path = "../../../benches/support/peak.rs"]
+mod peak;
+
+use peak::{reset_peak, status_kib};
 
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    if args.iter().any(|a| a == "--list") {
-        return; // `cargo test --benches` lists benchmarks; this one has none to list
-    }
-    if let Some(calls) = args
-        .iter()
-        .position(|a| a == "--calls")
-        .and_then(|i| args.get(i + 1))
-        .and_then(|n| n.parse().ok())
-    {
-        measure(calls);
-        return;
-    }
-    let me = std::env::current_exe().expect("this bench's path");
-    for calls in ["250", "500", "1000", "100000"] {
-        let status = std::process::Command::new(&me)
-            .args(["--calls", calls])
-            .status()
-            .expect("running the bench again");
-        assert!(status.success());
-    }
+    peak::run_each("--calls", &["250", "500", "1000", "100000"], measure);
 }
 
 /// The scripted model's turn: one `run_code` call of `calls` sub-calls, then an answer.
@@ -129,7 +103,7 @@ fn measure(calls: u64) {
             .present_as(&actx, Some(agent.scope_key()), PresentationMode::Code)
             .expect("present as code");
         agent.run_turn("warm up").await.expect("the warm-up turn");
-        let _ = std::fs::write("/proc/self/clear_refs", "5");
+        reset_peak();
         let (before, events) = (status_kib("VmRSS:"), agent.session().len());
         agent.run_turn("go").await.expect("the measured turn");
         let grown = status_kib("VmHWM:").saturating_sub(before);

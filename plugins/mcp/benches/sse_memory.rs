@@ -22,39 +22,15 @@ use cordis_system_prompt::{SystemPromptConfig, SystemPromptPlugin};
 use cordis_tools::{ToolCall, ToolRegistry, ToolsConfig, ToolsPlugin};
 use serde_json::json;
 
-/// A line of `/proc/self/status`, in KiB.
-fn status_kib(field: &str) -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find(|l| l.starts_with(field))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
-}
+#[path = "../../../benches/support/peak.rs"]
+mod peak;
+
+use peak::{reset_peak, status_kib};
 
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    if args.iter().any(|a| a == "--list") {
-        return; // `cargo test --benches` lists benchmarks; this one has none to list
-    }
-    if let Some(limit) = args
-        .iter()
-        .position(|a| a == "--limit")
-        .and_then(|i| args.get(i + 1))
-        .and_then(|n| n.parse().ok())
-    {
-        measure(limit);
-        return;
-    }
-    let me = std::env::current_exe().expect("this bench's path");
-    for limit in [1usize << 20, 4 << 20, 16 << 20] {
-        let status = std::process::Command::new(&me)
-            .args(["--limit", &limit.to_string()])
-            .status()
-            .expect("running the bench again");
-        assert!(status.success());
-    }
+    peak::run_each("--limit", &["1048576", "4194304", "16777216"], |limit| {
+        measure(usize::try_from(limit).unwrap_or(usize::MAX));
+    });
 }
 
 /// One flooded call with `maxMessageBytes: limit`.
@@ -92,7 +68,7 @@ fn measure(limit: usize) {
             name: "mcp__flood__whoami".into(),
             arguments: json!({}),
         };
-        let _ = std::fs::write("/proc/self/clear_refs", "5");
+        reset_peak();
         let before = status_kib("VmRSS:");
         let started = Instant::now();
         let result = tokio::time::timeout(Duration::from_secs(60), reg.execute(call, None))
