@@ -79,8 +79,10 @@ fn run_in_a_terminal_prompts_answers_and_ends_on_ctrl_d() {
     let mut term = Pty::spawn(cordis(&dir, &["run", "--session", "tty"]));
     term.wait_for("> ", LIMIT);
     term.send("hello\r");
-    // The demo's second step ends every turn; then the prompt comes back.
+    // The demo's second step ends every turn; a footer says what it cost; then the prompt
+    // comes back.
     term.wait_for("Noted.", LIMIT);
+    term.wait_for(" s · 0 tokens in, 0 out\r\n", LIMIT);
     term.wait_for_count("> ", 2, LIMIT);
     term.send("\x04");
     let code = term.wait_exit(LIMIT);

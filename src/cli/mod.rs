@@ -66,9 +66,10 @@ pub const EXIT_LOCKED: u8 = 3;
 /// Exit code: `cordis history`'s session does not exist.
 pub const EXIT_NOT_FOUND: u8 = 4;
 
-/// Loads cordis.yml plugin configurations under a seeded schedule and checks them.
+/// Run the AI agent a cordis.yml composes from plugins (`cordis run`), and prove the composition
+/// loads the same in every order (`check`, `stress`, `permute`).
 #[derive(Debug, Parser)]
-#[command(name = "cordis", version, about, long_about = None)]
+#[command(name = "cordis", version, long_about = None)]
 pub struct Cli {
     /// The command to run.
     #[command(subcommand)]

@@ -531,6 +531,25 @@ struct Conversation<'a> {
     exiting: bool,
 }
 
+/// The model answers that reported usage in the agent's log from event `from` on, and their
+/// input and output tokens.
+fn usage_since(agent: &Agent, from: usize) -> (u64, u64, u64) {
+    agent.session().with_events(|events| {
+        events
+            .iter()
+            .skip(from)
+            .filter(|e| e.kind == cordis_session::kinds::ASSISTANT_MESSAGE)
+            .filter_map(|e| e.data.get("usage"))
+            .fold((0u64, 0u64, 0u64), |(n, i, o), u| {
+                (
+                    n + 1,
+                    i + u["inputTokens"].as_u64().unwrap_or(0),
+                    o + u["outputTokens"].as_u64().unwrap_or(0),
+                )
+            })
+    })
+}
+
 /// Two Ctrl-C within this end the run (the first cancels the turn).
 const DOUBLE_INTERRUPT: Duration = Duration::from_secs(2);
 
@@ -635,7 +654,11 @@ impl Conversation<'_> {
                     writeln!(io.out, "> {}", safe_lines(line))?;
                 }
             }
+            let (started, from) = (Instant::now(), self.agent.session().len());
             self.turn(message, &mut events, io).await?;
+            if interactive {
+                self.footer(from, started, io)?;
+            }
             io.out.flush()?;
             io.err.flush()?;
         }
@@ -715,21 +738,25 @@ impl Conversation<'_> {
         }
     }
 
+    /// The line after a turn at a terminal: how long it took and the tokens its model calls
+    /// reported (the log's events from `from` on).
+    fn footer(&self, from: usize, started: Instant, io: &mut Io<'_>) -> std::io::Result<()> {
+        let (calls, input, output) = usage_since(&self.agent, from);
+        let tokens = if calls == 0 {
+            String::new()
+        } else {
+            format!(" · {input} tokens in, {output} out")
+        };
+        writeln!(
+            io.err,
+            "cordis: {:.1} s{tokens}",
+            started.elapsed().as_secs_f64()
+        )
+    }
+
     /// `/usage`: the tokens the model reported in this session, from its log.
     fn usage(&self, io: &mut Io<'_>) -> std::io::Result<()> {
-        let (messages, input, output) = self.agent.session().with_events(|events| {
-            events
-                .iter()
-                .filter(|e| e.kind == cordis_session::kinds::ASSISTANT_MESSAGE)
-                .filter_map(|e| e.data.get("usage"))
-                .fold((0u64, 0u64, 0u64), |(n, i, o), u| {
-                    (
-                        n + 1,
-                        i + u["inputTokens"].as_u64().unwrap_or(0),
-                        o + u["outputTokens"].as_u64().unwrap_or(0),
-                    )
-                })
-        });
+        let (messages, input, output) = usage_since(&self.agent, 0);
         writeln!(
             io.err,
             "cordis: session {}: {input} tokens in, {output} tokens out, over {messages} model answers that reported usage",
