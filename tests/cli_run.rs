@@ -181,6 +181,13 @@ fn run_watch_reloads_between_turns_and_the_agent_resumes_its_session() {
     wait_for(&out, "Noted.");
     drop(stdin);
     assert_eq!(child.wait().unwrap().code(), Some(0));
+    // The restart disposed the agent, and the next turn made it again, joined: no alarm
+    // (it used to say "the agent is joined to no preset after the reload" every time).
+    let rest: Vec<String> = err.iter().collect();
+    assert!(
+        rest.iter().all(|l| !l.contains("joined to no preset")),
+        "{rest:?}"
+    );
     let log = std::fs::read_to_string(dir.join(".sessions/w.jsonl")).unwrap();
     let reasons: Vec<&str> = log
         .lines()

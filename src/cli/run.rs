@@ -842,6 +842,12 @@ impl Conversation<'_> {
         let Some(roster) = self.root.get::<AgentPresets>() else {
             return Ok(());
         };
+        // A reload that restarted the loop disposed the agent itself: the next turn makes it
+        // again, joined to its session's preset, so there is nothing to rejoin (saying the
+        // agent is joined to no preset would be a false alarm).
+        if self.agent.context().is_none() {
+            return Ok(());
+        }
         if roster.composed_preset(self.agent.scope_key()).is_some() {
             return Ok(());
         }
