@@ -447,3 +447,44 @@ fn transcripts_stay_out_of_the_workspace_tools_and_git_and_leave_no_lock_behind(
     assert!(!listed.contains(".sessions"), "{listed}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_model_that_cannot_be_reached_is_one_warning_then_the_turns_error() {
+    // Each retry used to print a WARN line of its own before the same error.
+    let dir = fresh_dir("refused");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cordis"))
+        .args(["run", "--session", "r"])
+        .current_dir(&dir)
+        .env("CORDIS_LLM", "openai")
+        .env("CORDIS_BASE_URL", "http://127.0.0.1:1")
+        .env("DEEPSEEK_API_KEY", "not-a-key")
+        .env_remove("RUST_LOG")
+        // A proxy would answer for the closed port.
+        .env_remove("HTTP_PROXY")
+        .env_remove("HTTPS_PROXY")
+        .env_remove("ALL_PROXY")
+        .env_remove("http_proxy")
+        .env_remove("https_proxy")
+        .env_remove("all_proxy")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(b"hi\n").unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(stderr.matches("retrying").count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("retrying (up to 3 more attempts)"),
+        "{stderr}"
+    );
+    assert_eq!(
+        stderr.matches("cordis: error: turn 1 failed").count(),
+        1,
+        "{stderr}"
+    );
+    assert!(stderr.contains("(gave up after 4 attempts)"), "{stderr}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

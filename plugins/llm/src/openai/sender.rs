@@ -79,7 +79,16 @@ impl OpenAiAdapter {
                 )));
             }
             let delay = wait.unwrap_or_else(|| self.backoff(retry));
-            tracing::warn!(%failure, retry = retry + 1, delay_ms = delay.as_millis() as u64, "llm request failed; retrying");
+            // One line for a person, at the first retry; the next ones only when debugging (the
+            // last failure is the turn's error, printed once).
+            let left = self.settings.max_retries - retry;
+            if retry == 0 {
+                tracing::warn!(
+                    "llm request failed: {failure}; retrying (up to {left} more attempts)"
+                );
+            } else {
+                tracing::debug!(%failure, retry = retry + 1, delay_ms = delay.as_millis() as u64, "llm request failed; retrying");
+            }
             tokio::time::sleep(delay).await;
             retry += 1;
         }
