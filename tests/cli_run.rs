@@ -318,7 +318,7 @@ fn slash_lines_are_commands_for_cordis_and_never_reach_the_model() {
     let out = run(
         &dir,
         &["--session", "cmd"],
-        "/help\n/nope at all\nhello\n/usage\n//etc is a message\n/quit\nnever sent\n",
+        "/help\n/nope at all\nhello\n/usage\n//etc is a message\n\"\"\"\n/usr/bin is fenced\n\"\"\"\n/quit\nnever sent\n",
         &[],
     );
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
@@ -344,8 +344,12 @@ fn slash_lines_are_commands_for_cordis_and_never_reach_the_model() {
         .filter(|e| e["type"] == "user/message")
         .map(|e| e["data"]["content"].as_str().unwrap().to_owned())
         .collect();
-    // `/quit` ended the run before the last line.
-    assert_eq!(messages, ["hello", "/etc is a message"]);
+    // A fenced block is a message whatever it starts with; `/quit` ended the run before the
+    // last line.
+    assert_eq!(
+        messages,
+        ["hello", "/etc is a message", "/usr/bin is fenced"]
+    );
     assert!(!stdout.contains("never sent"), "{stdout}");
     let _ = std::fs::remove_dir_all(&dir);
 }

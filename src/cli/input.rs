@@ -21,6 +21,8 @@ pub(crate) struct Typed {
     pub text: String,
     /// When the (last) line was read.
     pub at: Instant,
+    /// A `"""`-fenced block: always a message, never a `/` command.
+    pub fenced: bool,
 }
 
 /// Reads messages from stdin on a thread: lines, or `"""`-fenced blocks.
@@ -30,10 +32,11 @@ pub(crate) fn spawn_reader() -> mpsc::UnboundedReceiver<Typed> {
         let stdin = std::io::stdin();
         let mut block: Option<Vec<String>> = None;
         let mut line = String::new();
-        let send = |text: String| {
+        let send = |text: String, fenced: bool| {
             tx.send(Typed {
                 text,
                 at: Instant::now(),
+                fenced,
             })
             .is_ok()
         };
@@ -48,14 +51,14 @@ pub(crate) fn spawn_reader() -> mpsc::UnboundedReceiver<Typed> {
                 Some(lines) if text.trim() == FENCE => {
                     let message = lines.join("\n");
                     block = None;
-                    if !message.trim().is_empty() && !send(message) {
+                    if !message.trim().is_empty() && !send(message, true) {
                         break;
                     }
                 }
                 Some(lines) => lines.push(text.to_owned()),
                 None if text.trim() == FENCE => block = Some(Vec::new()),
                 None => {
-                    if !send(text.to_owned()) {
+                    if !send(text.to_owned(), false) {
                         break;
                     }
                 }
@@ -65,7 +68,7 @@ pub(crate) fn spawn_reader() -> mpsc::UnboundedReceiver<Typed> {
         if let Some(lines) = block {
             let message = lines.join("\n");
             if !message.trim().is_empty() {
-                let _ = send(message);
+                let _ = send(message, true);
             }
         }
     });

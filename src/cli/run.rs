@@ -520,7 +520,7 @@ struct Conversation<'a> {
     /// Messages (and, during a turn, answers to approval questions) typed by the user.
     input: mpsc::UnboundedReceiver<Typed>,
     /// Messages typed while a turn ran, before a question: the next messages, in order.
-    typed_ahead: VecDeque<String>,
+    typed_ahead: VecDeque<Typed>,
     /// Approval questions from the terminal approver (interactive runs only).
     asked: Option<mpsc::UnboundedReceiver<Asked>>,
     /// Ctrl-C, SIGTERM, SIGHUP.
@@ -586,7 +586,7 @@ impl Conversation<'_> {
             let message = match self.typed_ahead.pop_front() {
                 Some(message) => {
                     if interactive {
-                        writeln!(io.err, "> {}", safe_lines(&message))?;
+                        writeln!(io.err, "> {}", safe_lines(&message.text))?;
                     }
                     Some(message)
                 }
@@ -598,7 +598,7 @@ impl Conversation<'_> {
                         io.err.flush()?;
                     }
                     tokio::select! {
-                        m = self.input.recv() => m.map(|t| t.text),
+                        m = self.input.recv() => m,
                         stop = self.signals.next() => {
                             // Between turns, Ctrl-C or a termination ends the run cleanly.
                             if interactive {
@@ -622,11 +622,23 @@ impl Conversation<'_> {
                     }
                 }
             };
-            let Some(message) = message else { break };
+            let Some(Typed {
+                text: message,
+                fenced,
+                ..
+            }) = message
+            else {
+                break;
+            };
             if message.trim().is_empty() {
                 continue;
             }
-            let message = match commands::parse(&message) {
+            let line = if fenced {
+                commands::Line::Message(&message)
+            } else {
+                commands::parse(&message)
+            };
+            let message = match line {
                 commands::Line::Message(text) => text.to_owned(),
                 command => {
                     if !interactive {
@@ -696,13 +708,13 @@ impl Conversation<'_> {
     }
 
     /// Keeps a message typed while the agent worked for after the turn, and says so.
-    fn keep_typed_ahead(&mut self, text: String, io: &mut Io<'_>) -> std::io::Result<()> {
+    fn keep_typed_ahead(&mut self, typed: Typed, io: &mut Io<'_>) -> std::io::Result<()> {
         writeln!(
             io.err,
             "\ncordis: {:?} was typed while the agent worked: kept as your next message",
-            safe(&text)
+            safe(&typed.text)
         )?;
-        self.typed_ahead.push_back(text);
+        self.typed_ahead.push_back(typed);
         Ok(())
     }
 
@@ -731,7 +743,7 @@ impl Conversation<'_> {
                 return Ok(answer_of(&typed.text));
             }
             if !typed.text.trim().is_empty() {
-                self.keep_typed_ahead(typed.text, io)?;
+                self.keep_typed_ahead(typed, io)?;
                 write!(io.err, "{text}")?;
                 io.err.flush()?;
             }
@@ -909,7 +921,7 @@ impl Conversation<'_> {
                         // Typed while the turn runs: the next message, not an answer.
                         Some(typed) = self.input.recv() => {
                             if !typed.text.trim().is_empty() {
-                                self.keep_typed_ahead(typed.text, io)?;
+                                self.keep_typed_ahead(typed, io)?;
                             }
                         }
                         r = &mut turn => break r,
