@@ -49,11 +49,8 @@ pub(crate) fn run(
         let (live, _report) = super::boot_live(&args.config, schedule, io, builtins).await?;
         let root = live.root().clone();
         let Some(store) = root.get::<SessionStore>() else {
-            writeln!(
-                io.err,
-                "cordis: {} has no `sessions` entry, so it has no session logs to read: add {{id: sessions, name: sessions, config: {{root: .sessions}}}}",
-                args.config.file.display()
-            )?;
+            let why = super::sessions::no_sessions_entry(&args.config.file);
+            writeln!(io.err, "cordis: {why}")?;
             root.dispose();
             return Err(Exit(EXIT_CONFIG).into());
         };

@@ -75,17 +75,22 @@ pub(crate) fn lines(sessions: &[SessionSummary]) -> String {
     text
 }
 
+/// Why `file` has no session logs at all, and the row that gives it some.
+pub(crate) fn no_sessions_entry(file: &std::path::Path) -> String {
+    format!(
+        "{} has no `sessions` entry, so it keeps no session logs: add {{id: sessions, name: sessions, config: {{root: .sessions}}}}",
+        file.display()
+    )
+}
+
 /// The store of the booted composition, or a message saying why there is none.
 pub(crate) fn store_of(
     root: &cordis_runtime::Context,
     file: &std::path::Path,
 ) -> Result<std::sync::Arc<SessionStore>, String> {
-    let store = root.get::<SessionStore>().ok_or_else(|| {
-        format!(
-            "{} has no `sessions` entry, so it keeps no sessions: add {{id: sessions, name: sessions, config: {{root: .sessions}}}}",
-            file.display()
-        )
-    })?;
+    let store = root
+        .get::<SessionStore>()
+        .ok_or_else(|| no_sessions_entry(file))?;
     if store.root().is_none() {
         return Err(format!(
             "the `sessions` entry of {} keeps sessions in memory (set its `root` to keep them on disk)",
