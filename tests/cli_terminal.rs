@@ -384,6 +384,14 @@ fn a_key_typed_ahead_never_answers_a_question_and_always_holds_for_the_session_a
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Whether `screen` holds a colour or style sequence (`ESC [ params m`).
+fn has_sgr(screen: &str) -> bool {
+    screen.split("\x1b[").skip(1).any(|rest| {
+        let params = rest.find(|c: char| !(c.is_ascii_digit() || c == ';'));
+        params.is_some_and(|end| rest[end..].starts_with('m'))
+    })
+}
+
 #[test]
 fn a_terminal_transcript_is_coloured_unless_no_color_or_color_never() {
     let dir = fresh_dir("colour", include_str!("../cordis.yml"));
@@ -407,12 +415,115 @@ fn a_terminal_transcript_is_coloured_unless_no_color_or_color_never() {
         term.wait_for("Noted.", LIMIT);
         term.send("\x04");
         assert_eq!(term.wait_exit(LIMIT), Some(0), "{}", term.screen());
+        // Colour is SGR (`ESC [ … m`); the line editor's cursor controls are not colour.
         assert_eq!(
-            term.screen().contains('\x1b'),
+            has_sgr(&term.screen()),
             coloured,
             "NO_COLOR={env:?} {args:?}: {:?}",
             term.screen()
         );
     }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The user messages of a session's log, in order.
+fn user_messages(dir: &Path, session: &str) -> Vec<String> {
+    log_events(dir, session)
+        .iter()
+        .filter(|e| e["type"] == "user/message")
+        .map(|e| e["data"]["content"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn the_line_editor_recalls_messages_keeps_half_typed_text_and_esc_cancels_a_turn() {
+    let responses = concat!(
+        "      - text: First answer.\n",
+        "      - text: Recalled answer.\n",
+        "      - toolCalls: [{name: bash, arguments: {command: 'echo $$ > one.pid; exec sleep 30'}}]\n",
+        "      - text: After the cancel.\n",
+    );
+    let dir = fresh_dir("editor", &shell_agent(responses, false));
+    let mut term = Pty::spawn_controlling(cordis(&dir, &["run", "--session", "e"]));
+    term.wait_for("> ", LIMIT);
+    term.send("first\r");
+    term.wait_for("First answer.", LIMIT);
+    term.wait_for_count("> ", 2, LIMIT);
+    // Arrow-up recalls the last message.
+    term.send("\x1b[A");
+    term.send("\r");
+    term.wait_for("Recalled answer.", LIMIT);
+    term.wait_for_count("> ", 3, LIMIT);
+    term.send("sleep\r");
+    let command = pid_in(&dir.join("one.pid"));
+    // Typed while the turn runs, without Enter: waits in the editor for the next prompt. An
+    // arrow key meanwhile is neither text nor a cancel; Esc alone cancels the turn.
+    term.send("half");
+    term.send("\x1b[D");
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(!term.screen().contains("cancelling"), "{}", term.screen());
+    term.send("\x1b");
+    term.wait_for("cordis: cancelling the turn (Esc)", LIMIT);
+    assert!(gone(command), "the command outlived its cancelled turn");
+    term.wait_for_count("> ", 4, LIMIT);
+    term.send(" done\r");
+    term.wait_for("After the cancel.", LIMIT);
+    term.send("\x04");
+    assert_eq!(term.wait_exit(LIMIT), Some(0), "{}", term.screen());
+    assert_eq!(
+        user_messages(&dir, "e"),
+        ["first", "first", "sleep", "half done"]
+    );
+    let ends: Vec<serde_json::Value> = log_events(&dir, "e")
+        .iter()
+        .filter(|e| e["type"] == "turn/end")
+        .map(|e| e["data"]["reason"].clone())
+        .collect();
+    assert_eq!(
+        ends[2],
+        serde_json::json!({"kind": "aborted", "reason": "cancelled by the user (Esc)"})
+    );
+    assert_eq!(ends.len(), 4);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_question_takes_one_key_and_any_other_text_is_the_reason_for_no() {
+    let responses = concat!(
+        "      - toolCalls: [{name: bash, arguments: {command: touch one.txt}}]\n",
+        "      - toolCalls: [{name: bash, arguments: {command: touch two.txt}}]\n",
+        "      - toolCalls: [{name: bash, arguments: {command: touch three.txt}}]\n",
+        "      - text: All asked.\n",
+    );
+    let dir = fresh_dir("keys", &shell_agent(responses, true));
+    let mut term = Pty::spawn_controlling(cordis(&dir, &["run", "--session", "k"]));
+    let question = "allow bash? [y]es once";
+    term.wait_for("> ", LIMIT);
+    term.send("go\r");
+    // One key, no Enter: `n` is no.
+    term.wait_for_count(question, 1, LIMIT);
+    term.send("n");
+    // Any other text starts the reason the model is told.
+    term.wait_for_count(question, 2, LIMIT);
+    term.send("use rg instead\r");
+    // A single `y` once.
+    term.wait_for_count(question, 3, LIMIT);
+    term.send("y");
+    term.wait_for("All asked.", LIMIT);
+    term.send("\x04");
+    assert_eq!(term.wait_exit(LIMIT), Some(0), "{}", term.screen());
+    assert!(!dir.join("one.txt").exists() && !dir.join("two.txt").exists());
+    assert!(dir.join("three.txt").exists());
+    let results: Vec<String> = log_events(&dir, "k")
+        .iter()
+        .filter(|e| e["type"] == "tool/result")
+        .map(|e| e["data"]["content"].to_string())
+        .collect();
+    assert_eq!(results.len(), 3, "{results:?}");
+    assert!(results[0].contains("the user said no"), "{results:?}");
+    assert!(
+        results[1].contains("the user said no: use rg instead"),
+        "{results:?}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -3,10 +3,11 @@
 //! - `--yes`: every call is allowed.
 //! - `--approve TOOL` (repeatable): those tools are allowed up front.
 //! - At a terminal, anything else is asked: the call's card (the command, the diff of an edit)
-//!   is shown on stderr and the next line typed *after* it answers (lines typed before the
-//!   question are kept as later messages, never taken as the answer): `y` allows once, `a`
-//!   allows this tool for the rest of the session (logged, so `--resume` honours it), Enter or
-//!   `n` denies, and any other text denies and tells the model why.
+//!   is shown on stderr and the first key pressed *after* it answers (what was typed before the
+//!   question is kept as later messages, never taken as the answer): `y` allows once, `a`
+//!   allows this tool for the rest of the session (logged, so `--resume` honours it), Enter,
+//!   `n` or Esc denies, and any other text denies and tells the model why (`e` starts that
+//!   reason on an empty line). With a redirected stdout the same answers are typed as lines.
 //! - Not at a terminal, with neither flag: `ask` means deny, and the model is told why.
 
 use std::collections::BTreeSet;

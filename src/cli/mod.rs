@@ -36,6 +36,7 @@ mod run;
 mod sessions;
 mod signals;
 mod stress;
+mod terminal;
 mod transcript;
 mod watch;
 

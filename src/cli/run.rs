@@ -1,6 +1,7 @@
 //! `cordis run`: the stdio app. Boot a config, then talk to its agent over stdin/stdout.
 //!
-//! Input: one message per line (blank lines are skipped); a line that is exactly `"""` starts a
+//! Input: at a terminal, a line editor (see `terminal`); otherwise one message per line (blank
+//! lines are skipped). Either way a line that is exactly `"""` starts a
 //! multi-line message that the next `"""` line ends. EOF ends the run: exit 0, or 1 when stdin
 //! is not a terminal and a turn failed (so a script sees it).
 //!
@@ -29,6 +30,7 @@ use super::commands;
 use super::input::{Typed, spawn_reader};
 use super::render::{safe, safe_lines};
 use super::signals::{Signals, Stop};
+use super::terminal::{Event, Terminal};
 use super::transcript::{Style, Transcript};
 use super::{
     ColorChoice, EXIT_CONFIG, EXIT_FAILURE, EXIT_LOCKED, EXIT_OK, Io, RunArgs, choose_seed,
@@ -376,9 +378,16 @@ async fn run_session(
         .and_then(|roster| roster.composed_preset(agent.scope_key()))
         .map(|s| format!("; preset {}", safe(&s.preset)))
         .unwrap_or_default();
+    let interactive = std::io::IsTerminal::is_terminal(&std::io::stdin());
+    let editor = interactive && std::io::IsTerminal::is_terminal(&std::io::stdout());
+    let keys = if editor {
+        "Enter sends, \"\"\" starts a multi-line message, Esc or Ctrl-C cancels a turn, Ctrl-D exits, /help lists commands"
+    } else {
+        "one message per line, \"\"\" for multi-line, EOF to end"
+    };
     writeln!(
         io.err,
-        "cordis: {verb} session {} ({shown}); adapter {}{joined}; one message per line, \"\"\" for multi-line, EOF to end",
+        "cordis: {verb} session {} ({shown}); adapter {}{joined}; {keys}",
         agent.session().id(),
         root.get::<AgentLoop>()
             .map_or_else(String::new, |l| l.llm().adapter().name().to_owned()),
@@ -392,11 +401,17 @@ async fn run_session(
     }
     io.err.flush()?;
 
-    let interactive = std::io::IsTerminal::is_terminal(&std::io::stdin());
     let approving = approver_for(args.yes, &args.approve, interactive);
     seed_always(&approving.allowed, &agent);
     // The root's service is seen by every scope, reloads included; it goes with the root.
     let _approver = approving.service.map(|a| root.provide(a));
+    let input = if editor {
+        let terminal = Terminal::start()?;
+        terminal.remember(user_messages(&agent));
+        Input::Terminal(terminal)
+    } else {
+        Input::Lines(spawn_reader())
+    };
     let mut conversation = Conversation {
         args,
         root: root.clone(),
@@ -404,7 +419,7 @@ async fn run_session(
         agent,
         transcript: Transcript::new(style_for(args, io)),
         failed_turns: 0,
-        input: spawn_reader(),
+        input,
         typed_ahead: VecDeque::new(),
         asked: approving.asked,
         signals: Signals::install()?,
@@ -517,8 +532,8 @@ struct Conversation<'a> {
     agent: Agent,
     transcript: Transcript,
     failed_turns: u64,
-    /// Messages (and, during a turn, answers to approval questions) typed by the user.
-    input: mpsc::UnboundedReceiver<Typed>,
+    /// What the user types: messages, and answers to approval questions.
+    input: Input,
     /// Messages typed while a turn ran, before a question: the next messages, in order.
     typed_ahead: VecDeque<Typed>,
     /// Approval questions from the terminal approver (interactive runs only).
@@ -550,8 +565,42 @@ fn usage_since(agent: &Agent, from: usize) -> (u64, u64, u64) {
     })
 }
 
+/// At most this many messages typed while a turn runs wait for it to end.
+const MAX_TYPED_AHEAD: usize = 32;
+
 /// Two Ctrl-C within this end the run (the first cancels the turn).
 const DOUBLE_INTERRUPT: Duration = Duration::from_secs(2);
+
+/// Where the user's input comes from: the terminal's line editor and keys, or lines (piped
+/// stdin, or a terminal whose output is redirected).
+enum Input {
+    Terminal(Terminal),
+    Lines(mpsc::UnboundedReceiver<Typed>),
+}
+
+impl Input {
+    /// The next thing typed (a line, in line mode, is an [`Event::Line`]).
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    async fn next(&mut self) -> Option<Event> {
+        match self {
+            Input::Terminal(terminal) => terminal.next().await,
+            Input::Lines(lines) => lines.recv().await.map(Event::Line),
+        }
+    }
+}
+
+/// The messages the user sent on the agent's session, oldest first (for arrow-up).
+fn user_messages(agent: &Agent) -> Vec<String> {
+    agent.session().with_events(|events| {
+        events
+            .iter()
+            .filter_map(|e| e.data_as::<cordis_session::UserMessageData>().ok())
+            .map(|m| m.content)
+            .collect()
+    })
+}
 
 /// Adds the tools a resumed session's log says were approved "always" to `allowed`.
 fn seed_always(allowed: &Allowed, agent: &Agent) {
@@ -583,53 +632,23 @@ impl Conversation<'_> {
             if self.exiting {
                 break;
             }
-            let message = match self.typed_ahead.pop_front() {
+            let typed = match self.typed_ahead.pop_front() {
                 Some(message) => {
                     if interactive {
                         writeln!(io.err, "> {}", safe_lines(&message.text))?;
                     }
-                    Some(message)
+                    message
                 }
-                None => {
-                    if interactive {
-                        // The prompt shows when the run waits for a message, not before the
-                        // reply to the last one.
-                        write!(io.err, "> ")?;
-                        io.err.flush()?;
-                    }
-                    tokio::select! {
-                        m = self.input.recv() => m,
-                        stop = self.signals.next() => {
-                            // Between turns, Ctrl-C or a termination ends the run cleanly.
-                            if interactive {
-                                writeln!(io.err)?;
-                            }
-                            let _ = stop;
-                            break;
-                        }
-                        Some(note) = async {
-                            match watcher.as_deref_mut() {
-                                Some(w) => w.changed().await,
-                                None => std::future::pending().await,
-                            }
-                        } => {
-                            match note {
-                                WatchNote::Changed => self.reload(io).await?,
-                                other => super::print_watch_note(&other, io)?,
-                            }
-                            continue;
-                        }
-                    }
-                }
+                None => match self.read_message(interactive, &mut watcher, io).await? {
+                    Some(message) => message,
+                    None => break,
+                },
             };
-            let Some(Typed {
+            let Typed {
                 text: message,
                 fenced,
                 ..
-            }) = message
-            else {
-                break;
-            };
+            } = typed;
             if message.trim().is_empty() {
                 continue;
             }
@@ -677,6 +696,109 @@ impl Conversation<'_> {
         Ok(())
     }
 
+    /// Waits at the prompt for the next message, applying config edits meanwhile; `None` ends
+    /// the run (end of input, Ctrl-C or Ctrl-D at the prompt, SIGTERM or SIGHUP).
+    async fn read_message(
+        &mut self,
+        interactive: bool,
+        watcher: &mut Option<&mut ConfigWatcher>,
+        io: &mut Io<'_>,
+    ) -> anyhow::Result<Option<Typed>> {
+        match &self.input {
+            Input::Terminal(terminal) => terminal.prompt(),
+            Input::Lines(_) if interactive => {
+                // The prompt shows when the run waits for a message, not before the reply to
+                // the last one.
+                write!(io.err, "> ")?;
+                io.err.flush()?;
+            }
+            Input::Lines(_) => {}
+        }
+        loop {
+            tokio::select! {
+                event = self.input.next() => match event {
+                    Some(Event::Line(typed)) => return Ok(Some(typed)),
+                    // Lines finished just before the prompt: the first is this message.
+                    Some(Event::Ahead(typed)) => self.queue_typed_ahead(typed, io)?,
+                    Some(Event::PromptSkipped) => match self.typed_ahead.pop_front() {
+                        Some(typed) => {
+                            writeln!(io.err, "> {}", safe_lines(&typed.text))?;
+                            return Ok(Some(typed));
+                        }
+                        None => {
+                            if let Input::Terminal(terminal) = &self.input {
+                                terminal.prompt();
+                            }
+                        }
+                    },
+                    Some(Event::Escape | Event::Answer(_)) => {}
+                    Some(Event::Interrupted | Event::Eof) | None => {
+                        if matches!(self.input, Input::Terminal(_)) {
+                            writeln!(io.err)?;
+                        }
+                        return Ok(None);
+                    }
+                },
+                stop = self.signals.next() => {
+                    // Between turns, Ctrl-C or a termination ends the run cleanly.
+                    if interactive {
+                        writeln!(io.err)?;
+                    }
+                    let _ = stop;
+                    return Ok(None);
+                }
+                Some(note) = async {
+                    match watcher.as_deref_mut() {
+                        Some(w) => w.changed().await,
+                        None => std::future::pending().await,
+                    }
+                } => {
+                    if matches!(self.input, Input::Terminal(_)) {
+                        writeln!(io.err)?;
+                    }
+                    match note {
+                        WatchNote::Changed => self.reload(io).await?,
+                        other => super::print_watch_note(&other, io)?,
+                    }
+                }
+            }
+        }
+    }
+
+    /// Something typed while a turn runs: a line is the next message, never an answer; Esc
+    /// cancels the turn.
+    fn typed_in_turn(&mut self, event: Event, io: &mut Io<'_>) -> std::io::Result<()> {
+        match event {
+            Event::Line(typed) if !typed.text.trim().is_empty() => {
+                writeln!(
+                    io.err,
+                    "\ncordis: {:?} was typed while the agent worked: kept as your next message",
+                    safe(&typed.text)
+                )?;
+                self.queue_typed_ahead(typed, io)
+            }
+            Event::Ahead(typed) => self.queue_typed_ahead(typed, io),
+            Event::Escape => self.on_signal(Stop::Escape, io),
+            Event::Interrupted => self.on_signal(Stop::Interrupt, io),
+            Event::Line(_) | Event::Eof | Event::Answer(_) | Event::PromptSkipped => Ok(()),
+        }
+    }
+
+    /// Keeps a message typed while the agent worked for after the turn (at most
+    /// [`MAX_TYPED_AHEAD`] of them; the rest are refused on screen).
+    fn queue_typed_ahead(&mut self, typed: Typed, io: &mut Io<'_>) -> std::io::Result<()> {
+        if self.typed_ahead.len() >= MAX_TYPED_AHEAD {
+            writeln!(
+                io.err,
+                "cordis: {MAX_TYPED_AHEAD} messages are waiting already; {:?} is dropped, type it again after this turn",
+                safe(&typed.text)
+            )?;
+            return io.err.flush();
+        }
+        self.typed_ahead.push_back(typed);
+        Ok(())
+    }
+
     /// Acts on a signal during a turn: the first Ctrl-C cancels it, a second one soon after (or
     /// SIGTERM/SIGHUP) cancels it and ends the run once it has ended.
     fn on_signal(&mut self, stop: Stop, io: &mut Io<'_>) -> std::io::Result<()> {
@@ -684,6 +806,10 @@ impl Conversation<'_> {
             .interrupted_at
             .is_some_and(|t| t.elapsed() < DOUBLE_INTERRUPT);
         let reason = match stop {
+            Stop::Escape => {
+                writeln!(io.err, "\ncordis: cancelling the turn (Esc)")?;
+                "cancelled by the user (Esc)"
+            }
             Stop::Interrupt if !again => {
                 self.interrupted_at = Some(Instant::now());
                 writeln!(
@@ -707,45 +833,63 @@ impl Conversation<'_> {
         io.err.flush()
     }
 
-    /// Keeps a message typed while the agent worked for after the turn, and says so.
-    fn keep_typed_ahead(&mut self, typed: Typed, io: &mut Io<'_>) -> std::io::Result<()> {
-        writeln!(
-            io.err,
-            "\ncordis: {:?} was typed while the agent worked: kept as your next message",
-            safe(&typed.text)
-        )?;
-        self.typed_ahead.push_back(typed);
-        Ok(())
-    }
-
-    /// Asks the person at the terminal about one call. Lines typed before the question was
-    /// shown are kept as the next messages, never taken as its answer.
+    /// Asks the person at the terminal about one call. What was typed before the question was
+    /// shown is kept as the next messages, never taken as its answer.
     async fn ask(&mut self, request: &ApprovalRequest, io: &mut Io<'_>) -> std::io::Result<Answer> {
         let text = question(&self.root, request);
-        write!(io.err, "{text}")?;
-        io.err.flush()?;
-        let shown = Instant::now();
+        // At a terminal, its reading thread shows the question, after taking what was typed
+        // before; with lines, a line counts when it was read after the question was written.
+        let shown = match &self.input {
+            Input::Terminal(terminal) => {
+                terminal.ask(text.clone());
+                None
+            }
+            Input::Lines(_) => {
+                write!(io.err, "{text}")?;
+                io.err.flush()?;
+                Some(Instant::now())
+            }
+        };
         loop {
-            let typed = tokio::select! {
-                typed = self.input.recv() => typed,
+            let event = tokio::select! {
+                event = self.input.next() => event,
                 stop = self.signals.next() => {
+                    if let Input::Terminal(terminal) = &self.input {
+                        terminal.cancel();
+                    }
                     writeln!(io.err)?;
                     self.on_signal(stop, io)?;
                     return Ok(Answer::Deny(Some("the user cancelled the turn".to_owned())));
                 }
             };
-            let Some(typed) = typed else {
-                return Ok(Answer::Deny(Some(
-                    "the input ended before an answer".to_owned(),
-                )));
-            };
-            if typed.at >= shown {
-                return Ok(answer_of(&typed.text));
-            }
-            if !typed.text.trim().is_empty() {
-                self.keep_typed_ahead(typed, io)?;
-                write!(io.err, "{text}")?;
-                io.err.flush()?;
+            match event {
+                Some(Event::Answer(answer)) => return Ok(answer),
+                Some(Event::Line(typed)) if shown.is_some_and(|at| typed.at >= at) => {
+                    return Ok(answer_of(&typed.text));
+                }
+                Some(Event::Line(typed)) => {
+                    if !typed.text.trim().is_empty() {
+                        writeln!(
+                            io.err,
+                            "\ncordis: {:?} was typed while the agent worked: kept as your next message",
+                            safe(&typed.text)
+                        )?;
+                        self.queue_typed_ahead(typed, io)?;
+                        write!(io.err, "{text}")?;
+                        io.err.flush()?;
+                    }
+                }
+                Some(Event::Ahead(typed)) => self.queue_typed_ahead(typed, io)?,
+                Some(Event::Interrupted) => {
+                    self.on_signal(Stop::Interrupt, io)?;
+                    return Ok(Answer::Deny(Some("the user cancelled the turn".to_owned())));
+                }
+                Some(Event::Escape | Event::PromptSkipped) => {}
+                Some(Event::Eof) | None => {
+                    return Ok(Answer::Deny(Some(
+                        "the input ended before an answer".to_owned(),
+                    )));
+                }
             }
         }
     }
@@ -919,11 +1063,7 @@ impl Conversation<'_> {
                         }
                         stop = self.signals.next() => self.on_signal(stop, io)?,
                         // Typed while the turn runs: the next message, not an answer.
-                        Some(typed) = self.input.recv() => {
-                            if !typed.text.trim().is_empty() {
-                                self.keep_typed_ahead(typed, io)?;
-                            }
-                        }
+                        Some(event) = self.input.next() => self.typed_in_turn(event, io)?,
                         r = &mut turn => break r,
                     }
                 }

@@ -9,6 +9,8 @@ use tokio::signal::unix::{Signal, SignalKind, signal};
 pub(crate) enum Stop {
     /// Ctrl-C.
     Interrupt,
+    /// Esc while a turn runs (read by the terminal, not a signal): cancels the turn only.
+    Escape,
     /// SIGTERM or SIGHUP: end the run.
     Terminate,
 }

@@ -1,0 +1,530 @@
+//! The keyboard of `cordis run` at a terminal, owned by one thread: a line editor at the prompt
+//! (history, arrow keys, `"""` blocks, bracketed paste, Tab for slash commands), keys read one
+//! by one while a turn runs (Esc cancels it; lines typed meanwhile are kept as the next
+//! messages), and one keypress for an approval question.
+//!
+//! One thread reads the terminal so that the order of what it read is the order things
+//! happened in: a question is written by the same thread that reads its answer, after it has
+//! taken everything typed before it, so a key pressed ahead can never answer it.
+
+use std::io::Write;
+use std::os::fd::{AsFd, BorrowedFd};
+use std::sync::mpsc as std_mpsc;
+use std::time::{Duration, Instant};
+
+use cordis_approvals::Answer;
+use rustix::termios::{LocalModes, OptionalActions, SpecialCodeIndex, Termios};
+use rustyline::completion::Completer;
+use rustyline::error::ReadlineError;
+use rustyline::highlight::Highlighter;
+use rustyline::hint::Hinter;
+use rustyline::history::DefaultHistory;
+use rustyline::validate::{ValidationContext, ValidationResult, Validator};
+use rustyline::{Config, Editor, Helper};
+use tokio::sync::mpsc;
+
+use super::commands::COMMANDS;
+use super::input::{FENCE, Typed};
+use super::render::safe;
+
+/// The prompt the line editor shows.
+pub(crate) const PROMPT: &str = "> ";
+
+/// At most this many bytes of one line typed while a turn runs are kept.
+const MAX_AHEAD_LINE: usize = 64 * 1024;
+
+/// How long after Esc the rest of an escape sequence (an arrow key) may take to arrive.
+const ESCAPE_SEQUENCE: Duration = Duration::from_millis(40);
+
+/// How often the reading thread looks for a request while waiting for keys.
+const TICK: Duration = Duration::from_millis(20);
+
+/// What the terminal reports.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Event {
+    /// A message (or `/command`) entered at the prompt.
+    Line(Typed),
+    /// A line typed while a turn ran: kept as a later message (already announced on screen).
+    Ahead(Typed),
+    /// Esc while a turn ran: cancel it.
+    Escape,
+    /// Ctrl-C where the terminal has no signal for it: at the prompt, or at a question's reason.
+    Interrupted,
+    /// Ctrl-D at the prompt (or the terminal went away).
+    Eof,
+    /// The answer to the last question.
+    Answer(Answer),
+    /// The prompt was not shown: lines typed just before it came in as [`Event::Ahead`], and
+    /// the first of them is the message.
+    PromptSkipped,
+}
+
+/// What the run asks of the terminal.
+enum Request {
+    /// Read a message at the prompt.
+    Prompt,
+    /// Show this question, then read its answer.
+    Ask(String),
+    /// The question is moot (the turn was cancelled).
+    Cancel,
+    /// Recall these messages with arrow-up (a resumed session's, oldest first).
+    Remember(Vec<String>),
+}
+
+/// The terminal's reading thread, and the mode the terminal was in before it (put back on drop).
+pub(crate) struct Terminal {
+    requests: std_mpsc::Sender<Request>,
+    events: mpsc::UnboundedReceiver<Event>,
+    original: Option<Termios>,
+}
+
+impl Terminal {
+    /// Starts reading the terminal on stdin.
+    ///
+    /// # Errors
+    /// The line editor cannot be set up.
+    pub(crate) fn start() -> std::io::Result<Terminal> {
+        let original = rustix::termios::tcgetattr(std::io::stdin()).ok();
+        let config = Config::builder()
+            .auto_add_history(false)
+            .bracketed_paste(true)
+            .max_history_size(1000)
+            .map_err(std::io::Error::other)?
+            .build();
+        let mut editor: Editor<Messages, DefaultHistory> =
+            Editor::with_config(config).map_err(std::io::Error::other)?;
+        editor.set_helper(Some(Messages));
+        let (requests, rx) = std_mpsc::channel();
+        let (tx, events) = mpsc::unbounded_channel();
+        let keys = original.clone().map(keys_mode);
+        std::thread::Builder::new()
+            .name("cordis-terminal".into())
+            .spawn(move || {
+                Reader {
+                    editor,
+                    requests: rx,
+                    events: tx,
+                    keys,
+                    partial: Vec::new(),
+                }
+                .run();
+            })?;
+        Ok(Terminal {
+            requests,
+            events,
+            original,
+        })
+    }
+
+    /// Asks for the next message at the prompt; it arrives as [`Event::Line`].
+    pub(crate) fn prompt(&self) {
+        let _ = self.requests.send(Request::Prompt);
+    }
+
+    /// Shows `question` and reads its answer, which arrives as [`Event::Answer`].
+    pub(crate) fn ask(&self, question: String) {
+        let _ = self.requests.send(Request::Ask(question));
+    }
+
+    /// Drops the question asked last (its turn was cancelled).
+    pub(crate) fn cancel(&self) {
+        let _ = self.requests.send(Request::Cancel);
+    }
+
+    /// Lets arrow-up recall `messages` (oldest first).
+    pub(crate) fn remember(&self, messages: Vec<String>) {
+        let _ = self.requests.send(Request::Remember(messages));
+    }
+
+    /// The next thing the terminal reports (`None` once its thread has ended).
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub(crate) async fn next(&mut self) -> Option<Event> {
+        self.events.recv().await
+    }
+}
+
+impl Drop for Terminal {
+    fn drop(&mut self) {
+        // The reading thread may be blocked inside the line editor (in raw mode) when the run
+        // ends on a signal: the terminal gets its mode back all the same.
+        if let Some(original) = &self.original {
+            let _ = rustix::termios::tcsetattr(std::io::stdin(), OptionalActions::Now, original);
+        }
+    }
+}
+
+/// The mode for reading keys while a turn runs: no line buffering and no echo, but Ctrl-C is
+/// still the terminal's SIGINT (the run's signal handling owns it).
+fn keys_mode(mut termios: Termios) -> Termios {
+    termios
+        .local_modes
+        .remove(LocalModes::ICANON | LocalModes::ECHO);
+    termios.local_modes.insert(LocalModes::ISIG);
+    termios.special_codes[SpecialCodeIndex::VMIN] = 1;
+    termios.special_codes[SpecialCodeIndex::VTIME] = 0;
+    termios
+}
+
+/// Waits at most `timeout` for stdin to be readable.
+fn readable(fd: BorrowedFd<'_>, timeout: Duration) -> bool {
+    let mut fds = [rustix::event::PollFd::new(
+        &fd,
+        rustix::event::PollFlags::IN,
+    )];
+    let timeout = rustix::event::Timespec {
+        tv_sec: timeout.as_secs().try_into().unwrap_or(i64::MAX),
+        tv_nsec: timeout.subsec_nanos().into(),
+    };
+    matches!(rustix::event::poll(&mut fds, Some(&timeout)), Ok(n) if n > 0)
+}
+
+/// One byte from stdin (`None`: end of input or an error).
+fn read_byte(fd: BorrowedFd<'_>) -> Option<u8> {
+    let mut byte = [0u8; 1];
+    match rustix::io::read(fd, &mut byte) {
+        Ok(1) => Some(byte[0]),
+        _ => None,
+    }
+}
+
+/// What the line editor knows of messages: a `"""` block goes on until its closing fence, and
+/// Tab completes slash commands.
+struct Messages;
+
+impl Validator for Messages {
+    fn validate(&self, ctx: &mut ValidationContext<'_>) -> rustyline::Result<ValidationResult> {
+        Ok(if fence_open(ctx.input()) {
+            ValidationResult::Incomplete
+        } else {
+            ValidationResult::Valid(None)
+        })
+    }
+}
+
+impl Completer for Messages {
+    type Candidate = String;
+
+    fn complete(
+        &self,
+        line: &str,
+        pos: usize,
+        _: &rustyline::Context<'_>,
+    ) -> rustyline::Result<(usize, Vec<String>)> {
+        let typed = &line[..pos];
+        if !typed.starts_with('/') || typed.contains(char::is_whitespace) {
+            return Ok((0, Vec::new()));
+        }
+        let names = COMMANDS
+            .iter()
+            .map(|(usage, _)| usage.split_whitespace().next().unwrap_or(usage))
+            .filter(|name| name.starts_with(typed))
+            .map(str::to_owned)
+            .collect();
+        Ok((0, names))
+    }
+}
+
+impl Hinter for Messages {
+    type Hint = String;
+}
+
+impl Highlighter for Messages {}
+
+impl Helper for Messages {}
+
+/// Whether `input` opens a `"""` block it does not close.
+fn fence_open(input: &str) -> bool {
+    let mut lines = input.lines();
+    if lines.next().map(str::trim) != Some(FENCE) {
+        return false;
+    }
+    !lines.any(|line| line.trim() == FENCE)
+}
+
+/// What the line editor returned, as a message: a `"""` block's lines, or the line.
+fn typed_of(entered: &str) -> Typed {
+    let mut lines = entered.lines();
+    let fenced = lines.next().map(str::trim) == Some(FENCE);
+    let text = if fenced {
+        lines
+            .take_while(|line| line.trim() != FENCE)
+            .collect::<Vec<_>>()
+            .join("\n")
+    } else {
+        entered.to_owned()
+    };
+    Typed {
+        text,
+        at: Instant::now(),
+        fenced,
+    }
+}
+
+/// The reading thread's state.
+struct Reader {
+    editor: Editor<Messages, DefaultHistory>,
+    requests: std_mpsc::Receiver<Request>,
+    events: mpsc::UnboundedSender<Event>,
+    /// The key-reading mode (`None`: stdin has no terminal modes).
+    keys: Option<Termios>,
+    /// What was typed on the current line while a turn ran (put in the editor at the prompt).
+    partial: Vec<u8>,
+}
+
+impl Reader {
+    fn run(mut self) {
+        loop {
+            match self.requests.recv_timeout(TICK) {
+                Ok(Request::Prompt) => {
+                    if self.take_typed() > 0 {
+                        if self.events.send(Event::PromptSkipped).is_err() {
+                            return;
+                        }
+                    } else if !self.prompt() {
+                        return;
+                    }
+                }
+                Ok(Request::Ask(question)) => {
+                    // Everything typed before the question is shown is a message, not its
+                    // answer.
+                    let _ = self.take_typed();
+                    let mut err = std::io::stderr();
+                    let _ = err.write_all(question.as_bytes());
+                    let _ = err.flush();
+                    if !self.answer() {
+                        return;
+                    }
+                }
+                Ok(Request::Cancel) => {}
+                Ok(Request::Remember(messages)) => {
+                    for message in messages {
+                        let _ = self.editor.add_history_entry(message);
+                    }
+                }
+                Err(std_mpsc::RecvTimeoutError::Timeout) => {
+                    if self.events.is_closed() {
+                        return;
+                    }
+                    let _ = self.take_typed();
+                }
+                Err(std_mpsc::RecvTimeoutError::Disconnected) => return,
+            }
+        }
+    }
+
+    /// Puts the terminal in key-reading mode and takes what has been typed so far; how many
+    /// lines that finished.
+    fn take_typed(&mut self) -> usize {
+        let stdin = std::io::stdin();
+        let fd = stdin.as_fd();
+        if let Some(keys) = &self.keys {
+            let _ = rustix::termios::tcsetattr(fd, OptionalActions::Now, keys);
+        }
+        let mut lines = 0;
+        while readable(fd, Duration::ZERO) {
+            let Some(byte) = read_byte(fd) else {
+                return lines;
+            };
+            if self.typed_during_turn(byte, fd) {
+                lines += 1;
+            }
+        }
+        lines
+    }
+
+    /// One key typed while a turn ran; `true` when it finished a line (kept as a message).
+    fn typed_during_turn(&mut self, byte: u8, fd: BorrowedFd<'_>) -> bool {
+        match byte {
+            0x1b => {
+                if readable(fd, ESCAPE_SEQUENCE) {
+                    skip_escape_sequence(fd);
+                } else {
+                    let _ = self.events.send(Event::Escape);
+                }
+            }
+            b'\r' | b'\n' => {
+                let line = String::from_utf8_lossy(&std::mem::take(&mut self.partial)).into_owned();
+                if line.trim().is_empty() {
+                    return false;
+                }
+                let mut err = std::io::stderr();
+                let _ = writeln!(
+                    err,
+                    "\ncordis: {:?} was typed while the agent worked: kept as your next message",
+                    safe(&line)
+                );
+                let _ = err.flush();
+                let _ = self.events.send(Event::Ahead(Typed {
+                    text: line,
+                    at: Instant::now(),
+                    fenced: false,
+                }));
+                return true;
+            }
+            0x7f | 0x08 => {
+                let text = String::from_utf8_lossy(&self.partial).into_owned();
+                let mut chars = text.chars();
+                chars.next_back();
+                self.partial = chars.as_str().as_bytes().to_vec();
+            }
+            // Ctrl-U clears the line.
+            0x15 => self.partial.clear(),
+            // Other control keys (Ctrl-D among them) mean nothing while a turn runs.
+            b if b < 0x20 => {}
+            b if self.partial.len() < MAX_AHEAD_LINE => self.partial.push(b),
+            _ => {}
+        }
+        false
+    }
+
+    /// Reads one message with the line editor, starting from what was typed during the turn;
+    /// `false` once the terminal is gone.
+    fn prompt(&mut self) -> bool {
+        let ahead = String::from_utf8_lossy(&std::mem::take(&mut self.partial)).into_owned();
+        let event = match self.editor.readline_with_initial(PROMPT, (&ahead, "")) {
+            Ok(entered) => {
+                if !entered.trim().is_empty() {
+                    let _ = self.editor.add_history_entry(entered.as_str());
+                }
+                Event::Line(typed_of(&entered))
+            }
+            Err(ReadlineError::Interrupted) => Event::Interrupted,
+            Err(ReadlineError::Eof) => Event::Eof,
+            Err(_) => {
+                let _ = self.events.send(Event::Eof);
+                return false;
+            }
+        };
+        self.events.send(event).is_ok()
+    }
+
+    /// Reads the answer to the question just shown: one key (`y`, `a`, `n`, Enter, Esc), or a
+    /// reason for saying no. `false` once the terminal is gone.
+    fn answer(&mut self) -> bool {
+        let stdin = std::io::stdin();
+        let fd = stdin.as_fd();
+        let byte = loop {
+            match self.requests.try_recv() {
+                Ok(Request::Cancel) => return true,
+                Ok(Request::Remember(messages)) => {
+                    for message in messages {
+                        let _ = self.editor.add_history_entry(message);
+                    }
+                }
+                Ok(_) | Err(std_mpsc::TryRecvError::Empty) => {}
+                Err(std_mpsc::TryRecvError::Disconnected) => return false,
+            }
+            if readable(fd, TICK) {
+                match read_byte(fd) {
+                    Some(byte) => break byte,
+                    None => {
+                        let _ = self.events.send(Event::Eof);
+                        return false;
+                    }
+                }
+            }
+        };
+        let no = || Answer::Deny(Some("the user said no".to_owned()));
+        let (answer, shown) = match byte {
+            b'y' | b'Y' => (Answer::Allow, "yes"),
+            b'a' | b'A' => (Answer::AllowAlways, "always"),
+            b'n' | b'N' | b'\r' | b'\n' => (no(), "no"),
+            0x1b => {
+                if readable(fd, ESCAPE_SEQUENCE) {
+                    skip_escape_sequence(fd);
+                }
+                (no(), "no")
+            }
+            b'e' | b'E' => return self.reason(String::new()),
+            b if b >= 0x20 && b != 0x7f => return self.reason(char::from(b).to_string()),
+            _ => (no(), "no"),
+        };
+        let mut err = std::io::stderr();
+        let _ = writeln!(err, "{shown}");
+        let _ = err.flush();
+        self.events.send(Event::Answer(answer)).is_ok()
+    }
+
+    /// "No, and here is why": a line for the model, starting with `typed`.
+    fn reason(&mut self, typed: String) -> bool {
+        let mut err = std::io::stderr();
+        let _ = writeln!(err);
+        let answer = match self.editor.readline_with_initial("why not? ", (&typed, "")) {
+            Ok(why) if !why.trim().is_empty() => {
+                Answer::Deny(Some(format!("the user said no: {}", why.trim())))
+            }
+            Ok(_) => Answer::Deny(Some("the user said no".to_owned())),
+            Err(ReadlineError::Interrupted) => {
+                let _ = self.events.send(Event::Answer(Answer::Deny(Some(
+                    "the user said no".to_owned(),
+                ))));
+                return self.events.send(Event::Interrupted).is_ok();
+            }
+            Err(_) => {
+                let _ = self.events.send(Event::Answer(Answer::Deny(Some(
+                    "the user said no".to_owned(),
+                ))));
+                let _ = self.events.send(Event::Eof);
+                return false;
+            }
+        };
+        self.events.send(Event::Answer(answer)).is_ok()
+    }
+}
+
+/// Skips the rest of an escape sequence whose Esc was read (`[` or `O`, parameters, a final
+/// byte), so an arrow key typed during a turn is neither text nor a cancel.
+fn skip_escape_sequence(fd: BorrowedFd<'_>) {
+    let Some(first) = read_byte(fd) else { return };
+    if first != b'[' && first != b'O' {
+        return;
+    }
+    for _ in 0..64 {
+        if !readable(fd, ESCAPE_SEQUENCE) {
+            return;
+        }
+        match read_byte(fd) {
+            Some(b) if (0x40..=0x7e).contains(&b) => return,
+            Some(_) => {}
+            None => return,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fence_keeps_the_editor_open_until_it_closes() {
+        assert!(!fence_open("hello"));
+        assert!(fence_open("\"\"\""));
+        assert!(fence_open("\"\"\"\nline one"));
+        assert!(!fence_open("\"\"\"\nline one\n\"\"\""));
+        assert!(!fence_open("say \"\"\" here"));
+    }
+
+    #[test]
+    fn an_entered_block_is_a_fenced_message() {
+        let block = typed_of("\"\"\"\n/not a command\nsecond\n\"\"\"");
+        assert_eq!(block.text, "/not a command\nsecond");
+        assert!(block.fenced);
+        let line = typed_of("/help");
+        assert_eq!(line.text, "/help");
+        assert!(!line.fenced);
+    }
+
+    #[test]
+    fn tab_completes_slash_commands_only() {
+        let history = DefaultHistory::new();
+        let ctx = rustyline::Context::new(&history);
+        let (_, names) = Messages.complete("/pr", 3, &ctx).unwrap();
+        assert_eq!(names, ["/preset"]);
+        let (_, none) = Messages.complete("pr", 2, &ctx).unwrap();
+        assert!(none.is_empty());
+        let (_, all) = Messages.complete("/", 1, &ctx).unwrap();
+        assert_eq!(all.len(), COMMANDS.len());
+    }
+}
