@@ -24,7 +24,7 @@ pub fn standard() -> Builtins {
     table.insert(cordis_tool_todo::TodoPlugin::default());
     table.insert(cordis_tool_declare::DeclarePlugin);
     table.insert(cordis_llm::LlmPlugin);
-    table.insert(cordis_session::SessionPlugin);
+    table.insert(cordis_session::SessionPlugin::default());
     table.insert(cordis_agent_loop::AgentLoopPlugin);
     table.insert(cordis_agent_core::AgentCorePlugin);
     table.insert(cordis_tool_subagent::SubagentPlugin);
@@ -56,7 +56,9 @@ pub fn shipped_presets() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("presets")
 }
 
-/// `table` for loading the config file `file`: its `agent-presets` plugin (when it has one)
+/// `table` for loading the config file `file`: its `sessions` plugin resolves a relative root
+/// against the file's directory and puts the default one under the user's state directory
+/// (from `env`: `$XDG_STATE_HOME`, `$HOME`); its `agent-presets` plugin (when it has one)
 /// resolves relative roots against the file's directory, takes the user root from `env`
 /// (`$XDG_CONFIG_HOME`, `$HOME`), and mounts presets through `table` itself with `options`'
 /// timeouts and plugin directories.
@@ -66,16 +68,23 @@ pub fn for_config(
     options: &PlanOptions,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Builtins {
-    if table.get("agent-presets").is_none() {
-        return table.clone();
-    }
     let dir = options.config_dir_for(&file.display().to_string());
+    let mut table = table.clone();
+    if table.get("sessions").is_some() {
+        table.insert(
+            cordis_session::SessionPlugin::default()
+                .with_base_dir(dir.clone())
+                .with_state_dir(cordis_session::state_dir(env)),
+        );
+    }
+    if table.get("agent-presets").is_none() {
+        return table;
+    }
     let composer = HostComposer::with_table(table.clone(), options.clone());
     let plugin = AgentPresetsPlugin::new(Arc::new(composer))
         .with_base_dir(dir)
         .with_user_root(cordis_agent_presets::user_root(env))
         .with_shipped_root(Some(shipped_presets()));
-    let mut table = table.clone();
     table.insert(plugin);
     table
 }

@@ -150,8 +150,10 @@ pub fn exercise_plan(plan: &LoadPlan, script: &ExerciseScript) -> Result<LoadPla
             }
             "sessions" => {
                 if let Some(config) = prepared.config.downcast_ref::<SessionConfig>() {
-                    let mut config = config.clone();
-                    config.root = None;
+                    let config = SessionConfig {
+                        durability: config.durability,
+                        ..SessionConfig::in_memory()
+                    };
                     *prepared = Prepared::erased(Arc::clone(&prepared.plugin), Arc::new(config));
                     sessions = true;
                 }

@@ -20,8 +20,8 @@ use serde_json::{Value, json};
 /// A generous bound that turns a hang into a failure (never a timing assertion).
 const DEADLINE: Duration = Duration::from_secs(30);
 
-/// A scratch directory for one test: the agent's process cwd (where `.sessions/` goes) and the
-/// sessions' workspace.
+/// A scratch directory for one test: the agent's process cwd (its state directory, where the
+/// session logs go, is `.state/` in it) and the sessions' workspace.
 fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("cordis-acp-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
@@ -765,7 +765,9 @@ fn a_disconnect_mid_prompt_disposes_the_turn_logs_its_end_and_leaks_no_process()
         std::thread::sleep(Duration::from_millis(20));
     }
     // The closing events are in the log: the open call answered, the turn ended `disposed`.
-    let log = std::fs::read_to_string(dir.join(".sessions").join(format!("{s}.jsonl"))).unwrap();
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/acp");
+    let sessions = common::sessions_of(&dir, &fixtures);
+    let log = std::fs::read_to_string(sessions.join(format!("{s}.jsonl"))).unwrap();
     let events: Vec<Value> = log
         .lines()
         .skip(1)
@@ -971,7 +973,8 @@ fn presets_are_modes_and_a_blank_session_switches_between_them() {
     assert_eq!(r["result"]["modes"]["currentModeId"], "minimal", "{r}");
     let s2 = r["result"]["sessionId"].as_str().unwrap().to_owned();
     assert_eq!(acp.close(), 0);
-    let log = std::fs::read_to_string(dir.join(".sessions").join(format!("{s2}.jsonl"))).unwrap();
+    let sessions = common::sessions_of(&dir, Path::new(env!("CARGO_MANIFEST_DIR")));
+    let log = std::fs::read_to_string(sessions.join(format!("{s2}.jsonl"))).unwrap();
     let header: Value = serde_json::from_str(log.lines().next().unwrap()).unwrap();
     assert_eq!(header["agentPreset"], "minimal", "{header}");
     assert_eq!(header["cwd"], json!(dir), "{header}");

@@ -150,6 +150,7 @@ impl Agent {
     fn start(dir: &Path, script: &Path) -> Agent {
         let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/acp/agent.yml");
         let mut child = Command::new(env!("CARGO_BIN_EXE_cordis"))
+            .env("XDG_STATE_HOME", dir.join(".state"))
             .arg("acp")
             .arg(&fixture)
             .current_dir(dir)

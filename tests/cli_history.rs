@@ -194,7 +194,7 @@ fn history_reads_a_session_while_cordis_run_holds_it_and_the_run_goes_on() {
     drop(stdin);
     let status = run.wait().unwrap();
     assert_eq!(status.code(), Some(0));
-    let log = std::fs::read_to_string(dir.join(".sessions/live.jsonl")).unwrap();
+    let log = std::fs::read_to_string(common::sessions_dir(&dir).join("live.jsonl")).unwrap();
     assert_eq!(log.matches(r#""type":"turn/end""#).count(), 2, "{log}");
     assert!(
         !log.contains("interrupted"),
@@ -261,14 +261,15 @@ fn unknown_sessions_exit_4_broken_logs_exit_1_and_bad_arguments_exit_2() {
         assert_eq!(
             stderr,
             format!(
-                "cordis: no session \"{id}\" under .sessions (`cordis run` prints the id of each new session)\n"
+                "cordis: no session \"{id}\" under {} (`cordis run` prints the id of each new session)\n",
+                common::sessions_dir(&dir).display()
             )
         );
         assert!(out.stdout.is_empty());
     }
-    std::fs::create_dir_all(dir.join(".sessions")).unwrap();
+    std::fs::create_dir_all(common::sessions_dir(&dir)).unwrap();
     std::fs::write(
-        dir.join(".sessions/bad.jsonl"),
+        common::sessions_dir(&dir).join("bad.jsonl"),
         "{\"type\":\"session\",\"version\":0,\"id\":\"bad\",\"createdAt\":0}\nnot json\n",
     )
     .unwrap();
@@ -276,9 +277,10 @@ fn unknown_sessions_exit_4_broken_logs_exit_1_and_bad_arguments_exit_2() {
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(
-        stderr.starts_with(
-            "cordis: history unavailable for session \"bad\": session file .sessions/bad.jsonl, line 2: "
-        ),
+        stderr.starts_with(&format!(
+            "cordis: history unavailable for session \"bad\": session file {}, line 2: ",
+            common::sessions_dir(&dir).join("bad.jsonl").display()
+        )),
         "{stderr}"
     );
     let out = cordis(&dir, &["history", "x", "--max", "0"], "");

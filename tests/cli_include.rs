@@ -177,6 +177,10 @@ fn editing_only_an_included_file_while_watching_reloads_it() {
     let file = dir.join("preset.yml");
 
     let mut child = Command::new(env!("CARGO_BIN_EXE_cordis"))
+        .env(
+            "XDG_STATE_HOME",
+            std::env::temp_dir().join("cordis-test-state"),
+        )
         .args(["check", file.to_str().unwrap(), "--watch", "--seed", "7"])
         .env("RUST_LOG", "off")
         .stdin(Stdio::null())

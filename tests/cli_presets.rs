@@ -242,7 +242,7 @@ fn run_piped(dir: &Path, args: &[&str], input: &str) -> (Option<i32>, String, St
 
 /// The session log's lines as JSON.
 fn log(dir: &Path, id: &str) -> Vec<serde_json::Value> {
-    std::fs::read_to_string(dir.join(".sessions").join(format!("{id}.jsonl")))
+    std::fs::read_to_string(common::sessions_dir(dir).join(format!("{id}.jsonl")))
         .unwrap()
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
@@ -349,6 +349,7 @@ fn a_preset_line_switches_in_a_terminal() {
     const LIMIT: Duration = Duration::from_secs(60);
     let dir = fresh("tty");
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_cordis"));
+    cmd.env("XDG_STATE_HOME", dir.join(".state"));
     cmd.args(["run", "--session", "tty"])
         .current_dir(&dir)
         .env("XDG_CONFIG_HOME", dir.join("xdg"))

@@ -10,6 +10,7 @@ use common::{lines, wait_for};
 
 fn run(dir: &Path, args: &[&str], input: &str, env: &[(&str, &str)]) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_cordis"));
+    cmd.env("XDG_STATE_HOME", dir.join(".state"));
     cmd.arg("run")
         .args(args)
         .current_dir(dir)
@@ -62,11 +63,14 @@ fn the_bundled_config_runs_the_offline_demo_and_resumes_the_session() {
     assert_eq!(stdout.matches("⏺ todo_write ").count(), 2, "{stdout}");
     assert_eq!(stdout.matches("\n  ⎿ [{\"content\"").count(), 2, "{stdout}");
     assert!(
-        stderr.contains("new session demo (.sessions/demo.jsonl); adapter scripted"),
+        stderr.contains(&format!(
+            "new session demo ({}); adapter scripted",
+            common::sessions_dir(&dir).join("demo.jsonl").display()
+        )),
         "{stderr}"
     );
     assert!(stderr.contains("cordis run --resume demo"), "{stderr}");
-    let log = std::fs::read_to_string(dir.join(".sessions/demo.jsonl")).unwrap();
+    let log = std::fs::read_to_string(common::sessions_dir(&dir).join("demo.jsonl")).unwrap();
     assert!(
         log.contains(r#""content":"first line\nsecond line""#),
         "{log}"
@@ -79,7 +83,7 @@ fn the_bundled_config_runs_the_offline_demo_and_resumes_the_session() {
     assert!(text(&again.stderr).contains("--resume demo"));
     let resumed = run(&dir, &["--resume", "demo"], "once more\n", &[]);
     assert_eq!(resumed.status.code(), Some(0), "{}", text(&resumed.stderr));
-    let log = std::fs::read_to_string(dir.join(".sessions/demo.jsonl")).unwrap();
+    let log = std::fs::read_to_string(common::sessions_dir(&dir).join("demo.jsonl")).unwrap();
     assert_eq!(log.matches(r#""type":"turn/end""#).count(), 3);
     assert!(log.contains(r#""reason":"resume""#), "{log}");
     let missing = run(&dir, &["--resume", "nope"], "", &[]);
@@ -89,22 +93,28 @@ fn the_bundled_config_runs_the_offline_demo_and_resumes_the_session() {
     // A copied log is the session its file names: it prints its own path and --resume command,
     // and the original is left as it was (the header's id used to win).
     std::fs::copy(
-        dir.join(".sessions/demo.jsonl"),
-        dir.join(".sessions/copy.jsonl"),
+        common::sessions_dir(&dir).join("demo.jsonl"),
+        common::sessions_dir(&dir).join("copy.jsonl"),
     )
     .unwrap();
     let copied = run(&dir, &["--resume", "copy"], "and again\n", &[]);
     let stderr = text(&copied.stderr);
     assert_eq!(copied.status.code(), Some(0), "{stderr}");
     assert!(
-        stderr.contains("session copy (.sessions/copy.jsonl)"),
+        stderr.contains(&format!(
+            "session copy ({})",
+            common::sessions_dir(&dir).join("copy.jsonl").display()
+        )),
         "{stderr}"
     );
     assert!(stderr.contains("cordis run --resume copy\n"), "{stderr}");
-    assert!(!stderr.contains("demo"), "{stderr}");
-    let copy = std::fs::read_to_string(dir.join(".sessions/copy.jsonl")).unwrap();
+    assert!(
+        !stderr.contains("demo.jsonl") && !stderr.contains("--resume demo"),
+        "{stderr}"
+    );
+    let copy = std::fs::read_to_string(common::sessions_dir(&dir).join("copy.jsonl")).unwrap();
     assert_eq!(copy.matches(r#""type":"turn/end""#).count(), 4);
-    let log = std::fs::read_to_string(dir.join(".sessions/demo.jsonl")).unwrap();
+    let log = std::fs::read_to_string(common::sessions_dir(&dir).join("demo.jsonl")).unwrap();
     assert_eq!(log.matches(r#""type":"turn/end""#).count(), 3);
     let again = run(&dir, &["--resume", "copy"], "", &[]);
     assert_eq!(again.status.code(), Some(0), "{}", text(&again.stderr));
@@ -188,7 +198,7 @@ fn run_watch_reloads_between_turns_and_the_agent_resumes_its_session() {
         rest.iter().all(|l| !l.contains("joined to no preset")),
         "{rest:?}"
     );
-    let log = std::fs::read_to_string(dir.join(".sessions/w.jsonl")).unwrap();
+    let log = std::fs::read_to_string(common::sessions_dir(&dir).join("w.jsonl")).unwrap();
     let reasons: Vec<&str> = log
         .lines()
         .filter(|l| l.contains(r#""type":"request/header""#))
@@ -227,7 +237,7 @@ fn a_second_process_on_one_session_is_refused_with_the_holder_and_exit_3() {
     assert_eq!(first.wait().unwrap().code(), Some(0));
     let third = run(&dir, &["--resume", "shared"], "again\n", &[]);
     assert_eq!(third.status.code(), Some(0), "{}", text(&third.stderr));
-    let log = std::fs::read_to_string(dir.join(".sessions/shared.jsonl")).unwrap();
+    let log = std::fs::read_to_string(common::sessions_dir(&dir).join("shared.jsonl")).unwrap();
     let seqs: Vec<u64> = log
         .lines()
         .skip(1)
@@ -252,6 +262,7 @@ fn with_the_default_log_filter_each_failed_turn_is_printed_once() {
         include_str!("../cordis.yml").replace("toolOrder: [todo_write,", "toolOrder: [ghost_tool,");
     std::fs::write(dir.join("ghost.yml"), config).unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_cordis"))
+        .env("XDG_STATE_HOME", dir.join(".state"))
         .args(["run", "ghost.yml", "--session", "once"])
         .current_dir(&dir)
         .env_remove("CORDIS_LLM")
@@ -278,6 +289,7 @@ fn with_the_default_log_filter_each_failed_turn_is_printed_once() {
 fn the_check_digest_is_the_hash_of_the_logged_request_header() {
     let dir = fresh_dir("digest");
     let check = Command::new(env!("CARGO_BIN_EXE_cordis"))
+        .env("XDG_STATE_HOME", dir.join(".state"))
         .args(["check", "cordis.yml", "--seed", "1", "--json"])
         .current_dir(&dir)
         .env_remove("CORDIS_LLM")
@@ -289,7 +301,7 @@ fn the_check_digest_is_the_hash_of_the_logged_request_header() {
     assert_eq!(report["assembly"]["config"]["model"], "deepseek-chat");
     let out = run(&dir, &["--session", "d"], "hello\n", &[]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let log = std::fs::read_to_string(dir.join(".sessions/d.jsonl")).unwrap();
+    let log = std::fs::read_to_string(common::sessions_dir(&dir).join("d.jsonl")).unwrap();
     let header = log
         .lines()
         .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
@@ -301,6 +313,7 @@ fn the_check_digest_is_the_hash_of_the_logged_request_header() {
     assert_eq!(report["digest"], logged);
     // Another model is another request: the digest moves with it.
     let other = Command::new(env!("CARGO_BIN_EXE_cordis"))
+        .env("XDG_STATE_HOME", dir.join(".state"))
         .args(["check", "cordis.yml", "--seed", "1", "--json"])
         .current_dir(&dir)
         .env_remove("CORDIS_LLM")
@@ -337,7 +350,7 @@ fn slash_lines_are_commands_for_cordis_and_never_reach_the_model() {
         stderr.contains("cordis: session cmd: 0 tokens in, 0 tokens out, over 2 model answers that reported usage"),
         "{stderr}"
     );
-    let log = std::fs::read_to_string(dir.join(".sessions/cmd.jsonl")).unwrap();
+    let log = std::fs::read_to_string(common::sessions_dir(&dir).join("cmd.jsonl")).unwrap();
     let messages: Vec<String> = log
         .lines()
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
@@ -362,6 +375,7 @@ fn sessions_are_listed_newest_first_and_continue_takes_the_newest() {
         assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     }
     let listed = Command::new(env!("CARGO_BIN_EXE_cordis"))
+        .env("XDG_STATE_HOME", dir.join(".state"))
         .args(["sessions", "--json"])
         .current_dir(&dir)
         .env("RUST_LOG", "off")
@@ -409,7 +423,7 @@ fn sessions_are_listed_newest_first_and_continue_takes_the_newest() {
     let stderr = text(&continued.stderr);
     assert_eq!(continued.status.code(), Some(0), "{stderr}");
     assert!(stderr.contains("resuming session newer"), "{stderr}");
-    let log = std::fs::read_to_string(dir.join(".sessions/newer.jsonl")).unwrap();
+    let log = std::fs::read_to_string(common::sessions_dir(&dir).join("newer.jsonl")).unwrap();
     assert_eq!(log.matches(r#""type":"turn/end""#).count(), 2);
     let both = run(&dir, &["--continue", "--resume", "older"], "", &[]);
     assert_eq!(both.status.code(), Some(2));
@@ -418,22 +432,38 @@ fn sessions_are_listed_newest_first_and_continue_takes_the_newest() {
 
 #[test]
 fn transcripts_stay_out_of_the_workspace_tools_and_git_and_leave_no_lock_behind() {
-    // grep used to return old transcripts, list_files to list them, and `.lock` files stayed.
-    let dir = fresh_dir("hidden");
+    // Logs used to land in the workspace: grep returned old transcripts, list_files listed
+    // them, and `.lock` files stayed.
+    let base = fresh_dir("hidden");
+    let (dir, state) = (base.join("work"), base.join("state"));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::rename(base.join("cordis.yml"), dir.join("cordis.yml")).unwrap();
     std::fs::write(dir.join("notes.txt"), "a needle in the notes\n").unwrap();
-    let out = run(&dir, &["--session", "h"], "find the needle\n", &[]);
+    let state_env = [("XDG_STATE_HOME", state.to_str().unwrap())];
+    let out = run(&dir, &["--session", "h"], "find the needle\n", &state_env);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    assert!(dir.join(".sessions/h.jsonl").exists());
-    assert!(
-        !dir.join(".sessions/h.lock").exists(),
-        "the lock file stayed"
-    );
+    // By default the log is under the state directory, in the project's folder.
+    let sessions = state
+        .join("cordis/sessions")
+        .join(cordis_session::project_key(
+            &std::fs::canonicalize(&dir).unwrap(),
+        ));
+    assert!(sessions.join("h.jsonl").exists(), "{}", text(&out.stderr));
+    assert!(!sessions.join("h.lock").exists(), "the lock file stayed");
+    let in_workspace: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    let mut in_workspace = in_workspace;
+    in_workspace.sort();
     assert_eq!(
-        std::fs::read_to_string(dir.join(".sessions/.gitignore")).unwrap(),
-        "# cordis session logs: ignored by git and by the workspace tools\n*\n"
+        in_workspace,
+        ["cordis.yml", "notes.txt"],
+        "the workspace got files"
     );
     let call = |tool: &str, args: &str| {
         let out = Command::new(env!("CARGO_BIN_EXE_cordis"))
+            .env("XDG_STATE_HOME", &state)
             .args(["call", "cordis.yml", tool, args])
             .current_dir(&dir)
             .env("RUST_LOG", "off")
@@ -445,11 +475,45 @@ fn transcripts_stay_out_of_the_workspace_tools_and_git_and_leave_no_lock_behind(
     };
     let found = call("grep", r#"{"pattern": "needle"}"#);
     assert!(found.contains("notes.txt:1:"), "{found}");
+    assert!(!found.contains(".jsonl"), "{found}");
+
+    // A root the user puts inside the workspace (relative to the config file, whatever the
+    // current directory): git and the workspace tools still never see it.
+    let config = std::fs::read_to_string(dir.join("cordis.yml"))
+        .unwrap()
+        .replace(
+            "- id: sessions\n  name: sessions\n",
+            "- id: sessions\n  name: sessions\n  config: {root: .sessions}\n",
+        );
+    std::fs::write(dir.join("cordis.yml"), config).unwrap();
+    std::fs::create_dir_all(dir.join("sub")).unwrap();
+    let out = run(
+        &dir.join("sub"),
+        &["../cordis.yml", "--session", "h"],
+        "find the needle\n",
+        &[("CORDIS_WORKSPACE", dir.to_str().unwrap())],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        dir.join(".sessions/h.jsonl").exists(),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(
+        !dir.join(".sessions/h.lock").exists(),
+        "the lock file stayed"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join(".sessions/.gitignore")).unwrap(),
+        "# cordis session logs: ignored by git and by the workspace tools\n*\n"
+    );
+    let found = call("grep", r#"{"pattern": "needle"}"#);
+    assert!(found.contains("notes.txt:1:"), "{found}");
     assert!(!found.contains(".sessions"), "{found}");
     let listed = call("list_files", "{}");
     assert!(listed.contains("notes.txt"), "{listed}");
     assert!(!listed.contains(".sessions"), "{listed}");
-    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(&base);
 }
 
 #[test]
@@ -457,6 +521,7 @@ fn a_model_that_cannot_be_reached_is_one_warning_then_the_turns_error() {
     // Each retry used to print a WARN line of its own before the same error.
     let dir = fresh_dir("refused");
     let mut child = Command::new(env!("CARGO_BIN_EXE_cordis"))
+        .env("XDG_STATE_HOME", dir.join(".state"))
         .args(["run", "--session", "r"])
         .current_dir(&dir)
         .env("CORDIS_LLM", "openai")
@@ -490,5 +555,71 @@ fn a_model_that_cannot_be_reached_is_one_warning_then_the_turns_error() {
         "{stderr}"
     );
     assert!(stderr.contains("(gave up after 4 attempts)"), "{stderr}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn clear_starts_a_new_session_and_resume_goes_back_showing_where_it_left_off() {
+    let dir = fresh_dir("clear");
+    let out = run(
+        &dir,
+        &["--session", "first"],
+        "hello\n/clear\nsecond\n/resume\n/resume first\nthird\n",
+        &[],
+    );
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let cleared = stderr
+        .lines()
+        .filter(|l| l.contains("(session first is saved"))
+        .find_map(|l| l.strip_prefix("cordis: new session "))
+        .and_then(|rest| rest.split(',').next())
+        .unwrap_or_else(|| panic!("no new session line: {stderr}"))
+        .to_owned();
+    assert!(
+        stderr.contains(&format!(
+            "cordis: new session {cleared}, preset standard (session first is saved: /resume first)"
+        )),
+        "{stderr}"
+    );
+    // `/resume` alone lists both; `/resume first` goes back and shows its last turn.
+    let listing = &stderr[stderr.find("cordis: /resume ID continues one").unwrap_or(0)..];
+    assert!(!listing.is_empty(), "{stderr}");
+    assert!(
+        stderr.contains("cordis: resuming session first, preset standard"),
+        "{stderr}"
+    );
+    let shown = &stderr[stderr.find("where session first left off").expect(&stderr)..];
+    assert!(shown.contains("> hello"), "{stderr}");
+    assert!(!shown[..shown.find("(end of the earlier turns)").unwrap()].contains("second"));
+    let messages = |id: &str| -> Vec<String> {
+        std::fs::read_to_string(common::sessions_dir(&dir).join(format!("{id}.jsonl")))
+            .unwrap()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter(|e| e["type"] == "user/message")
+            .map(|e| e["data"]["content"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(messages("first"), ["hello", "third"]);
+    assert_eq!(messages(&cleared), ["second"]);
+    // The run ends on the session it is on.
+    assert!(
+        stderr.ends_with(
+            "cordis: session first saved; continue it with: cordis run --resume first\n"
+        ),
+        "{stderr}"
+    );
+    // Resuming from the command line shows where it left off too; --quiet shows none of it.
+    let again = run(&dir, &["--resume", "first"], "", &[]);
+    let stderr = text(&again.stderr);
+    assert!(stderr.contains("where session first left off"), "{stderr}");
+    assert!(stderr.contains("> third"), "{stderr}");
+    let quiet = run(&dir, &["--resume", "first", "--quiet"], "", &[]);
+    let stderr = text(&quiet.stderr);
+    assert!(
+        !stderr.contains("left off") && !stderr.contains("resuming"),
+        "{stderr}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -14,6 +14,10 @@ const LIMIT: Duration = Duration::from_secs(120);
 
 fn stress(seeds: &str) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_cordis"));
+    cmd.env(
+        "XDG_STATE_HOME",
+        std::env::temp_dir().join("cordis-test-state"),
+    );
     cmd.args([
         "stress",
         concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/good.yml"),

@@ -24,6 +24,7 @@ fn fresh_dir(name: &str, config: &str) -> PathBuf {
 
 fn cordis(dir: &Path, args: &[&str]) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_cordis"));
+    cmd.env("XDG_STATE_HOME", dir.join(".state"));
     cmd.args(args)
         .current_dir(dir)
         .env_remove("CORDIS_LLM")

@@ -17,6 +17,10 @@ fn editing_the_file_while_watching_prints_a_reload_summary_and_keeps_the_last_go
     std::fs::write(&file, original).unwrap();
 
     let mut child = Command::new(env!("CARGO_BIN_EXE_cordis"))
+        .env(
+            "XDG_STATE_HOME",
+            std::env::temp_dir().join("cordis-test-state"),
+        )
         .args(["check", file.to_str().unwrap(), "--watch", "--seed", "7"])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

@@ -44,6 +44,7 @@ fn workspace(name: &str, responses: &str) -> PathBuf {
 fn run(dir: &Path, args: &[&str], input: &str) -> (Option<i32>, String, String) {
     use std::io::Write;
     let mut child = Command::new(env!("CARGO_BIN_EXE_cordis"))
+        .env("XDG_STATE_HOME", dir.join(".state"))
         .arg("run")
         .args(args)
         .current_dir(dir)
@@ -70,7 +71,7 @@ fn run(dir: &Path, args: &[&str], input: &str) -> (Option<i32>, String, String) 
 }
 
 fn log(dir: &Path, id: &str) -> Vec<serde_json::Value> {
-    std::fs::read_to_string(dir.join(".sessions").join(format!("{id}.jsonl")))
+    std::fs::read_to_string(common::sessions_dir(dir).join(format!("{id}.jsonl")))
         .unwrap()
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
@@ -212,6 +213,7 @@ fn approve_lets_one_tool_through() {
 fn at_a_terminal_the_edit_is_shown_and_asked_and_no_denies_it() {
     let dir = workspace("tty", ACTING);
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_cordis"));
+    cmd.env("XDG_STATE_HOME", dir.join(".state"));
     cmd.args(["run", "--session", "tty"])
         .current_dir(&dir)
         .env_remove("CORDIS_LLM")

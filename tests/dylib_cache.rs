@@ -382,6 +382,10 @@ fn another_user_can_load_plugins_on_the_same_machine() {
     let other_home = private_dir(&dir.join("other-home"));
     std::os::unix::fs::chown(&other_home, Some(65534), Some(65534)).unwrap();
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_cordis"));
+    cmd.env(
+        "XDG_STATE_HOME",
+        std::env::temp_dir().join("cordis-test-state"),
+    );
     let args = ["check", file.as_str(), "--json", "--seed", "1"];
     use std::os::unix::process::CommandExt;
     cmd.args(args)

@@ -482,7 +482,7 @@ async fn without_a_roster_an_unjoined_agent_assembles_as_before() {
 }
 
 async fn host_without_roster(dir: &Path) -> Context {
-    let source = "- id: system-prompt\n  name: system-prompt\n- id: tools\n  name: tools\n- id: llm\n  name: llm\n  config: {adapter: scripted, model: m, responses: []}\n- id: sessions\n  name: sessions\n- id: agent-loop\n  name: agent-loop\n";
+    let source = "- id: system-prompt\n  name: system-prompt\n- id: tools\n  name: tools\n- id: llm\n  name: llm\n  config: {adapter: scripted, model: m, responses: []}\n- id: sessions\n  name: sessions\n  config: {memory: true}\n- id: agent-loop\n  name: agent-loop\n";
     let file = dir.join("cordis.yml");
     let options = PlanOptions::default();
     let table = for_config(&standard(), &file, &options, &|_| None);

@@ -39,9 +39,14 @@ async fn two_agents_on_different_presets_in_one_process_keep_their_digests() {
         .map(|p| (p, std::thread::spawn(move || checked(p)).join().unwrap()))
         .collect();
     let dir = tempfile::tempdir().unwrap();
+    let entry = "- id: sessions\n  name: sessions\n";
+    assert!(include_str!("../cordis.yml").contains(entry));
     let source = include_str!("../cordis.yml").replace(
-        "config: {root: .sessions}",
-        &format!("config: {{root: \"{}\"}}", dir.path().join("s").display()),
+        entry,
+        &format!(
+            "{entry}  config: {{root: \"{}\"}}\n",
+            dir.path().join("s").display()
+        ),
     );
     let file = std::path::Path::new(BUNDLED);
     let options = PlanOptions::default();

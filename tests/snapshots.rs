@@ -99,6 +99,7 @@ fn execute(name: &str, scenario: &Scenario) -> (BTreeMap<String, String>, String
         .unwrap();
         let flag = if run.resume { "--resume" } else { "--session" };
         let mut child = Command::new(env!("CARGO_BIN_EXE_cordis"))
+            .env("XDG_STATE_HOME", dir.join(".state"))
             .args(["run", file.to_str().unwrap(), flag, "snap", "--seed", "1"])
             .current_dir(&dir)
             .env_remove("CORDIS_SEED")

@@ -30,6 +30,7 @@ pub(crate) fn run(args: &AcpArgs, io: &mut Io<'_>, builtins: &Builtins) -> anyho
         }
     };
     let options = super::plan_options(&args.config, io);
+    let builtins = &crate::builtins::for_config(builtins, &args.config.file, &options, io.env);
     // Check the file once up front, so a broken file fails the command (exit 2, diagnostics on
     // stderr) instead of every session/new.
     if let Err(errors) = cordis_host::plan::load_plan(&source, &file, io.env, builtins, &options) {

@@ -8,6 +8,14 @@ pub(crate) const COMMANDS: &[(&str, &str)] = &[
         "/preset [ID]",
         "show the session's preset and the others; with ID, switch a new session to it",
     ),
+    (
+        "/clear",
+        "start a new session on the same composition and preset",
+    ),
+    (
+        "/resume [ID]",
+        "list recent sessions; with ID, continue that one instead",
+    ),
     ("/usage", "tokens the model reported in this session"),
     ("/quit", "end the run (the session is saved)"),
 ];
@@ -23,6 +31,10 @@ pub(crate) enum Line<'a> {
     Preset(&'a str),
     /// `/usage`.
     Usage,
+    /// `/clear`.
+    Clear,
+    /// `/resume [ID]` (the id, empty without one).
+    Resume(&'a str),
     /// `/quit` (or `/exit`).
     Quit,
     /// A command nobody knows: the word as typed.
@@ -46,6 +58,8 @@ pub(crate) fn parse(line: &str) -> Line<'_> {
         "help" | "?" => Line::Help,
         "preset" => Line::Preset(rest),
         "usage" => Line::Usage,
+        "clear" | "new" => Line::Clear,
+        "resume" => Line::Resume(rest),
         "quit" | "exit" => Line::Quit,
         _ => Line::Unknown(trimmed.split_whitespace().next().unwrap_or(trimmed)),
     }
@@ -73,6 +87,9 @@ mod tests {
         assert_eq!(parse("/help"), Line::Help);
         assert_eq!(parse("/quit"), Line::Quit);
         assert_eq!(parse("/usage"), Line::Usage);
+        assert_eq!(parse("/clear"), Line::Clear);
+        assert_eq!(parse("/resume"), Line::Resume(""));
+        assert_eq!(parse("/resume 20261202-1"), Line::Resume("20261202-1"));
         assert_eq!(parse("/presets"), Line::Unknown("/presets"));
         assert_eq!(parse("/etc/hosts is odd"), Line::Unknown("/etc/hosts"));
         assert_eq!(

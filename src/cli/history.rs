@@ -55,7 +55,10 @@ pub(crate) fn run(
             return Err(Exit(EXIT_CONFIG).into());
         };
         let where_ = store.root().map_or_else(
-            || " (the `sessions` entry keeps sessions in memory: give it a `root`)".to_owned(),
+            || {
+                " (the `sessions` entry keeps sessions in memory: remove its `memory: true`)"
+                    .to_owned()
+            },
             |dir| format!(" under {}", dir.display()),
         );
         let history = root
@@ -124,7 +127,7 @@ fn print_page(session: &str, page: &HistoryPage, io: &mut Io<'_>) -> std::io::Re
         last.event.seq
     )?;
     for entry in &page.events {
-        print_entry(entry, io)?;
+        print_entry(entry, io.out)?;
     }
     if let Some(p) = &page.projections {
         if let Some(preset) = p.values.get("agentPreset").and_then(Value::as_str) {
@@ -154,28 +157,33 @@ fn print_page(session: &str, page: &HistoryPage, io: &mut Io<'_>) -> std::io::Re
     Ok(())
 }
 
-fn print_entry(entry: &HistoryEntry, io: &mut Io<'_>) -> std::io::Result<()> {
+/// One event of a page, as `cordis run` shows it (events that are not messages, calls,
+/// results, preset switches or failed turns print nothing).
+pub(crate) fn print_entry(
+    entry: &HistoryEntry,
+    out: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
     let e = &entry.event;
     // Typed reads: an event that does not parse as its kind's payload is not shown (the JSON
     // output has it as logged).
     if let Ok(user) = e.data_as::<UserMessageData>() {
         for line in user.content.lines() {
-            writeln!(io.out, "> {}", safe(line))?;
+            writeln!(out, "> {}", safe(line))?;
         }
     } else if let Ok(message) = e.data_as::<AssistantMessageData>() {
         if !message.content.is_empty() {
-            writeln!(io.out, "{}", safe_lines(message.content.trim_end()))?;
+            writeln!(out, "{}", safe_lines(message.content.trim_end()))?;
         }
     } else if let Ok(call) = e.data_as::<ToolCallData>() {
         match entry.view.as_ref().filter(|v| v.for_ == ViewFor::Call) {
             Some(view) => writeln!(
-                io.out,
+                out,
                 "[call {}] {}",
                 safe(&call.name),
                 clip(&view.view.title, 160)
             )?,
             None => writeln!(
-                io.out,
+                out,
                 "[call {} {}]",
                 safe(&call.name),
                 clip(&call.arguments, 160)
@@ -185,7 +193,7 @@ fn print_entry(entry: &HistoryEntry, io: &mut Io<'_>) -> std::io::Result<()> {
         let content = text_of(&result.content);
         if result.is_error {
             writeln!(
-                io.out,
+                out,
                 "[error {} {}] {}",
                 safe(&result.name),
                 safe(result.code.as_deref().unwrap_or_default()),
@@ -193,7 +201,7 @@ fn print_entry(entry: &HistoryEntry, io: &mut Io<'_>) -> std::io::Result<()> {
             )?;
         } else {
             writeln!(
-                io.out,
+                out,
                 "[result {}] {}",
                 safe(&result.name),
                 clip(&content, 200)
@@ -203,37 +211,33 @@ fn print_entry(entry: &HistoryEntry, io: &mut Io<'_>) -> std::io::Result<()> {
             && !matches!(view.view.card, Card::Generic)
         {
             for line in render_card(&view.view.card).lines() {
-                writeln!(io.out, "  {}", safe(line))?;
+                writeln!(out, "  {}", safe(line))?;
             }
         }
     } else if let Ok(switch) = e.data_as::<AgentPresetSelectedData>() {
-        writeln!(
-            io.out,
-            "(switched to preset {})",
-            safe(&switch.agent_preset)
-        )?;
+        writeln!(out, "(switched to preset {})", safe(&switch.agent_preset))?;
     } else if let Ok(end) = e.data_as::<TurnEndData>() {
         let turn = end.turn;
         match end.reason {
             TurnEndReason::Completed => {}
             TurnEndReason::Error { step, message } => writeln!(
-                io.out,
+                out,
                 "(turn {turn} failed at step {step}: {})",
                 safe_lines(&message)
             )?,
             TurnEndReason::MaxSteps { steps } => {
-                writeln!(io.out, "(turn {turn} stopped after {steps} steps)")?;
+                writeln!(out, "(turn {turn} stopped after {steps} steps)")?;
             }
             TurnEndReason::Aborted { reason } => writeln!(
-                io.out,
+                out,
                 "(turn {turn} aborted{})",
                 reason
                     .map(|r| format!(": {}", safe(&r)))
                     .unwrap_or_default()
             )?,
-            TurnEndReason::Disposed => writeln!(io.out, "(turn {turn} ended: agent disposed)")?,
+            TurnEndReason::Disposed => writeln!(out, "(turn {turn} ended: agent disposed)")?,
             TurnEndReason::Interrupted => {
-                writeln!(io.out, "(turn {turn} interrupted: the process ended)")?;
+                writeln!(out, "(turn {turn} interrupted: the process ended)")?;
             }
         }
     }

@@ -387,6 +387,13 @@ pub struct RunArgs {
     /// named here (or by --yes) are denied and the model is told so.
     #[arg(long = "approve", value_name = "TOOL")]
     pub approve: Vec<String>,
+    /// Print only the conversation and errors: no session banner, no per-turn footer.
+    #[arg(long, short = 'q', conflicts_with = "verbose")]
+    pub quiet: bool,
+    /// Also log what cordis does (loading, model requests, tool calls) on stderr, at `info`
+    /// (RUST_LOG, when set, decides instead).
+    #[arg(long, short = 'v')]
+    pub verbose: bool,
 }
 
 impl RunArgs {
@@ -524,8 +531,20 @@ pub fn main() -> ExitCode {
 
 /// Like [`main`], with a plugin table that may hold more than the host's own plugins.
 pub fn main_with(builtins: &Builtins) -> ExitCode {
+    // The level is needed before the arguments are parsed (parsing reports through it), so
+    // `run`'s `--verbose`/`--quiet` are looked for among the raw arguments.
+    let args: Vec<String> = std::env::args().skip(1).take_while(|a| a != "--").collect();
+    let level = if args.first().map(String::as_str) != Some("run") {
+        "warn"
+    } else if args.iter().any(|a| a == "--verbose" || a == "-v") {
+        "info"
+    } else if args.iter().any(|a| a == "--quiet" || a == "-q") {
+        "error"
+    } else {
+        "warn"
+    };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

@@ -385,14 +385,22 @@ async fn run_session(
     } else {
         "one message per line, \"\"\" for multi-line, EOF to end"
     };
-    writeln!(
-        io.err,
-        "cordis: {verb} session {} ({shown}); adapter {}{joined}; {keys}",
-        agent.session().id(),
-        root.get::<AgentLoop>()
-            .map_or_else(String::new, |l| l.llm().adapter().name().to_owned()),
-    )?;
-    if args.watch {
+    if !args.quiet {
+        writeln!(
+            io.err,
+            "cordis: {verb} session {} ({shown}); adapter {}{joined}; {keys}",
+            agent.session().id(),
+            root.get::<AgentLoop>().map_or_else(String::new, |l| l
+                .llm()
+                .adapter()
+                .name()
+                .to_owned()),
+        )?;
+    }
+    if matches!(choice, SessionChoice::Resume(_)) && !args.quiet {
+        show_recent(&root, agent.session().id(), io).await?;
+    }
+    if args.watch && !args.quiet {
         writeln!(
             io.err,
             "cordis: watching {} for changes (applied between turns)",
@@ -422,6 +430,8 @@ async fn run_session(
         input,
         typed_ahead: VecDeque::new(),
         asked: approving.asked,
+        allowed: approving.allowed.clone(),
+        interactive,
         signals: Signals::install()?,
         interrupted_at: None,
         exiting: false,
@@ -514,7 +524,7 @@ fn check_session_choice(
         }
         SessionChoice::Resume(id) if !exists => {
             let where_ = store.path_of(id).map_or_else(
-                || "the sessions store is in memory (set `root` on the sessions entry)".to_owned(),
+                || "the sessions store is in memory (remove `memory: true` from the sessions entry)".to_owned(),
                 |p| format!("no file {}", p.display()),
             );
             writeln!(io.err, "cordis: cannot resume session {id}: {where_}")?;
@@ -538,6 +548,10 @@ struct Conversation<'a> {
     typed_ahead: VecDeque<Typed>,
     /// Approval questions from the terminal approver (interactive runs only).
     asked: Option<mpsc::UnboundedReceiver<Asked>>,
+    /// The tools allowed without asking in the current session.
+    allowed: Allowed,
+    /// stdin is a terminal (a person types).
+    interactive: bool,
     /// Ctrl-C, SIGTERM, SIGHUP.
     signals: Signals,
     /// When Ctrl-C last cancelled a turn: another within [`DOUBLE_INTERRUPT`] ends the run.
@@ -615,6 +629,42 @@ fn seed_always(allowed: &Allowed, agent: &Agent) {
     cordis_runtime::lock(allowed).extend(always);
 }
 
+/// The preset session `id`'s log records (`None` when it records none or cannot be read: then
+/// opening it tells why).
+async fn recorded_preset(root: &Context, id: &str) -> Option<String> {
+    let agents = root.get::<AgentLoop>()?;
+    agents.sessions().source(id).await.ok()?.preset()
+}
+
+/// How many of the last user and assistant messages a resumed session shows.
+const RECENT_MESSAGES: usize = 6;
+
+/// The last messages of session `id` (and the tool calls between them), from the history
+/// service, on stderr: where a resumed conversation left off.
+async fn show_recent(root: &Context, id: &str, io: &mut Io<'_>) -> std::io::Result<()> {
+    let history = root.get::<cordis_history::History>().map_or_else(
+        || cordis_history::History::new(root.clone()),
+        |h| (*h).clone(),
+    );
+    let Ok(page) = history.history(id, None, Some(RECENT_MESSAGES)).await else {
+        return Ok(());
+    };
+    if page.events.is_empty() {
+        return Ok(());
+    }
+    let older = if page.has_more {
+        format!(" (older ones: cordis history {id})")
+    } else {
+        String::new()
+    };
+    writeln!(io.err, "cordis: where session {id} left off{older}:")?;
+    for entry in &page.events {
+        super::history::print_entry(entry, io.err)?;
+    }
+    writeln!(io.err, "cordis: (end of the earlier turns)")?;
+    Ok(())
+}
+
 impl Conversation<'_> {
     /// Reads messages until EOF, running one turn each; applies config edits between turns.
     async fn talk(
@@ -667,6 +717,15 @@ impl Conversation<'_> {
                         commands::Line::Preset(rest) => self.switch_preset(rest, io).await?,
                         commands::Line::Help => write!(io.err, "{}", commands::help())?,
                         commands::Line::Usage => self.usage(io)?,
+                        commands::Line::Clear => {
+                            let id = new_session_id();
+                            self.switch_session(SessionChoice::New(id), io).await?;
+                        }
+                        commands::Line::Resume("") => self.list_sessions(io).await?,
+                        commands::Line::Resume(id) => {
+                            let choice = SessionChoice::Resume(id.to_owned());
+                            self.switch_session(choice, io).await?;
+                        }
                         commands::Line::Quit => break,
                         commands::Line::Unknown(word) => writeln!(
                             io.err,
@@ -687,7 +746,7 @@ impl Conversation<'_> {
             }
             let (started, from) = (Instant::now(), self.agent.session().len());
             self.turn(message, &mut events, io).await?;
-            if interactive {
+            if interactive && !self.args.quiet {
                 self.footer(from, started, io)?;
             }
             io.out.flush()?;
@@ -770,11 +829,14 @@ impl Conversation<'_> {
     fn typed_in_turn(&mut self, event: Event, io: &mut Io<'_>) -> std::io::Result<()> {
         match event {
             Event::Line(typed) if !typed.text.trim().is_empty() => {
-                writeln!(
-                    io.err,
-                    "\ncordis: {:?} was typed while the agent worked: kept as your next message",
-                    safe(&typed.text)
-                )?;
+                // Piped lines are all "typed ahead": only a person needs telling.
+                if self.interactive {
+                    writeln!(
+                        io.err,
+                        "\ncordis: {:?} was typed while the agent worked: kept as your next message",
+                        safe(&typed.text)
+                    )?;
+                }
                 self.queue_typed_ahead(typed, io)
             }
             Event::Ahead(typed) => self.queue_typed_ahead(typed, io),
@@ -908,6 +970,103 @@ impl Conversation<'_> {
             "cordis: {:.1} s{tokens}",
             started.elapsed().as_secs_f64()
         )
+    }
+
+    /// `/clear` (a new session) and `/resume ID`: the run goes on with another session of the
+    /// same composition; the current one is saved first, and stays current if the other cannot
+    /// be opened.
+    async fn switch_session(
+        &mut self,
+        choice: SessionChoice,
+        io: &mut Io<'_>,
+    ) -> anyhow::Result<()> {
+        let old_id = self.agent.session().id().to_owned();
+        if choice.id() == old_id {
+            writeln!(io.err, "cordis: this run is on session {old_id} already")?;
+            return Ok(());
+        }
+        if check_session_choice(&self.root, &choice, io)?.is_err() {
+            return Ok(());
+        }
+        let current_preset = self.current_preset();
+        let preset = match &choice {
+            SessionChoice::Resume(id) => recorded_preset(&self.root, id).await,
+            _ => current_preset.clone(),
+        };
+        self.agent.session().flush().await.ok();
+        self.agent.dispose();
+        match make_agent(&self.root, self.args, choice.id(), preset.as_deref()).await {
+            Ok((agent, _)) => self.agent = agent,
+            Err(why) => {
+                writeln!(io.err, "cordis: {why}; staying on session {old_id}")?;
+                match make_agent(&self.root, self.args, &old_id, current_preset.as_deref()).await {
+                    Ok((agent, _)) => self.agent = agent,
+                    Err(again) => {
+                        writeln!(
+                            io.err,
+                            "cordis: cannot reopen session {old_id} either: {again}; ending the run"
+                        )?;
+                        self.exiting = true;
+                    }
+                }
+                return Ok(());
+            }
+        }
+        {
+            let mut allowed = cordis_runtime::lock(&self.allowed);
+            allowed.clear();
+            allowed.extend(self.args.approve.iter().cloned());
+        }
+        seed_always(&self.allowed, &self.agent);
+        if let Input::Terminal(terminal) = &self.input {
+            terminal.remember(user_messages(&self.agent));
+        }
+        let id = self.agent.session().id().to_owned();
+        let verb = if matches!(choice, SessionChoice::Resume(_)) {
+            "resuming"
+        } else {
+            "new"
+        };
+        let preset = self
+            .current_preset()
+            .map(|p| format!(", preset {}", safe(&p)))
+            .unwrap_or_default();
+        writeln!(
+            io.err,
+            "cordis: {verb} session {id}{preset} (session {old_id} is saved: /resume {old_id})"
+        )?;
+        if matches!(choice, SessionChoice::Resume(_)) {
+            show_recent(&self.root, &id, io).await?;
+        }
+        io.err.flush()?;
+        Ok(())
+    }
+
+    /// The preset the agent's scope is joined to now (`None` without a roster).
+    fn current_preset(&self) -> Option<String> {
+        self.root
+            .get::<AgentPresets>()
+            .and_then(|roster| roster.composed_preset(self.agent.scope_key()))
+            .map(|s| s.preset)
+    }
+
+    /// `/resume` without an id: the recent sessions of this composition.
+    async fn list_sessions(&mut self, io: &mut Io<'_>) -> anyhow::Result<()> {
+        let store = match super::sessions::store_of(&self.root, &self.args.config.file) {
+            Ok(store) => store,
+            Err(why) => {
+                writeln!(io.err, "cordis: {why}")?;
+                return Ok(());
+            }
+        };
+        match store.recent(10).await {
+            Ok(recent) => {
+                write!(io.err, "{}", super::sessions::lines(&recent))?;
+                writeln!(io.err, "cordis: /resume ID continues one of them")?;
+            }
+            Err(e) => writeln!(io.err, "cordis: {e}")?,
+        }
+        Ok(())
     }
 
     /// `/usage`: the tokens the model reported in this session, from its log.

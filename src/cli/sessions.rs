@@ -78,7 +78,7 @@ pub(crate) fn lines(sessions: &[SessionSummary]) -> String {
 /// Why `file` has no session logs at all, and the row that gives it some.
 pub(crate) fn no_sessions_entry(file: &std::path::Path) -> String {
     format!(
-        "{} has no `sessions` entry, so it keeps no session logs: add {{id: sessions, name: sessions, config: {{root: .sessions}}}}",
+        "{} has no `sessions` entry, so it keeps no session logs: add {{id: sessions, name: sessions}} (logs go under the state directory)",
         file.display()
     )
 }
@@ -93,7 +93,7 @@ pub(crate) fn store_of(
         .ok_or_else(|| no_sessions_entry(file))?;
     if store.root().is_none() {
         return Err(format!(
-            "the `sessions` entry of {} keeps sessions in memory (set its `root` to keep them on disk)",
+            "the `sessions` entry of {} keeps sessions in memory (`memory: true`): remove it to keep them on disk",
             file.display()
         ));
     }

@@ -54,14 +54,48 @@ pub struct Run {
     pub err: String,
 }
 
-/// Runs `cordis <args>` in-process with an environment holding only `env`.
+/// The state directory the tests' in-process runs get when `env` names none (session logs of
+/// a config without a `root` go under it, never under the user's own).
+pub fn test_state_home() -> PathBuf {
+    std::env::temp_dir().join("cordis-test-state")
+}
+
+/// Where a spawned test run in `dir` keeps its state (`XDG_STATE_HOME`): inside `dir`, so the
+/// test's cleanup removes it.
+pub fn state_home(dir: &std::path::Path) -> PathBuf {
+    dir.join(".state")
+}
+
+/// Where sessions of the config in `dir` go by default when `XDG_STATE_HOME` is
+/// [`state_home`]`(dir)`: the state directory's folder for that project.
+pub fn sessions_dir(dir: &std::path::Path) -> PathBuf {
+    sessions_of(dir, dir)
+}
+
+/// Where sessions of a config file in `config_dir` go by default when `XDG_STATE_HOME` is
+/// [`state_home`]`(dir)`.
+pub fn sessions_of(dir: &std::path::Path, config_dir: &std::path::Path) -> PathBuf {
+    let project = std::fs::canonicalize(config_dir).unwrap();
+    state_home(dir)
+        .join("cordis/sessions")
+        .join(cordis_session::project_key(&project))
+}
+
+/// Runs `cordis <args>` in-process with an environment holding only `env` (and, unless `env`
+/// has one, `XDG_STATE_HOME` = [`test_state_home`]).
 pub fn cordis(args: &[&str], env: &[(&str, &str)]) -> Run {
     let mut out = Vec::new();
     let mut err = Vec::new();
-    let vars: Vec<(String, String)> = env
+    let mut vars: Vec<(String, String)> = env
         .iter()
         .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
         .collect();
+    if !vars.iter().any(|(k, _)| k == "XDG_STATE_HOME") {
+        vars.push((
+            "XDG_STATE_HOME".to_owned(),
+            test_state_home().display().to_string(),
+        ));
+    }
     let lookup = move |name: &str| vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone());
     let mut io = Io {
         out: &mut out,
@@ -80,11 +114,13 @@ pub fn cordis(args: &[&str], env: &[(&str, &str)]) -> Run {
 }
 
 /// `cordis ARGS` in `dir` as the spawning tests run it: offline (no `CORDIS_LLM`), tracing off,
-/// stdin, stdout and stderr piped.
+/// state (session logs without a `root`) under [`state_home`]`(dir)`, stdin, stdout and stderr
+/// piped.
 pub fn cordis_command(dir: &std::path::Path, args: &[&str]) -> std::process::Command {
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_cordis"));
     cmd.args(args)
         .current_dir(dir)
+        .env("XDG_STATE_HOME", state_home(dir))
         .env_remove("CORDIS_LLM")
         .env_remove("CORDIS_WORKSPACE")
         .env("RUST_LOG", "off")

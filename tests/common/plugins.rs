@@ -140,6 +140,10 @@ pub fn cordis_bin(
     limit: std::time::Duration,
 ) -> BinRun {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_cordis"));
+    cmd.env(
+        "XDG_STATE_HOME",
+        std::env::temp_dir().join("cordis-test-state"),
+    );
     cmd.args(args)
         .env_remove("CORDIS_DYLIB_CACHE")
         .env_remove("XDG_CACHE_HOME")

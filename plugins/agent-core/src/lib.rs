@@ -45,8 +45,9 @@ pub struct AgentCoreConfig {
     /// The `llm` plugin's config; absent mounts no `llm` (another plugin provides it).
     #[serde(default)]
     pub llm: Option<LlmConfig>,
-    /// The `sessions` plugin's config (default: in memory).
-    #[serde(default)]
+    /// The `sessions` plugin's config (default: in memory; a relative `root` is against the
+    /// current directory).
+    #[serde(default = "SessionConfig::in_memory")]
     pub sessions: SessionConfig,
     /// Agents to create.
     #[serde(default)]
@@ -107,7 +108,7 @@ impl Plugin for AgentCorePlugin {
         if let Some(llm) = &config.llm {
             out.extend(LlmPlugin.provides(llm));
         }
-        out.extend(SessionPlugin.provides(&config.sessions));
+        out.extend(SessionPlugin::default().provides(&config.sessions));
         out.extend(SystemPromptPlugin.provides(&config.system_prompt_config()));
         out.extend(ToolsPlugin.provides(&ToolsConfig::default()));
         out.extend(AgentLoopPlugin.provides(&config.agent_loop_config()));
@@ -125,7 +126,7 @@ impl Plugin for AgentCorePlugin {
         }
         parts.push((
             "sessions",
-            ctx.plugin(SessionPlugin, config.sessions.clone()),
+            ctx.plugin(SessionPlugin::default(), config.sessions.clone()),
         ));
         parts.push((
             "system-prompt",

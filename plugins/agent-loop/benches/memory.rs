@@ -63,10 +63,11 @@ fn main() {
             },
         );
         root.plugin(
-            SessionPlugin,
+            SessionPlugin::default(),
             SessionConfig {
                 root: Some(dir.clone()),
                 durability: Durability::None,
+                ..SessionConfig::default()
             },
         );
         root.plugin(AgentLoopPlugin, AgentLoopConfig::default());

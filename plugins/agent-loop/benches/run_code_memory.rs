@@ -69,10 +69,11 @@ fn measure(calls: u64) {
             },
         );
         root.plugin(
-            SessionPlugin,
+            SessionPlugin::default(),
             SessionConfig {
                 root: Some(dir.clone()),
                 durability: Durability::None,
+                ..SessionConfig::default()
             },
         );
         root.plugin(AgentLoopPlugin, AgentLoopConfig::default());

@@ -74,7 +74,7 @@ fn boot_root(rt: &Runtime, invariant: bool) -> Context {
                 ..Default::default()
             },
         );
-        root.plugin(SessionPlugin, SessionConfig::default());
+        root.plugin(SessionPlugin::default(), SessionConfig::in_memory());
         root.plugin(
             AgentLoopPlugin,
             AgentLoopConfig {

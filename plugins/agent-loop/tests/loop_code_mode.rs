@@ -24,7 +24,7 @@ async fn a_run_code_turn_logs_each_sub_call_and_one_result() {
         ),
         ScriptedResponse::text("done"),
     ];
-    let rig = boot(None, script, &["alpha", "beta"], SessionConfig::default()).await;
+    let rig = boot(None, script, &["alpha", "beta"], SessionConfig::in_memory()).await;
     let _ = rig
         .root
         .provide(CodeRuntimeService(Arc::new(QuickJs::new())))
@@ -97,7 +97,7 @@ async fn a_denied_sub_call_logs_its_approval_before_it_settles() {
         ),
         ScriptedResponse::text("done"),
     ];
-    let rig = boot(None, script, &["alpha", "beta"], SessionConfig::default()).await;
+    let rig = boot(None, script, &["alpha", "beta"], SessionConfig::in_memory()).await;
     let _ = rig
         .root
         .provide(CodeRuntimeService(Arc::new(QuickJs::new())))
@@ -162,7 +162,7 @@ async fn sub_calls_are_logged_just_before_their_run_codes_result_beside_a_parall
         ),
         ScriptedResponse::text("done"),
     ];
-    let rig = boot(None, script, &["alpha", "beta"], SessionConfig::default()).await;
+    let rig = boot(None, script, &["alpha", "beta"], SessionConfig::in_memory()).await;
     let _ = rig
         .root
         .provide(CodeRuntimeService(Arc::new(QuickJs::new())))
@@ -232,7 +232,7 @@ async fn overlapping_sub_calls(delays: &[u64]) -> Vec<String> {
         ),
         ScriptedResponse::text("done"),
     ];
-    let rig = boot(None, script, &[], SessionConfig::default()).await;
+    let rig = boot(None, script, &[], SessionConfig::in_memory()).await;
     let _ = rig
         .root
         .provide(CodeRuntimeService(Arc::new(QuickJs::new())))

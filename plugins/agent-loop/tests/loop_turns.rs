@@ -38,7 +38,7 @@ async fn header_and_request(
         tool_order,
         vec![ScriptedResponse::text("ok")],
         order,
-        SessionConfig::default(),
+        SessionConfig::in_memory(),
     )
     .await;
     let reason = rig.agent().run_turn("hi").await.unwrap();
@@ -118,7 +118,7 @@ async fn an_unknown_tool_order_name_fails_every_turn_balanced_until_the_config_i
         Some(vec!["ghost", "<unlisted-tools>"]),
         vec![ScriptedResponse::text("fixed")],
         &["alpha"],
-        SessionConfig::default(),
+        SessionConfig::in_memory(),
     )
     .await;
     for turn in 1..=2u64 {
@@ -202,7 +202,7 @@ async fn a_panicking_or_timed_out_tool_gives_an_error_result_and_the_turn_contin
             .and_call("alpha", serde_json::json!({"x": "1"})),
         ScriptedResponse::text("done"),
     ];
-    let rig = boot(None, script, &[], SessionConfig::default()).await;
+    let rig = boot(None, script, &[], SessionConfig::in_memory()).await;
     let reg = rig.root.get::<ToolRegistry>().unwrap();
     let _ = reg
         .register(
@@ -276,7 +276,7 @@ async fn the_invariant_catches_a_request_changed_after_logging() {
         None,
         vec![ScriptedResponse::text("never")],
         &["alpha"],
-        SessionConfig::default(),
+        SessionConfig::in_memory(),
     )
     .await;
     let _ = rig.root.on_waterfall::<LlmRequestHook, _, _>(
@@ -321,7 +321,7 @@ async fn the_invariant_catches_a_request_changed_after_logging() {
         None,
         vec![ScriptedResponse::text("never")],
         &[],
-        SessionConfig::default(),
+        SessionConfig::in_memory(),
     )
     .await;
     let _ = rig.root.on_waterfall::<LlmRequestHook, _, _>(
@@ -351,7 +351,13 @@ async fn header_reasons_are_initial_then_change_on_a_pure_reorder_then_resume_in
         ScriptedResponse::text("three"),
         ScriptedResponse::text("four"),
     ];
-    let rig = boot(None, script, &["alpha", "bravo"], SessionConfig::default()).await;
+    let rig = boot(
+        None,
+        script,
+        &["alpha", "bravo"],
+        SessionConfig::in_memory(),
+    )
+    .await;
     assert_eq!(
         rig.agent().run_turn("1").await.unwrap(),
         TurnEndReason::Completed
@@ -410,7 +416,7 @@ async fn cancel_ends_the_turn_aborted_and_dispose_ends_it_disposed_balanced() {
         None,
         vec![slow.clone(), slow],
         &[],
-        SessionConfig::default(),
+        SessionConfig::in_memory(),
     )
     .await;
     let agent = rig.agent();

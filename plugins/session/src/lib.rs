@@ -43,7 +43,9 @@ pub use event::{
     ToolResultData, TurnEndData, TurnEndReason, TurnStartData, UserMessageData, kinds,
     resolve_session_preset,
 };
-pub use plugin::{Durability, SessionConfig, SessionPlugin};
+pub use plugin::{
+    Durability, SessionConfig, SessionPlugin, SessionRootError, project_key, state_dir,
+};
 pub use project::{
     ClosingEvent, Cut, DEFAULT_MAX_MESSAGES, PageBounds, ProjectionError, Projections,
     TODO_WRITE_TOOL, closing_events, derive_messages, event_message, fold_request_header,

@@ -303,7 +303,7 @@ mod tests {
                 ..Default::default()
             },
         );
-        root.plugin(SessionPlugin, SessionConfig::default());
+        root.plugin(SessionPlugin::default(), SessionConfig::in_memory());
         root.plugin(SystemPromptPlugin, SystemPromptConfig::default());
         root.plugin(ToolsPlugin, ToolsConfig::default());
         root.plugin(AgentLoopPlugin, AgentLoopConfig::default());

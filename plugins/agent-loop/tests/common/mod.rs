@@ -69,7 +69,7 @@ pub async fn boot(
             ..Default::default()
         },
     );
-    root.plugin(SessionPlugin, sessions);
+    root.plugin(SessionPlugin::default(), sessions);
     let agent_loop = root.plugin(AgentLoopPlugin, loop_config());
     root.idle().await;
     for name in tools {
