@@ -93,7 +93,7 @@ fn history_shows_a_run_session_with_messages_and_tool_cards_and_pages_back_to_th
         "[call read_file] Read notes.txt\n",
         "[result read_file] ",
         "[call todo_write {\"todos\"",
-        "Noted. Every turn of this demo replays these two steps",
+        "Noted. Every turn of this demo replays these steps",
         "todos:\n  [~] Set CORDIS_LLM=openai and DEEPSEEK_API_KEY to talk to a real model\n",
     ] {
         assert!(stdout.contains(needle), "{needle:?} missing:\n{stdout}");
@@ -127,10 +127,10 @@ fn history_shows_a_run_session_with_messages_and_tool_cards_and_pages_back_to_th
         args.truncate(5);
         args.extend(["--before".into(), first.to_string()]);
     }
-    // Two turns of 1 user + 2 assistant messages: 6 messages, 2 a page; the page holding the
+    // Two turns of 1 user + 6 assistant messages: 14 messages, 2 a page; the page holding the
     // first message starts at it (seq 1), so `hasMore` (events before the page) leaves the
-    // turn/start at 0 for a fourth page, as the reference's pagination does.
-    assert_eq!(pages, 4);
+    // turn/start at 0 for an eighth page, as the reference's pagination does.
+    assert_eq!(pages, 8);
 
     let page = json(&cordis(
         &dir,
@@ -143,7 +143,13 @@ fn history_shows_a_run_session_with_messages_and_tool_cards_and_pages_back_to_th
     assert_eq!(page["hasMore"], false);
     let call = events
         .iter()
-        .find(|e| e["event"]["type"] == "tool/call" && e["event"]["data"]["name"] == "read_file")
+        .find(|e| {
+            e["event"]["type"] == "tool/call"
+                && e["event"]["data"]["name"] == "read_file"
+                && e["event"]["data"]["arguments"]
+                    .as_str()
+                    .is_some_and(|a| a.contains("notes.txt"))
+        })
         .unwrap();
     assert_eq!(call["view"]["for"], "call");
     assert_eq!(call["view"]["view"]["title"], "Read notes.txt");
@@ -154,7 +160,10 @@ fn history_shows_a_run_session_with_messages_and_tool_cards_and_pages_back_to_th
     );
     let result = events
         .iter()
-        .find(|e| e["event"]["type"] == "tool/result" && e["event"]["data"]["name"] == "read_file")
+        .find(|e| {
+            e["event"]["type"] == "tool/result"
+                && e["event"]["data"]["callId"] == call["event"]["data"]["callId"]
+        })
         .unwrap();
     assert_eq!(result["view"]["for"], "result");
     let older = json(&cordis(

@@ -350,7 +350,7 @@ fn a_preset_line_switches_in_a_terminal() {
     let dir = fresh("tty");
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_cordis"));
     cmd.env("XDG_STATE_HOME", dir.join(".state"));
-    cmd.args(["run", "--session", "tty"])
+    cmd.args(["run", "--yes", "--session", "tty"])
         .current_dir(&dir)
         .env("XDG_CONFIG_HOME", dir.join("xdg"))
         .env_remove("CORDIS_LLM")

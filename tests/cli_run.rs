@@ -347,7 +347,7 @@ fn slash_lines_are_commands_for_cordis_and_never_reach_the_model() {
         "{stderr}"
     );
     assert!(
-        stderr.contains("cordis: session cmd: 0 tokens in, 0 tokens out, over 2 model answers that reported usage"),
+        stderr.contains("cordis: session cmd: 0 tokens in, 0 tokens out, over 6 model answers that reported usage"),
         "{stderr}"
     );
     let log = std::fs::read_to_string(common::sessions_dir(&dir).join("cmd.jsonl")).unwrap();

@@ -80,9 +80,30 @@ fn run_in_a_terminal_prompts_answers_and_ends_on_ctrl_d() {
     let mut term = Pty::spawn(cordis(&dir, &["run", "--session", "tty"]));
     term.wait_for("> ", LIMIT);
     term.send("hello\r");
-    // The demo's second step ends every turn; a footer says what it cost; then the prompt
-    // comes back.
+    // The offline demo's real flow on its own scratch file: each change is asked first, the
+    // edit with its diff at the real line and its context.
+    term.wait_for("allow write_file? [y]es once", LIMIT);
+    assert!(
+        term.screen().contains("+Status: draft"),
+        "{}",
+        term.screen()
+    );
+    term.send("y");
+    term.wait_for("allow edit_file? [y]es once", LIMIT);
+    assert!(
+        term.screen()
+            .contains("@@ -1,3 +1,3 @@\r\n The offline demo wrote this file.\r\n-Status: draft\r\n+Status: final\r\n"),
+        "{}",
+        term.screen()
+    );
+    term.send("y");
+    term.wait_for("allow bash? [y]es once", LIMIT);
+    term.send("y");
+    // The demo's last step ends every turn; a footer says what it cost; then the prompt
+    // comes back. The scratch file is gone again.
     term.wait_for("Noted.", LIMIT);
+    assert!(term.screen().contains("Status: final"), "{}", term.screen());
+    assert!(!dir.join("cordis-demo.txt").exists());
     term.wait_for(" s · 0 tokens in, 0 out\r\n", LIMIT);
     term.wait_for_count("> ", 2, LIMIT);
     term.send("\x04");
@@ -376,8 +397,10 @@ fn a_key_typed_ahead_never_answers_a_question_and_always_holds_for_the_session_a
     // The grant is in the log: the resumed session runs bash without asking.
     let mut term = Pty::spawn_controlling(cordis(&dir, &["run", "--resume", "a"]));
     term.wait_for("> ", LIMIT);
+    // Where the session left off is shown first: its last answers are on screen already.
+    let shown = term.screen().matches("First turn over.").count();
     term.send("go\r");
-    term.wait_for("First turn over.", LIMIT);
+    term.wait_for_count("First turn over.", shown + 1, LIMIT);
     assert!(dir.join("one.txt").exists());
     assert!(!term.screen().contains(question), "{}", term.screen());
     term.send("\x04");
@@ -397,11 +420,11 @@ fn has_sgr(screen: &str) -> bool {
 fn a_terminal_transcript_is_coloured_unless_no_color_or_color_never() {
     let dir = fresh_dir("colour", include_str!("../cordis.yml"));
     for (env, args, coloured) in [
-        (None, &["run", "--session", "c1"][..], true),
-        (Some("1"), &["run", "--session", "c2"][..], false),
+        (None, &["run", "--yes", "--session", "c1"][..], true),
+        (Some("1"), &["run", "--yes", "--session", "c2"][..], false),
         (
             None,
-            &["run", "--session", "c3", "--color", "never"][..],
+            &["run", "--yes", "--session", "c3", "--color", "never"][..],
             false,
         ),
     ] {

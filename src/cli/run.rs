@@ -636,11 +636,14 @@ async fn recorded_preset(root: &Context, id: &str) -> Option<String> {
     agents.sessions().source(id).await.ok()?.preset()
 }
 
-/// How many of the last user and assistant messages a resumed session shows.
-const RECENT_MESSAGES: usize = 6;
+/// How many of its last turns a resumed session shows.
+const RECENT_TURNS: usize = 2;
 
-/// The last messages of session `id` (and the tool calls between them), from the history
-/// service, on stderr: where a resumed conversation left off.
+/// The messages read to find them (a turn of many steps has as many assistant messages).
+const RECENT_MESSAGES: usize = 64;
+
+/// The last turns of session `id` (its messages and the tool calls between them), from the
+/// history service, on stderr: where a resumed conversation left off.
 async fn show_recent(root: &Context, id: &str, io: &mut Io<'_>) -> std::io::Result<()> {
     let history = root.get::<cordis_history::History>().map_or_else(
         || cordis_history::History::new(root.clone()),
@@ -649,16 +652,23 @@ async fn show_recent(root: &Context, id: &str, io: &mut Io<'_>) -> std::io::Resu
     let Ok(page) = history.history(id, None, Some(RECENT_MESSAGES)).await else {
         return Ok(());
     };
-    if page.events.is_empty() {
+    let starts: Vec<usize> = page
+        .events
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.event.kind == cordis_session::kinds::USER_MESSAGE)
+        .map(|(i, _)| i)
+        .collect();
+    let Some(&from) = starts.iter().rev().take(RECENT_TURNS).last() else {
         return Ok(());
-    }
-    let older = if page.has_more {
-        format!(" (older ones: cordis history {id})")
+    };
+    let older = if page.has_more || starts.len() > RECENT_TURNS {
+        format!(" (earlier turns: cordis history {id})")
     } else {
         String::new()
     };
     writeln!(io.err, "cordis: where session {id} left off{older}:")?;
-    for entry in &page.events {
+    for entry in &page.events[from..] {
         super::history::print_entry(entry, io.err)?;
     }
     writeln!(io.err, "cordis: (end of the earlier turns)")?;
