@@ -659,7 +659,7 @@ async fn show_recent(root: &Context, id: &str, io: &mut Io<'_>) -> std::io::Resu
         .filter(|(_, e)| e.event.kind == cordis_session::kinds::USER_MESSAGE)
         .map(|(i, _)| i)
         .collect();
-    let Some(&from) = starts.iter().rev().take(RECENT_TURNS).last() else {
+    let Some(&from) = starts.get(starts.len().saturating_sub(RECENT_TURNS)) else {
         return Ok(());
     };
     let older = if page.has_more || starts.len() > RECENT_TURNS {
