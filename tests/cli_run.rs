@@ -564,7 +564,7 @@ fn clear_starts_a_new_session_and_resume_goes_back_showing_where_it_left_off() {
     let out = run(
         &dir,
         &["--session", "first"],
-        "hello\n/clear\nsecond\n/resume\n/resume first\nthird\n",
+        "hello\n/clear\nsecond\n/resume\n/resume ../../first\n/resume first\nthird\n",
         &[],
     );
     let stderr = text(&out.stderr);
@@ -580,6 +580,11 @@ fn clear_starts_a_new_session_and_resume_goes_back_showing_where_it_left_off() {
         stderr.contains(&format!(
             "cordis: new session {cleared}, preset standard (session first is saved: /resume first)"
         )),
+        "{stderr}"
+    );
+    // An id that is no file name is refused before any path is looked at.
+    assert!(
+        stderr.contains("cordis: invalid session id \"../../first\""),
         "{stderr}"
     );
     // `/resume` alone lists both; `/resume first` goes back and shows its last turn.

@@ -530,10 +530,11 @@ fn a_question_takes_one_key_and_any_other_text_is_the_reason_for_no() {
     // Any other text starts the reason the model is told.
     term.wait_for_count(question, 2, LIMIT);
     term.send("use rg instead\r");
-    // A single `y` once.
+    // `y` once; typing the whole word and Enter is the same answer, not a next message.
     term.wait_for_count(question, 3, LIMIT);
-    term.send("y");
+    term.send("yes\r");
     term.wait_for("All asked.", LIMIT);
+    term.wait_for_count("> ", 2, LIMIT);
     term.send("\x04");
     assert_eq!(term.wait_exit(LIMIT), Some(0), "{}", term.screen());
     assert!(!dir.join("one.txt").exists() && !dir.join("two.txt").exists());
@@ -549,5 +550,6 @@ fn a_question_takes_one_key_and_any_other_text_is_the_reason_for_no() {
         results[1].contains("the user said no: use rg instead"),
         "{results:?}"
     );
+    assert_eq!(user_messages(&dir, "k"), ["go"]);
     let _ = std::fs::remove_dir_all(&dir);
 }

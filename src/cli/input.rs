@@ -25,6 +25,14 @@ pub(crate) struct Typed {
     pub fenced: bool,
 }
 
+/// What the screen says of a line typed while the agent worked (it is the next message).
+pub(crate) fn kept_notice(text: &str) -> String {
+    format!(
+        "\ncordis: {:?} was typed while the agent worked: kept as your next message",
+        super::render::safe(text)
+    )
+}
+
 /// Reads messages from stdin on a thread: lines, or `"""`-fenced blocks.
 pub(crate) fn spawn_reader() -> mpsc::UnboundedReceiver<Typed> {
     let (tx, rx) = mpsc::unbounded_channel();

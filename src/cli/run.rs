@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 
 use super::approve::{Allowed, Asked, answer_of, approver_for};
 use super::commands;
-use super::input::{Typed, spawn_reader};
+use super::input::{Typed, kept_notice, spawn_reader};
 use super::render::{safe, safe_lines};
 use super::signals::{Signals, Stop};
 use super::terminal::{Event, Terminal};
@@ -117,22 +117,15 @@ async fn resolve_choice(
     if !matches!(choice, SessionChoice::Latest | SessionChoice::List) {
         return Ok(Ok(choice));
     }
-    let store = match super::sessions::store_of(root, &args.config.file) {
-        Ok(store) => store,
-        Err(why) => {
-            writeln!(io.err, "cordis: {why}")?;
-            return Ok(Err(EXIT_CONFIG));
-        }
-    };
     let limit = if matches!(choice, SessionChoice::Latest) {
         1
     } else {
-        10
+        RECENT_SESSIONS
     };
-    let recent = match store.recent(limit).await {
+    let recent = match super::sessions::recent(root, &args.config.file, limit).await {
         Ok(recent) => recent,
-        Err(e) => {
-            writeln!(io.err, "cordis: {e}")?;
+        Err(why) => {
+            writeln!(io.err, "cordis: {why}")?;
             return Ok(Err(EXIT_CONFIG));
         }
     };
@@ -372,11 +365,8 @@ async fn run_session(
     } else {
         "new"
     };
-    // The preset the agent's scope is joined to now (its live chain, not the log's record).
-    let joined = root
-        .get::<AgentPresets>()
-        .and_then(|roster| roster.composed_preset(agent.scope_key()))
-        .map(|s| format!("; preset {}", safe(&s.preset)))
+    let joined = joined_preset(&root, &agent)
+        .map(|p| format!("; preset {}", safe(&p)))
         .unwrap_or_default();
     let interactive = std::io::IsTerminal::is_terminal(&std::io::stdin());
     let editor = interactive && std::io::IsTerminal::is_terminal(&std::io::stdout());
@@ -410,7 +400,7 @@ async fn run_session(
     io.err.flush()?;
 
     let approving = approver_for(args.yes, &args.approve, interactive);
-    seed_always(&approving.allowed, &agent);
+    grant(&approving.allowed, &args.approve, &agent);
     // The root's service is seen by every scope, reloads included; it goes with the root.
     let _approver = approving.service.map(|a| root.provide(a));
     let input = if editor {
@@ -436,7 +426,7 @@ async fn run_session(
         interrupted_at: None,
         exiting: false,
     };
-    conversation.talk(interactive, watcher.as_mut(), io).await?;
+    conversation.talk(watcher.as_mut(), io).await?;
 
     let Conversation {
         live,
@@ -481,14 +471,10 @@ async fn session_preset(
     let SessionChoice::Resume(id) = choice else {
         return Ok(Ok(args.preset.clone()));
     };
-    let (Some(agents), Some(_)) = (root.get::<AgentLoop>(), root.get::<AgentPresets>()) else {
+    if root.get::<AgentPresets>().is_none() {
         return Ok(Ok(args.preset.clone()));
-    };
-    let recorded = match agents.sessions().source(id).await {
-        Ok(source) => source.preset(),
-        // Opening it next reports why it cannot be read.
-        Err(_) => None,
-    };
+    }
+    let recorded = recorded_preset(root, id).await;
     match (&args.preset, &recorded) {
         (Some(asked), Some(logged)) if asked != logged => {
             writeln!(
@@ -512,6 +498,10 @@ fn check_session_choice(
     let Some(agents) = root.get::<AgentLoop>() else {
         return Ok(Ok(()));
     };
+    if let Err(e) = cordis_session::check_id(choice.id()) {
+        writeln!(io.err, "cordis: {}", safe(&e.to_string()))?;
+        return Ok(Err(EXIT_CONFIG));
+    }
     let store = agents.sessions();
     let exists = store.path_of(choice.id()).is_some_and(|p| p.exists());
     match choice {
@@ -567,14 +557,10 @@ fn usage_since(agent: &Agent, from: usize) -> (u64, u64, u64) {
         events
             .iter()
             .skip(from)
-            .filter(|e| e.kind == cordis_session::kinds::ASSISTANT_MESSAGE)
-            .filter_map(|e| e.data.get("usage"))
+            .filter_map(|e| e.data_as::<cordis_session::AssistantMessageData>().ok())
+            .filter_map(|m| m.usage)
             .fold((0u64, 0u64, 0u64), |(n, i, o), u| {
-                (
-                    n + 1,
-                    i + u["inputTokens"].as_u64().unwrap_or(0),
-                    o + u["outputTokens"].as_u64().unwrap_or(0),
-                )
+                (n + 1, i + u.input_tokens, o + u.output_tokens)
             })
     })
 }
@@ -616,17 +602,30 @@ fn user_messages(agent: &Agent) -> Vec<String> {
     })
 }
 
-/// Adds the tools a resumed session's log says were approved "always" to `allowed`.
-fn seed_always(allowed: &Allowed, agent: &Agent) {
+/// Sets `allowed` to the tools the agent's session may run without asking: `--approve` ones,
+/// and those its log says were approved "always".
+fn grant(allowed: &Allowed, approve: &[String], agent: &Agent) {
+    let always_by = cordis_approvals::DecidedBy::ApproverAlways.as_str();
     let always: Vec<String> = agent.session().with_events(|events| {
         events
             .iter()
-            .filter(|e| e.kind == cordis_session::kinds::TOOL_APPROVAL)
-            .filter(|e| e.data["by"] == "approver-always" && e.data["allowed"] == true)
-            .filter_map(|e| e.data["name"].as_str().map(str::to_owned))
+            .filter_map(|e| e.data_as::<cordis_session::ToolApprovalData>().ok())
+            .filter(|d| d.allowed && d.by == always_by)
+            .map(|d| d.name)
             .collect()
     });
-    cordis_runtime::lock(allowed).extend(always);
+    let mut allowed = cordis_runtime::lock(allowed);
+    allowed.clear();
+    allowed.extend(approve.iter().cloned());
+    allowed.extend(always);
+}
+
+/// The preset the agent's scope is joined to now: its live chain, not the log's record
+/// (`None` without a roster).
+fn joined_preset(root: &Context, agent: &Agent) -> Option<String> {
+    root.get::<AgentPresets>()
+        .and_then(|roster| roster.composed_preset(agent.scope_key()))
+        .map(|s| s.preset)
 }
 
 /// The preset session `id`'s log records (`None` when it records none or cannot be read: then
@@ -635,6 +634,9 @@ async fn recorded_preset(root: &Context, id: &str) -> Option<String> {
     let agents = root.get::<AgentLoop>()?;
     agents.sessions().source(id).await.ok()?.preset()
 }
+
+/// How many sessions a bare `--resume` and `/resume` list.
+const RECENT_SESSIONS: usize = 10;
 
 /// How many of its last turns a resumed session shows.
 const RECENT_TURNS: usize = 2;
@@ -679,10 +681,10 @@ impl Conversation<'_> {
     /// Reads messages until EOF, running one turn each; applies config edits between turns.
     async fn talk(
         &mut self,
-        interactive: bool,
         mut watcher: Option<&mut ConfigWatcher>,
         io: &mut Io<'_>,
     ) -> anyhow::Result<()> {
+        let interactive = self.interactive;
         // Every event of the run's agent, in log order.
         let (etx, mut events) = mpsc::unbounded_channel::<AgentEvent>();
         let _listener = self.root.on::<AgentEvent>(move |e| {
@@ -699,7 +701,7 @@ impl Conversation<'_> {
                     }
                     message
                 }
-                None => match self.read_message(interactive, &mut watcher, io).await? {
+                None => match self.read_message(&mut watcher, io).await? {
                     Some(message) => message,
                     None => break,
                 },
@@ -769,10 +771,10 @@ impl Conversation<'_> {
     /// the run (end of input, Ctrl-C or Ctrl-D at the prompt, SIGTERM or SIGHUP).
     async fn read_message(
         &mut self,
-        interactive: bool,
         watcher: &mut Option<&mut ConfigWatcher>,
         io: &mut Io<'_>,
     ) -> anyhow::Result<Option<Typed>> {
+        let interactive = self.interactive;
         match &self.input {
             Input::Terminal(terminal) => terminal.prompt(),
             Input::Lines(_) if interactive => {
@@ -800,7 +802,7 @@ impl Conversation<'_> {
                             }
                         }
                     },
-                    Some(Event::Escape | Event::Answer(_)) => {}
+                    Some(Event::Escape | Event::Answer { .. }) => {}
                     Some(Event::Interrupted | Event::Eof) | None => {
                         if matches!(self.input, Input::Terminal(_)) {
                             writeln!(io.err)?;
@@ -841,18 +843,14 @@ impl Conversation<'_> {
             Event::Line(typed) if !typed.text.trim().is_empty() => {
                 // Piped lines are all "typed ahead": only a person needs telling.
                 if self.interactive {
-                    writeln!(
-                        io.err,
-                        "\ncordis: {:?} was typed while the agent worked: kept as your next message",
-                        safe(&typed.text)
-                    )?;
+                    writeln!(io.err, "{}", kept_notice(&typed.text))?;
                 }
                 self.queue_typed_ahead(typed, io)
             }
             Event::Ahead(typed) => self.queue_typed_ahead(typed, io),
             Event::Escape => self.on_signal(Stop::Escape, io),
             Event::Interrupted => self.on_signal(Stop::Interrupt, io),
-            Event::Line(_) | Event::Eof | Event::Answer(_) | Event::PromptSkipped => Ok(()),
+            Event::Line(_) | Event::Eof | Event::Answer { .. } | Event::PromptSkipped => Ok(()),
         }
     }
 
@@ -911,15 +909,12 @@ impl Conversation<'_> {
         let text = question(&self.root, request);
         // At a terminal, its reading thread shows the question, after taking what was typed
         // before; with lines, a line counts when it was read after the question was written.
-        let shown = match &self.input {
-            Input::Terminal(terminal) => {
-                terminal.ask(text.clone());
-                None
-            }
+        let (question, shown) = match &mut self.input {
+            Input::Terminal(terminal) => (Some(terminal.ask(text.clone())), None),
             Input::Lines(_) => {
                 write!(io.err, "{text}")?;
                 io.err.flush()?;
-                Some(Instant::now())
+                (None, Some(Instant::now()))
             }
         };
         loop {
@@ -935,17 +930,15 @@ impl Conversation<'_> {
                 }
             };
             match event {
-                Some(Event::Answer(answer)) => return Ok(answer),
+                Some(Event::Answer { id, answer }) if Some(id) == question => return Ok(answer),
+                // The answer to a question dropped earlier (its turn was cancelled meanwhile).
+                Some(Event::Answer { .. }) => {}
                 Some(Event::Line(typed)) if shown.is_some_and(|at| typed.at >= at) => {
                     return Ok(answer_of(&typed.text));
                 }
                 Some(Event::Line(typed)) => {
                     if !typed.text.trim().is_empty() {
-                        writeln!(
-                            io.err,
-                            "\ncordis: {:?} was typed while the agent worked: kept as your next message",
-                            safe(&typed.text)
-                        )?;
+                        writeln!(io.err, "{}", kept_notice(&typed.text))?;
                         self.queue_typed_ahead(typed, io)?;
                         write!(io.err, "{text}")?;
                         io.err.flush()?;
@@ -998,7 +991,7 @@ impl Conversation<'_> {
         if check_session_choice(&self.root, &choice, io)?.is_err() {
             return Ok(());
         }
-        let current_preset = self.current_preset();
+        let current_preset = joined_preset(&self.root, &self.agent);
         let preset = match &choice {
             SessionChoice::Resume(id) => recorded_preset(&self.root, id).await,
             _ => current_preset.clone(),
@@ -1022,12 +1015,7 @@ impl Conversation<'_> {
                 return Ok(());
             }
         }
-        {
-            let mut allowed = cordis_runtime::lock(&self.allowed);
-            allowed.clear();
-            allowed.extend(self.args.approve.iter().cloned());
-        }
-        seed_always(&self.allowed, &self.agent);
+        grant(&self.allowed, &self.args.approve, &self.agent);
         if let Input::Terminal(terminal) = &self.input {
             terminal.remember(user_messages(&self.agent));
         }
@@ -1037,8 +1025,7 @@ impl Conversation<'_> {
         } else {
             "new"
         };
-        let preset = self
-            .current_preset()
+        let preset = joined_preset(&self.root, &self.agent)
             .map(|p| format!(", preset {}", safe(&p)))
             .unwrap_or_default();
         writeln!(
@@ -1052,29 +1039,14 @@ impl Conversation<'_> {
         Ok(())
     }
 
-    /// The preset the agent's scope is joined to now (`None` without a roster).
-    fn current_preset(&self) -> Option<String> {
-        self.root
-            .get::<AgentPresets>()
-            .and_then(|roster| roster.composed_preset(self.agent.scope_key()))
-            .map(|s| s.preset)
-    }
-
     /// `/resume` without an id: the recent sessions of this composition.
     async fn list_sessions(&mut self, io: &mut Io<'_>) -> anyhow::Result<()> {
-        let store = match super::sessions::store_of(&self.root, &self.args.config.file) {
-            Ok(store) => store,
-            Err(why) => {
-                writeln!(io.err, "cordis: {why}")?;
-                return Ok(());
-            }
-        };
-        match store.recent(10).await {
+        match super::sessions::recent(&self.root, &self.args.config.file, RECENT_SESSIONS).await {
             Ok(recent) => {
                 write!(io.err, "{}", super::sessions::lines(&recent))?;
                 writeln!(io.err, "cordis: /resume ID continues one of them")?;
             }
-            Err(e) => writeln!(io.err, "cordis: {e}")?,
+            Err(why) => writeln!(io.err, "cordis: {why}")?,
         }
         Ok(())
     }
@@ -1101,10 +1073,7 @@ impl Conversation<'_> {
             return Ok(());
         };
         if id.is_empty() {
-            let current = roster
-                .composed_preset(self.agent.scope_key())
-                .map(|s| s.preset)
-                .unwrap_or_default();
+            let current = joined_preset(&self.root, &self.agent).unwrap_or_default();
             let ids: Vec<String> = roster
                 .list_async()
                 .await

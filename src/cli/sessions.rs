@@ -100,6 +100,19 @@ pub(crate) fn store_of(
     Ok(store)
 }
 
+/// The `limit` sessions of the booted composition most recently written, newest first, or a
+/// message saying why they cannot be listed.
+pub(crate) async fn recent(
+    root: &cordis_runtime::Context,
+    file: &std::path::Path,
+    limit: usize,
+) -> Result<Vec<cordis_session::SessionSummary>, String> {
+    store_of(root, file)?
+        .recent(limit)
+        .await
+        .map_err(|e| e.to_string())
+}
+
 pub(crate) fn run(
     args: &SessionsArgs,
     io: &mut Io<'_>,
@@ -110,21 +123,13 @@ pub(crate) fn run(
         let schedule = Schedule::new(cordis_runtime::Policy::Fifo, 0);
         let (live, _report) = super::boot_live(&args.config, schedule, io, builtins).await?;
         let root = live.root().clone();
-        let store = match store_of(&root, &args.config.file) {
-            Ok(store) => store,
-            Err(why) => {
-                writeln!(io.err, "cordis: {why}")?;
-                root.dispose();
-                return Err(Exit(EXIT_CONFIG).into());
-            }
-        };
         let limit = usize::try_from(args.limit).unwrap_or(usize::MAX);
-        let listed = store.recent(limit).await;
+        let listed = recent(&root, &args.config.file, limit).await;
         root.dispose();
         let sessions = match listed {
             Ok(s) => s,
-            Err(e) => {
-                writeln!(io.err, "cordis: {e}")?;
+            Err(why) => {
+                writeln!(io.err, "cordis: {why}")?;
                 return Err(Exit(EXIT_CONFIG).into());
             }
         };

@@ -24,8 +24,7 @@ use rustyline::{Config, Editor, Helper};
 use tokio::sync::mpsc;
 
 use super::commands::COMMANDS;
-use super::input::{FENCE, Typed};
-use super::render::safe;
+use super::input::{FENCE, Typed, kept_notice};
 
 /// The prompt the line editor shows.
 pub(crate) const PROMPT: &str = "> ";
@@ -35,6 +34,9 @@ const MAX_AHEAD_LINE: usize = 64 * 1024;
 
 /// How long after Esc the rest of an escape sequence (an arrow key) may take to arrive.
 const ESCAPE_SEQUENCE: Duration = Duration::from_millis(40);
+
+/// How long after a one-key answer the rest of the word (`es` of `yes`) may take to arrive.
+const ANSWER_REST: Duration = Duration::from_millis(400);
 
 /// How often the reading thread looks for a request while waiting for keys.
 const TICK: Duration = Duration::from_millis(20);
@@ -52,8 +54,8 @@ pub(crate) enum Event {
     Interrupted,
     /// Ctrl-D at the prompt (or the terminal went away).
     Eof,
-    /// The answer to the last question.
-    Answer(Answer),
+    /// The answer to question `id` (see [`Terminal::ask`]).
+    Answer { id: u64, answer: Answer },
     /// The prompt was not shown: lines typed just before it came in as [`Event::Ahead`], and
     /// the first of them is the message.
     PromptSkipped,
@@ -63,8 +65,8 @@ pub(crate) enum Event {
 enum Request {
     /// Read a message at the prompt.
     Prompt,
-    /// Show this question, then read its answer.
-    Ask(String),
+    /// Show question `id`, then read its answer.
+    Ask { id: u64, text: String },
     /// The question is moot (the turn was cancelled).
     Cancel,
     /// Recall these messages with arrow-up (a resumed session's, oldest first).
@@ -74,6 +76,8 @@ enum Request {
 /// The terminal's reading thread, and the mode the terminal was in before it (put back on drop).
 pub(crate) struct Terminal {
     requests: std_mpsc::Sender<Request>,
+    /// The id the next question gets.
+    next_question: u64,
     events: mpsc::UnboundedReceiver<Event>,
     original: Option<Termios>,
 }
@@ -96,7 +100,11 @@ impl Terminal {
         editor.set_helper(Some(Messages));
         let (requests, rx) = std_mpsc::channel();
         let (tx, events) = mpsc::unbounded_channel();
-        let keys = original.clone().map(keys_mode);
+        // Set once, here: the line editor puts back the mode it found each time it returns, and
+        // dropping the terminal puts back the original, with no thread left to undo it.
+        if let Some(keys) = original.clone().map(keys_mode) {
+            rustix::termios::tcsetattr(std::io::stdin(), OptionalActions::Now, &keys)?;
+        }
         std::thread::Builder::new()
             .name("cordis-terminal".into())
             .spawn(move || {
@@ -104,13 +112,13 @@ impl Terminal {
                     editor,
                     requests: rx,
                     events: tx,
-                    keys,
                     partial: Vec::new(),
                 }
                 .run();
             })?;
         Ok(Terminal {
             requests,
+            next_question: 0,
             events,
             original,
         })
@@ -121,9 +129,13 @@ impl Terminal {
         let _ = self.requests.send(Request::Prompt);
     }
 
-    /// Shows `question` and reads its answer, which arrives as [`Event::Answer`].
-    pub(crate) fn ask(&self, question: String) {
-        let _ = self.requests.send(Request::Ask(question));
+    /// Shows `question` and reads its answer, which arrives as [`Event::Answer`] with the id
+    /// returned here (so an answer to a question that was dropped never answers a later one).
+    pub(crate) fn ask(&mut self, question: String) -> u64 {
+        let id = self.next_question;
+        self.next_question += 1;
+        let _ = self.requests.send(Request::Ask { id, text: question });
+        id
     }
 
     /// Drops the question asked last (its turn was cancelled).
@@ -267,8 +279,6 @@ struct Reader {
     editor: Editor<Messages, DefaultHistory>,
     requests: std_mpsc::Receiver<Request>,
     events: mpsc::UnboundedSender<Event>,
-    /// The key-reading mode (`None`: stdin has no terminal modes).
-    keys: Option<Termios>,
     /// What was typed on the current line while a turn ran (put in the editor at the prompt).
     partial: Vec<u8>,
 }
@@ -286,14 +296,14 @@ impl Reader {
                         return;
                     }
                 }
-                Ok(Request::Ask(question)) => {
+                Ok(Request::Ask { id, text }) => {
                     // Everything typed before the question is shown is a message, not its
                     // answer.
                     let _ = self.take_typed();
                     let mut err = std::io::stderr();
-                    let _ = err.write_all(question.as_bytes());
+                    let _ = err.write_all(text.as_bytes());
                     let _ = err.flush();
-                    if !self.answer() {
+                    if !self.answer(id) {
                         return;
                     }
                 }
@@ -314,14 +324,10 @@ impl Reader {
         }
     }
 
-    /// Puts the terminal in key-reading mode and takes what has been typed so far; how many
-    /// lines that finished.
+    /// Takes what has been typed so far; how many lines that finished.
     fn take_typed(&mut self) -> usize {
         let stdin = std::io::stdin();
         let fd = stdin.as_fd();
-        if let Some(keys) = &self.keys {
-            let _ = rustix::termios::tcsetattr(fd, OptionalActions::Now, keys);
-        }
         let mut lines = 0;
         while readable(fd, Duration::ZERO) {
             let Some(byte) = read_byte(fd) else {
@@ -350,11 +356,7 @@ impl Reader {
                     return false;
                 }
                 let mut err = std::io::stderr();
-                let _ = writeln!(
-                    err,
-                    "\ncordis: {:?} was typed while the agent worked: kept as your next message",
-                    safe(&line)
-                );
+                let _ = writeln!(err, "{}", kept_notice(&line));
                 let _ = err.flush();
                 let _ = self.events.send(Event::Ahead(Typed {
                     text: line,
@@ -402,7 +404,7 @@ impl Reader {
 
     /// Reads the answer to the question just shown: one key (`y`, `a`, `n`, Enter, Esc), or a
     /// reason for saying no. `false` once the terminal is gone.
-    fn answer(&mut self) -> bool {
+    fn answer(&mut self, id: u64) -> bool {
         let stdin = std::io::stdin();
         let fd = stdin.as_fd();
         let byte = loop {
@@ -437,18 +439,40 @@ impl Reader {
                 }
                 (no(), "no")
             }
-            b'e' | b'E' => return self.reason(String::new()),
-            b if b >= 0x20 && b != 0x7f => return self.reason(char::from(b).to_string()),
+            b'e' | b'E' => return self.reason(id, String::new()),
+            b if b >= 0x20 && b != 0x7f => return self.reason(id, char::from(b).to_string()),
             _ => (no(), "no"),
         };
         let mut err = std::io::stderr();
         let _ = writeln!(err, "{shown}");
         let _ = err.flush();
-        self.events.send(Event::Answer(answer)).is_ok()
+        let sent = self.events.send(Event::Answer { id, answer }).is_ok();
+        if matches!(byte.to_ascii_lowercase(), b'y' | b'a' | b'n') {
+            self.rest_of_answer(&shown[1..], fd);
+        }
+        sent
+    }
+
+    /// After a one-key answer, the rest of its word and an Enter typed right after it (`yes`,
+    /// Enter): part of the answer, not the next message. The first other key ends this, and is
+    /// kept as typed.
+    fn rest_of_answer(&mut self, rest: &str, fd: BorrowedFd<'_>) {
+        let mut rest = rest.bytes();
+        while readable(fd, ANSWER_REST) {
+            let Some(byte) = read_byte(fd) else { return };
+            match rest.next() {
+                _ if matches!(byte, b'\r' | b'\n') => return,
+                Some(expected) if byte.eq_ignore_ascii_case(&expected) => {}
+                _ => {
+                    let _ = self.typed_during_turn(byte, fd);
+                    return;
+                }
+            }
+        }
     }
 
     /// "No, and here is why": a line for the model, starting with `typed`.
-    fn reason(&mut self, typed: String) -> bool {
+    fn reason(&mut self, id: u64, typed: String) -> bool {
         let mut err = std::io::stderr();
         let _ = writeln!(err);
         let answer = match self.editor.readline_with_initial("why not? ", (&typed, "")) {
@@ -456,21 +480,19 @@ impl Reader {
                 Answer::Deny(Some(format!("the user said no: {}", why.trim())))
             }
             Ok(_) => Answer::Deny(Some("the user said no".to_owned())),
-            Err(ReadlineError::Interrupted) => {
-                let _ = self.events.send(Event::Answer(Answer::Deny(Some(
-                    "the user said no".to_owned(),
-                ))));
-                return self.events.send(Event::Interrupted).is_ok();
-            }
-            Err(_) => {
-                let _ = self.events.send(Event::Answer(Answer::Deny(Some(
-                    "the user said no".to_owned(),
-                ))));
-                let _ = self.events.send(Event::Eof);
-                return false;
+            Err(error) => {
+                let answer = Answer::Deny(Some("the user said no".to_owned()));
+                let _ = self.events.send(Event::Answer { id, answer });
+                return match error {
+                    ReadlineError::Interrupted => self.events.send(Event::Interrupted).is_ok(),
+                    _ => {
+                        let _ = self.events.send(Event::Eof);
+                        false
+                    }
+                };
             }
         };
-        self.events.send(Event::Answer(answer)).is_ok()
+        self.events.send(Event::Answer { id, answer }).is_ok()
     }
 }
 

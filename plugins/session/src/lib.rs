@@ -54,4 +54,5 @@ pub use project::{
 pub use session::{Session, SessionError};
 pub use store::{
     CreateOptions, OpenReport, SessionSnapshot, SessionSource, SessionStore, SessionSummary,
+    check_id,
 };

@@ -235,7 +235,11 @@ impl Service for SessionStore {
     const NAME: &'static str = "sessions";
 }
 
-fn check_id(id: &str) -> Result<(), SessionError> {
+/// Whether `id` can name a session file: letters, digits, `.`, `_` and `-`, not starting with `.`.
+///
+/// # Errors
+/// [`SessionError::InvalidId`] otherwise.
+pub fn check_id(id: &str) -> Result<(), SessionError> {
     let ok = !id.is_empty()
         && !id.starts_with('.')
         && id
