@@ -10,6 +10,7 @@
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde_json::value::RawValue;
 
@@ -85,16 +86,32 @@ pub fn guard(message: &str) -> Guarded<'_> {
     if let Some(listed) = defuse_tool_list(&parts) {
         return Guarded::Parse(Cow::Owned(listed));
     }
-    match parts.get("id") {
-        Some(id) => Guarded::Parse(Cow::Owned(format!(
+    match (parts.get("id"), parts.get("method")) {
+        // An answer: the client's request it answers fails, instead of waiting for ever.
+        (Some(id), None) => Guarded::Parse(Cow::Owned(format!(
             r#"{{"jsonrpc":"2.0","id":{},"error":{{"code":-32700,"message":"the server's answer nests {depth} levels, deeper than the {MAX_MESSAGE_DEPTH} this client reads"}}}}"#,
             id.get()
         ))),
-        None => {
-            tracing::warn!(depth, "an MCP notification nested too deeply was dropped");
+        // A notification, or a request of the server's: made into an answer it would fail a
+        // request of the client's that happens to share its id, so it is dropped.
+        _ => {
+            static DROPPED: AtomicU64 = AtomicU64::new(0);
+            if worth_warning(&DROPPED) {
+                tracing::warn!(
+                    depth,
+                    dropped = DROPPED.load(Ordering::Relaxed),
+                    "an MCP message nested too deeply was dropped"
+                );
+            }
             Guarded::Drop
         }
     }
+}
+
+/// Counts one more of something a server can repeat at will, and says whether to log it: the
+/// 1st, 2nd, 4th, 8th… time, so a flood costs a log line per doubling.
+pub(crate) fn worth_warning(count: &AtomicU64) -> bool {
+    (count.fetch_add(1, Ordering::Relaxed) + 1).is_power_of_two()
 }
 
 /// The message with each tool of its `result.tools` deeper than [`MAX_SCHEMA_DEPTH`] replaced
@@ -150,10 +167,10 @@ pub(crate) fn too_deep(tool: &serde_json::Value) -> Option<String> {
         .get("inputSchema")
         .and_then(|s| s.get(TOO_DEEP_KEY))
         .and_then(serde_json::Value::as_u64);
-    let depth = match stubbed {
-        Some(depth) => usize::try_from(depth).unwrap_or(usize::MAX),
-        None => value_depth(tool),
-    };
+    // The stub's own depth is small: its key says how deep the tool was. A server can send
+    // the key too, so it can only make a tool deeper, never shallower than it is.
+    let stubbed = stubbed.map_or(0, |d| usize::try_from(d).unwrap_or(usize::MAX));
+    let depth = value_depth(tool).max(stubbed);
     (depth > MAX_SCHEMA_DEPTH).then(|| {
         format!("its definition nests {depth} levels, over the {MAX_SCHEMA_DEPTH}-level limit")
     })
@@ -254,5 +271,29 @@ mod tests {
             "[".repeat(500) + &"]".repeat(500)
         );
         assert_eq!(guard(&note), Guarded::Drop);
+        // A request of the server's carries an id too: as an answer it would fail the
+        // client's own request with that id.
+        let request = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"roots/list","params":{}}}"#,
+            "[".repeat(500) + &"]".repeat(500)
+        );
+        assert_eq!(guard(&request), Guarded::Drop);
+    }
+
+    #[test]
+    fn a_server_cannot_vouch_for_its_own_deep_tool() {
+        let tool: serde_json::Value = serde_json::from_str(&format!(
+            r#"{{"name":"t","inputSchema":{{"{TOO_DEEP_KEY}":0,"x":{}}}}}"#,
+            nested(40)
+        ))
+        .unwrap();
+        assert!(too_deep(&tool).is_some(), "{tool}");
+    }
+
+    #[test]
+    fn a_flood_is_logged_once_per_doubling() {
+        let count = AtomicU64::new(0);
+        let logged = (0..1000).filter(|_| worth_warning(&count)).count();
+        assert_eq!(logged, 10);
     }
 }

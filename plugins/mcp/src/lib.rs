@@ -52,7 +52,6 @@ use rmcp::transport::streamable_http_client::{
 };
 use rmcp::{ClientHandler, ServiceExt};
 use serde_json::{Value, json};
-use tokio::io::AsyncBufReadExt;
 use tokio::sync::mpsc;
 
 pub use config::{MAX_SERVER_NAME, McpConfig, Reconnect, TransportKind};
@@ -520,12 +519,7 @@ impl Bridge {
         let _ = self.ctx.spawn(copy);
         if let Some(stderr) = stderr {
             let server = self.server().to_owned();
-            let _ = self.ctx.spawn(async move {
-                let mut lines = tokio::io::BufReader::new(stderr).lines();
-                while let Ok(Some(line)) = lines.next_line().await {
-                    tracing::debug!(server = %server, "{line}");
-                }
-            });
+            let _ = self.ctx.spawn(stdio::log_stderr(stderr, server));
         }
         Ok(transport)
     }

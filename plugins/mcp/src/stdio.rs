@@ -14,6 +14,30 @@ use tokio::process::{ChildStderr, ChildStdin, ChildStdout};
 
 use crate::depth::{Guarded, guard};
 
+/// How much of one line a server writes to stderr is logged.
+const MAX_STDERR_LINE: usize = 8 * 1024;
+
+/// Logs what the server writes to stderr, a line at a time (each cut at [`MAX_STDERR_LINE`],
+/// invalid UTF-8 shown lossily), until it closes: a server cannot grow the client's memory or
+/// block on a full pipe by writing there.
+pub(crate) async fn log_stderr(stderr: ChildStderr, server: String) {
+    let mut reader = BufReader::new(stderr);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        match read_line(&mut reader, &mut line, MAX_STDERR_LINE).await {
+            Ok(Line::Read) => {
+                let text = String::from_utf8_lossy(&line);
+                tracing::debug!(server = %server, "{}", text.trim_end_matches(['\n', '\r']));
+            }
+            Ok(Line::TooLong) => {
+                tracing::debug!(server = %server, "(a stderr line over {MAX_STDERR_LINE} bytes)");
+            }
+            Ok(Line::End) | Err(_) => return,
+        }
+    }
+}
+
 /// How long a closed server may take to exit before it is killed.
 const EXIT_GRACE: Duration = Duration::from_secs(3);
 
@@ -82,7 +106,7 @@ enum Line {
 
 /// Reads one line into `line` without ever holding more than `max` bytes of it.
 async fn read_line(
-    reader: &mut BufReader<ChildStdout>,
+    reader: &mut (impl tokio::io::AsyncBufRead + Unpin),
     line: &mut Vec<u8>,
     max: usize,
 ) -> std::io::Result<Line> {
@@ -118,12 +142,15 @@ async fn read_line(
 async fn copy_lines(stdout: ChildStdout, mut out: DuplexStream, server: String, max: usize) {
     let mut reader = BufReader::new(stdout);
     let mut line = Vec::new();
+    let skipped = std::sync::atomic::AtomicU64::new(0);
     loop {
         line.clear();
         match read_line(&mut reader, &mut line, max).await {
             Ok(Line::Read) => {}
             Ok(Line::TooLong) => {
-                tracing::warn!(server = %server, max, "an MCP message longer than maxMessageBytes was skipped");
+                if crate::depth::worth_warning(&skipped) {
+                    tracing::warn!(server = %server, max, skipped = skipped.load(std::sync::atomic::Ordering::Relaxed), "an MCP message longer than maxMessageBytes was skipped");
+                }
                 continue;
             }
             Ok(Line::End) | Err(_) => return,
