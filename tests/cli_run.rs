@@ -628,3 +628,24 @@ fn clear_starts_a_new_session_and_resume_goes_back_showing_where_it_left_off() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[cfg(unix)]
+#[test]
+fn an_argument_that_is_not_utf8_is_an_error_not_a_panic() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = fresh_dir("utf8");
+    let name = std::ffi::OsStr::from_bytes(b"\xff.yml");
+    let out = Command::new(env!("CARGO_BIN_EXE_cordis"))
+        .arg("run")
+        .arg(name)
+        .arg("--verbose")
+        .current_dir(&dir)
+        .env("XDG_STATE_HOME", dir.join(".state"))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("cannot read"), "{stderr}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -782,6 +782,41 @@ async fn a_mount_is_confined_to_the_workspace_and_its_approval_shows_what_it_sta
 }
 
 #[tokio::test]
+async fn a_mount_its_policy_denies_is_not_planned_so_its_error_tells_nothing_of_the_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let elsewhere = tempfile::tempdir().unwrap();
+    preset(dir.path(), "a", "- id: cordis\n  name: tool-cordis\n", None);
+    let outside = elsewhere.path().join("outside.yml");
+    std::fs::write(&outside, with_tool("outside_tool", "O", "I am outside.")).unwrap();
+    let extra = format!(
+        "{}- id: approvals\n  name: approvals\n  config: {{tools: {{cordis_mount: deny}}}}\n",
+        workspace_row(dir.path())
+    );
+    let root = host(dir.path(), &extra).await;
+    let (roster, agents, _) = services(&root);
+    let (x, _) = roster
+        .create_agent(&agents, options("x"), None)
+        .await
+        .unwrap();
+    for path in [outside.display().to_string(), "missing.yml".to_owned()] {
+        let err = call(
+            &agents,
+            x.scope_key(),
+            "cordis_mount",
+            serde_json::json!({"path": path}),
+        )
+        .await
+        .unwrap_err();
+        assert!(err.contains("cordis_mount"), "{err}");
+        assert!(
+            !err.contains("outside the workspace") && !err.contains("missing.yml"),
+            "the plan's error reached the model: {err}"
+        );
+    }
+    root.dispose();
+}
+
+#[tokio::test]
 async fn an_agent_mounts_a_composition_for_itself_and_unmounts_it() {
     let dir = tempfile::tempdir().unwrap();
     preset(dir.path(), "a", "- id: cordis\n  name: tool-cordis\n", None);

@@ -644,9 +644,7 @@ async fn attach(
         }
     };
     if replay {
-        let history = root
-            .get::<History>()
-            .map_or_else(|| History::new(root.clone()), |h| (*h).clone());
+        let history = History::of(&root);
         // One page holding the whole log, so every result is on the page of its call.
         match history.history(&id, None, Some(usize::MAX)).await {
             Ok(page) => {

@@ -44,8 +44,7 @@ pub(crate) enum Line<'a> {
 /// Reads one typed line.
 pub(crate) fn parse(line: &str) -> Line<'_> {
     let trimmed = line.trim();
-    if let Some(escaped) = trimmed.strip_prefix("//") {
-        let _ = escaped;
+    if trimmed.starts_with("//") {
         return Line::Message(&trimmed[1..]);
     }
     let Some(command) = trimmed.strip_prefix('/') else {

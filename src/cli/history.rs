@@ -61,9 +61,7 @@ pub(crate) fn run(
             },
             |dir| format!(" under {}", dir.display()),
         );
-        let history = root
-            .get::<History>()
-            .map_or_else(|| History::new(root.clone()), |h| (*h).clone());
+        let history = History::of(&root);
         let max = args.max.map(|m| usize::try_from(m).unwrap_or(usize::MAX));
         let page = history.history(&args.session, args.before, max).await;
         root.dispose();

@@ -531,14 +531,19 @@ pub fn main() -> ExitCode {
 
 /// Like [`main`], with a plugin table that may hold more than the host's own plugins.
 pub fn main_with(builtins: &Builtins) -> ExitCode {
-    // The level is needed before the arguments are parsed (parsing reports through it), so
-    // `run`'s `--verbose`/`--quiet` are looked for among the raw arguments.
-    let args: Vec<String> = std::env::args().skip(1).take_while(|a| a != "--").collect();
-    let level = if args.first().map(String::as_str) != Some("run") {
+    // Tracing is set up once, for every command, before `run` parses the arguments: `run`'s
+    // `--verbose`/`--quiet` are looked for among the raw ones (as OS strings: an argument
+    // that is not UTF-8 is clap's to report, not a panic here).
+    let args: Vec<std::ffi::OsString> = std::env::args_os()
+        .skip(1)
+        .take_while(|a| a != "--")
+        .collect();
+    let has = |flags: [&str; 2]| args.iter().any(|a| flags.iter().any(|f| a == f));
+    let level = if args.first().is_none_or(|a| a != "run") {
         "warn"
-    } else if args.iter().any(|a| a == "--verbose" || a == "-v") {
+    } else if has(["--verbose", "-v"]) {
         "info"
-    } else if args.iter().any(|a| a == "--quiet" || a == "-q") {
+    } else if has(["--quiet", "-q"]) {
         "error"
     } else {
         "warn"
@@ -805,14 +810,6 @@ fn choose_seed(flag: Option<u64>, io: &mut Io<'_>) -> anyhow::Result<u64> {
 
 /// The command that replays one seed.
 pub fn replay_command(file: &std::path::Path, seed: u64, policy: Policy) -> String {
-    let file = file.display().to_string();
-    let plain = file
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || "_./-+@:".contains(c));
-    let file = if plain {
-        file
-    } else {
-        format!("'{}'", file.replace('\'', r"'\''"))
-    };
+    let file = cordis_runtime::shell_word(&file.display().to_string());
     format!("cordis check {file} --seed {seed} --schedule {policy}")
 }

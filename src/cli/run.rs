@@ -647,10 +647,7 @@ const RECENT_MESSAGES: usize = 64;
 /// The last turns of session `id` (its messages and the tool calls between them), from the
 /// history service, on stderr: where a resumed conversation left off.
 async fn show_recent(root: &Context, id: &str, io: &mut Io<'_>) -> std::io::Result<()> {
-    let history = root.get::<cordis_history::History>().map_or_else(
-        || cordis_history::History::new(root.clone()),
-        |h| (*h).clone(),
-    );
+    let history = cordis_history::History::of(root);
     let Ok(page) = history.history(id, None, Some(RECENT_MESSAGES)).await else {
         return Ok(());
     };

@@ -35,6 +35,9 @@ fn clip(s: &str, max: usize) -> String {
 /// Lines of a command's output shown under its result; the rest is counted.
 const SHOWN_OUTPUT_LINES: usize = 10;
 
+/// How many lines of a diff a result shows (the approval question showed it whole).
+const SHOWN_DIFF_LINES: usize = 40;
+
 /// Whether the transcript is coloured: `--color always`, or `auto` on a terminal without
 /// `NO_COLOR`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -121,10 +124,11 @@ fn result_lines(
         return vec![style.paint("31", &format!("{label}: {}", clip(&text, 200)))];
     }
     match &p.card {
-        Card::Diff { .. } => render_card(&p.card)
-            .lines()
-            .map(|l| style.diff_line(&safe(l)))
-            .collect(),
+        Card::Diff { .. } => {
+            let diff = render_card(&p.card);
+            let lines: Vec<&str> = diff.lines().collect();
+            folded(&lines, SHOWN_DIFF_LINES, |l| style.diff_line(&safe(l)))
+        }
         Card::Terminal { output, exit_code } => {
             let lines: Vec<&str> = output.lines().collect();
             let exit = exit_code.map_or_else(|| "killed".to_owned(), |c| format!("exit {c}"));
@@ -133,10 +137,7 @@ fn result_lines(
                 1 => format!("{exit}, 1 line"),
                 n => format!("{exit}, {n} lines"),
             }];
-            shown.extend(lines.iter().take(SHOWN_OUTPUT_LINES).map(|l| clip(l, 200)));
-            if lines.len() > SHOWN_OUTPUT_LINES {
-                shown.push(format!("… {} more lines", lines.len() - SHOWN_OUTPUT_LINES));
-            }
+            shown.extend(folded(&lines, SHOWN_OUTPUT_LINES, |l| clip(l, 200)));
             shown
         }
         // A read is its size: the model has the text, the person knows the file.
@@ -153,17 +154,18 @@ fn result_lines(
             if lines.is_empty() {
                 return vec!["done".to_owned()];
             }
-            let mut shown: Vec<String> = lines
-                .iter()
-                .take(SHOWN_OUTPUT_LINES)
-                .map(|l| clip(l, 200))
-                .collect();
-            if lines.len() > SHOWN_OUTPUT_LINES {
-                shown.push(format!("… {} more lines", lines.len() - SHOWN_OUTPUT_LINES));
-            }
-            shown
+            folded(&lines, SHOWN_OUTPUT_LINES, |l| clip(l, 200))
         }
     }
+}
+
+/// The first `max` of `lines`, each shown by `show`, then how many more there are.
+fn folded(lines: &[&str], max: usize, show: impl Fn(&str) -> String) -> Vec<String> {
+    let mut shown: Vec<String> = lines.iter().take(max).map(|l| show(l)).collect();
+    if lines.len() > max {
+        shown.push(format!("… {} more lines", lines.len() - max));
+    }
+    shown
 }
 
 impl Transcript {
@@ -339,6 +341,28 @@ impl Transcript {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_long_diff_result_is_folded_like_long_output() {
+        let content: String = (0..100).map(|i| format!("line {i}\n")).collect();
+        let p = Presentation {
+            title: "Write big.txt".into(),
+            kind: ToolKind::Edit,
+            input: Value::Null,
+            card: Card::Diff {
+                path: "big.txt".into(),
+                old_text: None,
+                new_text: content,
+                first_line: None,
+            },
+            text: None,
+            locations: Vec::new(),
+        };
+        let lines = result_lines(&p, &Value::Null, None, Style { color: false });
+        assert_eq!(lines.len(), SHOWN_DIFF_LINES + 1, "{lines:?}");
+        // 3 header lines and 100 added ones.
+        assert_eq!(lines.last().unwrap(), "… 63 more lines");
+    }
 
     fn event(kind: &str, data: Value) -> SessionEvent {
         SessionEvent {

@@ -168,6 +168,12 @@ impl History {
         History { ctx }
     }
 
+    /// The `history` service `ctx` sees, or one built over `ctx` when no entry provides it.
+    pub fn of(ctx: &Context) -> Self {
+        ctx.get::<History>()
+            .map_or_else(|| History::new(ctx.clone()), |h| (*h).clone())
+    }
+
     /// One page of session `session_id`'s history (see the crate docs for the rules):
     /// `before_seq` pages back from that seq, `max_messages` (default 50; 0 counts as 1) is
     /// how many user and assistant messages the page holds.

@@ -174,22 +174,27 @@ impl Presenters {
 
     /// The call of `name` with `args`; generic when there is no presenter or it fails.
     pub fn present_call(&self, name: &str, args: &Value) -> Presentation {
-        let Some(presenter) = self.get(name) else {
-            return generic(name, args);
-        };
-        match catch_unwind(AssertUnwindSafe(|| presenter.present_call(args))) {
-            Ok(Ok(p)) => p,
-            _ => generic(name, args),
-        }
+        self.present_with(name, args, |p| p.present_call(args))
     }
 
     /// The call of `name` with `args` as an approval question shows it; generic when there is
     /// no presenter or it fails.
     pub fn present_approval(&self, name: &str, args: &Value) -> Presentation {
+        self.present_with(name, args, |p| p.present_approval(args))
+    }
+
+    /// What `present` makes of `name`'s presenter; generic when there is none, or it fails or
+    /// panics.
+    fn present_with(
+        &self,
+        name: &str,
+        args: &Value,
+        present: impl FnOnce(&dyn ToolPresenter) -> Result<Presentation, PresentError>,
+    ) -> Presentation {
         let Some(presenter) = self.get(name) else {
             return generic(name, args);
         };
-        match catch_unwind(AssertUnwindSafe(|| presenter.present_approval(args))) {
+        match catch_unwind(AssertUnwindSafe(|| present(presenter.as_ref()))) {
             Ok(Ok(p)) => p,
             _ => generic(name, args),
         }

@@ -31,22 +31,43 @@ pub(crate) enum Cmd {
     Flush(tokio::sync::oneshot::Sender<Result<(), String>>),
 }
 
-/// Creates `path` holding only `header`: written to a temporary file, synced, renamed.
 /// What a session root this store creates holds first: it keeps the logs out of `git status`
 /// and out of the workspace tools' listings and searches, which honour `.gitignore`.
 pub(crate) const ROOT_GITIGNORE: &str =
     "# cordis session logs: ignored by git and by the workspace tools\n*\n";
 
 /// Creates the session root `dir` if it does not exist, with its `.gitignore`
-/// ([`ROOT_GITIGNORE`]); a directory that exists is left as it is.
+/// ([`ROOT_GITIGNORE`]); a directory that exists is left as it is. What it creates is the
+/// user's alone (0700): transcripts hold whatever the agent read.
 pub(crate) fn create_root(dir: &Path) -> io::Result<()> {
     if dir.as_os_str().is_empty() || dir.is_dir() {
         return Ok(());
     }
-    std::fs::create_dir_all(dir)?;
-    std::fs::write(dir.join(".gitignore"), ROOT_GITIGNORE)
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder.create(dir)?;
+    // `create_new`: never through a link someone put there, never over a file of theirs.
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(dir.join(".gitignore"))
+    {
+        Ok(mut file) => file.write_all(ROOT_GITIGNORE.as_bytes()),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(e),
+    }
 }
 
+/// A new log file's mode where there are modes: the user's alone.
+fn private(options: &mut std::fs::OpenOptions) -> &mut std::fs::OpenOptions {
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(options, 0o600);
+    options
+}
+
+/// Creates `path` holding only `header`: written to a temporary file, synced, renamed.
 pub(crate) fn create(path: &Path, header: &SessionHeader) -> Result<(), SessionError> {
     if path.exists() {
         return Err(SessionError::AlreadyExists {
@@ -63,7 +84,14 @@ pub(crate) fn create(path: &Path, header: &SessionHeader) -> Result<(), SessionE
     let tmp = path.with_extension("jsonl.tmp");
     let mut line = serde_json::to_vec(header).map_err(|e| io(io::Error::other(e)))?;
     line.push(b'\n');
-    let mut f = File::create(&tmp).map_err(io)?;
+    let mut f = private(
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true),
+    )
+    .open(&tmp)
+    .map_err(io)?;
     f.write_all(&line).map_err(io)?;
     f.sync_all().map_err(io)?;
     drop(f);

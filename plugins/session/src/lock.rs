@@ -58,7 +58,10 @@ pub(crate) struct WriterLock {
 impl Drop for WriterLock {
     fn drop(&mut self) {
         // Removed while held (see the module docs), then closing the descriptor releases it.
-        if let Some(file) = &self.file
+        // Only where an opener can tell a removed file from the one at the path (the inode
+        // check); elsewhere the file stays.
+        if cfg!(unix)
+            && let Some(file) = &self.file
             && same_file(file, &self.key)
         {
             let _ = std::fs::remove_file(&self.key);

@@ -449,16 +449,23 @@ impl SessionStore {
     /// title. Files that are not session logs are skipped; an in-memory store lists none.
     ///
     /// # Errors
-    /// The root cannot be read.
+    /// The root cannot be read (a root not made yet holds none).
     pub async fn recent(&self, limit: usize) -> Result<Vec<SessionSummary>, SessionError> {
         let Some(root) = self.root.clone() else {
             return Ok(Vec::new());
         };
         blocking(move || {
-            let entries = std::fs::read_dir(&root).map_err(|source| SessionError::Io {
-                path: root.display().to_string(),
-                source,
-            })?;
+            let entries = match std::fs::read_dir(&root) {
+                Ok(entries) => entries,
+                // The default root is made by the first session.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+                Err(source) => {
+                    return Err(SessionError::Io {
+                        path: root.display().to_string(),
+                        source,
+                    });
+                }
+            };
             let mut found: Vec<(std::time::SystemTime, String, PathBuf)> = entries
                 .filter_map(Result::ok)
                 .filter_map(|e| {

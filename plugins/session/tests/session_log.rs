@@ -257,3 +257,26 @@ async fn unknown_versions_corrupt_lines_and_bad_ids_are_refused_with_clear_error
     ));
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[cfg(unix)]
+#[tokio::test]
+async fn a_root_is_made_by_the_first_session_private_to_the_user_and_lists_none_before() {
+    use std::os::unix::fs::PermissionsExt;
+    let base = temp_dir("private-root");
+    let root = base.join("state/cordis/sessions/p");
+    let store = SessionStore::new(Some(root.clone()), Durability::Fsync);
+    // Not made yet: no sessions, not an error.
+    assert!(store.recent(10).await.unwrap().is_empty());
+    let s = store.create("s1", None, None).await.unwrap();
+    s.flush().await.unwrap();
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&root), 0o700);
+    assert_eq!(mode(&base.join("state/cordis")), 0o700);
+    assert_eq!(mode(&root.join("s1.jsonl")), 0o600);
+    assert!(
+        std::fs::read_to_string(root.join(".gitignore"))
+            .unwrap()
+            .contains("*\n")
+    );
+    let _ = std::fs::remove_dir_all(&base);
+}

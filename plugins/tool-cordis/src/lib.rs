@@ -206,15 +206,25 @@ impl Plugin for ToolCordisPlugin {
             let (root, plans) = (plan_root.clone(), planning.clone());
             async move {
                 let given = v.call.arguments.get("path").and_then(|p| p.as_str());
-                if let (CORDIS_MOUNT, Decision::Allow, Some(given)) =
-                    (v.call.name.as_str(), &v.decision, given)
+                // A call its policy denies is not planned: planning reads files and resolves
+                // paths, and its errors would tell the model about them.
+                let denied = root
+                    .get::<cordis_approvals::Approvals>()
+                    .is_some_and(|a| a.policy_for(CORDIS_MOUNT) == cordis_approvals::Policy::Deny);
+                if let (CORDIS_MOUNT, Decision::Allow, Some(given), false) =
+                    (v.call.name.as_str(), &v.decision, given, denied)
                 {
                     match plan::plan(&root, given).await {
                         Ok(plan) => plans.insert(v.scope, &v.call.call_id, plan),
                         Err(why) => v.decision = Decision::Deny(why),
                     }
                 }
-                next.run(v).await
+                let v = next.run(v).await;
+                // Denied later (the user said no): no call will take the plan.
+                if v.call.name == CORDIS_MOUNT && matches!(v.decision, Decision::Deny(_)) {
+                    let _ = plans.take(v.scope, &v.call.call_id);
+                }
+                v
             }
         });
         let ended = plans.clone();

@@ -191,7 +191,12 @@ impl Plugin for FsPlugin {
                         v.decision = Decision::Deny(why);
                     }
                 }
-                next.run(v).await
+                let v = next.run(v).await;
+                // Denied later (the user said no): no call will take the plan.
+                if v.call.name == crate::EDIT_FILE && matches!(v.decision, Decision::Deny(_)) {
+                    let _ = plans.take(v.scope, &v.call.call_id, &v.call.arguments);
+                }
+                v
             }
         });
         let ended = plans.clone();

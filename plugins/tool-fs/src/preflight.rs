@@ -14,8 +14,12 @@ use serde_json::Value;
 use crate::config::FsConfig;
 use crate::ops::{self, EditPlan, FsError};
 
-/// Plans kept at once; a call's plan goes when it runs or ends.
+/// Plans kept at once; a call's plan goes when it runs, ends or is denied (a call whose turn
+/// was dropped mid-question leaves its plan until these bounds push it out).
 const KEPT_PLANS: usize = 16;
+
+/// The bytes the kept plans may hold (each holds its file twice, before and after).
+const KEPT_PLAN_BYTES: usize = 64 * 1024 * 1024;
 
 /// A planned call: its scope and call id, its arguments, its plan.
 type Planned = ((Option<ScopeKey>, String), Value, Arc<EditPlan>);
@@ -32,7 +36,14 @@ impl Plans {
         let key = (scope, call_id.to_owned());
         plans.retain(|(k, _, _)| k != &key);
         plans.push((key, args, Arc::new(plan)));
-        if plans.len() > KEPT_PLANS {
+        let bytes = |plans: &[Planned]| -> usize {
+            plans
+                .iter()
+                .map(|(_, _, p)| p.before.len() + p.after.len())
+                .sum()
+        };
+        // The newest stays, whatever its size (its call is being asked about).
+        while plans.len() > 1 && (plans.len() > KEPT_PLANS || bytes(&plans) > KEPT_PLAN_BYTES) {
             plans.remove(0);
         }
     }
