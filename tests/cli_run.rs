@@ -370,6 +370,22 @@ fn slash_lines_are_commands_for_cordis_and_never_reach_the_model() {
 #[test]
 fn sessions_are_listed_newest_first_and_continue_takes_the_newest() {
     let dir = fresh_dir("list");
+    // Before the first session its folder does not exist: none yet, not an error.
+    let none = Command::new(env!("CARGO_BIN_EXE_cordis"))
+        .env("XDG_STATE_HOME", dir.join(".state"))
+        .args(["sessions", "--json"])
+        .current_dir(&dir)
+        .env("RUST_LOG", "off")
+        .output()
+        .unwrap();
+    assert_eq!(none.status.code(), Some(0), "{}", text(&none.stderr));
+    assert_eq!(text(&none.stdout).trim(), "[]");
+    let first = run(&dir, &["--continue"], "", &[]);
+    assert!(
+        text(&first.stderr).contains("no session to continue yet"),
+        "{}",
+        text(&first.stderr)
+    );
     for (id, first) in [("older", "the first  question"), ("newer", "a later one")] {
         let out = run(&dir, &["--session", id], &format!("{first}\n"), &[]);
         assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
