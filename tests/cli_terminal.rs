@@ -553,3 +553,27 @@ fn a_question_takes_one_key_and_any_other_text_is_the_reason_for_no() {
     assert_eq!(user_messages(&dir, "k"), ["go"]);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn ctrl_d_typed_while_a_turn_runs_ends_the_run_after_it() {
+    // Ignored while the turn ran, it used to leave the next prompt waiting for ever.
+    let responses = "      - {text: [Working, ' on it.'], delayMs: 600}\n";
+    let dir = fresh_dir("ctrl-d-ahead", &shell_agent(responses, false));
+    let mut term = Pty::spawn_controlling(cordis(&dir, &["run", "--session", "d"]));
+    term.wait_for("> ", LIMIT);
+    term.send("go\r");
+    term.wait_for("Working", LIMIT);
+    term.send("\x04");
+    assert_eq!(term.wait_exit(LIMIT), Some(0), "{}", term.screen());
+    assert!(
+        term.screen().contains("Working on it."),
+        "{}",
+        term.screen()
+    );
+    assert!(
+        term.screen().contains("session d saved"),
+        "{}",
+        term.screen()
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

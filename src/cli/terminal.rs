@@ -113,6 +113,7 @@ impl Terminal {
                     requests: rx,
                     events: tx,
                     partial: Vec::new(),
+                    end_ahead: false,
                 }
                 .run();
             })?;
@@ -281,6 +282,9 @@ struct Reader {
     events: mpsc::UnboundedSender<Event>,
     /// What was typed on the current line while a turn ran (put in the editor at the prompt).
     partial: Vec<u8>,
+    /// Ctrl-D was typed on an empty line while a turn ran: the next prompt ends the input, as
+    /// a Ctrl-D typed ahead does in a terminal's own line mode.
+    end_ahead: bool,
 }
 
 impl Reader {
@@ -288,7 +292,12 @@ impl Reader {
         loop {
             match self.requests.recv_timeout(TICK) {
                 Ok(Request::Prompt) => {
-                    if self.take_typed() > 0 {
+                    let lines = self.take_typed();
+                    if lines == 0 && std::mem::take(&mut self.end_ahead) {
+                        if self.events.send(Event::Eof).is_err() {
+                            return;
+                        }
+                    } else if lines > 0 {
                         if self.events.send(Event::PromptSkipped).is_err() {
                             return;
                         }
@@ -373,7 +382,8 @@ impl Reader {
             }
             // Ctrl-U clears the line.
             0x15 => self.partial.clear(),
-            // Other control keys (Ctrl-D among them) mean nothing while a turn runs.
+            0x04 if self.partial.is_empty() => self.end_ahead = true,
+            // Other control keys mean nothing while a turn runs.
             b if b < 0x20 => {}
             b if self.partial.len() < MAX_AHEAD_LINE => self.partial.push(b),
             _ => {}
