@@ -7,5 +7,10 @@
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> std::process::ExitCode {
+    // First, while this is the only thread: the commands and servers this process starts must
+    // not read its secrets (API keys) back from /proc.
+    if let Err(e) = cordis_sandbox::protect_host() {
+        eprintln!("cordis: warning: the environment stays readable through /proc: {e}");
+    }
     cordis::cli::main()
 }

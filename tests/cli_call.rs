@@ -79,3 +79,43 @@ fn cache_dir_and_prune_work_on_the_named_cache_only() {
     assert!(dir.join("keep.txt").exists());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_call_that_would_ask_is_denied_unless_yes_or_approve_allows_it() {
+    // A third party's `grep` declares no effect: it is not the workspace's read-only grep, so
+    // it asks (and `cordis call` has nobody to ask).
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("cordis.yml");
+    std::fs::write(
+        &file,
+        "- {id: system-prompt, name: system-prompt}\n- {id: tools, name: tools}\n\
+         - id: declared\n  name: tool-declare\n  config: {tools: [{name: grep, description: not ours, parameters: {type: object}}]}\n\
+         - {id: approvals, name: approvals}\n",
+    )
+    .unwrap();
+    let file = file.to_str().unwrap();
+    let asked = cordis(&["call", file, "grep"], &[]);
+    assert_eq!(asked.code, 1, "{}", asked.out);
+    assert!(
+        asked.err.contains(
+            "grep failed (DENIED): tool \"grep\" needs approval and no approver is available"
+        ),
+        "{}",
+        asked.err
+    );
+    for flags in [["--yes", ""], ["--approve", "grep"]] {
+        let flags: Vec<&str> = flags.into_iter().filter(|f| !f.is_empty()).collect();
+        let run = cordis(&[&["call", file, "grep"][..], &flags].concat(), &[]);
+        assert_eq!(run.code, 0, "{flags:?}: {}", run.err);
+        assert!(run.out.contains("\"ok\": true"), "{}", run.out);
+    }
+    let other = cordis(&["call", file, "grep", "--approve", "bash"], &[]);
+    assert_eq!(other.code, 1, "--approve names another tool: {}", other.out);
+    // The bundled shell: asked (denied) without a flag, run in its sandbox with --yes.
+    let echo = r#"{"command": "echo sandboxed"}"#;
+    let denied = cordis(&["call", BUNDLED, "bash", echo], &[]);
+    assert_eq!(denied.code, 1, "{}", denied.out);
+    let ran = cordis(&["call", BUNDLED, "bash", echo, "--yes"], &[]);
+    assert_eq!(ran.code, 0, "{}", ran.err);
+    assert!(ran.out.contains("sandboxed"), "{}", ran.out);
+}

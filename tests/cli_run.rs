@@ -337,7 +337,9 @@ fn slash_lines_are_commands_for_cordis_and_never_reach_the_model() {
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert!(
-        stderr.contains("  /preset [ID]  show the session's preset"),
+        stderr
+            .lines()
+            .any(|l| l.starts_with("  /preset [ID] ") && l.contains("show the session's preset")),
         "{stderr}"
     );
     assert!(

@@ -326,18 +326,23 @@ fn sigterm_ends_the_run_cleanly_and_kills_what_the_turn_started() {
 }
 
 #[test]
-fn a_key_typed_ahead_never_answers_a_question_and_always_holds_for_the_session_and_its_resume() {
-    // A `y` typed while the model streamed used to approve a command nobody had seen.
+fn a_key_typed_ahead_never_answers_and_always_grants_the_parsed_command_for_the_session_and_its_resume()
+ {
+    // A `y` typed while the model streamed used to approve a command nobody had seen. And `a`
+    // grants the command's program and subcommand (`git status`), never all of bash.
     let responses = concat!(
-        "      - {text: [Thinking, ' hard.'], delayMs: 600, toolCalls: [{name: bash, arguments: {command: touch one.txt}}]}\n",
+        "      - {text: [Thinking, ' hard.'], delayMs: 600, toolCalls: [{name: bash, arguments: {command: git status}}]}\n",
         "      - text: First turn over.\n",
-        "      - toolCalls: [{name: bash, arguments: {command: touch two.txt}}]\n",
-        "      - toolCalls: [{name: bash, arguments: {command: touch three.txt}}]\n",
+        "      - toolCalls: [{name: bash, arguments: {command: git status}}]\n",
+        "      - toolCalls: [{name: bash, arguments: {command: git status --short; touch granted.txt}}]\n",
+        "      - toolCalls: [{name: bash, arguments: {command: git -C . status}}]\n",
+        "      - toolCalls: [{name: bash, arguments: {command: git push}}]\n",
         "      - text: Second turn over.\n",
     );
     let dir = fresh_dir("typed-ahead", &shell_agent(responses, true));
     let mut term = Pty::spawn_controlling(cordis(&dir, &["run", "--session", "a"]));
-    let question = "allow bash? [y]es once, [a]lways this session, [N]o (or type why not)";
+    let status =
+        "allow bash? [y]es once, [a]lways `git status` this session, [N]o (or type why not)";
     term.wait_for("> ", LIMIT);
     term.send("go\r");
     term.wait_for("Thinking", LIMIT);
@@ -346,65 +351,69 @@ fn a_key_typed_ahead_never_answers_a_question_and_always_holds_for_the_session_a
         "\"y\" was typed while the agent worked: kept as your next message",
         LIMIT,
     );
-    term.wait_for(question, LIMIT);
-    assert!(
-        !dir.join("one.txt").exists(),
-        "the typed-ahead y approved it"
-    );
+    term.wait_for(status, LIMIT);
     // Enter is no.
     term.send("\r");
     term.wait_for("First turn over.", LIMIT);
-    assert!(!dir.join("one.txt").exists());
-    // The kept `y` is the next message; its turn asks again, and `a` allows bash for good.
+    // The kept `y` is the next message; its turn asks again, and `a` grants `git status`.
     term.wait_for("> y", LIMIT);
     let screen = term.screen();
     let asked_before = screen[..screen.find("> y").unwrap()]
-        .matches(question)
+        .matches(status)
         .count();
-    term.wait_for_count(question, asked_before + 1, LIMIT);
-    term.send("a\r");
+    term.wait_for_count(status, asked_before + 1, LIMIT);
+    term.send("a");
+    // `git status --short; touch …` is not all `git status`: it asks (for `touch`).
+    term.wait_for("[a]lways `touch granted.txt` this session", LIMIT);
+    term.send("y");
+    // `git -C . status` is `git` with an option before `status`: a grant matches exact
+    // leading words only, so it asks (and would grant only that whole command); then
+    // `git push` asks.
+    term.wait_for("[a]lways `git -C . status` this session", LIMIT);
+    term.send("n");
+    term.wait_for("[a]lways `git push` this session", LIMIT);
+    term.send("n");
     term.wait_for("Second turn over.", LIMIT);
-    assert!(dir.join("two.txt").exists() && dir.join("three.txt").exists());
-    // Asked once in that turn: its second command ran without a question.
-    assert_eq!(
-        term.screen().matches(question).count(),
-        asked_before + 1,
-        "{}",
-        term.screen()
-    );
+    assert!(dir.join("granted.txt").exists());
     term.send("\x04");
     assert_eq!(term.wait_exit(LIMIT), Some(0), "{}", term.screen());
-    let decisions: Vec<(String, bool, String)> = log_events(&dir, "a")
+    let decisions: Vec<(bool, String, Vec<serde_json::Value>)> = log_events(&dir, "a")
         .iter()
         .filter(|e| e["type"] == "tool/approval")
         .map(|e| {
             (
-                e["data"]["name"].as_str().unwrap().to_owned(),
                 e["data"]["allowed"].as_bool().unwrap(),
                 e["data"]["by"].as_str().unwrap().to_owned(),
+                e["data"]["grants"].as_array().cloned().unwrap_or_default(),
             )
         })
         .collect();
+    let grant = serde_json::json!({"tool": "bash", "command": "git status"});
     assert_eq!(
         decisions,
         [
-            ("bash".to_owned(), false, "approver".to_owned()),
-            ("bash".to_owned(), true, "approver-always".to_owned()),
-            ("bash".to_owned(), true, "approver".to_owned()),
+            (false, "approver".to_owned(), vec![]),
+            (true, "approver-always".to_owned(), vec![grant]),
+            (true, "approver".to_owned(), vec![]),
+            (false, "approver".to_owned(), vec![]),
+            (false, "approver".to_owned(), vec![]),
         ]
     );
 
-    // The grant is in the log: the resumed session runs bash without asking.
+    // The grant is in the log: the resumed session runs `git status` without asking.
     let mut term = Pty::spawn_controlling(cordis(&dir, &["run", "--resume", "a"]));
     term.wait_for("> ", LIMIT);
-    // Where the session left off is shown first: its last answers are on screen already.
     let shown = term.screen().matches("First turn over.").count();
     term.send("go\r");
     term.wait_for_count("First turn over.", shown + 1, LIMIT);
-    assert!(dir.join("one.txt").exists());
-    assert!(!term.screen().contains(question), "{}", term.screen());
+    assert!(!term.screen().contains(status), "{}", term.screen());
     term.send("\x04");
     assert_eq!(term.wait_exit(LIMIT), Some(0), "{}", term.screen());
+    let last = log_events(&dir, "a")
+        .into_iter()
+        .rfind(|e| e["type"] == "tool/approval")
+        .unwrap();
+    assert_eq!(last["data"]["by"], "grant", "{last}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -159,7 +159,7 @@ fn piped_without_approval_the_edit_and_the_command_are_denied_and_nothing_change
     );
     assert!(
         out.contains(
-            "⏺ Edit notes.txt\n  ⎿ error DENIED: tool \"edit_file\" needs approval (policy ask)"
+            "⏺ Edit notes.txt\n  ⎿ error DENIED: tool \"edit_file\" needs approval and no approver is available"
         ),
         "{out}"
     );
@@ -234,7 +234,10 @@ fn at_a_terminal_the_edit_is_shown_and_asked_and_no_denies_it() {
         term.screen()
     );
     term.send("y\r");
-    term.wait_for("allow bash? [y]es once, [a]lways this session, [N]o", limit);
+    term.wait_for(
+        "allow bash? [y]es once, [a]lways `grep -c final notes.txt` this session, [N]o",
+        limit,
+    );
     assert!(
         term.screen().contains("grep -c final notes.txt"),
         "{}",

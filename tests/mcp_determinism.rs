@@ -189,3 +189,42 @@ fn registration_orders_differ_between_seeds_but_the_digest_does_not() {
         "the registration order should vary with the seeds"
     );
 }
+
+/// A stdio server runs process-scoped: it cannot read the host's secrets back through
+/// `/proc/$PPID/environ` (the host blanked its environment block and is not dumpable), while
+/// the server still starts and answers.
+#[test]
+fn a_stdio_server_cannot_read_the_hosts_environment_through_proc() {
+    let bin = fixture_server().display().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let seen = dir.path().join("seen.txt");
+    let file = dir.path().join("probe.yml");
+    let probe = format!(
+        "(cat /proc/$PPID/environ; cat /proc/$PPID/mem) 2>/dev/null | tr '\\\\0' '\\\\n' | grep -c CORDIS_TEST_SECRET > {}; exec {bin} --tools add",
+        seen.display()
+    );
+    std::fs::write(
+        &file,
+        format!(
+            "- id: system-prompt\n  name: system-prompt\n- id: tools\n  name: tools\n- id: srv\n  name: mcp\n  config: {{transport: stdio, server: srv, command: sh, args: [-c, {probe:?}], failOnStartupError: true}}\n"
+        ),
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_cordis"))
+        .args(["check", &file.display().to_string()])
+        .env("CORDIS_TEST_SECRET", "s3cret-value")
+        .env("XDG_STATE_HOME", dir.path().join(".state"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("mcp__srv__add"),
+        "the server answered: {stdout}"
+    );
+    assert_eq!(std::fs::read_to_string(&seen).unwrap(), "0\n");
+}

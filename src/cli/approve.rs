@@ -5,13 +5,15 @@
 //! - At a terminal, anything else is asked: the call's card (the command, the diff of an edit)
 //!   is shown on stderr and the first key pressed *after* it answers (what was typed before the
 //!   question is kept as later messages, never taken as the answer): `y` allows once, `a`
-//!   allows this tool for the rest of the session (logged, so `--resume` honours it), Enter,
+//!   grants what the question names for the rest of the session (the tool, or for `bash` the
+//!   parsed command's program and subcommand, e.g. `git status`; logged, so `--resume` holds
+//!   it again), Enter,
 //!   `n` or Esc denies, and any other text denies and tells the model why (`e` starts that
 //!   reason on an empty line). With a redirected stdout the same answers are typed as lines.
 //! - Not at a terminal, with neither flag: `ask` means deny, and the model is told why.
 
 use std::collections::BTreeSet;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use cordis_approvals::{AllowAll, AllowListed, Answer, ApprovalRequest, Approver, ApproverService};
 use futures_util::future::BoxFuture;
@@ -25,19 +27,16 @@ pub(crate) struct Asked {
     pub reply: oneshot::Sender<Answer>,
 }
 
-/// Tools allowed without asking: `--approve` ones, and those answered "always" in this session
-/// (shared by the approver and the run, which seeds it from a resumed session's log).
-pub(crate) type Allowed = Arc<Mutex<BTreeSet<String>>>;
-
 /// Asks the conversation (which owns the terminal) about every call not allowed up front.
 struct TerminalApprover {
-    allowed: Allowed,
+    /// `--approve` tools (grants made by "always" live in the approvals service).
+    allowed: BTreeSet<String>,
     ask: mpsc::UnboundedSender<Asked>,
 }
 
 impl Approver for TerminalApprover {
     fn approve(&self, request: &ApprovalRequest) -> BoxFuture<'static, Answer> {
-        if cordis_runtime::lock(&self.allowed).contains(&request.call.name) {
+        if self.allowed.contains(&request.call.name) {
             return Box::pin(async { Answer::Allow });
         }
         let (reply, answer) = oneshot::channel();
@@ -45,40 +44,33 @@ impl Approver for TerminalApprover {
             request: request.clone(),
             reply,
         });
-        let (allowed, tool) = (self.allowed.clone(), request.call.name.clone());
         Box::pin(async move {
             if sent.is_err() {
                 return Answer::Deny(Some("nobody is at the terminal to approve it".to_owned()));
             }
-            let answer = answer.await.unwrap_or(Answer::Deny(Some(
+            answer.await.unwrap_or(Answer::Deny(Some(
                 "the question was not answered".to_owned(),
-            )));
-            if answer == Answer::AllowAlways {
-                cordis_runtime::lock(&allowed).insert(tool);
-            }
-            answer
+            )))
         })
     }
 }
 
-/// What the run wires up for approvals: the approver service, the questions it will ask
-/// (interactive runs only), and the tools it allows without asking.
+/// What the run wires up for approvals: the approver service and the questions it will ask
+/// (interactive runs only).
 pub(crate) struct Approving {
     pub service: Option<ApproverService>,
     pub asked: Option<mpsc::UnboundedReceiver<Asked>>,
-    pub allowed: Allowed,
 }
 
 /// The approver for a run, and the questions it will ask (interactive runs only).
 pub(crate) fn approver_for(yes: bool, approve: &[String], interactive: bool) -> Approving {
     let names: BTreeSet<String> = approve.iter().cloned().collect();
-    let allowed: Allowed = Arc::new(Mutex::new(names.clone()));
     let (service, asked) = if yes {
         (Some(ApproverService(Arc::new(AllowAll))), None)
     } else if interactive {
         let (ask, asked) = mpsc::unbounded_channel();
         let approver = TerminalApprover {
-            allowed: allowed.clone(),
+            allowed: names,
             ask,
         };
         (Some(ApproverService(Arc::new(approver))), Some(asked))
@@ -87,11 +79,7 @@ pub(crate) fn approver_for(yes: bool, approve: &[String], interactive: bool) -> 
     } else {
         (Some(ApproverService(Arc::new(AllowListed(names)))), None)
     };
-    Approving {
-        service,
-        asked,
-        allowed,
-    }
+    Approving { service, asked }
 }
 
 /// A typed answer to an approval question: `y`/`yes` once, `a`/`always` for the session,

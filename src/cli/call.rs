@@ -1,8 +1,13 @@
 //! `cordis call`: boot a config and call one tool, the plugin author's quickest loop.
 //!
-//! The call goes through the registry exactly as a model's would (argument check, pre-execute,
-//! guards, the handler, post-execute), so what it prints is what an agent would get.
+//! The call goes through the registry exactly as a model's would (pre-execute, argument check,
+//! guards, approval, the handler, post-execute), so what it prints is what an agent would get.
+//! Nobody is asked: a call that would ask is denied unless `--yes` or `--approve TOOL` allows
+//! it.
 
+use std::sync::Arc;
+
+use cordis_approvals::{AllowAll, AllowListed, ApproverService};
 use cordis_host::Builtins;
 use cordis_runtime::Schedule;
 use cordis_tools::{ToolCall, ToolRegistry};
@@ -50,6 +55,14 @@ pub(crate) fn run(args: &CallArgs, io: &mut Io<'_>, builtins: &Builtins) -> anyh
             live.root().dispose();
             return Err(Exit(EXIT_CONFIG).into());
         };
+        let approver = match (args.yes, args.approve.is_empty()) {
+            (true, _) => Some(ApproverService(Arc::new(AllowAll))),
+            (false, false) => Some(ApproverService(Arc::new(AllowListed(
+                args.approve.iter().cloned().collect(),
+            )))),
+            (false, true) => None,
+        };
+        let _approver = approver.map(|a| live.root().provide(a));
         let call = ToolCall {
             call_id: "cli-call".to_owned(),
             name: tool.clone(),

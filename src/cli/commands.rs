@@ -17,6 +17,10 @@ pub(crate) const COMMANDS: &[(&str, &str)] = &[
         "list recent sessions; with ID, continue that one instead",
     ),
     ("/usage", "tokens the model reported in this session"),
+    (
+        "/permissions [MODE | revoke N]",
+        "show the permission mode, grants and rules; set the mode (ask, auto, never-ask); revoke grant N",
+    ),
     ("/quit", "end the run (the session is saved)"),
 ];
 
@@ -31,6 +35,8 @@ pub(crate) enum Line<'a> {
     Preset(&'a str),
     /// `/usage`.
     Usage,
+    /// `/permissions [MODE | revoke N]` (the rest, empty without one).
+    Permissions(&'a str),
     /// `/clear`.
     Clear,
     /// `/resume [ID]` (the id, empty without one).
@@ -57,6 +63,7 @@ pub(crate) fn parse(line: &str) -> Line<'_> {
         "help" | "?" => Line::Help,
         "preset" => Line::Preset(rest),
         "usage" => Line::Usage,
+        "permissions" => Line::Permissions(rest),
         "clear" | "new" => Line::Clear,
         "resume" => Line::Resume(rest),
         "quit" | "exit" => Line::Quit,
@@ -86,6 +93,11 @@ mod tests {
         assert_eq!(parse("/help"), Line::Help);
         assert_eq!(parse("/quit"), Line::Quit);
         assert_eq!(parse("/usage"), Line::Usage);
+        assert_eq!(parse("/permissions"), Line::Permissions(""));
+        assert_eq!(
+            parse("/permissions revoke 2"),
+            Line::Permissions("revoke 2")
+        );
         assert_eq!(parse("/clear"), Line::Clear);
         assert_eq!(parse("/resume"), Line::Resume(""));
         assert_eq!(parse("/resume 20261202-1"), Line::Resume("20261202-1"));
@@ -96,6 +108,10 @@ mod tests {
             Line::Message("/etc/hosts is odd")
         );
         assert_eq!(parse("use /preset code"), Line::Message("use /preset code"));
-        assert!(help().contains("  /usage        tokens"), "{}", help());
+        assert!(
+            help().contains("  /usage                          tokens"),
+            "{}",
+            help()
+        );
     }
 }

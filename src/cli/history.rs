@@ -214,6 +214,21 @@ pub(crate) fn print_entry(
         }
     } else if let Ok(switch) = e.data_as::<AgentPresetSelectedData>() {
         writeln!(out, "(switched to preset {})", safe(&switch.agent_preset))?;
+    } else if let Ok(mode) = e.data_as::<cordis_session::PermissionsModeData>() {
+        writeln!(out, "(permission mode {})", safe(&mode.mode))?;
+    } else if let Ok(revoked) = e.data_as::<cordis_session::GrantRevokedData>() {
+        let grant = &revoked.grant;
+        let command = grant
+            .command
+            .as_deref()
+            .map(|c| format!(" `{c}`"))
+            .unwrap_or_default();
+        writeln!(
+            out,
+            "(revoked the grant {}{})",
+            safe(&grant.tool),
+            safe(&command)
+        )?;
     } else if let Ok(end) = e.data_as::<TurnEndData>() {
         let turn = end.turn;
         match end.reason {

@@ -214,6 +214,13 @@ pub struct CallArgs {
     /// How to schedule the boot [default: fifo].
     #[command(flatten)]
     pub schedule: ScheduleArgs,
+    /// Allow the call if it would ask (without this, a call that would ask is denied: there is
+    /// nobody to ask).
+    #[arg(long)]
+    pub yes: bool,
+    /// Allow the call if TOOL is its tool and it would ask (repeatable).
+    #[arg(long = "approve", value_name = "TOOL")]
+    pub approve: Vec<String>,
 }
 
 impl CallArgs {
@@ -380,13 +387,20 @@ pub struct RunArgs {
     /// Reload FILE whenever it changes (between turns); one summary line per reload on stderr.
     #[arg(long)]
     pub watch: bool,
-    /// Allow every tool call whose approval policy is `ask` without asking.
+    /// Allow every tool call that would ask, without asking.
     #[arg(long)]
     pub yes: bool,
-    /// Allow calls of TOOL without asking (repeatable). Without a terminal, `ask` tools not
-    /// named here (or by --yes) are denied and the model is told so.
+    /// Allow calls of TOOL without asking (repeatable). Without a terminal, calls that would
+    /// ask and are not named here (or by --yes) are denied and the model is told so.
     #[arg(long = "approve", value_name = "TOOL")]
     pub approve: Vec<String>,
+    /// The permission mode of the sessions this run opens (recorded in each session's log):
+    /// `ask` (every call that changes something asks), `auto` (calls confined to the workspace,
+    /// such as sandboxed commands and the file tools, run without asking; the rest ask),
+    /// `never-ask` (nothing asks: confined calls run, the rest are denied) [default: the
+    /// approvals entry's `mode`, else the session's last choice].
+    #[arg(long, value_name = "MODE")]
+    pub permissions: Option<cordis_approvals::Mode>,
     /// Print only the conversation and errors: no session banner, no per-turn footer.
     #[arg(long, short = 'q', conflicts_with = "verbose")]
     pub quiet: bool,

@@ -25,7 +25,7 @@ use tokio::sync::mpsc;
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use super::approve::{Allowed, Asked, answer_of, approver_for};
+use super::approve::{Asked, answer_of, approver_for};
 use super::commands;
 use super::input::{Typed, kept_notice, spawn_reader};
 use super::render::{safe, safe_lines};
@@ -59,11 +59,26 @@ fn question(root: &Context, request: &ApprovalRequest) -> String {
         }
         None => format!("{name} {}\n", safe(&request.call.arguments.to_string())),
     };
+    let always = always_text(&request.grants);
     format!(
-        "cordis: {} wants to run:\n{shown}cordis: allow {}? [y]es once, [a]lways this session, [N]o (or type why not) ",
+        "cordis: {} wants to run:\n{shown}cordis: allow {}? [y]es once, {always}, [N]o (or type why not) ",
         safe(name),
         safe(name)
     )
+}
+
+/// What `a` answers, from the grants it would make.
+fn always_text(grants: &[cordis_approvals::Grant]) -> String {
+    let commands: Vec<String> = grants
+        .iter()
+        .filter_map(|g| g.command.as_ref())
+        .map(|c| format!("`{}`", safe(&c.to_string())))
+        .collect();
+    match (grants.is_empty(), commands.is_empty()) {
+        (true, _) => "[a] once too (this command cannot be granted for later)".to_owned(),
+        (false, true) => "[a]lways this session".to_owned(),
+        (false, false) => format!("[a]lways {} this session", commands.join(", ")),
+    }
 }
 
 /// The transcript's style: `--color`, with `auto` meaning a terminal and no NO_COLOR.
@@ -365,9 +380,16 @@ async fn run_session(
     } else {
         "new"
     };
+    choose_permissions(args, &agent, io)?;
     let joined = joined_preset(&root, &agent)
         .map(|p| format!("; preset {}", safe(&p)))
-        .unwrap_or_default();
+        .into_iter()
+        .chain(
+            agent
+                .permissions()
+                .map(|p| format!("; permissions {}", p.mode)),
+        )
+        .collect::<String>();
     let interactive = std::io::IsTerminal::is_terminal(&std::io::stdin());
     let editor = interactive && std::io::IsTerminal::is_terminal(&std::io::stdout());
     let keys = if editor {
@@ -399,8 +421,16 @@ async fn run_session(
     }
     io.err.flush()?;
 
+    if !args.quiet {
+        for name in unsandboxed(&root, &agent) {
+            writeln!(
+                io.err,
+                "cordis: note: {} runs commands outside the sandbox (its entry chose `sandbox: full-access` or `network: true`)",
+                safe(&name)
+            )?;
+        }
+    }
     let approving = approver_for(args.yes, &args.approve, interactive);
-    grant(&approving.allowed, &args.approve, &agent);
     // The root's service is seen by every scope, reloads included; it goes with the root.
     let _approver = approving.service.map(|a| root.provide(a));
     let input = if editor {
@@ -420,7 +450,6 @@ async fn run_session(
         input,
         typed_ahead: VecDeque::new(),
         asked: approving.asked,
-        allowed: approving.allowed.clone(),
         interactive,
         signals: Signals::install()?,
         interrupted_at: None,
@@ -538,8 +567,6 @@ struct Conversation<'a> {
     typed_ahead: VecDeque<Typed>,
     /// Approval questions from the terminal approver (interactive runs only).
     asked: Option<mpsc::UnboundedReceiver<Asked>>,
-    /// The tools allowed without asking in the current session.
-    allowed: Allowed,
     /// stdin is a terminal (a person types).
     interactive: bool,
     /// Ctrl-C, SIGTERM, SIGHUP.
@@ -602,22 +629,28 @@ fn user_messages(agent: &Agent) -> Vec<String> {
     })
 }
 
-/// Sets `allowed` to the tools the agent's session may run without asking: `--approve` ones,
-/// and those its log says were approved "always".
-fn grant(allowed: &Allowed, approve: &[String], agent: &Agent) {
-    let always_by = cordis_approvals::DecidedBy::ApproverAlways.as_str();
-    let always: Vec<String> = agent.session().with_events(|events| {
-        events
-            .iter()
-            .filter_map(|e| e.data_as::<cordis_session::ToolApprovalData>().ok())
-            .filter(|d| d.allowed && d.by == always_by)
-            .map(|d| d.name)
-            .collect()
-    });
-    let mut allowed = cordis_runtime::lock(allowed);
-    allowed.clear();
-    allowed.extend(approve.iter().cloned());
-    allowed.extend(always);
+/// The command tools the agent sees whose effects are not confined to the workspace.
+fn unsandboxed(root: &Context, agent: &Agent) -> Vec<String> {
+    let Some(registry) = root.get::<cordis_tools::ToolRegistry>() else {
+        return Vec::new();
+    };
+    let scope = Some(agent.scope_key());
+    registry
+        .schemas(scope)
+        .into_iter()
+        .filter(|s| registry.effect(&s.name, scope) == Some((cordis_tools::Effect::Execute, false)))
+        .map(|s| s.name)
+        .collect()
+}
+
+/// Applies `--permissions` to a session the run opened (logged in it).
+fn choose_permissions(args: &RunArgs, agent: &Agent, io: &mut Io<'_>) -> std::io::Result<()> {
+    if let Some(mode) = args.permissions
+        && let Err(e) = agent.set_permission_mode(mode)
+    {
+        writeln!(io.err, "cordis: --permissions {mode}: {e}")?;
+    }
+    Ok(())
 }
 
 /// The preset the agent's scope is joined to now: its live chain, not the log's record
@@ -726,6 +759,7 @@ impl Conversation<'_> {
                         commands::Line::Preset(rest) => self.switch_preset(rest, io).await?,
                         commands::Line::Help => write!(io.err, "{}", commands::help())?,
                         commands::Line::Usage => self.usage(io)?,
+                        commands::Line::Permissions(rest) => self.permissions(rest, io)?,
                         commands::Line::Clear => {
                             let id = new_session_id();
                             self.switch_session(SessionChoice::New(id), io).await?;
@@ -1012,7 +1046,7 @@ impl Conversation<'_> {
                 return Ok(());
             }
         }
-        grant(&self.allowed, &self.args.approve, &self.agent);
+        choose_permissions(self.args, &self.agent, io)?;
         if let Input::Terminal(terminal) = &self.input {
             terminal.remember(user_messages(&self.agent));
         }
@@ -1046,6 +1080,80 @@ impl Conversation<'_> {
             Err(why) => writeln!(io.err, "cordis: {why}")?,
         }
         Ok(())
+    }
+
+    /// `/permissions [MODE | revoke N]`: the session's mode, grants and the command rules; or
+    /// a new mode; or one grant revoked (both logged in the session).
+    fn permissions(&self, rest: &str, io: &mut Io<'_>) -> std::io::Result<()> {
+        let (Some(now), Some(approvals)) = (
+            self.agent.permissions(),
+            self.root.get::<cordis_approvals::Approvals>(),
+        ) else {
+            return writeln!(
+                io.err,
+                "cordis: this composition has no `approvals` entry: every tool runs without asking"
+            );
+        };
+        let words: Vec<&str> = rest.split_whitespace().collect();
+        let outcome = match words.as_slice() {
+            [] => {
+                writeln!(io.err, "cordis: permission mode: {}", now.mode)?;
+                if now.grants.is_empty() {
+                    writeln!(io.err, "cordis: no grants in this session")?;
+                } else {
+                    writeln!(
+                        io.err,
+                        "cordis: grants of this session (\"always\" answers):"
+                    )?;
+                    for (i, g) in now.grants.iter().enumerate() {
+                        writeln!(io.err, "  {}. {}", i + 1, safe(&g.to_string()))?;
+                    }
+                }
+                let rules = &approvals.config().commands;
+                for (word, list) in [("allow", &rules.allow), ("deny", &rules.deny)] {
+                    if !list.is_empty() {
+                        let shown: Vec<String> = list
+                            .iter()
+                            .map(|p| format!("`{}`", safe(&p.to_string())))
+                            .collect();
+                        writeln!(io.err, "cordis: commands {word}: {}", shown.join(", "))?;
+                    }
+                }
+                return writeln!(
+                    io.err,
+                    "cordis: /permissions ask|auto|never-ask sets the mode; /permissions revoke N revokes a grant"
+                );
+            }
+            ["revoke", n] => match n
+                .parse::<usize>()
+                .ok()
+                .and_then(|n| now.grants.get(n.checked_sub(1)?))
+            {
+                Some(grant) => self
+                    .agent
+                    .revoke_grant(grant)
+                    .map(|()| format!("revoked {}", safe(&grant.to_string())))
+                    .map_err(|e| e.to_string()),
+                None => Err(format!(
+                    "no grant {}: the session holds {} (see /permissions)",
+                    safe(n),
+                    now.grants.len()
+                )),
+            },
+            [mode] => match mode.parse::<cordis_approvals::Mode>() {
+                Ok(mode) => self
+                    .agent
+                    .set_permission_mode(mode)
+                    .map(|()| format!("permission mode: {mode}"))
+                    .map_err(|e| e.to_string()),
+                Err(e) => Err(safe(&e.to_string()).into_owned()),
+            },
+            _ => Err("give /permissions, /permissions MODE or /permissions revoke N".to_owned()),
+        };
+        match outcome {
+            Ok(done) => writeln!(io.err, "cordis: {done}"),
+            Err(why) => writeln!(io.err, "cordis: {why}"),
+        }
     }
 
     /// `/usage`: the tokens the model reported in this session, from its log.

@@ -725,6 +725,11 @@ impl Agent {
             allowed: decision.allowed,
             by: decision.by.as_str().to_owned(),
             reason: decision.reason,
+            grants: decision
+                .grants
+                .iter()
+                .map(crate::permissions::grant_data)
+                .collect(),
         };
         self.log(&data, Some(vec![source]), step).map(drop)
     }

@@ -26,6 +26,7 @@ mod agent;
 mod config;
 mod events;
 mod invariant;
+mod permissions;
 mod plugin;
 mod service;
 
@@ -33,5 +34,6 @@ pub use agent::{Agent, TurnError};
 pub use config::{AgentLoopConfig, AgentOptions, LoopSettings};
 pub use events::{AgentError, AgentEvent, AgentState};
 pub use invariant::check_request;
+pub use permissions::{Permissions, PermissionsError, grant_data, replay as replay_permissions};
 pub use plugin::AgentLoopPlugin;
 pub use service::{AgentLoop, CreateAgentError};

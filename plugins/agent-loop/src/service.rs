@@ -163,11 +163,17 @@ impl AgentLoop {
             }
             agents.insert(id.clone(), agent.clone());
         }
-        // Disposing the agent (or the loop) forgets it and ends a running turn as `disposed`.
+        agent.restore_permissions();
+        // Disposing the agent (or the loop) forgets it and ends a running turn as `disposed`,
+        // and the approvals service forgets its mode and grants.
         let weak = Arc::downgrade(&self.agents);
         let handle = agent.clone();
+        let approvals = self.ctx.get::<cordis_approvals::Approvals>();
         let _ = actx.effect("agent", move || {
             handle.mark_disposed();
+            if let Some(approvals) = &approvals {
+                approvals.forget(handle.scope_key());
+            }
             if let Some(agents) = weak.upgrade() {
                 cordis_runtime::lock(&agents).remove(handle.id());
             }

@@ -103,8 +103,12 @@ async fn a_denied_sub_call_logs_its_approval_before_it_settles() {
         .provide(CodeRuntimeService(Arc::new(QuickJs::new())))
         .unwrap();
     let config = cordis_approvals::ApprovalsConfig {
-        tools: [("beta".to_owned(), cordis_approvals::Policy::Deny)].into(),
-        default: cordis_approvals::Policy::Allow,
+        tools: [
+            ("alpha".to_owned(), cordis_approvals::Policy::Allow),
+            ("beta".to_owned(), cordis_approvals::Policy::Deny),
+        ]
+        .into(),
+        ..Default::default()
     };
     let approvals = rig.root.plugin(cordis_approvals::ApprovalsPlugin, config);
     rig.root.idle().await;

@@ -7,6 +7,7 @@ use cordis_runtime::Service;
 use cordis_tools::{ScopeKey, ToolCall};
 use futures_util::future::BoxFuture;
 
+use crate::plugin::Grant;
 use crate::policy::Policy;
 
 /// A call waiting for a yes or no.
@@ -18,6 +19,9 @@ pub struct ApprovalRequest {
     pub scope: Option<ScopeKey>,
     /// The policy that asked (always [`Policy::Ask`] today).
     pub policy: Policy,
+    /// What an "always" answer would grant for the rest of the session (a tool, or the command
+    /// patterns of a command); empty when "always" can only allow this call once.
+    pub grants: Vec<Grant>,
 }
 
 /// An approver's answer.
@@ -25,8 +29,8 @@ pub struct ApprovalRequest {
 pub enum Answer {
     /// Run it.
     Allow,
-    /// Run it, and the approver will allow this tool's later calls in this session without
-    /// asking (logged as decided by `approver-always`, so a resumed session can honour it).
+    /// Run it, and grant what [`ApprovalRequest::grants`] lists for the rest of the session
+    /// (logged with the decision, so a resumed session holds the grants again).
     AllowAlways,
     /// Do not; the reason, if any, reaches the model.
     Deny(Option<String>),

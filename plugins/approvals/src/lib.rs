@@ -1,25 +1,34 @@
-//! The `approvals` plugin: one policy per tool — `allow`, `ask` or `deny` — enforced as a
-//! global tool-registry guard, so it applies to every caller (the agent loop, `run_code`
+//! The `approvals` plugin: one decision procedure for every tool call, installed as the tool
+//! registry's approval stage, so it applies to every caller (the agent loop, `run_code`
 //! sub-calls, subagents), not to one front-end.
 //!
-//! # How `ask` works
-//! A guard is synchronous, but asking a person is not. So the plugin works in two steps:
-//! 1. its `tools/pre-execute` listener (last in the chain at the time it registers) asks the
-//!    [`Approver`] service, if an app provides one, and on "allow" records a one-shot *grant*
-//!    for exactly that call (scope, id, name, arguments);
-//! 2. its guard, which runs after argument checking, lets an `ask` call through only by
-//!    consuming a matching grant. No approver, a refusal, or arguments rewritten after the
-//!    approval all end in a denial — a `DENIED` result the model reads, never a crash.
+//! # The decision
+//! The stage runs after the call's arguments matched its schema and every guard let it through,
+//! so a call its schema refuses never asks anyone. In order:
+//! 1. the tool's configured policy (`tools: {name: allow | ask | deny}`);
+//! 2. for an `execute` tool (`bash`), the command rules, matched on each *parsed* simple command
+//!    (a deny rule denies; a line whose every command an allow rule or a grant covers runs);
+//! 3. the session's grants (an earlier "always" answer: a tool, or a command pattern);
+//! 4. the tool's effect class, from its definition: calls that change nothing run;
+//! 5. the permission mode: `ask` asks, `auto` runs calls confined to the workspace and asks for
+//!    the rest, `never-ask` runs confined calls and denies the rest.
+//!
+//! "Asks" means the [`Approver`] service an app provides; without one the call is denied, and the
+//! model is told why.
 //!
 //! # Observing decisions
 //! Every decision is emitted as an [`ApprovalDecided`] event and kept, per call, until
-//! [`Approvals::take_decision`] collects it (the agent loop can log it next to the call's
+//! [`Approvals::take_decision`] collects it (the agent loop logs it next to the call's
 //! `tool/result`, in call order, so the log stays independent of completion order).
 
 mod approver;
+mod command;
 mod plugin;
 mod policy;
 
 pub use approver::{AllowAll, AllowListed, Answer, ApprovalRequest, Approver, ApproverService};
-pub use plugin::{ApprovalDecided, Approvals, ApprovalsPlugin, DecidedBy};
-pub use policy::{ApprovalsConfig, DISPATCHING_TOOLS, Policy, READ_ONLY_TOOLS};
+pub use command::{CommandPattern, EmptyPattern, Opaque, simple_commands};
+pub use plugin::{
+    ApprovalDecided, Approvals, ApprovalsPlugin, DecidedBy, Grant, MAX_GRANTS, grant_from,
+};
+pub use policy::{ApprovalsConfig, CommandRules, Mode, Policy, UnknownMode};

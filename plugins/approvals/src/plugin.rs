@@ -1,50 +1,81 @@
-//! The plugin, its service and its decision event.
+//! The plugin, its service (the decision procedure, modes and grants) and its decision event.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use cordis_runtime::{BoxError, Context, Event, Inject, Plugin, Position, Service};
-use cordis_tools::{Decision, ScopeKey, ToolCall, ToolRegistry, ToolsPostExecute, ToolsPreExecute};
-use serde::Serialize;
+use cordis_runtime::{BoxError, Context, Event, Inject, Plugin, Service};
+use cordis_tools::{ApprovalStage, Effect, ScopeKey, ToolCall, ToolDefinition, ToolRegistry};
+use futures_util::future::BoxFuture;
+use serde::{Deserialize, Serialize};
 
 use crate::approver::{Answer, ApprovalRequest, ApproverService};
-use crate::policy::{ApprovalsConfig, Policy};
+use crate::command::{CommandPattern, simple_commands};
+use crate::policy::{ApprovalsConfig, Mode, Policy};
 
 /// Decisions kept for [`Approvals::take_decision`]; older ones are dropped first.
 const KEPT_DECISIONS: usize = 4096;
 
+/// Grants one scope may hold; an "always" beyond it allows the call once.
+pub const MAX_GRANTS: usize = 256;
+
 /// Who decided a call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "kebab-case")]
 pub enum DecidedBy {
-    /// The policy alone (`allow` or `deny`).
+    /// A per-tool policy, or the tool's effect class (calls that change nothing).
     Policy,
-    /// The approver service answered `ask`.
+    /// The permission mode (`auto` or `never-ask` on a confined or unconfined call).
+    Mode,
+    /// A command rule (`commands.allow` / `commands.deny`).
+    Rule,
+    /// A grant an earlier "always" answer made in this session.
+    Grant,
+    /// The approver answered.
     Approver,
-    /// The approver answered `ask` with "always for this tool in this session".
+    /// The approver answered "always": the call runs and the decision's grants hold from now on.
     ApproverAlways,
-    /// `ask` with no approver to answer: denied.
+    /// The call would ask and there is no approver: denied.
     NoApprover,
-    /// Approved, but a later `tools/pre-execute` listener changed the call: denied.
-    ChangedAfterApproval,
 }
 
 impl DecidedBy {
-    /// The name the session log uses: `policy`, `approver`, `approver-always`, `no-approver`,
-    /// `changed-after-approval`.
+    /// The name the session log uses: `policy`, `mode`, `rule`, `grant`, `approver`,
+    /// `approver-always`, `no-approver`.
     pub fn as_str(self) -> &'static str {
         match self {
             DecidedBy::Policy => "policy",
+            DecidedBy::Mode => "mode",
+            DecidedBy::Rule => "rule",
+            DecidedBy::Grant => "grant",
             DecidedBy::Approver => "approver",
             DecidedBy::ApproverAlways => "approver-always",
             DecidedBy::NoApprover => "no-approver",
-            DecidedBy::ChangedAfterApproval => "changed-after-approval",
         }
     }
 }
 
-/// One approval decision (`approvals/decision`), emitted for every call that reaches the
-/// guard and for calls the approver refuses.
+/// A session's "always allow": one tool, or for an `execute` tool one command pattern of it.
+/// It never covers another tool.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Grant {
+    /// The tool.
+    pub tool: String,
+    /// For an `execute` tool: the command pattern (`git status`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<CommandPattern>,
+}
+
+impl fmt::Display for Grant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.command {
+            Some(c) => write!(f, "{} `{c}`", self.tool),
+            None => f.write_str(&self.tool),
+        }
+    }
+}
+
+/// One approval decision (`approvals/decision`), emitted for every call that reaches the stage.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ApprovalDecided {
@@ -54,7 +85,7 @@ pub struct ApprovalDecided {
     pub tool: String,
     /// The scope the call runs in.
     pub scope: Option<ScopeKey>,
-    /// The tool's policy.
+    /// What the call would get before anyone is asked: `allow`, `ask` or `deny`.
     pub policy: Policy,
     /// True when the call may run.
     pub allowed: bool,
@@ -63,6 +94,9 @@ pub struct ApprovalDecided {
     /// Why it was denied (the text the model reads).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// The grants this decision made (an "always" answer).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub grants: Vec<Grant>,
 }
 
 impl Event for ApprovalDecided {
@@ -74,13 +108,15 @@ type CallKey = (Option<ScopeKey>, String);
 
 #[derive(Default)]
 struct State {
-    /// One-shot grants: the exact call an approver allowed, and how.
-    grants: BTreeMap<CallKey, Vec<(ToolCall, DecidedBy)>>,
+    /// Sessions' chosen modes.
+    modes: BTreeMap<ScopeKey, Mode>,
+    /// Sessions' grants.
+    grants: BTreeMap<Option<ScopeKey>, BTreeSet<Grant>>,
     decisions: BTreeMap<CallKey, ApprovalDecided>,
     order: VecDeque<CallKey>,
 }
 
-/// The `approvals` service: the policy in force and the decisions made.
+/// The `approvals` service: the policy in force, sessions' modes and grants, the decisions made.
 pub struct Approvals {
     config: ApprovalsConfig,
     state: Mutex<State>,
@@ -98,14 +134,27 @@ impl Service for Approvals {
     const NAME: &'static str = "approvals";
 }
 
-enum Grant {
-    Matched(DecidedBy),
-    Changed,
-    Missing,
+/// What a call gets before anyone is asked.
+enum Verdict {
+    Allow(Policy, DecidedBy),
+    Deny(Policy, DecidedBy, String),
+    /// Ask; the grants an "always" answer would make (empty: "always" allows once).
+    Ask(Vec<Grant>),
+}
+
+/// The simple commands of a call of an `execute` tool with a `command` argument: `None` for
+/// other calls, `Some(Err(why))` for a line a rule cannot read.
+fn commands_of(call: &ToolCall, effect: Effect) -> Option<Result<Vec<Vec<String>>, String>> {
+    if effect != Effect::Execute {
+        return None;
+    }
+    let line = call.arguments.get("command")?.as_str()?;
+    Some(simple_commands(line).map_err(|e| e.0))
 }
 
 impl Approvals {
-    fn new(config: ApprovalsConfig) -> Self {
+    /// The service for `config`, with no session state.
+    pub fn new(config: ApprovalsConfig) -> Self {
         Approvals {
             config,
             state: Mutex::new(State::default()),
@@ -117,9 +166,67 @@ impl Approvals {
         cordis_runtime::lock(&self.state)
     }
 
-    /// The policy for `tool`.
-    pub fn policy_for(&self, tool: &str) -> Policy {
-        self.config.policy_for(tool)
+    /// The configuration in force.
+    pub fn config(&self) -> &ApprovalsConfig {
+        &self.config
+    }
+
+    /// True when `tool` is denied outright by its configured policy.
+    pub fn denies(&self, tool: &str) -> bool {
+        self.config.tool_policy(tool) == Some(Policy::Deny)
+    }
+
+    /// The mode of `scope`: the one its session chose, else the configured one.
+    pub fn mode_for(&self, scope: Option<ScopeKey>) -> Mode {
+        scope
+            .and_then(|s| self.state().modes.get(&s).copied())
+            .unwrap_or(self.config.mode)
+    }
+
+    /// Sets the mode of `scope` (a session's `--permissions` or `/permissions`).
+    pub fn set_mode(&self, scope: ScopeKey, mode: Mode) {
+        let _ = self.state().modes.insert(scope, mode);
+    }
+
+    /// The grants `scope` holds, sorted.
+    pub fn grants(&self, scope: Option<ScopeKey>) -> Vec<Grant> {
+        self.state()
+            .grants
+            .get(&scope)
+            .map(|g| g.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Adds `grant` to `scope` (a resumed session's log); false when `scope` holds
+    /// [`MAX_GRANTS`] already.
+    pub fn add_grant(&self, scope: Option<ScopeKey>, grant: Grant) -> bool {
+        let mut state = self.state();
+        let held = state.grants.entry(scope).or_default();
+        if held.len() >= MAX_GRANTS && !held.contains(&grant) {
+            return false;
+        }
+        let _ = held.insert(grant);
+        true
+    }
+
+    /// Removes `grant` from `scope`; false when it did not hold it.
+    pub fn revoke(&self, scope: Option<ScopeKey>, grant: &Grant) -> bool {
+        let mut state = self.state();
+        let removed = state
+            .grants
+            .get_mut(&scope)
+            .is_some_and(|g| g.remove(grant));
+        if state.grants.get(&scope).is_some_and(BTreeSet::is_empty) {
+            let _ = state.grants.remove(&scope);
+        }
+        removed
+    }
+
+    /// Forgets everything `scope` chose or was granted (its session ended).
+    pub fn forget(&self, scope: ScopeKey) {
+        let mut state = self.state();
+        let _ = state.modes.remove(&scope);
+        let _ = state.grants.remove(&Some(scope));
     }
 
     /// Removes and returns the decision made for call `call_id` in `scope`, if any.
@@ -133,39 +240,188 @@ impl Approvals {
         found
     }
 
-    fn grant(&self, scope: Option<ScopeKey>, call: ToolCall, by: DecidedBy) {
-        self.state()
-            .grants
-            .entry((scope, call.call_id.clone()))
-            .or_default()
-            .push((call, by));
-    }
-
-    fn revoke(&self, scope: Option<ScopeKey>, call_id: &str) {
-        self.state().grants.remove(&(scope, call_id.to_owned()));
-    }
-
-    fn consume(&self, scope: Option<ScopeKey>, call: &ToolCall) -> Grant {
-        let mut state = self.state();
-        let key = (scope, call.call_id.clone());
-        let Some(grants) = state.grants.get_mut(&key) else {
-            return Grant::Missing;
-        };
-        let found = grants.iter().position(|(g, _)| g == call);
-        let outcome = match found {
-            Some(i) => Grant::Matched(grants.remove(i).1),
-            None => {
-                grants.pop();
-                Grant::Changed
+    /// The decision procedure, before anyone is asked: the tool's configured policy, then
+    /// command rules, then grants, then the tool's effect class, then the mode.
+    fn verdict(&self, call: &ToolCall, scope: Option<ScopeKey>, tool: &ToolDefinition) -> Verdict {
+        let name = &call.name;
+        match self.config.tool_policy(name) {
+            Some(Policy::Deny) => {
+                return Verdict::Deny(
+                    Policy::Deny,
+                    DecidedBy::Policy,
+                    format!(
+                        "tool \"{name}\" is denied by the approvals policy (deny); do not call it again"
+                    ),
+                );
             }
-        };
-        if grants.is_empty() {
-            state.grants.remove(&key);
+            Some(Policy::Allow) => return Verdict::Allow(Policy::Allow, DecidedBy::Policy),
+            _ => {}
         }
-        outcome
+        let rules = &self.config.commands;
+        let commands = commands_of(call, tool.effect);
+        let mut unreadable = None;
+        match &commands {
+            Some(Ok(cmds)) => {
+                for words in cmds {
+                    if let Some(rule) = rules.deny.iter().find(|r| r.denies(words)) {
+                        let key = CommandPattern::key_of(words)
+                            .map(|k| k.to_string())
+                            .unwrap_or_default();
+                        return Verdict::Deny(
+                            Policy::Deny,
+                            DecidedBy::Rule,
+                            format!(
+                                "the command `{key}` is denied by the approvals rule \"{rule}\"; do not run it again"
+                            ),
+                        );
+                    }
+                }
+            }
+            Some(Err(why)) => unreadable = Some(why.clone()),
+            None => {}
+        }
+        let held = self.grants(scope);
+        match &commands {
+            Some(Ok(cmds)) if !cmds.is_empty() => {
+                let granted = |words: &Vec<String>| {
+                    held.iter().any(|g| {
+                        g.tool == *name && g.command.as_ref().is_some_and(|p| p.allows(words))
+                    })
+                };
+                let ruled = |words: &Vec<String>| rules.allow.iter().any(|r| r.allows(words));
+                if cmds.iter().all(ruled) {
+                    return Verdict::Allow(Policy::Allow, DecidedBy::Rule);
+                }
+                if cmds.iter().all(|w| ruled(w) || granted(w)) {
+                    return Verdict::Allow(Policy::Ask, DecidedBy::Grant);
+                }
+            }
+            None if held.iter().any(|g| g.tool == *name && g.command.is_none()) => {
+                return Verdict::Allow(Policy::Ask, DecidedBy::Grant);
+            }
+            _ => {}
+        }
+        let covered = |w: &Vec<String>| {
+            rules.allow.iter().any(|r| r.allows(w))
+                || held
+                    .iter()
+                    .any(|g| g.tool == *name && g.command.as_ref().is_some_and(|p| p.allows(w)))
+        };
+        let grants = || match &commands {
+            Some(Ok(cmds)) => cmds
+                .iter()
+                .filter(|w| !covered(w))
+                .map(|w| {
+                    CommandPattern::grant_for(w).map(|p| Grant {
+                        tool: name.clone(),
+                        command: Some(p),
+                    })
+                })
+                .collect::<Option<BTreeSet<_>>>()
+                .map(|g| g.into_iter().collect())
+                .unwrap_or_default(),
+            Some(Err(_)) => Vec::new(),
+            None => vec![Grant {
+                tool: name.clone(),
+                command: None,
+            }],
+        };
+        if self.config.tool_policy(name) == Some(Policy::Ask) {
+            return Verdict::Ask(grants());
+        }
+        if tool.effect.is_harmless() {
+            return Verdict::Allow(Policy::Allow, DecidedBy::Policy);
+        }
+        // A deny rule that cannot be checked must not be passed by the mode.
+        let confined = tool.confined && (unreadable.is_none() || rules.deny.is_empty());
+        match self.mode_for(scope) {
+            Mode::Ask => Verdict::Ask(grants()),
+            Mode::Auto if confined => Verdict::Allow(Policy::Allow, DecidedBy::Mode),
+            Mode::Auto => Verdict::Ask(grants()),
+            Mode::NeverAsk if confined => Verdict::Allow(Policy::Allow, DecidedBy::Mode),
+            Mode::NeverAsk => Verdict::Deny(
+                Policy::Ask,
+                DecidedBy::Mode,
+                match unreadable {
+                    Some(why) if tool.confined => format!(
+                        "tool \"{name}\" needs approval: its command cannot be checked against the deny rules ({why}), and the permission mode is never-ask, so it was denied"
+                    ),
+                    _ => format!(
+                        "tool \"{name}\" needs approval (its effects are not confined to the workspace), and the permission mode is never-ask, so it was denied"
+                    ),
+                },
+            ),
+        }
     }
 
-    fn decide(&self, ctx: &Context, decision: ApprovalDecided) {
+    /// Decides `call`, asking the approver when the verdict is to ask.
+    async fn decide(
+        self: Arc<Self>,
+        ctx: Context,
+        call: ToolCall,
+        scope: Option<ScopeKey>,
+        verdict: Verdict,
+    ) -> Result<(), String> {
+        let name = call.name.clone();
+        let (policy, by, reason, grants) = match verdict {
+            Verdict::Allow(policy, by) => (policy, by, None, Vec::new()),
+            Verdict::Deny(policy, by, reason) => (policy, by, Some(reason), Vec::new()),
+            Verdict::Ask(grants) => match ctx.get::<ApproverService>() {
+                None => (
+                    Policy::Ask,
+                    DecidedBy::NoApprover,
+                    Some(format!(
+                        "tool \"{name}\" needs approval and no approver is available, so it was denied (a non-interactive run denies such calls unless they are approved up front: --yes, --approve {name}, or the approvals config)"
+                    )),
+                    Vec::new(),
+                ),
+                Some(approver) => {
+                    let request = ApprovalRequest {
+                        call: call.clone(),
+                        scope,
+                        policy: Policy::Ask,
+                        grants: grants.clone(),
+                    };
+                    match approver.0.approve(&request).await {
+                        Answer::Allow => (Policy::Ask, DecidedBy::Approver, None, Vec::new()),
+                        Answer::AllowAlways => {
+                            let made: Vec<Grant> = grants
+                                .into_iter()
+                                .filter(|g| self.add_grant(scope, g.clone()))
+                                .collect();
+                            (Policy::Ask, DecidedBy::ApproverAlways, None, made)
+                        }
+                        Answer::Deny(reason) => (
+                            Policy::Ask,
+                            DecidedBy::Approver,
+                            Some(format!(
+                                "the user denied tool \"{name}\"{}",
+                                reason.map(|r| format!(": {r}")).unwrap_or_default()
+                            )),
+                            Vec::new(),
+                        ),
+                    }
+                }
+            },
+        };
+        let decision = ApprovalDecided {
+            call_id: call.call_id.clone(),
+            tool: name,
+            scope,
+            policy,
+            allowed: reason.is_none(),
+            by,
+            reason: reason.clone(),
+            grants,
+        };
+        self.record(&ctx, decision);
+        match reason {
+            None => Ok(()),
+            Some(reason) => Err(reason),
+        }
+    }
+
+    fn record(&self, ctx: &Context, decision: ApprovalDecided) {
         {
             let mut state = self.state();
             let key = (decision.scope, decision.call_id.clone());
@@ -178,54 +434,33 @@ impl Approvals {
             }
             while state.order.len() > KEPT_DECISIONS {
                 if let Some(old) = state.order.pop_front() {
-                    state.decisions.remove(&old);
+                    let _ = state.decisions.remove(&old);
                 }
             }
         }
         ctx.emit(decision);
     }
+}
 
-    /// The guard's verdict on `call`: `Some(reason)` denies.
-    fn check(&self, ctx: &Context, call: &ToolCall, scope: Option<ScopeKey>) -> Option<String> {
-        let policy = self.policy_for(&call.name);
-        let name = &call.name;
-        let (by, reason) = match policy {
-            Policy::Allow => (DecidedBy::Policy, None),
-            Policy::Deny => (
-                DecidedBy::Policy,
-                Some(format!(
-                    "tool \"{name}\" is denied by the approvals policy (deny); do not call it again"
-                )),
-            ),
-            Policy::Ask => match self.consume(scope, call) {
-                Grant::Matched(by) => (by, None),
-                Grant::Changed => (
-                    DecidedBy::ChangedAfterApproval,
-                    Some(format!(
-                        "tool \"{name}\" was approved, but its call was changed after the approval; denied"
-                    )),
-                ),
-                Grant::Missing => (
-                    DecidedBy::NoApprover,
-                    Some(format!(
-                        "tool \"{name}\" needs approval (policy ask) and no approver is available, so it was denied (a non-interactive run denies ask tools unless they are approved up front)"
-                    )),
-                ),
-            },
-        };
-        self.decide(
-            ctx,
-            ApprovalDecided {
-                call_id: call.call_id.clone(),
-                tool: call.name.clone(),
-                scope,
-                policy,
-                allowed: reason.is_none(),
-                by,
-                reason: reason.clone(),
-            },
-        );
-        reason
+/// The registry's approval stage, backed by the service.
+struct Stage {
+    approvals: Arc<Approvals>,
+    ctx: Context,
+}
+
+impl ApprovalStage for Stage {
+    fn approve(
+        &self,
+        call: &ToolCall,
+        scope: Option<ScopeKey>,
+        tool: &ToolDefinition,
+    ) -> BoxFuture<'static, Result<(), String>> {
+        let verdict = self.approvals.verdict(call, scope, tool);
+        Box::pin(
+            self.approvals
+                .clone()
+                .decide(self.ctx.clone(), call.clone(), scope, verdict),
+        )
     }
 }
 
@@ -257,68 +492,30 @@ impl Plugin for ApprovalsPlugin {
     async fn apply(&self, ctx: Context, config: &ApprovalsConfig) -> Result<(), BoxError> {
         let registry = ctx.require::<ToolRegistry>()?;
         let approvals = Arc::new(Approvals::new(config.clone()));
-        let (a, c) = (approvals.clone(), ctx.clone());
-        let _ = ctx.on_waterfall::<ToolsPreExecute, _, _>(Position::Back, move |mut v, next| {
-            let (a, c) = (a.clone(), c.clone());
-            async move {
-                let (scope, call_id) = (v.scope, v.call.call_id.clone());
-                let asks = v.decision == Decision::Allow
-                    && a.policy_for(&v.call.name) == Policy::Ask
-                    && c.get::<ToolRegistry>()
-                        .is_some_and(|r| r.get(&v.call.name, scope).is_some());
-                // With no approver the guard denies; nobody is asked about unknown tools.
-                if let Some(approver) = asks.then(|| c.get::<ApproverService>()).flatten() {
-                    let request = ApprovalRequest {
-                        call: v.call.clone(),
-                        scope,
-                        policy: Policy::Ask,
-                    };
-                    match approver.0.approve(&request).await {
-                        Answer::Allow => a.grant(scope, v.call.clone(), DecidedBy::Approver),
-                        Answer::AllowAlways => {
-                            a.grant(scope, v.call.clone(), DecidedBy::ApproverAlways);
-                        }
-                        Answer::Deny(reason) => {
-                            let reason = format!(
-                                "the user denied tool \"{}\"{}",
-                                v.call.name,
-                                reason.map(|r| format!(": {r}")).unwrap_or_default()
-                            );
-                            a.decide(
-                                &c,
-                                ApprovalDecided {
-                                    call_id: call_id.clone(),
-                                    tool: v.call.name.clone(),
-                                    scope,
-                                    policy: Policy::Ask,
-                                    allowed: false,
-                                    by: DecidedBy::Approver,
-                                    reason: Some(reason.clone()),
-                                },
-                            );
-                            v.decision = Decision::Deny(reason);
-                        }
-                    }
-                }
-                let out = next.run(v).await;
-                if out.decision != Decision::Allow {
-                    // A later listener denied: the grant must not outlive this call.
-                    a.revoke(scope, &call_id);
-                }
-                out
-            }
-        });
-        let a = approvals.clone();
-        // A call stopped before the guard (bad arguments, unknown tool) leaves its grant here.
-        let _ = ctx.on_waterfall::<ToolsPostExecute, _, _>(Position::Front, move |v, next| {
-            a.revoke(v.scope, &v.call.call_id);
-            next.run(v)
-        });
-        let (a, c) = (approvals.clone(), ctx.clone());
-        let _ = registry.guard(&ctx, None, move |call, scope| a.check(&c, call, scope))?;
+        let stage = Stage {
+            approvals: approvals.clone(),
+            ctx: ctx.clone(),
+        };
+        let _ = registry.set_approval(&ctx, Arc::new(stage))?;
         let _ = ctx.provide_arc(approvals)?;
         Ok(())
     }
+}
+
+/// A grant read back from a log: `tool` and an optional command pattern text.
+///
+/// # Errors
+/// An empty command pattern.
+pub fn grant_from(
+    tool: &str,
+    command: Option<&str>,
+) -> Result<Grant, crate::command::EmptyPattern> {
+    Ok(Grant {
+        tool: tool.to_owned(),
+        command: command
+            .map(|c| CommandPattern::try_from(c.to_owned()))
+            .transpose()?,
+    })
 }
 
 #[cfg(test)]

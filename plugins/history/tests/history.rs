@@ -27,10 +27,6 @@ fn temp_dir(name: &str) -> PathBuf {
 struct Deploy;
 
 impl ToolPresenter for Deploy {
-    fn read_only(&self) -> bool {
-        false
-    }
-
     fn present_call(&self, args: &Value) -> Result<Presentation, PresentError> {
         let target = args
             .get("target")
@@ -62,10 +58,6 @@ impl ToolPresenter for Deploy {
 struct Boom;
 
 impl ToolPresenter for Boom {
-    fn read_only(&self) -> bool {
-        true
-    }
-
     fn present_call(&self, _: &Value) -> Result<Presentation, PresentError> {
         panic!("boom presenter");
     }

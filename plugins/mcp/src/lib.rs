@@ -493,7 +493,8 @@ impl Bridge {
     }
 
     /// Starts the server process: its own process group, the scrubbed environment, stderr to
-    /// the debug log.
+    /// the debug log, and process scoping (it cannot read the host's memory or
+    /// `/proc/PID/environ`, nor `ptrace` it).
     fn spawn_stdio(&self) -> Result<stdio::ChildTransport, McpError> {
         let program = self.config.command.clone().unwrap_or_default();
         let mut command = tokio::process::Command::new(&program);
@@ -507,11 +508,18 @@ impl Bridge {
         if let Some(cwd) = &self.config.cwd {
             command.current_dir(cwd);
         }
+        let armed = cordis_sandbox::arm(
+            &mut command,
+            &cordis_sandbox::Confinement::ScopeOnly,
+            cordis_sandbox::Reap::No,
+        )
+        .map_err(|e| self.connect_error(e.to_string()))?;
         let mut wrap = CommandWrap::from(command);
         wrap.wrap(ProcessGroup::leader()).wrap(KillOnDrop);
         let (transport, stderr, copy) =
             stdio::spawn(wrap, self.server(), self.config.max_message_bytes)
                 .map_err(|e| self.connect_error(format!("cannot start {program:?}: {e}")))?;
+        drop(armed);
         // Recorded before anything can fail, so dispose kills it from here on.
         if !self.link.started(transport.id()) {
             return Err(self.connect_error("the entry was disposed".to_owned()));
@@ -689,7 +697,8 @@ impl Bridge {
             let (link, raw) = (link.clone(), raw.clone());
             async move { link.call(&raw, args).await }
         })
-        .with_timeout(self.config.call_timeout());
+        .with_timeout(self.config.call_timeout())
+        .with_effect(effect_of(tool));
         def.validate().map_err(|e| e.to_string())?;
         Ok(def)
     }
@@ -864,5 +873,18 @@ mod size_tests {
                 .unwrap_err()
                 .ends_with("over the 65536-byte limit")
         );
+    }
+}
+
+/// The effect class a server's annotations declare: `readOnlyHint` reads, `openWorldHint`
+/// reaches the network; otherwise undeclared (a call may do anything, so it asks).
+fn effect_of(tool: &Tool) -> cordis_tools::Effect {
+    let hints = tool.annotations.as_ref();
+    if hints.and_then(|a| a.read_only_hint) == Some(true) {
+        cordis_tools::Effect::Read
+    } else if hints.and_then(|a| a.open_world_hint) == Some(true) {
+        cordis_tools::Effect::Network
+    } else {
+        cordis_tools::Effect::Unknown
     }
 }

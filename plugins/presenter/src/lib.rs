@@ -29,7 +29,6 @@ pub use card::{
 };
 pub use plugin::{PresenterConfig, PresenterPlugin};
 pub use presenters::{PresentError, Presenters, ToolPresenter, generic};
-pub use standard::STANDARD_TOOLS;
 
 #[cfg(test)]
 mod tests;

@@ -22,9 +22,6 @@ pub enum PresentError {
 
 /// Describes one tool's calls and results for people.
 pub trait ToolPresenter: Send + Sync + 'static {
-    /// True when the tool only reads (approvals defaults and UIs may use it).
-    fn read_only(&self) -> bool;
-
     /// The call, before it runs, as a transcript shows it (live and replayed alike, so it
     /// depends on the arguments alone).
     ///
@@ -118,7 +115,8 @@ impl Presenters {
         id
     }
 
-    /// The presenters of the standard workspace tools ([`crate::STANDARD_TOOLS`]).
+    /// The presenters of the standard workspace tools (`bash`, `edit_file`, `grep`, `list_files`,
+    /// `read_file`, `write_file`) and of `run_code`.
     pub fn standard() -> Self {
         let presenters = Presenters::default();
         for (name, presenter) in crate::standard::presenters() {
@@ -164,12 +162,6 @@ impl Presenters {
             .get(name)
             .and_then(|list| list.last())
             .map(|(_, p)| p.clone())
-    }
-
-    /// Whether `name` is known to only read; `None` without a presenter.
-    pub fn read_only(&self, name: &str) -> Option<bool> {
-        let presenter = self.get(name)?;
-        catch_unwind(AssertUnwindSafe(|| presenter.read_only())).ok()
     }
 
     /// The call of `name` with `args`; generic when there is no presenter or it fails.

@@ -11,17 +11,6 @@ use serde_json::Value;
 use crate::card::{Card, Location, Presentation, ResultView, ToolKind};
 use crate::presenters::{PresentError, ToolPresenter, content_text};
 
-/// The tools [`crate::Presenters::standard`] presents, with whether each only reads.
-pub const STANDARD_TOOLS: &[(&str, bool)] = &[
-    ("bash", false),
-    ("edit_file", false),
-    ("grep", true),
-    ("list_files", true),
-    ("read_file", true),
-    ("run_code", false),
-    ("write_file", false),
-];
-
 fn str_arg<'a>(args: &'a Value, name: &'static str) -> Result<&'a str, PresentError> {
     args.get(name)
         .and_then(Value::as_str)
@@ -43,9 +32,6 @@ fn failed(call: Presentation, result: ResultView<'_>) -> Presentation {
 
 struct ReadFile;
 impl ToolPresenter for ReadFile {
-    fn read_only(&self) -> bool {
-        true
-    }
     fn present_call(&self, args: &Value) -> Result<Presentation, PresentError> {
         let path = str_arg(args, "path")?;
         let range = match (args.get("start_line"), args.get("end_line")) {
@@ -90,9 +76,6 @@ impl ToolPresenter for ReadFile {
 
 struct WriteFile;
 impl ToolPresenter for WriteFile {
-    fn read_only(&self) -> bool {
-        false
-    }
     fn present_call(&self, args: &Value) -> Result<Presentation, PresentError> {
         let path = str_arg(args, "path")?;
         Ok(Presentation {
@@ -128,9 +111,6 @@ impl ToolPresenter for WriteFile {
 
 struct EditFile;
 impl ToolPresenter for EditFile {
-    fn read_only(&self) -> bool {
-        false
-    }
     fn present_call(&self, args: &Value) -> Result<Presentation, PresentError> {
         let path = str_arg(args, "path")?;
         let all = args.get("replace_all").and_then(Value::as_bool) == Some(true);
@@ -202,9 +182,6 @@ impl ToolPresenter for EditFile {
 
 struct ListFiles;
 impl ToolPresenter for ListFiles {
-    fn read_only(&self) -> bool {
-        true
-    }
     fn present_call(&self, args: &Value) -> Result<Presentation, PresentError> {
         let target = match (opt_str(args, "pattern"), opt_str(args, "path")) {
             (Some(p), Some(dir)) => format!("{p} in {dir}"),
@@ -252,9 +229,6 @@ impl ToolPresenter for ListFiles {
 
 struct Grep;
 impl ToolPresenter for Grep {
-    fn read_only(&self) -> bool {
-        true
-    }
     fn present_call(&self, args: &Value) -> Result<Presentation, PresentError> {
         let pattern = str_arg(args, "pattern")?;
         let place = opt_str(args, "path")
@@ -293,9 +267,6 @@ impl ToolPresenter for Grep {
 
 struct Bash;
 impl ToolPresenter for Bash {
-    fn read_only(&self) -> bool {
-        false
-    }
     fn present_call(&self, args: &Value) -> Result<Presentation, PresentError> {
         let command = str_arg(args, "command")?;
         Ok(Presentation {
@@ -339,10 +310,6 @@ impl ToolPresenter for Bash {
 /// The standard presenters, sorted by tool name.
 struct RunCode;
 impl ToolPresenter for RunCode {
-    fn read_only(&self) -> bool {
-        // Each sub-call is checked on its own; the run itself may call mutating tools.
-        false
-    }
     fn present_call(&self, args: &Value) -> Result<Presentation, PresentError> {
         let code = str_arg(args, "code")?;
         Ok(Presentation {

@@ -75,10 +75,6 @@ fn the_standard_tools_have_titles_kinds_and_cards() {
         (bash.title.as_str(), bash.kind, bash.text.as_deref()),
         ("cargo test", ToolKind::Execute, Some("Run the tests"))
     );
-    for (name, read_only) in STANDARD_TOOLS {
-        assert_eq!(p.read_only(name), Some(*read_only), "{name}");
-    }
-    assert_eq!(p.read_only("todo_write"), None);
 }
 
 #[test]
@@ -118,9 +114,6 @@ fn results_carry_output_exit_codes_and_errors() {
 
 struct Broken;
 impl ToolPresenter for Broken {
-    fn read_only(&self) -> bool {
-        panic!("broken")
-    }
     fn present_call(&self, _: &Value) -> Result<Presentation, PresentError> {
         panic!("presenter bug")
     }
@@ -151,7 +144,6 @@ async fn a_failing_or_missing_presenter_falls_back_to_the_generic_card() {
         generic("bash", &args),
         "a panic falls back"
     );
-    assert_eq!(p.read_only("bash"), None);
     let r = p.present_result("bash", &args, ok(&content));
     assert_eq!(r.card, Card::Generic);
     root.dispose();
@@ -267,5 +259,4 @@ fn run_code_is_titled_by_its_description_and_shows_its_program_and_result() {
     assert_eq!(undescribed.title, "return 1;");
     let result = p.present_result("run_code", &args, ok(&json!("got alpha\nalpha")));
     assert_eq!(result.text.as_deref(), Some("got alpha\nalpha"));
-    assert_eq!(p.read_only("run_code"), Some(false));
 }

@@ -117,6 +117,10 @@ pub mod kinds {
     pub const TURN_END: &str = "turn/end";
     /// The session switched to another agent preset (derives no model message).
     pub const AGENT_PRESET_SELECTED: &str = "agent-preset/selected";
+    /// The session chose a permission mode (derives no model message).
+    pub const PERMISSIONS_MODE: &str = "permissions/mode";
+    /// The session revoked a grant (derives no model message).
+    pub const PERMISSIONS_REVOKE: &str = "permissions/revoke";
 }
 
 /// A typed event payload: written with [`crate::Session::append`], read back with
@@ -189,10 +193,31 @@ data!(/// `tool/approval`: an approval decision on a call whose policy is not `a
     call_id: String, /// The tool name.
     name: String, /// The tool's policy (`ask` or `deny`).
     policy: String, /// Whether the call ran.
-    allowed: bool, /// Who decided (`policy`, `approver`, `no-approver`, `changed-after-approval`).
+    allowed: bool, /// Who decided (`policy`, `mode`, `rule`, `grant`, `approver`,
+    /// `approver-always`, `no-approver`).
     by: String, /// Why it was denied.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    reason: Option<String> });
+    reason: Option<String>, /// The grants an "always" answer made (held for the rest of the session).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    grants: Vec<GrantData> });
+
+/// A grant as the log records it: a tool, and for a command tool the command pattern.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GrantData {
+    /// The tool.
+    pub tool: String,
+    /// The command pattern (`git status`), for a command tool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+}
+
+data!(/// `permissions/mode`: the session runs with this permission mode from here on.
+    PermissionsModeData = kinds::PERMISSIONS_MODE; { /// `ask`, `auto` or `never-ask`.
+    mode: String });
+data!(/// `permissions/revoke`: a grant the session no longer holds.
+    GrantRevokedData = kinds::PERMISSIONS_REVOKE; { /// The grant.
+    grant: GrantData });
 data!(/// `tool/code-dispatch-start`: a `run_code` sub-call started.
     ToolCodeDispatchStartData = kinds::TOOL_CODE_DISPATCH_START; { /// The turn.
     turn: u64, /// The step.

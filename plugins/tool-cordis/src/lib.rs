@@ -210,7 +210,7 @@ impl Plugin for ToolCordisPlugin {
                 // paths, and its errors would tell the model about them.
                 let denied = root
                     .get::<cordis_approvals::Approvals>()
-                    .is_some_and(|a| a.policy_for(CORDIS_MOUNT) == cordis_approvals::Policy::Deny);
+                    .is_some_and(|a| a.denies(CORDIS_MOUNT));
                 if let (CORDIS_MOUNT, Decision::Allow, Some(given), false) =
                     (v.call.name.as_str(), &v.decision, given, denied)
                 {

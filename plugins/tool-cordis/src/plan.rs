@@ -217,10 +217,6 @@ impl MountPresenter {
 }
 
 impl ToolPresenter for MountPresenter {
-    fn read_only(&self) -> bool {
-        false
-    }
-
     fn present_call(&self, args: &Value) -> Result<Presentation, cordis_presenter::PresentError> {
         Ok(self.base(args, false))
     }

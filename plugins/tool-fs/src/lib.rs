@@ -13,19 +13,14 @@ mod preflight;
 pub use config::FsConfig;
 pub use plugin::{FsPlugin, fs_tools};
 
-/// `read_file`: read-only.
+/// `read_file`.
 pub const READ_FILE: &str = "read_file";
-/// `write_file`: mutating.
+/// `write_file`.
 pub const WRITE_FILE: &str = "write_file";
-/// `edit_file`: mutating.
+/// `edit_file`.
 pub const EDIT_FILE: &str = "edit_file";
-/// `list_files`: read-only.
+/// `list_files`.
 pub const LIST_FILES: &str = "list_files";
 
-/// Every tool of this crate with whether it only reads (the approvals default follows it).
-pub const TOOLS: &[(&str, bool)] = &[
-    (EDIT_FILE, false),
-    (LIST_FILES, true),
-    (READ_FILE, true),
-    (WRITE_FILE, false),
-];
+/// The names of this crate's tools (what it claims); each tool's definition states its effect.
+pub const TOOLS: &[&str] = &[EDIT_FILE, LIST_FILES, READ_FILE, WRITE_FILE];

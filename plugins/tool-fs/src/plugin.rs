@@ -4,7 +4,7 @@ use std::sync::{Arc, LazyLock};
 
 use cordis_runtime::{BoxError, Context, Inject, Plugin, Position, Service};
 use cordis_tools::{
-    Decision, ToolDefinition, ToolOutput, ToolRegistry, ToolSchema, ToolsPostExecute,
+    Decision, Effect, ToolDefinition, ToolOutput, ToolRegistry, ToolSchema, ToolsPostExecute,
     ToolsPreExecute,
 };
 use cordis_workspace::Workspace;
@@ -136,12 +136,17 @@ fn edit_tool(ws: &Workspace, config: &Arc<FsConfig>, plans: &Plans) -> ToolDefin
 /// [`fs_tools`], `edit_file` applying the plans of `plans`.
 fn fs_tools_with(ws: &Workspace, config: Arc<FsConfig>, plans: &Plans) -> Vec<ToolDefinition> {
     vec![
-        edit_tool(ws, &config, plans),
+        // Every path resolves beneath the workspace root (`RESOLVE_BENEATH`): confined.
+        edit_tool(ws, &config, plans)
+            .with_effect(Effect::Edit)
+            .confined(),
         tool(ws, &config, &SCHEMAS[1], ops::list_files).read_only(),
         tool(ws, &config, &SCHEMAS[2], ops::read_file).read_only(),
         tool(ws, &config, &SCHEMAS[3], |ws, _, args| {
             ops::write_file(ws, args)
-        }),
+        })
+        .with_effect(Effect::Edit)
+        .confined(),
     ]
 }
 
@@ -159,7 +164,7 @@ impl Plugin for FsPlugin {
     fn claims(&self, _config: &Self::Config) -> Vec<cordis_runtime::Claim> {
         crate::TOOLS
             .iter()
-            .map(|(name, _)| cordis_runtime::Claim::tool(*name))
+            .map(|name| cordis_runtime::Claim::tool(*name))
             .collect()
     }
 
@@ -235,18 +240,18 @@ mod tests {
     #[test]
     fn reads_may_overlap_and_writes_run_alone() {
         let ws = Workspace::open(std::env::temp_dir()).unwrap();
-        let classes: Vec<(String, cordis_tools::Concurrency)> = fs_tools(&ws, FsConfig::default())
+        let classes: Vec<_> = fs_tools(&ws, FsConfig::default())
             .iter()
-            .map(|t| (t.name().to_owned(), t.concurrency))
+            .map(|t| (t.name().to_owned(), t.concurrency, t.effect, t.confined))
             .collect();
         use cordis_tools::Concurrency::{Mutating, ReadOnly};
         assert_eq!(
             classes,
             [
-                (crate::EDIT_FILE.to_owned(), Mutating),
-                (crate::LIST_FILES.to_owned(), ReadOnly),
-                (crate::READ_FILE.to_owned(), ReadOnly),
-                (crate::WRITE_FILE.to_owned(), Mutating),
+                (crate::EDIT_FILE.to_owned(), Mutating, Effect::Edit, true),
+                (crate::LIST_FILES.to_owned(), ReadOnly, Effect::Read, false),
+                (crate::READ_FILE.to_owned(), ReadOnly, Effect::Read, false),
+                (crate::WRITE_FILE.to_owned(), Mutating, Effect::Edit, true),
             ]
         );
     }

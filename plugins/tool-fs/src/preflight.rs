@@ -124,10 +124,6 @@ pub(crate) struct EditPresenter {
 }
 
 impl ToolPresenter for EditPresenter {
-    fn read_only(&self) -> bool {
-        false
-    }
-
     fn present_call(&self, args: &Value) -> Result<Presentation, cordis_presenter::PresentError> {
         self.standard.present_call(args)
     }

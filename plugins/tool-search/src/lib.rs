@@ -12,8 +12,8 @@ mod plugin;
 pub use grep::{GrepError, SearchConfig, grep};
 pub use plugin::{SearchPlugin, grep_tool};
 
-/// `grep`: read-only.
+/// `grep`.
 pub const GREP: &str = "grep";
 
-/// Every tool of this crate with whether it only reads.
-pub const TOOLS: &[(&str, bool)] = &[(GREP, true)];
+/// The names of this crate's tools (what it claims).
+pub const TOOLS: &[&str] = &[GREP];

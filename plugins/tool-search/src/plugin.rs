@@ -70,7 +70,7 @@ impl Plugin for SearchPlugin {
     fn claims(&self, _config: &Self::Config) -> Vec<cordis_runtime::Claim> {
         crate::TOOLS
             .iter()
-            .map(|(name, _)| cordis_runtime::Claim::tool(*name))
+            .map(|name| cordis_runtime::Claim::tool(*name))
             .collect()
     }
 

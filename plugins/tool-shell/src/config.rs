@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use cordis_sandbox::SandboxMode;
 use serde::Deserialize;
 
 /// Configuration of `tool-shell`; unknown fields are rejected.
@@ -18,6 +19,14 @@ pub struct ShellConfig {
     pub max_timeout_ms: u64,
     /// Bytes kept of stdout and of stderr each (the head and the tail).
     pub max_output_bytes: usize,
+    /// What commands may write: `read-only`, `workspace-write` (the default) or `full-access`
+    /// (no sandbox).
+    pub sandbox: SandboxMode,
+    /// Whether commands may reach the network (default: no).
+    pub network: bool,
+    /// More directories commands may write in `workspace-write` (relative ones resolve against
+    /// the workspace root): a build cache outside the workspace, say.
+    pub writable_roots: Vec<PathBuf>,
 }
 
 impl Default for ShellConfig {
@@ -32,11 +41,34 @@ impl Default for ShellConfig {
             default_timeout_ms: 120_000,
             max_timeout_ms: 600_000,
             max_output_bytes: 30_000,
+            sandbox: SandboxMode::WorkspaceWrite,
+            network: false,
+            writable_roots: Vec::new(),
         }
     }
 }
 
 impl ShellConfig {
+    /// The sandbox of a command run in `root` with its private temp dir `temp`.
+    pub fn sandbox_for(
+        &self,
+        root: &std::path::Path,
+        temp: &std::path::Path,
+    ) -> cordis_sandbox::Sandbox {
+        cordis_sandbox::Sandbox {
+            mode: self.sandbox,
+            network: self.network,
+            workspace: root.to_path_buf(),
+            writable: self.writable_roots.iter().map(|p| root.join(p)).collect(),
+            temp: temp.to_path_buf(),
+        }
+    }
+
+    /// True when commands cannot write outside the workspace nor reach the network.
+    pub fn is_confined(&self) -> bool {
+        self.sandbox != SandboxMode::FullAccess && !self.network
+    }
+
     /// The allowed variables of the current environment, sorted by name.
     pub fn filtered_env(&self) -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
         let mut out: Vec<_> = std::env::vars_os()

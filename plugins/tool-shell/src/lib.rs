@@ -1,22 +1,23 @@
 //! The `tool-shell` plugin: `bash`, a command run in the workspace root.
 //!
-//! The command runs in a process group of its own. When it ends, times out, or the call is
-//! cancelled (its future dropped), the whole group is killed, so background jobs it started do
-//! not outlive the call. The environment is cleared and refilled from an allowlist.
-//!
-//! This is no sandbox: a command can leave its group (`setsid`) and touch anything the user
-//! can. The approvals plugin (policy `ask` by default for `bash`) is the boundary.
+//! Every command runs in a sandbox (`cordis-sandbox`): `workspace-write` by default (write only
+//! in the workspace and a private temp dir, no network), `read-only`, or `full-access` (no
+//! sandbox, an explicit choice). A kernel that cannot enforce the sandbox refuses the command
+//! rather than run it unsandboxed. The command runs under a reaper: when it ends, times out, or
+//! the call is cancelled (its future dropped), everything it started is killed, also what left
+//! its process group (`setsid`). The environment is cleared and refilled from an allowlist.
 
 mod config;
 mod plugin;
 mod run;
 
 pub use config::ShellConfig;
+pub use cordis_sandbox::SandboxMode;
 pub use plugin::{ShellPlugin, bash_tool};
 pub use run::{ShellError, run_bash};
 
-/// `bash`: mutating (it can do anything).
+/// `bash`.
 pub const BASH: &str = "bash";
 
-/// Every tool of this crate with whether it only reads.
-pub const TOOLS: &[(&str, bool)] = &[(BASH, false)];
+/// The names of this crate's tools (what it claims).
+pub const TOOLS: &[&str] = &[BASH];

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, LazyLock};
 
 use cordis_runtime::{BoxError, Context, Inject, Plugin, Service};
-use cordis_tools::{ToolDefinition, ToolOutput, ToolRegistry, ToolSchema};
+use cordis_tools::{Effect, ToolDefinition, ToolOutput, ToolRegistry, ToolSchema};
 use cordis_workspace::Workspace;
 use serde_json::json;
 
@@ -38,12 +38,13 @@ static SCHEMA: LazyLock<ToolSchema> = LazyLock::new(|| {
     }
 });
 
-/// The `bash` tool running in `root`.
+/// The `bash` tool running in `root`: effect `execute`, confined when its sandbox is.
 pub fn bash_tool(root: PathBuf, config: ShellConfig) -> ToolDefinition {
+    let confined = config.is_confined();
     let root = Arc::new(root);
     let config = Arc::new(config);
     let schema = SCHEMA.clone();
-    ToolDefinition::new(schema, move |args, _call| {
+    let def = ToolDefinition::new(schema, move |args, _call| {
         let root = root.clone();
         let config = config.clone();
         async move {
@@ -53,6 +54,8 @@ pub fn bash_tool(root: PathBuf, config: ShellConfig) -> ToolDefinition {
                 .map_err(|e| e.to_string())
         }
     })
+    .with_effect(Effect::Execute);
+    if confined { def.confined() } else { def }
 }
 
 impl Plugin for ShellPlugin {
@@ -69,7 +72,7 @@ impl Plugin for ShellPlugin {
     fn claims(&self, _config: &Self::Config) -> Vec<cordis_runtime::Claim> {
         crate::TOOLS
             .iter()
-            .map(|(name, _)| cordis_runtime::Claim::tool(*name))
+            .map(|name| cordis_runtime::Claim::tool(*name))
             .collect()
     }
 

@@ -1,5 +1,5 @@
-//! Running one command: spawn in a new process group, read both pipes with caps, wait with a
-//! deadline, kill the group.
+//! Running one command: spawn it in its sandbox under a reaper (in a process group of its own),
+//! read both pipes with caps, wait with a deadline, stop the whole tree.
 
 use std::collections::VecDeque;
 use std::os::unix::process::ExitStatusExt;
@@ -36,6 +36,12 @@ pub enum ShellError {
         #[source]
         source: std::io::Error,
     },
+    /// The sandbox could not be set up (fail closed: the command did not run).
+    #[error(transparent)]
+    Sandbox(cordis_sandbox::SandboxError),
+    /// The private temp dir could not be made.
+    #[error("cannot make the command's temp dir: {0}")]
+    Temp(#[source] std::io::Error),
 }
 
 #[derive(Deserialize)]
@@ -48,13 +54,21 @@ struct BashArgs {
     description: Option<String>,
 }
 
-/// Kills the process group when dropped, so cancellation (a dropped future) leaves no orphans.
+/// Stops the command's tree when dropped, so cancellation (a dropped future) leaves no
+/// orphans: the reaper kills everything the command started, then exits.
 struct Group(Option<Pid>);
 
 impl Group {
-    fn kill(&mut self) {
+    fn stop(&mut self) {
         if let Some(pid) = self.0.take() {
-            // ESRCH (the group is already gone) is the normal case for a command that finished.
+            cordis_sandbox::stop(pid.as_raw_nonzero().get() as u32);
+        }
+    }
+
+    /// The fallback when the reaper itself did not exit: the process group.
+    fn kill(pid: Option<Pid>) {
+        if let Some(pid) = pid {
+            // ESRCH (the group is already gone) is the normal case.
             let _ = rustix::process::kill_process_group(pid, Signal::KILL);
         }
     }
@@ -62,7 +76,7 @@ impl Group {
 
 impl Drop for Group {
     fn drop(&mut self) {
-        self.kill();
+        self.stop();
     }
 }
 
@@ -125,17 +139,18 @@ impl Capped {
     }
 }
 
-/// Runs `arguments.command` with `<shell> -c` in `root`.
+/// Runs `arguments.command` with `<shell> -c` in `root`, in the sandbox `config` describes,
+/// with a private temp dir as `TMPDIR` (removed afterwards).
 ///
 /// The result has `exit_code` (null when killed by a signal), `signal` if any, `stdout`,
 /// `stderr`, and `timed_out` plus a `note` when the deadline passed. A failing command is a
 /// result, not an error.
 ///
 /// # Errors
-/// Bad arguments, a zero timeout, a shell that cannot start.
+/// Bad arguments, a zero timeout, a sandbox the kernel cannot enforce, a shell that cannot start.
 ///
 /// # Cancel safety
-/// Dropping the future kills the whole process group (and `kill_on_drop` the shell itself).
+/// Dropping the future stops the command's whole tree (its reaper kills everything it started).
 pub async fn run_bash(
     root: &Path,
     config: &ShellConfig,
@@ -149,24 +164,34 @@ pub async fn run_bash(
     if timeout_ms == 0 {
         return Err(ShellError::ZeroTimeout);
     }
-    let mut child = tokio::process::Command::new(&config.shell)
+    let temp = tempfile::Builder::new()
+        .prefix("cordis-bash-")
+        .tempdir()
+        .map_err(ShellError::Temp)?;
+    let mut command = tokio::process::Command::new(&config.shell);
+    let _ = command
         .arg("-c")
         .arg(&a.command)
         .current_dir(root)
         .env_clear()
         .envs(config.filtered_env())
+        .env("TMPDIR", temp.path())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|source| ShellError::Spawn {
+        .process_group(0);
+    let sandbox = cordis_sandbox::Confinement::Sandbox(config.sandbox_for(root, temp.path()));
+    let spawned = cordis_sandbox::spawn(command, &sandbox, cordis_sandbox::Reap::Tree);
+    let mut child = spawned.map_err(|e| match e {
+        cordis_sandbox::SandboxError::Spawn(source) => ShellError::Spawn {
             shell: config.shell.display().to_string(),
             source,
-        })?;
-    // The shell is the group leader, so its pid is the group id.
-    let mut group = Group(child.id().and_then(|id| Pid::from_raw(id as i32)));
+        },
+        other => ShellError::Sandbox(other),
+    })?;
+    // The reaper is the group leader, so its pid is the group id.
+    let leader = child.id().and_then(|id| Pid::from_raw(id as i32));
+    let mut group = Group(leader);
     let stdout = child.stdout.take();
     let stderr = child.stderr.take();
     let mut out = Capped::new(config.max_output_bytes);
@@ -194,12 +219,19 @@ pub async fn run_bash(
                 _ = &mut reading, if !drained => drained = true,
             }
         };
-        // Background jobs of a finished command die here too: nothing outlives the call.
-        group.kill();
+        // Background jobs of a finished command die here too (the reaper kills what the command
+        // left when it exits): nothing outlives the call.
+        group.stop();
         let status = match status {
             Some(s) => Some(s),
             None => {
-                let _ = child.wait().await;
+                if tokio::time::timeout(DRAIN_GRACE, child.wait())
+                    .await
+                    .is_err()
+                {
+                    Group::kill(leader);
+                    let _ = child.wait().await;
+                }
                 None
             }
         };
@@ -219,9 +251,10 @@ pub async fn run_bash(
     if status.is_none() {
         result["timed_out"] = json!(true);
         result["note"] = json!(format!(
-            "the command did not finish within {timeout_ms} ms; its process group was killed"
+            "the command did not finish within {timeout_ms} ms; it and everything it started were killed"
         ));
     }
+    let _ = tokio::task::spawn_blocking(move || drop(temp)).await;
     Ok(result)
 }
 

@@ -264,7 +264,9 @@ impl Plugin for SubagentPlugin {
         let config = Arc::new(config.clone());
         let def = ToolDefinition::new(schema(&config), move |args, cx| {
             run_child(agents.clone(), config.clone(), args, cx)
-        });
+        })
+        // The child's calls pass the pipeline in its own scope (its grants, never the parent's).
+        .with_effect(cordis_tools::Effect::Dispatch);
         let _ = registry.register(&ctx, def)?;
         Ok(())
     }

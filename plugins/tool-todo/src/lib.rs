@@ -43,6 +43,7 @@ fn todo_write(lists: Lists) -> ToolDefinition {
         lists.insert(call.scope, todos.clone());
         async move { Ok(todos) }
     })
+    .with_effect(cordis_tools::Effect::State)
 }
 
 /// The tools of `tool-todo`. Each apply gets a tool with lists of its own, which go away with the

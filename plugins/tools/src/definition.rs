@@ -44,8 +44,67 @@ pub type ToolHandler = Arc<
         + Sync,
 >;
 
-/// A tool: its schema, its handler, an optional timeout, its concurrency class and an optional
-/// output schema.
+/// What a tool's calls can change: the one statement of it, declared by the tool's owner and
+/// read from the registry by approvals, presenters and Code Mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Effect {
+    /// Reads (files, state) and changes nothing.
+    Read,
+    /// Changes only the session's own state (a plan, a todo list).
+    State,
+    /// Acts only through other tool calls, each of which passes the pipeline itself.
+    Dispatch,
+    /// Changes files.
+    Edit,
+    /// Runs commands.
+    Execute,
+    /// Reaches the network.
+    Network,
+    /// Not declared: the tool may do anything (third-party tools that say nothing).
+    Unknown,
+}
+
+impl Effect {
+    /// Every effect, in declaration order.
+    pub const ALL: [Effect; 7] = [
+        Effect::Read,
+        Effect::State,
+        Effect::Dispatch,
+        Effect::Edit,
+        Effect::Execute,
+        Effect::Network,
+        Effect::Unknown,
+    ];
+
+    /// True when calls change nothing outside the session (read, state, dispatch): such calls
+    /// never ask.
+    pub fn is_harmless(self) -> bool {
+        matches!(self, Effect::Read | Effect::State | Effect::Dispatch)
+    }
+
+    /// The word configuration and logs use (`read`, `edit`, …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Effect::Read => "read",
+            Effect::State => "state",
+            Effect::Dispatch => "dispatch",
+            Effect::Edit => "edit",
+            Effect::Execute => "execute",
+            Effect::Network => "network",
+            Effect::Unknown => "unknown",
+        }
+    }
+}
+
+impl fmt::Display for Effect {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A tool: its schema, its handler, an optional timeout, its concurrency class, its effect
+/// class and an optional output schema.
 #[derive(Clone)]
 pub struct ToolDefinition {
     /// The model-facing schema.
@@ -60,6 +119,12 @@ pub struct ToolDefinition {
     /// The JSON Schema of a successful output's content, if the tool declares one (the Code Mode
     /// SDK types a call's result with it; `unknown` without).
     pub output_schema: Option<serde_json::Value>,
+    /// What its calls can change. Default: [`Effect::Unknown`].
+    pub effect: Effect,
+    /// True when its effects cannot leave the workspace (the file tools' `RESOLVE_BENEATH`, a
+    /// command's sandbox without network): the `auto` permission mode runs such calls without
+    /// asking. Default: false.
+    pub confined: bool,
 }
 
 impl fmt::Debug for ToolDefinition {
@@ -69,6 +134,8 @@ impl fmt::Debug for ToolDefinition {
             .field("timeout", &self.timeout)
             .field("concurrency", &self.concurrency)
             .field("output_schema", &self.output_schema)
+            .field("effect", &self.effect)
+            .field("confined", &self.confined)
             .finish_non_exhaustive()
     }
 }
@@ -86,12 +153,31 @@ impl ToolDefinition {
             timeout: None,
             concurrency: Concurrency::Mutating,
             output_schema: None,
+            effect: Effect::Unknown,
+            confined: false,
         }
     }
 
-    /// Marks the tool read-only: its calls may overlap with other read-only calls.
+    /// Marks the tool read-only ([`Effect::Read`]): its calls change nothing and may overlap
+    /// with other read-only calls.
     pub fn read_only(mut self) -> Self {
         self.concurrency = Concurrency::ReadOnly;
+        self.effect = Effect::Read;
+        self
+    }
+
+    /// Declares what the tool's calls can change ([`Effect::Read`] also makes it read-only).
+    pub fn with_effect(mut self, effect: Effect) -> Self {
+        if effect == Effect::Read {
+            return self.read_only();
+        }
+        self.effect = effect;
+        self
+    }
+
+    /// Declares that the tool's effects cannot leave the workspace.
+    pub fn confined(mut self) -> Self {
+        self.confined = true;
         self
     }
 

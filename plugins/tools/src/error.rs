@@ -3,6 +3,9 @@
 /// A tool registration, restriction, guard, parent binding or presentation was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RegisterError {
+    /// A second approval stage.
+    #[error("an approval stage is already installed: load one `approvals` entry")]
+    ApprovalTaken,
     /// Tool names must be non-empty.
     #[error("tool name must be non-empty")]
     EmptyName,

@@ -1,6 +1,7 @@
 //! Executing a call: `tools/pre-execute` (may deny) → resolve → argument check → guards (may
-//! deny) → dispatch (timeout, panic containment) → `tools/post-execute`. Each stage is its own
-//! function, so a new stage (approvals, a presentation transport) slots in between two others.
+//! deny) → the approval stage (may ask someone, may deny) → dispatch (timeout, panic
+//! containment) → `tools/post-execute`. Each stage is its own function, so a new stage (a
+//! presentation transport) slots in between two others.
 //!
 //! Every failure becomes an error [`ToolResult`]; `execute` never panics and never returns `Err`,
 //! because the agent loop must always be able to hand the model a result for each call.
@@ -11,8 +12,9 @@ use std::sync::Arc;
 use cordis_runtime::Waterfall;
 use cordis_schema::ScopeKey;
 use futures_util::FutureExt;
+use futures_util::future::BoxFuture;
 
-use crate::definition::{ToolCall, ToolCallContext, ToolResult, codes};
+use crate::definition::{ToolCall, ToolCallContext, ToolDefinition, ToolResult, codes};
 use crate::presentation::PresentationMode;
 use crate::registry::{RUN_CODE, Registered, ToolRegistry};
 
@@ -66,6 +68,22 @@ impl Waterfall for ToolsPostExecute {
 
 use cordis_runtime::panic_message as panic_text;
 
+/// The approval stage: decides a call whose tool is known, whose arguments match its schema and
+/// which every guard let through, before it runs; it may ask a person. One per registry
+/// ([`ToolRegistry::set_approval`]); without one every admitted call runs.
+pub trait ApprovalStage: Send + Sync + 'static {
+    /// `Ok` runs the call; `Err(reason)` refuses it (`DENIED`, the reason for the model).
+    ///
+    /// # Cancel safety
+    /// The future may be dropped (the call was cancelled); nothing may depend on it finishing.
+    fn approve(
+        &self,
+        call: &ToolCall,
+        scope: Option<ScopeKey>,
+        tool: &ToolDefinition,
+    ) -> BoxFuture<'static, Result<(), String>>;
+}
+
 /// How far a call got before `tools/post-execute`.
 pub(crate) enum Dispatched {
     /// Refused before it could run (collapsed or denied by pre-execute): its final result.
@@ -117,7 +135,10 @@ impl ToolRegistry {
             Err(result) => return Dispatched::Refused(result),
         };
         let result = match self.admit(&call, scope) {
-            Ok(tool) => run(&tool, &call, scope).await,
+            Ok(tool) => match self.approve(&call, scope, &tool).await {
+                Ok(()) => run(&tool, &call, scope).await,
+                Err(result) => result,
+            },
             Err(result) => result,
         };
         Dispatched::Ran(call, result)
@@ -189,6 +210,34 @@ impl ToolRegistry {
             }
         }
         Ok(tool)
+    }
+}
+
+impl ToolRegistry {
+    /// The approval stage's verdict on an admitted call (a panicking stage fails closed).
+    async fn approve(
+        &self,
+        call: &ToolCall,
+        scope: Option<ScopeKey>,
+        tool: &Registered,
+    ) -> Result<(), ToolResult> {
+        let Some(stage) = self.inner.approval() else {
+            return Ok(());
+        };
+        let verdict = catch_unwind(AssertUnwindSafe(|| stage.approve(call, scope, &tool.def)));
+        let verdict = match verdict {
+            Ok(future) => AssertUnwindSafe(future).catch_unwind().await,
+            Err(payload) => Err(payload),
+        };
+        match verdict {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(reason)) => Err(ToolResult::error(call, codes::DENIED, reason)),
+            Err(payload) => Err(ToolResult::error(
+                call,
+                codes::DENIED,
+                format!("the approval stage panicked: {}", panic_text(&*payload)),
+            )),
+        }
     }
 }
 
@@ -306,6 +355,8 @@ mod tests {
             timeout: None,
             concurrency: crate::Concurrency::Mutating,
             output_schema: None,
+            effect: crate::Effect::Unknown,
+            confined: false,
         };
         let slow = ToolDefinition::new(schema("slow"), |_, _| async {
             tokio::time::sleep(Duration::from_secs(60)).await;

@@ -37,11 +37,13 @@ mod typed;
 
 pub use cordis_schema::{ScopeKey, ToolSchema};
 pub use definition::{
-    Concurrency, MAX_TOOL_NAME, ToolCall, ToolCallContext, ToolDefinition, ToolHandler, ToolOutput,
-    ToolResult, check_tool_name, codes,
+    Concurrency, Effect, MAX_TOOL_NAME, ToolCall, ToolCallContext, ToolDefinition, ToolHandler,
+    ToolOutput, ToolResult, check_tool_name, codes,
 };
 pub use error::RegisterError;
-pub use execute::{Decision, PostExecute, PreExecute, ToolsPostExecute, ToolsPreExecute};
+pub use execute::{
+    ApprovalStage, Decision, PostExecute, PreExecute, ToolsPostExecute, ToolsPreExecute,
+};
 pub use plugin::{
     NoConfig, ToolPresentationConfig, ToolPresentationPlugin, ToolRestrictPlugin, ToolsConfig,
     ToolsConfigError, ToolsPlugin,

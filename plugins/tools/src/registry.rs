@@ -36,6 +36,7 @@ use serde::{Deserialize, Serialize};
 use crate::arguments::ArgumentSchema;
 use crate::definition::{ToolCall, ToolDefinition};
 use crate::error::RegisterError;
+use crate::execute::ApprovalStage;
 use crate::presentation::{Presentation, PresentationMode};
 
 /// The name reserved for the Code Mode transport tool.
@@ -133,6 +134,8 @@ pub(crate) struct View {
 #[derive(Default)]
 pub(crate) struct Store {
     next: u64,
+    /// The approval stage (write id, stage); at most one.
+    approval: Option<(u64, Arc<dyn ApprovalStage>)>,
     global: Layer,
     scoped: BTreeMap<ScopeKey, Layer>,
     parents: BTreeMap<ScopeKey, ScopeKey>,
@@ -357,6 +360,10 @@ impl Inner {
 
     pub(crate) fn guards(&self, scope: Option<ScopeKey>) -> Vec<Guard> {
         self.store().guards(scope)
+    }
+
+    pub(crate) fn approval(&self) -> Option<Arc<dyn ApprovalStage>> {
+        self.store().approval.as_ref().map(|(_, s)| s.clone())
     }
 
     /// The registry as a tool provider of the prompt assembly.
@@ -640,6 +647,46 @@ impl ToolRegistry {
                 }
             },
         )
+    }
+
+    /// Installs the approval stage (run after the guards, before the handler) as an effect of
+    /// `ctx`'s scope.
+    ///
+    /// # Errors
+    /// [`RegisterError::ApprovalTaken`] when another stage is installed; a dead scope.
+    pub fn set_approval(
+        &self,
+        ctx: &Context,
+        stage: Arc<dyn ApprovalStage>,
+    ) -> Result<EffectHandle, RegisterError> {
+        self.write(
+            ctx,
+            None,
+            "approval stage",
+            false,
+            move |store| {
+                if store.approval.is_some() {
+                    return Err(RegisterError::ApprovalTaken);
+                }
+                let id = store.next_id();
+                store.approval = Some((id, stage));
+                Ok(id)
+            },
+            move |store, id| {
+                if store.approval.as_ref().is_some_and(|(i, _)| *i == id) {
+                    store.approval = None;
+                }
+            },
+        )
+    }
+
+    /// The effect class and confinement of the tool `name` visible in `scope`, if there is one.
+    pub fn effect(&self, name: &str, scope: Option<ScopeKey>) -> Option<(crate::Effect, bool)> {
+        self.inner
+            .view(scope)
+            .visible
+            .get(name)
+            .map(|r| (r.def.effect, r.def.confined))
     }
 
     /// Makes `parent` the parent of `child` (once), as an effect of `ctx`'s scope.

@@ -68,6 +68,8 @@ pub(crate) fn transport(
             }
         },
     )
+    // Its sub-calls each pass the whole pipeline, approval included.
+    .with_effect(crate::Effect::Dispatch)
     .with_output_schema(schema.output_schema);
     // Not `def.compile()`: that applies the registration name rule, which reserves this name.
     let arguments = crate::arguments::ArgumentSchema::compile(RUN_CODE, &def.schema.parameters)?;

@@ -172,3 +172,230 @@ async fn cancelling_the_call_kills_the_whole_group() {
     drop(call);
     wait_dead(pid).await;
 }
+
+/// The sandbox tests run real commands; where the kernel has no Landlock they assert the
+/// fail-closed refusal instead (and say so).
+fn landlock() -> bool {
+    let present = cordis_sandbox::landlock_abi().is_some();
+    if !present {
+        eprintln!("SKIP: this kernel has no Landlock; asserting the fail-closed refusal instead");
+    }
+    present
+}
+
+fn mode(sandbox: cordis_sandbox::SandboxMode, network: bool) -> ShellConfig {
+    ShellConfig {
+        sandbox,
+        network,
+        ..config()
+    }
+}
+
+#[tokio::test]
+async fn workspace_write_writes_inside_and_nowhere_else() {
+    let ws = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(ws.path()).unwrap();
+    let out = outside.path().display().to_string();
+    let c = mode(cordis_sandbox::SandboxMode::WorkspaceWrite, false);
+    if !landlock() {
+        let e = run_bash(&root, &c, json!({"command": "true"}))
+            .await
+            .unwrap_err();
+        assert!(e.to_string().contains("cannot be enforced"), "{e}");
+        return;
+    }
+    std::os::unix::fs::symlink(outside.path(), root.join("link")).unwrap();
+    let home = std::env::var("HOME").unwrap_or_else(|_| "/root".into());
+    let probe = format!("{home}/cordis-sandbox-probe-{}", std::process::id());
+    for (what, line) in [
+        ("home", format!("echo x > {probe}")),
+        ("outside", format!("echo x > {out}/direct")),
+        ("symlink", "echo x > link/through-link".to_owned()),
+        (
+            "grandchild",
+            format!("bash -c 'bash -c \"echo x > {out}/grandchild\"'"),
+        ),
+        ("cd /", format!("cd / && echo x > {out}/after-cd")),
+        ("mkdir", format!("mkdir {out}/dir")),
+        (
+            "rename in",
+            format!("mv {root}/../x {out}/y", root = root.display()),
+        ),
+    ] {
+        let r = bash(&root, &c, &line).await;
+        assert_ne!(r["exit_code"], 0, "{what}: {r}");
+    }
+    assert!(!std::path::Path::new(&probe).exists());
+    assert_eq!(
+        std::fs::read_dir(outside.path()).unwrap().count(),
+        0,
+        "nothing written outside"
+    );
+    let r = bash(
+        &root,
+        &c,
+        "echo inside > inside.txt && mkdir d && echo t > \"$TMPDIR/t\" && cat inside.txt $TMPDIR/t",
+    )
+    .await;
+    assert_eq!(
+        (r["exit_code"].clone(), r["stdout"].clone()),
+        (json!(0), json!("inside\nt\n")),
+        "{r}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("inside.txt")).unwrap(),
+        "inside\n"
+    );
+    let r = bash(
+        &root,
+        &c,
+        "echo ok 2>/dev/null >/dev/null; cat /etc/hostname >/dev/null && echo read",
+    )
+    .await;
+    assert_eq!(r["stdout"], "read\n", "reading and /dev/null work: {r}");
+}
+
+#[tokio::test]
+async fn read_only_writes_nothing_but_its_private_temp_dir() {
+    let ws = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(ws.path()).unwrap();
+    let c = mode(cordis_sandbox::SandboxMode::ReadOnly, false);
+    if !landlock() {
+        assert!(
+            run_bash(&root, &c, json!({"command": "true"}))
+                .await
+                .is_err()
+        );
+        return;
+    }
+    std::fs::write(root.join("kept.txt"), "kept\n").unwrap();
+    let r = bash(&root, &c, "echo x > new.txt").await;
+    assert_ne!(r["exit_code"], 0, "{r}");
+    let r = bash(&root, &c, "rm kept.txt").await;
+    assert_ne!(r["exit_code"], 0, "{r}");
+    let r = bash(
+        &root,
+        &c,
+        "cat kept.txt && echo t > \"$TMPDIR/t\" && cat \"$TMPDIR/t\" && echo \"$TMPDIR\"",
+    )
+    .await;
+    let out = r["stdout"].as_str().unwrap();
+    assert!(out.starts_with("kept\nt\n"), "{r}");
+    let tmp = out.lines().nth(2).unwrap();
+    assert!(tmp.contains("cordis-bash-"), "{tmp}");
+    assert!(
+        !std::path::Path::new(tmp).exists(),
+        "the temp dir is removed after the call"
+    );
+    assert!(!root.join("new.txt").exists() && root.join("kept.txt").exists());
+}
+
+#[tokio::test]
+async fn without_network_a_connection_to_a_local_listener_fails() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let root = std::env::temp_dir();
+    let line = format!("exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected");
+    let c = mode(cordis_sandbox::SandboxMode::WorkspaceWrite, false);
+    if landlock() {
+        let r = bash(&root, &c, &line).await;
+        assert_ne!(r["exit_code"], 0, "{r}");
+        assert_eq!(r["stdout"], "", "{r}");
+        let r = bash(&root, &c, "python3 -c 'import socket; socket.socket(socket.AF_INET, socket.SOCK_DGRAM)' 2>&1; echo $?").await;
+        assert!(
+            r["stdout"].as_str().unwrap().contains("Permission denied"),
+            "UDP too: {r}"
+        );
+    }
+    // Full access without network: the socket filter alone still refuses it.
+    let r = bash(
+        &root,
+        &mode(cordis_sandbox::SandboxMode::FullAccess, false),
+        &line,
+    )
+    .await;
+    assert_ne!(r["exit_code"], 0, "{r}");
+    let c = mode(cordis_sandbox::SandboxMode::WorkspaceWrite, true);
+    if landlock() {
+        let r = bash(&root, &c, &line).await;
+        assert_eq!(r["stdout"], "connected\n", "network: true allows it: {r}");
+    }
+    drop(listener);
+}
+
+#[tokio::test]
+async fn full_access_writes_anywhere_and_keeps_the_environment_allowlist() {
+    let ws = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let c = ShellConfig {
+        env: vec!["PATH".into()],
+        ..mode(cordis_sandbox::SandboxMode::FullAccess, false)
+    };
+    let line = format!(
+        "echo x > {}/f && echo \"${{HOME-unset}}\"",
+        outside.path().display()
+    );
+    let r = bash(ws.path(), &c, &line).await;
+    assert_eq!(r["stdout"], "unset\n", "{r}");
+    assert!(outside.path().join("f").exists());
+}
+
+#[tokio::test]
+async fn a_command_cannot_read_the_hosts_environment_through_proc() {
+    if !landlock() {
+        return;
+    }
+    // The host holds a variable the allowlist hides from the command (cargo's CARGO_PKG_NAME
+    // stands for an API key); /proc/$PPID (the reaper, a copy of the host) and the host itself
+    // must not give it back.
+    let secret = "CARGO_PKG_NAME=";
+    cordis_sandbox::protect_host().unwrap();
+    assert_eq!(
+        std::env::var("CARGO_PKG_NAME").unwrap(),
+        "cordis-tool-shell",
+        "the host still reads it"
+    );
+    let root = std::env::temp_dir();
+    let c = mode(cordis_sandbox::SandboxMode::WorkspaceWrite, false);
+    let host = std::process::id();
+    for target in ["$PPID".to_owned(), host.to_string()] {
+        let line = format!(
+            "cat /proc/{target}/environ /proc/{target}/mem 2>/dev/null | grep -a -c {secret}; true"
+        );
+        let r = bash(&root, &c, &line).await;
+        assert_eq!(r["stdout"], "0\n", "/proc/{target}: {r}");
+    }
+    let r = bash(&root, &c, "env | grep -c CARGO_PKG_NAME; true").await;
+    assert_eq!(r["stdout"], "0\n", "the allowlist still hides it: {r}");
+}
+
+#[tokio::test]
+async fn a_process_that_leaves_the_group_is_gone_when_the_call_ends() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(tmp.path()).unwrap();
+    for c in [
+        config(),
+        mode(cordis_sandbox::SandboxMode::FullAccess, true),
+    ] {
+        if c.sandbox != cordis_sandbox::SandboxMode::FullAccess && !landlock() {
+            continue;
+        }
+        let pid_file = root.join(format!("pid-{}", c.sandbox));
+        let line = format!(
+            "setsid sleep 300 & echo $! > {}; echo started",
+            pid_file.display()
+        );
+        let r = bash(&root, &c, &line).await;
+        assert_eq!(r["stdout"], "started\n", "{r}");
+        wait_dead(read_pid(&pid_file).await).await;
+        // A double fork that re-parents the sleeper away from the shell.
+        let pid_file = root.join(format!("pid2-{}", c.sandbox));
+        let line = format!(
+            "( setsid sh -c 'sleep 300 & echo $! > {}' & ); sleep 0.2",
+            pid_file.display()
+        );
+        let _ = bash(&root, &c, &line).await;
+        wait_dead(read_pid(&pid_file).await).await;
+    }
+}
