@@ -13,11 +13,12 @@ pub fn grant_data(grant: &Grant) -> GrantData {
     GrantData {
         tool: grant.tool.clone(),
         command: grant.command.as_ref().map(ToString::to_string),
+        exact: grant.exact,
     }
 }
 
 fn grant_of(data: &GrantData) -> Option<Grant> {
-    cordis_approvals::grant_from(&data.tool, data.command.as_deref()).ok()
+    cordis_approvals::grant_from(&data.tool, data.command.as_deref(), data.exact).ok()
 }
 
 /// What `events` leave a session with: its last chosen mode, and the grants made by "always"

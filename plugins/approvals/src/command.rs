@@ -34,14 +34,26 @@ const RUNS_OTHERS: &[&str] = &[
 #[error("{0}")]
 pub struct Opaque(pub String);
 
-/// One simple command: its literal words, the program first.
+/// One simple command's literal words, the program first.
 pub type Words = Vec<String>;
+
+/// One simple command as a rule sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Simple {
+    /// Its literal words, the program first.
+    pub words: Words,
+    /// True when it does something its words do not show: it redirects output into a file
+    /// (other than `/dev/null`), or sets variables for the program (`GIT_CONFIG_*=… git status`,
+    /// `LD_PRELOAD=…`), or is only an assignment or a redirection (`PATH=.`, `> file`). An
+    /// allow rule or a grant on its words never covers it.
+    pub beyond_words: bool,
+}
 
 /// The simple commands `line` runs, in source order.
 ///
 /// # Errors
 /// [`Opaque`] naming the first thing that cannot be known before the line runs.
-pub fn simple_commands(line: &str) -> Result<Vec<Words>, Opaque> {
+pub fn simple_commands(line: &str) -> Result<Vec<Simple>, Opaque> {
     if line.len() > MAX_COMMAND_BYTES {
         return Err(Opaque(format!(
             "the command is longer than {MAX_COMMAND_BYTES} bytes"
@@ -62,7 +74,7 @@ pub fn simple_commands(line: &str) -> Result<Vec<Words>, Opaque> {
 fn compound_list(
     list: &ast::CompoundList,
     options: &brush_parser::ParserOptions,
-    out: &mut Vec<Words>,
+    out: &mut Vec<Simple>,
 ) -> Result<(), Opaque> {
     for ast::CompoundListItem(and_or, _) in &list.0 {
         let rest = and_or.additional.iter().map(|a| match a {
@@ -80,12 +92,12 @@ fn compound_list(
 fn command(
     command: &Command,
     options: &brush_parser::ParserOptions,
-    out: &mut Vec<Words>,
+    out: &mut Vec<Simple>,
 ) -> Result<(), Opaque> {
     match command {
         Command::Simple(simple) => {
             let words = simple_command(simple, options)?;
-            if !words.is_empty() {
+            if !words.words.is_empty() || words.beyond_words {
                 if out.len() >= MAX_SIMPLE_COMMANDS {
                     return Err(Opaque(format!(
                         "it holds more than {MAX_SIMPLE_COMMANDS} commands"
@@ -96,10 +108,13 @@ fn command(
             Ok(())
         }
         Command::Compound(compound, redirects) => {
-            if let Some(list) = redirects {
-                for r in &list.0 {
-                    redirect(r, options)?;
-                }
+            if let Some(list) = redirects
+                && !list.0.is_empty()
+            {
+                return Err(Opaque(
+                    "it redirects a group's output (only a plain command's redirections are read)"
+                        .to_owned(),
+                ));
             }
             match compound {
                 CompoundCommand::BraceGroup(g) => compound_list(&g.list, options, out),
@@ -118,32 +133,46 @@ fn command(
 fn simple_command(
     simple: &ast::SimpleCommand,
     options: &brush_parser::ParserOptions,
-) -> Result<Words, Opaque> {
-    let mut words = Vec::new();
+) -> Result<Simple, Opaque> {
+    let mut words = Simple {
+        words: Vec::new(),
+        beyond_words: false,
+    };
     let prefix = simple.prefix.iter().flat_map(|p| p.0.iter());
     let suffix = simple.suffix.iter().flat_map(|s| s.0.iter());
     for item in prefix {
         match item {
             CommandPrefixOrSuffixItem::AssignmentWord(_, word) => {
-                // `VAR=value cmd`: the value must be literal; the assignment is not a word.
+                // `VAR=value cmd`: the value must be literal, and the variable changes what the
+                // program does (git's config, the dynamic loader), so no rule covers it.
                 literal(&word.value, options)?;
+                words.beyond_words = true;
             }
             other => item_words(other, options, &mut words)?,
         }
     }
     if let Some(name) = &simple.word_or_name {
-        words.push(literal(&name.value, options)?);
+        words.words.push(program(&name.value, options)?);
     }
     for item in suffix {
         item_words(item, options, &mut words)?;
     }
-    if let Some(program) = words.first() {
+    if let Some(program) = words.words.first() {
         let base = program.rsplit('/').next().unwrap_or(program);
-        if RUNS_OTHERS.contains(&base) {
+        let interpreter = INTERPRETERS.iter().any(|i| base.starts_with(i));
+        let executes = base == "find"
+            && words.words[1..]
+                .iter()
+                .any(|w| matches!(w.as_str(), "-exec" | "-execdir" | "-ok" | "-okdir"));
+        if RUNS_OTHERS.contains(&base) || interpreter || executes {
             return Err(Opaque(format!(
                 "`{base}` runs another command, which a rule cannot see"
             )));
         }
+    }
+    if simple.word_or_name.is_none() && words.words.is_empty() {
+        // Only assignments or redirections: it changes the shell (`PATH=.`) or a file.
+        words.beyond_words = true;
     }
     Ok(words)
 }
@@ -151,12 +180,18 @@ fn simple_command(
 fn item_words(
     item: &CommandPrefixOrSuffixItem,
     options: &brush_parser::ParserOptions,
-    words: &mut Words,
+    words: &mut Simple,
 ) -> Result<(), Opaque> {
     match item {
-        CommandPrefixOrSuffixItem::Word(w) => words.push(literal(&w.value, options)?),
-        CommandPrefixOrSuffixItem::IoRedirect(r) => redirect(r, options)?,
-        CommandPrefixOrSuffixItem::AssignmentWord(_, w) => words.push(literal(&w.value, options)?),
+        CommandPrefixOrSuffixItem::Word(w) => words.words.push(literal(&w.value, options)?),
+        CommandPrefixOrSuffixItem::IoRedirect(r) => {
+            if redirect(r, options)? {
+                words.beyond_words = true;
+            }
+        }
+        CommandPrefixOrSuffixItem::AssignmentWord(_, w) => {
+            words.words.push(literal(&w.value, options)?);
+        }
         CommandPrefixOrSuffixItem::ProcessSubstitution(..) => {
             return Err(Opaque("it holds a process substitution".to_owned()));
         }
@@ -164,30 +199,67 @@ fn item_words(
     Ok(())
 }
 
-fn redirect(r: &IoRedirect, options: &brush_parser::ParserOptions) -> Result<(), Opaque> {
+/// Checks a redirection; true when it writes into a file other than `/dev/null`.
+fn redirect(r: &IoRedirect, options: &brush_parser::ParserOptions) -> Result<bool, Opaque> {
+    use ast::IoFileRedirectKind as Kind;
+    let into_file = |target: &str| target != "/dev/null";
     match r {
-        IoRedirect::File(_, _, target) => match target {
-            ast::IoFileRedirectTarget::Filename(w) | ast::IoFileRedirectTarget::Duplicate(w) => {
-                literal(&w.value, options).map(drop)
+        IoRedirect::File(_, kind, target) => {
+            let writes = !matches!(kind, Kind::Read | Kind::DuplicateInput);
+            match target {
+                ast::IoFileRedirectTarget::Filename(w) => {
+                    Ok(writes && into_file(&literal(&w.value, options)?))
+                }
+                ast::IoFileRedirectTarget::Duplicate(w) => {
+                    // `>&2`, `2>&-` duplicate or close descriptors; `>& file` writes a file.
+                    let target = literal(&w.value, options)?;
+                    let descriptor = target == "-"
+                        || target
+                            .trim_end_matches('-')
+                            .chars()
+                            .all(|c| c.is_ascii_digit());
+                    Ok(writes && !descriptor && into_file(&target))
+                }
+                ast::IoFileRedirectTarget::Fd(_) => Ok(false),
+                ast::IoFileRedirectTarget::ProcessSubstitution(..) => {
+                    Err(Opaque("it holds a process substitution".to_owned()))
+                }
             }
-            ast::IoFileRedirectTarget::Fd(_) => Ok(()),
-            ast::IoFileRedirectTarget::ProcessSubstitution(..) => {
-                Err(Opaque("it holds a process substitution".to_owned()))
-            }
-        },
-        IoRedirect::HereString(_, w) | IoRedirect::OutputAndError(w, _) => {
-            literal(&w.value, options).map(drop)
         }
+        IoRedirect::OutputAndError(w, _) => Ok(into_file(&literal(&w.value, options)?)),
+        IoRedirect::HereString(_, w) => literal(&w.value, options).map(|_| false),
         IoRedirect::HereDocument(_, doc) => {
             if doc.requires_expansion {
                 Err(Opaque(
                     "it holds a here-document that expands its text".to_owned(),
                 ))
             } else {
-                Ok(())
+                Ok(false)
             }
         }
     }
+}
+
+/// Interpreters (any version: `python3.12`): their arguments are programs.
+const INTERPRETERS: &[&str] = &[
+    "python", "perl", "ruby", "node", "php", "lua", "tclsh", "Rscript",
+];
+
+/// The program word: literal, and not one the shell would expand into another name (`{rm,-rf,x}`,
+/// `/bin/r[m]`).
+fn program(word: &str, options: &brush_parser::ParserOptions) -> Result<String, Opaque> {
+    let pieces = brush_parser::word::parse(word, options)
+        .map_err(|e| Opaque(format!("a word cannot be read ({e})")))?;
+    let expands = pieces.iter().any(|p| match &p.piece {
+        WordPiece::Text(t) => t.contains(['*', '?', '[', '{']),
+        _ => false,
+    });
+    if expands {
+        return Err(Opaque(
+            "its program name is a pattern the shell expands".to_owned(),
+        ));
+    }
+    literal(word, options)
 }
 
 /// The literal text of a word, or why it has none before the line runs.
@@ -203,6 +275,10 @@ fn literal(word: &str, options: &brush_parser::ParserOptions) -> Result<String, 
 
 fn piece(p: &WordPiece, out: &mut String) -> Result<(), Opaque> {
     match p {
+        // Brace expansion turns one word into several (`git pu{sh,ll}`): unknown before it runs.
+        WordPiece::Text(t) if t.contains('{') && t.contains(',') && t.contains('}') => {
+            return Err(Opaque("it holds a brace expansion".to_owned()));
+        }
         WordPiece::Text(t) | WordPiece::SingleQuotedText(t) => out.push_str(t),
         WordPiece::EscapeSequence(e) => out.push_str(e.strip_prefix('\\').unwrap_or(e)),
         WordPiece::DoubleQuotedSequence(inner) | WordPiece::GettextDoubleQuotedSequence(inner) => {
@@ -323,10 +399,16 @@ impl CommandPattern {
         Some(CommandPattern(key))
     }
 
-    /// What "always allow" grants for the approved simple command `words`: the program and
-    /// its subcommand when the second word is one (`git status`, `cargo test`); otherwise the
-    /// whole command, so that approving `rm -rf build` never allows every `rm`.
-    pub fn grant_for(words: &[String]) -> Option<CommandPattern> {
+    /// Allows exactly `words` (a whole-command grant).
+    pub fn is(&self, words: &[String]) -> bool {
+        self.0[..] == *words
+    }
+
+    /// What "always allow" grants for the approved simple command `words`, and whether it is
+    /// exact: for a program known to have subcommands (`git`, `cargo`, …) the program and its
+    /// subcommand as a prefix (`git status`, `cargo test`); otherwise the whole command, matched
+    /// exactly, so that approving `rm -rf build` never allows `rm -rf build ~`.
+    pub fn grant_for(words: &[String]) -> Option<(CommandPattern, bool)> {
         let program = words.first()?;
         let is_subcommand = |w: &String| {
             w.chars().next().is_some_and(|c| c.is_ascii_lowercase())
@@ -334,19 +416,25 @@ impl CommandPattern {
                     .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
         };
         match words.get(1) {
-            Some(sub) if is_subcommand(sub) && !program.contains('/') => {
-                Some(CommandPattern(vec![program.clone(), sub.clone()]))
+            Some(sub) if SUBCOMMAND_PROGRAMS.contains(&program.as_str()) && is_subcommand(sub) => {
+                Some((CommandPattern(vec![program.clone(), sub.clone()]), false))
             }
             _ if words
                 .iter()
                 .all(|w| !w.is_empty() && !w.contains(char::is_whitespace)) =>
             {
-                Some(CommandPattern(words.to_vec()))
+                Some((CommandPattern(words.to_vec()), true))
             }
             _ => None,
         }
     }
 }
+
+/// Programs whose second word is a subcommand, so that a grant may cover it with any arguments.
+const SUBCOMMAND_PROGRAMS: &[&str] = &[
+    "bun", "cargo", "deno", "gh", "git", "go", "just", "kubectl", "make", "npm", "pip", "pnpm",
+    "poetry", "rustup", "uv", "yarn",
+];
 
 /// The words of a command after its program that are not options, skipping the values of the
 /// options `program` is known to take before its subcommand.
@@ -374,7 +462,44 @@ mod tests {
     use super::*;
 
     fn words(line: &str) -> Vec<Vec<String>> {
-        simple_commands(line).unwrap_or_else(|e| panic!("{line}: {e}"))
+        simple_commands(line)
+            .unwrap_or_else(|e| panic!("{line}: {e}"))
+            .into_iter()
+            .map(|s| s.words)
+            .collect()
+    }
+
+    #[test]
+    fn a_command_that_writes_a_file_is_marked() {
+        let writes = |line: &str| -> Vec<bool> {
+            simple_commands(line)
+                .unwrap()
+                .into_iter()
+                .map(|s| s.beyond_words)
+                .collect()
+        };
+        assert_eq!(writes("git status > ~/.bashrc"), [true]);
+        assert_eq!(writes("git status >> log; git diff &> out"), [true, true]);
+        assert_eq!(writes("git status >& out"), [true]);
+        assert_eq!(writes("git status 2>&1 >/dev/null < in"), [false]);
+        assert_eq!(writes("git status 2>/dev/null | cat"), [false, false]);
+        assert!(simple_commands("{ git status; } > out").is_err());
+        assert_eq!(
+            writes("GIT_CONFIG_COUNT=1 git status"),
+            [true],
+            "a variable for git"
+        );
+        assert_eq!(
+            writes("PATH=.; git status"),
+            [true, false],
+            "an assignment alone"
+        );
+        assert_eq!(
+            writes("> ~/.bashrc; git status"),
+            [true, false],
+            "a redirection alone"
+        );
+        assert_eq!(writes("find . -name '*.rs'"), [false]);
     }
 
     fn pattern(text: &str) -> CommandPattern {
@@ -421,6 +546,11 @@ mod tests {
             "echo \"$(git push)\"",
             "if true; then git push; fi",
             "echo 'unterminated",
+            "{rm,-rf,x}",
+            "/bin/r[m] -rf x",
+            "git pu{sh,ll}",
+            "python3.12 -c 'import os'",
+            "find . -exec rm {} +",
         ] {
             assert!(simple_commands(line).is_err(), "{line} must be opaque");
         }
@@ -450,12 +580,21 @@ mod tests {
 
     #[test]
     fn a_grant_covers_a_subcommand_or_else_the_whole_command() {
-        let grant = |line: &str| CommandPattern::grant_for(&words(line)[0]).map(|p| p.to_string());
-        assert_eq!(grant("git status --short").as_deref(), Some("git status"));
-        assert_eq!(grant("cargo test -p x").as_deref(), Some("cargo test"));
-        assert_eq!(grant("rm -rf build").as_deref(), Some("rm -rf build"));
-        assert_eq!(grant("ls").as_deref(), Some("ls"));
-        assert_eq!(grant("./run.sh go").as_deref(), Some("./run.sh go"));
+        let grant = |line: &str| {
+            CommandPattern::grant_for(&words(line)[0]).map(|(p, exact)| (p.to_string(), exact))
+        };
+        let prefix = |p: &str| Some((p.to_owned(), false));
+        let exact = |p: &str| Some((p.to_owned(), true));
+        assert_eq!(grant("git status --short"), prefix("git status"));
+        assert_eq!(grant("cargo test -p x"), prefix("cargo test"));
+        assert_eq!(grant("rm -rf build"), exact("rm -rf build"));
+        assert_eq!(
+            grant("rm build"),
+            exact("rm build"),
+            "rm has no subcommands"
+        );
+        assert_eq!(grant("ls"), exact("ls"));
+        assert_eq!(grant("./run.sh go"), exact("./run.sh go"));
         assert_eq!(
             grant("echo 'a b'"),
             None,

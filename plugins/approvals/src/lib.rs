@@ -5,13 +5,16 @@
 //! # The decision
 //! The stage runs after the call's arguments matched its schema and every guard let it through,
 //! so a call its schema refuses never asks anyone. In order:
-//! 1. the tool's configured policy (`tools: {name: allow | ask | deny}`);
-//! 2. for an `execute` tool (`bash`), the command rules, matched on each *parsed* simple command
-//!    (a deny rule denies; a line whose every command an allow rule or a grant covers runs);
-//! 3. the session's grants (an earlier "always" answer: a tool, or a command pattern);
-//! 4. the tool's effect class, from its definition: calls that change nothing run;
-//! 5. the permission mode: `ask` asks, `auto` runs calls confined to the workspace and asks for
-//!    the rest, `never-ask` runs confined calls and denies the rest.
+//! 1. the tool's configured `deny` (`tools: {name: allow | ask | deny}`);
+//! 2. for an `execute` tool (`bash`), the command deny rules, matched on each *parsed* simple
+//!    command (a per-tool `allow` does not lift them);
+//! 3. the tool's configured `allow`;
+//! 4. the command allow rules and the session's grants (an earlier "always" answer: a tool, or
+//!    a command pattern): a line whose every command one of them covers runs;
+//! 5. the tool's configured `ask`;
+//! 6. the tool's effect class, from its definition: calls that change nothing run;
+//! 7. the permission mode: `ask` asks, `auto` runs calls confined to the workspace and asks
+//!    for the rest, `never-ask` runs confined calls and denies the rest.
 //!
 //! "Asks" means the [`Approver`] service an app provides; without one the call is denied, and the
 //! model is told why.
@@ -27,7 +30,7 @@ mod plugin;
 mod policy;
 
 pub use approver::{AllowAll, AllowListed, Answer, ApprovalRequest, Approver, ApproverService};
-pub use command::{CommandPattern, EmptyPattern, Opaque, simple_commands};
+pub use command::{CommandPattern, EmptyPattern, Opaque, Simple, simple_commands};
 pub use plugin::{
     ApprovalDecided, Approvals, ApprovalsPlugin, DecidedBy, Grant, MAX_GRANTS, grant_from,
 };

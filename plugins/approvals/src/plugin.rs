@@ -10,7 +10,7 @@ use futures_util::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 
 use crate::approver::{Answer, ApprovalRequest, ApproverService};
-use crate::command::{CommandPattern, simple_commands};
+use crate::command::{CommandPattern, Simple, simple_commands};
 use crate::policy::{ApprovalsConfig, Mode, Policy};
 
 /// Decisions kept for [`Approvals::take_decision`]; older ones are dropped first.
@@ -64,6 +64,24 @@ pub struct Grant {
     /// For an `execute` tool: the command pattern (`git status`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub command: Option<CommandPattern>,
+    /// The pattern must match the whole command (a command without a subcommand), not begin it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub exact: bool,
+}
+
+impl Grant {
+    /// True when the grant covers simple command `s` of a call of `tool`.
+    fn covers(&self, tool: &str, s: &Simple) -> bool {
+        self.tool == tool
+            && !s.beyond_words
+            && self.command.as_ref().is_some_and(|p| {
+                if self.exact {
+                    p.is(&s.words)
+                } else {
+                    p.allows(&s.words)
+                }
+            })
+    }
 }
 
 impl fmt::Display for Grant {
@@ -144,7 +162,7 @@ enum Verdict {
 
 /// The simple commands of a call of an `execute` tool with a `command` argument: `None` for
 /// other calls, `Some(Err(why))` for a line a rule cannot read.
-fn commands_of(call: &ToolCall, effect: Effect) -> Option<Result<Vec<Vec<String>>, String>> {
+fn commands_of(call: &ToolCall, effect: Effect) -> Option<Result<Vec<Simple>, String>> {
     if effect != Effect::Execute {
         return None;
     }
@@ -240,29 +258,26 @@ impl Approvals {
         found
     }
 
-    /// The decision procedure, before anyone is asked: the tool's configured policy, then
-    /// command rules, then grants, then the tool's effect class, then the mode.
+    /// The decision procedure, before anyone is asked: the tool's configured `deny`, then the
+    /// command deny rules, then its configured `allow`, then the command allow rules and the
+    /// grants, then its configured `ask`, then its effect class, then the mode.
     fn verdict(&self, call: &ToolCall, scope: Option<ScopeKey>, tool: &ToolDefinition) -> Verdict {
         let name = &call.name;
-        match self.config.tool_policy(name) {
-            Some(Policy::Deny) => {
-                return Verdict::Deny(
-                    Policy::Deny,
-                    DecidedBy::Policy,
-                    format!(
-                        "tool \"{name}\" is denied by the approvals policy (deny); do not call it again"
-                    ),
-                );
-            }
-            Some(Policy::Allow) => return Verdict::Allow(Policy::Allow, DecidedBy::Policy),
-            _ => {}
-        }
         let rules = &self.config.commands;
         let commands = commands_of(call, tool.effect);
+        if self.config.tool_policy(name) == Some(Policy::Deny) {
+            return Verdict::Deny(
+                Policy::Deny,
+                DecidedBy::Policy,
+                format!(
+                    "tool \"{name}\" is denied by the approvals policy (deny); do not call it again"
+                ),
+            );
+        }
         let mut unreadable = None;
         match &commands {
             Some(Ok(cmds)) => {
-                for words in cmds {
+                for Simple { words, .. } in cmds {
                     if let Some(rule) = rules.deny.iter().find(|r| r.denies(words)) {
                         let key = CommandPattern::key_of(words)
                             .map(|k| k.to_string())
@@ -280,15 +295,17 @@ impl Approvals {
             Some(Err(why)) => unreadable = Some(why.clone()),
             None => {}
         }
+        // After the deny rules: `tools: {bash: allow}` does not lift them.
+        if self.config.tool_policy(name) == Some(Policy::Allow) {
+            return Verdict::Allow(Policy::Allow, DecidedBy::Policy);
+        }
         let held = self.grants(scope);
         match &commands {
             Some(Ok(cmds)) if !cmds.is_empty() => {
-                let granted = |words: &Vec<String>| {
-                    held.iter().any(|g| {
-                        g.tool == *name && g.command.as_ref().is_some_and(|p| p.allows(words))
-                    })
-                };
-                let ruled = |words: &Vec<String>| rules.allow.iter().any(|r| r.allows(words));
+                // A rule or grant covers a command's words, never a file it writes.
+                let granted = |s: &Simple| held.iter().any(|g| g.covers(name, s));
+                let ruled =
+                    |s: &Simple| !s.beyond_words && rules.allow.iter().any(|r| r.allows(&s.words));
                 if cmds.iter().all(ruled) {
                     return Verdict::Allow(Policy::Allow, DecidedBy::Rule);
                 }
@@ -301,20 +318,24 @@ impl Approvals {
             }
             _ => {}
         }
-        let covered = |w: &Vec<String>| {
-            rules.allow.iter().any(|r| r.allows(w))
-                || held
-                    .iter()
-                    .any(|g| g.tool == *name && g.command.as_ref().is_some_and(|p| p.allows(w)))
+        let covered = |s: &Simple| {
+            !s.beyond_words
+                && (rules.allow.iter().any(|r| r.allows(&s.words))
+                    || held.iter().any(|g| g.covers(name, s)))
         };
         let grants = || match &commands {
             Some(Ok(cmds)) => cmds
                 .iter()
-                .filter(|w| !covered(w))
-                .map(|w| {
-                    CommandPattern::grant_for(w).map(|p| Grant {
+                .filter(|s| !covered(s))
+                .map(|s| {
+                    // What a command writes cannot be granted for later.
+                    let pattern = (!s.beyond_words)
+                        .then(|| CommandPattern::grant_for(&s.words))
+                        .flatten();
+                    pattern.map(|(p, exact)| Grant {
                         tool: name.clone(),
                         command: Some(p),
+                        exact,
                     })
                 })
                 .collect::<Option<BTreeSet<_>>>()
@@ -324,6 +345,7 @@ impl Approvals {
             None => vec![Grant {
                 tool: name.clone(),
                 command: None,
+                exact: false,
             }],
         };
         if self.config.tool_policy(name) == Some(Policy::Ask) {
@@ -509,12 +531,14 @@ impl Plugin for ApprovalsPlugin {
 pub fn grant_from(
     tool: &str,
     command: Option<&str>,
+    exact: bool,
 ) -> Result<Grant, crate::command::EmptyPattern> {
     Ok(Grant {
         tool: tool.to_owned(),
         command: command
             .map(|c| CommandPattern::try_from(c.to_owned()))
             .transpose()?,
+        exact,
     })
 }
 

@@ -90,6 +90,11 @@ pub struct McpConfig {
     /// Fail the entry when the first connection or tool list fails (default: keep retrying).
     #[serde(default)]
     pub fail_on_startup_error: bool,
+    /// Take the tools' effect class from the server's annotations (`readOnlyHint: true` runs
+    /// without asking). Off by default: a server could mark any tool read-only, so its tools
+    /// are undeclared (they ask) unless this entry trusts it.
+    #[serde(default)]
+    pub trust_annotations: bool,
     /// Reconnect policy.
     #[serde(default)]
     pub reconnect: Reconnect,
@@ -146,6 +151,7 @@ impl McpConfig {
             headers: BTreeMap::new(),
             call_timeout_ms: default_call_timeout(),
             fail_on_startup_error: false,
+            trust_annotations: false,
             reconnect: Reconnect::default(),
             max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
         }

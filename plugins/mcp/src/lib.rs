@@ -698,7 +698,11 @@ impl Bridge {
             async move { link.call(&raw, args).await }
         })
         .with_timeout(self.config.call_timeout())
-        .with_effect(effect_of(tool));
+        .with_effect(if self.config.trust_annotations {
+            effect_of(tool)
+        } else {
+            cordis_tools::Effect::Unknown
+        });
         def.validate().map_err(|e| e.to_string())?;
         Ok(def)
     }
@@ -876,8 +880,9 @@ mod size_tests {
     }
 }
 
-/// The effect class a server's annotations declare: `readOnlyHint` reads, `openWorldHint`
-/// reaches the network; otherwise undeclared (a call may do anything, so it asks).
+/// The effect class a trusted server's annotations declare: `readOnlyHint` reads,
+/// `openWorldHint` reaches the network; otherwise undeclared (a call may do anything, so it
+/// asks).
 fn effect_of(tool: &Tool) -> cordis_tools::Effect {
     let hints = tool.annotations.as_ref();
     if hints.and_then(|a| a.read_only_hint) == Some(true) {

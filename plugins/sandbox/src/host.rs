@@ -30,7 +30,21 @@ pub(crate) fn blank_environment_block() -> io::Result<()> {
     if end <= start {
         return Ok(());
     }
-    for (name, value) in std::env::vars_os() {
+    let vars: Vec<_> = std::env::vars_os().collect();
+    // A name `set_var` refuses (empty, or holding `=` or NUL, possible through `env`) would be
+    // lost by the blanking: keep the block as it is then.
+    if let Some((odd, _)) = vars.iter().find(|(name, _)| {
+        let bytes = name.as_encoded_bytes();
+        bytes.is_empty() || bytes.contains(&b'=') || bytes.contains(&0)
+    }) {
+        return Err(io::Error::other(format!(
+            "the environment holds a variable named {odd:?}, which cannot be moved"
+        )));
+    }
+    for (name, value) in vars {
+        if value.as_encoded_bytes().contains(&0) {
+            continue;
+        }
         // SAFETY: called first thing in `main`, before any other thread exists (the documented
         // contract of `protect_host`), so no one reads the environment meanwhile.
         unsafe { std::env::set_var(name, value) };

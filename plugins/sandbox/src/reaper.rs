@@ -9,16 +9,28 @@
 
 use std::io;
 use std::os::fd::RawFd;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
-/// `CAP_SYS_PTRACE` (linux/capability.h).
-const CAP_SYS_PTRACE: libc::c_ulong = 19;
+/// The highest capability number this code knows (`CAP_CHECKPOINT_RESTORE`, linux 5.9); a
+/// higher one the kernel has is refused by `PR_CAPBSET_DROP` harmlessly or dropped too.
+const CAP_LAST: libc::c_ulong = 63;
 
 /// Set by the reaper's `SIGTERM` handler: stop the command now.
 static STOP: AtomicBool = AtomicBool::new(false);
 
+/// The command's pid, once forked (0 before): the handler kills it itself, so a `SIGTERM`
+/// landing between the loop's check and its `waitpid` is not lost.
+static COMMAND: AtomicI32 = AtomicI32::new(0);
+
 extern "C" fn on_term(_signal: libc::c_int) {
     STOP.store(true, Ordering::SeqCst);
+    let command = COMMAND.load(Ordering::SeqCst);
+    if command > 0 {
+        // SAFETY: kill(2) is async-signal-safe; the pid is the reaper's own unreaped child.
+        unsafe {
+            let _ = libc::kill(command, libc::SIGKILL);
+        }
+    }
 }
 
 /// Makes `command` apply its restrictions in the child before `exec` (the Landlock ruleset
@@ -61,11 +73,13 @@ fn confine(
             return Err(io::Error::last_os_error());
         }
         if let Some(fd) = landlock {
-            // Without CAP_SYS_PTRACE (which root has) no process of the sandbox can read a
-            // non-dumpable process's memory or `/proc/PID/environ` (the host's, the reaper's):
-            // root's capabilities after exec come from the bounding set. A user without the
-            // capability cannot drop it (EPERM) and does not need to.
-            let _ = libc::prctl(libc::PR_CAPBSET_DROP, CAP_SYS_PTRACE, 0, 0, 0);
+            // No capability survives into the sandbox (root's capabilities after exec come from
+            // the bounding set): without CAP_SYS_PTRACE no process of it can read a
+            // non-dumpable process's memory (the host's, the reaper's). A user without
+            // CAP_SETPCAP cannot drop them (EPERM) and has none to drop.
+            for cap in 0..=CAP_LAST {
+                let _ = libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0);
+            }
             if libc::syscall(libc::SYS_landlock_restrict_self, fd, 0u32) != 0 {
                 return Err(io::Error::last_os_error());
             }
@@ -116,6 +130,12 @@ pub(crate) fn stop(pid: u32) {
 fn become_reaper() -> io::Result<()> {
     // SAFETY (whole function): async-signal-safe system calls only, see `install`.
     unsafe {
+        // A session of its own: the command has no controlling terminal, so it cannot open
+        // the host's `/dev/tty` (and push keystrokes into it with TIOCSTI); the reaper is the
+        // leader of its process group, whose id the host knows.
+        if libc::setsid() < 0 {
+            return Err(io::Error::last_os_error());
+        }
         if libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0 {
             return Err(io::Error::last_os_error());
         }
@@ -132,13 +152,23 @@ fn become_reaper() -> io::Result<()> {
         if libc::sigaction(libc::SIGTERM, &action, std::ptr::null_mut()) != 0 {
             return Err(io::Error::last_os_error());
         }
+        // The host going away (a crash) stops the command too; a host already gone is seen
+        // by the parent check.
+        let host = libc::getppid();
+        let _ = libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM, 0, 0, 0);
+        if libc::getppid() != host {
+            STOP.store(true, Ordering::SeqCst);
+        }
         let command = libc::fork();
         if command < 0 {
             return Err(io::Error::last_os_error());
         }
         if command == 0 {
+            // The command: no reaper's death signal, and exec resets the SIGTERM handler.
+            let _ = libc::prctl(libc::PR_SET_PDEATHSIG, 0, 0, 0, 0);
             return Ok(());
         }
+        COMMAND.store(command, Ordering::SeqCst);
         reap(command)
     }
 }
@@ -150,7 +180,18 @@ unsafe fn reap(command: libc::pid_t) -> ! {
     unsafe {
         // Holding no descriptor: the host's pipes close when the command's tree is gone, and
         // std's exec-error pipe closes at the command's exec.
-        let _ = libc::syscall(libc::SYS_close_range, 0u32, u32::MAX, 0u32);
+        if libc::syscall(libc::SYS_close_range, 0u32, u32::MAX, 0u32) != 0 {
+            // Before Linux 5.9 (or a seccomp profile refusing it): one by one.
+            let mut limit: libc::rlimit = std::mem::zeroed();
+            let top = if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 {
+                limit.rlim_cur.min(1 << 16) as libc::c_int
+            } else {
+                1024
+            };
+            for fd in 0..top {
+                let _ = libc::close(fd);
+            }
+        }
         let mut status: libc::c_int = 0;
         let mut finished = false;
         while !finished {
@@ -190,6 +231,7 @@ unsafe fn kill_descendants() {
     unsafe {
         let mut path = [0u8; 64];
         let _ = children_path(&mut path, libc::getpid());
+        let mut unlisted = 0u32;
         loop {
             let fd = libc::open(path.as_ptr().cast(), libc::O_RDONLY | libc::O_CLOEXEC);
             if fd < 0 {
@@ -228,8 +270,21 @@ unsafe fn kill_descendants() {
             let mut s: libc::c_int = 0;
             // With no child left, waitpid fails with ECHILD: done.
             let reaped = libc::waitpid(-1, &mut s, if any { 0 } else { libc::WNOHANG });
-            if reaped <= 0 && !any {
+            if reaped < 0 {
                 return;
+            }
+            if reaped == 0 && !any {
+                // Children the listing did not show yet (one being re-parented): look again
+                // shortly, for at most a second, then leave rather than hang the call.
+                unlisted += 1;
+                if unlisted > 100 {
+                    return;
+                }
+                let pause = libc::timespec {
+                    tv_sec: 0,
+                    tv_nsec: 10_000_000,
+                };
+                let _ = libc::nanosleep(&pause, std::ptr::null_mut());
             }
         }
     }

@@ -84,14 +84,14 @@ pub(crate) fn prepare(confinement: &Confinement) -> Result<Prepared, SandboxErro
         }
         Confinement::Sandbox(sandbox) if sandbox.mode == SandboxMode::FullAccess => Ok(Prepared {
             landlock: None,
-            seccomp: (!sandbox.network).then(network_filter).transpose()?,
+            seccomp: filter(sandbox)?,
         }),
         Confinement::Sandbox(sandbox) => Ok(Prepared {
             landlock: Some(enforced(
                 sandbox.mode,
                 Option::<OwnedFd>::from(ruleset(sandbox)?),
             )?),
-            seccomp: (!sandbox.network).then(network_filter).transpose()?,
+            seccomp: filter(sandbox)?,
         }),
     }
 }
@@ -137,28 +137,41 @@ fn ruleset(sandbox: &Sandbox) -> Result<RulesetCreated, SandboxError> {
         .map_err(e)
 }
 
-/// Refuses IPv4, IPv6 and packet sockets (`EACCES`) and io_uring (whose socket operations
-/// would bypass the `socket()` check).
-fn network_filter() -> Result<BpfProgram, SandboxError> {
-    let error = rules_error(SandboxMode::WorkspaceWrite);
+/// The seccomp program of a sandbox: without network, `socket()` of any family but Unix and
+/// netlink (`EACCES`) and io_uring (whose socket operations would bypass the `socket()` check);
+/// on a Landlock ABI without truncate rights (before 3), `truncate(2)` too. x32 system calls
+/// (x86-64's second table) get the same rules.
+fn filter(sandbox: &Sandbox) -> Result<Option<BpfProgram>, SandboxError> {
+    let error = rules_error(sandbox.mode);
     let e = |e: seccompiler::BackendError| error(format!("seccomp: {e}"));
-    let domain = |family: i32| -> Result<SeccompRule, SandboxError> {
-        let condition =
-            SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, family as u64)
-                .map_err(e)?;
-        SeccompRule::new(vec![condition]).map_err(e)
-    };
-    let sockets = vec![
-        domain(libc::AF_INET)?,
-        domain(libc::AF_INET6)?,
-        domain(libc::AF_PACKET)?,
-    ];
-    let rules = [
-        (libc::SYS_socket, sockets),
-        (libc::SYS_io_uring_setup, Vec::new()),
-    ]
-    .into_iter()
-    .collect();
+    let mut rules: std::collections::BTreeMap<i64, Vec<SeccompRule>> = Default::default();
+    if !sandbox.network {
+        let not = |family: i32| {
+            SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Ne, family as u64)
+        };
+        let other_family = SeccompRule::new(vec![
+            not(libc::AF_UNIX).map_err(e)?,
+            not(libc::AF_NETLINK).map_err(e)?,
+        ])
+        .map_err(e)?;
+        let _ = rules.insert(libc::SYS_socket, vec![other_family]);
+        let _ = rules.insert(libc::SYS_io_uring_setup, Vec::new());
+    }
+    let old_landlock =
+        sandbox.mode != SandboxMode::FullAccess && landlock_abi().is_some_and(|abi| abi < 3);
+    if old_landlock {
+        let _ = rules.insert(libc::SYS_truncate, Vec::new());
+    }
+    if rules.is_empty() {
+        return Ok(None);
+    }
+    #[cfg(target_arch = "x86_64")]
+    {
+        const X32: i64 = 0x4000_0000;
+        let x32: Vec<(i64, Vec<SeccompRule>)> =
+            rules.iter().map(|(nr, r)| (nr | X32, r.clone())).collect();
+        rules.extend(x32);
+    }
     let arch = std::env::consts::ARCH
         .try_into()
         .map_err(|err: seccompiler::BackendError| error(format!("seccomp: {err}")))?;
@@ -169,7 +182,7 @@ fn network_filter() -> Result<BpfProgram, SandboxError> {
         arch,
     )
     .map_err(e)?;
-    filter.try_into().map_err(e)
+    filter.try_into().map(Some).map_err(e)
 }
 
 /// Fail closed: a sandbox the kernel cannot enforce (no ruleset descriptor: no Landlock) is an

@@ -210,6 +210,9 @@ pub struct GrantData {
     /// The command pattern (`git status`), for a command tool.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub command: Option<String>,
+    /// The pattern matches the whole command, not its beginning.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub exact: bool,
 }
 
 data!(/// `permissions/mode`: the session runs with this permission mode from here on.

@@ -178,8 +178,7 @@ pub async fn run_bash(
         .env("TMPDIR", temp.path())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
+        .stderr(Stdio::piped());
     let sandbox = cordis_sandbox::Confinement::Sandbox(config.sandbox_for(root, temp.path()));
     let spawned = cordis_sandbox::spawn(command, &sandbox, cordis_sandbox::Reap::Tree);
     let mut child = spawned.map_err(|e| match e {
@@ -189,7 +188,8 @@ pub async fn run_bash(
         },
         other => ShellError::Sandbox(other),
     })?;
-    // The reaper is the group leader, so its pid is the group id.
+    // The reaper leads a session and process group of its own (it calls `setsid`), so its
+    // pid is the group id.
     let leader = child.id().and_then(|id| Pid::from_raw(id as i32));
     let mut group = Group(leader);
     let stdout = child.stdout.take();
@@ -214,7 +214,11 @@ pub async fn run_bash(
         let mut drained = false;
         let status = loop {
             tokio::select! {
-                s = child.wait() => break s.ok(),
+                s = child.wait() => {
+                    // Reaped: its pid may be reused from now on, so it is never signalled again.
+                    group.0 = None;
+                    break s.ok();
+                }
                 () = &mut deadline => break None,
                 _ = &mut reading, if !drained => drained = true,
             }

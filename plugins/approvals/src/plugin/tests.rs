@@ -371,13 +371,19 @@ async fn always_for_git_status_grants_that_command_only_and_the_decision_carries
         ("c3", "git push"),
         ("c4", "git status; rm -rf x"),
         ("c5", "git status $(rm -rf x)"),
+        ("c5b", "git status > ~/.bashrc"),
     ] {
         let r = h.reg.execute(command("bash", id, line), s).await;
         assert!(r.is_error, "{line} must ask");
     }
     assert_eq!(
         refuse.asked(),
-        ["git push", "git status; rm -rf x", "git status $(rm -rf x)"]
+        [
+            "git push",
+            "git status; rm -rf x",
+            "git status $(rm -rf x)",
+            "git status > ~/.bashrc"
+        ]
     );
     // Never another tool, never another session.
     let r = h
@@ -538,4 +544,64 @@ async fn a_second_approvals_entry_is_refused() {
     let e = reg.set_approval(&root, Arc::new(again)).unwrap_err();
     assert!(e.to_string().contains("already installed"), "{e}");
     root.dispose();
+}
+
+#[tokio::test]
+async fn deny_rules_hold_under_an_allow_policy_and_a_whole_command_grant_is_exact() {
+    let config: ApprovalsConfig = serde_json::from_value(json!({
+        "tools": {"bash": "allow"}, "commands": {"deny": ["git push"]}
+    }))
+    .unwrap();
+    let h = harness(config).await;
+    let r = h
+        .reg
+        .execute(command("bash", "c1", "git -C x push"), None)
+        .await;
+    assert!(denied(&r).contains("approvals rule \"git push\""), "{r:?}");
+    assert!(
+        !h.reg
+            .execute(command("bash", "c2", "ls"), None)
+            .await
+            .is_error
+    );
+    h.root.dispose();
+
+    let h = harness(ApprovalsConfig::default()).await;
+    let always = Counting::new(Answer::AllowAlways);
+    let a = approve_with(&h.root, always.clone());
+    let s = Some(ScopeKey(4));
+    assert!(
+        !h.reg
+            .execute(command("bash", "c1", "rm -rf build"), s)
+            .await
+            .is_error
+    );
+    a.dispose();
+    let refuse = Counting::new(Answer::Deny(None));
+    let _r = approve_with(&h.root, refuse.clone());
+    assert!(
+        !h.reg
+            .execute(command("bash", "c2", "rm -rf build"), s)
+            .await
+            .is_error
+    );
+    for (id, line) in [
+        ("c3", "rm -rf build ~"),
+        ("c4", "GIT_DIR=x rm -rf build"),
+        ("c5", "PATH=.; rm -rf build"),
+    ] {
+        assert!(
+            h.reg.execute(command("bash", id, line), s).await.is_error,
+            "{line}"
+        );
+    }
+    assert_eq!(
+        refuse.asked(),
+        [
+            "rm -rf build ~",
+            "GIT_DIR=x rm -rf build",
+            "PATH=.; rm -rf build"
+        ]
+    );
+    h.root.dispose();
 }
