@@ -201,6 +201,16 @@ impl Approvals {
             .unwrap_or(self.config.mode)
     }
 
+    /// The mode of the nearest scope of `chain` (a scope and its parents, nearest first) that
+    /// chose one, else the configured one: a subagent runs under its session's choice.
+    pub fn mode_along(&self, chain: &[ScopeKey]) -> Mode {
+        let state = self.state();
+        chain
+            .iter()
+            .find_map(|s| state.modes.get(s).copied())
+            .unwrap_or(self.config.mode)
+    }
+
     /// Sets the mode of `scope` (a session's `--permissions` or `/permissions`).
     pub fn set_mode(&self, scope: ScopeKey, mode: Mode) {
         let _ = self.state().modes.insert(scope, mode);
@@ -261,7 +271,13 @@ impl Approvals {
     /// The decision procedure, before anyone is asked: the tool's configured `deny`, then the
     /// command deny rules, then its configured `allow`, then the command allow rules and the
     /// grants, then its configured `ask`, then its effect class, then the mode.
-    fn verdict(&self, call: &ToolCall, scope: Option<ScopeKey>, tool: &ToolDefinition) -> Verdict {
+    fn verdict(
+        &self,
+        call: &ToolCall,
+        scope: Option<ScopeKey>,
+        chain: &[ScopeKey],
+        tool: &ToolDefinition,
+    ) -> Verdict {
         let name = &call.name;
         let rules = &self.config.commands;
         let commands = commands_of(call, tool.effect);
@@ -356,7 +372,7 @@ impl Approvals {
         }
         // A deny rule that cannot be checked must not be passed by the mode.
         let confined = tool.confined && (unreadable.is_none() || rules.deny.is_empty());
-        match self.mode_for(scope) {
+        match self.mode_along(chain) {
             Mode::Ask => Verdict::Ask(grants()),
             Mode::Auto if confined => Verdict::Allow(Policy::Allow, DecidedBy::Mode),
             Mode::Auto => Verdict::Ask(grants()),
@@ -477,7 +493,12 @@ impl ApprovalStage for Stage {
         scope: Option<ScopeKey>,
         tool: &ToolDefinition,
     ) -> BoxFuture<'static, Result<(), String>> {
-        let verdict = self.approvals.verdict(call, scope, tool);
+        let chain = match (scope, self.ctx.get::<ToolRegistry>()) {
+            (Some(s), Some(registry)) => registry.chain(s),
+            (Some(s), None) => vec![s],
+            (None, _) => Vec::new(),
+        };
+        let verdict = self.approvals.verdict(call, scope, &chain, tool);
         Box::pin(
             self.approvals
                 .clone()

@@ -332,6 +332,19 @@ async fn a_session_may_choose_its_own_mode() {
         .execute(call("write_file", "c1"), Some(ScopeKey(8)))
         .await;
     assert!(r.is_error, "ask elsewhere");
+    // A child scope bound under 9 (a subagent) runs under its session's choice.
+    let child = h.root.child_scope("child");
+    let child_key = ScopeKey::from(child.id());
+    let _bind = h
+        .reg
+        .bind_parent(&child.context().unwrap(), child_key, ScopeKey(9))
+        .unwrap();
+    assert_eq!(approvals.mode_along(&h.reg.chain(child_key)), Mode::Auto);
+    let r = h
+        .reg
+        .execute(call("write_file", "c2"), Some(child_key))
+        .await;
+    assert!(!r.is_error, "auto through the parent: {r:?}");
     approvals.forget(ScopeKey(9));
     assert_eq!(approvals.mode_for(Some(ScopeKey(9))), Mode::Ask);
     h.root.dispose();
