@@ -139,6 +139,52 @@ impl Capped {
     }
 }
 
+/// The name every command temp dir starts with; the host's pid follows.
+const TEMP_PREFIX: &str = "cordis-bash-";
+
+/// A command's private temp dir (0700, named `cordis-bash-<host pid>-…`). The first call of a
+/// process also removes the dirs of hosts that are gone (one killed mid-command never removed
+/// its own), so they do not pile up.
+fn private_temp_dir() -> std::io::Result<tempfile::TempDir> {
+    static SWEPT: std::sync::Once = std::sync::Once::new();
+    SWEPT.call_once(sweep_stale_temp_dirs);
+    tempfile::Builder::new()
+        .prefix(&format!("{TEMP_PREFIX}{}-", std::process::id()))
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
+        .tempdir()
+}
+
+/// Removes `cordis-bash-<pid>-…` dirs of this user whose host process no longer exists.
+fn sweep_stale_temp_dirs() {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
+    let me = rustix::process::geteuid().as_raw();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(TEMP_PREFIX))
+            .and_then(|rest| rest.split_once('-'))
+            .and_then(|(pid, _)| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        // Never through a symlink, never another user's, never a live host's.
+        let Ok(meta) = std::fs::symlink_metadata(entry.path()) else {
+            continue;
+        };
+        if !meta.is_dir()
+            || meta.uid() != me
+            || std::path::Path::new(&format!("/proc/{pid}")).exists()
+        {
+            continue;
+        }
+        let _ = std::fs::remove_dir_all(entry.path());
+    }
+}
+
 /// Runs `arguments.command` with `<shell> -c` in `root`, in the sandbox `config` describes,
 /// with a private temp dir as `TMPDIR` (removed afterwards).
 ///
@@ -164,10 +210,7 @@ pub async fn run_bash(
     if timeout_ms == 0 {
         return Err(ShellError::ZeroTimeout);
     }
-    let temp = tempfile::Builder::new()
-        .prefix("cordis-bash-")
-        .tempdir()
-        .map_err(ShellError::Temp)?;
+    let temp = private_temp_dir().map_err(ShellError::Temp)?;
     let mut command = tokio::process::Command::new(&config.shell);
     let _ = command
         .arg("-c")

@@ -399,3 +399,31 @@ async fn a_process_that_leaves_the_group_is_gone_when_the_call_ends() {
         wait_dead(read_pid(&pid_file).await).await;
     }
 }
+
+#[test]
+fn temp_dirs_are_private_and_those_of_gone_hosts_are_swept() {
+    use std::os::unix::fs::PermissionsExt;
+    let own = private_temp_dir().unwrap();
+    let mode = std::fs::metadata(own.path()).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o700);
+    // A host that is gone: a process that ran and was reaped.
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let gone = child.id();
+    child.wait().unwrap();
+    let tmp = std::env::temp_dir();
+    let stale = tmp.join(format!("{TEMP_PREFIX}{gone}-stale"));
+    std::fs::create_dir_all(stale.join("inner")).unwrap();
+    let target = tempfile::tempdir().unwrap();
+    let link = tmp.join(format!("{TEMP_PREFIX}{gone}-link"));
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink(target.path(), &link).unwrap();
+    std::fs::write(target.path().join("kept"), "x").unwrap();
+    sweep_stale_temp_dirs();
+    assert!(!stale.exists(), "a gone host's dir is removed");
+    assert!(own.path().exists(), "a live host's dir stays");
+    assert!(
+        target.path().join("kept").exists(),
+        "a symlink is never followed"
+    );
+    let _ = std::fs::remove_file(&link);
+}
