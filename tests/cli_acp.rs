@@ -6,8 +6,8 @@
 //! session ids as `{{sessionId}}` (`{{sessionId2}}`, … in order of appearance), the ids of the
 //! agent's own requests as `{{requestId}}` and the test's directory as `{{cwd}}`. `CORDIS_SNAPSHOT=record` rewrites them instead of comparing.
 
-mod cli_acp_common;
-mod common;
+use crate::cli_acp_common;
+use crate::common;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

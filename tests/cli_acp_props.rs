@@ -10,7 +10,7 @@
 //!   of tokens, an error when the model failed;
 //! - `session/load` replays exactly what was streamed live (plus the user's side).
 
-mod cli_acp_common;
+use crate::cli_acp_common;
 
 use std::collections::BTreeMap;
 use std::io::Write;

@@ -1,6 +1,6 @@
 //! `cordis call`: boot a config and call one tool, as a plugin author does while writing one.
 
-mod common;
+use crate::common;
 
 use common::cordis;
 

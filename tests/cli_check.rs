@@ -1,6 +1,6 @@
 //! `cordis check` on good and bad fixtures: messages, JSON and exit codes.
 
-mod common;
+use crate::common;
 
 use common::{cordis, fixture};
 

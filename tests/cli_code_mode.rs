@@ -1,7 +1,7 @@
 //! `cordis run` over a Code Mode composition: the scripted model calls `run_code` with a program
 //! making two tool calls; the transcript shows the sub-calls and the session log holds them.
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 

@@ -1,7 +1,7 @@
 //! `cordis history` on sessions made by `cordis run` with the offline scripted model: pages,
 //! tool cards, JSON, reading while the run holds the session, and its errors.
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -1,7 +1,7 @@
 //! Hostile and careless input to the CLI: whatever a file or a plugin says reaches the terminal
 //! escaped, and no size of it panics the renderer.
 
-mod common;
+use crate::common;
 
 use common::cordis;
 

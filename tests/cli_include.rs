@@ -2,7 +2,7 @@
 //! and patches it, the errors of included files named after their include chain, and
 //! `check --watch` reloading when only an included file changes.
 
-mod common;
+use crate::common;
 
 use std::process::{Command, Stdio};
 

@@ -2,7 +2,7 @@
 //! preset, `permute`/`stress --preset` determinism, and `run --preset` / `/preset` (piped and in
 //! a pseudo-terminal), each against the bundled cordis.yml.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -1,6 +1,6 @@
 //! `cordis run` as a user runs it: the bundled cordis.yml offline, piped stdin, session files.
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::path::Path;

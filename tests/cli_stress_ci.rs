@@ -1,7 +1,7 @@
 //! `cordis stress` for CI: shard reports and their merge, JUnit files, time budgets and GitHub
 //! annotations, driven through the CLI as a CI job would.
 
-mod common;
+use crate::common;
 
 use common::{cordis, fixture};
 

@@ -2,7 +2,7 @@
 //! terminal, no bar (and no escape codes) when stderr is piped, and the summary line always.
 #![cfg(unix)]
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 use std::time::Duration;

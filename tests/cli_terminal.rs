@@ -3,7 +3,7 @@
 //! stderr lock held for a whole run once hid a prompt that never appeared.)
 #![cfg(unix)]
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -1,7 +1,7 @@
 //! `cordis check --watch` as a person uses it: start it on a copy of the bundled cordis.yml,
 //! edit the file, read the reload summary, break the file, see the last good config kept.
 
-mod common;
+use crate::common;
 
 use std::process::{Command, Stdio};
 

@@ -2,7 +2,7 @@
 //! runs a command to check it, with approvals, and the transcript and session log show it.
 #![cfg(unix)]
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -4,7 +4,7 @@
 //! second user on the same machine. Every case runs the real `cordis` binary.
 #![cfg(unix)]
 
-mod common;
+use crate::common;
 
 use std::ffi::OsStr;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};

@@ -2,8 +2,7 @@
 //! that timed out while its plugin is still stuck in it.
 #![cfg(unix)]
 
-#[path = "common/plugins.rs"]
-mod plugins;
+use crate::common::plugins;
 
 use std::time::Duration;
 

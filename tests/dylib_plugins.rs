@@ -2,7 +2,7 @@
 //! plugins, and every way a library can be bad failing its own entry while the host goes on.
 #![cfg(unix)]
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::time::Duration;

@@ -4,8 +4,7 @@
 //! the loader preloads dylib entries (open, `create`, `describe`) before the seeded applies.
 #![cfg(unix)]
 
-#[path = "common/plugins.rs"]
-mod plugins;
+use crate::common::plugins;
 
 use cordis_host::boot_blocking;
 use cordis_host::plan::{PlanOptions, load_plan};

@@ -1,6 +1,6 @@
 //! The loader under seeded schedules: replay, diversity, timeouts and fault-injected stress.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 
@@ -130,7 +130,7 @@ fn a_hang_becomes_a_timeout_failure_and_the_others_still_load() {
 }
 
 /// Seeds for the fault-injected stress: `CORDIS_STRESS_SEEDS=10000 cargo test -p cordis-host
-/// --release --test loader_schedule fault_injected` runs the long version.
+/// --release --test suite loader_schedule::fault_injected` runs the long version.
 fn stress_seeds() -> u64 {
     std::env::var("CORDIS_STRESS_SEEDS")
         .ok()

@@ -2,7 +2,7 @@
 //! its entry pending with the reason (a warning, exit 0), and fails the boot only with
 //! `failOnStartupError`; a bad server name points at its value.
 
-mod common;
+use crate::common;
 
 use common::{cordis, fixture};
 

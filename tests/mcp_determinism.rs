@@ -6,7 +6,7 @@
 //! CI runs 60 seeds; `cordis stress tests/fixtures/mcp/three-servers.yml --seeds 500` (with
 //! `CORDIS_MCP_FIXTURE` set) is the full run.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

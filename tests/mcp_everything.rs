@@ -3,7 +3,7 @@
 //! check` and `cordis call`, over stdio and over streamable HTTP. Without `node` and `npm` on PATH it prints a `SKIPPED:` line and
 //! passes (CI has both, so it runs there).
 
-mod common;
+use crate::common;
 
 use std::process::{Command, Stdio};
 

@@ -7,8 +7,7 @@
 
 use cordis::host::plan::{LoadPlan, PlanOptions, load_plan};
 
-#[path = "common/brute.rs"]
-mod brute;
+use crate::common::brute;
 use brute::brute;
 
 const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/code-mode.yml");

@@ -2,14 +2,12 @@
 //! SDK, one in C) among the tool-registering entries, every order one digest.
 #![cfg(unix)]
 
-#[path = "common/plugins.rs"]
-mod plugins;
+use crate::common::plugins;
 
 use cordis::host::permute::{factorial, tool_entries};
 use cordis::host::plan::{PlanOptions, load_plan};
 
-#[path = "common/brute.rs"]
-mod brute;
+use crate::common::brute;
 use brute::brute;
 
 #[test]

@@ -6,8 +6,7 @@
 use cordis::host::permute::factorial;
 use cordis::host::plan::{LoadPlan, PlanOptions, load_plan};
 
-#[path = "common/brute.rs"]
-mod brute;
+use crate::common::brute;
 use brute::brute;
 
 /// Tool names chosen so registration order, `str` order and UTF-16 order all disagree somewhere:
@@ -123,7 +122,7 @@ fn the_bundled_permutation_fixture_matches_the_generated_one() {
     assert_eq!(
         on_disk,
         config(8, None),
-        "re-record with CORDIS_RECORD=1 cargo test --test permute_tool_order"
+        "re-record with CORDIS_RECORD=1 cargo test --test suite permute_tool_order::"
     );
 }
 

@@ -1,7 +1,7 @@
 //! Two agents on different presets in one process each keep their own request digest, the one
 //! `cordis check --preset` prints, however the other agents come and go.
 
-mod common;
+use crate::common;
 
 use cordis::builtins::{for_config, standard};
 use cordis::host::loader::boot;

@@ -3,7 +3,7 @@
 //! again.
 #![cfg(unix)]
 
-mod common;
+use crate::common;
 
 use common::plugins::{self, lib, lib_name};
 

@@ -278,7 +278,7 @@ fn every_scenario_replays_to_its_recorded_log_and_transcript() {
     }
     assert!(
         failures.is_empty(),
-        "{}\n(re-record with CORDIS_SNAPSHOT=record cargo test --test snapshots)",
+        "{}\n(re-record with CORDIS_SNAPSHOT=record cargo test --test suite snapshots::)",
         failures.join("\n\n")
     );
 }

@@ -1,7 +1,7 @@
 //! Whole-session determinism: `cordis stress --exercise` boots, holds a scripted conversation
 //! whose tool calls run in parallel, disposes, and compares the session logs of every seed.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 

@@ -1,6 +1,7 @@
 //! Helpers for root tests that spawn the `cordis` binary and read its output as it runs.
 #![allow(dead_code)]
 
+pub mod brute;
 pub mod plugins;
 pub mod pty;
 

@@ -1,0 +1,36 @@
+//! The root integration tests but the plugin-library ones: one test binary (linking one binary
+//! instead of one per file was most of a 2-core CI build), each file a module named for what it
+//! tests. Run one file's tests with `cargo test --test suite cli_run::`. The plugin-library
+//! tests are `tests/dylib.rs` (they load libraries into the test process) and
+//! `tests/dylib_hang.rs` (it leaves hung plugin threads in its process on purpose).
+
+mod cli_acp_common;
+mod common;
+
+mod cli_acp;
+mod cli_acp_props;
+mod cli_call;
+mod cli_check;
+mod cli_code_mode;
+mod cli_history;
+mod cli_hostile;
+mod cli_include;
+mod cli_presets;
+mod cli_run;
+mod cli_stress_ci;
+mod cli_stress_progress;
+mod cli_terminal;
+mod cli_watch;
+mod cli_workspace_agent;
+mod loader_schedule;
+mod mcp_cli;
+mod mcp_determinism;
+mod mcp_everything;
+mod permute_code_mode;
+mod permute_tool_order;
+mod presets;
+mod presets_determinism;
+mod runtime_lifecycle;
+mod serde_json_order;
+mod snapshots;
+mod stress_exercise;
