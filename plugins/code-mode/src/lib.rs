@@ -26,13 +26,12 @@
 //! assert!(sdk.contains("  /** Read a file. */\n  read: {\n    path: string;\n  } & Record<string, JsonValue>;"));
 //! ```
 
-mod order;
 mod result;
 mod run_code;
 mod schema_ts;
 mod sdk;
 
-pub use order::compare_utf16;
+pub use cordis_schema::compare_utf16;
 pub use result::{NO_OUTPUT, render_json, render_run_failure, render_run_result};
 pub use run_code::{
     CODE_ONLY_RULE, CODE_ONLY_SECTION, CODE_ONLY_SECTION_ORDER, Language, RUN_CODE_NAME,

@@ -2,9 +2,9 @@
 
 use serde_json::Value;
 
-use crate::order::compare_utf16;
 use crate::run_code::RUN_CODE_NAME;
 use crate::schema_ts::{doc_comment, json_schema_to_ts, render_key};
+use cordis_schema::compare_utf16;
 
 /// One tool as the SDK declares it; the integrator maps its own schema type onto this.
 #[derive(Debug, Clone, Copy, PartialEq)]

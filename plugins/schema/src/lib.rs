@@ -7,6 +7,7 @@
 //!   keys sorted by their UTF-8 bytes, no whitespace), used for request headers, session logs and
 //!   digests alike.
 //! - [`hex`]: lowercase hex of bytes, for hashes.
+//! - [`compare_utf16`]: the one name order (UTF-16 code units, as JavaScript sorts).
 //! - [`RequestConfig`]: the default call configuration of a model request, as a service.
 //! - [`IdentityMemo`] and [`shared_canonical_bytes`]: what is derived from a shared schema,
 //!   remembered by the schema's allocation (see [`memo`]).
@@ -22,6 +23,7 @@
 mod canonical;
 mod hex;
 pub mod memo;
+mod order;
 mod request;
 mod scope;
 mod tool;
@@ -29,6 +31,7 @@ mod tool;
 pub use canonical::{canonical_bytes, canonical_json, canonicalize, is_canonical};
 pub use hex::hex;
 pub use memo::{IdentityMemo, shared_canonical_bytes};
+pub use order::compare_utf16;
 pub use request::RequestConfig;
 pub use scope::ScopeKey;
 pub use tool::ToolSchema;

@@ -10,7 +10,6 @@
 //! The output depends only on the set of schemas (and `toolOrder`), never on provider order,
 //! except that schemas sharing a name keep their input order (the assembly rejects those anyway).
 
-use std::cmp::Ordering;
 use std::collections::BTreeSet;
 
 use crate::error::{AssembleError, ToolOrderError};
@@ -19,13 +18,7 @@ use crate::schema::ToolSchema;
 /// The `toolOrder` entry where every unlisted tool is inserted; reserved as a tool name.
 pub const TOOL_ORDER_REST: &str = "<unlisted-tools>";
 
-/// Compares two strings by their UTF-16 code units, as JavaScript's `<` and default sort do.
-///
-/// This differs from Rust's `str` order (by code point) only when one string has a character
-/// above U+FFFF (a surrogate pair, 0xD800..) where the other has one in U+E000..U+FFFF.
-pub fn compare_utf16(a: &str, b: &str) -> Ordering {
-    a.encode_utf16().cmp(b.encode_utf16())
-}
+pub use cordis_schema::compare_utf16;
 
 /// A validated `toolOrder`: contains [`TOOL_ORDER_REST`] exactly once and no name twice.
 ///
@@ -135,6 +128,7 @@ pub fn order_tools(
 mod tests {
     use super::*;
     use proptest::prelude::*;
+    use std::cmp::Ordering;
 
     fn schema(name: &str) -> ToolSchema {
         ToolSchema {

@@ -1,11 +1,12 @@
-//! The one name order of Code Mode's texts.
+//! The one name order of the tree: tools, SDK entries and `toolOrder`'s rest sort by it.
 
 use std::cmp::Ordering;
 
-/// Compares two names by UTF-16 code units, the order the reference system sorts tool names in.
+/// Compares two strings by their UTF-16 code units, as JavaScript's `<` and default sort do
+/// (the order the reference system sorts tool names in).
 ///
-/// It differs from `str`'s order only between characters above U+FFFF (surrogate pairs, which
-/// sort first here) and U+E000..=U+FFFF.
+/// This differs from Rust's `str` order (by code point) only when one string has a character
+/// above U+FFFF (a surrogate pair, 0xD800..) where the other has one in U+E000..U+FFFF.
 pub fn compare_utf16(a: &str, b: &str) -> Ordering {
     a.encode_utf16().cmp(b.encode_utf16())
 }
