@@ -17,6 +17,10 @@ use serde::{Deserialize, Serialize};
 /// The longest command line analysed; a longer one is opaque.
 pub const MAX_COMMAND_BYTES: usize = 64 * 1024;
 
+/// The most `(`, `{` and backticks one line may hold before it is opaque (they bound how deeply
+/// the parser recurses).
+pub const MAX_OPENERS: usize = 128;
+
 /// The most simple commands one line may hold before it is opaque.
 pub const MAX_SIMPLE_COMMANDS: usize = 256;
 
@@ -57,6 +61,17 @@ pub fn simple_commands(line: &str) -> Result<Vec<Simple>, Opaque> {
     if line.len() > MAX_COMMAND_BYTES {
         return Err(Opaque(format!(
             "the command is longer than {MAX_COMMAND_BYTES} bytes"
+        )));
+    }
+    // The parser recurses into every group and substitution: a line of 30,000 `(` would
+    // overflow the host's stack. Counting the openers bounds the depth (more count opaque).
+    let openers = line
+        .bytes()
+        .filter(|b| matches!(b, b'(' | b'{' | b'`'))
+        .count();
+    if openers > MAX_OPENERS {
+        return Err(Opaque(format!(
+            "it holds more than {MAX_OPENERS} groups, substitutions or expansions"
         )));
     }
     let options = brush_parser::ParserOptions::default();
@@ -556,6 +571,9 @@ mod tests {
         }
         let long = "a".repeat(MAX_COMMAND_BYTES + 1);
         assert!(simple_commands(&long).is_err());
+        // Deep nesting is refused before the parser recurses (it used to overflow the stack).
+        let deep = format!("{}true{}", "(".repeat(30_000), ")".repeat(30_000));
+        assert!(simple_commands(&deep).is_err());
     }
 
     #[test]
