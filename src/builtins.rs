@@ -34,7 +34,7 @@ pub fn standard() -> Builtins {
     table.insert(cordis_tool_shell::ShellPlugin);
     table.insert(cordis_approvals::ApprovalsPlugin);
     table.insert(cordis_presenter::PresenterPlugin);
-    table.insert(cordis_code_runtime::CodeRuntimePlugin);
+    table.insert(cordis_code_runtime_quickjs::CodeRuntimePlugin);
     table.insert(cordis_tools::ToolPresentationPlugin);
     table.insert(cordis_tools::ToolRestrictPlugin);
     table.insert(cordis_agent_presets::PersonaPlugin);

@@ -458,7 +458,7 @@ fn a_code_mode_presentation_without_a_code_runtime_is_pending_on_it_by_name() {
         .find(|l| l.starts_with("presentation "))
         .unwrap_or_else(|| panic!("{}", run.out));
     assert!(
-        row.contains("pending") && row.contains("codeRuntime"),
+        row.contains("pending") && row.contains("waiting for service \"code-runtime\""),
         "{row}"
     );
     let _ = std::fs::remove_dir_all(&dir);

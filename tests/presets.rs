@@ -274,12 +274,12 @@ async fn rejects_a_row_that_publishes_a_process_global_service() {
         .unwrap_err();
     assert!(
         err.to_string().contains(
-            "failed to mount: row(s) \"engine\" (code-runtime) published process-global service(s) [codeRuntime]; "
+            "failed to mount: row(s) \"engine\" (code-runtime) published process-global service(s) [code-runtime]; "
         ),
         "{err}"
     );
     assert!(
-        !root.has_service("codeRuntime"),
+        !root.has_service("code-runtime"),
         "the refused mount is undone"
     );
     assert!(!root.has_service("alpha"));

@@ -15,7 +15,8 @@
 use std::sync::Arc;
 
 use cordis_agent_loop::{AgentLoop, AgentLoopConfig, AgentLoopPlugin, AgentOptions};
-use cordis_code_runtime::{CodeRuntimeService, QuickJs};
+use cordis_code_runtime::CodeRuntimeService;
+use cordis_code_runtime_quickjs::QuickJs;
 use cordis_llm::{LlmConfig, LlmPlugin, ScriptedResponse};
 use cordis_runtime::Context;
 use cordis_session::{Durability, SessionConfig, SessionPlugin};

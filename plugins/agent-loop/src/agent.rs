@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use cordis_approvals::{Approvals, Policy as ApprovalPolicy};
-use cordis_llm::{
+use cordis_conversation::{
     AssistantToolCall, CallConfig, Chunk, FinishReason, FrozenRequest, Llm, LlmRequest, Usage,
 };
 use cordis_runtime::Position;

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use cordis_llm::CallConfig;
+use cordis_conversation::CallConfig;
 use cordis_system_prompt::ScopeKey;
 use serde::Deserialize;
 

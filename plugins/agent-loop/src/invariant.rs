@@ -1,6 +1,6 @@
 //! The reconstructability invariant: the request sent equals a fresh fold of the log.
 
-use cordis_llm::LlmRequest;
+use cordis_conversation::LlmRequest;
 use cordis_session::{SessionEvent, derive_messages, fold_request_header, kinds};
 
 fn diverges(field: &str, detail: String) -> String {

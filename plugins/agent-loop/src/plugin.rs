@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use cordis_llm::Llm;
+use cordis_conversation::Llm;
 use cordis_runtime::{BoxError, Context, Inject, Plugin, Service};
 use cordis_session::SessionStore;
 use cordis_system_prompt::SystemPrompt;

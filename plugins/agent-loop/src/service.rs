@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use cordis_llm::Llm;
+use cordis_conversation::Llm;
 use cordis_runtime::{Context, Service};
 use cordis_session::{CreateOptions, SessionError, SessionStore};
 use cordis_system_prompt::SystemPrompt;

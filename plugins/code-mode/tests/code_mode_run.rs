@@ -9,9 +9,10 @@ use cordis_code_mode::{
     Language, RunCodeSchema, SdkTool, render_run_failure, render_run_result, render_sdk,
 };
 use cordis_code_runtime::{
-    BoxFuture, Cancel, CodeRunRequest, CodeRuntime, Concurrency, Limits, QuickJs, ToolBindings,
-    ToolCall, ToolCallError,
+    BoxFuture, Cancel, CodeRunRequest, CodeRuntime, Concurrency, Limits, ToolBindings, ToolCall,
+    ToolCallError,
 };
+use cordis_code_runtime_quickjs::QuickJs;
 use serde_json::{Value, json};
 
 /// A `bash` that echoes: the stand-in for the registry's pipeline, recording each sub-call id.

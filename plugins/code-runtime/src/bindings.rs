@@ -123,7 +123,8 @@ impl ToolBindings for NoTools {
 pub struct RunOver(watch::Receiver<bool>);
 
 impl RunOver {
-    pub(crate) fn channel() -> (watch::Sender<bool>, Self) {
+    /// A signal and its sender, for an engine: the engine sends `true` when its run settles.
+    pub fn channel() -> (watch::Sender<bool>, Self) {
         let (tx, rx) = watch::channel(false);
         (tx, Self(rx))
     }

@@ -22,7 +22,11 @@ impl Cancel {
     }
 
     /// Waits for the signal; pending forever for [`Cancel::never`].
-    pub(crate) async fn fired(&mut self) {
+    ///
+    /// # Cancel safety
+    /// Cancel safe: dropping the future before the signal fires leaves the signal armed, and a
+    /// later call waits for the same signal.
+    pub async fn fired(&mut self) {
         match &mut self.0 {
             Some(signal) => signal.await,
             None => std::future::pending().await,

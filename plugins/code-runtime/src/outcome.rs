@@ -45,7 +45,8 @@ pub enum LogLevel {
 }
 
 impl LogLevel {
-    pub(crate) fn from_name(name: &str) -> Self {
+    /// The level of a `console` method name (`info`, `warn`, …); anything else is `log`.
+    pub fn from_name(name: &str) -> Self {
         match name {
             "info" => Self::Info,
             "warn" => Self::Warn,
@@ -111,7 +112,8 @@ impl std::fmt::Display for FailureKind {
 }
 
 impl CodeRunFailure {
-    pub(crate) fn new(kind: FailureKind, message: impl Into<String>) -> Self {
+    /// A failure of this kind with this message.
+    pub fn new(kind: FailureKind, message: impl Into<String>) -> Self {
         Self {
             kind,
             message: message.into(),

@@ -1,10 +1,9 @@
-//! The `llm` service: what the agent loop sends a model and what comes back.
+//! The model adapters and the `llm` plugin that provides the [`Llm`] service with one of them.
 //!
-//! A [`LlmRequest`] is built once and then *frozen* into a [`FrozenRequest`] (a shared `Arc`
-//! with no mutable access): whoever wants a different request must build a new one, so the
-//! request that was checked against the session log is the request the adapter receives.
-//! An adapter ([`LlmAdapter`]) turns a request into a stream of [`Chunk`]s: text deltas, tool
-//! calls, usage and one final `finish`.
+//! The conversation model (messages, history, frozen requests, chunks, the adapter trait and the
+//! service) is `cordis-conversation`'s; it is re-exported here so that code choosing an adapter
+//! needs one crate. Code that only reads or builds conversations (the session log, the agent
+//! loop) depends on `cordis-conversation` and never compiles the HTTP client.
 //!
 //! Adapters:
 //! - [`ScriptedAdapter`]: replays responses from a fixture (YAML or JSON) and, when asked, keeps
@@ -33,23 +32,18 @@
 //! # }
 //! ```
 
-mod adapter;
-mod history;
 mod openai;
 mod plugin;
-mod request;
 mod scripted;
-mod service;
 
-pub use adapter::{
-    Chunk, ChunkStream, Collected, FinishReason, LlmAdapter, LlmError, Usage, collect,
+pub use cordis_conversation::{
+    AssistantToolCall, CHUNK, CallConfig, Chunk, ChunkStream, Collected, FinishReason,
+    FrozenRequest, History, HistoryIter, Llm, LlmAdapter, LlmError, LlmRequest, LlmRequestHook,
+    Message, RequestCheck, Usage, collect,
 };
-pub use history::{CHUNK, History, HistoryIter};
 pub use openai::{
     DeltaAssembler, MAX_RETRY_AFTER, OpenAiAdapter, OpenAiSettings, SseParser, parse_retry_after,
     request_body,
 };
 pub use plugin::{AdapterKind, DEFAULT_BASE_URL, LlmConfig, LlmConfigError, LlmPlugin};
-pub use request::{AssistantToolCall, CallConfig, FrozenRequest, LlmRequest, Message};
 pub use scripted::{ScriptError, ScriptedAdapter, ScriptedResponse, ScriptedToolCall};
-pub use service::{Llm, LlmRequestHook, RequestCheck};

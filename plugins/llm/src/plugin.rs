@@ -7,10 +7,10 @@ use std::time::Duration;
 use cordis_runtime::{BoxError, Context, Plugin};
 use serde::Deserialize;
 
-use crate::adapter::LlmAdapter;
 use crate::openai::{OpenAiAdapter, OpenAiSettings};
 use crate::scripted::{ScriptedAdapter, ScriptedResponse};
-use crate::service::Llm;
+use cordis_conversation::Llm;
+use cordis_conversation::LlmAdapter;
 
 /// Which adapter the plugin builds.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
@@ -131,7 +131,7 @@ impl Plugin for LlmPlugin {
     }
 
     fn provides(&self, config: &Self::Config) -> Vec<String> {
-        let mut out = vec![<crate::Llm as cordis_runtime::Service>::NAME.to_owned()];
+        let mut out = vec![<cordis_conversation::Llm as cordis_runtime::Service>::NAME.to_owned()];
         if config.model.is_some() {
             out.push(<cordis_schema::RequestConfig as cordis_runtime::Service>::NAME.to_owned());
         }
@@ -169,7 +169,7 @@ impl Plugin for LlmPlugin {
         if let Some(model) = &config.model {
             // What a request of an agent on the default model carries as its `config`, so a
             // digest of the request covers the model too.
-            let call = serde_json::to_value(crate::CallConfig::model(model.clone()))?;
+            let call = serde_json::to_value(cordis_conversation::CallConfig::model(model.clone()))?;
             let _ = ctx.provide(cordis_schema::RequestConfig(call))?;
         }
         let llm = Llm::new(ctx.clone(), adapter).with_default_model(config.model.clone());

@@ -32,8 +32,8 @@ use std::time::Duration;
 use futures_util::StreamExt;
 use serde::Deserialize;
 
-use crate::adapter::{Chunk, ChunkStream, FinishReason, LlmAdapter, LlmError, Usage};
-use crate::request::{AssistantToolCall, FrozenRequest};
+use cordis_conversation::{AssistantToolCall, FrozenRequest};
+use cordis_conversation::{Chunk, ChunkStream, FinishReason, LlmAdapter, LlmError, Usage};
 
 /// One scripted tool call.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -367,8 +367,8 @@ impl LlmAdapter for ScriptedAdapter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::adapter::collect;
-    use crate::request::{CallConfig, LlmRequest};
+    use cordis_conversation::collect;
+    use cordis_conversation::{CallConfig, LlmRequest};
 
     fn request() -> FrozenRequest {
         FrozenRequest::new(LlmRequest {

@@ -1,6 +1,6 @@
 //! The event model: the header line, the event envelope and the typed data of each kind.
 
-use cordis_llm::{AssistantToolCall, CallConfig, Chunk, Usage};
+use cordis_conversation::{AssistantToolCall, CallConfig, Chunk, Usage};
 use cordis_schema::{ToolSchema, canonicalize};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};

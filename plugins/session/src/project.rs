@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use cordis_llm::Message;
+use cordis_conversation::Message;
 use serde::{Deserialize, Serialize};
 
 use crate::event::{

@@ -5,7 +5,7 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use cordis_llm::History;
+use cordis_conversation::History;
 
 use crate::event::{EventData, RequestHeader, SessionEvent, SessionHeader, TurnEndReason};
 use crate::file::Cmd;

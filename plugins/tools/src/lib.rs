@@ -10,7 +10,7 @@
 //!
 //! Presentation (Code Mode) is scope state too: [`ToolRegistry::present_as`] declares `native`,
 //! `code` or `both` for a scope, [`ToolRegistry::mode_for`] reads the nearest declaration; a
-//! non-native scope gains the `run_code` transport, which runs a program on the `codeRuntime`
+//! non-native scope gains the `run_code` transport, which runs a program on the `code-runtime`
 //! service with the scope's tools as bindings (each sub-call through the full pipeline and the
 //! [`ToolsCodeDispatch`] waterfall). See the `presentation` module's table for what each mode
 //! changes; [`ToolPresentationPlugin`] is the composition row that declares one.

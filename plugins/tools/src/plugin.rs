@@ -25,7 +25,7 @@ pub struct ToolPresentationConfig {
 
 /// The `tool-presentation` plugin: `present_as(mode)` for its own scope (a standing scope agents
 /// join by parenting). For `code` and `both` it needs the code runtime: loaded from a
-/// `cordis.yml`, the entry itself waits for `codeRuntime` ([`Plugin::needs`]), so `check` names
+/// `cordis.yml`, the entry itself waits for `code-runtime` ([`Plugin::needs`]), so `check` names
 /// it pending; applied directly, its `tool-presentation/runtime` child waits instead.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ToolPresentationPlugin;

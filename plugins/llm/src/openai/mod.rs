@@ -34,8 +34,8 @@ use std::time::Duration;
 use futures_util::StreamExt;
 use tokio::sync::mpsc;
 
-use crate::adapter::{Chunk, ChunkStream, FinishReason, LlmAdapter, LlmError};
-use crate::request::{FrozenRequest, LlmRequest};
+use cordis_conversation::{Chunk, ChunkStream, FinishReason, LlmAdapter, LlmError};
+use cordis_conversation::{FrozenRequest, LlmRequest};
 
 pub use sender::{MAX_RETRY_AFTER, parse_retry_after};
 pub use sse::{DeltaAssembler, SseParser};

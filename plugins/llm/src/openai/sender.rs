@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use super::wire::error_message;
 use super::{OpenAiAdapter, adapter_error, error_chain};
-use crate::adapter::LlmError;
+use cordis_conversation::LlmError;
 
 /// The longest `Retry-After` honoured; a longer one is waited for this long.
 pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);

@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use crate::adapter::{Chunk, FinishReason, Usage};
-use crate::request::AssistantToolCall;
+use cordis_conversation::AssistantToolCall;
+use cordis_conversation::{Chunk, FinishReason, Usage};
 
 /// Splits a byte stream into server-sent events (`data:` payloads joined by newlines).
 #[derive(Debug, Default)]

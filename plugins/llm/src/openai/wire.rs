@@ -2,7 +2,7 @@
 
 use serde_json::{Value, json};
 
-use crate::request::{LlmRequest, Message};
+use cordis_conversation::{LlmRequest, Message};
 
 /// The chat-completions request body for `request`.
 pub fn request_body(request: &LlmRequest, default_model: Option<&str>) -> Value {
@@ -101,7 +101,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::request::{AssistantToolCall, CallConfig};
+    use cordis_conversation::{AssistantToolCall, CallConfig};
 
     #[test]
     fn the_body_carries_system_tools_tool_results_and_stream_options() {

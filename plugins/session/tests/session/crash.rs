@@ -85,7 +85,7 @@ fn a_writer_killed_at_random_points_loses_no_durable_event() {
         let mut child = Command::new(&exe)
             .args([
                 "--exact",
-                "appender_child",
+                "crash::appender_child",
                 "--nocapture",
                 "--test-threads=1",
             ])

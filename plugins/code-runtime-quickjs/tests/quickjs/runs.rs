@@ -8,8 +8,9 @@ use std::time::Duration;
 
 use cordis_code_runtime::{
     BoxFuture, Cancel, CodeRunOutcome, CodeRunRequest, CodeRuntime, Concurrency, FailureKind,
-    Limits, QuickJs, ToolBindings, ToolCall, ToolCallError,
+    Limits, ToolBindings, ToolCall, ToolCallError,
 };
+use cordis_code_runtime_quickjs::QuickJs;
 use serde_json::{Value, json};
 use tokio::sync::{Barrier, Notify};
 

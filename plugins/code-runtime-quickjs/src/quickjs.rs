@@ -1,19 +1,17 @@
 //! The QuickJS backend: a fresh engine on a dedicated thread per run.
 
-mod dispatch;
-mod engine;
-
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc;
 
-use self::dispatch::{Dispatch, Settled};
-use self::engine::{EngineEvent, EngineInput, EngineOutcome, HostMsg};
-use crate::{
+use cordis_code_runtime::{
     BoxFuture, CodeRunFailure, CodeRunOutcome, CodeRunRequest, CodeRuntime, CodeRuntimeError,
     FailureKind, RunOver,
 };
+
+use crate::dispatch::{Dispatch, Settled};
+use crate::engine::{EngineEvent, EngineInput, EngineOutcome, HostMsg};
 
 /// Stack of a run's engine thread: room for the engine's own limit plus the host frames under it.
 const ENGINE_THREAD_STACK: usize = 8 << 20;
@@ -30,7 +28,7 @@ const ENGINE_THREAD_STACK: usize = 8 << 20;
 /// (the rejection of a failed sub-call, with `toolName` and `message`); and the language's
 /// built-ins, without timers, modules or any I/O.
 ///
-/// Sub-calls still running when a run settles get [`Limits::sub_call_grace`](crate::Limits) on
+/// Sub-calls still running when a run settles get [`Limits::sub_call_grace`](cordis_code_runtime::Limits) on
 /// Tokio's timer, so a run must be awaited inside a Tokio runtime with time enabled.
 #[derive(Debug, Default, Clone)]
 pub struct QuickJs {
@@ -147,7 +145,7 @@ async fn run(
         .name("cordis-code-run".into())
         .stack_size(ENGINE_THREAD_STACK)
         .spawn(move || {
-            let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| engine::run(input)))
+            let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| crate::engine::run(input)))
                 .unwrap_or_else(|panic| {
                     let why = panic
                         .downcast_ref::<&str>()

@@ -1,9 +1,7 @@
 //! History reads: message-boundary pages, the cut and its baseline, cold reads that leave the
 //! file and its writer alone.
 
-mod common;
-
-use common::{complete_turn, temp_dir};
+use crate::common::{complete_turn, temp_dir};
 use cordis_session::*;
 
 fn todo_result(s: &Session, turn: u64, todos: serde_json::Value, is_error: bool) {

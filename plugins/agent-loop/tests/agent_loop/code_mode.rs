@@ -1,12 +1,11 @@
 //! A scripted turn in Code Mode: the model calls `run_code` with a program making two tool
 //! calls; the log holds the outer call, one start/settle pair per sub-call, and one result.
 
-mod common;
-
 use std::sync::Arc;
 
-use common::boot;
-use cordis_code_runtime::{CodeRuntimeService, QuickJs};
+use crate::common::boot;
+use cordis_code_runtime::CodeRuntimeService;
+use cordis_code_runtime_quickjs::QuickJs;
 use cordis_llm::ScriptedResponse;
 use cordis_session::{SessionConfig, TurnEndReason, kinds};
 use cordis_tools::{PresentationMode, ToolRegistry};

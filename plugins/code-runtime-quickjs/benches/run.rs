@@ -4,9 +4,10 @@
 use std::sync::Arc;
 
 use cordis_code_runtime::{
-    BoxFuture, Cancel, CodeRunRequest, CodeRuntime, Concurrency, Limits, QuickJs, ToolBindings,
-    ToolCall, ToolCallError,
+    BoxFuture, Cancel, CodeRunRequest, CodeRuntime, Concurrency, Limits, ToolBindings, ToolCall,
+    ToolCallError,
 };
+use cordis_code_runtime_quickjs::QuickJs;
 use serde_json::Value;
 
 fn main() {

@@ -5,13 +5,11 @@
 //! turns `holder_child` into a process that opens a session, prints `holder-open`, and waits for stdin
 //! to close.
 
-mod common;
-
 use std::io::{BufRead, BufReader, Read};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::{complete_turn, temp_dir};
+use crate::common::{complete_turn, temp_dir};
 use cordis_session::*;
 
 const ENV_DIR: &str = "CORDIS_SESSION_HOLDER";
@@ -96,7 +94,12 @@ fn a_second_process_is_refused_with_the_holders_pid_and_a_dead_holder_blocks_nob
     let dir = temp_dir("lock-process");
     let exe = std::env::current_exe().unwrap();
     let mut child = Command::new(&exe)
-        .args(["--exact", "holder_child", "--nocapture", "--test-threads=1"])
+        .args([
+            "--exact",
+            "lock::holder_child",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env(ENV_DIR, &dir)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

@@ -1,12 +1,9 @@
 //! Booting the real plugins for loop tests.
-#![allow(dead_code)]
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use cordis_agent_loop::{
-    AgentError, AgentEvent, AgentLoop, AgentLoopConfig, AgentLoopPlugin, AgentOptions,
-};
+use cordis_agent_loop::{AgentError, AgentLoop, AgentLoopConfig, AgentLoopPlugin, AgentOptions};
 use cordis_llm::{FrozenRequest, Llm, LlmConfig, LlmPlugin, ScriptedAdapter, ScriptedResponse};
 use cordis_runtime::prelude::*;
 use cordis_session::{SessionConfig, SessionEvent, SessionPlugin};
@@ -20,7 +17,6 @@ pub struct Rig {
     pub prompt: ScopeHandle,
     pub agent_loop: ScopeHandle,
     pub errors: Arc<Mutex<Vec<AgentError>>>,
-    pub events: Arc<Mutex<Vec<SessionEvent>>>,
 }
 
 pub fn declared(name: &str) -> DeclaredTool {
@@ -92,15 +88,11 @@ pub async fn boot(
     let errors: Arc<Mutex<Vec<AgentError>>> = Arc::default();
     let e = errors.clone();
     let _ = root.on::<AgentError>(move |err| e.lock().unwrap().push(err.clone()));
-    let events: Arc<Mutex<Vec<SessionEvent>>> = Arc::default();
-    let e = events.clone();
-    let _ = root.on::<AgentEvent>(move |ev| e.lock().unwrap().push(ev.event.clone()));
     Rig {
         root,
         prompt,
         agent_loop,
         errors,
-        events,
     }
 }
 

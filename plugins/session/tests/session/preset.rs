@@ -1,8 +1,6 @@
 //! Which preset a session runs: the header's creation value, switched by logged events.
 
-mod common;
-
-use common::temp_dir;
+use crate::common::temp_dir;
 use cordis_session::*;
 
 #[tokio::test]

@@ -10,7 +10,7 @@
 //! # Examples
 //!
 //! ```
-//! use cordis_llm::{History, Message};
+//! use cordis_conversation::{History, Message};
 //!
 //! let mut live = History::new();
 //! live.push(Message::user("hi"));

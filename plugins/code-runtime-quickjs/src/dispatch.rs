@@ -7,7 +7,9 @@ use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
 use serde_json::Value as Json;
 
-use crate::{BoxFuture, Concurrency, Executed, RunOver, ToolBindings, ToolCall, ToolCallError};
+use cordis_code_runtime::{
+    BoxFuture, Concurrency, Executed, RunOver, ToolBindings, ToolCall, ToolCallError,
+};
 
 /// A call whose execution ended: its class and what `call` returned.
 type Finished = (Concurrency, Executed);

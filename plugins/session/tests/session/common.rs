@@ -1,9 +1,8 @@
 //! Shared helpers of the session tests.
-#![allow(dead_code)]
 
 use std::path::PathBuf;
 
-use cordis_llm::{AssistantToolCall, CallConfig, Chunk};
+use cordis_conversation::{AssistantToolCall, CallConfig, Chunk};
 use cordis_session::*;
 
 /// A fresh directory under the system temp dir.

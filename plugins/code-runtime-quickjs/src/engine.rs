@@ -16,7 +16,7 @@ use rquickjs::{Array, Context, Ctx, Exception, Function, Object, Promise, Runtim
 use serde_json::Value as Json;
 use tokio::sync::mpsc::UnboundedSender;
 
-use crate::{CodeRunFailure, FailureKind, Limits, LogLevel, LogLine, ToolCallError};
+use cordis_code_runtime::{CodeRunFailure, FailureKind, Limits, LogLevel, LogLine, ToolCallError};
 
 const PRELUDE: &str = include_str!("prelude.js");
 

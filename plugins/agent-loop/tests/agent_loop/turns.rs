@@ -1,10 +1,8 @@
 //! Loop-level tests through the real plugins with the scripted adapter.
 
-mod common;
-
 use std::time::Duration;
 
-use common::{boot, names, prompt_config, wait_until};
+use crate::common::{boot, names, prompt_config, wait_until};
 use cordis_agent_loop::AgentLoopPlugin;
 use cordis_llm::{FrozenRequest, LlmRequestHook, ScriptedResponse};
 use cordis_runtime::prelude::*;
@@ -391,7 +389,8 @@ async fn header_reasons_are_initial_then_change_on_a_pure_reorder_then_resume_in
     assert_eq!(names(&rig.requests()[2].tools), ["bravo", "alpha"]);
 
     rig.agent_loop.dispose();
-    rig.root.plugin(AgentLoopPlugin, common::loop_config());
+    rig.root
+        .plugin(AgentLoopPlugin, crate::common::loop_config());
     rig.root.idle().await;
     assert_eq!(
         rig.agent().run_turn("4").await.unwrap(),

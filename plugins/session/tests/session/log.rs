@@ -1,8 +1,6 @@
 //! Session log persistence: contiguous seqs, replay, torn tails, open turns, versions.
 
-mod common;
-
-use common::{complete_turn, temp_dir};
+use crate::common::{complete_turn, temp_dir};
 use cordis_schema::ToolSchema;
 use cordis_session::*;
 
@@ -172,7 +170,7 @@ async fn an_open_turn_is_closed_with_error_results_step_end_and_interrupted() {
     )
     .unwrap();
     s.append(&StepStartData { turn: 1, step: 1 }, None).unwrap();
-    let call = cordis_llm::AssistantToolCall {
+    let call = cordis_conversation::AssistantToolCall {
         id: "a".into(),
         name: "slow".into(),
         arguments: "{}".into(),

@@ -8,7 +8,8 @@
 
 use std::sync::Arc;
 
-use cordis_code_runtime::{CodeRuntimeService, QuickJs};
+use cordis_code_runtime::CodeRuntimeService;
+use cordis_code_runtime_quickjs::QuickJs;
 use cordis_runtime::Context;
 use cordis_tools::{
     PresentationMode, RUN_CODE, ScopeKey, ToolCall, ToolDefinition, ToolOutput, ToolRegistry,
