@@ -421,29 +421,12 @@ pub async fn boot(plan: &LoadPlan, order: &[usize]) -> OrderOutcome {
 
 /// The start order of plan indices that puts the entry at `positions[order[k]]` in the place of
 /// `positions[k]`: the boot of the file with those entries written in that order.
-fn start_order(n: usize, positions: &[usize], order: &[usize]) -> Vec<usize> {
+pub fn start_order(n: usize, positions: &[usize], order: &[usize]) -> Vec<usize> {
     let mut indices: Vec<usize> = (0..n).collect();
     for (k, &from) in order.iter().enumerate() {
         indices[positions[k]] = positions[from];
     }
     indices
-}
-
-/// Boots one order of the entries at `positions` (`order[k]` indexes `positions`), exactly as
-/// the proofs boot each of their orders, so a printed order replays what it found.
-///
-/// # Errors
-/// Only if a tokio runtime cannot be built.
-pub fn boot_order(
-    plan: &LoadPlan,
-    positions: &[usize],
-    order: &[usize],
-) -> std::io::Result<OrderOutcome> {
-    let starts = start_order(plan.entries.len(), positions, order);
-    let rt = crate::shutdown::current_thread()?;
-    let outcome = rt.block_on(boot(plan, &starts));
-    crate::shutdown::end(rt);
-    Ok(outcome)
 }
 
 /// What a permutation run found.
@@ -502,9 +485,10 @@ struct Partial {
     registrations: HashSet<Vec<String>>,
 }
 
-/// Boots `plan` once per order (`count` of them, from `orders`) of the entries at `positions`,
-/// on `threads` current-thread runtimes. `boot_one` boots one start order; the `--preset` proof
-/// passes its own.
+/// The one permutation driver: boots `count` orders from `orders` of the elements `ids` with
+/// `boot_one` (the caller's boot strategy), on `threads` current-thread runtimes, and keeps each
+/// distinct outcome with the first order (in enumeration order) that produced it, first first,
+/// and the number of distinct registration orders.
 ///
 /// # Errors
 /// Only if a tokio runtime cannot be built, or `boot_one` fails.
@@ -599,15 +583,33 @@ pub struct ProofOptions {
     pub threads: usize,
 }
 
-/// The orders a reduced proof boots (see [`Space::orders`]).
+/// The orders a proof boots: one per class ([`Space::orders`]) or every order
+/// ([`ProofOrders::every`]).
 #[derive(Debug, Clone)]
 pub struct ProofOrders {
     /// The orders.
     pub orders: Orders,
     /// How many.
     pub count: u64,
-    /// True when they stand for every order (one per class).
+    /// True when they stand for every order (each booted, or one per class).
     pub complete: bool,
+}
+
+impl ProofOrders {
+    /// What the brute-force proof boots of `n` elements: all n! orders (lexicographic) when
+    /// there are at most `options.max`, else `max` seeded shuffles.
+    pub fn every(n: usize, options: &ProofOptions) -> ProofOrders {
+        let all = factorial(n);
+        let complete = all <= options.max;
+        ProofOrders {
+            orders: Orders::Indexed {
+                exhaustive: complete,
+                seed: options.seed,
+            },
+            count: all.min(options.max),
+            complete,
+        }
+    }
 }
 
 /// The entries [`prove`] permutes, their footprints' interacting pairs and claim counts.
@@ -748,8 +750,8 @@ pub fn prove(
     })
 }
 
-/// Boots one order of a proof's elements (indices into its [`Space`]) on a runtime:
-/// [`Space::boot_fn`], or a boot that does more (the `--preset` proof mounts the preset's rows in
+/// Boots one order of a proof's elements (indices into its [`Space`]) on a runtime: [`boot`]
+/// of the plan's [`Space::starts`], or a boot that does more (the `--preset` proof mounts the preset's rows in
 /// their part of the order after the host's entries).
 pub type BootOne<'a> =
     dyn Fn(&tokio::runtime::Runtime, &[usize]) -> std::io::Result<OrderOutcome> + Sync + 'a;
@@ -765,72 +767,21 @@ pub fn prove_with(
     on_progress: &(dyn Fn(u64) + Sync),
     boot_one: &BootOne<'_>,
 ) -> std::io::Result<PermuteReport> {
-    let started = Instant::now();
-    let ProofOrders {
-        orders,
-        count,
-        complete,
-    } = orders;
-    let (count, complete) = (*count, *complete);
-    let (outcomes, registration_orders) = drive(
-        &space.ids,
-        orders,
-        count,
-        options.threads,
-        on_progress,
-        boot_one,
-    )?;
     let n = space.ids.len();
     let interacting = (0..n)
         .flat_map(|a| (a + 1..n).map(move |b| (a, b)))
         .filter(|&(a, b)| space.dependent[a][b])
         .map(|(a, b)| (space.ids[a].clone(), space.ids[b].clone()))
         .collect();
-    Ok(report(
+    run(
         &space.ids,
-        count,
-        complete,
+        orders,
         Some(interacting),
         space.claim_counts(),
-        outcomes,
-        registration_orders,
-        started,
-    ))
-}
-
-#[allow(clippy::too_many_arguments)]
-fn report(
-    ids: &[String],
-    orders: u64,
-    exhaustive: bool,
-    interacting: Option<Vec<(String, String)>>,
-    claims: BTreeMap<String, usize>,
-    outcomes: Vec<(Vec<String>, OrderOutcome)>,
-    registration_orders: usize,
-    started: Instant,
-) -> PermuteReport {
-    let mut digests = BTreeMap::new();
-    for (ids, outcome) in &outcomes {
-        digests
-            .entry(outcome.digest.clone())
-            .or_insert_with(|| ids.clone());
-    }
-    let unhealthy = outcomes
-        .iter()
-        .find_map(|(ids, o)| o.unhealthy().map(|why| (ids.clone(), why)));
-    PermuteReport {
-        entries: ids.to_vec(),
-        orders,
-        all_orders: factorial(ids.len()),
-        exhaustive,
-        interacting,
-        claims,
-        outcomes,
-        digests,
-        registration_orders,
-        unhealthy,
-        seconds: started.elapsed().as_secs_f64(),
-    }
+        options,
+        on_progress,
+        boot_one,
+    )
 }
 
 /// The brute-force proof: boots `plan` once per order of the entries at `positions` (all of
@@ -850,45 +801,71 @@ pub fn permute(
         .map(|&p| plan.entries[p].id.clone())
         .collect();
     let claims = Space::of(plan).claim_counts();
-    permute_with(&ids, claims, options, on_progress, &|rt, order| {
+    let orders = ProofOrders::every(ids.len(), options);
+    permute_with(&ids, claims, &orders, options, on_progress, &|rt, order| {
         let starts = start_order(plan.entries.len(), positions, order);
         Ok(rt.block_on(boot(plan, &starts)))
     })
 }
 
-/// [`permute`] of the elements `ids` (whose claims are `claims`), booting each order with
-/// `boot_one`.
+/// [`permute`] of the elements `ids` (whose claims are `claims`) through `orders` (see
+/// [`ProofOrders::every`]), booting each order with `boot_one`.
 ///
 /// # Errors
 /// Only if a tokio runtime cannot be built, or `boot_one` fails.
 pub fn permute_with(
     ids: &[String],
     claims: BTreeMap<String, usize>,
+    orders: &ProofOrders,
+    options: &ProofOptions,
+    on_progress: &(dyn Fn(u64) + Sync),
+    boot_one: &BootOne<'_>,
+) -> std::io::Result<PermuteReport> {
+    run(ids, orders, None, claims, options, on_progress, boot_one)
+}
+
+/// One proof of the elements `ids`: [`drive`] through `orders`, then the report (`interacting`
+/// is `None` for brute force, which explores every pair).
+fn run(
+    ids: &[String],
+    orders: &ProofOrders,
+    interacting: Option<Vec<(String, String)>>,
+    claims: BTreeMap<String, usize>,
     options: &ProofOptions,
     on_progress: &(dyn Fn(u64) + Sync),
     boot_one: &BootOne<'_>,
 ) -> std::io::Result<PermuteReport> {
     let started = Instant::now();
-    let n = ids.len();
-    let all = factorial(n);
-    let exhaustive = all <= options.max;
-    let count = if exhaustive { all } else { options.max };
-    let orders = Orders::Indexed {
-        exhaustive,
-        seed: options.seed,
-    };
-    let (outcomes, registration_orders) =
-        drive(ids, &orders, count, options.threads, on_progress, boot_one)?;
-    Ok(report(
+    let (outcomes, registration_orders) = drive(
         ids,
-        count,
-        exhaustive,
-        None,
+        &orders.orders,
+        orders.count,
+        options.threads,
+        on_progress,
+        boot_one,
+    )?;
+    let mut digests = BTreeMap::new();
+    for (ids, outcome) in &outcomes {
+        digests
+            .entry(outcome.digest.clone())
+            .or_insert_with(|| ids.clone());
+    }
+    let unhealthy = outcomes
+        .iter()
+        .find_map(|(ids, o)| o.unhealthy().map(|why| (ids.clone(), why)));
+    Ok(PermuteReport {
+        entries: ids.to_vec(),
+        orders: orders.count,
+        all_orders: factorial(ids.len()),
+        exhaustive: orders.complete,
+        interacting,
         claims,
         outcomes,
+        digests,
         registration_orders,
-        started,
-    ))
+        unhealthy,
+        seconds: started.elapsed().as_secs_f64(),
+    })
 }
 
 #[cfg(test)]
@@ -915,6 +892,132 @@ mod tests {
             p.sort_unstable();
             assert_eq!(p, (0..8).collect::<Vec<_>>());
         }
+    }
+
+    /// A fake boot strategy: the outcome is which element comes first (element 3 first fails
+    /// the assembly), the registrations are the order itself.
+    fn fake_boot(_: &tokio::runtime::Runtime, order: &[usize]) -> std::io::Result<OrderOutcome> {
+        Ok(OrderOutcome {
+            digest: format!("first {}", order[0]),
+            assembly_error: (order[0] == 3).then(|| "three went first".to_owned()),
+            entries: Vec::new(),
+            incidents: Vec::new(),
+            registrations: order.iter().map(ToString::to_string).collect(),
+        })
+    }
+
+    /// Each distinct outcome of `orders` (element ids) with the first order producing it.
+    fn firsts(
+        orders: impl Iterator<Item = Vec<usize>>,
+        ids: &[String],
+    ) -> Vec<(Vec<String>, String)> {
+        let mut out: Vec<(Vec<String>, String)> = Vec::new();
+        for order in orders {
+            let digest = format!("first {}", order[0]);
+            if !out.iter().any(|(_, d)| *d == digest) {
+                out.push((order.iter().map(|&i| ids[i].clone()).collect(), digest));
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn the_driver_reports_the_first_order_of_each_distinct_outcome_on_any_thread_count() {
+        let ids: Vec<String> = ["a", "b", "c", "d"].map(str::to_owned).to_vec();
+        for (max, threads) in [(24, 1), (24, 3), (24, 16), (7, 1), (7, 2)] {
+            let options = ProofOptions {
+                max,
+                seed: 5,
+                threads,
+            };
+            let orders = ProofOrders::every(ids.len(), &options);
+            let report = permute_with(
+                &ids,
+                BTreeMap::new(),
+                &orders,
+                &options,
+                &|_| {},
+                &fake_boot,
+            )
+            .unwrap();
+            let exhaustive = max >= 24;
+            assert_eq!(report.exhaustive, exhaustive);
+            assert_eq!(report.orders, max);
+            assert_eq!(report.all_orders, 24);
+            let expected = firsts(
+                (0..max).map(|k| order_of(ids.len(), exhaustive, 5, k)),
+                &ids,
+            );
+            let found: Vec<(Vec<String>, String)> = report
+                .outcomes
+                .iter()
+                .map(|(order, o)| (order.clone(), o.digest.clone()))
+                .collect();
+            assert_eq!(found, expected, "max {max}, {threads} threads");
+            assert_eq!(report.digests.len(), expected.len());
+            for (order, digest) in &expected {
+                assert_eq!(&report.digests[digest], order);
+            }
+            let unhealthy = expected.iter().find(|(_, d)| d == "first 3");
+            assert_eq!(
+                report.unhealthy.as_ref().map(|(order, _)| order),
+                unhealthy.map(|(order, _)| order)
+            );
+            assert_eq!(
+                report.registration_orders as u64, max,
+                "every order registers apart"
+            );
+        }
+        // Exhaustively, the first order with `k` in front is `k` then the rest ascending.
+        let options = ProofOptions {
+            max: 24,
+            seed: 0,
+            threads: 2,
+        };
+        let orders = ProofOrders::every(ids.len(), &options);
+        let report = permute_with(
+            &ids,
+            BTreeMap::new(),
+            &orders,
+            &options,
+            &|_| {},
+            &fake_boot,
+        )
+        .unwrap();
+        let heads: Vec<String> = report.outcomes.iter().map(|(o, _)| o.join("")).collect();
+        assert_eq!(heads, ["abcd", "bacd", "cabd", "dabc"]);
+        assert_eq!(
+            report.unhealthy,
+            Some((
+                "dabc".chars().map(String::from).collect(),
+                "the assembly failed: three went first".to_owned()
+            ))
+        );
+    }
+
+    #[test]
+    fn the_driver_boots_a_listed_order_set_in_its_own_order() {
+        let space = Space {
+            ids: ["a", "b", "c"].map(str::to_owned).to_vec(),
+            positions: vec![0, 1, 2],
+            footprints: vec![Footprint::default(); 3],
+            dependent: vec![vec![false; 3]; 3],
+        };
+        let listed = vec![vec![2, 0, 1], vec![1, 2, 0], vec![2, 1, 0], vec![0, 1, 2]];
+        let orders = ProofOrders {
+            orders: Orders::Listed(listed.clone()),
+            count: 4,
+            complete: true,
+        };
+        let report = prove_with(&space, &orders, &OPTIONS, &|_| {}, &fake_boot).unwrap();
+        let expected = firsts(listed.into_iter(), &space.ids);
+        let found: Vec<(Vec<String>, String)> = report
+            .outcomes
+            .iter()
+            .map(|(order, o)| (order.clone(), o.digest.clone()))
+            .collect();
+        assert_eq!(found, expected);
+        assert_eq!(report.interacting, Some(Vec::new()));
     }
 
     /// The class of `order`: the relative order of every dependent pair.

@@ -10,7 +10,8 @@ use super::{EXIT_CONFIG, EXIT_FAILURE, EXIT_OK, Io, load};
 
 use cordis_host::loader::MountOrder;
 use cordis_host::permute::{
-    OrderOutcome, PermuteReport, ProofOptions, Space, factorial, permute_with, prove_with,
+    OrderOutcome, PermuteReport, ProofOptions, ProofOrders, Space, permute_with, prove_with,
+    start_order,
 };
 use cordis_host::{Builtins, LoadPlan};
 use cordis_runtime::{Policy, Schedule};
@@ -192,16 +193,6 @@ fn replay_order(proof: &Proof<'_>, ids: &[String], io: &mut Io<'_>) -> anyhow::R
     Ok(EXIT_OK)
 }
 
-/// The start order of plan indices that puts the entry at `positions[order[k]]` in the place of
-/// `positions[k]` (as the proof boots orders).
-fn start_order(n: usize, positions: &[usize], order: &[usize]) -> Vec<usize> {
-    let mut indices: Vec<usize> = (0..n).collect();
-    for (k, &from) in order.iter().enumerate() {
-        indices[positions[k]] = positions[from];
-    }
-    indices
-}
-
 pub(crate) fn run(args: &PermuteArgs, io: &mut Io<'_>, builtins: &Builtins) -> anyhow::Result<u8> {
     let plan = load(&args.config, io, builtins)?;
     let proof = match Proof::new(&plan, args, io, builtins) {
@@ -228,12 +219,13 @@ pub(crate) fn run(args: &PermuteArgs, io: &mut Io<'_>, builtins: &Builtins) -> a
         seed: args.seed,
         threads,
     };
-    let orders = (!args.all).then(|| space.orders(&options));
-    let total = match &orders {
-        Some(orders) => orders.count,
-        None => factorial(space.ids.len()).min(args.max),
-    };
     let n = space.ids.len();
+    let orders = if args.all {
+        ProofOrders::every(n, &options)
+    } else {
+        space.orders(&options)
+    };
+    let total = orders.count;
     let pairs = (0..n)
         .map(|a| (a + 1..n).filter(|&b| space.dependent[a][b]).count())
         .sum::<usize>();
@@ -258,9 +250,11 @@ pub(crate) fn run(args: &PermuteArgs, io: &mut Io<'_>, builtins: &Builtins) -> a
     };
     let tick = |done| bar.set_position(done);
     let boot_one = |rt: &tokio::runtime::Runtime, order: &[usize]| proof.boot(rt, order);
-    let report = match &orders {
-        Some(orders) => prove_with(space, orders, &options, &tick, &boot_one)?,
-        None => permute_with(&space.ids, space.claim_counts(), &options, &tick, &boot_one)?,
+    let report = if args.all {
+        let claims = space.claim_counts();
+        permute_with(&space.ids, claims, &orders, &options, &tick, &boot_one)?
+    } else {
+        prove_with(space, &orders, &options, &tick, &boot_one)?
     };
     bar.finish_and_clear();
     print_report(&report, args, io)
