@@ -16,7 +16,7 @@ fn trace_of(plan: &cordis_host::LoadPlan, policy: Policy, seed: u64) -> Vec<Stri
     report
         .trace
         .iter()
-        .map(|t| format!("{} {} {}", t.kind, t.who, t.detail))
+        .map(|t| format!("{} {} {}", t.kind, t.label, t.detail))
         .collect()
 }
 

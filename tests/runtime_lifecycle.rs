@@ -134,7 +134,7 @@ fn the_same_seed_applies_in_the_same_order_and_others_differ() {
             root.idle().await;
             let trace = root.trace_events();
             root.dispose();
-            trace.into_iter().map(|t| t.who.to_string()).collect()
+            trace.into_iter().map(|t| t.label.to_string()).collect()
         })
     }
     assert_eq!(order(11), order(11));

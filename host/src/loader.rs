@@ -248,7 +248,7 @@ impl BootReport {
         self.trace
             .iter()
             .filter(|t| t.kind == Schedule::TRACE_APPLY)
-            .map(|t| t.who.to_string())
+            .map(|t| t.label.to_string())
             .collect()
     }
 }

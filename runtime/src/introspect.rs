@@ -134,8 +134,8 @@ pub struct TraceEvent {
     pub kind: Cow<'static, str>,
     /// The scope it happened in.
     pub scope: ScopeId,
-    /// Who: the scope's label if it has one (the loader's entry id), else its plugin name.
-    pub who: Arc<str>,
+    /// The scope's label if it has one (the loader's entry id), else its plugin name.
+    pub label: Arc<str>,
     /// What a plugin passed as detail (e.g. the tool name); empty for `apply`.
     pub detail: String,
 }
@@ -143,9 +143,9 @@ pub struct TraceEvent {
 impl fmt::Display for TraceEvent {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.detail.is_empty() {
-            write!(f, "{} {}", self.kind, self.who)
+            write!(f, "{} {}", self.kind, self.label)
         } else {
-            write!(f, "{} {}: {}", self.kind, self.who, self.detail)
+            write!(f, "{} {}: {}", self.kind, self.label, self.detail)
         }
     }
 }
@@ -186,7 +186,7 @@ impl Context {
 
     /// Records a step in the runtime's trace (e.g. `register` with a tool name).
     pub fn trace(&self, kind: impl Into<Cow<'static, str>>, detail: impl Into<String>) {
-        let who = self
+        let label = self
             .node
             .label
             .clone()
@@ -194,17 +194,17 @@ impl Context {
         self.node.shared.trace(TraceEvent {
             kind: kind.into(),
             scope: self.node.id,
-            who,
+            label,
             detail: detail.into(),
         });
     }
 
-    /// The trace events of one kind as `who: detail` lines, in order (e.g. every `register`).
+    /// The trace events of one kind as `label: detail` lines, in order (e.g. every `register`).
     pub fn trace_details(&self, kind: &str) -> Vec<String> {
         lock(&self.node.shared.trace)
             .iter()
             .filter(|e| e.kind == kind)
-            .map(|e| format!("{}: {}", e.who, e.detail))
+            .map(|e| format!("{}: {}", e.label, e.detail))
             .collect()
     }
 

@@ -9,7 +9,7 @@ use cordis_code_mode::{
     Language, RunCodeSchema, SdkTool, render_run_failure, render_run_result, render_sdk,
 };
 use cordis_code_runtime::{
-    BoxFuture, Cancel, CodeRunRequest, CodeRuntime, Concurrency, Limits, ToolBindings, ToolCall,
+    BoxFuture, Cancel, CodeRunRequest, CodeRuntime, Concurrency, Limits, SubCall, ToolBindings,
     ToolCallError,
 };
 use cordis_code_runtime_quickjs::QuickJs;
@@ -27,7 +27,7 @@ impl ToolBindings for Bash {
     fn concurrency(&self, _: &str) -> Concurrency {
         Concurrency::Mutating
     }
-    fn call(&self, call: ToolCall) -> BoxFuture<'_, Result<Value, ToolCallError>> {
+    fn call(&self, call: SubCall) -> BoxFuture<'_, Result<Value, ToolCallError>> {
         self.calls
             .lock()
             .unwrap()

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use cordis_code_runtime::{
-    BoxFuture, Cancel, CodeRunRequest, CodeRuntime, Concurrency, Limits, ToolBindings, ToolCall,
+    BoxFuture, Cancel, CodeRunRequest, CodeRuntime, Concurrency, Limits, SubCall, ToolBindings,
     ToolCallError,
 };
 use cordis_code_runtime_quickjs::QuickJs;
@@ -24,7 +24,7 @@ impl ToolBindings for Noop {
     fn concurrency(&self, _: &str) -> Concurrency {
         Concurrency::ReadOnly
     }
-    fn call(&self, call: ToolCall) -> BoxFuture<'_, Result<Value, ToolCallError>> {
+    fn call(&self, call: SubCall) -> BoxFuture<'_, Result<Value, ToolCallError>> {
         Box::pin(async move { Ok(call.arguments) })
     }
 }

@@ -8,7 +8,7 @@ use futures_util::stream::FuturesUnordered;
 use serde_json::Value as Json;
 
 use cordis_code_runtime::{
-    BoxFuture, Concurrency, Executed, RunOver, ToolBindings, ToolCall, ToolCallError,
+    BoxFuture, Concurrency, Executed, RunOver, SubCall, ToolBindings, ToolCallError,
 };
 
 /// A call whose execution ended: its class and what `call` returned.
@@ -193,7 +193,7 @@ impl<'a> Dispatch<'a> {
             };
             self.barrier = class == Concurrency::Mutating;
             self.open += 1;
-            let call = ToolCall {
+            let call = SubCall {
                 seq,
                 name: name.clone(),
                 arguments,
@@ -241,7 +241,7 @@ mod tests {
                 Concurrency::ReadOnly
             }
         }
-        fn call(&self, call: ToolCall) -> BoxFuture<'_, Result<Json, ToolCallError>> {
+        fn call(&self, call: SubCall) -> BoxFuture<'_, Result<Json, ToolCallError>> {
             self.events
                 .lock()
                 .unwrap()

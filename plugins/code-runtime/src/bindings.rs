@@ -17,7 +17,7 @@ pub enum Concurrency {
 
 /// One sub-call as the host receives it.
 #[derive(Debug, Clone)]
-pub struct ToolCall {
+pub struct SubCall {
     /// 1, 2, … in the order the program submitted its calls (the registry's `<callId>:code:<n>`).
     pub seq: u64,
     /// The binding's name.
@@ -49,7 +49,7 @@ impl ToolCallError {
 /// A sub-call whose execution has finished, on its way to [`ToolBindings::commit`].
 #[derive(Debug, Clone)]
 pub struct Executed {
-    /// The call's sequence number (see [`ToolCall::seq`]).
+    /// The call's sequence number (see [`SubCall::seq`]).
     pub seq: u64,
     /// The binding's name.
     pub name: String,
@@ -83,9 +83,9 @@ pub trait ToolBindings: Send + Sync {
     ///
     /// # Cancel safety
     /// The future is dropped unfinished if it has not finished within
-    /// [`Limits::sub_call_grace`](crate::Limits::sub_call_grace) after [`ToolCall::run_over`]
+    /// [`Limits::sub_call_grace`](crate::Limits::sub_call_grace) after [`SubCall::run_over`]
     /// fires (or by the run's wall-clock ceiling, whichever is first).
-    fn call(&self, call: ToolCall) -> BoxFuture<'_, Result<Value, ToolCallError>>;
+    fn call(&self, call: SubCall) -> BoxFuture<'_, Result<Value, ToolCallError>>;
     /// Finishes one executed call; what it returns is what the program receives. By default the
     /// execution's result, unchanged.
     ///
@@ -108,7 +108,7 @@ impl ToolBindings for NoTools {
     fn concurrency(&self, _name: &str) -> Concurrency {
         Concurrency::Mutating
     }
-    fn call(&self, call: ToolCall) -> BoxFuture<'_, Result<Value, ToolCallError>> {
+    fn call(&self, call: SubCall) -> BoxFuture<'_, Result<Value, ToolCallError>> {
         Box::pin(async move {
             Err(ToolCallError::new(format!(
                 "unknown tool \"{}\"",

@@ -29,9 +29,7 @@ mod outcome;
 mod runtime;
 mod service;
 
-pub use bindings::{
-    Concurrency, Executed, NoTools, RunOver, ToolBindings, ToolCall, ToolCallError,
-};
+pub use bindings::{Concurrency, Executed, NoTools, RunOver, SubCall, ToolBindings, ToolCallError};
 pub use cancel::Cancel;
 pub use error::CodeRuntimeError;
 pub use limits::{DEFAULT_MAX_SUB_CALLS, Limits};

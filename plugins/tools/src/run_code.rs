@@ -18,8 +18,8 @@ use std::sync::{Arc, Mutex, Weak};
 
 use cordis_code_mode::{Language, RunCodeSchema, render_run_failure, render_run_result};
 use cordis_code_runtime::{
-    BoxFuture, Cancel, CodeRunRequest, CodeRuntimeService, Concurrency, Executed, Limits,
-    ToolBindings, ToolCall as SubCall, ToolCallError,
+    BoxFuture, Cancel, CodeRunRequest, CodeRuntimeService, Concurrency, Executed, Limits, SubCall,
+    ToolBindings, ToolCallError,
 };
 use cordis_schema::{ScopeKey, ToolSchema};
 use serde_json::Value;

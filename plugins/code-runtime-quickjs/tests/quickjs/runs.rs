@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use cordis_code_runtime::{
     BoxFuture, Cancel, CodeRunOutcome, CodeRunRequest, CodeRuntime, Concurrency, FailureKind,
-    Limits, ToolBindings, ToolCall, ToolCallError,
+    Limits, SubCall, ToolBindings, ToolCallError,
 };
 use cordis_code_runtime_quickjs::QuickJs;
 use serde_json::{Value, json};
@@ -61,7 +61,7 @@ impl ToolBindings for Tools {
         }
     }
 
-    fn call(&self, call: ToolCall) -> BoxFuture<'_, Result<Value, ToolCallError>> {
+    fn call(&self, call: SubCall) -> BoxFuture<'_, Result<Value, ToolCallError>> {
         self.calls
             .lock()
             .unwrap()
@@ -243,7 +243,7 @@ async fn time_waiting_on_tools_does_not_count_against_the_cpu_budget() {
         fn concurrency(&self, _: &str) -> Concurrency {
             Concurrency::ReadOnly
         }
-        fn call(&self, _: ToolCall) -> BoxFuture<'_, Result<Value, ToolCallError>> {
+        fn call(&self, _: SubCall) -> BoxFuture<'_, Result<Value, ToolCallError>> {
             Box::pin(async {
                 tokio::time::sleep(Duration::from_millis(400)).await;
                 Ok(json!(1))
@@ -761,7 +761,7 @@ impl ToolBindings for Reversed {
     fn concurrency(&self, _: &str) -> Concurrency {
         Concurrency::ReadOnly
     }
-    fn call(&self, call: ToolCall) -> BoxFuture<'_, Result<Value, ToolCallError>> {
+    fn call(&self, call: SubCall) -> BoxFuture<'_, Result<Value, ToolCallError>> {
         Box::pin(async move {
             if call.name == "first" {
                 self.second_done.notified().await;
