@@ -224,6 +224,9 @@ pub fn scrub(value: &mut Value) {
 ///
 /// # Errors
 /// When no agent can be created (the boot left the agent loop pending or failed).
+///
+/// # Cancel safety
+/// As [`exercise_with_preset`].
 pub async fn exercise(
     plan: &LoadPlan,
     script: &ExerciseScript,
@@ -237,6 +240,13 @@ pub async fn exercise(
 ///
 /// # Errors
 /// As [`exercise`]; also when the preset does not mount.
+///
+/// # Cancel safety
+/// Not cancel safe: dropped before it disposes (during the boot, the agent's creation or a
+/// turn), the runtime it made is never disposed and no handle to it is returned: its entries
+/// stay, their tasks run on in the tokio runtime and their effects are never undone; a turn
+/// dropped part way stays open in the in-memory log, which is lost with it. Calling again boots
+/// a fresh runtime. Its callers run it to completion (`block_on`).
 pub async fn exercise_with_preset(
     plan: &LoadPlan,
     script: &ExerciseScript,

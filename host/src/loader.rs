@@ -286,6 +286,12 @@ pub async fn boot_in_order(
 ///
 /// A [`MountOrder`] provided in the runtime for `plan`'s file changes the order its plugin
 /// entries start in (a permutation proof's order of a preset's rows); each keeps its place.
+///
+/// # Cancel safety
+/// Cancel safe as far as `under` goes: its only await is the preloads, and the entries start
+/// after it without awaiting, so a dropped call starts none. A preload cut short may leave its
+/// plugin's note for this runtime (a dylib entry notes that its preload did not finish, so its
+/// apply would fail at once); calling again runs every preload again.
 pub async fn start_under(under: &Context, plan: &LoadPlan) -> Vec<Option<ScopeHandle>> {
     let root = under.root_context();
     preload(&root, plan).await;
@@ -503,6 +509,12 @@ pub fn boot_blocking(
 /// (a seed leaves nothing behind, or its live counts say what).
 ///
 /// Returns the report and the live counts left after disposal (all zero unless something leaks).
+///
+/// # Cancel safety
+/// Not cancel safe: dropped before the root is disposed (during the boot), the runtime it made
+/// is never disposed and no handle to it is returned: the entries started so far stay, their
+/// tasks run on in the tokio runtime and their effects are never undone. Dropped after, only
+/// the report and the counts are lost. Its callers run it to completion (`block_on`).
 pub async fn boot_and_dispose(plan: &LoadPlan, schedule: Schedule) -> (BootReport, LiveCounts) {
     let root = Context::root_with(schedule);
     let report = boot(&root, plan).await;

@@ -388,6 +388,12 @@ impl OrderOutcome {
 
 /// Boots `plan` under the `fifo` schedule with its plugin entries started in `order` (plan
 /// indices), and disposes it again: one boot of a proof.
+///
+/// # Cancel safety
+/// Not cancel safe: dropped before the root is disposed (at any await), the runtime it made is
+/// never disposed and no handle to it is returned: the entries started so far stay, their tasks
+/// run on in the tokio runtime and their effects are never undone. Its callers run it to
+/// completion (`block_on`).
 pub async fn boot(plan: &LoadPlan, order: &[usize]) -> OrderOutcome {
     let root = Context::root_with(Schedule::fifo());
     let mut handles = vec![None; plan.entries.len()];

@@ -285,6 +285,13 @@ impl<'c> Server<'c> {
 
     /// Serves until the client closes its side, then disposes every session (running turns end
     /// as `disposed` in their logs) and returns.
+    ///
+    /// # Cancel safety
+    /// Not cancel safe: dropping it skips the teardown. No session is disposed and the caller
+    /// holds no handle to their compositions, which stay live with their tasks and effects. A
+    /// prompt's turn dropped part way stays open in its log (the next open closes it as
+    /// `interrupted`), a boot in progress leaves its composition undisposed, and requests in
+    /// flight are never answered. `cordis acp` runs it to completion (`block_on`).
     pub async fn run(mut self, mut incoming: mpsc::UnboundedReceiver<Incoming>) {
         loop {
             tokio::select! {

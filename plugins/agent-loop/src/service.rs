@@ -104,6 +104,12 @@ impl AgentLoop {
     ///
     /// # Errors
     /// A duplicate id, a session that cannot be opened, a failed bind.
+    ///
+    /// # Cancel safety
+    /// Its only await opens the session, so a dropped call makes no agent and no scope; the
+    /// session is left as a dropped [`SessionStore::open_or_create_with`] leaves it (a file
+    /// created with its header, or an open's repairs written). Calling again with the same
+    /// options creates the agent on that session.
     pub async fn create_agent(&self, options: AgentOptions) -> Result<Agent, CreateAgentError> {
         let id = options.id.clone();
         if self.agent(&id).is_some() {

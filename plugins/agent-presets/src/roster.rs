@@ -146,6 +146,10 @@ impl AgentPresets {
     }
 
     /// [`Self::list`] on a blocking thread.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only reads the roots (a listing already started finishes on its blocking
+    /// thread and is discarded).
     pub async fn list_async(&self) -> Vec<PresetInfo> {
         let this = self.clone();
         tokio::task::spawn_blocking(move || this.list())
@@ -350,6 +354,10 @@ impl AgentPresets {
     ///
     /// # Errors
     /// [`PresetError::Unusable`] with why the file cannot be used; [`PresetError::Gone`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe: nothing is applied (a read already started finishes on its blocking thread
+    /// and is discarded).
     pub async fn prepare_file(&self, file: &Path) -> Result<Arc<dyn Composition>, PresetError> {
         let this = self.clone();
         let path = file.to_owned();
@@ -369,6 +377,9 @@ impl AgentPresets {
     ///
     /// # Errors
     /// As those two.
+    ///
+    /// # Cancel safety
+    /// Cancel safe while the file is read; after that as [`AgentPresets::mount_prepared`].
     pub async fn mount_file(
         &self,
         file: &Path,
@@ -387,6 +398,12 @@ impl AgentPresets {
     /// # Errors
     /// [`PresetError::Unusable`] naming the rows that did not become active (or that provide a
     /// service), or a registry bind that failed.
+    ///
+    /// # Cancel safety
+    /// Not cancel safe: dropped while the rows mount, the new realm stays under the roster's
+    /// scope with the rows started so far (their applies go on), bound to no parent and never
+    /// handed to the caller, so nothing but the roster's own unwinding disposes it. Calling
+    /// again mounts a second realm beside it.
     pub async fn mount_prepared(
         &self,
         file: &Path,
@@ -436,6 +453,13 @@ impl AgentPresets {
     ///
     /// # Errors
     /// [`JoinError::Preset`] naming the preset and its failing rows; [`JoinError::Create`].
+    ///
+    /// # Cancel safety
+    /// Not cancel safe: dropped while the preset mounts, it leaves what a dropped
+    /// [`AgentPresets::standing_key_for`] leaves and no agent; dropped while the agent is
+    /// created, the preset stays mounted (the current generation the next join reuses) and the
+    /// session is left as a dropped [`AgentLoop::create_agent`] leaves it. Calling again joins
+    /// the same preset and creates the agent.
     pub async fn create_agent(
         &self,
         agents: &AgentLoop,
@@ -456,6 +480,11 @@ impl AgentPresets {
     /// # Errors
     /// [`JoinError::MidTurn`], [`JoinError::NotBlank`], [`JoinError::Preset`] (the agent keeps
     /// its preset), [`JoinError::Bind`], [`JoinError::Record`].
+    ///
+    /// # Cancel safety
+    /// The agent changes only after the last await, so a dropped switch leaves it on its old
+    /// preset with nothing recorded in its session. The preset's mount is as a dropped
+    /// [`AgentPresets::standing_key_for`] leaves it; calling again is equivalent.
     pub async fn switch(&self, agent: &Agent, preset: &str) -> Result<Standing, JoinError> {
         self.check_blank(agent)?;
         let standing = self.standing_key_for(Some(preset)).await?;

@@ -22,6 +22,12 @@ pub trait StandingScopes: Send + Sync + 'static {
     /// # Errors
     /// Why the preset cannot serve (unknown, deleted, broken): the read then falls back to the
     /// global layer.
+    ///
+    /// # Cancel safety
+    /// The future may be dropped (a history read that was cancelled); an implementation says
+    /// what a mount dropped part way leaves behind. The presets plugin's leaves the rows it
+    /// started (their applies go on) in a realm it has not recorded, until the roster's own
+    /// scope unwinds.
     fn standing_key_for<'a>(
         &'a self,
         preset: Option<&'a str>,
@@ -181,6 +187,12 @@ impl History {
     /// # Errors
     /// [`HistoryError::NotFound`] for an unknown session; [`HistoryError::Internal`] for
     /// anything else.
+    ///
+    /// # Cancel safety
+    /// Cancel safe unless it mounts a preset: reading the log only reads (a read already
+    /// started finishes on its blocking thread and is discarded); dropped while
+    /// [`History::presenter_scope`] mounts a preset, it leaves what that leaves. Calling again is
+    /// equivalent.
     pub async fn history(
         &self,
         session_id: &str,
@@ -216,6 +228,12 @@ impl History {
 
     /// The scope a read of `source` presents tools in: the live agent's; else the standing
     /// scope of the preset its log says it runs; else `None`, the global layer.
+    ///
+    /// # Cancel safety
+    /// Cancel safe while a live agent answers (nothing is awaited) or the preset's standing
+    /// scope is current. Not cancel safe while it mounts the preset: the rows started so far
+    /// stay (their applies go on) in a realm the roster has not recorded, until the roster's own
+    /// scope unwinds; the next call mounts the preset afresh beside it.
     pub async fn presenter_scope(&self, source: &SessionSource) -> Option<ScopeKey> {
         let id = source.id();
         if let Some(agents) = self.ctx.get::<AgentLoop>() {

@@ -92,6 +92,9 @@ impl SessionPlugin {
     ///
     /// # Errors
     /// `root` with `memory`, or the default root without a state directory.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only reads (the project directory's canonical path) and creates nothing.
     pub async fn root_for(
         &self,
         config: &SessionConfig,

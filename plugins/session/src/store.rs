@@ -306,6 +306,9 @@ impl SessionStore {
     ///
     /// # Errors
     /// An invalid id, an existing file, or I/O.
+    ///
+    /// # Cancel safety
+    /// As [`SessionStore::create_with`].
     pub async fn create(
         &self,
         id: &str,
@@ -327,6 +330,13 @@ impl SessionStore {
     ///
     /// # Errors
     /// As [`SessionStore::create`].
+    ///
+    /// # Cancel safety
+    /// Not cancel safe for a store with a root: the blocking creation, once spawned, runs to the
+    /// end without the caller, so the file is still written with its header (and no events),
+    /// then its writer stops and lets go of the lock. Calling `create` again then fails
+    /// with [`SessionError::AlreadyExists`]; [`SessionStore::open`] (or `open_or_create`) opens
+    /// the empty session. An in-memory store creates without awaiting: nothing to cancel.
     pub async fn create_with(
         &self,
         id: &str,
@@ -371,6 +381,14 @@ impl SessionStore {
     /// # Errors
     /// A missing file, [`SessionError::SessionLocked`] when another writer has it open, an
     /// unsupported version, a corrupt line, or I/O.
+    ///
+    /// # Cancel safety
+    /// Safe to call again, but a dropped call is not undone: the blocking open, once spawned,
+    /// runs to the end without the caller (the torn end of the file is repaired, the lock is
+    /// taken and let go again when the unused session drops), and a closing `turn/end` already
+    /// queued is still written. The next `open` opens the same session, but its [`OpenReport`]
+    /// does not list the repairs the dropped call made, and a call made while the abandoned
+    /// open still holds the lock fails with [`SessionError::SessionLocked`] naming this process.
     pub async fn open(&self, id: &str) -> Result<(Session, OpenReport), SessionError> {
         check_id(id)?;
         if let Some(session) = self.live(id) {
@@ -426,6 +444,10 @@ impl SessionStore {
     /// # Errors
     /// [`SessionError::NotFound`] for an id with no session (an invalid id included, since no
     /// session can have it), an unsupported version, a corrupt line, or I/O.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only reads (a read already started finishes on its blocking thread and
+    /// is discarded).
     pub async fn source(&self, id: &str) -> Result<SessionSource, SessionError> {
         if check_id(id).is_err() {
             return Err(SessionError::NotFound {
@@ -450,6 +472,10 @@ impl SessionStore {
     ///
     /// # Errors
     /// The root cannot be read (a root not made yet holds none).
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only reads (a listing already started finishes on its blocking thread
+    /// and is discarded).
     pub async fn recent(&self, limit: usize) -> Result<Vec<SessionSummary>, SessionError> {
         let Some(root) = self.root.clone() else {
             return Ok(Vec::new());
@@ -497,6 +523,9 @@ impl SessionStore {
     ///
     /// # Errors
     /// As [`SessionStore::open`] and [`SessionStore::create`].
+    ///
+    /// # Cancel safety
+    /// As [`SessionStore::open_or_create_with`].
     pub async fn open_or_create(&self, id: &str) -> Result<(Session, OpenReport), SessionError> {
         self.open_or_create_with(id, CreateOptions::default()).await
     }
@@ -506,6 +535,11 @@ impl SessionStore {
     ///
     /// # Errors
     /// As [`SessionStore::open`] and [`SessionStore::create`].
+    ///
+    /// # Cancel safety
+    /// As [`SessionStore::open`] or [`SessionStore::create_with`], whichever it chose: a creation
+    /// dropped part way still leaves the session's file, so calling again opens that session
+    /// (its report then says `created: false`).
     pub async fn open_or_create_with(
         &self,
         id: &str,
