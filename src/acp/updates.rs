@@ -35,19 +35,16 @@ use std::path::{Path, PathBuf};
 use cordis_history::ToolView;
 use cordis_llm::Chunk;
 use cordis_presenter::{Card, Presentation, Presenters, parse_arguments_text};
-use cordis_session::{
-    AssistantChunkData, SessionEvent, ToolCallData, ToolResultData, UserMessageData,
-};
+use cordis_session::{EventView, SessionEvent, ToolResultData};
+use cordis_tool_todo::{TODO_WRITE, TodoStatus, TodoWriteArgs};
 use cordis_tools::{ScopeKey, ToolRegistry};
+use serde::Deserialize;
 use serde_json::Value;
 
 use super::protocol::{
     ContentBlock, PlanEntry, PlanEntryPriority, PlanEntryStatus, SessionUpdate, ToolCall,
     ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolKind,
 };
-
-/// The tool whose successful calls are the session's plan.
-const PLAN_TOOL: &str = "todo_write";
 
 /// Maps one session's events, in log order, to updates. It remembers each call's name and
 /// arguments until its result, because presenters describe a result with its call's arguments.
@@ -92,13 +89,14 @@ impl UpdateMapper {
     /// The updates of an event of the live stream, its view asked of [`cordis_history::views`]
     /// as a history read would (a result together with its call).
     pub fn map_live(&mut self, event: &SessionEvent, views: &LiveViews) -> Vec<SessionUpdate> {
-        let page: Vec<SessionEvent> = match event.data_as::<ToolResultData>() {
-            Ok(result) => match self.pending.get(&result.call_id) {
+        let page: Vec<SessionEvent> = match event.view() {
+            EventView::ToolResult(result) => match self.pending.get(&result.call_id) {
                 Some((call, _, _)) => vec![call.clone(), event.clone()],
                 None => vec![event.clone()],
             },
-            Err(_) if event.is::<ToolCallData>() => vec![event.clone()],
-            Err(_) => return self.map(event, None),
+            EventView::ToolCall(_) => vec![event.clone()],
+            // Only calls and results have tool views; `map` decides what the rest shows.
+            _ => return self.map(event, None),
         };
         let view = cordis_history::views(
             &page,
@@ -115,56 +113,68 @@ impl UpdateMapper {
     /// history read's); without one a call is generic (its name as title, kind `other`).
     pub fn map(&mut self, event: &SessionEvent, view: Option<&ToolView>) -> Vec<SessionUpdate> {
         let view = view.map(|v| v.view.clone());
-        // Typed reads: an event that does not parse as its kind's payload is skipped, as the
-        // transcript does (the log is checked elsewhere; this only shows it).
-        if let Ok(user) = event.data_as::<UserMessageData>() {
-            return vec![SessionUpdate::UserMessageChunk {
+        match event.view() {
+            EventView::UserMessage(user) => vec![SessionUpdate::UserMessageChunk {
                 content: ContentBlock::text(user.content),
-            }];
-        }
-        if let Ok(chunk) = event.data_as::<AssistantChunkData>() {
-            return match chunk.chunk {
+            }],
+            EventView::AssistantChunk(chunk) => match chunk.chunk {
                 Chunk::Text { delta } if !delta.is_empty() => {
                     vec![SessionUpdate::AgentMessageChunk {
                         content: ContentBlock::text(delta),
                     }]
                 }
                 _ => Vec::new(),
-            };
-        }
-        if let Ok(call) = event.data_as::<ToolCallData>() {
-            let args = parse_arguments_text(&call.arguments);
-            let p = view.unwrap_or_else(|| cordis_presenter::generic(&call.name, &args));
-            self.pending.insert(
-                call.call_id.clone(),
-                (event.clone(), call.name.clone(), args),
-            );
-            return vec![SessionUpdate::ToolCall(self.tool_call(&call.call_id, p))];
-        }
-        if let Ok(result) = event.data_as::<ToolResultData>() {
-            let Some((_, name, args)) = self.pending.remove(&result.call_id) else {
-                // A result without its call cannot be shown as an update of it.
-                tracing::debug!(call = %result.call_id, "tool result without a call; not shown");
-                return Vec::new();
-            };
-            let p = view.unwrap_or_else(|| Presentation {
-                text: Some(content_text(&result.content)),
-                ..cordis_presenter::generic(&name, &args)
-            });
-            let mut updates = vec![SessionUpdate::ToolCallUpdate(self.tool_call_update(
-                &result.call_id,
-                &result,
-                p,
-            ))];
-            if name == PLAN_TOOL
-                && !result.is_error
-                && let Some(plan) = plan_of(&args)
-            {
-                updates.push(SessionUpdate::Plan { entries: plan });
+            },
+            EventView::ToolCall(call) => {
+                let args = parse_arguments_text(&call.arguments);
+                let p = view.unwrap_or_else(|| cordis_presenter::generic(&call.name, &args));
+                self.pending.insert(
+                    call.call_id.clone(),
+                    (event.clone(), call.name.clone(), args),
+                );
+                vec![SessionUpdate::ToolCall(self.tool_call(&call.call_id, p))]
             }
-            return updates;
+            EventView::ToolResult(result) => {
+                let Some((_, name, args)) = self.pending.remove(&result.call_id) else {
+                    // A result without its call cannot be shown as an update of it.
+                    tracing::debug!(call = %result.call_id, "tool result without a call; not shown");
+                    return Vec::new();
+                };
+                let p = view.unwrap_or_else(|| Presentation {
+                    text: Some(content_text(&result.content)),
+                    ..cordis_presenter::generic(&name, &args)
+                });
+                let mut updates = vec![SessionUpdate::ToolCallUpdate(self.tool_call_update(
+                    &result.call_id,
+                    &result,
+                    p,
+                ))];
+                if name == TODO_WRITE
+                    && !result.is_error
+                    && let Some(plan) = plan_of(&args)
+                {
+                    updates.push(SessionUpdate::Plan { entries: plan });
+                }
+                updates
+            }
+            // No update (the module's table): steps, headers, approvals, `run_code` sub-calls,
+            // turn ends and session settings. Unknown kinds and payloads that do not fit their
+            // kind are skipped, as the transcript does (the log is checked elsewhere).
+            EventView::TurnStart(_)
+            | EventView::StepStart(_)
+            | EventView::RequestHeader(_)
+            | EventView::AssistantMessage(_)
+            | EventView::ToolApproval(_)
+            | EventView::ToolCodeDispatchStart(_)
+            | EventView::ToolCodeDispatch(_)
+            | EventView::StepEnd(_)
+            | EventView::TurnEnd(_)
+            | EventView::AgentPresetSelected(_)
+            | EventView::PermissionsMode(_)
+            | EventView::PermissionsRevoke(_)
+            | EventView::Unknown { .. }
+            | EventView::Malformed(_) => Vec::new(),
         }
-        Vec::new()
     }
 
     fn absolute(&self, path: &str) -> PathBuf {
@@ -307,26 +317,22 @@ fn kind(kind: cordis_presenter::ToolKind) -> ToolKind {
     }
 }
 
-/// The plan a `todo_write` call sets: its todos in order, status one to one.
+/// The plan a `todo_write` call sets: its todos in order, status one to one; `None` when its
+/// arguments are not a todo list.
 fn plan_of(args: &Value) -> Option<Vec<PlanEntry>> {
-    let todos = args.get("todos")?.as_array()?;
+    let TodoWriteArgs { todos } = TodoWriteArgs::deserialize(args).ok()?;
     let entries = todos
-        .iter()
-        .map(|todo| {
-            let content = todo.get("content")?.as_str()?.to_owned();
-            let status = match todo.get("status")?.as_str()? {
-                "pending" => PlanEntryStatus::Pending,
-                "in_progress" => PlanEntryStatus::InProgress,
-                "completed" => PlanEntryStatus::Completed,
-                _ => return None,
-            };
-            Some(PlanEntry {
-                content,
-                priority: PlanEntryPriority::Medium,
-                status,
-            })
+        .into_iter()
+        .map(|todo| PlanEntry {
+            content: todo.content,
+            priority: PlanEntryPriority::Medium,
+            status: match todo.status {
+                TodoStatus::Pending => PlanEntryStatus::Pending,
+                TodoStatus::InProgress => PlanEntryStatus::InProgress,
+                TodoStatus::Completed => PlanEntryStatus::Completed,
+            },
         })
-        .collect::<Option<Vec<_>>>()?;
+        .collect();
     Some(entries)
 }
 
@@ -415,6 +421,11 @@ mod tests {
             None,
         );
         assert_eq!(ups.len(), 2);
+        assert_eq!(
+            cordis_session::TODO_WRITE_TOOL,
+            TODO_WRITE,
+            "the session's `todos` projection and the plan read the same tool"
+        );
         assert_eq!(
             wire(&ups[1]),
             json!({"sessionUpdate": "plan", "entries": [

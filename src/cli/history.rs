@@ -9,10 +9,9 @@ use clap::Args;
 use cordis_history::{History, HistoryEntry, HistoryError, HistoryPage, ViewFor};
 use cordis_presenter::{Card, render_card};
 use cordis_runtime::Schedule;
-use cordis_session::{
-    AgentPresetSelectedData, AssistantMessageData, SessionStore, ToolCallData, ToolResultData,
-    TurnEndData, TurnEndReason, UserMessageData,
-};
+use cordis_session::{EventView, SessionStore, TurnEndReason};
+use cordis_tool_todo::{Todo, TodoStatus};
+use serde::Deserialize;
 use serde_json::Value;
 
 use super::render::{safe, safe_lines};
@@ -131,16 +130,16 @@ fn print_page(session: &str, page: &HistoryPage, io: &mut Io<'_>) -> std::io::Re
         if let Some(preset) = p.values.get("agentPreset").and_then(Value::as_str) {
             writeln!(io.out, "preset: {}", safe(preset))?;
         }
-        if let Some(Value::Array(todos)) = p.values.get("todos") {
+        // A value that is not a todo list (another tool's `todo_write`) is not shown.
+        if let Some(Ok(todos)) = p.values.get("todos").map(Vec::<Todo>::deserialize) {
             writeln!(io.out, "todos:")?;
             for todo in todos {
-                let mark = match todo.get("status").and_then(Value::as_str) {
-                    Some("completed") => "[x]",
-                    Some("in_progress") => "[~]",
-                    _ => "[ ]",
+                let mark = match todo.status {
+                    TodoStatus::Completed => "[x]",
+                    TodoStatus::InProgress => "[~]",
+                    TodoStatus::Pending => "[ ]",
                 };
-                let content = todo.get("content").map(text_of).unwrap_or_default();
-                writeln!(io.out, "  {mark} {}", clip(&content, 200))?;
+                writeln!(io.out, "  {mark} {}", clip(&todo.content, 200))?;
             }
         }
     }
@@ -161,98 +160,117 @@ pub(crate) fn print_entry(
     entry: &HistoryEntry,
     out: &mut dyn std::io::Write,
 ) -> std::io::Result<()> {
-    let e = &entry.event;
-    // Typed reads: an event that does not parse as its kind's payload is not shown (the JSON
-    // output has it as logged).
-    if let Ok(user) = e.data_as::<UserMessageData>() {
-        for line in user.content.lines() {
-            writeln!(out, "> {}", safe(line))?;
+    match entry.event.view() {
+        EventView::UserMessage(user) => {
+            for line in user.content.lines() {
+                writeln!(out, "> {}", safe(line))?;
+            }
         }
-    } else if let Ok(message) = e.data_as::<AssistantMessageData>() {
-        if !message.content.is_empty() {
-            writeln!(out, "{}", safe_lines(message.content.trim_end()))?;
+        EventView::AssistantMessage(message) => {
+            if !message.content.is_empty() {
+                writeln!(out, "{}", safe_lines(message.content.trim_end()))?;
+            }
         }
-    } else if let Ok(call) = e.data_as::<ToolCallData>() {
-        match entry.view.as_ref().filter(|v| v.for_ == ViewFor::Call) {
-            Some(view) => writeln!(
-                out,
-                "[call {}] {}",
-                safe(&call.name),
-                clip(&view.view.title, 160)
-            )?,
-            None => writeln!(
-                out,
-                "[call {} {}]",
-                safe(&call.name),
-                clip(&call.arguments, 160)
-            )?,
+        EventView::ToolCall(call) => {
+            match entry.view.as_ref().filter(|v| v.for_ == ViewFor::Call) {
+                Some(view) => writeln!(
+                    out,
+                    "[call {}] {}",
+                    safe(&call.name),
+                    clip(&view.view.title, 160)
+                )?,
+                None => writeln!(
+                    out,
+                    "[call {} {}]",
+                    safe(&call.name),
+                    clip(&call.arguments, 160)
+                )?,
+            }
         }
-    } else if let Ok(result) = e.data_as::<ToolResultData>() {
-        let content = text_of(&result.content);
-        if result.is_error {
+        EventView::ToolResult(result) => {
+            let content = text_of(&result.content);
+            if result.is_error {
+                writeln!(
+                    out,
+                    "[error {} {}] {}",
+                    safe(&result.name),
+                    safe(result.code.as_deref().unwrap_or_default()),
+                    clip(&content, 200)
+                )?;
+            } else {
+                writeln!(
+                    out,
+                    "[result {}] {}",
+                    safe(&result.name),
+                    clip(&content, 200)
+                )?;
+            }
+            if let Some(view) = entry.view.as_ref().filter(|v| v.for_ == ViewFor::Result)
+                && !matches!(view.view.card, Card::Generic)
+            {
+                for line in render_card(&view.view.card).lines() {
+                    writeln!(out, "  {}", safe(line))?;
+                }
+            }
+        }
+        EventView::AgentPresetSelected(switch) => {
+            writeln!(out, "(switched to preset {})", safe(&switch.agent_preset))?;
+        }
+        EventView::PermissionsMode(mode) => {
+            writeln!(out, "(permission mode {})", safe(&mode.mode))?;
+        }
+        EventView::PermissionsRevoke(revoked) => {
+            let grant = &revoked.grant;
+            let command = grant
+                .command
+                .as_deref()
+                .map(|c| format!(" `{c}`"))
+                .unwrap_or_default();
             writeln!(
                 out,
-                "[error {} {}] {}",
-                safe(&result.name),
-                safe(result.code.as_deref().unwrap_or_default()),
-                clip(&content, 200)
-            )?;
-        } else {
-            writeln!(
-                out,
-                "[result {}] {}",
-                safe(&result.name),
-                clip(&content, 200)
+                "(revoked the grant {}{})",
+                safe(&grant.tool),
+                safe(&command)
             )?;
         }
-        if let Some(view) = entry.view.as_ref().filter(|v| v.for_ == ViewFor::Result)
-            && !matches!(view.view.card, Card::Generic)
-        {
-            for line in render_card(&view.view.card).lines() {
-                writeln!(out, "  {}", safe(line))?;
+        EventView::TurnEnd(end) => {
+            let turn = end.turn;
+            match end.reason {
+                TurnEndReason::Completed => {}
+                TurnEndReason::Error { step, message } => writeln!(
+                    out,
+                    "(turn {turn} failed at step {step}: {})",
+                    safe_lines(&message)
+                )?,
+                TurnEndReason::MaxSteps { steps } => {
+                    writeln!(out, "(turn {turn} stopped after {steps} steps)")?;
+                }
+                TurnEndReason::Aborted { reason } => writeln!(
+                    out,
+                    "(turn {turn} aborted{})",
+                    reason
+                        .map(|r| format!(": {}", safe(&r)))
+                        .unwrap_or_default()
+                )?,
+                TurnEndReason::Disposed => writeln!(out, "(turn {turn} ended: agent disposed)")?,
+                TurnEndReason::Interrupted => {
+                    writeln!(out, "(turn {turn} interrupted: the process ended)")?;
+                }
             }
         }
-    } else if let Ok(switch) = e.data_as::<AgentPresetSelectedData>() {
-        writeln!(out, "(switched to preset {})", safe(&switch.agent_preset))?;
-    } else if let Ok(mode) = e.data_as::<cordis_session::PermissionsModeData>() {
-        writeln!(out, "(permission mode {})", safe(&mode.mode))?;
-    } else if let Ok(revoked) = e.data_as::<cordis_session::GrantRevokedData>() {
-        let grant = &revoked.grant;
-        let command = grant
-            .command
-            .as_deref()
-            .map(|c| format!(" `{c}`"))
-            .unwrap_or_default();
-        writeln!(
-            out,
-            "(revoked the grant {}{})",
-            safe(&grant.tool),
-            safe(&command)
-        )?;
-    } else if let Ok(end) = e.data_as::<TurnEndData>() {
-        let turn = end.turn;
-        match end.reason {
-            TurnEndReason::Completed => {}
-            TurnEndReason::Error { step, message } => writeln!(
-                out,
-                "(turn {turn} failed at step {step}: {})",
-                safe_lines(&message)
-            )?,
-            TurnEndReason::MaxSteps { steps } => {
-                writeln!(out, "(turn {turn} stopped after {steps} steps)")?;
-            }
-            TurnEndReason::Aborted { reason } => writeln!(
-                out,
-                "(turn {turn} aborted{})",
-                reason
-                    .map(|r| format!(": {}", safe(&r)))
-                    .unwrap_or_default()
-            )?,
-            TurnEndReason::Disposed => writeln!(out, "(turn {turn} ended: agent disposed)")?,
-            TurnEndReason::Interrupted => {
-                writeln!(out, "(turn {turn} interrupted: the process ended)")?;
-            }
-        }
+        // Not shown: the loop's bookkeeping, the stream (the message holds its text),
+        // approvals and `run_code` sub-calls. Unknown kinds and payloads that do not fit their
+        // kind are skipped too (the JSON output has them as logged).
+        EventView::TurnStart(_)
+        | EventView::StepStart(_)
+        | EventView::RequestHeader(_)
+        | EventView::AssistantChunk(_)
+        | EventView::ToolApproval(_)
+        | EventView::ToolCodeDispatchStart(_)
+        | EventView::ToolCodeDispatch(_)
+        | EventView::StepEnd(_)
+        | EventView::Unknown { .. }
+        | EventView::Malformed(_) => {}
     }
     Ok(())
 }

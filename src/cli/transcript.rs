@@ -14,10 +14,7 @@ use cordis_presenter::{
     Card, Presentation, Presenters, ResultView, ToolKind, generic, parse_arguments_text,
     render_card,
 };
-use cordis_session::{
-    AssistantChunkData, SessionEvent, ToolCallData, ToolCodeDispatchData,
-    ToolCodeDispatchStartData, ToolResultData, TurnEndData, TurnEndReason,
-};
+use cordis_session::{EventView, SessionEvent, TurnEndData, TurnEndReason};
 use serde_json::Value;
 
 use super::render::{safe, safe_lines};
@@ -257,56 +254,75 @@ impl Transcript {
         out: &mut dyn Write,
         err: &mut dyn Write,
     ) -> std::io::Result<()> {
-        // Typed reads: an event that does not parse as its kind's payload is skipped (the log
-        // is checked on its own; the transcript only shows it).
-        if let Ok(chunk) = e.data_as::<AssistantChunkData>() {
-            if let Chunk::Text { delta } = chunk.chunk
-                && !delta.is_empty()
-            {
-                self.last_call = [None, None];
-                write!(out, "{}", safe_lines(&delta))?;
-                self.at_line_start = delta.ends_with('\n');
-                out.flush()?;
+        match e.view() {
+            EventView::AssistantChunk(chunk) => {
+                if let Chunk::Text { delta } = chunk.chunk
+                    && !delta.is_empty()
+                {
+                    self.last_call = [None, None];
+                    write!(out, "{}", safe_lines(&delta))?;
+                    self.at_line_start = delta.ends_with('\n');
+                    out.flush()?;
+                }
+                Ok(())
             }
-            return Ok(());
-        }
-        if let Ok(call) = e.data_as::<ToolCallData>() {
-            let args = parse_arguments_text(&call.arguments);
-            self.call(out, presenters, ("", &call.call_id), &call.name, &args)?;
-            self.pending.insert(call.call_id, args);
-            return Ok(());
-        }
-        if let Ok(sub) = e.data_as::<ToolCodeDispatchStartData>() {
-            return self.call(
+            EventView::ToolCall(call) => {
+                let args = parse_arguments_text(&call.arguments);
+                self.call(out, presenters, ("", &call.call_id), &call.name, &args)?;
+                self.pending.insert(call.call_id, args);
+                Ok(())
+            }
+            EventView::ToolCodeDispatchStart(sub) => self.call(
                 out,
                 presenters,
                 ("  ", &sub.sub_call_id),
                 &sub.name,
                 &sub.arguments,
-            );
-        }
-        if let Ok(sub) = e.data_as::<ToolCodeDispatchData>() {
-            return self.result(
+            ),
+            EventView::ToolCodeDispatch(sub) => self.result(
                 out,
                 presenters,
                 ("  ", &sub.sub_call_id),
                 (&sub.name, &sub.arguments),
                 (&sub.content, sub.is_error, None),
-            );
+            ),
+            EventView::ToolResult(result) => {
+                let args = self.pending.remove(&result.call_id).unwrap_or(Value::Null);
+                self.result(
+                    out,
+                    presenters,
+                    ("", &result.call_id),
+                    (&result.name, &args),
+                    (&result.content, result.is_error, result.code.as_deref()),
+                )
+            }
+            EventView::TurnEnd(end) => self.turn_end(end, out, err),
+            // Not shown: the user's own input, the loop's bookkeeping, the assembled message
+            // (its chunks were streamed), approvals (asked on their own) and session settings.
+            // Unknown kinds and payloads that do not fit their kind are skipped too (the log is
+            // checked on its own; the transcript only shows it).
+            EventView::TurnStart(_)
+            | EventView::UserMessage(_)
+            | EventView::StepStart(_)
+            | EventView::RequestHeader(_)
+            | EventView::AssistantMessage(_)
+            | EventView::ToolApproval(_)
+            | EventView::StepEnd(_)
+            | EventView::AgentPresetSelected(_)
+            | EventView::PermissionsMode(_)
+            | EventView::PermissionsRevoke(_)
+            | EventView::Unknown { .. }
+            | EventView::Malformed(_) => Ok(()),
         }
-        if let Ok(result) = e.data_as::<ToolResultData>() {
-            let args = self.pending.remove(&result.call_id).unwrap_or(Value::Null);
-            return self.result(
-                out,
-                presenters,
-                ("", &result.call_id),
-                (&result.name, &args),
-                (&result.content, result.is_error, result.code.as_deref()),
-            );
-        }
-        let Ok(end) = e.data_as::<TurnEndData>() else {
-            return Ok(());
-        };
+    }
+
+    /// Ends the turn's output; a turn that did not complete says why on `err`.
+    fn turn_end(
+        &mut self,
+        end: TurnEndData,
+        out: &mut dyn Write,
+        err: &mut dyn Write,
+    ) -> std::io::Result<()> {
         let turn = end.turn;
         self.newline(out)?;
         out.flush()?;

@@ -1,4 +1,5 @@
-//! The event model: the header line, the event envelope and the typed data of each kind.
+//! The event model: the header line, the event envelope, the typed data of each kind and
+//! [`EventView`], the one typed view of an event that surfaces match on.
 
 use cordis_conversation::{AssistantToolCall, CallConfig, Chunk, Usage};
 use cordis_schema::{ToolSchema, canonicalize};
@@ -87,40 +88,157 @@ impl SessionEvent {
     }
 }
 
-/// Event kinds.
-pub mod kinds {
+/// Declares the kind constants and [`kinds::ALL`], so a kind cannot be added without joining
+/// the list the view's tests walk.
+macro_rules! kinds {
+    ($($(#[$m:meta])* $name:ident = $kind:literal;)*) => {
+        /// Event kinds.
+        pub mod kinds {
+            $($(#[$m])* pub const $name: &str = $kind;)*
+            /// Every kind above, in declaration order.
+            pub const ALL: &[&str] = &[$($name),*];
+        }
+    };
+}
+
+kinds! {
     /// A turn began.
-    pub const TURN_START: &str = "turn/start";
+    TURN_START = "turn/start";
     /// The user's input of the turn.
-    pub const USER_MESSAGE: &str = "user/message";
+    USER_MESSAGE = "user/message";
     /// A step (one model call and its tools) began: the reconstruction boundary.
-    pub const STEP_START: &str = "step/start";
+    STEP_START = "step/start";
     /// The full request header snapshot (`initial`, `resume`, `change`).
-    pub const REQUEST_HEADER: &str = "request/header";
+    REQUEST_HEADER = "request/header";
     /// One streamed chunk.
-    pub const ASSISTANT_CHUNK: &str = "assistant/chunk";
+    ASSISTANT_CHUNK = "assistant/chunk";
     /// The assembled assistant message.
-    pub const ASSISTANT_MESSAGE: &str = "assistant/message";
+    ASSISTANT_MESSAGE = "assistant/message";
     /// A tool call about to be dispatched.
-    pub const TOOL_CALL: &str = "tool/call";
+    TOOL_CALL = "tool/call";
     /// A tool call's result.
-    pub const TOOL_RESULT: &str = "tool/result";
+    TOOL_RESULT = "tool/result";
     /// How an approvals policy decided a call that was not simply allowed (before its result).
-    pub const TOOL_APPROVAL: &str = "tool/approval";
+    TOOL_APPROVAL = "tool/approval";
     /// A `run_code` sub-call started (derives no model message).
-    pub const TOOL_CODE_DISPATCH_START: &str = "tool/code-dispatch-start";
+    TOOL_CODE_DISPATCH_START = "tool/code-dispatch-start";
     /// A `run_code` sub-call settled (derives no model message).
-    pub const TOOL_CODE_DISPATCH: &str = "tool/code-dispatch";
+    TOOL_CODE_DISPATCH = "tool/code-dispatch";
     /// A step ended.
-    pub const STEP_END: &str = "step/end";
+    STEP_END = "step/end";
     /// A turn ended, with its reason.
-    pub const TURN_END: &str = "turn/end";
+    TURN_END = "turn/end";
     /// The session switched to another agent preset (derives no model message).
-    pub const AGENT_PRESET_SELECTED: &str = "agent-preset/selected";
+    AGENT_PRESET_SELECTED = "agent-preset/selected";
     /// The session chose a permission mode (derives no model message).
-    pub const PERMISSIONS_MODE: &str = "permissions/mode";
+    PERMISSIONS_MODE = "permissions/mode";
     /// The session revoked a grant (derives no model message).
-    pub const PERMISSIONS_REVOKE: &str = "permissions/revoke";
+    PERMISSIONS_REVOKE = "permissions/revoke";
+}
+
+/// Declares [`EventView`] and [`SessionEvent::view`] from one table of `Variant(Payload)`: the
+/// payload type names its kind ([`EventData::KIND`]), so this table is the whole kind → variant
+/// mapping.
+macro_rules! event_view {
+    ($($(#[$m:meta])* $variant:ident($data:ty),)*) => {
+        /// One event as the typed payload of its kind: what a surface matches on, instead of
+        /// trying [`SessionEvent::data_as`] kind by kind.
+        ///
+        /// The enum is exhaustive on purpose: a new kind is a new variant, and every surface
+        /// that matches without `_` has to decide whether it shows it.
+        #[derive(Debug, Clone, PartialEq)]
+        pub enum EventView<'a> {
+            $($(#[$m])* $variant($data),)*
+            /// A kind this build does not define: a newer writer's event, or a retired one
+            /// (`request/header-delta`). Surfaces skip it.
+            Unknown {
+                /// The event's kind, as logged.
+                kind: &'a str,
+            },
+            /// A known kind whose payload does not fit its type. Surfaces skip it; the error
+            /// names the kind, the seq and what is wrong, for whoever checks the log.
+            Malformed(ProjectionError),
+        }
+
+        impl EventView<'_> {
+            /// Every kind the view has a variant for, in the table's order.
+            pub const KINDS: &'static [&'static str] = &[$(<$data as EventData>::KIND),*];
+
+            /// The kind of the event this is the view of.
+            pub fn kind(&self) -> &str {
+                match self {
+                    $(EventView::$variant(_) => <$data as EventData>::KIND,)*
+                    EventView::Unknown { kind } => kind,
+                    EventView::Malformed(error) => &error.kind,
+                }
+            }
+        }
+
+        impl SessionEvent {
+            /// The event as [`EventView`]: the payload of its kind, typed.
+            ///
+            /// Never fails and never panics: a kind without a variant is
+            /// [`EventView::Unknown`], a payload that does not fit its kind
+            /// [`EventView::Malformed`].
+            ///
+            /// # Examples
+            ///
+            /// ```
+            /// use cordis_session::{EventView, Session, TurnStartData};
+            ///
+            /// let s = Session::in_memory("s");
+            /// s.append(&TurnStartData { turn: 1 }, None).unwrap();
+            /// match s.events()[0].view() {
+            ///     EventView::TurnStart(start) => assert_eq!(start.turn, 1),
+            ///     other => panic!("{other:?}"),
+            /// }
+            /// ```
+            pub fn view(&self) -> EventView<'_> {
+                $(if self.kind == <$data as EventData>::KIND {
+                    return match self.data_as::<$data>() {
+                        Ok(data) => EventView::$variant(data),
+                        Err(error) => EventView::Malformed(error),
+                    };
+                })*
+                EventView::Unknown { kind: &self.kind }
+            }
+        }
+    };
+}
+
+event_view! {
+    /// `turn/start`.
+    TurnStart(TurnStartData),
+    /// `user/message`.
+    UserMessage(UserMessageData),
+    /// `step/start`.
+    StepStart(StepStartData),
+    /// `request/header`.
+    RequestHeader(RequestHeaderData),
+    /// `assistant/chunk`.
+    AssistantChunk(AssistantChunkData),
+    /// `assistant/message`.
+    AssistantMessage(AssistantMessageData),
+    /// `tool/call`.
+    ToolCall(ToolCallData),
+    /// `tool/result`.
+    ToolResult(ToolResultData),
+    /// `tool/approval`.
+    ToolApproval(ToolApprovalData),
+    /// `tool/code-dispatch-start`.
+    ToolCodeDispatchStart(ToolCodeDispatchStartData),
+    /// `tool/code-dispatch`.
+    ToolCodeDispatch(ToolCodeDispatchData),
+    /// `step/end`.
+    StepEnd(StepEndData),
+    /// `turn/end`.
+    TurnEnd(TurnEndData),
+    /// `agent-preset/selected`.
+    AgentPresetSelected(AgentPresetSelectedData),
+    /// `permissions/mode`.
+    PermissionsMode(PermissionsModeData),
+    /// `permissions/revoke`.
+    PermissionsRevoke(GrantRevokedData),
 }
 
 /// A typed event payload: written with [`crate::Session::append`], read back with
@@ -362,6 +480,169 @@ impl RequestHeader {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn event(seq: u64, kind: &str, data: serde_json::Value) -> SessionEvent {
+        SessionEvent {
+            kind: kind.into(),
+            seq,
+            time: 0,
+            data,
+            source_event_seqs: None,
+        }
+    }
+
+    fn sample<D: EventData>(data: D) -> (&'static str, serde_json::Value) {
+        (D::KIND, serde_json::to_value(data).unwrap())
+    }
+
+    /// One well-formed payload of every kind.
+    fn samples() -> Vec<(&'static str, serde_json::Value)> {
+        let call = |name: &str| ToolCallData {
+            turn: 1,
+            step: 1,
+            call_id: "c".into(),
+            name: name.into(),
+            arguments: "{}".into(),
+        };
+        let grant = GrantData {
+            tool: "bash".into(),
+            command: Some("git status".into()),
+            exact: false,
+        };
+        vec![
+            sample(TurnStartData { turn: 1 }),
+            sample(UserMessageData {
+                turn: 1,
+                content: "hi".into(),
+            }),
+            sample(StepStartData { turn: 1, step: 1 }),
+            sample(RequestHeaderData {
+                header: RequestHeader::new(CallConfig::default(), "sys".into(), Vec::new()),
+                reason: HeaderReason::Initial,
+            }),
+            sample(AssistantChunkData {
+                turn: 1,
+                step: 1,
+                chunk: Chunk::Text { delta: "h".into() },
+            }),
+            sample(AssistantMessageData {
+                turn: 1,
+                step: 1,
+                content: "h".into(),
+                tool_calls: Vec::new(),
+                usage: None,
+            }),
+            sample(call("x")),
+            sample(ToolResultData {
+                turn: 1,
+                step: 1,
+                call_id: "c".into(),
+                name: "x".into(),
+                content: serde_json::json!("ok"),
+                is_error: false,
+                code: None,
+            }),
+            sample(ToolApprovalData {
+                turn: 1,
+                step: 1,
+                call_id: "c".into(),
+                name: "bash".into(),
+                policy: "ask".into(),
+                allowed: true,
+                by: "approver".into(),
+                reason: None,
+                grants: vec![grant.clone()],
+            }),
+            sample(ToolCodeDispatchStartData {
+                turn: 1,
+                step: 1,
+                parent_call_id: "c".into(),
+                sub_call_id: "c:code:0".into(),
+                name: "x".into(),
+                arguments: serde_json::json!({}),
+            }),
+            sample(ToolCodeDispatchData {
+                turn: 1,
+                step: 1,
+                parent_call_id: "c".into(),
+                sub_call_id: "c:code:0".into(),
+                name: "x".into(),
+                arguments: serde_json::json!({}),
+                is_error: false,
+                content: serde_json::json!(1),
+            }),
+            sample(StepEndData { turn: 1, step: 1 }),
+            sample(TurnEndData {
+                turn: 1,
+                reason: TurnEndReason::Completed,
+            }),
+            sample(AgentPresetSelectedData {
+                agent_preset: "code".into(),
+            }),
+            sample(PermissionsModeData { mode: "ask".into() }),
+            sample(GrantRevokedData { grant }),
+        ]
+    }
+
+    #[test]
+    fn every_kind_views_as_its_own_variant() {
+        let samples = samples();
+        let sampled: Vec<&str> = samples.iter().map(|(kind, _)| *kind).collect();
+        // A kind added to `kinds` without a variant (or a sample here) fails one of these.
+        assert_eq!(sampled, kinds::ALL, "one sample per kind, in `kinds` order");
+        assert_eq!(EventView::KINDS, kinds::ALL, "one variant per kind");
+        for (seq, (kind, data)) in (0..).zip(samples) {
+            let e = event(seq, kind, data.clone());
+            let view = e.view();
+            assert!(
+                !matches!(view, EventView::Unknown { .. } | EventView::Malformed(_)),
+                "{kind}: {view:?}"
+            );
+            assert_eq!(view.kind(), kind);
+            // The variant holds exactly the logged payload.
+            let payload = match view {
+                EventView::TurnStart(d) => serde_json::to_value(d),
+                EventView::UserMessage(d) => serde_json::to_value(d),
+                EventView::StepStart(d) => serde_json::to_value(d),
+                EventView::RequestHeader(d) => serde_json::to_value(d),
+                EventView::AssistantChunk(d) => serde_json::to_value(d),
+                EventView::AssistantMessage(d) => serde_json::to_value(d),
+                EventView::ToolCall(d) => serde_json::to_value(d),
+                EventView::ToolResult(d) => serde_json::to_value(d),
+                EventView::ToolApproval(d) => serde_json::to_value(d),
+                EventView::ToolCodeDispatchStart(d) => serde_json::to_value(d),
+                EventView::ToolCodeDispatch(d) => serde_json::to_value(d),
+                EventView::StepEnd(d) => serde_json::to_value(d),
+                EventView::TurnEnd(d) => serde_json::to_value(d),
+                EventView::AgentPresetSelected(d) => serde_json::to_value(d),
+                EventView::PermissionsMode(d) => serde_json::to_value(d),
+                EventView::PermissionsRevoke(d) => serde_json::to_value(d),
+                EventView::Unknown { .. } | EventView::Malformed(_) => unreachable!(),
+            };
+            assert_eq!(payload.unwrap(), data, "{kind}");
+        }
+    }
+
+    #[test]
+    fn a_malformed_payload_or_an_unknown_kind_views_as_the_fallback() {
+        for (seq, kind) in (0..).zip(kinds::ALL) {
+            let e = event(seq, kind, serde_json::json!({"turn": "two"}));
+            let view = e.view();
+            let EventView::Malformed(error) = &view else {
+                panic!("{kind}: {view:?}");
+            };
+            assert_eq!((error.kind.as_str(), error.seq), (*kind, seq));
+            assert_eq!(view.kind(), *kind);
+        }
+        let e = event(3, "request/header-delta", serde_json::json!({}));
+        assert_eq!(
+            e.view(),
+            EventView::Unknown {
+                kind: "request/header-delta"
+            }
+        );
+        assert_eq!(e.view().kind(), "request/header-delta");
+    }
 
     #[test]
     fn data_as_reads_its_own_kind_and_names_the_event_otherwise() {

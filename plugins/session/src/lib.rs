@@ -37,11 +37,12 @@ mod session;
 mod store;
 
 pub use event::{
-    AgentPresetSelectedData, AssistantChunkData, AssistantMessageData, EventData, GrantData,
-    GrantRevokedData, HeaderReason, PermissionsModeData, RequestHeader, RequestHeaderData,
-    SESSION_VERSION, SessionEvent, SessionHeader, StepEndData, StepStartData, ToolApprovalData,
-    ToolCallData, ToolCodeDispatchData, ToolCodeDispatchStartData, ToolResultData, TurnEndData,
-    TurnEndReason, TurnStartData, UserMessageData, kinds, resolve_session_preset,
+    AgentPresetSelectedData, AssistantChunkData, AssistantMessageData, EventData, EventView,
+    GrantData, GrantRevokedData, HeaderReason, PermissionsModeData, RequestHeader,
+    RequestHeaderData, SESSION_VERSION, SessionEvent, SessionHeader, StepEndData, StepStartData,
+    ToolApprovalData, ToolCallData, ToolCodeDispatchData, ToolCodeDispatchStartData,
+    ToolResultData, TurnEndData, TurnEndReason, TurnStartData, UserMessageData, kinds,
+    resolve_session_preset,
 };
 pub use plugin::{
     Durability, SessionConfig, SessionPlugin, SessionRootError, project_key, state_dir,

@@ -11,26 +11,79 @@ use serde::{Deserialize, Serialize};
 /// The tool name.
 pub const TODO_WRITE: &str = "todo_write";
 
-// The argument types are commented with `//`: doc comments would become schema descriptions.
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-struct Args {
-    todos: Vec<Todo>,
-}
+// The schema is what the model reads, so doc comments are kept out of it
+// (`description = ""`): they are for Rust readers. `additionalProperties: false` comes from
+// schemars alone, not serde: the registry validates arguments against the schema before the tool
+// runs, and readers of a logged list tolerate a field a newer writer added.
 
+/// The arguments of `todo_write`, as its `tool/call` event logs them: the whole new list.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-struct Todo {
-    content: String,
-    status: Status,
+#[schemars(deny_unknown_fields, description = "")]
+pub struct TodoWriteArgs {
+    /// The list, in order.
+    #[schemars(description = "")]
+    pub todos: Vec<Todo>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+/// One item of a todo list. `todo_write`'s successful result is the list it set (`[Todo]`), the
+/// value of the session's `todos` projection.
+///
+/// # Examples
+///
+/// ```
+/// use cordis_tool_todo::{Todo, TodoStatus};
+///
+/// let list: Vec<Todo> =
+///     serde_json::from_str(r#"[{"content": "write tests", "status": "in_progress"}]"#).unwrap();
+/// assert_eq!(list[0].status, TodoStatus::InProgress);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields, description = "")]
+pub struct Todo {
+    /// What to do.
+    #[schemars(description = "")]
+    pub content: String,
+    /// Where it stands.
+    #[schemars(description = "")]
+    pub status: TodoStatus,
+}
+
+/// Where a todo stands (`pending`, `in_progress`, `completed` on the wire).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-enum Status {
+pub enum TodoStatus {
+    /// Not started.
     Pending,
+    /// Being worked on (the model keeps exactly one).
     InProgress,
+    /// Done.
     Completed,
+}
+
+impl TodoStatus {
+    /// Every status, in the order the schema lists them (a status missing here is one the
+    /// model cannot send).
+    pub const ALL: [TodoStatus; 3] = [
+        TodoStatus::Pending,
+        TodoStatus::InProgress,
+        TodoStatus::Completed,
+    ];
+}
+
+// By hand because derived, the variants' doc comments would turn the schema's plain string `enum`
+// into a `oneOf` with descriptions; the names still come from serde, so they cannot drift.
+impl JsonSchema for TodoStatus {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "TodoStatus".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let names: Vec<serde_json::Value> = TodoStatus::ALL
+            .iter()
+            .map(|s| serde_json::to_value(s).unwrap_or_default())
+            .collect();
+        schemars::json_schema!({"type": "string", "enum": names})
+    }
 }
 
 // Lists by scope key (`None` for calls outside any scope), owned by one registered tool.
@@ -38,11 +91,15 @@ type Lists = Arc<Mutex<BTreeMap<Option<ScopeKey>, Vec<Todo>>>>;
 
 fn todo_write(lists: Lists) -> ToolDefinition {
     let description = "Replace your todo list. Keep exactly one item in_progress while working.";
-    ToolDefinition::typed(TODO_WRITE, description, move |Args { todos }, call| {
-        let mut lists = lists.lock().unwrap_or_else(|e| e.into_inner());
-        lists.insert(call.scope, todos.clone());
-        async move { Ok(todos) }
-    })
+    ToolDefinition::typed(
+        TODO_WRITE,
+        description,
+        move |TodoWriteArgs { todos }, call| {
+            let mut lists = lists.lock().unwrap_or_else(|e| e.into_inner());
+            lists.insert(call.scope, todos.clone());
+            async move { Ok(todos) }
+        },
+    )
     .with_effect(cordis_tools::Effect::State)
 }
 
@@ -94,10 +151,14 @@ mod tests {
         let _ = call(&reg, json!({"todos": []}), 8).await;
         let bad = call(&reg, json!({"todos": [{"content": "y"}]}), 7).await;
         assert_eq!(bad.code.as_deref(), Some(codes::INVALID_ARGUMENTS));
+        // Refused by the schema the registry checks (serde alone would take it).
+        let extra = json!({"todos": [{"content": "y", "status": "pending", "priority": "high"}]});
+        let extra = call(&reg, extra, 7).await;
+        assert_eq!(extra.code.as_deref(), Some(codes::INVALID_ARGUMENTS));
         {
             let lists = lists.lock().unwrap();
             assert_eq!(lists.len(), 2);
-            assert_eq!(lists[&Some(ScopeKey(7))][0].status, Status::InProgress);
+            assert_eq!(lists[&Some(ScopeKey(7))][0].status, TodoStatus::InProgress);
             assert!(lists[&Some(ScopeKey(8))].is_empty());
         }
         tool.dispose();
@@ -138,5 +199,20 @@ mod tests {
         assert!(reg.schemas(None).is_empty());
         root.dispose();
         assert!(root.live().is_zero());
+    }
+
+    #[test]
+    fn a_logged_list_reads_as_todos_even_with_a_field_the_schema_refuses() {
+        // The model cannot send `priority` (the schema refuses it), but a reader of a log
+        // written by a newer tool still gets the list.
+        let logged = json!([{"content": "a", "status": "completed", "priority": "high"}]);
+        let list: Vec<Todo> = serde_json::from_value(logged).unwrap();
+        assert_eq!(
+            list,
+            [Todo {
+                content: "a".into(),
+                status: TodoStatus::Completed
+            }]
+        );
     }
 }
