@@ -20,7 +20,6 @@ pub mod dylib;
 pub mod echo;
 pub mod env;
 pub mod fault;
-pub mod include;
 pub mod loader;
 pub mod log_probe;
 pub mod permute;
@@ -28,9 +27,9 @@ pub mod plan;
 pub mod reload;
 pub mod shutdown;
 pub mod watch;
-pub mod yaml;
 
 pub use assembly::{AssemblyView, assembly_view};
+pub use config::{include, yaml};
 pub use builtins::Builtins;
 pub use config::{RawConfig, RawEntry};
 pub use diagnostic::{ConfigErrors, Diagnostic, Pos, Problem};

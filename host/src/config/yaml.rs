@@ -562,6 +562,42 @@ pub(crate) fn duplicate_keys(tree: &Tree, pairs: &[(NodeId, NodeId)]) -> Vec<Nod
     out
 }
 
+/// A key's text as serde sees it (scalars only): for duplicate-key checks and serde paths.
+pub(crate) fn key_text(tree: &Tree, key: NodeId) -> Option<String> {
+    match tree.node(key).kind {
+        Kind::Str(..) => tree.str(key).map(str::to_owned),
+        Kind::Int(i) => Some(i.to_string()),
+        Kind::UInt(u) => Some(u.to_string()),
+        Kind::Bool(b) => Some(b.to_string()),
+        Kind::Float(f) => Some(f.to_string()),
+        _ => None,
+    }
+}
+
+/// What kind of value a node is, for messages (`a string`, `a list`, …).
+pub(crate) fn kind_of(k: &Kind) -> &'static str {
+    match k {
+        Kind::Null => "null",
+        Kind::Bool(_) => "a boolean",
+        Kind::Int(_) | Kind::UInt(_) | Kind::Float(_) => "a number",
+        Kind::Str(..) => "a string",
+        Kind::Seq(_) => "a list",
+        Kind::Map(_) => "a mapping",
+    }
+}
+
+/// A node as a message shows what was found: a scalar's value, else its kind.
+pub(crate) fn short(tree: &Tree, id: NodeId) -> String {
+    match &tree.node(id).kind {
+        Kind::Str(..) => format!("\"{}\"", tree.str(id).unwrap_or_default()),
+        Kind::Int(i) => i.to_string(),
+        Kind::UInt(u) => u.to_string(),
+        Kind::Float(f) => f.to_string(),
+        Kind::Bool(b) => b.to_string(),
+        other => kind_of(other).to_owned(),
+    }
+}
+
 /// The first tab in `source` at or after `from` (1-based line and column, columns counted in
 /// characters as the parser counts them).
 fn first_tab_from(source: &str, from: Pos) -> Option<Pos> {
