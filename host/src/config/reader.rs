@@ -923,4 +923,19 @@ mod tests {
         assert_eq!(at("list[7]", "x"), "5:7");
         assert_eq!(at(".", "missing field `x`"), "4:5");
     }
+
+    /// Regression (issue 27): with CR-only line endings the tab was reported at the scalar
+    /// before it (2:9): the tab scan split lines with `str::lines`, which does not end a line at
+    /// a lone `\r`, so it never reached line 3.
+    #[test]
+    fn a_tab_is_reported_on_its_own_line_whatever_the_line_endings() {
+        for end in ["\n", "\r\n", "\r"] {
+            let src = ["- id: a", "  name: tool-todo", "\t- bad tab"].join(end);
+            assert_eq!(
+                errors(&src),
+                ["f.yml:3:1: YAML syntax error: a tab character; YAML indents with spaces, not tabs"],
+                "line ending {end:?}"
+            );
+        }
+    }
 }

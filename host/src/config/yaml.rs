@@ -601,7 +601,10 @@ pub(crate) fn short(tree: &Tree, id: NodeId) -> String {
 /// The first tab in `source` at or after `from` (1-based line and column, columns counted in
 /// characters as the parser counts them).
 fn first_tab_from(source: &str, from: Pos) -> Option<Pos> {
-    for (n, line) in source.lines().enumerate().skip(from.line.saturating_sub(1)) {
+    for (n, line) in yaml_lines(source)
+        .enumerate()
+        .skip(from.line.saturating_sub(1))
+    {
         let line_no = n + 1;
         let skip = if line_no == from.line {
             from.column - 1
@@ -616,6 +619,26 @@ fn first_tab_from(source: &str, from: Pos) -> Option<Pos> {
         }
     }
     None
+}
+
+/// The lines of `source` as YAML (and every position here) counts them: ended by `\n`, `\r\n`
+/// or a lone `\r` (`str::lines` misses the last, and a CR-only file would be one line).
+fn yaml_lines(source: &str) -> impl Iterator<Item = &str> {
+    let mut rest = Some(source);
+    std::iter::from_fn(move || {
+        let text = rest?;
+        match text.find(['\n', '\r']) {
+            None => {
+                rest = None;
+                (!text.is_empty()).then_some(text)
+            }
+            Some(end) => {
+                let next = if text[end..].starts_with("\r\n") { end + 2 } else { end + 1 };
+                rest = Some(&text[next..]);
+                Some(&text[..end])
+            }
+        }
+    })
 }
 
 #[cfg(test)]
