@@ -29,9 +29,9 @@ pub mod shutdown;
 pub mod watch;
 
 pub use assembly::{AssemblyView, assembly_view};
-pub use config::{include, yaml};
 pub use builtins::Builtins;
 pub use config::{RawConfig, RawEntry};
+pub use config::{include, yaml};
 pub use diagnostic::{ConfigErrors, Diagnostic, Pos, Problem};
 pub use loader::{
     BootReport, EntryReport, EntryStatus, boot, boot_blocking, entry_report, start_under,

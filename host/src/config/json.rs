@@ -15,12 +15,12 @@ use crate::env::{interpolate, needle};
 /// problem found (an unset variable, a duplicate or non-scalar key) is added to `problems`,
 /// in document order, and its value left out.
 pub(super) fn to_json(
-text: Text<'_>,
-id: NodeId,
-env: &dyn Fn(&str) -> Option<String>,
-problems: &mut Vec<(Pos, Problem)>,
+    text: Text<'_>,
+    id: NodeId,
+    env: &dyn Fn(&str) -> Option<String>,
+    problems: &mut Vec<(Pos, Problem)>,
 ) -> Json {
-let tree = text.tree;
+    let tree = text.tree;
     match &tree.node(id).kind {
         Kind::Null => Json::Null,
         Kind::Bool(b) => Json::Bool(*b),
@@ -37,7 +37,12 @@ let tree = text.tree;
                 }
             }
         }
-        Kind::Seq(items) => Json::Array(items.iter().map(|i| to_json(text, *i, env, problems)).collect()),
+        Kind::Seq(items) => Json::Array(
+            items
+                .iter()
+                .map(|i| to_json(text, *i, env, problems))
+                .collect(),
+        ),
         Kind::Map(pairs) => {
             let mut out = serde_json::Map::new();
             if pairs.len() > 1 {
@@ -65,4 +70,3 @@ let tree = text.tree;
         }
     }
 }
-

@@ -97,7 +97,6 @@ fn walk(tree: &Tree, mut node: NodeId, path: &str) -> (NodeId, usize) {
     (node, depth)
 }
 
-
 /// Character index → byte offset, for pointing inside a scalar (built only when needed).
 #[derive(Default)]
 pub(super) struct SourceMap {

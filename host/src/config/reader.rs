@@ -9,7 +9,9 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::include::{self, Entered, Expand, INCLUDE_NAMES, IncludeProblem, IncludedFiles, Reading, Session};
+use super::include::{
+    self, Entered, Expand, INCLUDE_NAMES, IncludeProblem, IncludedFiles, Reading, Session,
+};
 use super::json::to_json;
 use super::model::{EntryMarks, GROUP_NAMES, RawConfig, RawEntry, Sources};
 use super::position::{SourceMap, Text};
@@ -82,7 +84,6 @@ impl IncludedFiles {
         files
     }
 }
-
 
 /// Reads the entries of one file of a parse (source `index` of `session`); `prefix` is the
 /// position path of the include entry that included it (empty for the top-level file), and
@@ -227,7 +228,14 @@ impl Reader<'_, '_> {
         };
         let mut out = Vec::with_capacity(items.len());
         for (i, item) in items.iter().enumerate() {
-            if let Some(entry) = self.entry(*item, At { group: prefix, index: i }, disabled) {
+            if let Some(entry) = self.entry(
+                *item,
+                At {
+                    group: prefix,
+                    index: i,
+                },
+                disabled,
+            ) {
                 out.push(entry);
             }
         }
@@ -933,7 +941,9 @@ mod tests {
             let src = ["- id: a", "  name: tool-todo", "\t- bad tab"].join(end);
             assert_eq!(
                 errors(&src),
-                ["f.yml:3:1: YAML syntax error: a tab character; YAML indents with spaces, not tabs"],
+                [
+                    "f.yml:3:1: YAML syntax error: a tab character; YAML indents with spaces, not tabs"
+                ],
                 "line ending {end:?}"
             );
         }

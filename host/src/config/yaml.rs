@@ -633,7 +633,11 @@ fn yaml_lines(source: &str) -> impl Iterator<Item = &str> {
                 (!text.is_empty()).then_some(text)
             }
             Some(end) => {
-                let next = if text[end..].starts_with("\r\n") { end + 2 } else { end + 1 };
+                let next = if text[end..].starts_with("\r\n") {
+                    end + 2
+                } else {
+                    end + 1
+                };
                 rest = Some(&text[next..]);
                 Some(&text[..end])
             }

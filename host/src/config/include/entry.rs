@@ -123,8 +123,15 @@ pub(in crate::config) fn read(
     let unreadable = children.is_empty() && !errors.is_empty();
     r.extend(errors);
     if !unreadable {
-        patch::apply(r, patches, &mut children, id, prefix, disabled, &entered.shown);
+        patch::apply(
+            r,
+            patches,
+            &mut children,
+            id,
+            prefix,
+            disabled,
+            &entered.shown,
+        );
     }
     (children, Some(entered.shown))
 }
-

@@ -13,7 +13,6 @@ use crate::diagnostic::Pos;
 /// How many files deep includes may nest (the top-level file is not counted).
 pub const MAX_DEPTH: usize = 16;
 
-
 /// How many files one configuration may include in all (a file included twice counts twice).
 /// Each file may expand YAML aliases up to its own budget ([`crate::yaml::alias_budget`]), so
 /// this also bounds what aliases can add across files.
@@ -52,7 +51,6 @@ impl IncludedFiles {
             top: None,
         }
     }
-
 
     /// Every file the parses reached, as reached (the directory joined with each `path`),
     /// including those that could not be read; sorted.

@@ -89,10 +89,8 @@ mod patch;
 pub mod problem;
 
 pub(in crate::config) use entry::{Reading, read};
-pub use files::{
-    IncludedFiles, MAX_BYTES, MAX_DEPTH, MAX_FILES, join, open_regular, read_regular,
-};
 pub(in crate::config) use files::{Entered, Session};
+pub use files::{IncludedFiles, MAX_BYTES, MAX_DEPTH, MAX_FILES, join, open_regular, read_regular};
 pub(in crate::config) use patch::Expand;
 pub use patch::merge;
 pub use problem::IncludeProblem;

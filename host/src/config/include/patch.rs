@@ -1,10 +1,10 @@
 //! Patches: what an include changes in the entries of the file it loads (`disable`, `merge`,
 //! `insert`), read from its `patches` list and applied in order.
 
-use super::problem::IncludeProblem;
 use super::super::model::RawEntry;
 use super::super::position::Text;
 use super::super::yaml::{Kind, NodeId, duplicate_keys, key_text, kind_of, short};
+use super::problem::IncludeProblem;
 use crate::diagnostic::{Pos, Problem};
 
 /// What applying patches needs from the reader of the including file: it reads the entries an
@@ -131,8 +131,7 @@ pub(super) fn read(
             "merge" => {
                 let target = get("merge").and_then(|n| target_of(problems, n, "`merge`"));
                 let config = get("config");
-                let Some(config) =
-                    config.filter(|c| matches!(tree.node(*c).kind, Kind::Map(_)))
+                let Some(config) = config.filter(|c| matches!(tree.node(*c).kind, Kind::Map(_)))
                 else {
                     let what = match config {
                         Some(c) => format!(
@@ -163,7 +162,9 @@ pub(super) fn read(
                     (Some(b), None) => (b, true),
                     (None, Some(a)) => (a, false),
                     _ => {
-                        let what = "an `insert` patch needs exactly one of `before: ID` or `after: ID`".to_owned();
+                        let what =
+                            "an `insert` patch needs exactly one of `before: ID` or `after: ID`"
+                                .to_owned();
                         problems.push((pos, bad(what)));
                         continue;
                     }
@@ -186,7 +187,6 @@ pub(super) fn read(
     }
     out
 }
-
 
 /// Applies an include's patches, in order, to the entries of its file.
 pub(super) fn apply(
@@ -266,7 +266,6 @@ pub(super) fn apply(
         list_of(children, parent).splice(at..at, new);
     }
 }
-
 
 /// The path (indices through `children`) of the first entry called `id`, in file order.
 fn find(list: &[RawEntry], id: &str) -> Option<Vec<usize>> {

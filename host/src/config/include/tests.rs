@@ -9,8 +9,7 @@ use serde_json::json;
 
 /// A fresh directory holding `files` (name, text).
 fn dir(name: &str, files: &[(&str, &str)]) -> PathBuf {
-    let dir =
-        std::env::temp_dir().join(format!("cordis-include-{name}-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("cordis-include-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     for (file, text) in files {
         let path = dir.join(file);
@@ -251,7 +250,9 @@ fn include_cycles_missing_files_and_directories_are_errors_with_the_chain() {
         "a.yml:1:1 → b.yml:2:18: entry \"cordis/include#0.0\": include cycle: a.yml → b.yml → a.yml"
     );
     assert!(
-        errors[1].starts_with("a.yml:4:18: entry \"cordis/include#1\": cannot include \"missing.yml\": No such file"),
+        errors[1].starts_with(
+            "a.yml:4:18: entry \"cordis/include#1\": cannot include \"missing.yml\": No such file"
+        ),
         "{}",
         errors[1]
     );
