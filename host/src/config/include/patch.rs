@@ -1,10 +1,10 @@
 //! Patches: what an include changes in the entries of the file it loads (`disable`, `merge`,
 //! `insert`), read from its `patches` list and applied in order.
 
-use super::super::model::RawEntry;
-use super::super::position::Text;
-use super::super::yaml::{Kind, NodeId, duplicate_keys, key_text, kind_of, short};
 use super::problem::IncludeProblem;
+use crate::config::model::RawEntry;
+use crate::config::position::Text;
+use crate::config::yaml::{Kind, NodeId, duplicate_keys, key_text, kind_of, short};
 use crate::diagnostic::{Pos, Problem};
 
 /// What applying patches needs from the reader of the including file: it reads the entries an
