@@ -20,7 +20,6 @@ pub mod dylib;
 pub mod echo;
 pub mod env;
 pub mod fault;
-pub mod include;
 pub mod loader;
 pub mod log_probe;
 pub mod permute;
@@ -28,11 +27,11 @@ pub mod plan;
 pub mod reload;
 pub mod shutdown;
 pub mod watch;
-pub mod yaml;
 
 pub use assembly::{AssemblyView, assembly_view};
 pub use builtins::Builtins;
 pub use config::{RawConfig, RawEntry};
+pub use config::{include, yaml};
 pub use diagnostic::{ConfigErrors, Diagnostic, Pos, Problem};
 pub use loader::{
     BootReport, EntryReport, EntryStatus, boot, boot_blocking, entry_report, start_under,

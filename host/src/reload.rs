@@ -12,9 +12,12 @@
 //! loading cannot be lost: after the last reload settles, the live state is that of the last
 //! file.
 //!
-//! Files the configuration includes ([`crate::include`]) are read ahead on a blocking thread
-//! before each boot and reload, so an edit of an included file is picked up by the next reload
-//! of the same top-level text ([`crate::watch::ConfigWatcher`] reports such edits).
+//! Each boot and reload runs its whole plan load (the file, the files it includes
+//! ([`crate::include`]), resolution) once, on one blocking thread, so no file is read on a
+//! runtime thread and none twice; the environment is still read on the caller's task. An edit
+//! of an included file is picked up by the next reload of the same top-level text
+//! ([`crate::watch::ConfigWatcher`] reports such edits), and the files that load reached are
+//! the live configuration's [`LiveConfig::included_files`].
 //!
 //! # Determinism
 //! Disposal runs in reverse file order and loading in file order (groups first), so a reload
@@ -80,18 +83,50 @@ fn load(
     Ok((plan, fingerprints))
 }
 
-/// Reads the files `source` includes on a blocking thread (none when it cannot include any).
-async fn read_includes(source: &str, file: &str, options: &PlanOptions) -> IncludedFiles {
-    let dir = options.config_dir_for(file);
-    // An include cannot be written without its name, or without a `\` escaping it.
-    if !source.contains("cordis/include") && !source.contains('\\') {
-        return IncludedFiles::disk(dir);
+/// A name the load asks the environment for, and where to send the answer.
+type EnvQuestion = (String, std::sync::mpsc::SyncSender<Option<String>>);
+
+/// [`load`] run whole (the file, its includes, resolution) on one blocking thread, returning
+/// the files it included as well. `env` is called here, on the caller's task, for each
+/// variable the load asks for (in the order it asks), so it need not be `'static` or `Send`.
+async fn load_blocking(
+    source: &str,
+    file: &str,
+    env: &(dyn Fn(&str) -> Option<String> + Sync),
+    builtins: &Builtins,
+    options: &PlanOptions,
+) -> Result<Resolved, ConfigErrors> {
+    let (ask, mut asked) = tokio::sync::mpsc::unbounded_channel::<EnvQuestion>();
+    let (source, file) = (source.to_owned(), file.to_owned());
+    let (builtins, options) = (builtins.clone(), options.clone());
+    let mut task = tokio::task::spawn_blocking(move || {
+        let env = |name: &str| {
+            let (reply, answer) = std::sync::mpsc::sync_channel(1);
+            ask.send((name.to_owned(), reply)).ok()?;
+            answer.recv().ok().flatten()
+        };
+        let mut files = IncludedFiles::disk(options.config_dir_for(&file));
+        let (plan, fingerprints) = load(&source, &file, &env, &builtins, &options, &mut files)?;
+        Ok(Resolved {
+            plan,
+            fingerprints,
+            included: files.paths(),
+        })
+    });
+    loop {
+        tokio::select! {
+            Some((name, reply)) = asked.recv() => {
+                // The load waits for the answer; it is gone only if the load is.
+                let _ = reply.send(env(&name));
+            }
+            done = &mut task => {
+                return done.unwrap_or_else(|e| match e.try_into_panic() {
+                    Ok(panic) => std::panic::resume_unwind(panic),
+                    Err(e) => panic!("the configuration load did not finish: {e}"),
+                });
+            }
+        }
     }
-    let (source, file, fallback) = (source.to_owned(), file.to_owned(), dir.clone());
-    tokio::task::spawn_blocking(move || IncludedFiles::read_ahead(&source, &file, dir))
-        .await
-        // The parse reads whatever was not read ahead.
-        .unwrap_or_else(|_| IncludedFiles::disk(fallback))
 }
 
 /// A dylib entry also changes when its library's bytes do (it is then loaded again from a new
@@ -143,8 +178,11 @@ impl LiveConfig {
         builtins: Builtins,
         options: PlanOptions,
     ) -> Result<(LiveConfig, BootReport), ConfigErrors> {
-        let mut files = read_includes(source, file, &options).await;
-        let (plan, fingerprints) = load(source, file, env, &builtins, &options, &mut files)?;
+        let Resolved {
+            plan,
+            fingerprints,
+            included,
+        } = load_blocking(source, file, env, &builtins, &options).await?;
         let fingerprints = with_library_hashes(&plan, fingerprints).await;
         let started = std::time::Instant::now();
         let mut handles = vec![None; plan.entries.len()];
@@ -160,7 +198,7 @@ impl LiveConfig {
             fingerprints,
             handles,
             reloads: 0,
-            included: files.paths(),
+            included,
         };
         Ok((live, boot))
     }
@@ -177,10 +215,23 @@ impl LiveConfig {
         env: &(dyn Fn(&str) -> Option<String> + Sync),
     ) -> Result<Resolved, ConfigErrors> {
         let mut files = IncludedFiles::disk(self.options.config_dir_for(&self.file));
-        self.prepare_with(source, env, &mut files)
+        let (plan, fingerprints) = load(
+            source,
+            &self.file,
+            env,
+            &self.builtins,
+            &self.options,
+            &mut files,
+        )?;
+        Ok(Resolved {
+            plan,
+            fingerprints,
+            included: files.paths(),
+        })
     }
 
-    /// [`LiveConfig::prepare`], reading included files on a blocking thread.
+    /// [`LiveConfig::prepare`] run whole (file, includes, resolution) on one blocking thread;
+    /// `env` is still called on this task.
     ///
     /// # Errors
     /// Every configuration error of `source`.
@@ -192,29 +243,7 @@ impl LiveConfig {
         source: &str,
         env: &(dyn Fn(&str) -> Option<String> + Sync),
     ) -> Result<Resolved, ConfigErrors> {
-        let mut files = read_includes(source, &self.file, &self.options).await;
-        self.prepare_with(source, env, &mut files)
-    }
-
-    fn prepare_with(
-        &self,
-        source: &str,
-        env: &(dyn Fn(&str) -> Option<String> + Sync),
-        files: &mut IncludedFiles,
-    ) -> Result<Resolved, ConfigErrors> {
-        let (plan, fingerprints) = load(
-            source,
-            &self.file,
-            env,
-            &self.builtins,
-            &self.options,
-            files,
-        )?;
-        Ok(Resolved {
-            plan,
-            fingerprints,
-            included: files.paths(),
-        })
+        load_blocking(source, &self.file, env, &self.builtins, &self.options).await
     }
 
     /// Reconciles the live entries with `source` (and the files it includes, read again) and

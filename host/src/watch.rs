@@ -27,6 +27,9 @@ use notify::{RecommendedWatcher, RecursiveMode, Watcher};
 use sha2::{Digest, Sha256};
 use tokio::sync::mpsc;
 
+use crate::config::dir_of;
+use crate::include::IncludedFiles;
+
 /// Quiet time after the last event before a burst of writes counts as one change.
 pub const DEBOUNCE: Duration = Duration::from_millis(150);
 
@@ -187,13 +190,9 @@ fn snapshot(path: &Path, last: Option<&Snapshot>) -> Option<Snapshot> {
         }
     }
     let includes = match std::fs::read_to_string(&top.resolved) {
-        Ok(text) if text.contains("cordis/include") || text.contains('\\') => {
+        Ok(text) => {
             let file = path.display().to_string();
-            let files = crate::include::IncludedFiles::read_ahead(
-                &text,
-                &file,
-                crate::config::dir_of(&file),
-            );
+            let files = IncludedFiles::read_ahead(&text, &file, dir_of(&file));
             let old = last.map_or(&[][..], |l| &l.includes[..]);
             files
                 .paths()
@@ -204,8 +203,7 @@ fn snapshot(path: &Path, last: Option<&Snapshot>) -> Option<Snapshot> {
                 })
                 .collect()
         }
-        // No include can be written without its name (a quoted name with escapes has a `\`).
-        _ => Vec::new(),
+        Err(_) => Vec::new(),
     };
     Some(Snapshot { top, includes })
 }

@@ -562,10 +562,49 @@ pub(crate) fn duplicate_keys(tree: &Tree, pairs: &[(NodeId, NodeId)]) -> Vec<Nod
     out
 }
 
+/// A key's text as serde sees it (scalars only): for duplicate-key checks and serde paths.
+pub(crate) fn key_text(tree: &Tree, key: NodeId) -> Option<String> {
+    match tree.node(key).kind {
+        Kind::Str(..) => tree.str(key).map(str::to_owned),
+        Kind::Int(i) => Some(i.to_string()),
+        Kind::UInt(u) => Some(u.to_string()),
+        Kind::Bool(b) => Some(b.to_string()),
+        Kind::Float(f) => Some(f.to_string()),
+        _ => None,
+    }
+}
+
+/// What kind of value a node is, for messages (`a string`, `a list`, …).
+pub(crate) fn kind_of(k: &Kind) -> &'static str {
+    match k {
+        Kind::Null => "null",
+        Kind::Bool(_) => "a boolean",
+        Kind::Int(_) | Kind::UInt(_) | Kind::Float(_) => "a number",
+        Kind::Str(..) => "a string",
+        Kind::Seq(_) => "a list",
+        Kind::Map(_) => "a mapping",
+    }
+}
+
+/// A node as a message shows what was found: a scalar's value, else its kind.
+pub(crate) fn short(tree: &Tree, id: NodeId) -> String {
+    match &tree.node(id).kind {
+        Kind::Str(..) => format!("\"{}\"", tree.str(id).unwrap_or_default()),
+        Kind::Int(i) => i.to_string(),
+        Kind::UInt(u) => u.to_string(),
+        Kind::Float(f) => f.to_string(),
+        Kind::Bool(b) => b.to_string(),
+        other => kind_of(other).to_owned(),
+    }
+}
+
 /// The first tab in `source` at or after `from` (1-based line and column, columns counted in
 /// characters as the parser counts them).
 fn first_tab_from(source: &str, from: Pos) -> Option<Pos> {
-    for (n, line) in source.lines().enumerate().skip(from.line.saturating_sub(1)) {
+    for (n, line) in yaml_lines(source)
+        .enumerate()
+        .skip(from.line.saturating_sub(1))
+    {
         let line_no = n + 1;
         let skip = if line_no == from.line {
             from.column - 1
@@ -580,6 +619,30 @@ fn first_tab_from(source: &str, from: Pos) -> Option<Pos> {
         }
     }
     None
+}
+
+/// The lines of `source` as YAML (and every position here) counts them: ended by `\n`, `\r\n`
+/// or a lone `\r` (`str::lines` misses the last, and a CR-only file would be one line).
+fn yaml_lines(source: &str) -> impl Iterator<Item = &str> {
+    let mut rest = Some(source);
+    std::iter::from_fn(move || {
+        let text = rest?;
+        match text.find(['\n', '\r']) {
+            None => {
+                rest = None;
+                (!text.is_empty()).then_some(text)
+            }
+            Some(end) => {
+                let next = if text[end..].starts_with("\r\n") {
+                    end + 2
+                } else {
+                    end + 1
+                };
+                rest = Some(&text[next..]);
+                Some(&text[..end])
+            }
+        }
+    })
 }
 
 #[cfg(test)]
