@@ -170,6 +170,12 @@ impl LiveConfig {
     ///
     /// # Errors
     /// Every configuration error of the file; nothing is loaded then.
+    ///
+    /// # Cancel safety
+    /// Not cancel safe once the file is resolved: dropping the future after the entries have
+    /// started leaves them running under `root` with no [`LiveConfig`] to reconcile them (dispose
+    /// `root` to unwind them). Dropped while the file is still being read and resolved, it
+    /// changes nothing: the blocking thread's result is thrown away.
     pub async fn boot(
         root: Context,
         source: &str,
@@ -368,6 +374,9 @@ impl LiveConfig {
     }
 
     /// A report on the live entries, as `check` prints it.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only reads the live entries and the assembled request.
     pub async fn report(&self) -> BootReport {
         report(
             &self.root,

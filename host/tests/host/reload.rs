@@ -269,7 +269,8 @@ async fn run_sequence(seed: u64) {
     );
 }
 
-/// `CORDIS_RELOAD_SEQUENCES=5000 cargo test -p cordis-host --release --test reload` for a larger
+/// `CORDIS_RELOAD_SEQUENCES=5000 cargo test -p cordis-host --release --test host reload::`
+/// for a larger
 /// budget; CI runs 300.
 #[test]
 fn random_edit_sequences_settle_to_a_fresh_boot_of_the_last_file() {

@@ -4,7 +4,7 @@ use cordis_host::Builtins;
 use cordis_host::plan::{PlanOptions, load_plan};
 use proptest::prelude::*;
 
-const GOOD: &str = include_str!("../../cordis.yml");
+const GOOD: &str = include_str!("../../../cordis.yml");
 
 fn resolve(src: &str) {
     let env = |name: &str| (name == "SET").then(|| "value".to_owned());
