@@ -20,6 +20,7 @@ pub mod dylib;
 pub mod echo;
 pub mod env;
 pub mod fault;
+pub mod hidden;
 pub mod loader;
 pub mod log_probe;
 pub mod permute;

@@ -105,6 +105,11 @@ pub trait Plugin: Send + Sync + 'static {
     /// operating system (a library to open on another thread) does that wait here, so when it
     /// finishes can no longer change the interleaving a seed replays. Keep the result per
     /// [`Context::runtime_id`] of `root` and take it in `apply`; the default does nothing.
+    ///
+    /// # Cancel safety
+    /// The host drops a preload that outlives its entry's timeout. Whatever it started must then
+    /// either finish on its own or be found unfinished by `apply` (which fails the entry with a
+    /// reason), never leave a half-kept result that `apply` would take as complete.
     fn preload(&self, root: &Context, config: &Self::Config) -> impl Future<Output = ()> + Send {
         let _ = (root, config);
         async {}
@@ -159,6 +164,12 @@ pub trait Plugin: Send + Sync + 'static {
     ///
     /// # Errors
     /// Any error marks the scope failed and unwinds what was registered so far.
+    ///
+    /// # Cancel safety
+    /// The runtime drops an apply that is still running when its entry's timeout passes, its
+    /// scope is disposed, or a required service goes away. Everything registered through `ctx`
+    /// is an effect of the scope and is unwound with it, so an apply needs care only with what
+    /// it does outside `ctx` (a file it writes, a process it does not tie to the scope).
     fn apply<'a>(
         &'a self,
         ctx: Context,

@@ -53,6 +53,11 @@ pub struct Next<W: Waterfall> {
 
 impl<W: Waterfall> Next<W> {
     /// Runs the rest of the chain on `value`; with no listener left, returns `value` unchanged.
+    ///
+    /// # Cancel safety
+    /// Dropping the future drops the value and the listeners' futures where they stand; the
+    /// chain keeps no state beyond this one run, so the next emit starts clean. A listener that
+    /// changes anything outside the value must itself be cancel safe.
     pub fn run(self, value: W::Value) -> BoxFuture<'static, W::Value> {
         let Some(entry) = self.chain.get(self.index) else {
             return Box::pin(std::future::ready(value));

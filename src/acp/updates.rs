@@ -422,11 +422,6 @@ mod tests {
         );
         assert_eq!(ups.len(), 2);
         assert_eq!(
-            cordis_session::TODO_WRITE_TOOL,
-            TODO_WRITE,
-            "the session's `todos` projection and the plan read the same tool"
-        );
-        assert_eq!(
             wire(&ups[1]),
             json!({"sessionUpdate": "plan", "entries": [
                 {"content": "a", "priority": "medium", "status": "in_progress"},

@@ -16,7 +16,8 @@ use super::json::to_json;
 use super::model::{EntryMarks, GROUP_NAMES, RawConfig, RawEntry, Sources};
 use super::position::{SourceMap, Text};
 use super::yaml::{Kind, NodeId, Tree, duplicate_keys, key_text, kind_of, short};
-use crate::diagnostic::{ConfigErrors, Diagnostic, Pos, Problem, hidden_char};
+use crate::diagnostic::{ConfigErrors, Diagnostic, Pos, Problem};
+use crate::hidden::hidden_char;
 
 /// Parses a config file, collecting every problem; included files are read from disk,
 /// relative to `file`'s directory.

@@ -11,7 +11,7 @@ use crate::service::History;
 #[serde(deny_unknown_fields)]
 pub struct HistoryConfig {}
 
-/// The `history` plugin (injects `sessions`; finds `agent-loop`, `tools`, `presenters` and
+/// The `history` plugin (injects `sessions`; finds `agent-loop`, `tools`, `presenter` and
 /// `agent-presets/standing` at each read, when they exist).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct HistoryPlugin;

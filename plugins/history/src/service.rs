@@ -169,7 +169,7 @@ impl Service for History {
 
 impl History {
     /// A history reader over the services visible from `ctx` (`sessions` required at read
-    /// time; `agent-loop`, `tools`, `presenters`, `agent-presets/standing` used when present).
+    /// time; `agent-loop`, `tools`, `presenter`, `agent-presets/standing` used when present).
     pub fn new(ctx: Context) -> Self {
         History { ctx }
     }

@@ -10,7 +10,7 @@ use crate::presenters::Presenters;
 #[serde(deny_unknown_fields)]
 pub struct PresenterConfig {}
 
-/// The `presenter` plugin: provides [`Presenters::standard`] as the `presenters` service.
+/// The `presenter` plugin: provides [`Presenters::standard`] as the `presenter` service.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct PresenterPlugin;
 

@@ -1,4 +1,4 @@
-//! The presenter trait and the `presenters` service.
+//! The presenter trait and the `presenter` service.
 
 use std::collections::BTreeMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -78,7 +78,7 @@ struct Table {
     by_name: BTreeMap<String, Vec<Entry>>,
 }
 
-/// The `presenters` service: presenters keyed by tool name; the latest registration of a name
+/// The `presenter` service: presenters keyed by tool name; the latest registration of a name
 /// wins until it is withdrawn.
 #[derive(Clone, Default)]
 pub struct Presenters {
@@ -94,7 +94,7 @@ impl std::fmt::Debug for Presenters {
 }
 
 impl Service for Presenters {
-    const NAME: &'static str = "presenters";
+    const NAME: &'static str = "presenter";
 }
 
 impl Presenters {

@@ -8,8 +8,9 @@ use cordis_tools::{ScopeKey, ToolDefinition, ToolSet, ToolSetPlugin};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-/// The tool name.
-pub const TODO_WRITE: &str = "todo_write";
+/// The tool name: the one whose last successful result the session log projects as `todos`
+/// (the session owns that fact; the tool takes its name from it).
+pub const TODO_WRITE: &str = cordis_session::TODO_WRITE_TOOL;
 
 // The schema is what the model reads, so doc comments are kept out of it
 // (`description = ""`): they are for Rust readers. `additionalProperties: false` comes from

@@ -1,6 +1,6 @@
 //! What can be wrong with an include or one of its patches.
 
-use crate::diagnostic::Shown;
+use crate::hidden::Shown;
 
 /// What is wrong with an include or one of its patches.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
