@@ -569,6 +569,83 @@ fn load_replays_the_session_as_it_was_streamed_live() {
     acp.golden("load-replay");
 }
 
+/// Regression (issue 28): a prompt's `resource_link` came back from `session/load` as text
+/// (`[resource_link name=… uri=…]`): the prompt was flattened before it was logged, so the replay
+/// was not the prompt the user sent.
+#[test]
+fn load_replays_a_prompt_of_text_and_a_resource_link_as_the_blocks_sent() {
+    let dir = scratch("load-blocks");
+    let mut acp = Acp::start(&dir, &json!([text("Looked.")]));
+    acp.initialize();
+    let s = acp.new_session(&dir);
+    let blocks = json!([
+        {"type": "text", "text": "read this: "},
+        {"type": "resource_link", "name": "notes.txt", "uri": "file:///work/notes.txt",
+         "mimeType": "text/plain"},
+    ]);
+    let id = acp.request("session/prompt", json!({"sessionId": s, "prompt": blocks}));
+    assert_eq!(acp.response(id)["result"]["stopReason"], "end_turn");
+    assert_eq!(acp.close(), 0);
+
+    // The model was sent the blocks as one text; the log keeps the blocks beside it.
+    let logs: Vec<Value> = walk_files(&common::state_home(&dir))
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .flat_map(|p| {
+            std::fs::read_to_string(p)
+                .unwrap()
+                .lines()
+                .map(|l| serde_json::from_str::<Value>(l).unwrap())
+                .collect::<Vec<_>>()
+        })
+        .filter(|e| e["type"] == "user/message")
+        .collect();
+    assert_eq!(logs.len(), 1, "{logs:?}");
+    assert_eq!(
+        logs[0]["data"]["content"],
+        "read this: \n[resource_link name=\"notes.txt\" uri=\"file:///work/notes.txt\"]\n"
+    );
+    assert_eq!(logs[0]["data"]["prompt"], blocks);
+
+    let mut acp = Acp::start(&dir, &json!([]));
+    acp.initialize();
+    let id = acp.request(
+        "session/load",
+        json!({"sessionId": s, "cwd": dir, "mcpServers": []}),
+    );
+    assert!(acp.response(id).get("result").is_some());
+    let user: Vec<Value> = acp
+        .updates(&s)
+        .into_iter()
+        .filter(|u| u["sessionUpdate"] == "user_message_chunk")
+        .map(|u| u["content"].clone())
+        .collect();
+    assert_eq!(
+        Value::Array(user),
+        blocks,
+        "the replay is the prompt as sent"
+    );
+    // Every message, the replayed resource link included, is judged against the schema.
+    assert_eq!(acp.close(), 0);
+}
+
+/// Every file below `dir` (no links followed).
+fn walk_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_owned()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let kind = entry.file_type().unwrap();
+            if kind.is_dir() {
+                stack.push(entry.path());
+            } else if kind.is_file() {
+                out.push(entry.path());
+            }
+        }
+    }
+    out
+}
+
 #[test]
 fn load_refuses_another_cwd_an_unknown_session_and_a_relative_cwd() {
     let dir = scratch("load-refused");

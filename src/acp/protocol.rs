@@ -245,7 +245,7 @@ pub enum SessionUpdate {
     },
 }
 
-/// A content block the agent sends (text only).
+/// A content block the agent sends: its own text, or a block of the user's prompt replayed.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ContentBlock {
@@ -254,6 +254,10 @@ pub enum ContentBlock {
         /// The text.
         text: String,
     },
+    /// A block of a prompt, as the client sent it (checked by [`crate::acp::server::prompt_text`]
+    /// when it arrived, logged with the user's message), replayed by `session/load`.
+    #[serde(untagged)]
+    Sent(serde_json::Value),
 }
 
 impl ContentBlock {

@@ -399,13 +399,19 @@ impl<'c> Server<'c> {
                     Ok(t) => t,
                     Err(e) => return respond_error(reply, e),
                 };
+                // A prompt of more than text is logged as sent, so `session/load` replays it.
+                let sent = req
+                    .prompt
+                    .iter()
+                    .any(|b| b.get("type").and_then(Value::as_str) != Some("text"))
+                    .then(|| req.prompt.clone());
                 let (cancel, mut cancelled) = watch::channel(false);
                 live.busy = Some(Busy::Prompt(cancel));
                 let agent = live.agent().clone();
                 self.work.push(Box::pin(async move {
                     let from = agent.session().len();
                     let ended = {
-                        let turn = agent.run_turn(text);
+                        let turn = agent.run_prompt(text, sent);
                         tokio::pin!(turn);
                         let mut asked = false;
                         loop {

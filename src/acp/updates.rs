@@ -114,9 +114,18 @@ impl UpdateMapper {
     pub fn map(&mut self, event: &SessionEvent, view: Option<&ToolView>) -> Vec<SessionUpdate> {
         let view = view.map(|v| v.view.clone());
         match event.view() {
-            EventView::UserMessage(user) => vec![SessionUpdate::UserMessageChunk {
-                content: ContentBlock::text(user.content),
-            }],
+            EventView::UserMessage(user) => match user.prompt {
+                // The blocks the client sent, one chunk each, as it sent them.
+                Some(blocks) => blocks
+                    .into_iter()
+                    .map(|block| SessionUpdate::UserMessageChunk {
+                        content: ContentBlock::Sent(block),
+                    })
+                    .collect(),
+                None => vec![SessionUpdate::UserMessageChunk {
+                    content: ContentBlock::text(user.content),
+                }],
+            },
             EventView::AssistantChunk(chunk) => match chunk.chunk {
                 Chunk::Text { delta } if !delta.is_empty() => {
                     vec![SessionUpdate::AgentMessageChunk {

@@ -219,6 +219,23 @@ impl Agent {
     /// Not cancel safe: dropping the future leaves the turn open in the log (a later open
     /// repairs it as `interrupted`). Use [`Agent::cancel`] instead.
     pub async fn run_turn(&self, input: impl Into<String>) -> Result<TurnEndReason, TurnError> {
+        self.run_prompt(input.into(), None).await
+    }
+
+    /// Runs one turn like [`Agent::run_turn`] on `text`, logging `prompt` (the content blocks a
+    /// client sent, of which `text` is what the model reads) with the user's message, so a
+    /// replay shows what was sent.
+    ///
+    /// # Errors
+    /// As [`Agent::run_turn`].
+    ///
+    /// # Cancel safety
+    /// As [`Agent::run_turn`].
+    pub async fn run_prompt(
+        &self,
+        text: String,
+        prompt: Option<Vec<serde_json::Value>>,
+    ) -> Result<TurnEndReason, TurnError> {
         let inner = &self.inner;
         if inner.disposed.load(Ordering::Acquire) {
             return Err(TurnError::Disposed(inner.id.clone()));
@@ -235,7 +252,7 @@ impl Agent {
         let outcome = tokio::select! {
             biased;
             stop = stop_rx.wait_for(Option::is_some) => Err(stop.map(|s| s.clone()).ok().flatten().unwrap_or(Stop::Disposed)),
-            result = self.turn_body(input.into(), &mut turn) => Ok(result),
+            result = self.turn_body(text, prompt, &mut turn) => Ok(result),
         };
         let session = &inner.session;
         let (reason, code) = match outcome {
@@ -335,7 +352,12 @@ impl Agent {
         })
     }
 
-    async fn turn_body(&self, input: String, turn_out: &mut u64) -> Result<TurnEndReason, Failure> {
+    async fn turn_body(
+        &self,
+        input: String,
+        prompt: Option<Vec<serde_json::Value>>,
+        turn_out: &mut u64,
+    ) -> Result<TurnEndReason, Failure> {
         let inner = &self.inner;
         let session = &inner.session;
         let turn = session
@@ -348,6 +370,7 @@ impl Agent {
             &UserMessageData {
                 turn,
                 content: input,
+                prompt,
             },
             None,
             0,

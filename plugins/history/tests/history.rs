@@ -132,6 +132,7 @@ fn turn(s: &Session, turn: u64, tool: &str, args: &str) {
         &UserMessageData {
             turn,
             content: format!("do {turn}"),
+            prompt: None,
         },
         None,
     )
@@ -350,6 +351,7 @@ async fn views_present_in_the_recorded_presets_scope_and_a_result_whose_call_is_
         &UserMessageData {
             turn: 4,
             content: "steer".into(),
+            prompt: None,
         },
         None,
     )

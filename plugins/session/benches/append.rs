@@ -18,6 +18,7 @@ fn message(i: u64) -> UserMessageData {
     UserMessageData {
         turn: i,
         content: "a short user message of about sixty bytes, typical enough".into(),
+        prompt: None,
     }
 }
 

@@ -263,8 +263,12 @@ data!(/// `turn/start`.
     turn: u64 });
 data!(/// `user/message`.
     UserMessageData = kinds::USER_MESSAGE; { /// The turn.
-    turn: u64, /// The text.
-    content: String });
+    turn: u64, /// The text the model is sent.
+    content: String, /// The prompt's content blocks as the client sent them (ACP), when they were
+    /// more than text: replaying the session shows the user what they sent, and `content` is
+    /// what those blocks became for the model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    prompt: Option<Vec<serde_json::Value>> });
 data!(/// `step/start`.
     StepStartData = kinds::STEP_START; { /// The turn.
     turn: u64, /// The step (1-based).
@@ -514,6 +518,9 @@ mod tests {
             sample(UserMessageData {
                 turn: 1,
                 content: "hi".into(),
+                prompt: Some(vec![
+                    serde_json::json!({"type": "resource_link", "name": "a", "uri": "file:///a"}),
+                ]),
             }),
             sample(StepStartData { turn: 1, step: 1 }),
             sample(RequestHeaderData {

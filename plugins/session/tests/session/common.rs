@@ -20,6 +20,7 @@ pub fn complete_turn(s: &Session, turn: u64, tools: Vec<cordis_schema::ToolSchem
         &UserMessageData {
             turn,
             content: format!("question {turn}"),
+            prompt: None,
         },
         None,
     )

@@ -34,6 +34,7 @@ fn appender_child() {
                 &UserMessageData {
                     turn,
                     content: format!("{turn} {padding}"),
+                    prompt: None,
                 },
                 None,
             )

@@ -165,6 +165,7 @@ async fn an_open_turn_is_closed_with_error_results_step_end_and_interrupted() {
         &UserMessageData {
             turn: 1,
             content: "go".into(),
+            prompt: None,
         },
         None,
     )
