@@ -569,6 +569,67 @@ fn load_replays_the_session_as_it_was_streamed_live() {
     acp.golden("load-replay");
 }
 
+#[test]
+fn close_ends_a_sessions_work_and_resume_opens_it_again_without_a_replay() {
+    let dir = scratch("close-resume");
+    let mut acp = Acp::start(&dir, &held_turn_script("sleep 30"));
+    let caps = acp.initialize()["result"]["agentCapabilities"]["sessionCapabilities"].clone();
+    assert_eq!(caps, json!({"resume": {}, "close": {}}));
+    let s = acp.new_session(&dir);
+    let other = acp.new_session(&dir);
+    // A close while a prompt runs ends the prompt (as a cancel would) and frees the session.
+    let held = acp.send_prompt(&s, "hold on");
+    acp.until(|m| is_update(m, "tool_call"));
+    let id = acp.request("session/close", json!({"sessionId": s}));
+    assert_eq!(acp.response(held)["result"]["stopReason"], "cancelled");
+    assert_eq!(acp.response(id)["result"], json!({}));
+    for (method, params) in [
+        (
+            "session/prompt",
+            json!({"sessionId": s, "prompt": [{"type": "text", "text": "x"}]}),
+        ),
+        ("session/close", json!({"sessionId": s})),
+    ] {
+        let id = acp.request(method, params);
+        let r = acp.response(id);
+        assert_eq!(r["error"]["code"], -32602, "{method}: {r}");
+        assert!(
+            r["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("unknown session"),
+            "{r}"
+        );
+    }
+    // The other session never noticed: it runs a prompt of its own (cancelled once it runs).
+    let go = acp.send_prompt(&other, "go");
+    acp.until(|m| is_update(m, "tool_call") && m["params"]["sessionId"] == other);
+    acp.notify("session/cancel", json!({"sessionId": other}));
+    assert_eq!(acp.response(go)["result"]["stopReason"], "cancelled");
+    assert_eq!(acp.close(), 0);
+
+    // `session/resume` in a new process: the session goes on, and nothing is replayed.
+    let mut acp = Acp::start(&dir, &json!([text("Back.")]));
+    acp.initialize();
+    let id = acp.request(
+        "session/resume",
+        json!({"sessionId": s, "cwd": dir, "mcpServers": []}),
+    );
+    let r = acp.response(id);
+    assert!(r.get("result").is_some(), "{r}");
+    assert_eq!(
+        acp.updates(&s),
+        Vec::<Value>::new(),
+        "resume replays nothing"
+    );
+    assert_eq!(
+        acp.prompt(&s, "and now")["result"]["stopReason"],
+        "end_turn"
+    );
+    assert_eq!(acp.close(), 0);
+    acp.golden("close-resume");
+}
+
 /// Regression (issue 28): a prompt's `resource_link` came back from `session/load` as text
 /// (`[resource_link name=… uri=…]`): the prompt was flattened before it was logged, so the replay
 /// was not the prompt the user sent.

@@ -66,7 +66,7 @@ pub use session::Composition;
 
 use protocol::{
     AgentCapabilities, Implementation, InitializeRequest, InitializeResponse, McpCapabilities,
-    PROTOCOL_VERSION, PromptCapabilities,
+    PROTOCOL_VERSION, PromptCapabilities, SessionCapabilities, Supported,
 };
 
 /// The `initialize` answer: the client's version negotiated down to ours, and what we do.
@@ -85,6 +85,10 @@ pub fn initialize_response(request: &InitializeRequest) -> InitializeResponse {
             mcp_capabilities: McpCapabilities {
                 http: true,
                 sse: false,
+            },
+            session_capabilities: SessionCapabilities {
+                resume: Supported {},
+                close: Supported {},
             },
         },
         auth_methods: Vec::new(),

@@ -57,6 +57,29 @@ pub struct AgentCapabilities {
     pub prompt_capabilities: PromptCapabilities,
     /// MCP transports beyond stdio.
     pub mcp_capabilities: McpCapabilities,
+    /// Session methods beyond new, load and prompt.
+    pub session_capabilities: SessionCapabilities,
+}
+
+/// Session methods beyond new, load and prompt; each present (`{}`) when it works.
+#[derive(Debug, Clone, Serialize)]
+pub struct SessionCapabilities {
+    /// `session/resume`: open a session without replaying it.
+    pub resume: Supported,
+    /// `session/close`: end a session's work and free what it holds.
+    pub close: Supported,
+}
+
+/// A capability that has no options: `{}`.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct Supported {}
+
+/// `session/close` params.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CloseSessionRequest {
+    /// The session to close.
+    pub session_id: String,
 }
 
 /// Prompt content beyond text and resource links.
@@ -113,11 +136,11 @@ pub struct NewSessionResponse {
     pub modes: Option<SessionModeState>,
 }
 
-/// `session/load` params.
+/// `session/load` and `session/resume` params (the same fields).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LoadSessionRequest {
-    /// The session to resume.
+    /// The session to open.
     pub session_id: String,
     /// Its working directory (must be the one it was created in).
     pub cwd: PathBuf,
@@ -128,7 +151,7 @@ pub struct LoadSessionRequest {
     pub additional_directories: Vec<PathBuf>,
 }
 
-/// `session/load` result.
+/// `session/load` and `session/resume` result.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LoadSessionResponse {

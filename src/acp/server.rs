@@ -22,9 +22,9 @@ use tokio::sync::{mpsc, watch};
 
 use super::approver::EditorApprover;
 use super::protocol::{
-    CancelNotification, InitializeRequest, LoadSessionRequest, LoadSessionResponse,
-    NewSessionRequest, NewSessionResponse, PromptRequest, PromptResponse, SessionNotification,
-    SessionUpdate, SetSessionModeRequest, StopReason,
+    CancelNotification, CloseSessionRequest, InitializeRequest, LoadSessionRequest,
+    LoadSessionResponse, NewSessionRequest, NewSessionResponse, PromptRequest, PromptResponse,
+    SessionNotification, SessionUpdate, SetSessionModeRequest, StopReason,
 };
 use super::rpc::{Connection, Incoming, Reply, RpcError};
 use super::session::{
@@ -39,7 +39,9 @@ const TEARDOWN_LIMIT: Duration = Duration::from_secs(30);
 enum Job {
     Initialize(InitializeRequest, Reply),
     New(NewSessionRequest, Reply),
-    Load(LoadSessionRequest, Reply),
+    /// `session/load` (with `true`: replay the log) and `session/resume` (`false`).
+    Load(LoadSessionRequest, bool, Reply),
+    Close(CloseSessionRequest, Reply),
     Prompt(PromptRequest, Reply),
     Cancel(CancelNotification),
     SetMode(SetSessionModeRequest, Reply),
@@ -49,6 +51,7 @@ enum Job {
 enum Done {
     Created(Result<Live, RpcError>, Reply),
     Loaded(String, Result<Live, RpcError>, Reply),
+    Closed(Reply),
     Prompted(String, Result<PromptResponse, RpcError>, Reply),
     Switched(String, Result<(), RpcError>, Reply),
 }
@@ -342,7 +345,7 @@ impl<'c> Server<'c> {
                     Done::Created(live, reply)
                 }));
             }
-            Job::Load(req, reply) => {
+            Job::Load(req, replay, reply) => {
                 let id = req.session_id.clone();
                 let (cwd, mcp) = match absolute_cwd(&req.cwd).and_then(|cwd| {
                     check_extras(&req.additional_directories, &req.mcp_servers).map(|m| (cwd, m))
@@ -365,10 +368,31 @@ impl<'c> Server<'c> {
                         .boot(&cwd, &Opening::Load(id.clone()), &mcp)
                         .await
                     {
-                        Ok(b) => attach(b, id.clone(), cwd, &connection, true, terminal).await,
+                        Ok(b) => attach(b, id.clone(), cwd, &connection, replay, terminal).await,
                         Err(e) => Err(e),
                     };
                     Done::Loaded(id, live, reply)
+                }));
+            }
+            Job::Close(req, reply) => {
+                let id = req.session_id;
+                if self.loading.contains(&id) {
+                    return respond_error(
+                        reply,
+                        invalid_params(format!(
+                            "session {id} is still opening; close it when it has answered"
+                        )),
+                    );
+                }
+                let Some(live) = self.sessions.remove(&id) else {
+                    return respond_error(reply, invalid_params(format!("unknown session {id}")));
+                };
+                // As `session/cancel` would, then free it: a running turn ends `disposed`
+                // (logged), and the composition with its MCP servers and tasks unwinds.
+                live.agent().dispose();
+                self.work.push(Box::pin(async move {
+                    close(live).await;
+                    Done::Closed(reply)
                 }));
             }
             Job::Prompt(req, reply) => {
@@ -512,6 +536,7 @@ impl<'c> Server<'c> {
                 }
                 reply.send(result);
             }
+            Done::Closed(reply) => reply.send(Ok(json!({}))),
             Done::Switched(id, result, reply) => {
                 if let Some(live) = self.sessions.get_mut(&id) {
                     live.busy = None;
@@ -541,6 +566,7 @@ impl<'c> Server<'c> {
                         reply.send(result);
                     }
                     Done::Switched(_, result, reply) => reply.send(result.map(|()| json!({}))),
+                    Done::Closed(reply) => reply.send(Ok(json!({}))),
                     Done::Created(Err(_), _) | Done::Loaded(_, Err(_), _) => {}
                 }
             }
@@ -596,7 +622,11 @@ fn job_of(message: Incoming) -> Option<Job> {
                     "session/new" => params(raw)
                         .map(|r| -> Pending { Box::new(move |reply| Job::New(r, reply)) }),
                     "session/load" => params(raw)
-                        .map(|r| -> Pending { Box::new(move |reply| Job::Load(r, reply)) }),
+                        .map(|r| -> Pending { Box::new(move |reply| Job::Load(r, true, reply)) }),
+                    "session/resume" => params(raw)
+                        .map(|r| -> Pending { Box::new(move |reply| Job::Load(r, false, reply)) }),
+                    "session/close" => params(raw)
+                        .map(|r| -> Pending { Box::new(move |reply| Job::Close(r, reply)) }),
                     "session/prompt" => params(raw)
                         .map(|r| -> Pending { Box::new(move |reply| Job::Prompt(r, reply)) }),
                     "session/set_mode" => params(raw)
