@@ -630,6 +630,40 @@ fn close_ends_a_sessions_work_and_resume_opens_it_again_without_a_replay() {
     acp.golden("close-resume");
 }
 
+#[test]
+fn reasoning_streams_as_thought_chunks_and_a_load_replays_them() {
+    let dir = scratch("thoughts");
+    let script = json!([{"reasoning": ["Which file", "? notes."], "text": "Done."}]);
+    let mut acp = Acp::start(&dir, &script);
+    acp.initialize();
+    let s = acp.new_session(&dir);
+    assert_eq!(acp.prompt(&s, "think")["result"]["stopReason"], "end_turn");
+    assert_eq!(acp.close(), 0);
+    let live = acp.updates(&s);
+    assert_eq!(
+        live,
+        vec![
+            json!({"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": "Which file"}}),
+            json!({"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": "? notes."}}),
+            json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "Done."}}),
+        ]
+    );
+    let mut acp = Acp::start(&dir, &json!([]));
+    acp.initialize();
+    let id = acp.request(
+        "session/load",
+        json!({"sessionId": s, "cwd": dir, "mcpServers": []}),
+    );
+    assert!(acp.response(id).get("result").is_some());
+    let replayed: Vec<Value> = acp
+        .updates(&s)
+        .into_iter()
+        .filter(|u| u["sessionUpdate"] != "user_message_chunk")
+        .collect();
+    assert_eq!(replayed, live, "replay == live");
+    assert_eq!(acp.close(), 0);
+}
+
 /// Regression (issue 28): a prompt's `resource_link` came back from `session/load` as text
 /// (`[resource_link name=… uri=…]`): the prompt was flattened before it was logged, so the replay
 /// was not the prompt the user sent.

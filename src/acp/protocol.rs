@@ -257,6 +257,11 @@ pub enum SessionUpdate {
         /// The text.
         content: ContentBlock,
     },
+    /// A piece of the model's reasoning.
+    AgentThoughtChunk {
+        /// The text.
+        content: ContentBlock,
+    },
     /// A tool call started.
     ToolCall(ToolCall),
     /// A tool call ended.

@@ -132,7 +132,16 @@ impl UpdateMapper {
                         content: ContentBlock::text(delta),
                     }]
                 }
-                _ => Vec::new(),
+                Chunk::Reasoning { delta } if !delta.is_empty() => {
+                    vec![SessionUpdate::AgentThoughtChunk {
+                        content: ContentBlock::text(delta),
+                    }]
+                }
+                Chunk::Text { .. }
+                | Chunk::Reasoning { .. }
+                | Chunk::ToolCall { .. }
+                | Chunk::Usage { .. }
+                | Chunk::Finish { .. } => Vec::new(),
             },
             EventView::ToolCall(call) => {
                 let args = parse_arguments_text(&call.arguments);

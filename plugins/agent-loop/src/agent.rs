@@ -497,6 +497,9 @@ impl Agent {
             chunk_seqs.push(self.log(&data, None, step)?);
             match data.chunk {
                 Chunk::Text { delta } => text.push_str(&delta),
+                // Logged (above) for people and replays; the assistant's message, which later
+                // requests carry, is its text and calls only.
+                Chunk::Reasoning { .. } => {}
                 Chunk::ToolCall { call } => calls.push(call),
                 Chunk::Usage { usage: u } => usage = Some(u),
                 Chunk::Finish { reason } => finish = Some(reason),

@@ -44,6 +44,13 @@ pub enum Chunk {
         /// The text delta.
         delta: String,
     },
+    /// A piece of the model's reasoning (`reasoning_content` of DeepSeek and other
+    /// OpenAI-compatible servers): logged and shown, never part of the assistant's message, so
+    /// it is never sent back to the model.
+    Reasoning {
+        /// The reasoning delta.
+        delta: String,
+    },
     /// A complete tool call.
     ToolCall {
         /// The call.
@@ -102,6 +109,8 @@ pub trait LlmAdapter: Send + Sync + 'static {
 pub struct Collected {
     /// The concatenated text.
     pub text: String,
+    /// The concatenated reasoning.
+    pub reasoning: String,
     /// The tool calls in order.
     pub tool_calls: Vec<AssistantToolCall>,
     /// The last usage reported.
@@ -122,6 +131,7 @@ pub async fn collect(mut stream: ChunkStream) -> Result<Collected, LlmError> {
     while let Some(chunk) = stream.next().await {
         match chunk? {
             Chunk::Text { delta } => out.text.push_str(&delta),
+            Chunk::Reasoning { delta } => out.reasoning.push_str(&delta),
             Chunk::ToolCall { call } => out.tool_calls.push(call),
             Chunk::Usage { usage } => out.usage = Some(usage),
             Chunk::Finish { reason } => out.finish = Some(reason),

@@ -67,6 +67,9 @@ fn deltas<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Erro
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ScriptedResponse {
+    /// Reasoning deltas, streamed before the text, in order.
+    #[serde(default, deserialize_with = "deltas")]
+    pub reasoning: Vec<String>,
     /// Text deltas, in order.
     #[serde(default, deserialize_with = "deltas")]
     pub text: Vec<String>,
@@ -121,9 +124,10 @@ impl ScriptedResponse {
 
     fn chunks(&self, index: usize) -> Result<Vec<Chunk>, String> {
         let mut out: Vec<Chunk> = self
-            .text
+            .reasoning
             .iter()
-            .map(|t| Chunk::Text { delta: t.clone() })
+            .map(|t| Chunk::Reasoning { delta: t.clone() })
+            .chain(self.text.iter().map(|t| Chunk::Text { delta: t.clone() }))
             .collect();
         for (i, call) in self.tool_calls.iter().enumerate() {
             let arguments = match &call.arguments {

@@ -531,3 +531,34 @@ async fn a_persisted_log_rebuilds_every_request_the_adapter_received() {
     }
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[tokio::test]
+async fn reasoning_is_logged_but_never_sent_back_to_the_model() {
+    let mut first = ScriptedResponse::tool_call("alpha", serde_json::json!({}));
+    first.reasoning = vec!["secret plan".into()];
+    let rig = boot(
+        None,
+        vec![first, ScriptedResponse::text("done")],
+        &["alpha"],
+        SessionConfig::in_memory(),
+    )
+    .await;
+    let reason = rig.agent().run_turn("go").await.unwrap();
+    assert_eq!(
+        reason,
+        TurnEndReason::Completed,
+        "{:?}",
+        rig.errors.lock().unwrap()
+    );
+    let logged = rig.of_kind(kinds::ASSISTANT_CHUNK);
+    assert_eq!(
+        logged[0].data["chunk"],
+        serde_json::json!({"type": "reasoning", "delta": "secret plan"})
+    );
+    let requests = rig.requests();
+    assert_eq!(requests.len(), 2);
+    let second = serde_json::to_string(&requests[1].messages.to_vec()).unwrap();
+    assert!(second.contains("alpha"), "{second}");
+    assert!(!second.contains("secret plan"), "{second}");
+    rig.root.dispose();
+}

@@ -107,6 +107,17 @@ impl DeltaAssembler {
         let choices = v.get("choices").and_then(Value::as_array);
         for choice in choices.into_iter().flatten() {
             if let Some(delta) = choice.get("delta") {
+                // DeepSeek, vLLM and others stream `reasoning_content`; some proxies `reasoning`.
+                let reasoning = ["reasoning_content", "reasoning"]
+                    .into_iter()
+                    .find_map(|key| delta.get(key).and_then(Value::as_str));
+                if let Some(text) = reasoning
+                    && !text.is_empty()
+                {
+                    out.push(Chunk::Reasoning {
+                        delta: text.to_owned(),
+                    });
+                }
                 if let Some(text) = delta.get("content").and_then(Value::as_str)
                     && !text.is_empty()
                 {
@@ -199,6 +210,38 @@ impl DeltaAssembler {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reasoning_content_deltas_are_reasoning_chunks_before_the_text_of_the_same_event() {
+        let mut a = DeltaAssembler::default();
+        let got = a
+            .event(r#"{"choices":[{"delta":{"reasoning_content":"Let me think."}}]}"#)
+            .unwrap();
+        assert_eq!(
+            got,
+            [Chunk::Reasoning {
+                delta: "Let me think.".into()
+            }]
+        );
+        // A proxy's `reasoning`, and an event carrying both reasoning and text.
+        let got = a
+            .event(r#"{"choices":[{"delta":{"reasoning":"Done.","content":"Hi"}}]}"#)
+            .unwrap();
+        assert_eq!(
+            got,
+            [
+                Chunk::Reasoning {
+                    delta: "Done.".into()
+                },
+                Chunk::Text { delta: "Hi".into() }
+            ]
+        );
+        // Empty or null reasoning (DeepSeek sends `null` once the answer starts) is nothing.
+        let got = a
+            .event(r#"{"choices":[{"delta":{"reasoning_content":null,"content":"!"}}]}"#)
+            .unwrap();
+        assert_eq!(got, [Chunk::Text { delta: "!".into() }]);
+    }
 
     #[test]
     fn sse_events_split_anywhere_are_reassembled() {
