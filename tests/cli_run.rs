@@ -667,3 +667,27 @@ fn an_argument_that_is_not_utf8_is_an_error_not_a_panic() {
     assert!(stderr.contains("cannot read"), "{stderr}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn reasoning_goes_to_stderr_and_the_answer_alone_to_stdout() {
+    let dir = std::env::temp_dir().join(format!("cordis-run-reasoning-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("cordis.yml"),
+        "- id: system-prompt\n  name: system-prompt\n  config: {persona: \"Terse.\"}\n\
+         - id: tools\n  name: tools\n\
+         - id: llm\n  name: llm\n  config:\n    adapter: scripted\n    model: m\n    responses:\n      \
+         - {reasoning: [\"First \", \"I think.\"], text: \"The answer.\"}\n\
+         - id: sessions\n  name: sessions\n  config: {durability: none}\n\
+         - id: agent-loop\n  name: agent-loop\n",
+    )
+    .unwrap();
+    let out = run(&dir, &["--quiet"], "why?\n", &[]);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stdout.contains("The answer."), "{stdout}");
+    assert!(!stdout.contains("I think"), "{stdout}");
+    assert!(stderr.contains("First I think.\n"), "{stderr}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

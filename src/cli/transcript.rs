@@ -67,6 +67,8 @@ impl Style {
 /// Writes the transcript of one agent's events.
 pub(crate) struct Transcript {
     at_line_start: bool,
+    /// Reasoning was written to stderr and its line is not ended yet.
+    thinking: bool,
     /// The arguments of calls whose results have not come yet, by call id: presenters need
     /// them to describe a result (the path of an edit, the command of a run).
     pending: BTreeMap<String, Value>,
@@ -170,6 +172,7 @@ impl Transcript {
     pub(crate) fn new(style: Style) -> Self {
         Transcript {
             at_line_start: true,
+            thinking: false,
             pending: BTreeMap::new(),
             style,
             last_call: [None, None],
@@ -254,7 +257,23 @@ impl Transcript {
         out: &mut dyn Write,
         err: &mut dyn Write,
     ) -> std::io::Result<()> {
-        match e.view() {
+        let view = e.view();
+        // The model's reasoning goes to stderr, dimmed (stdout stays the answer); anything
+        // else that follows starts on a line of its own.
+        if let EventView::AssistantChunk(chunk) = &view
+            && let Chunk::Reasoning { delta } = &chunk.chunk
+        {
+            if !delta.is_empty() {
+                write!(err, "{}", self.style.paint("2", &safe_lines(delta)))?;
+                self.thinking = !delta.ends_with('\n');
+                err.flush()?;
+            }
+            return Ok(());
+        }
+        if std::mem::take(&mut self.thinking) {
+            writeln!(err)?;
+        }
+        match view {
             EventView::AssistantChunk(chunk) => {
                 if let Chunk::Text { delta } = chunk.chunk
                     && !delta.is_empty()
