@@ -664,6 +664,48 @@ fn reasoning_streams_as_thought_chunks_and_a_load_replays_them() {
     assert_eq!(acp.close(), 0);
 }
 
+#[test]
+fn usage_is_the_latest_request_against_the_configured_window_not_a_running_total() {
+    let dir = scratch("usage");
+    let config = std::fs::read_to_string(common::fixture("acp/agent.yml"))
+        .unwrap()
+        .replace(
+            "model: acp-model",
+            "model: acp-model\n    contextWindow: 1000",
+        );
+    assert!(
+        config.contains("contextWindow"),
+        "the fixture names its model"
+    );
+    std::fs::write(dir.join("agent.yml"), config).unwrap();
+    let script = json!([
+        {"text": "One.", "usage": {"inputTokens": 300, "outputTokens": 20}},
+        {"text": "Two.", "usage": {"inputTokens": 340, "outputTokens": 30}},
+    ]);
+    std::fs::write(dir.join("script.json"), script.to_string()).unwrap();
+    let mut cmd = common::cordis_command(&dir, &["acp", "agent.yml"]);
+    cmd.env("ACP_SCRIPT", dir.join("script.json"));
+    let mut acp = Acp::spawn(&dir, cmd);
+    acp.initialize();
+    let s = acp.new_session(&dir);
+    assert_eq!(acp.prompt(&s, "one")["result"]["stopReason"], "end_turn");
+    assert_eq!(acp.prompt(&s, "two")["result"]["stopReason"], "end_turn");
+    assert_eq!(acp.close(), 0);
+    let usage: Vec<Value> = acp
+        .updates(&s)
+        .into_iter()
+        .filter(|u| u["sessionUpdate"] == "usage_update")
+        .collect();
+    assert_eq!(
+        usage,
+        vec![
+            json!({"sessionUpdate": "usage_update", "used": 320, "size": 1000}),
+            json!({"sessionUpdate": "usage_update", "used": 370, "size": 1000}),
+        ]
+    );
+    // Without a configured window nothing is claimed (the other tests' fixture has none).
+}
+
 /// Regression (issue 28): a prompt's `resource_link` came back from `session/load` as text
 /// (`[resource_link name=… uri=…]`): the prompt was flattened before it was logged, so the replay
 /// was not the prompt the user sent.

@@ -262,6 +262,13 @@ pub enum SessionUpdate {
         /// The text.
         content: ContentBlock,
     },
+    /// How full the model's context window is after the latest answer.
+    UsageUpdate {
+        /// Tokens in context: the latest request's input and its answer's output.
+        used: u64,
+        /// The window.
+        size: u64,
+    },
     /// A tool call started.
     ToolCall(ToolCall),
     /// A tool call ended.

@@ -9,7 +9,7 @@ use cordis_agent_loop::{Agent, AgentEvent, TurnError};
 use cordis_agent_presets::AgentPresets;
 use cordis_approvals::ApproverService;
 use cordis_history::History;
-use cordis_llm::{Chunk, FinishReason};
+use cordis_llm::{Chunk, FinishReason, Llm};
 use cordis_presenter::Presenters;
 use cordis_session::{AssistantChunkData, SessionEvent, TurnEndReason};
 use cordis_tools::ToolRegistry;
@@ -672,7 +672,10 @@ async fn attach(
 ) -> Result<Live, RpcError> {
     let root = booted.root().clone();
     let presenters: Option<Arc<Presenters>> = root.get::<Presenters>();
-    let mut mapper = UpdateMapper::new(cwd).with_terminal_meta(terminal_output);
+    let window = root.get::<Llm>().and_then(|llm| llm.context_window());
+    let mut mapper = UpdateMapper::new(cwd)
+        .with_terminal_meta(terminal_output)
+        .with_context_window(window);
     let send = {
         let connection = connection.clone();
         let id = id.clone();

@@ -55,6 +55,9 @@ pub struct UpdateMapper {
     pending: BTreeMap<String, (SessionEvent, String, Value)>,
     /// The client renders terminal cards itself (Zed's `_meta` terminal extension).
     terminal_meta: bool,
+    /// The model's context window, when configured: each reported usage becomes a
+    /// `usage_update` of the latest request against it.
+    context_window: Option<u64>,
 }
 
 /// Where the live stream's views come from: the composition's tools and presenters, read in
@@ -75,6 +78,7 @@ impl UpdateMapper {
             cwd: cwd.into(),
             pending: BTreeMap::new(),
             terminal_meta: false,
+            context_window: None,
         }
     }
 
@@ -83,6 +87,13 @@ impl UpdateMapper {
     #[must_use]
     pub fn with_terminal_meta(mut self, on: bool) -> Self {
         self.terminal_meta = on;
+        self
+    }
+
+    /// Reports usage against a context window of `tokens` (none: no `usage_update`).
+    #[must_use]
+    pub fn with_context_window(mut self, tokens: Option<u64>) -> Self {
+        self.context_window = tokens;
         self
     }
 
@@ -137,10 +148,18 @@ impl UpdateMapper {
                         content: ContentBlock::text(delta),
                     }]
                 }
+                // What the latest request and its answer hold, not a running total: the
+                // next request carries all of it again.
+                Chunk::Usage { usage } => match self.context_window {
+                    Some(size) => vec![SessionUpdate::UsageUpdate {
+                        used: usage.input_tokens + usage.output_tokens,
+                        size,
+                    }],
+                    None => Vec::new(),
+                },
                 Chunk::Text { .. }
                 | Chunk::Reasoning { .. }
                 | Chunk::ToolCall { .. }
-                | Chunk::Usage { .. }
                 | Chunk::Finish { .. } => Vec::new(),
             },
             EventView::ToolCall(call) => {

@@ -29,6 +29,7 @@ pub struct Llm {
     ctx: Context,
     adapter: Arc<dyn LlmAdapter>,
     default_model: Option<String>,
+    context_window: Option<u64>,
 }
 
 impl Service for Llm {
@@ -50,7 +51,19 @@ impl Llm {
             ctx,
             adapter,
             default_model: None,
+            context_window: None,
         }
+    }
+
+    /// Sets the model's context window in tokens (the `llm` entry's `contextWindow`).
+    pub fn with_context_window(mut self, tokens: Option<u64>) -> Self {
+        self.context_window = tokens;
+        self
+    }
+
+    /// The model's context window in tokens, when the configuration states it.
+    pub fn context_window(&self) -> Option<u64> {
+        self.context_window
     }
 
     /// Sets the model agents use when they name none.

@@ -69,6 +69,10 @@ pub struct LlmConfig {
     /// scripted: keep the last N requests for inspection (tests; default 0, none kept).
     #[serde(default)]
     pub record_requests: usize,
+    /// The model's context window in tokens (e.g. 131072 for DeepSeek's chat models), so a
+    /// client can show how full it is (ACP `usage_update`); unset, no window is claimed.
+    #[serde(default)]
+    pub context_window: Option<u64>,
 }
 
 /// The `llm` entry's configuration cannot build its adapter.
@@ -172,7 +176,9 @@ impl Plugin for LlmPlugin {
             let call = serde_json::to_value(cordis_conversation::CallConfig::model(model.clone()))?;
             let _ = ctx.provide(cordis_schema::RequestConfig(call))?;
         }
-        let llm = Llm::new(ctx.clone(), adapter).with_default_model(config.model.clone());
+        let llm = Llm::new(ctx.clone(), adapter)
+            .with_default_model(config.model.clone())
+            .with_context_window(config.context_window);
         let _ = ctx.provide(llm)?;
         Ok(())
     }
