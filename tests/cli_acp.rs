@@ -34,6 +34,7 @@ fn scratch(name: &str) -> PathBuf {
 #[derive(Clone, Copy)]
 enum Answer {
     Allow,
+    AllowAlways,
     Reject,
 }
 
@@ -136,6 +137,7 @@ impl Acp {
         if message["method"] == "session/request_permission" {
             let option = match self.answer {
                 Answer::Allow => "allow-once",
+                Answer::AllowAlways => "allow-always",
                 Answer::Reject => "reject-once",
             };
             let id = message["id"].clone();
@@ -704,6 +706,58 @@ fn usage_is_the_latest_request_against_the_configured_window_not_a_running_total
         ]
     );
     // Without a configured window nothing is claimed (the other tests' fixture has none).
+}
+
+#[test]
+fn always_allow_grants_the_tool_for_the_session_and_a_load_keeps_the_grant() {
+    let dir = scratch("always");
+    let write = |id: &str, path: &str| json!({"toolCalls": [{"id": id, "name": "write_file", "arguments": {"path": path, "content": "x\n"}}]});
+    let script = json!([
+        write("w1", "a.txt"),
+        write("w2", "b.txt"),
+        text("Both."),
+        write("w3", "c.txt"),
+        text("Three.")
+    ]);
+    let mut acp = Acp::start(&dir, &script);
+    acp.answer = Answer::AllowAlways;
+    acp.initialize();
+    let s = acp.new_session(&dir);
+    assert_eq!(
+        acp.prompt(&s, "write two")["result"]["stopReason"],
+        "end_turn"
+    );
+    assert_eq!(acp.close(), 0);
+    let asked: Vec<&Value> = acp
+        .seen
+        .iter()
+        .filter(|m| m["method"] == "session/request_permission")
+        .collect();
+    assert_eq!(asked.len(), 1, "the second write is granted: {asked:?}");
+    assert_eq!(
+        asked[0]["params"]["options"][1],
+        json!({"optionId": "allow-always", "name": "Always allow write_file in this session", "kind": "allow_always"})
+    );
+    assert!(dir.join("a.txt").exists() && dir.join("b.txt").exists());
+
+    // The grant is in the log: a loaded session still holds it (and is never asked again).
+    let mut acp = Acp::start(&dir, &script);
+    acp.answer = Answer::Reject;
+    acp.initialize();
+    let id = acp.request(
+        "session/load",
+        json!({"sessionId": s, "cwd": dir, "mcpServers": []}),
+    );
+    assert!(acp.response(id).get("result").is_some());
+    // The loaded session's script starts over: its first answer writes a.txt again.
+    assert_eq!(acp.prompt(&s, "again")["result"]["stopReason"], "end_turn");
+    assert_eq!(acp.close(), 0);
+    assert!(
+        !acp.seen
+            .iter()
+            .any(|m| m["method"] == "session/request_permission"),
+        "a loaded session asked for a granted tool"
+    );
 }
 
 /// Regression (issue 28): a prompt's `resource_link` came back from `session/load` as text

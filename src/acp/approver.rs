@@ -1,8 +1,10 @@
-//! `ask` answered by the editor: `session/request_permission` with "Allow once" and "Reject".
+//! `ask` answered by the editor: `session/request_permission` with "Allow once", "Always
+//! allow …" (when the call can be granted for the rest of the session: the approvals service's
+//! grants, logged with the decision) and "Reject".
 
 use std::sync::Arc;
 
-use cordis_approvals::{Answer, ApprovalRequest, Approver};
+use cordis_approvals::{Answer, ApprovalRequest, Approver, Grant};
 use cordis_presenter::Presenters;
 use futures_util::future::BoxFuture;
 
@@ -14,6 +16,8 @@ use super::rpc::Connection;
 
 /// The option that allows the call once.
 pub const ALLOW_ONCE: &str = "allow-once";
+/// The option that allows it and grants what the question names for the rest of the session.
+pub const ALLOW_ALWAYS: &str = "allow-always";
 /// The option that rejects it.
 pub const REJECT_ONCE: &str = "reject-once";
 
@@ -47,24 +51,14 @@ impl Approver for EditorApprover {
                 raw_input: Some(input),
                 meta: None,
             },
-            options: vec![
-                PermissionOption {
-                    option_id: ALLOW_ONCE.to_owned(),
-                    name: "Allow once".to_owned(),
-                    kind: "allow_once".to_owned(),
-                },
-                PermissionOption {
-                    option_id: REJECT_ONCE.to_owned(),
-                    name: "Reject".to_owned(),
-                    kind: "reject_once".to_owned(),
-                },
-            ],
+            options: options(&request.grants),
         };
         // Sent now, in the order the tools ask; the turn awaits the answer, which the reader
         // thread delivers whatever the server is doing.
         let answer = self
             .connection
             .request("session/request_permission", question);
+        let grantable = !request.grants.is_empty();
         Box::pin(async move {
             let response = answer.await.and_then(|v| {
                 serde_json::from_value::<RequestPermissionResponse>(v).map_err(|e| {
@@ -76,6 +70,12 @@ impl Approver for EditorApprover {
                     RequestPermissionOutcome::Selected { option_id } if option_id == ALLOW_ONCE => {
                         Answer::Allow
                     }
+                    // Only offered when the call can be granted (see `options`).
+                    RequestPermissionOutcome::Selected { option_id }
+                        if option_id == ALLOW_ALWAYS && grantable =>
+                    {
+                        Answer::AllowAlways
+                    }
                     RequestPermissionOutcome::Selected { .. } => {
                         Answer::Deny(Some("the user rejected it in the editor".to_owned()))
                     }
@@ -86,5 +86,68 @@ impl Approver for EditorApprover {
                 Err(e) => Answer::Deny(Some(format!("the editor did not answer: {e}"))),
             }
         })
+    }
+}
+
+/// The choices of one question: "Always allow" only when the call can be granted, named by what
+/// it grants (the tool, or the command patterns of a command), never wider.
+fn options(grants: &[Grant]) -> Vec<PermissionOption> {
+    let mut options = vec![PermissionOption {
+        option_id: ALLOW_ONCE.to_owned(),
+        name: "Allow once".to_owned(),
+        kind: "allow_once".to_owned(),
+    }];
+    if !grants.is_empty() {
+        let commands: Vec<String> = grants
+            .iter()
+            .filter_map(|g| g.command.as_ref())
+            .map(|c| format!("`{c}`"))
+            .collect();
+        let what = if commands.is_empty() {
+            let tools: Vec<&str> = grants.iter().map(|g| g.tool.as_str()).collect();
+            tools.join(", ")
+        } else {
+            commands.join(", ")
+        };
+        options.push(PermissionOption {
+            option_id: ALLOW_ALWAYS.to_owned(),
+            name: format!("Always allow {what} in this session"),
+            kind: "allow_always".to_owned(),
+        });
+    }
+    options.push(PermissionOption {
+        option_id: REJECT_ONCE.to_owned(),
+        name: "Reject".to_owned(),
+        kind: "reject_once".to_owned(),
+    });
+    options
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ids(options: &[PermissionOption]) -> Vec<(&str, &str)> {
+        options
+            .iter()
+            .map(|o| (o.option_id.as_str(), o.name.as_str()))
+            .collect()
+    }
+
+    #[test]
+    fn always_is_offered_only_for_what_can_be_granted_and_named_by_it() {
+        assert_eq!(
+            ids(&options(&[])),
+            [("allow-once", "Allow once"), ("reject-once", "Reject")]
+        );
+        let tool = Grant {
+            tool: "write_file".into(),
+            command: None,
+            exact: false,
+        };
+        assert_eq!(
+            ids(&options(&[tool]))[1],
+            ("allow-always", "Always allow write_file in this session")
+        );
     }
 }
