@@ -760,6 +760,52 @@ fn always_allow_grants_the_tool_for_the_session_and_a_load_keeps_the_grant() {
     );
 }
 
+#[test]
+fn an_embedded_text_resource_reaches_the_model_with_its_uri_and_a_binary_one_is_refused() {
+    let dir = scratch("embedded");
+    let mut acp = Acp::start(&dir, &json!([text("Read it.")]));
+    let caps = acp.initialize()["result"]["agentCapabilities"]["promptCapabilities"].clone();
+    assert_eq!(caps["embeddedContext"], true);
+    let s = acp.new_session(&dir);
+    let blob = json!([{"type": "resource", "resource": {"uri": "file:///x.png", "blob": "AA==", "mimeType": "image/png"}}]);
+    let id = acp.request("session/prompt", json!({"sessionId": s, "prompt": blob}));
+    let r = acp.response(id);
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("file:///x.png is binary"),
+        "{r}"
+    );
+    let blocks = json!([
+        {"type": "text", "text": "explain"},
+        {"type": "resource", "resource": {"uri": "file:///w/a.rs", "text": "fn main() {}", "mimeType": "text/x-rust"}},
+    ]);
+    let id = acp.request("session/prompt", json!({"sessionId": s, "prompt": blocks}));
+    assert_eq!(acp.response(id)["result"]["stopReason"], "end_turn");
+    assert_eq!(acp.close(), 0);
+    let content: Vec<Value> = walk_files(&common::state_home(&dir))
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .flat_map(|p| {
+            std::fs::read_to_string(p)
+                .unwrap()
+                .lines()
+                .map(|l| serde_json::from_str::<Value>(l).unwrap())
+                .collect::<Vec<_>>()
+        })
+        .filter(|e| e["type"] == "user/message")
+        .map(|e| e["data"]["content"].clone())
+        .collect();
+    assert_eq!(
+        content,
+        [json!(
+            "explain\n[resource uri=\"file:///w/a.rs\"]\nfn main() {}\n[/resource]\n"
+        )]
+    );
+}
+
 /// Regression (issue 28): a prompt's `resource_link` came back from `session/load` as text
 /// (`[resource_link name=… uri=…]`): the prompt was flattened before it was logged, so the replay
 /// was not the prompt the user sent.

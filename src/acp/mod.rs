@@ -75,11 +75,11 @@ pub fn initialize_response(request: &InitializeRequest) -> InitializeResponse {
         protocol_version: request.protocol_version.min(PROTOCOL_VERSION),
         agent_capabilities: AgentCapabilities {
             load_session: true,
-            // Text and resource links only (both required of every agent).
+            // Text, resource links (both required of every agent) and embedded text resources.
             prompt_capabilities: PromptCapabilities {
                 image: false,
                 audio: false,
-                embedded_context: false,
+                embedded_context: true,
             },
             // stdio servers only (the protocol's baseline).
             mcp_capabilities: McpCapabilities {

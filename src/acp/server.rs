@@ -175,10 +175,11 @@ fn mcp_server(server: &Value) -> Result<McpServer, RpcError> {
     }
 }
 
-/// The prompt as one user message: text blocks as they are, resource links as a marker line.
+/// The prompt as one user message: text blocks as they are, resource links as a marker line,
+/// embedded text resources as their text between marker lines naming the URI.
 ///
 /// # Errors
-/// Content the agent did not advertise (images, audio, embedded resources), or nothing to say.
+/// Content the agent did not advertise (images, audio, binary resources), or nothing to say.
 pub fn prompt_text(blocks: &[Value]) -> Result<String, RpcError> {
     let mut text = String::new();
     for block in blocks {
@@ -206,9 +207,21 @@ pub fn prompt_text(blocks: &[Value]) -> Result<String, RpcError> {
                 ));
             }
             Some("resource") => {
-                return Err(invalid_params(
-                    "embedded resources are not supported (promptCapabilities.embeddedContext is false)",
-                ));
+                let resource = block.get("resource");
+                let part = |name: &str| resource.and_then(|r| r.get(name)).and_then(Value::as_str);
+                let Some(uri) = part("uri") else {
+                    return Err(invalid_params("an embedded resource needs a uri"));
+                };
+                let Some(body) = part("text") else {
+                    return Err(invalid_params(format!(
+                        "the embedded resource {uri} is binary (blob); only text resources can be read by the model"
+                    )));
+                };
+                text.push_str(&format!("\n[resource uri=\"{uri}\"]\n{body}"));
+                if !body.ends_with('\n') {
+                    text.push('\n');
+                }
+                text.push_str("[/resource]\n");
             }
             other => {
                 return Err(invalid_params(format!(
