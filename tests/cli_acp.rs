@@ -1260,8 +1260,45 @@ fn presets_are_modes_and_a_blank_session_switches_between_them() {
         let id = acp.request("session/set_mode", json!({"sessionId": s, "modeId": mode}));
         acp.response(id)
     };
-    // Unknown modes are refused; a blank session switches.
+    // The modes are the `mode` select of configOptions too (the protocol's successor).
+    let options = &r["result"]["configOptions"];
+    assert_eq!(options[0]["id"], "mode", "{r}");
+    assert_eq!(options[0]["category"], "mode", "{r}");
+    assert_eq!(options[0]["currentValue"], "standard", "{r}");
+    let values: Vec<&str> = options[0]["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["value"].as_str().unwrap())
+        .collect();
+    assert_eq!(values, ids, "one list of modes");
+    let set_option = |acp: &mut Acp, config: &str, value: Value| {
+        let id = acp.request(
+            "session/set_config_option",
+            json!({"sessionId": s, "configId": config, "value": value}),
+        );
+        acp.response(id)
+    };
+    let r = set_option(&mut acp, "model", json!("x"));
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("unknown config option \"model\""),
+        "{r}"
+    );
+    assert_eq!(
+        set_option(&mut acp, "mode", json!(3))["error"]["code"],
+        -32602
+    );
+    // Unknown modes are refused; a blank session switches (by either method), and the answer
+    // of set_config_option carries the options as they are now.
     assert_eq!(set(&mut acp, "no-such-mode")["error"]["code"], -32602);
+    let r = set_option(&mut acp, "mode", json!("code"));
+    assert_eq!(
+        r["result"]["configOptions"][0]["currentValue"], "code",
+        "{r}"
+    );
     let r = set(&mut acp, "minimal");
     assert!(r.get("result").is_some(), "{r}");
     assert_eq!(acp.prompt(&s, "hi")["result"]["stopReason"], "end_turn");
@@ -1278,6 +1315,10 @@ fn presets_are_modes_and_a_blank_session_switches_between_them() {
     );
     let r = acp.response(id);
     assert_eq!(r["result"]["modes"]["currentModeId"], "minimal", "{r}");
+    assert_eq!(
+        r["result"]["configOptions"][0]["currentValue"], "minimal",
+        "{r}"
+    );
     assert_eq!(acp.close(), 0);
     // `--preset` picks new sessions' mode, recorded in the session header.
     let mut acp = Acp::start_args(&dir, &[&bundled, "--preset", "minimal"]);

@@ -134,7 +134,82 @@ pub struct NewSessionResponse {
     /// Its modes, when the agent has any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub modes: Option<SessionModeState>,
+    /// Its configuration options (the mode as a select), when it has any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub config_options: Option<Vec<SessionConfigOption>>,
 }
+
+/// One configuration option of a session: a select (the only kind this agent offers).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionConfigOption {
+    /// Its id (`mode`).
+    pub id: String,
+    /// Its label.
+    pub name: String,
+    /// What it is for (`mode`, `model`, `thought_level`).
+    pub category: String,
+    /// Always `select`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// The value in force.
+    pub current_value: String,
+    /// The values to choose from.
+    pub options: Vec<SessionConfigSelectOption>,
+}
+
+/// One value of a select.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SessionConfigSelectOption {
+    /// The value.
+    pub value: String,
+    /// Its label.
+    pub name: String,
+}
+
+/// `session/set_config_option` params.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SetSessionConfigOptionRequest {
+    /// The session.
+    pub session_id: String,
+    /// The option.
+    pub config_id: String,
+    /// The value (a select's value id).
+    pub value: Value,
+}
+
+/// `session/set_config_option` result: every option with its value now.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SetSessionConfigOptionResponse {
+    /// The options.
+    pub config_options: Vec<SessionConfigOption>,
+}
+
+impl SessionModeState {
+    /// The modes as the `mode` select of `configOptions` (the protocol's successor of `modes`).
+    pub fn as_config_options(&self) -> Vec<SessionConfigOption> {
+        vec![SessionConfigOption {
+            id: MODE_OPTION.to_owned(),
+            name: "Mode".to_owned(),
+            category: "mode".to_owned(),
+            kind: "select".to_owned(),
+            current_value: self.current_mode_id.clone(),
+            options: self
+                .available_modes
+                .iter()
+                .map(|m| SessionConfigSelectOption {
+                    value: m.id.clone(),
+                    name: m.name.clone(),
+                })
+                .collect(),
+        }]
+    }
+}
+
+/// The id of the mode select in `configOptions`.
+pub const MODE_OPTION: &str = "mode";
 
 /// `session/load` and `session/resume` params (the same fields).
 #[derive(Debug, Clone, Deserialize)]
@@ -158,6 +233,9 @@ pub struct LoadSessionResponse {
     /// Its modes, when the agent has any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub modes: Option<SessionModeState>,
+    /// Its configuration options, when it has any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub config_options: Option<Vec<SessionConfigOption>>,
 }
 
 /// The modes of a session and the current one.

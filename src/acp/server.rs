@@ -23,8 +23,10 @@ use tokio::sync::{mpsc, watch};
 use super::approver::EditorApprover;
 use super::protocol::{
     CancelNotification, CloseSessionRequest, InitializeRequest, LoadSessionRequest,
-    LoadSessionResponse, NewSessionRequest, NewSessionResponse, PromptRequest, PromptResponse,
-    SessionNotification, SessionUpdate, SetSessionModeRequest, StopReason,
+    LoadSessionResponse, MODE_OPTION, NewSessionRequest, NewSessionResponse, PromptRequest,
+    PromptResponse, SessionModeState, SessionNotification, SessionUpdate,
+    SetSessionConfigOptionRequest, SetSessionConfigOptionResponse, SetSessionModeRequest,
+    StopReason,
 };
 use super::rpc::{Connection, Incoming, Reply, RpcError};
 use super::session::{
@@ -44,7 +46,10 @@ enum Job {
     Close(CloseSessionRequest, Reply),
     Prompt(PromptRequest, Reply),
     Cancel(CancelNotification),
-    SetMode(SetSessionModeRequest, Reply),
+    /// `session/set_mode`, or `session/set_config_option` of the mode (`true`: answer with the
+    /// options).
+    SetMode(SetSessionModeRequest, bool, Reply),
+    SetConfig(SetSessionConfigOptionRequest, Reply),
 }
 
 /// What a piece of work ended with, and where its answer goes.
@@ -53,7 +58,9 @@ enum Done {
     Loaded(String, Result<Live, RpcError>, Reply),
     Closed(Reply),
     Prompted(String, Result<PromptResponse, RpcError>, Reply),
-    Switched(String, Result<(), RpcError>, Reply),
+    /// A mode switch ended: the session, the mode asked for, whether to answer with the
+    /// options, the outcome.
+    Switched(String, String, bool, Result<(), RpcError>, Reply),
 }
 
 /// A request's params as `T`; `-32602` naming what does not fit.
@@ -481,7 +488,32 @@ impl<'c> Server<'c> {
                     let _ = cancel.send(true);
                 }
             }
-            Job::SetMode(req, reply) => {
+            Job::SetConfig(req, reply) => {
+                if req.config_id != MODE_OPTION {
+                    return respond_error(
+                        reply,
+                        invalid_params(format!(
+                            "unknown config option \"{}\"; this agent has \"{MODE_OPTION}\" (with an `agent-presets` entry)",
+                            req.config_id
+                        )),
+                    );
+                }
+                let Some(mode) = req.value.as_str() else {
+                    return respond_error(
+                        reply,
+                        invalid_params(format!(
+                            "the value of \"{MODE_OPTION}\" is a mode id (a string), not {}",
+                            req.value
+                        )),
+                    );
+                };
+                let mode = SetSessionModeRequest {
+                    session_id: req.session_id,
+                    mode_id: mode.to_owned(),
+                };
+                self.accept(Job::SetMode(mode, true, reply));
+            }
+            Job::SetMode(req, options, reply) => {
                 let id = req.session_id.clone();
                 let mode = req.mode_id.clone();
                 let Some(live) = self.sessions.get_mut(&id) else {
@@ -513,7 +545,7 @@ impl<'c> Server<'c> {
                         .await
                         .map(drop)
                         .map_err(|e| invalid_params(e.to_string()));
-                    Done::Switched(id, switched, reply)
+                    Done::Switched(id, mode, options, switched, reply)
                 }));
             }
         }
@@ -526,9 +558,11 @@ impl<'c> Server<'c> {
                 let id = live.id.clone();
                 let modes = live.booted.modes.clone();
                 self.sessions.insert(id.clone(), live);
+                let config_options = modes.as_ref().map(SessionModeState::as_config_options);
                 reply.send(Ok(NewSessionResponse {
                     session_id: id,
                     modes,
+                    config_options,
                 }));
             }
             Done::Created(Err(e), reply) => respond_error(reply, e),
@@ -538,7 +572,12 @@ impl<'c> Server<'c> {
                     Ok(live) => {
                         let modes = live.booted.modes.clone();
                         self.sessions.insert(id, live);
-                        reply.send(Ok(LoadSessionResponse { modes }));
+                        let config_options =
+                            modes.as_ref().map(SessionModeState::as_config_options);
+                        reply.send(Ok(LoadSessionResponse {
+                            modes,
+                            config_options,
+                        }));
                     }
                     Err(e) => respond_error(reply, e),
                 }
@@ -550,11 +589,30 @@ impl<'c> Server<'c> {
                 reply.send(result);
             }
             Done::Closed(reply) => reply.send(Ok(json!({}))),
-            Done::Switched(id, result, reply) => {
-                if let Some(live) = self.sessions.get_mut(&id) {
-                    live.busy = None;
+            Done::Switched(id, mode, options, result, reply) => {
+                let Some(live) = self.sessions.get_mut(&id) else {
+                    return reply.send(result.map(|()| json!({})));
+                };
+                live.busy = None;
+                if result.is_ok()
+                    && let Some(modes) = &mut live.booted.modes
+                {
+                    modes.current_mode_id = mode;
                 }
-                reply.send(result.map(|()| json!({})));
+                let answer = match result {
+                    Ok(()) if options => serde_json::to_value(SetSessionConfigOptionResponse {
+                        config_options: live
+                            .booted
+                            .modes
+                            .as_ref()
+                            .map(SessionModeState::as_config_options)
+                            .unwrap_or_default(),
+                    })
+                    .map_err(|e| internal(e.to_string())),
+                    Ok(()) => Ok(json!({})),
+                    Err(e) => Err(e),
+                };
+                reply.send(answer);
             }
         }
     }
@@ -578,7 +636,9 @@ impl<'c> Server<'c> {
                         }
                         reply.send(result);
                     }
-                    Done::Switched(_, result, reply) => reply.send(result.map(|()| json!({}))),
+                    Done::Switched(_, _, _, result, reply) => {
+                        reply.send(result.map(|()| json!({})));
+                    }
                     Done::Closed(reply) => reply.send(Ok(json!({}))),
                     Done::Created(Err(_), _) | Done::Loaded(_, Err(_), _) => {}
                 }
@@ -642,8 +702,11 @@ fn job_of(message: Incoming) -> Option<Job> {
                         .map(|r| -> Pending { Box::new(move |reply| Job::Close(r, reply)) }),
                     "session/prompt" => params(raw)
                         .map(|r| -> Pending { Box::new(move |reply| Job::Prompt(r, reply)) }),
-                    "session/set_mode" => params(raw)
-                        .map(|r| -> Pending { Box::new(move |reply| Job::SetMode(r, reply)) }),
+                    "session/set_mode" => params(raw).map(|r| -> Pending {
+                        Box::new(move |reply| Job::SetMode(r, false, reply))
+                    }),
+                    "session/set_config_option" => params(raw)
+                        .map(|r| -> Pending { Box::new(move |reply| Job::SetConfig(r, reply)) }),
                     other => Err(RpcError::method_not_found(other)),
                 };
             match job {
