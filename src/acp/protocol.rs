@@ -219,7 +219,8 @@ pub struct LoadSessionRequest {
     pub session_id: String,
     /// Its working directory (must be the one it was created in).
     pub cwd: PathBuf,
-    /// MCP servers the session should have.
+    /// MCP servers the session should have (`session/resume` may leave them out).
+    #[serde(default)]
     pub mcp_servers: Vec<Value>,
     /// More directories (not supported: must be empty).
     #[serde(default)]

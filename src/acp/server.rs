@@ -57,10 +57,11 @@ enum Done {
     Created(Result<Live, RpcError>, Reply),
     Loaded(String, Result<Live, RpcError>, Reply),
     Closed(Reply),
-    Prompted(String, Result<PromptResponse, RpcError>, Reply),
-    /// A mode switch ended: the session, the mode asked for, whether to answer with the
-    /// options, the outcome.
-    Switched(String, String, bool, Result<(), RpcError>, Reply),
+    /// A prompt ended: the session, its opening, the answer.
+    Prompted(String, u64, Result<PromptResponse, RpcError>, Reply),
+    /// A mode switch ended: the session, its opening, the mode asked for, whether to answer
+    /// with the options, the outcome.
+    Switched(String, u64, String, bool, Result<(), RpcError>, Reply),
 }
 
 /// A request's params as `T`; `-32602` naming what does not fit.
@@ -71,6 +72,9 @@ fn params<T: DeserializeOwned>(params: Value) -> Result<T, RpcError> {
 /// A session open on this connection.
 struct Live {
     id: String,
+    /// Which opening of the id this is (a session closed and opened again is another): work
+    /// of an earlier opening that finishes late must not touch this one.
+    opening: u64,
     booted: Booted,
     /// Set while a prompt runs; sending on it cancels that prompt's turn.
     busy: Option<Busy>,
@@ -288,6 +292,8 @@ pub struct Server<'c> {
     sessions: BTreeMap<String, Live>,
     /// The client renders terminal cards from `_meta` (it said so at `initialize`).
     terminal_output: bool,
+    /// Openings so far (each session joining the connection gets the next).
+    openings: u64,
     /// Ids being loaded (reserved before the async resume, so a second load is refused).
     loading: std::collections::BTreeSet<String>,
     work: FuturesUnordered<LocalBoxFuture<'c, Done>>,
@@ -301,6 +307,7 @@ impl<'c> Server<'c> {
             connection,
             sessions: BTreeMap::new(),
             terminal_output: false,
+            openings: 0,
             loading: Default::default(),
             work: FuturesUnordered::new(),
         }
@@ -404,6 +411,17 @@ impl<'c> Server<'c> {
                         )),
                     );
                 }
+                if matches!(
+                    self.sessions.get(&id).map(|l| &l.busy),
+                    Some(Some(Busy::Switching))
+                ) {
+                    return respond_error(
+                        reply,
+                        invalid_params(format!(
+                            "session {id} is switching modes; close it when the switch has answered"
+                        )),
+                    );
+                }
                 let Some(live) = self.sessions.remove(&id) else {
                     return respond_error(reply, invalid_params(format!("unknown session {id}")));
                 };
@@ -452,6 +470,7 @@ impl<'c> Server<'c> {
                 let (cancel, mut cancelled) = watch::channel(false);
                 live.busy = Some(Busy::Prompt(cancel));
                 let agent = live.agent().clone();
+                let opening = live.opening;
                 self.work.push(Box::pin(async move {
                     let from = agent.session().len();
                     let ended = {
@@ -476,7 +495,7 @@ impl<'c> Server<'c> {
                     let result = agent.session().with_events(|events| {
                         stop_reason(ended, events.get(from..).unwrap_or_default())
                     });
-                    Done::Prompted(id, result, reply)
+                    Done::Prompted(id, opening, result, reply)
                 }));
             }
             Job::Cancel(note) => {
@@ -537,6 +556,7 @@ impl<'c> Server<'c> {
                 }
                 live.busy = Some(Busy::Switching);
                 let agent = live.agent().clone();
+                let opening = live.opening;
                 self.work.push(Box::pin(async move {
                     // The roster refuses a session that already has a turn (its history was
                     // written under the old preset) and an unknown or broken preset.
@@ -545,7 +565,7 @@ impl<'c> Server<'c> {
                         .await
                         .map(drop)
                         .map_err(|e| invalid_params(e.to_string()));
-                    Done::Switched(id, mode, options, switched, reply)
+                    Done::Switched(id, opening, mode, options, switched, reply)
                 }));
             }
         }
@@ -557,6 +577,9 @@ impl<'c> Server<'c> {
             Done::Created(Ok(live), reply) => {
                 let id = live.id.clone();
                 let modes = live.booted.modes.clone();
+                self.openings += 1;
+                let mut live = live;
+                live.opening = self.openings;
                 self.sessions.insert(id.clone(), live);
                 let config_options = modes.as_ref().map(SessionModeState::as_config_options);
                 reply.send(Ok(NewSessionResponse {
@@ -571,6 +594,9 @@ impl<'c> Server<'c> {
                 match result {
                     Ok(live) => {
                         let modes = live.booted.modes.clone();
+                        self.openings += 1;
+                        let mut live = live;
+                        live.opening = self.openings;
                         self.sessions.insert(id, live);
                         let config_options =
                             modes.as_ref().map(SessionModeState::as_config_options);
@@ -582,16 +608,23 @@ impl<'c> Server<'c> {
                     Err(e) => respond_error(reply, e),
                 }
             }
-            Done::Prompted(id, result, reply) => {
-                if let Some(live) = self.sessions.get_mut(&id) {
+            Done::Prompted(id, opening, result, reply) => {
+                if let Some(live) = self.sessions.get_mut(&id)
+                    && live.opening == opening
+                {
                     live.busy = None;
                 }
                 reply.send(result);
             }
             Done::Closed(reply) => reply.send(Ok(json!({}))),
-            Done::Switched(id, mode, options, result, reply) => {
-                let Some(live) = self.sessions.get_mut(&id) else {
-                    return reply.send(result.map(|()| json!({})));
+            Done::Switched(id, opening, mode, options, result, reply) => {
+                let Some(live) = self
+                    .sessions
+                    .get_mut(&id)
+                    .filter(|live| live.opening == opening)
+                else {
+                    // Closed while it switched: nothing of this opening is left to show.
+                    return reply.send(result.map(|()| switched_elsewhere(options)));
                 };
                 live.busy = None;
                 if result.is_ok()
@@ -630,14 +663,9 @@ impl<'c> Server<'c> {
                         live.agent().dispose();
                         close(live).await;
                     }
-                    Done::Prompted(id, result, reply) => {
-                        if let Some(live) = self.sessions.get_mut(&id) {
-                            live.busy = None;
-                        }
-                        reply.send(result);
-                    }
-                    Done::Switched(_, _, _, result, reply) => {
-                        reply.send(result.map(|()| json!({})));
+                    Done::Prompted(_, _, result, reply) => reply.send(result),
+                    Done::Switched(_, _, _, options, result, reply) => {
+                        reply.send(result.map(|()| switched_elsewhere(options)));
                     }
                     Done::Closed(reply) => reply.send(Ok(json!({}))),
                     Done::Created(Err(_), _) | Done::Loaded(_, Err(_), _) => {}
@@ -665,6 +693,16 @@ async fn close(live: Live) {
         tracing::warn!(session = %live.id, "flushing the session log failed: {e}");
     }
     live.booted.root().dispose();
+}
+
+/// The answer to a mode switch whose session is gone: `{}` for `session/set_mode`, no options
+/// for `session/set_config_option` (whose answer must carry them).
+fn switched_elsewhere(options: bool) -> Value {
+    if options {
+        json!({"configOptions": []})
+    } else {
+        json!({})
+    }
 }
 
 fn respond_error(reply: Reply, e: RpcError) {
@@ -813,6 +851,7 @@ async fn attach(
     }
     Ok(Live {
         id,
+        opening: 0,
         booted,
         busy: None,
     })

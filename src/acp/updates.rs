@@ -9,13 +9,14 @@
 //!
 //! | event | update |
 //! | --- | --- |
-//! | `user/message` | `user_message_chunk` (replay only: live, the editor shows what it sent) |
+//! | `user/message` | `user_message_chunk` (replay only: live, the editor shows what it sent); one per block of a prompt logged as sent |
 //! | `assistant/chunk` text | `agent_message_chunk` |
+//! | `assistant/chunk` reasoning | `agent_thought_chunk` |
+//! | `assistant/chunk` usage | `usage_update` against the `llm` entry's `contextWindow` (none without one) |
 //! | `tool/call` | `tool_call` (`in_progress`, the presenter's title, kind, input, card, locations) |
 //! | `tool/result` | `tool_call_update` (`completed` / `failed`, the result's card) |
 //! | `todo_write`'s result | also `plan` (its todos, every entry `medium`) |
 //!
-//! Reasoning (`agent_thought_chunk`) has no event yet: the model adapters stream no reasoning.
 //! Everything else (steps, headers, approvals, `run_code` sub-calls) has no update.
 //!
 //! # Cards
@@ -152,7 +153,7 @@ impl UpdateMapper {
                 // next request carries all of it again.
                 Chunk::Usage { usage } => match self.context_window {
                     Some(size) => vec![SessionUpdate::UsageUpdate {
-                        used: usage.input_tokens + usage.output_tokens,
+                        used: usage.input_tokens.saturating_add(usage.output_tokens),
                         size,
                     }],
                     None => Vec::new(),

@@ -487,6 +487,7 @@ impl Agent {
             .map_err(|e| err(e.to_string()))?;
 
         let mut text = String::new();
+        let mut reasoning = String::new();
         let mut calls: Vec<AssistantToolCall> = Vec::new();
         let mut usage: Option<Usage> = None;
         let mut finish = None;
@@ -497,9 +498,8 @@ impl Agent {
             chunk_seqs.push(self.log(&data, None, step)?);
             match data.chunk {
                 Chunk::Text { delta } => text.push_str(&delta),
-                // Logged (above) for people and replays; the assistant's message, which later
-                // requests carry, is its text and calls only.
-                Chunk::Reasoning { .. } => {}
+                // Kept on the assistant's message, which later requests carry back.
+                Chunk::Reasoning { delta } => reasoning.push_str(&delta),
                 Chunk::ToolCall { call } => calls.push(call),
                 Chunk::Usage { usage: u } => usage = Some(u),
                 Chunk::Finish { reason } => finish = Some(reason),
@@ -511,13 +511,14 @@ impl Agent {
             Some(FinishReason::Aborted) => return Err(err("the model call was aborted".into())),
             _ => {}
         }
-        if !text.is_empty() || !calls.is_empty() || usage.is_some() {
+        if !text.is_empty() || !calls.is_empty() || usage.is_some() || !reasoning.is_empty() {
             let data = AssistantMessageData {
                 turn,
                 step,
                 content: text,
                 tool_calls: calls.clone(),
                 usage,
+                reasoning: (!reasoning.is_empty()).then_some(reasoning),
             };
             self.log(&data, Some(chunk_seqs), step)?;
         }

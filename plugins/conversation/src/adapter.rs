@@ -45,8 +45,8 @@ pub enum Chunk {
         delta: String,
     },
     /// A piece of the model's reasoning (`reasoning_content` of DeepSeek and other
-    /// OpenAI-compatible servers): logged and shown, never part of the assistant's message, so
-    /// it is never sent back to the model.
+    /// OpenAI-compatible servers): logged, shown, and kept on the assistant's message, which
+    /// sends it back (see [`crate::Message::Assistant`]).
     Reasoning {
         /// The reasoning delta.
         delta: String,

@@ -64,6 +64,10 @@ pub enum Message {
         /// The tool calls it made, in order.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         tool_calls: Vec<AssistantToolCall>,
+        /// The reasoning that came with it, sent back with it: DeepSeek's thinking mode refuses
+        /// a conversation whose tool-calling turns lost theirs.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reasoning: Option<String>,
     },
     /// The result of one tool call.
     #[serde(rename_all = "camelCase")]

@@ -144,6 +144,7 @@ fn turn(s: &Session, turn: u64, tool: &str, args: &str) {
             content: String::new(),
             tool_calls: vec![],
             usage: None,
+            reasoning: None,
         },
         None,
     )
@@ -180,6 +181,7 @@ fn turn(s: &Session, turn: u64, tool: &str, args: &str) {
             content: format!("answer {turn}"),
             tool_calls: vec![],
             usage: None,
+            reasoning: None,
         },
         None,
     )

@@ -290,7 +290,9 @@ data!(/// `assistant/message`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     tool_calls: Vec<AssistantToolCall>, /// Usage, if reported.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    usage: Option<Usage> });
+    usage: Option<Usage>, /// The reasoning streamed before it, when the model sent any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    reasoning: Option<String> });
 data!(/// `tool/call`.
     ToolCallData = kinds::TOOL_CALL; { /// The turn.
     turn: u64, /// The step.
@@ -538,6 +540,7 @@ mod tests {
                 content: "h".into(),
                 tool_calls: Vec::new(),
                 usage: None,
+                reasoning: None,
             }),
             sample(call("x")),
             sample(ToolResultData {

@@ -46,6 +46,7 @@ pub fn event_message(event: &SessionEvent) -> Result<Option<Message>, Projection
             Some(Message::Assistant {
                 content: d.content,
                 tool_calls: d.tool_calls,
+                reasoning: d.reasoning,
             })
         }
         kinds::TOOL_RESULT => {

@@ -16,8 +16,12 @@ pub fn request_body(request: &LlmRequest, default_model: Option<&str>) -> Value 
             Message::Assistant {
                 content,
                 tool_calls,
+                reasoning,
             } => {
                 let mut msg = json!({"role": "assistant", "content": content});
+                if let Some(reasoning) = reasoning {
+                    msg["reasoning_content"] = Value::String(reasoning.clone());
+                }
                 if !tool_calls.is_empty() {
                     if content.is_empty() {
                         msg["content"] = Value::Null;
@@ -120,6 +124,7 @@ mod tests {
                         name: "read".into(),
                         arguments: "{}".into(),
                     }],
+                    reasoning: Some("Read it first.".into()),
                 },
                 Message::Tool {
                     call_id: "c1".into(),
@@ -145,6 +150,9 @@ mod tests {
             json!({"role": "system", "content": "sys"})
         );
         assert_eq!(body["messages"][2]["content"], Value::Null);
+        // DeepSeek's thinking mode wants a tool-calling turn's reasoning back.
+        assert_eq!(body["messages"][2]["reasoning_content"], "Read it first.");
+        assert!(body["messages"][1].get("reasoning_content").is_none());
         assert_eq!(
             body["messages"][2]["tool_calls"][0]["function"]["name"],
             "read"

@@ -56,6 +56,7 @@ pub fn complete_turn(s: &Session, turn: u64, tools: Vec<cordis_schema::ToolSchem
             content: String::new(),
             tool_calls: vec![call],
             usage: None,
+            reasoning: None,
         },
         Some(vec![chunk]),
     )
@@ -94,6 +95,7 @@ pub fn complete_turn(s: &Session, turn: u64, tools: Vec<cordis_schema::ToolSchem
             content: "done".into(),
             tool_calls: vec![],
             usage: None,
+            reasoning: None,
         },
         None,
     )

@@ -183,6 +183,7 @@ async fn an_open_turn_is_closed_with_error_results_step_end_and_interrupted() {
             content: String::new(),
             tool_calls: vec![call],
             usage: None,
+            reasoning: None,
         },
         None,
     )
