@@ -116,6 +116,7 @@ fn joined_outcome(
             entries: Vec::new(),
             incidents: Vec::new(),
             registrations: Vec::new(),
+            events: Default::default(),
         },
         Ok(report) => {
             let registrations = report
@@ -138,6 +139,9 @@ fn joined_outcome(
                     .collect(),
                 incidents,
                 registrations,
+                // The preset path does not see the scopes it booted; its proof is not refined
+                // by events.
+                events: Default::default(),
             }
         }
     }
@@ -286,6 +290,7 @@ fn print_report(report: &PermuteReport, args: &PermuteArgs, io: &mut Io<'_>) -> 
                 "all_orders": report.all_orders,
                 "exhaustive": report.exhaustive,
                 "interacting": report.interacting.as_ref().map(|p| p.iter().map(|(a, b)| json!([a, b])).collect::<Vec<_>>()),
+                "through_events": report.through_events.iter().map(|(a, b, events)| json!({"pair": [a, b], "events": events})).collect::<Vec<_>>(),
                 "claims": report.claims,
                 "distinct_outcomes": distinct,
                 "distinct_digests": report.digests.len(),
@@ -330,10 +335,32 @@ fn print_report(report: &PermuteReport, args: &PermuteArgs, io: &mut Io<'_>) -> 
                 claims.join(", ")
             }
         )?;
-        if let Some(pairs) = &report.interacting
-            && !pairs.is_empty()
-        {
-            let shown: Vec<String> = pairs.iter().map(|(a, b)| format!("{a}~{b}")).collect();
+        // A pair known only from what the boots dispatched names the events.
+        let through = |a: &str, b: &str| {
+            report
+                .through_events
+                .iter()
+                .find(|(x, y, _)| x == a && y == b)
+                .map_or_else(String::new, |(_, _, events)| {
+                    format!(
+                        " (event{} {})",
+                        if events.len() == 1 { "" } else { "s" },
+                        events.join(", ")
+                    )
+                })
+        };
+        let shown: Vec<String> = match &report.interacting {
+            Some(pairs) => pairs
+                .iter()
+                .map(|(a, b)| format!("{a}~{b}{}", through(a, b)))
+                .collect(),
+            None => report
+                .through_events
+                .iter()
+                .map(|(a, b, _)| format!("{a}~{b}{}", through(a, b)))
+                .collect(),
+        };
+        if !shown.is_empty() {
             writeln!(io.out, "interacting: {}", safe(&shown.join(", ")))?;
         }
         if let Some(d) = report.digests.keys().next()
