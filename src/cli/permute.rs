@@ -1,6 +1,7 @@
 //! `cordis permute`: one boot per class of load orders of a config's entries, one outcome
 //! expected (the request digest, every entry's status and reason, the incidents).
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde_json::json;
@@ -14,7 +15,7 @@ use cordis_host::permute::{
     start_order,
 };
 use cordis_host::{Builtins, LoadPlan};
-use cordis_runtime::{Policy, Schedule};
+use cordis_runtime::{EventFootprint, Policy, Schedule};
 
 use super::PermuteArgs;
 
@@ -92,14 +93,35 @@ impl<'a> Proof<'a> {
             starts: start_order(rows.entries.len(), positions, &self.space.row_order(order)),
         };
         let schedule = Schedule::new(Policy::Fifo, 0);
-        let (joined, leaked) = rt.block_on(super::presets::boot_joined_on(
+        let (joined, leaked, events) = rt.block_on(super::presets::boot_joined_with_events(
             self.plan,
             schedule,
             preset,
             &starts,
             Some(mount),
         ));
-        Ok(joined_outcome(joined, leaked))
+        let mut outcome = joined_outcome(joined, leaked);
+        outcome.events = self.element_events(preset, &events);
+        Ok(outcome)
+    }
+
+    /// `events` (by scope label: a host entry's id or a row's) by element id (`preset/row` for
+    /// a row). A label that names both a host entry and a row counts for both: more pairs to
+    /// explore, never fewer.
+    fn element_events(
+        &self,
+        preset: &str,
+        events: &BTreeMap<String, EventFootprint>,
+    ) -> BTreeMap<String, EventFootprint> {
+        let mut out = BTreeMap::new();
+        for (label, footprint) in events {
+            for id in [label.clone(), format!("{preset}/{label}")] {
+                if self.space.ids.contains(&id) {
+                    out.insert(id, footprint.clone());
+                }
+            }
+        }
+        out
     }
 }
 
@@ -139,8 +161,6 @@ fn joined_outcome(
                     .collect(),
                 incidents,
                 registrations,
-                // The preset path does not see the scopes it booted; its proof is not refined
-                // by events.
                 events: Default::default(),
             }
         }
