@@ -607,3 +607,34 @@ fn permute_with_a_preset_explores_its_interacting_rows_and_finds_one_outcome() {
     assert!(brute.out.contains(": 1 distinct outcome"), "{}", brute.out);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The `--preset` proof is refined by events too: two rows that each listen to `debug/fault`
+/// and emit it while applying claim nothing in common, yet which mounts first changes how often
+/// each listener runs; the proof names the pair and the event and boots both of its orders (on
+/// both orders of `fs~presenter`: four).
+#[test]
+fn permute_with_a_preset_explores_rows_meeting_through_an_event() {
+    let rows = "- {id: a, name: debug/fault, config: {mode: listener-panic}}\n- {id: b, name: debug/fault, config: {mode: listener-panic}}\n";
+    let (dir, file) = with_preset("event-rows", "loud", rows);
+    let xdg = dir.join("xdg").display().to_string();
+    let env = [("XDG_CONFIG_HOME", xdg.as_str())];
+    let run = cordis(&["permute", &file, "--preset", "loud"], &env);
+    assert!(
+        run.err
+            .contains("permuting 17 plugin entries (1 interacting pair): 2 orders"),
+        "{}",
+        run.err
+    );
+    assert!(
+        run.out
+            .contains("interacting: fs~presenter, loud/a~loud/b (event debug/fault)"),
+        "{}",
+        run.out
+    );
+    assert!(
+        run.out.contains("4 orders (every class) standing for all"),
+        "{}",
+        run.out
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -27,6 +27,7 @@ mod mcp_cli;
 mod mcp_determinism;
 mod mcp_everything;
 mod permute_code_mode;
+mod permute_events;
 mod permute_tool_order;
 mod presets;
 mod presets_determinism;

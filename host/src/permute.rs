@@ -15,7 +15,11 @@
 //! a name two entries claim is contested whoever came first, the runtime orders listeners
 //! canonically, the registry and the assembly sort, and a required service is waited for — so
 //! two orders that agree on the relative order of every interacting pair boot the same. One order of each class (its lexicographically least, see
-//! [`normal_forms`]) stands for all of it. That commutation is itself a claim, so the suite checks
+//! [`normal_forms`]) stands for all of it. Events are the one thing a footprint cannot state:
+//! an event dispatched during an apply reaches only the listeners registered so far, and which
+//! events a plugin uses it decides at run time. So each boot reports what every entry listened
+//! to and dispatched while applying, and [`prove_with`] adds each pair meeting through an event
+//! and boots the classes that adds, until the boots show no new pair. That commutation is itself a claim, so the suite checks
 //! it against brute force ([`permute`], every order of the chosen entries) on small
 //! compositions.
 //!
@@ -27,7 +31,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Instant;
 
-use cordis_runtime::{Claim, Context, Policy, Schedule, Service};
+use cordis_runtime::{Claim, Context, EventFootprint, Policy, Schedule, ScopeId, Service};
 
 use crate::assembly::{HeaderBytes, header_bytes};
 use crate::claims::entry_claims;
@@ -313,6 +317,9 @@ pub struct OrderOutcome {
     pub incidents: Vec<String>,
     /// The tool registrations in the order they happened (`who: tool`); not compared.
     pub registrations: Vec<String>,
+    /// What each element (by id) listened to and dispatched while applying; not compared:
+    /// [`prove_with`] unions it over every order to find interactions through events.
+    pub events: BTreeMap<String, EventFootprint>,
 }
 
 impl OrderOutcome {
@@ -412,6 +419,7 @@ pub async fn boot(plan: &LoadPlan, order: &[usize]) -> OrderOutcome {
     let header = header_bytes(&root).await;
     let incidents = crate::loader::incident_lines(&root);
     let registrations = root.trace_details(Schedule::TRACE_REGISTER);
+    let events = event_footprints(&root);
     root.dispose();
     OrderOutcome {
         digest: header.digest(),
@@ -422,7 +430,30 @@ pub async fn boot(plan: &LoadPlan, order: &[usize]) -> OrderOutcome {
         entries,
         incidents,
         registrations,
+        events,
     }
+}
+
+/// The event footprint of every entry of the runtime under `root`, by entry id: each scope's
+/// own, added to its nearest labelled scope (the loader labels an entry's scope with its id),
+/// so a child scope an entry applies counts as the entry's. Entries that used no event are left
+/// out.
+pub fn event_footprints(root: &Context) -> BTreeMap<String, EventFootprint> {
+    let scopes = root.scopes();
+    let by_id: HashMap<ScopeId, &cordis_runtime::ScopeInfo> =
+        scopes.iter().map(|s| (s.id, s)).collect();
+    let mut out: BTreeMap<String, EventFootprint> = BTreeMap::new();
+    for scope in scopes.iter().filter(|s| !s.events.is_empty()) {
+        let mut at = Some(scope);
+        while let Some(s) = at {
+            if let Some(label) = &s.label {
+                out.entry(label.clone()).or_default().union(&scope.events);
+                break;
+            }
+            at = s.parent.and_then(|p| by_id.get(&p).copied());
+        }
+    }
+    out
 }
 
 /// The start order of plan indices that puts the entry at `positions[order[k]]` in the place of
@@ -450,6 +481,10 @@ pub struct PermuteReport {
     /// Pairs of permuted entries whose relative order was explored (ids, file order); `None`
     /// for a brute-force run, which explores every pair.
     pub interacting: Option<Vec<(String, String)>>,
+    /// Pairs of permuted entries (ids, file order) of which one dispatched, while applying, an
+    /// event the other listens to, with those events (sorted), as the boots observed them;
+    /// [`prove_with`] explores their orders too (they are in [`Self::interacting`]).
+    pub through_events: Vec<(String, String, Vec<String>)>,
     /// Claims of the permuted entries by kind, and `open <kind>` for entries registering names
     /// of a kind without stating them.
     pub claims: BTreeMap<String, usize>,
@@ -489,6 +524,43 @@ struct Partial {
     /// Distinct outcomes with the first order index that produced them.
     outcomes: HashMap<Key, (u64, Vec<String>, OrderOutcome)>,
     registrations: HashSet<Vec<String>>,
+    /// Every boot's event footprints, unioned by element id.
+    events: BTreeMap<String, EventFootprint>,
+}
+
+impl Partial {
+    fn add_events(&mut self, events: &BTreeMap<String, EventFootprint>) {
+        for (id, footprint) in events {
+            self.events.entry(id.clone()).or_default().union(footprint);
+        }
+    }
+}
+
+/// What [`drive`] found over some orders.
+#[derive(Default)]
+struct Found {
+    /// Each distinct outcome with the first order producing it, first first.
+    outcomes: Vec<FirstOutcome>,
+    /// The distinct tool-registration orders.
+    registrations: HashSet<Vec<String>>,
+    /// The event footprints of every boot, unioned by element id.
+    events: BTreeMap<String, EventFootprint>,
+}
+
+impl Found {
+    /// Adds a later run's findings: its outcomes after this one's, those already found dropped.
+    fn then(&mut self, later: Found) {
+        for (ids, outcome) in later.outcomes {
+            let key = outcome.key();
+            if !self.outcomes.iter().any(|(_, o)| o.key() == key) {
+                self.outcomes.push((ids, outcome));
+            }
+        }
+        self.registrations.extend(later.registrations);
+        for (id, footprint) in &later.events {
+            self.events.entry(id.clone()).or_default().union(footprint);
+        }
+    }
 }
 
 /// The one permutation driver: boots `count` orders from `orders` of the elements `ids` with
@@ -505,7 +577,7 @@ fn drive(
     threads: usize,
     on_progress: &(dyn Fn(u64) + Sync),
     boot_one: &BootOne<'_>,
-) -> std::io::Result<(Vec<FirstOutcome>, usize)> {
+) -> std::io::Result<Found> {
     let n = ids.len();
     let threads = threads.clamp(1, 16) as u64;
     let done = std::sync::atomic::AtomicU64::new(0);
@@ -526,6 +598,7 @@ fn drive(
                         let mut outcome = boot_one(&rt, &order)?;
                         part.registrations
                             .insert(std::mem::take(&mut outcome.registrations));
+                        part.add_events(&std::mem::take(&mut outcome.events));
                         let key = outcome.key();
                         let first = part
                             .outcomes
@@ -553,8 +626,10 @@ fn drive(
     });
     let mut outcomes: HashMap<Key, (u64, Vec<String>, OrderOutcome)> = HashMap::new();
     let mut registrations = HashSet::new();
+    let mut events = Partial::default();
     for part in partials {
         let part = part?;
+        events.add_events(&part.events);
         for (key, first) in part.outcomes {
             match outcomes.get_mut(&key) {
                 Some(slot) if first.0 < slot.0 => *slot = first,
@@ -568,13 +643,14 @@ fn drive(
     }
     let mut outcomes: Vec<(u64, Vec<String>, OrderOutcome)> = outcomes.into_values().collect();
     outcomes.sort_by_key(|(k, _, _)| *k);
-    Ok((
-        outcomes
+    Ok(Found {
+        outcomes: outcomes
             .into_iter()
             .map(|(_, ids, outcome)| (ids, outcome))
             .collect(),
-        registrations.len(),
-    ))
+        registrations,
+        events: events.events,
+    })
 }
 
 /// How a proof runs.
@@ -764,6 +840,14 @@ pub type BootOne<'a> =
 
 /// [`prove`] over `space`, booting each start order with `boot_one`.
 ///
+/// The footprints cannot say which events an entry listens to or dispatches while applying (a
+/// plugin decides that at run time), so the boots report it, and the proof closes over it: an
+/// event one entry dispatched while applying reaches only the listeners registered so far, so
+/// every pair of which one dispatched what the other listens to (in any booted order) interacts
+/// too. When that adds pairs, the classes of the finer relation that no booted order lies in
+/// are booted as well, until the boots show no new pair (or `max` orders are booted: then the
+/// proof is a sample, [`PermuteReport::exhaustive`] false). A seeded sample is not refined.
+///
 /// # Errors
 /// Only if a tokio runtime cannot be built, or `boot_one` fails.
 pub fn prove_with(
@@ -773,21 +857,69 @@ pub fn prove_with(
     on_progress: &(dyn Fn(u64) + Sync),
     boot_one: &BootOne<'_>,
 ) -> std::io::Result<PermuteReport> {
+    let started = Instant::now();
     let n = space.ids.len();
+    let mut dependent = space.dependent.clone();
+    let mut found = Found::default();
+    let mut booted: Vec<Vec<usize>> = Vec::new();
+    let (mut count, mut complete) = (0u64, orders.complete);
+    let mut round = orders.orders.clone();
+    let mut round_count = orders.count;
+    loop {
+        let offset = count;
+        found.then(drive(
+            &space.ids,
+            &round,
+            round_count,
+            options.threads,
+            &|done| on_progress(offset + done),
+            boot_one,
+        )?);
+        count += round_count;
+        let Orders::Listed(list) = round else {
+            break;
+        };
+        booted.extend(list);
+        let mut refined = false;
+        for (a, b, _) in event_meetings(&space.ids, &found.events) {
+            if !dependent[a][b] {
+                dependent[a][b] = true;
+                dependent[b][a] = true;
+                refined = true;
+            }
+        }
+        if !refined {
+            break;
+        }
+        let (forms, all) = normal_forms(n, &|a, b| dependent[a][b], options.max);
+        let fresh: Vec<Vec<usize>> = forms
+            .into_iter()
+            .filter(|form| !booted.iter().any(|b| same_class(b, form, &dependent)))
+            .collect();
+        let room = usize::try_from(options.max.saturating_sub(count)).unwrap_or(usize::MAX);
+        if !all || fresh.len() > room {
+            complete = false;
+        }
+        let fresh: Vec<Vec<usize>> = fresh.into_iter().take(room).collect();
+        if fresh.is_empty() {
+            break;
+        }
+        round_count = fresh.len() as u64;
+        round = Orders::Listed(fresh);
+    }
     let interacting = (0..n)
         .flat_map(|a| (a + 1..n).map(move |b| (a, b)))
-        .filter(|&(a, b)| space.dependent[a][b])
+        .filter(|&(a, b)| dependent[a][b])
         .map(|(a, b)| (space.ids[a].clone(), space.ids[b].clone()))
         .collect();
-    run(
+    Ok(report(
         &space.ids,
-        orders,
+        found,
+        (count, complete),
         Some(interacting),
         space.claim_counts(),
-        options,
-        on_progress,
-        boot_one,
-    )
+        started,
+    ))
 }
 
 /// The brute-force proof: boots `plan` once per order of the entries at `positions` (all of
@@ -827,22 +959,8 @@ pub fn permute_with(
     on_progress: &(dyn Fn(u64) + Sync),
     boot_one: &BootOne<'_>,
 ) -> std::io::Result<PermuteReport> {
-    run(ids, orders, None, claims, options, on_progress, boot_one)
-}
-
-/// One proof of the elements `ids`: [`drive`] through `orders`, then the report (`interacting`
-/// is `None` for brute force, which explores every pair).
-fn run(
-    ids: &[String],
-    orders: &ProofOrders,
-    interacting: Option<Vec<(String, String)>>,
-    claims: BTreeMap<String, usize>,
-    options: &ProofOptions,
-    on_progress: &(dyn Fn(u64) + Sync),
-    boot_one: &BootOne<'_>,
-) -> std::io::Result<PermuteReport> {
     let started = Instant::now();
-    let (outcomes, registration_orders) = drive(
+    let found = drive(
         ids,
         &orders.orders,
         orders.count,
@@ -850,28 +968,100 @@ fn run(
         on_progress,
         boot_one,
     )?;
+    Ok(report(
+        ids,
+        found,
+        (orders.count, orders.complete),
+        None,
+        claims,
+        started,
+    ))
+}
+
+/// The pairs of elements `ids` (indices, file order) that meet through events in `events`
+/// (one dispatched while applying what the other listens to), with those events.
+fn event_meetings(
+    ids: &[String],
+    events: &BTreeMap<String, EventFootprint>,
+) -> Vec<(usize, usize, Vec<&'static str>)> {
+    let footprints: Vec<Option<&EventFootprint>> = ids.iter().map(|id| events.get(id)).collect();
+    let mut out = Vec::new();
+    for a in 0..ids.len() {
+        for b in a + 1..ids.len() {
+            if let (Some(fa), Some(fb)) = (footprints[a], footprints[b]) {
+                let met = fa.meets(fb);
+                if !met.is_empty() {
+                    out.push((a, b, met));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Whether orders `x` and `y` of the same elements put every `dependent` pair the same way
+/// round: whether they lie in one class.
+fn same_class(x: &[usize], y: &[usize], dependent: &[Vec<bool>]) -> bool {
+    let at = |order: &[usize]| {
+        let mut at = vec![0; order.len()];
+        for (i, &v) in order.iter().enumerate() {
+            at[v] = i;
+        }
+        at
+    };
+    let (ax, ay) = (at(x), at(y));
+    let n = x.len();
+    (0..n)
+        .flat_map(|a| (a + 1..n).map(move |b| (a, b)))
+        .filter(|&(a, b)| dependent[a][b])
+        .all(|(a, b)| (ax[a] < ax[b]) == (ay[a] < ay[b]))
+}
+
+/// The report of a proof of the elements `ids` that found `found` in `booted` orders
+/// (`(count, whether they stand for every order)`); `interacting` is `None` for brute force,
+/// which explores every pair.
+fn report(
+    ids: &[String],
+    found: Found,
+    (orders, exhaustive): (u64, bool),
+    interacting: Option<Vec<(String, String)>>,
+    claims: BTreeMap<String, usize>,
+    started: Instant,
+) -> PermuteReport {
     let mut digests = BTreeMap::new();
-    for (ids, outcome) in &outcomes {
+    for (ids, outcome) in &found.outcomes {
         digests
             .entry(outcome.digest.clone())
             .or_insert_with(|| ids.clone());
     }
-    let unhealthy = outcomes
+    let unhealthy = found
+        .outcomes
         .iter()
         .find_map(|(ids, o)| o.unhealthy().map(|why| (ids.clone(), why)));
-    Ok(PermuteReport {
+    let through_events = event_meetings(ids, &found.events)
+        .into_iter()
+        .map(|(a, b, events)| {
+            (
+                ids[a].clone(),
+                ids[b].clone(),
+                events.into_iter().map(str::to_owned).collect(),
+            )
+        })
+        .collect();
+    PermuteReport {
         entries: ids.to_vec(),
-        orders: orders.count,
+        orders,
         all_orders: factorial(ids.len()),
-        exhaustive: orders.complete,
+        exhaustive,
         interacting,
+        through_events,
         claims,
-        outcomes,
+        outcomes: found.outcomes,
         digests,
-        registration_orders,
+        registration_orders: found.registrations.len(),
         unhealthy,
         seconds: started.elapsed().as_secs_f64(),
-    })
+    }
 }
 
 #[cfg(test)]
@@ -909,6 +1099,7 @@ mod tests {
             entries: Vec::new(),
             incidents: Vec::new(),
             registrations: order.iter().map(ToString::to_string).collect(),
+            events: BTreeMap::new(),
         })
     }
 
@@ -1192,5 +1383,169 @@ mod tests {
             prop_assert_eq!(reduced.outcomes.len(), 1);
             prop_assert_eq!(reduced.outcomes[0].1.key(), brute.outcomes[0].1.key());
         }
+    }
+
+    struct Ping;
+    impl cordis_runtime::Event for Ping {
+        const NAME: &'static str = "test/ping";
+        type Output = ();
+    }
+    struct Pong;
+    impl cordis_runtime::Event for Pong {
+        const NAME: &'static str = "test/pong";
+        type Output = ();
+    }
+
+    /// Which events an element of [`event_boot`] listens to (counting the calls) and emits
+    /// while applying: `ping`, `pong` or `none`.
+    type Uses = (&'static str, &'static str);
+
+    /// A boot strategy for elements that only listen and emit: each element is a plugin applied
+    /// in its place of `order` under the `fifo` schedule; the outcome is how often each
+    /// element's listener ran, the footprints are what the runtime recorded.
+    fn event_boot(
+        uses: &'static [Uses],
+    ) -> impl Fn(&tokio::runtime::Runtime, &[usize]) -> std::io::Result<OrderOutcome> + Sync {
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        move |rt, order| {
+            Ok(rt.block_on(async {
+                let root = Context::root_with(Schedule::fifo());
+                let hits: Vec<Arc<AtomicUsize>> = (0..uses.len())
+                    .map(|_| Arc::new(AtomicUsize::new(0)))
+                    .collect();
+                for &i in order {
+                    let (listen, emit) = uses[i];
+                    let hit = hits[i].clone();
+                    let plugin = cordis_runtime::FnPlugin::new("uses", move |ctx: Context, ()| {
+                        let hit = hit.clone();
+                        async move {
+                            let count = move || {
+                                hit.fetch_add(1, Ordering::SeqCst);
+                            };
+                            match listen {
+                                "ping" => drop(ctx.on::<Ping>(move |_| count())),
+                                "pong" => drop(ctx.on::<Pong>(move |_| count())),
+                                _ => {}
+                            }
+                            match emit {
+                                "ping" => ctx.emit(Ping),
+                                "pong" => ctx.emit(Pong),
+                                _ => {}
+                            }
+                            Ok(())
+                        }
+                    });
+                    let _ = root.plugin_with(
+                        cordis_runtime::Prepared::new(plugin, ()),
+                        cordis_runtime::PluginOptions {
+                            label: Some(format!("e{i}")),
+                            place: Some(i as u64),
+                            ..Default::default()
+                        },
+                    );
+                }
+                root.idle().await;
+                let counts: Vec<String> = hits
+                    .iter()
+                    .enumerate()
+                    .map(|(i, h)| format!("e{i}:{}", h.load(Ordering::SeqCst)))
+                    .collect();
+                let events = event_footprints(&root);
+                root.dispose();
+                OrderOutcome {
+                    digest: counts.join(" "),
+                    assembly_error: None,
+                    entries: Vec::new(),
+                    incidents: Vec::new(),
+                    registrations: Vec::new(),
+                    events,
+                }
+            }))
+        }
+    }
+
+    /// A space of `n` elements `e0..` whose footprints say nothing about events (as the
+    /// plan-time footprints cannot), so the first round boots one order.
+    fn silent_space(n: usize) -> Space {
+        Space {
+            ids: (0..n).map(|i| format!("e{i}")).collect(),
+            positions: (0..n).collect(),
+            footprints: vec![Footprint::default(); n],
+            dependent: vec![vec![false; n]; n],
+        }
+    }
+
+    #[test]
+    fn entries_that_emit_while_applying_what_the_other_listens_to_are_proved_in_both_orders() {
+        // e1 and e2 each listen to ping and emit it while applying: whichever applies first
+        // misses nothing, the later one's emit reaches both. e0 and e3 use no event.
+        static USES: [Uses; 4] = [
+            ("none", "none"),
+            ("ping", "ping"),
+            ("ping", "ping"),
+            ("pong", "none"),
+        ];
+        let space = silent_space(USES.len());
+        let orders = space.orders(&OPTIONS);
+        assert_eq!(orders.count, 1, "the plan-time footprints see one class");
+        let report = prove_with(&space, &orders, &OPTIONS, &|_| {}, &event_boot(&USES)).unwrap();
+        assert!(report.exhaustive);
+        assert_eq!(report.orders, 2, "the class with e2 first is booted too");
+        assert_eq!(
+            report.through_events,
+            [(
+                "e1".to_owned(),
+                "e2".to_owned(),
+                vec!["test/ping".to_owned()]
+            )]
+        );
+        assert_eq!(
+            report.interacting,
+            Some(vec![("e1".to_owned(), "e2".to_owned())])
+        );
+        let found: Vec<(String, String)> = report
+            .outcomes
+            .iter()
+            .map(|(order, o)| (order.join(","), o.digest.clone()))
+            .collect();
+        assert_eq!(
+            found,
+            [
+                ("e0,e1,e2,e3".to_owned(), "e0:0 e1:2 e2:1 e3:0".to_owned()),
+                ("e0,e2,e1,e3".to_owned(), "e0:0 e1:1 e2:2 e3:0".to_owned()),
+            ]
+        );
+        // Brute force agrees: exactly these two outcomes.
+        let brute = permute_with(
+            &space.ids,
+            BTreeMap::new(),
+            &ProofOrders::every(USES.len(), &OPTIONS),
+            &OPTIONS,
+            &|_| {},
+            &event_boot(&USES),
+        )
+        .unwrap();
+        assert_eq!(brute.outcomes.len(), 2);
+    }
+
+    #[test]
+    fn an_emitter_and_a_listener_of_different_events_stay_one_class() {
+        // e0 listens to ping; e1 emits pong while applying (and listens to it itself, which
+        // meets no other entry).
+        static DISJOINT: [Uses; 2] = [("ping", "none"), ("pong", "pong")];
+        let space = silent_space(DISJOINT.len());
+        let orders = space.orders(&OPTIONS);
+        let report =
+            prove_with(&space, &orders, &OPTIONS, &|_| {}, &event_boot(&DISJOINT)).unwrap();
+        assert!(report.exhaustive);
+        assert_eq!(report.orders, 1);
+        assert!(
+            report.through_events.is_empty(),
+            "{:?}",
+            report.through_events
+        );
+        assert_eq!(report.interacting, Some(Vec::new()));
+        assert_eq!(report.outcomes.len(), 1);
     }
 }

@@ -25,6 +25,7 @@ use crate::effect::EffectHandle;
 use crate::error::panic_message;
 pub use crate::listeners::Position;
 use crate::listeners::{Entry, add, report_panic};
+use crate::scope::EventUse;
 
 /// An event type: its payload is the type itself.
 ///
@@ -118,7 +119,16 @@ impl Context {
 
     /// Adds a listener at `position`; it is removed when this scope unwinds.
     pub fn listen<E: Event>(&self, position: Position, handler: Handler<E>) -> EffectHandle {
-        add(self, E::NAME, position, handler)
+        let handle = add(self, E::NAME, position, handler);
+        self.node
+            .note_event(self.generation, EventUse::Listen, E::NAME);
+        handle
+    }
+
+    /// Notes a dispatch of `E` in this scope's [`crate::EventFootprint`] if it is applying.
+    fn note_emit<E: Event>(&self) {
+        self.node
+            .note_event(self.generation, EventUse::Emit, E::NAME);
     }
 
     fn entries<E: Event>(&self) -> Arc<[Entry<Handler<E>>]> {
@@ -173,6 +183,8 @@ impl Context {
     /// Synchronous listeners run before this returns; async ones are spawned as tasks of the
     /// scope that registered them.
     pub fn emit<E: Event>(&self, event: E) {
+        // Noted even with no listener: one registered later is what order changes.
+        self.note_emit::<E>();
         let entries = self.entries::<E>();
         if entries.is_empty() {
             return;
@@ -203,6 +215,7 @@ impl Context {
     /// # Cancel safety
     /// Dropping the future drops the listener futures still running.
     pub async fn parallel<E: Event>(&self, event: E) {
+        self.note_emit::<E>();
         let entries = self.entries::<E>();
         let event = Arc::new(event);
         join_all(
@@ -219,6 +232,7 @@ impl Context {
     /// # Cancel safety
     /// Dropping the future stops before the next listener.
     pub async fn serial<E: Event>(&self, event: E) -> Option<E::Output> {
+        self.note_emit::<E>();
         let entries = self.entries::<E>();
         let event = Arc::new(event);
         for entry in entries.iter() {
@@ -232,6 +246,7 @@ impl Context {
     /// Dispatches `event` synchronously; the first `Some` answer wins (cordis `bail`).
     /// Async listeners are skipped: use [`Context::serial`] for them.
     pub fn bail<E: Event>(&self, event: &E) -> Option<E::Output> {
+        self.note_emit::<E>();
         let entries = self.entries::<E>();
         for entry in entries.iter() {
             if let Handler::Sync(f) = &entry.handler
@@ -386,6 +401,53 @@ mod tests {
             assert_eq!(hits.load(Ordering::SeqCst), 3);
             root.dispose();
             assert!(root.live().is_zero(), "{:?}", root.live());
+        }
+
+        async fn an_apply_records_the_events_it_listens_to_and_dispatches_and_an_active_scope_does_not() {
+            struct Pong;
+            impl Event for Pong { const NAME: &'static str = "test/pong"; type Output = (); }
+            struct Later;
+            impl Event for Later { const NAME: &'static str = "test/later"; type Output = (); }
+            let root = Context::root();
+            let scope = root.plugin_fn("both-sides", |ctx: Context, ()| async move {
+                let _ = ctx.on::<Ping>(|_| {});
+                let _ = ctx.on_answer::<Ping>(|_| None);
+                let _ = ctx.on_async::<Pong, _, _>(|_| async {});
+                // Dispatched with no listener at all: still part of the footprint.
+                ctx.emit(Later);
+                ctx.emit(Ping(1));
+                let _ = ctx.bail(&Ping(2));
+                ctx.parallel(Pong).await;
+                let _ = ctx.serial(Ping(3)).await;
+                Ok(())
+            }, ());
+            root.idle().await;
+            assert_eq!(scope.status(), ScopeStatus::Active);
+            let events = scope.info().events;
+            assert_eq!(events.listens, ["test/ping", "test/pong"]);
+            assert_eq!(events.emits, ["test/later", "test/ping", "test/pong"]);
+            // After its apply, what the scope does is not its apply's footprint.
+            let ctx = scope.context().unwrap();
+            ctx.emit(Later);
+            let _ = ctx.on::<Later>(|_| {});
+            assert_eq!(scope.info().events, events);
+            assert!(root.info().events.is_empty(), "the root never applies");
+            root.dispose();
+            assert!(root.live().is_zero(), "{:?}", root.live());
+        }
+
+        async fn footprints_meet_where_one_dispatches_what_the_other_listens_to() {
+            use crate::EventFootprint;
+            let emitter = EventFootprint { listens: vec![], emits: vec!["a", "b"] };
+            let listener = EventFootprint { listens: vec!["b", "c"], emits: vec![] };
+            assert_eq!(emitter.meets(&listener), ["b"]);
+            assert_eq!(listener.meets(&emitter), ["b"]);
+            let other = EventFootprint { listens: vec!["x"], emits: vec!["y"] };
+            assert!(emitter.meets(&other).is_empty() && listener.meets(&other).is_empty());
+            let mut all = emitter.clone();
+            all.union(&listener);
+            all.union(&emitter);
+            assert_eq!(all, EventFootprint { listens: vec!["b", "c"], emits: vec!["a", "b"] });
         }
 
         async fn a_panicking_listener_is_contained_and_reported() {

@@ -112,6 +112,66 @@ pub struct ScopeInfo {
     /// How long its last apply took (`None` until one finished). Wall-clock: for people, never
     /// for digests.
     pub load_time: Option<std::time::Duration>,
+    /// The events it listened to and dispatched while applying (see [`EventFootprint`]).
+    pub events: EventFootprint,
+}
+
+/// The events a scope listened to and dispatched while it was applying (status `Loading`),
+/// over every apply it ran: what a permutation proof needs to know that two entries' order
+/// matters through an event (an event dispatched during an apply reaches only the listeners
+/// registered so far).
+///
+/// Waterfalls are left out: their listeners run after load, in canonical order. Dispatches
+/// from a scope that is already active (a registry announcing a change another entry caused)
+/// are left out too: they belong to whoever caused them, not to the registry's apply.
+///
+/// # Determinism
+/// Both lists are sorted and free of duplicates, whatever order the apply touched them in.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EventFootprint {
+    /// Names of the events it registered a listener for (`on`, `on_answer`, `on_async`,
+    /// `listen`).
+    pub listens: Vec<&'static str>,
+    /// Names of the events it dispatched (`emit`, `parallel`, `serial`, `bail`).
+    pub emits: Vec<&'static str>,
+}
+
+impl EventFootprint {
+    /// Whether it neither listened nor dispatched.
+    pub fn is_empty(&self) -> bool {
+        self.listens.is_empty() && self.emits.is_empty()
+    }
+
+    /// Adds `other`'s events to this one's.
+    pub fn union(&mut self, other: &EventFootprint) {
+        for &name in &other.listens {
+            insert_sorted(&mut self.listens, name);
+        }
+        for &name in &other.emits {
+            insert_sorted(&mut self.emits, name);
+        }
+    }
+
+    /// The events one of the two dispatches and the other listens to, sorted: why their order
+    /// matters, empty when it does not through events.
+    pub fn meets(&self, other: &EventFootprint) -> Vec<&'static str> {
+        let mut out = Vec::new();
+        for (from, to) in [(self, other), (other, self)] {
+            for &name in &from.emits {
+                if to.listens.binary_search(&name).is_ok() {
+                    insert_sorted(&mut out, name);
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Inserts `name` into the sorted `list` unless it is there; allocates only when it is new.
+pub(crate) fn insert_sorted(list: &mut Vec<&'static str>, name: &'static str) {
+    if let Err(at) = list.binary_search(&name) {
+        list.insert(at, name);
+    }
 }
 
 /// Something that went wrong without failing a scope: a panicking listener, undo or task.

@@ -54,7 +54,7 @@ pub use effect::{EffectHandle, EffectKind};
 pub use error::{BoxError, ConfigError, Deferred, EventError, ServiceError, panic_message};
 pub use event::{Event, Handler, Position};
 pub use host_event::ConfigReloaded;
-pub use introspect::{EffectCounts, Incident, LiveCounts, ScopeInfo, TraceEvent};
+pub use introspect::{EffectCounts, EventFootprint, Incident, LiveCounts, ScopeInfo, TraceEvent};
 pub use order::OrderKey;
 pub use plugin::{ErasedPlugin, FnPlugin, Inject, Plugin, PluginOptions, Prepared, prepare};
 pub use schedule::{Policy, PolicyParseError, Schedule};

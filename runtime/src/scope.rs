@@ -15,7 +15,7 @@ use tokio::task::AbortHandle;
 
 use crate::context::{Context, Shared};
 use crate::effect::{Effect, EffectHandle, EffectId, EffectKind, Effects, Undo};
-use crate::introspect::{EffectCounts, ScopeInfo};
+use crate::introspect::{EffectCounts, EventFootprint, ScopeInfo, insert_sorted};
 use crate::plugin::Runner;
 
 /// Identifies a scope for the lifetime of its runtime; ids grow in creation order.
@@ -121,6 +121,18 @@ pub(crate) struct ScopeState {
     pub(crate) waiting: Option<String>,
     /// Applies in a row that deferred; reset when an apply ends any other way.
     pub(crate) deferrals: u32,
+    /// The events its applies listened to and dispatched; kept across unwinds, since a failed
+    /// apply's dispatches reached listeners all the same.
+    pub(crate) events: EventFootprint,
+}
+
+/// Which side of an event a scope took.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum EventUse {
+    /// Registered a listener.
+    Listen,
+    /// Dispatched it.
+    Emit,
 }
 
 /// Where a new scope sits: whether it is a realm of its own, and its place among its siblings
@@ -216,6 +228,7 @@ impl ScopeNode {
                 load_time: None,
                 waiting: None,
                 deferrals: 0,
+                events: EventFootprint::default(),
             }),
             runner,
             slot: OnceLock::new(),
@@ -248,6 +261,21 @@ impl ScopeNode {
         st.effects.push(id, Effect { kind, label, undo });
         self.shared.counters.effect_added();
         Ok(id)
+    }
+
+    /// Notes that a context of `generation` used `event` as `how`, if this scope is applying at
+    /// that generation: one uncontended lock, and an allocation only the first time an apply
+    /// uses an event that way.
+    pub(crate) fn note_event(&self, generation: u64, how: EventUse, event: &'static str) {
+        let mut st = lock(&self.state);
+        if st.status != ScopeStatus::Loading || st.generation != generation {
+            return;
+        }
+        let list = match how {
+            EventUse::Listen => &mut st.events.listens,
+            EventUse::Emit => &mut st.events.emits,
+        };
+        insert_sorted(list, event);
     }
 
     /// Removes an effect without running it (it was already undone, or it ended by itself).
@@ -340,6 +368,7 @@ impl ScopeNode {
                 _ => None,
             },
             load_time: st.load_time,
+            events: st.events.clone(),
         }
     }
 }

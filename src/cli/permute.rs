@@ -1,6 +1,7 @@
 //! `cordis permute`: one boot per class of load orders of a config's entries, one outcome
 //! expected (the request digest, every entry's status and reason, the incidents).
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde_json::json;
@@ -14,7 +15,7 @@ use cordis_host::permute::{
     start_order,
 };
 use cordis_host::{Builtins, LoadPlan};
-use cordis_runtime::{Policy, Schedule};
+use cordis_runtime::{EventFootprint, Policy, Schedule};
 
 use super::PermuteArgs;
 
@@ -92,14 +93,35 @@ impl<'a> Proof<'a> {
             starts: start_order(rows.entries.len(), positions, &self.space.row_order(order)),
         };
         let schedule = Schedule::new(Policy::Fifo, 0);
-        let (joined, leaked) = rt.block_on(super::presets::boot_joined_on(
+        let (joined, leaked, events) = rt.block_on(super::presets::boot_joined_with_events(
             self.plan,
             schedule,
             preset,
             &starts,
             Some(mount),
         ));
-        Ok(joined_outcome(joined, leaked))
+        let mut outcome = joined_outcome(joined, leaked);
+        outcome.events = self.element_events(preset, &events);
+        Ok(outcome)
+    }
+
+    /// `events` (by scope label: a host entry's id or a row's) by element id (`preset/row` for
+    /// a row). A label that names both a host entry and a row counts for both: more pairs to
+    /// explore, never fewer.
+    fn element_events(
+        &self,
+        preset: &str,
+        events: &BTreeMap<String, EventFootprint>,
+    ) -> BTreeMap<String, EventFootprint> {
+        let mut out = BTreeMap::new();
+        for (label, footprint) in events {
+            for id in [label.clone(), format!("{preset}/{label}")] {
+                if self.space.ids.contains(&id) {
+                    out.insert(id, footprint.clone());
+                }
+            }
+        }
+        out
     }
 }
 
@@ -116,6 +138,7 @@ fn joined_outcome(
             entries: Vec::new(),
             incidents: Vec::new(),
             registrations: Vec::new(),
+            events: Default::default(),
         },
         Ok(report) => {
             let registrations = report
@@ -138,6 +161,7 @@ fn joined_outcome(
                     .collect(),
                 incidents,
                 registrations,
+                events: Default::default(),
             }
         }
     }
@@ -286,6 +310,7 @@ fn print_report(report: &PermuteReport, args: &PermuteArgs, io: &mut Io<'_>) -> 
                 "all_orders": report.all_orders,
                 "exhaustive": report.exhaustive,
                 "interacting": report.interacting.as_ref().map(|p| p.iter().map(|(a, b)| json!([a, b])).collect::<Vec<_>>()),
+                "through_events": report.through_events.iter().map(|(a, b, events)| json!({"pair": [a, b], "events": events})).collect::<Vec<_>>(),
                 "claims": report.claims,
                 "distinct_outcomes": distinct,
                 "distinct_digests": report.digests.len(),
@@ -330,10 +355,32 @@ fn print_report(report: &PermuteReport, args: &PermuteArgs, io: &mut Io<'_>) -> 
                 claims.join(", ")
             }
         )?;
-        if let Some(pairs) = &report.interacting
-            && !pairs.is_empty()
-        {
-            let shown: Vec<String> = pairs.iter().map(|(a, b)| format!("{a}~{b}")).collect();
+        // A pair known only from what the boots dispatched names the events.
+        let through = |a: &str, b: &str| {
+            report
+                .through_events
+                .iter()
+                .find(|(x, y, _)| x == a && y == b)
+                .map_or_else(String::new, |(_, _, events)| {
+                    format!(
+                        " (event{} {})",
+                        if events.len() == 1 { "" } else { "s" },
+                        events.join(", ")
+                    )
+                })
+        };
+        let shown: Vec<String> = match &report.interacting {
+            Some(pairs) => pairs
+                .iter()
+                .map(|(a, b)| format!("{a}~{b}{}", through(a, b)))
+                .collect(),
+            None => report
+                .through_events
+                .iter()
+                .map(|(a, b, _)| format!("{a}~{b}{}", through(a, b)))
+                .collect(),
+        };
+        if !shown.is_empty() {
             writeln!(io.out, "interacting: {}", safe(&shown.join(", ")))?;
         }
         if let Some(d) = report.digests.keys().next()

@@ -267,19 +267,35 @@ pub(crate) async fn boot_joined_on(
     starts: &[usize],
     mount: Option<cordis_host::loader::MountOrder>,
 ) -> (Result<BootReport, String>, cordis_runtime::LiveCounts) {
-    {
-        let root = Context::root_with(schedule);
-        let _mount = mount.map(|m| root.provide(m));
-        let report = boot_in_order(&root, plan, &mut starts.iter().copied()).await;
-        let joined = join_report(&root, report, preset).await;
-        root.dispose();
-        root.tasks_finished().await;
-        for _ in 0..16 {
-            if root.live().is_zero() {
-                break;
-            }
-            tokio::task::yield_now().await;
+    let (joined, leaked, _) = boot_joined_with_events(plan, schedule, preset, starts, mount).await;
+    (joined, leaked)
+}
+
+/// [`boot_joined_on`], with the event footprints of the boot's entries and rows by label (see
+/// [`cordis_host::permute::event_footprints`]): what the `--preset` proof refines itself by.
+pub(crate) async fn boot_joined_with_events(
+    plan: &cordis_host::LoadPlan,
+    schedule: Schedule,
+    preset: &str,
+    starts: &[usize],
+    mount: Option<cordis_host::loader::MountOrder>,
+) -> (
+    Result<BootReport, String>,
+    cordis_runtime::LiveCounts,
+    std::collections::BTreeMap<String, cordis_runtime::EventFootprint>,
+) {
+    let root = Context::root_with(schedule);
+    let _mount = mount.map(|m| root.provide(m));
+    let report = boot_in_order(&root, plan, &mut starts.iter().copied()).await;
+    let joined = join_report(&root, report, preset).await;
+    let events = cordis_host::permute::event_footprints(&root);
+    root.dispose();
+    root.tasks_finished().await;
+    for _ in 0..16 {
+        if root.live().is_zero() {
+            break;
         }
-        (joined, root.live())
+        tokio::task::yield_now().await;
     }
+    (joined, root.live(), events)
 }
