@@ -786,17 +786,8 @@ fn an_embedded_text_resource_reaches_the_model_with_its_uri_and_a_binary_one_is_
     let id = acp.request("session/prompt", json!({"sessionId": s, "prompt": blocks}));
     assert_eq!(acp.response(id)["result"]["stopReason"], "end_turn");
     assert_eq!(acp.close(), 0);
-    let content: Vec<Value> = walk_files(&common::state_home(&dir))
+    let content: Vec<Value> = user_messages(&dir)
         .into_iter()
-        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
-        .flat_map(|p| {
-            std::fs::read_to_string(p)
-                .unwrap()
-                .lines()
-                .map(|l| serde_json::from_str::<Value>(l).unwrap())
-                .collect::<Vec<_>>()
-        })
-        .filter(|e| e["type"] == "user/message")
         .map(|e| e["data"]["content"].clone())
         .collect();
     assert_eq!(
@@ -826,18 +817,7 @@ fn load_replays_a_prompt_of_text_and_a_resource_link_as_the_blocks_sent() {
     assert_eq!(acp.close(), 0);
 
     // The model was sent the blocks as one text; the log keeps the blocks beside it.
-    let logs: Vec<Value> = walk_files(&common::state_home(&dir))
-        .into_iter()
-        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
-        .flat_map(|p| {
-            std::fs::read_to_string(p)
-                .unwrap()
-                .lines()
-                .map(|l| serde_json::from_str::<Value>(l).unwrap())
-                .collect::<Vec<_>>()
-        })
-        .filter(|e| e["type"] == "user/message")
-        .collect();
+    let logs = user_messages(&dir);
     assert_eq!(logs.len(), 1, "{logs:?}");
     assert_eq!(
         logs[0]["data"]["content"],
@@ -865,6 +845,22 @@ fn load_replays_a_prompt_of_text_and_a_resource_link_as_the_blocks_sent() {
     );
     // Every message, the replayed resource link included, is judged against the schema.
     assert_eq!(acp.close(), 0);
+}
+
+/// The `user/message` events of every session log of the scratch `dir`.
+fn user_messages(dir: &Path) -> Vec<Value> {
+    walk_files(&common::state_home(dir))
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .flat_map(|p| {
+            std::fs::read_to_string(p)
+                .unwrap()
+                .lines()
+                .map(|l| serde_json::from_str::<Value>(l).unwrap())
+                .collect::<Vec<_>>()
+        })
+        .filter(|e| e["type"] == "user/message")
+        .collect()
 }
 
 /// Every file below `dir` (no links followed).
