@@ -596,8 +596,20 @@ pub fn main_with(builtins: &Builtins) -> ExitCode {
         env: &env,
         progress,
     };
-    ExitCode::from(run(std::env::args_os(), &mut io, builtins))
+    let code = run(std::env::args_os(), &mut io, builtins);
+    // Session writers are detached threads: an exit that outran one would lose its last
+    // lines' sync and leave its `.lock` file. Bounded, so a stuck disk cannot hold the exit.
+    if !cordis_session::settle(SESSION_SETTLE) {
+        let _ = writeln!(
+            io.err,
+            "cordis: warning: a session log was still being written at exit (its lock file may stay)"
+        );
+    }
+    ExitCode::from(code)
 }
+
+/// How long an exiting `cordis` waits for its session writers to finish.
+const SESSION_SETTLE: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Runs `cordis` with `args` (the first is the program name) and returns the exit code.
 pub fn run<I, T>(args: I, io: &mut Io<'_>, builtins: &Builtins) -> u8

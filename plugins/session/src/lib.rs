@@ -44,6 +44,7 @@ pub use event::{
     ToolResultData, TurnEndData, TurnEndReason, TurnStartData, UserMessageData, kinds,
     resolve_session_preset,
 };
+pub use lock::settle;
 pub use plugin::{
     Durability, SessionConfig, SessionPlugin, SessionRootError, project_key, state_dir,
 };

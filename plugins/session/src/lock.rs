@@ -81,6 +81,29 @@ impl Drop for WriterLock {
     }
 }
 
+/// Waits, at most `limit`, until every writer of this process whose session has no handle left
+/// has written its queue and released its lock (removing the lock file); returns whether all
+/// did. A process calls it before it exits: the writer threads are detached, and an exit that
+/// outruns one loses its last lines' sync and leaves its `.lock` file behind. Writers of
+/// sessions still held are not waited for (they end only when their handles go).
+pub fn settle(limit: Duration) -> bool {
+    let deadline = Instant::now() + limit;
+    let closing: Vec<Arc<Released>> = lock(&HELD)
+        .values()
+        .filter(|h| h.alive.strong_count() == 0)
+        .map(|h| h.released.clone())
+        .collect();
+    closing.iter().all(|released| {
+        let done = lock(&released.done);
+        let wait = deadline.saturating_duration_since(Instant::now());
+        *released
+            .cv
+            .wait_timeout_while(done, wait, |done| !*done)
+            .unwrap_or_else(|e| e.into_inner())
+            .0
+    })
+}
+
 /// Whether `file` is the file now at `path` (not one unlinked or replaced since it was opened).
 fn same_file(file: &File, path: &Path) -> bool {
     #[cfg(unix)]
@@ -241,6 +264,40 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     use super::*;
+
+    #[test]
+    fn settle_waits_for_a_closing_writer_to_remove_its_lock_and_gives_up_at_its_limit() {
+        let dir = std::env::temp_dir().join(format!("cordis-lock-settle-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("s.jsonl");
+        let lock_file = lock_path(&path);
+        let finish_writer = |hold: Duration| {
+            let alive = Arc::new(());
+            let held = acquire(&path, "s", &alive).unwrap();
+            // The session's last handle is gone; its writer still has lines to write.
+            drop(alive);
+            std::thread::spawn(move || {
+                std::thread::sleep(hold);
+                drop(held);
+            })
+        };
+        // Regression: `cordis run` exited before its writer thread removed the lock file.
+        let writer = finish_writer(Duration::from_millis(300));
+        assert!(lock_file.exists());
+        assert!(settle(Duration::from_secs(30)));
+        assert!(
+            !lock_file.exists(),
+            "settle returned before the writer let go"
+        );
+        writer.join().unwrap();
+        // A writer that outlives the limit is reported, not waited for.
+        let writer = finish_writer(Duration::from_secs(2));
+        assert!(!settle(Duration::from_millis(10)));
+        writer.join().unwrap();
+        assert!(settle(Duration::ZERO), "nothing is closing any more");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn writers_that_remove_their_lock_file_never_hold_one_session_together() {
