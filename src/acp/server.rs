@@ -24,7 +24,7 @@ use super::approver::EditorApprover;
 use super::protocol::{
     CancelNotification, CloseSessionRequest, InitializeRequest, LoadSessionRequest,
     LoadSessionResponse, MODE_OPTION, NewSessionRequest, NewSessionResponse, PromptRequest,
-    PromptResponse, SessionModeState, SessionNotification, SessionUpdate,
+    PromptResponse, SessionConfigOption, SessionModeState, SessionNotification, SessionUpdate,
     SetSessionConfigOptionRequest, SetSessionConfigOptionResponse, SetSessionModeRequest,
     StopReason,
 };
@@ -571,17 +571,27 @@ impl<'c> Server<'c> {
         }
     }
 
+    /// A booted session joins the connection as the next opening; returns its modes and
+    /// config options (the modes as the `mode` select) for the answer.
+    fn join(
+        &mut self,
+        id: String,
+        mut live: Live,
+    ) -> (Option<SessionModeState>, Option<Vec<SessionConfigOption>>) {
+        self.openings += 1;
+        live.opening = self.openings;
+        let modes = live.booted.modes.clone();
+        let options = modes.as_ref().map(SessionModeState::as_config_options);
+        self.sessions.insert(id, live);
+        (modes, options)
+    }
+
     /// Settles finished work: a session joins the connection, a prompt answers.
     fn finish(&mut self, done: Done) {
         match done {
             Done::Created(Ok(live), reply) => {
                 let id = live.id.clone();
-                let modes = live.booted.modes.clone();
-                self.openings += 1;
-                let mut live = live;
-                live.opening = self.openings;
-                self.sessions.insert(id.clone(), live);
-                let config_options = modes.as_ref().map(SessionModeState::as_config_options);
+                let (modes, config_options) = self.join(id.clone(), live);
                 reply.send(Ok(NewSessionResponse {
                     session_id: id,
                     modes,
@@ -593,13 +603,7 @@ impl<'c> Server<'c> {
                 self.loading.remove(&id);
                 match result {
                     Ok(live) => {
-                        let modes = live.booted.modes.clone();
-                        self.openings += 1;
-                        let mut live = live;
-                        live.opening = self.openings;
-                        self.sessions.insert(id, live);
-                        let config_options =
-                            modes.as_ref().map(SessionModeState::as_config_options);
+                        let (modes, config_options) = self.join(id, live);
                         reply.send(Ok(LoadSessionResponse {
                             modes,
                             config_options,
