@@ -149,9 +149,15 @@ impl Acp {
 
     /// Reads until the response to request `id` and returns it.
     fn response(&mut self, id: u64) -> Value {
+        // Answers of concurrent requests come in either order: one read while waiting for
+        // another is already in `seen`.
+        let answered = |m: &Value| m.get("method").is_none() && m["id"] == json!(id);
+        if let Some(m) = self.seen.iter().find(|m| answered(m)) {
+            return m.clone();
+        }
         loop {
             let m = self.next();
-            if m.get("method").is_none() && m["id"] == json!(id) {
+            if answered(&m) {
                 return m;
             }
         }
