@@ -264,6 +264,18 @@ fn scrub(messages: &[Value], dir: &Path) -> String {
         if m.get("method").is_some() && m.get("id").is_some() {
             m["id"] = json!("{{requestId}}");
         }
+        // When a log was last written is the clock's.
+        if let Some(sessions) = m
+            .get_mut("result")
+            .and_then(|r| r.get_mut("sessions"))
+            .and_then(Value::as_array_mut)
+        {
+            for s in sessions {
+                if s.get("updatedAt").is_some() {
+                    s["updatedAt"] = json!("{{updatedAt}}");
+                }
+            }
+        }
         text.push_str(&m.to_string());
         text.push('\n');
     }
@@ -582,7 +594,7 @@ fn close_ends_a_sessions_work_and_resume_opens_it_again_without_a_replay() {
     let dir = scratch("close-resume");
     let mut acp = Acp::start(&dir, &held_turn_script("sleep 30"));
     let caps = acp.initialize()["result"]["agentCapabilities"]["sessionCapabilities"].clone();
-    assert_eq!(caps, json!({"resume": {}, "close": {}}));
+    assert_eq!(caps, json!({"list": {}, "resume": {}, "close": {}}));
     let s = acp.new_session(&dir);
     let other = acp.new_session(&dir);
     // A close while a prompt runs ends the prompt (as a cancel would) and frees the session.
@@ -637,6 +649,93 @@ fn close_ends_a_sessions_work_and_resume_opens_it_again_without_a_replay() {
 }
 
 #[test]
+fn list_shows_sessions_newest_first_filtered_by_cwd_and_paged() {
+    let dir = scratch("list");
+    let (a, b) = (dir.join("a"), dir.join("b"));
+    std::fs::create_dir_all(&a).unwrap();
+    std::fs::create_dir_all(&b).unwrap();
+    let mut acp = Acp::start(&dir, &json!([text("One."), text("Two.")]));
+    let caps = acp.initialize()["result"]["agentCapabilities"]["sessionCapabilities"].clone();
+    assert_eq!(caps["list"], json!({}));
+    let sa = acp.new_session(&a);
+    acp.prompt(&sa, "first   in\na");
+    let sb = acp.new_session(&b);
+    acp.prompt(&sb, "first in b");
+    // The first prompt titles each session, live.
+    assert!(
+        acp.updates(&sa)
+            .contains(&json!({"sessionUpdate": "session_info_update", "title": "first in a"})),
+        "{:?}",
+        acp.updates(&sa)
+    );
+    let list = |acp: &mut Acp, params: Value| -> Value {
+        let id = acp.request("session/list", params);
+        acp.response(id)
+    };
+    let all = list(&mut acp, json!({}));
+    let ids: Vec<&str> = all["result"]["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["sessionId"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, [sb.as_str(), sa.as_str()], "newest first: {all}");
+    assert_eq!(all["result"]["sessions"][1]["title"], "first in a");
+    assert_eq!(all["result"]["sessions"][1]["cwd"], json!(a));
+    assert!(all["result"].get("nextCursor").is_none(), "{all}");
+    let only_a = list(&mut acp, json!({"cwd": a}));
+    assert_eq!(only_a["result"]["sessions"].as_array().unwrap().len(), 1);
+    assert_eq!(only_a["result"]["sessions"][0]["sessionId"], json!(sa));
+    // Fifty older sessions of `a` (copies of its log, as another process would have left):
+    // pages of fifty, newest first, continued by the cursor.
+    let log = walk_files(&common::state_home(&dir))
+        .into_iter()
+        .find(|p| p.file_name().unwrap().to_str() == Some(&format!("{sa}.jsonl")))
+        .expect("the session's log");
+    for i in 0..50u64 {
+        let copy = log.with_file_name(format!("copy-{i:02}.jsonl"));
+        std::fs::copy(&log, &copy).unwrap();
+        std::fs::File::options()
+            .append(true)
+            .open(&copy)
+            .unwrap()
+            .set_modified(std::time::UNIX_EPOCH + Duration::from_secs(1_700_000_000 + i))
+            .unwrap();
+    }
+    let first = list(&mut acp, json!({"cwd": a}));
+    let page: Vec<&str> = first["result"]["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["sessionId"].as_str().unwrap())
+        .collect();
+    assert_eq!(page.len(), 50, "{first}");
+    assert_eq!(page[0], sa);
+    assert_eq!(page[1], "copy-49");
+    assert_eq!(page[49], "copy-01");
+    let cursor = first["result"]["nextCursor"].clone();
+    assert!(cursor.is_string(), "{first}");
+    let second = list(&mut acp, json!({"cwd": a, "cursor": cursor}));
+    assert_eq!(
+        second["result"]["sessions"],
+        json!([{"sessionId": "copy-00", "cwd": a, "title": "first in a",
+            "updatedAt": "2023-11-14T22:13:20.000Z"}]),
+        "{second}"
+    );
+    assert!(second["result"].get("nextCursor").is_none(), "{second}");
+    // A cursor no listing gave, and a relative cwd, are the client's mistakes.
+    for params in [
+        json!({"cursor": "nonsense"}),
+        json!({"cwd": "relative/dir"}),
+    ] {
+        let r = list(&mut acp, params.clone());
+        assert_eq!(r["error"]["code"], -32602, "{params}: {r}");
+    }
+    assert_eq!(acp.close(), 0);
+    acp.golden("list");
+}
+
+#[test]
 fn reasoning_streams_as_thought_chunks_and_a_load_replays_them() {
     let dir = scratch("thoughts");
     // Usage too: without a `contextWindow` (this fixture has none) it is no `usage_update`.
@@ -651,6 +750,7 @@ fn reasoning_streams_as_thought_chunks_and_a_load_replays_them() {
     assert_eq!(
         live,
         vec![
+            json!({"sessionUpdate": "session_info_update", "title": "think"}),
             json!({"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": "Which file"}}),
             json!({"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": "? notes."}}),
             json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "Done."}}),

@@ -87,6 +87,7 @@ pub fn initialize_response(request: &InitializeRequest) -> InitializeResponse {
                 sse: false,
             },
             session_capabilities: SessionCapabilities {
+                list: Supported {},
                 resume: Supported {},
                 close: Supported {},
             },

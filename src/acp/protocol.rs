@@ -64,6 +64,8 @@ pub struct AgentCapabilities {
 /// Session methods beyond new, load and prompt; each present (`{}`) when it works.
 #[derive(Debug, Clone, Serialize)]
 pub struct SessionCapabilities {
+    /// `session/list`: the sessions of the config file's sessions root.
+    pub list: Supported,
     /// `session/resume`: open a session without replaying it.
     pub resume: Supported,
     /// `session/close`: end a session's work and free what it holds.
@@ -80,6 +82,45 @@ pub struct Supported {}
 pub struct CloseSessionRequest {
     /// The session to close.
     pub session_id: String,
+}
+
+/// `session/list` params.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListSessionsRequest {
+    /// Only the sessions of this working directory (absolute).
+    #[serde(default)]
+    pub cwd: Option<PathBuf>,
+    /// Where the previous page ended.
+    #[serde(default)]
+    pub cursor: Option<String>,
+}
+
+/// `session/list` result.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListSessionsResponse {
+    /// The sessions, most recently written first.
+    pub sessions: Vec<SessionInfo>,
+    /// The next page's cursor, when there may be one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+}
+
+/// One session of a listing.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionInfo {
+    /// Its id.
+    pub session_id: String,
+    /// Its working directory.
+    pub cwd: String,
+    /// Its first prompt, on one line and cut.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// When its log was last written (ISO 8601, UTC).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub updated_at: Option<String>,
 }
 
 /// Prompt content beyond text and resource links.
@@ -347,6 +388,11 @@ pub enum SessionUpdate {
         used: u64,
         /// The window.
         size: u64,
+    },
+    /// The session's title (from its first prompt).
+    SessionInfoUpdate {
+        /// The title.
+        title: String,
     },
     /// A tool call started.
     ToolCall(ToolCall),

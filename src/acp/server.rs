@@ -22,11 +22,11 @@ use tokio::sync::{mpsc, watch};
 
 use super::approver::EditorApprover;
 use super::protocol::{
-    CancelNotification, CloseSessionRequest, InitializeRequest, LoadSessionRequest,
-    LoadSessionResponse, MODE_OPTION, NewSessionRequest, NewSessionResponse, PromptRequest,
-    PromptResponse, SessionConfigOption, SessionModeState, SessionNotification, SessionUpdate,
-    SetSessionConfigOptionRequest, SetSessionConfigOptionResponse, SetSessionModeRequest,
-    StopReason,
+    CancelNotification, CloseSessionRequest, InitializeRequest, ListSessionsRequest,
+    ListSessionsResponse, LoadSessionRequest, LoadSessionResponse, MODE_OPTION, NewSessionRequest,
+    NewSessionResponse, PromptRequest, PromptResponse, SessionConfigOption, SessionInfo,
+    SessionModeState, SessionNotification, SessionUpdate, SetSessionConfigOptionRequest,
+    SetSessionConfigOptionResponse, SetSessionModeRequest, StopReason,
 };
 use super::rpc::{Connection, Incoming, Reply, RpcError};
 use super::session::{
@@ -44,6 +44,7 @@ enum Job {
     /// `session/load` (with `true`: replay the log) and `session/resume` (`false`).
     Load(LoadSessionRequest, bool, Reply),
     Close(CloseSessionRequest, Reply),
+    List(ListSessionsRequest, Reply),
     Prompt(PromptRequest, Reply),
     Cancel(CancelNotification),
     /// `session/set_mode`, or `session/set_config_option` of the mode (`true`: answer with the
@@ -57,6 +58,8 @@ enum Done {
     Created(Result<Live, RpcError>, Reply),
     Loaded(String, Result<Live, RpcError>, Reply),
     Closed(Reply),
+    /// A listing ended.
+    Listed(Result<ListSessionsResponse, RpcError>, Reply),
     /// A prompt ended: the session, its opening, the answer.
     Prompted(String, u64, Result<PromptResponse, RpcError>, Reply),
     /// A mode switch ended: the session, its opening, the mode asked for, whether to answer
@@ -433,6 +436,16 @@ impl<'c> Server<'c> {
                     Done::Closed(reply)
                 }));
             }
+            Job::List(req, reply) => {
+                let cwd = match req.cwd.as_deref().map(absolute_cwd).transpose() {
+                    Ok(cwd) => cwd,
+                    Err(e) => return respond_error(reply, e),
+                };
+                let composition = self.composition;
+                self.work.push(Box::pin(async move {
+                    Done::Listed(list(composition, cwd, req.cursor).await, reply)
+                }));
+            }
             Job::Prompt(req, reply) => {
                 let id = req.session_id.clone();
                 let Some(live) = self.sessions.get_mut(&id) else {
@@ -621,6 +634,7 @@ impl<'c> Server<'c> {
                 reply.send(result);
             }
             Done::Closed(reply) => reply.send(Ok(json!({}))),
+            Done::Listed(result, reply) => reply.send(result),
             Done::Switched(id, opening, mode, options, result, reply) => {
                 let Some(live) = self
                     .sessions
@@ -672,6 +686,7 @@ impl<'c> Server<'c> {
                         reply.send(result.map(|()| switched_elsewhere(options)));
                     }
                     Done::Closed(reply) => reply.send(Ok(json!({}))),
+                    Done::Listed(result, reply) => reply.send(result),
                     Done::Created(Err(_), _) | Done::Loaded(_, Err(_), _) => {}
                 }
             }
@@ -689,6 +704,43 @@ impl<'c> Server<'c> {
             close(live).await;
         }
     }
+}
+
+/// How many sessions one `session/list` page holds.
+const LIST_PAGE: usize = 50;
+
+/// A page of the sessions of `cwd` (all, without one), from `cursor`. Sessions whose header
+/// records no working directory (`cordis run` in a composition without a workspace) are left
+/// out: a listing entry must have one, and `session/load` could not open them.
+async fn list(
+    composition: &Composition<'_>,
+    cwd: Option<PathBuf>,
+    cursor: Option<String>,
+) -> Result<ListSessionsResponse, RpcError> {
+    let here = match &cwd {
+        Some(cwd) => cwd.clone(),
+        None => std::env::current_dir()
+            .map_err(|e| internal(format!("cannot read the current directory: {e}")))?,
+    };
+    let mut query = cordis_session::ListQuery::first(LIST_PAGE);
+    query.cwd = cwd.map(|c| c.display().to_string());
+    query.cursor = cursor;
+    let page = composition.list(&here, query).await?;
+    Ok(ListSessionsResponse {
+        sessions: page
+            .sessions
+            .into_iter()
+            .filter_map(|s| {
+                Some(SessionInfo {
+                    session_id: s.id,
+                    cwd: s.cwd?,
+                    title: s.title,
+                    updated_at: Some(crate::cli::sessions::iso8601(s.modified)),
+                })
+            })
+            .collect(),
+        next_cursor: page.next_cursor,
+    })
 }
 
 /// Flushes a session's log and disposes its composition.
@@ -740,6 +792,8 @@ fn job_of(message: Incoming) -> Option<Job> {
                         .map(|r| -> Pending { Box::new(move |reply| Job::Load(r, true, reply)) }),
                     "session/resume" => params(raw)
                         .map(|r| -> Pending { Box::new(move |reply| Job::Load(r, false, reply)) }),
+                    "session/list" => params(raw)
+                        .map(|r| -> Pending { Box::new(move |reply| Job::List(r, reply)) }),
                     "session/close" => params(raw)
                         .map(|r| -> Pending { Box::new(move |reply| Job::Close(r, reply)) }),
                     "session/prompt" => params(raw)
@@ -793,7 +847,15 @@ async fn attach(
     let window = root.get::<Llm>().and_then(|llm| llm.context_window());
     let mut mapper = UpdateMapper::new(cwd)
         .with_terminal_meta(terminal_output)
-        .with_context_window(window);
+        .with_context_window(window)
+        .titled(
+            !replay
+                && booted.agent.session().with_events(|events| {
+                    events
+                        .iter()
+                        .any(|e| e.kind == cordis_session::kinds::USER_MESSAGE)
+                }),
+        );
     let send = {
         let connection = connection.clone();
         let id = id.clone();

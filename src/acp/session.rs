@@ -127,21 +127,11 @@ pub fn internal(message: impl Into<String>) -> Error {
 }
 
 impl Composition<'_> {
-    /// Boots the file for a session working in `cwd` and opens its agent.
-    ///
-    /// # Errors
-    /// Configuration errors, a composition without an agent loop, an unknown or locked session,
-    /// a cwd that differs from the persisted one.
-    ///
-    /// # Cancel safety
-    /// Not cancel safe: a dropped boot leaves a composition undisposed. The server always
-    /// awaits it, and disposes what it returns after a disconnect.
-    pub async fn boot(
+    /// Boots the file with `cwd` as the workspace (no agent opened yet).
+    async fn boot_config(
         &self,
         cwd: &Path,
-        opening: &Opening,
-        mcp_servers: &[McpServer],
-    ) -> Result<Booted, Error> {
+    ) -> Result<(LiveConfig, cordis_host::loader::BootReport), Error> {
         // The workspace root must exist, or every workspace tool would fail to load.
         let dir = cwd.to_owned();
         let is_dir = tokio::task::spawn_blocking(move || dir.is_dir())
@@ -164,7 +154,7 @@ impl Composition<'_> {
         };
         // Fifo: a session's boot is not a stress run; every session boots the same way.
         let root = Context::root_with(Schedule::new(Policy::Fifo, 0));
-        let (config, report) = LiveConfig::boot(
+        LiveConfig::boot(
             root,
             &self.source,
             &self.file,
@@ -180,7 +170,57 @@ impl Composition<'_> {
                 self.file,
                 lines.join("; ")
             ))
-        })?;
+        })
+    }
+
+    /// The sessions of the file's `sessions` entry: one page of its index (see
+    /// [`cordis_session::index`]). The file is booted with `cwd` as the workspace to find its
+    /// store, and disposed again.
+    ///
+    /// # Errors
+    /// Configuration errors, a file without a `sessions` entry (or one in memory), a bad
+    /// cursor, or a root that cannot be read.
+    ///
+    /// # Cancel safety
+    /// Not cancel safe: a dropped listing leaves its composition undisposed. The server always
+    /// awaits it.
+    pub async fn list(
+        &self,
+        cwd: &Path,
+        query: cordis_session::ListQuery,
+    ) -> Result<cordis_session::SessionPage, Error> {
+        let (config, _) = self.boot_config(cwd).await?;
+        let root = config.root().clone();
+        let listed = match root.get::<cordis_session::SessionStore>() {
+            None => Err(invalid_params(format!(
+                "{} has no `sessions` entry, so it keeps no sessions to list",
+                self.file
+            ))),
+            Some(store) => store.list(query).await.map_err(|e| match e {
+                SessionError::BadCursor { .. } => invalid_params(e.to_string()),
+                e => internal(e.to_string()),
+            }),
+        };
+        root.dispose();
+        listed
+    }
+
+    /// Boots the file for a session working in `cwd` and opens its agent.
+    ///
+    /// # Errors
+    /// Configuration errors, a composition without an agent loop, an unknown or locked session,
+    /// a cwd that differs from the persisted one.
+    ///
+    /// # Cancel safety
+    /// Not cancel safe: a dropped boot leaves a composition undisposed. The server always
+    /// awaits it, and disposes what it returns after a disconnect.
+    pub async fn boot(
+        &self,
+        cwd: &Path,
+        opening: &Opening,
+        mcp_servers: &[McpServer],
+    ) -> Result<Booted, Error> {
+        let (config, report) = self.boot_config(cwd).await?;
         let root = config.root().clone();
         for e in report
             .entries

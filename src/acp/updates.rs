@@ -59,6 +59,8 @@ pub struct UpdateMapper {
     /// The model's context window, when configured: each reported usage becomes a
     /// `usage_update` of the latest request against it.
     context_window: Option<u64>,
+    /// The session has its title (a first prompt went by): later prompts do not retitle it.
+    titled: bool,
 }
 
 /// Where the live stream's views come from: the composition's tools and presenters, read in
@@ -80,7 +82,16 @@ impl UpdateMapper {
             pending: BTreeMap::new(),
             terminal_meta: false,
             context_window: None,
+            titled: false,
         }
+    }
+
+    /// For a session whose first prompt this mapper will not see (opened without a replay):
+    /// it has its title already.
+    #[must_use]
+    pub fn titled(mut self, titled: bool) -> Self {
+        self.titled = titled;
+        self
     }
 
     /// Sends terminal cards as Zed's `_meta` terminal extension (the client advertised
@@ -126,18 +137,27 @@ impl UpdateMapper {
     pub fn map(&mut self, event: &SessionEvent, view: Option<&ToolView>) -> Vec<SessionUpdate> {
         let view = view.map(|v| v.view.clone());
         match event.view() {
-            EventView::UserMessage(user) => match user.prompt {
-                // The blocks the client sent, one chunk each, as it sent them.
-                Some(blocks) => blocks
-                    .into_iter()
-                    .map(|block| SessionUpdate::UserMessageChunk {
-                        content: ContentBlock::Sent(block),
-                    })
-                    .collect(),
-                None => vec![SessionUpdate::UserMessageChunk {
-                    content: ContentBlock::text(user.content),
-                }],
-            },
+            EventView::UserMessage(user) => {
+                // The first prompt titles the session (as the sessions index does).
+                let title = (!self.titled)
+                    .then(|| cordis_session::index::title_of(&user.content))
+                    .flatten();
+                self.titled |= title.is_some();
+                let mut updates: Vec<SessionUpdate> = match user.prompt {
+                    // The blocks the client sent, one chunk each, as it sent them.
+                    Some(blocks) => blocks
+                        .into_iter()
+                        .map(|block| SessionUpdate::UserMessageChunk {
+                            content: ContentBlock::Sent(block),
+                        })
+                        .collect(),
+                    None => vec![SessionUpdate::UserMessageChunk {
+                        content: ContentBlock::text(user.content),
+                    }],
+                };
+                updates.extend(title.map(|title| SessionUpdate::SessionInfoUpdate { title }));
+                updates
+            }
             EventView::AssistantChunk(chunk) => match chunk.chunk {
                 Chunk::Text { delta } if !delta.is_empty() => {
                     vec![SessionUpdate::AgentMessageChunk {

@@ -33,7 +33,7 @@ mod permute;
 mod presets;
 mod render;
 mod run;
-mod sessions;
+pub(crate) mod sessions;
 mod signals;
 mod stress;
 mod terminal;

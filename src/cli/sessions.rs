@@ -18,7 +18,11 @@ pub struct SessionsArgs {
     /// How many sessions to list, newest first.
     #[arg(long, value_name = "N", default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..))]
     pub limit: u64,
-    /// Print a JSON array (`[{id, modified, title, turns}]`, `modified` in UTC).
+    /// Only the sessions started in this working directory (as their logs record it).
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<std::path::PathBuf>,
+    /// Print a JSON array (`[{id, cwd, created, modified, title, preset, model, turns}]`,
+    /// times in UTC).
     #[arg(long)]
     pub json: bool,
 }
@@ -39,6 +43,18 @@ pub(crate) fn civil(ms: u128) -> (i64, i64, i64, i64, i64, i64) {
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = yoe + era * 400 + i64::from(m <= 2);
     (y, m, d, rem / 3600, rem % 3600 / 60, rem % 60)
+}
+
+/// A time as ISO 8601 in UTC, to the millisecond (`2026-12-02T15:51:16.123Z`).
+pub(crate) fn iso8601(time: std::time::SystemTime) -> String {
+    let ms = time
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis());
+    let (y, m, d, hh, mm, ss) = civil(ms);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{hh:02}:{mm:02}:{ss:02}.{:03}Z",
+        ms % 1000
+    )
 }
 
 /// When a session was last written, as `YYYY-MM-DD HH:MM UTC`.
@@ -124,7 +140,25 @@ pub(crate) fn run(
         let (live, _report) = super::boot_live(&args.config, schedule, io, builtins).await?;
         let root = live.root().clone();
         let limit = usize::try_from(args.limit).unwrap_or(usize::MAX);
-        let listed = recent(&root, &args.config.file, limit).await;
+        let listed = match store_of(&root, &args.config.file) {
+            Ok(store) => {
+                let mut query = cordis_session::ListQuery::first(limit);
+                query.cwd = args.cwd.as_ref().map(|dir| {
+                    // As a session records it: absolute, as given (a relative DIR is taken
+                    // from here).
+                    std::path::absolute(dir)
+                        .unwrap_or_else(|_| dir.clone())
+                        .display()
+                        .to_string()
+                });
+                store
+                    .list(query)
+                    .await
+                    .map(|page| page.sessions)
+                    .map_err(|e| e.to_string())
+            }
+            Err(why) => Err(why),
+        };
         root.dispose();
         let sessions = match listed {
             Ok(s) => s,
@@ -136,7 +170,20 @@ pub(crate) fn run(
         if args.json {
             let rows: Vec<serde_json::Value> = sessions
                 .iter()
-                .map(|s| json!({"id": s.id, "modified": when(s), "title": s.title, "turns": s.turns}))
+                .map(|s| {
+                    let created =
+                        std::time::UNIX_EPOCH + std::time::Duration::from_millis(s.created_at);
+                    json!({
+                        "id": s.id,
+                        "cwd": s.cwd,
+                        "created": iso8601(created),
+                        "modified": iso8601(s.modified),
+                        "title": s.title,
+                        "preset": s.preset,
+                        "model": s.model,
+                        "turns": s.turns,
+                    })
+                })
                 .collect();
             writeln!(io.out, "{}", serde_json::Value::Array(rows))?;
         } else if sessions.is_empty() {

@@ -29,6 +29,17 @@ const SENT: &[&str] = &[
     "LoadSessionResponse",
     "PromptResponse",
     "SetSessionModeResponse",
+    "SetSessionConfigOptionResponse",
+    "ListSessionsResponse",
+    "ResumeSessionResponse",
+    "CloseSessionResponse",
+    "WriteTextFileRequest",
+    "ReadTextFileRequest",
+    "CreateTerminalRequest",
+    "TerminalOutputRequest",
+    "WaitForTerminalExitRequest",
+    "KillTerminalRequest",
+    "ReleaseTerminalRequest",
 ];
 
 fn schema() -> &'static Schema {
@@ -91,6 +102,13 @@ pub fn check_messages(messages: &[Value], sent: &[(u64, String)]) -> Result<(), 
             Some("session/request_permission") => {
                 validate("RequestPermissionRequest", &m["params"])?
             }
+            Some("fs/write_text_file") => validate("WriteTextFileRequest", &m["params"])?,
+            Some("fs/read_text_file") => validate("ReadTextFileRequest", &m["params"])?,
+            Some("terminal/create") => validate("CreateTerminalRequest", &m["params"])?,
+            Some("terminal/output") => validate("TerminalOutputRequest", &m["params"])?,
+            Some("terminal/wait_for_exit") => validate("WaitForTerminalExitRequest", &m["params"])?,
+            Some("terminal/kill") => validate("KillTerminalRequest", &m["params"])?,
+            Some("terminal/release") => validate("ReleaseTerminalRequest", &m["params"])?,
             Some(other) => return Err(format!("the agent sent an unexpected {other}: {m}")),
             None => {
                 let Some(result) = m.get("result") else {
@@ -109,6 +127,10 @@ pub fn check_messages(messages: &[Value], sent: &[(u64, String)]) -> Result<(), 
                     "session/load" => "LoadSessionResponse",
                     "session/prompt" => "PromptResponse",
                     "session/set_mode" => "SetSessionModeResponse",
+                    "session/set_config_option" => "SetSessionConfigOptionResponse",
+                    "session/list" => "ListSessionsResponse",
+                    "session/resume" => "ResumeSessionResponse",
+                    "session/close" => "CloseSessionResponse",
                     _ => continue,
                 };
                 validate(def, result)?;

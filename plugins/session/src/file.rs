@@ -216,21 +216,19 @@ pub(crate) fn read(path: &Path) -> Result<ReadLog, SessionError> {
     })
 }
 
-/// Parses a file's bytes: the header, every complete line, and whether the final unterminated
-/// line is a whole event.
-fn parse(path: &Path, bytes: &[u8]) -> Result<Parsed, SessionError> {
+/// Parses a log's first line (without its newline) as its header, named by the file's name: a
+/// header naming another id (a copied or renamed log) keeps the file's name, and its own id is
+/// returned beside it.
+pub(crate) fn parse_header(
+    path: &Path,
+    first: &[u8],
+) -> Result<(SessionHeader, Option<String>), SessionError> {
     let shown = path.display().to_string();
     let corrupt = |line: usize, message: String| SessionError::Corrupt {
         path: shown.clone(),
         line,
         message,
     };
-    let complete = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
-    let mut lines = bytes[..complete].split(|b| *b == b'\n');
-    let first = lines
-        .next()
-        .filter(|l| !l.is_empty())
-        .ok_or_else(|| corrupt(1, "missing the session header line".into()))?;
     let raw: serde_json::Value =
         serde_json::from_slice(first).map_err(|e| corrupt(1, e.to_string()))?;
     if raw.get("type").and_then(|t| t.as_str()) != Some("session") {
@@ -259,6 +257,30 @@ fn parse(path: &Path, bytes: &[u8]) -> Result<Parsed, SessionError> {
         }
         _ => None,
     };
+    Ok((header, header_id))
+}
+
+/// Opens a log for reading: a regular file only (never waits on a FIFO).
+pub(crate) fn open_for_reading(path: &Path) -> io::Result<File> {
+    open_log(path, OpenOptions::new().read(true))
+}
+
+/// Parses a file's bytes: the header, every complete line, and whether the final unterminated
+/// line is a whole event.
+fn parse(path: &Path, bytes: &[u8]) -> Result<Parsed, SessionError> {
+    let shown = path.display().to_string();
+    let corrupt = |line: usize, message: String| SessionError::Corrupt {
+        path: shown.clone(),
+        line,
+        message,
+    };
+    let complete = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+    let mut lines = bytes[..complete].split(|b| *b == b'\n');
+    let first = lines
+        .next()
+        .filter(|l| !l.is_empty())
+        .ok_or_else(|| corrupt(1, "missing the session header line".into()))?;
+    let (header, header_id) = parse_header(path, first)?;
     let mut events = Vec::new();
     for (i, line) in lines.enumerate() {
         if line.is_empty() {

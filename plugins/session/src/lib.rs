@@ -30,6 +30,7 @@
 
 mod event;
 mod file;
+pub mod index;
 mod lock;
 mod plugin;
 mod project;
@@ -44,6 +45,7 @@ pub use event::{
     ToolResultData, TurnEndData, TurnEndReason, TurnStartData, UserMessageData, kinds,
     resolve_session_preset,
 };
+pub use index::{ListQuery, SessionPage, SessionSummary};
 pub use lock::settle;
 pub use plugin::{
     Durability, SessionConfig, SessionPlugin, SessionRootError, project_key, state_dir,
@@ -55,6 +57,5 @@ pub use project::{
 };
 pub use session::{Session, SessionError};
 pub use store::{
-    CreateOptions, OpenReport, SessionSnapshot, SessionSource, SessionStore, SessionSummary,
-    check_id,
+    CreateOptions, OpenReport, SessionSnapshot, SessionSource, SessionStore, check_id,
 };

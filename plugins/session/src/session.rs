@@ -74,6 +74,14 @@ pub enum SessionError {
         /// The holder's pid, when its lock file names one.
         pid: Option<u32>,
     },
+    /// A listing's cursor that no listing gave out.
+    #[error(
+        "invalid session list cursor \"{cursor}\": pass back a `nextCursor` a listing returned, or none for the first page"
+    )]
+    BadCursor {
+        /// The cursor (its first 80 characters).
+        cursor: String,
+    },
     /// The writer failed; the session accepts no more appends.
     #[error("session writer: {0}")]
     Writer(String),

@@ -8,6 +8,7 @@ use cordis_runtime::Service;
 
 use crate::event::{SESSION_VERSION, SessionEvent, SessionHeader, TurnEndReason};
 use crate::file::{self, Sync};
+use crate::index::{ListQuery, SessionPage, SessionSummary};
 use crate::lock;
 use crate::plugin::Durability;
 use crate::project::{Cut, Marks, cut_of};
@@ -53,45 +54,6 @@ impl OpenReport {
             ));
         }
         (!parts.is_empty()).then(|| parts.join("; "))
-    }
-}
-
-/// One session as a listing shows it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SessionSummary {
-    /// The id (its file's name).
-    pub id: String,
-    /// When its log was last written.
-    pub modified: std::time::SystemTime,
-    /// Its first user message, on one line, at most 60 characters.
-    pub title: Option<String>,
-    /// How many turns it has.
-    pub turns: usize,
-}
-
-impl SessionSummary {
-    fn of(id: String, modified: std::time::SystemTime, events: &[SessionEvent]) -> Self {
-        let title = events
-            .iter()
-            .find(|e| e.kind == crate::kinds::USER_MESSAGE)
-            .and_then(|e| e.data["content"].as_str())
-            .map(|text| {
-                let line: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
-                match line.char_indices().nth(60) {
-                    Some((cut, _)) => format!("{}…", &line[..cut]),
-                    None => line,
-                }
-            });
-        let turns = events
-            .iter()
-            .filter(|e| e.kind == crate::kinds::TURN_START)
-            .count();
-        SessionSummary {
-            id,
-            modified,
-            title,
-            turns,
-        }
     }
 }
 
@@ -466,57 +428,28 @@ impl SessionStore {
         Ok(SessionSource::Detached(SessionSnapshot { header, events }))
     }
 
-    /// The `limit` sessions of this store's root most recently written, newest first (the file's
-    /// modification time; a tie goes to the greater id), each with its first message as a
-    /// title. Files that are not session logs are skipped; an in-memory store lists none.
+    /// A page of this store's sessions (see [`crate::index`]): newest first, filtered by
+    /// working directory, from a cursor. An in-memory store lists none.
     ///
     /// # Errors
-    /// The root cannot be read (a root not made yet holds none).
+    /// The root cannot be read (a root not made yet holds none), or a cursor no listing gave.
     ///
     /// # Cancel safety
-    /// Cancel safe: it only reads (a listing already started finishes on its blocking thread
-    /// and is discarded).
-    pub async fn recent(&self, limit: usize) -> Result<Vec<SessionSummary>, SessionError> {
+    /// Cancel safe: a listing already started finishes on its blocking thread and is
+    /// discarded (the summaries it refreshed stay valid).
+    pub async fn list(&self, query: ListQuery) -> Result<SessionPage, SessionError> {
         let Some(root) = self.root.clone() else {
-            return Ok(Vec::new());
+            return Ok(SessionPage::default());
         };
-        blocking(move || {
-            let entries = match std::fs::read_dir(&root) {
-                Ok(entries) => entries,
-                // The default root is made by the first session.
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-                Err(source) => {
-                    return Err(SessionError::Io {
-                        path: root.display().to_string(),
-                        source,
-                    });
-                }
-            };
-            let mut found: Vec<(std::time::SystemTime, String, PathBuf)> = entries
-                .filter_map(Result::ok)
-                .filter_map(|e| {
-                    let path = e.path();
-                    let id = path
-                        .file_name()?
-                        .to_str()?
-                        .strip_suffix(".jsonl")?
-                        .to_owned();
-                    check_id(&id).ok()?;
-                    let meta = e.metadata().ok().filter(std::fs::Metadata::is_file)?;
-                    Some((meta.modified().ok()?, id, path))
-                })
-                .collect();
-            found.sort_by(|a, b| (b.0, &b.1).cmp(&(a.0, &a.1)));
-            Ok(found
-                .into_iter()
-                .filter_map(|(modified, id, path)| {
-                    let (_, events) = crate::file::read_only(&path).ok()?;
-                    Some(SessionSummary::of(id, modified, &events))
-                })
-                .take(limit)
-                .collect())
-        })
-        .await
+        blocking(move || crate::index::list(&root, &query)).await
+    }
+
+    /// The `limit` sessions written last, of every working directory.
+    ///
+    /// # Errors
+    /// As [`SessionStore::list`].
+    pub async fn recent(&self, limit: usize) -> Result<Vec<SessionSummary>, SessionError> {
+        Ok(self.list(ListQuery::first(limit)).await?.sessions)
     }
 
     /// Opens session `id`, creating it when it does not exist (in memory: always creates).
