@@ -36,6 +36,7 @@ enum Answer {
     Allow,
     AllowAlways,
     Reject,
+    RejectAlways,
 }
 
 /// The editor side of one `cordis acp` process.
@@ -139,6 +140,7 @@ impl Acp {
                 Answer::Allow => "allow-once",
                 Answer::AllowAlways => "allow-always",
                 Answer::Reject => "reject-once",
+                Answer::RejectAlways => "reject-always",
             };
             let id = message["id"].clone();
             self.write(&json!({"jsonrpc": "2.0", "id": id,
@@ -813,6 +815,66 @@ fn usage_is_the_latest_request_against_the_configured_window_not_a_running_total
     );
     // Without a configured window nothing is claimed: see
     // `reasoning_streams_as_thought_chunks_and_a_load_replays_them`.
+}
+
+#[test]
+fn always_reject_refuses_the_tool_for_the_session_without_asking_and_a_load_keeps_it() {
+    let dir = scratch("never");
+    let write = |id: &str, path: &str| json!({"toolCalls": [{"id": id, "name": "write_file", "arguments": {"path": path, "content": "x\n"}}]});
+    let script = json!([write("w1", "a.txt"), write("w2", "b.txt"), text("Neither.")]);
+    let mut acp = Acp::start(&dir, &script);
+    acp.answer = Answer::RejectAlways;
+    acp.initialize();
+    let s = acp.new_session(&dir);
+    assert_eq!(acp.prompt(&s, "write")["result"]["stopReason"], "end_turn");
+    assert_eq!(acp.close(), 0);
+    let asked: Vec<&Value> = acp
+        .seen
+        .iter()
+        .filter(|m| m["method"] == "session/request_permission")
+        .collect();
+    assert_eq!(
+        asked.len(),
+        1,
+        "the second write is refused unasked: {asked:?}"
+    );
+    assert_eq!(
+        asked[0]["params"]["options"][3],
+        json!({"optionId": "reject-always", "name": "Always reject write_file in this session", "kind": "reject_always"})
+    );
+    assert!(!dir.join("a.txt").exists() && !dir.join("b.txt").exists());
+    // The model is told the refusal holds (the second call's failed update says so).
+    let failed: Vec<Value> = acp
+        .updates(&s)
+        .into_iter()
+        .filter(|u| u["sessionUpdate"] == "tool_call_update" && u["status"] == "failed")
+        .collect();
+    assert_eq!(failed.len(), 2, "{failed:?}");
+    assert!(
+        failed[1]
+            .to_string()
+            .contains("rejected write_file for the rest of this session"),
+        "{}",
+        failed[1]
+    );
+    // The refusal is in the log: a loaded session still holds it, and is never asked.
+    let mut acp = Acp::start(&dir, &script);
+    acp.answer = Answer::Allow;
+    acp.initialize();
+    let id = acp.request(
+        "session/load",
+        json!({"sessionId": s, "cwd": dir, "mcpServers": []}),
+    );
+    assert!(acp.response(id).get("result").is_some());
+    assert_eq!(acp.prompt(&s, "again")["result"]["stopReason"], "end_turn");
+    assert_eq!(acp.close(), 0);
+    assert!(
+        !acp.seen
+            .iter()
+            .any(|m| m["method"] == "session/request_permission"),
+        "a loaded session asked for a refused tool"
+    );
+    assert!(!dir.join("a.txt").exists());
 }
 
 #[test]

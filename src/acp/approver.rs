@@ -1,6 +1,7 @@
 //! `ask` answered by the editor: `session/request_permission` with "Allow once", "Always
 //! allow …" (when the call can be granted for the rest of the session: the approvals service's
-//! grants, logged with the decision) and "Reject".
+//! grants, logged with the decision), "Reject" and "Always reject …" (the same patterns, held as
+//! the session's refusals: denied without asking from then on).
 
 use std::sync::Arc;
 
@@ -20,6 +21,8 @@ pub const ALLOW_ONCE: &str = "allow-once";
 pub const ALLOW_ALWAYS: &str = "allow-always";
 /// The option that rejects it.
 pub const REJECT_ONCE: &str = "reject-once";
+/// The option that rejects it and refuses what the question names for the rest of the session.
+pub const REJECT_ALWAYS: &str = "reject-always";
 
 /// Asks the client of one session about each call whose policy is `ask`.
 pub struct EditorApprover {
@@ -76,6 +79,11 @@ impl Approver for EditorApprover {
                     {
                         Answer::AllowAlways
                     }
+                    RequestPermissionOutcome::Selected { option_id }
+                        if option_id == REJECT_ALWAYS && grantable =>
+                    {
+                        Answer::RejectAlways(Some("the user rejected it in the editor".to_owned()))
+                    }
                     RequestPermissionOutcome::Selected { .. } => {
                         Answer::Deny(Some("the user rejected it in the editor".to_owned()))
                     }
@@ -97,6 +105,7 @@ fn options(grants: &[Grant]) -> Vec<PermissionOption> {
         name: "Allow once".to_owned(),
         kind: "allow_once".to_owned(),
     }];
+    let mut always = None;
     if !grants.is_empty() {
         let commands: Vec<String> = grants
             .iter()
@@ -114,12 +123,20 @@ fn options(grants: &[Grant]) -> Vec<PermissionOption> {
             name: format!("Always allow {what} in this session"),
             kind: "allow_always".to_owned(),
         });
+        always = Some(what);
     }
     options.push(PermissionOption {
         option_id: REJECT_ONCE.to_owned(),
         name: "Reject".to_owned(),
         kind: "reject_once".to_owned(),
     });
+    if let Some(what) = always {
+        options.push(PermissionOption {
+            option_id: REJECT_ALWAYS.to_owned(),
+            name: format!("Always reject {what} in this session"),
+            kind: "reject_always".to_owned(),
+        });
+    }
     options
 }
 
@@ -146,8 +163,13 @@ mod tests {
             exact: false,
         };
         assert_eq!(
-            ids(&options(&[tool]))[1],
-            ("allow-always", "Always allow write_file in this session")
+            ids(&options(&[tool])),
+            [
+                ("allow-once", "Allow once"),
+                ("allow-always", "Always allow write_file in this session"),
+                ("reject-once", "Reject"),
+                ("reject-always", "Always reject write_file in this session"),
+            ]
         );
     }
 }

@@ -1109,6 +1109,18 @@ impl Conversation<'_> {
                         writeln!(io.err, "  {}. {}", i + 1, safe(&g.to_string()))?;
                     }
                 }
+                if !now.refusals.is_empty() {
+                    let shown: Vec<String> = now
+                        .refusals
+                        .iter()
+                        .map(|g| safe(&g.to_string()).into_owned())
+                        .collect();
+                    writeln!(
+                        io.err,
+                        "cordis: rejected for this session (\"reject always\" answers): {}",
+                        shown.join(", ")
+                    )?;
+                }
                 let rules = &approvals.config().commands;
                 for (word, list) in [("allow", &rules.allow), ("deny", &rules.deny)] {
                     if !list.is_empty() {

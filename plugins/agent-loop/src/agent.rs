@@ -757,6 +757,11 @@ impl Agent {
                 .iter()
                 .map(crate::permissions::grant_data)
                 .collect(),
+            refusals: decision
+                .refusals
+                .iter()
+                .map(crate::permissions::grant_data)
+                .collect(),
         };
         self.log(&data, Some(vec![source]), step).map(drop)
     }

@@ -21,11 +21,22 @@ fn grant_of(data: &GrantData) -> Option<Grant> {
     cordis_approvals::grant_from(&data.tool, data.command.as_deref(), data.exact).ok()
 }
 
-/// What `events` leave a session with: its last chosen mode, and the grants made by "always"
-/// answers and not revoked since, in log order.
-pub fn replay(events: &[SessionEvent]) -> (Option<Mode>, Vec<Grant>) {
+/// What a session's log leaves it with.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Replayed {
+    /// Its last chosen mode.
+    pub mode: Option<Mode>,
+    /// The grants "always" answers made and nothing revoked since, in log order.
+    pub grants: Vec<Grant>,
+    /// The refusals "reject always" answers made, in log order.
+    pub refusals: Vec<Grant>,
+}
+
+/// What `events` leave a session with (see [`Replayed`]).
+pub fn replay(events: &[SessionEvent]) -> Replayed {
     let mut mode = None;
     let mut grants: Vec<Grant> = Vec::new();
+    let mut refusals: Vec<Grant> = Vec::new();
     for e in events {
         if let Ok(m) = e.data_as::<PermissionsModeData>() {
             mode = m.mode.parse().ok().or(mode);
@@ -35,13 +46,22 @@ pub fn replay(events: &[SessionEvent]) -> (Option<Mode>, Vec<Grant>) {
                     grants.push(g);
                 }
             }
+            for g in d.refusals.iter().filter_map(grant_of) {
+                if !refusals.contains(&g) {
+                    refusals.push(g);
+                }
+            }
         } else if let Ok(r) = e.data_as::<GrantRevokedData>()
             && let Some(g) = grant_of(&r.grant)
         {
             grants.retain(|held| *held != g);
         }
     }
-    (mode, grants)
+    Replayed {
+        mode,
+        grants,
+        refusals,
+    }
 }
 
 /// Why a permissions change was refused.
@@ -65,6 +85,8 @@ pub struct Permissions {
     pub mode: Mode,
     /// The grants held, sorted.
     pub grants: Vec<Grant>,
+    /// The refusals held ("reject always" answers), sorted.
+    pub refusals: Vec<Grant>,
 }
 
 impl Agent {
@@ -74,13 +96,20 @@ impl Agent {
         let Some(approvals) = self.approvals() else {
             return;
         };
-        let (mode, grants) = self.session().with_events(replay);
+        let Replayed {
+            mode,
+            grants,
+            refusals,
+        } = self.session().with_events(replay);
         let key = self.scope_key();
         if let Some(mode) = mode {
             approvals.set_mode(key, mode);
         }
         for g in grants {
             let _ = approvals.add_grant(Some(key), g);
+        }
+        for g in refusals {
+            let _ = approvals.add_refusal(Some(key), g);
         }
     }
 
@@ -95,6 +124,7 @@ impl Agent {
         Some(Permissions {
             mode: approvals.mode_for(Some(key)),
             grants: approvals.grants(Some(key)),
+            refusals: approvals.refusals(Some(key)),
         })
     }
 

@@ -34,6 +34,9 @@ pub enum Answer {
     AllowAlways,
     /// Do not; the reason, if any, reaches the model.
     Deny(Option<String>),
+    /// Do not, and refuse what [`ApprovalRequest::grants`] lists for the rest of the session
+    /// without asking again (logged with the decision, like grants).
+    RejectAlways(Option<String>),
 }
 
 /// Answers `ask` (a terminal prompt, `--yes`, an editor's permission dialog).

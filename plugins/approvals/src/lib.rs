@@ -8,12 +8,14 @@
 //! 1. the tool's configured `deny` (`tools: {name: allow | ask | deny}`);
 //! 2. for an `execute` tool (`bash`), the command deny rules, matched on each *parsed* simple
 //!    command (a per-tool `allow` does not lift them);
-//! 3. the tool's configured `allow`;
-//! 4. the command allow rules and the session's grants (an earlier "always" answer: a tool, or
+//! 3. the session's refusals (an earlier "reject always" answer: the tool, or a command pattern
+//!    matched by any command of the line): denied without asking;
+//! 4. the tool's configured `allow`;
+//! 5. the command allow rules and the session's grants (an earlier "always" answer: a tool, or
 //!    a command pattern): a line whose every command one of them covers runs;
-//! 5. the tool's configured `ask`;
-//! 6. the tool's effect class, from its definition: calls that change nothing run;
-//! 7. the permission mode: `ask` asks, `auto` runs calls confined to the workspace and asks
+//! 6. the tool's configured `ask`;
+//! 7. the tool's effect class, from its definition: calls that change nothing run;
+//! 8. the permission mode: `ask` asks, `auto` runs calls confined to the workspace and asks
 //!    for the rest, `never-ask` runs confined calls and denies the rest.
 //!
 //! "Asks" means the [`Approver`] service an app provides; without one the call is denied, and the

@@ -33,8 +33,11 @@ pub enum DecidedBy {
     Grant,
     /// The approver answered.
     Approver,
-    /// The approver answered "always": the call runs and the decision's grants hold from now on.
+    /// The approver answered "always": the call runs and the decision's grants hold from now on
+    /// (or, answered "reject always", it does not and its refusals hold).
     ApproverAlways,
+    /// A refusal an earlier "reject always" answer made in this session.
+    Refusal,
     /// The call would ask and there is no approver: denied.
     NoApprover,
 }
@@ -48,6 +51,7 @@ impl DecidedBy {
             DecidedBy::Mode => "mode",
             DecidedBy::Rule => "rule",
             DecidedBy::Grant => "grant",
+            DecidedBy::Refusal => "refusal",
             DecidedBy::Approver => "approver",
             DecidedBy::ApproverAlways => "approver-always",
             DecidedBy::NoApprover => "no-approver",
@@ -70,6 +74,20 @@ pub struct Grant {
 }
 
 impl Grant {
+    /// True when, held as a refusal, it refuses simple command `s` of a call of `tool`: the
+    /// words match its pattern (what the command writes does not matter: a refused command
+    /// stays refused).
+    fn refuses(&self, tool: &str, s: &Simple) -> bool {
+        self.tool == tool
+            && self.command.as_ref().is_some_and(|p| {
+                if self.exact {
+                    p.is(&s.words)
+                } else {
+                    p.allows(&s.words)
+                }
+            })
+    }
+
     /// True when the grant covers simple command `s` of a call of `tool`.
     fn covers(&self, tool: &str, s: &Simple) -> bool {
         self.tool == tool
@@ -115,6 +133,9 @@ pub struct ApprovalDecided {
     /// The grants this decision made (an "always" answer).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub grants: Vec<Grant>,
+    /// The refusals this decision made (a "reject always" answer).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub refusals: Vec<Grant>,
 }
 
 impl Event for ApprovalDecided {
@@ -130,6 +151,8 @@ struct State {
     modes: BTreeMap<ScopeKey, Mode>,
     /// Sessions' grants.
     grants: BTreeMap<Option<ScopeKey>, BTreeSet<Grant>>,
+    /// Sessions' refusals ("reject always" answers): what they hold is denied without asking.
+    refusals: BTreeMap<Option<ScopeKey>, BTreeSet<Grant>>,
     decisions: BTreeMap<CallKey, ApprovalDecided>,
     order: VecDeque<CallKey>,
 }
@@ -237,6 +260,27 @@ impl Approvals {
         true
     }
 
+    /// The refusals `scope` holds, sorted.
+    pub fn refusals(&self, scope: Option<ScopeKey>) -> Vec<Grant> {
+        self.state()
+            .refusals
+            .get(&scope)
+            .map(|g| g.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Adds refusal `grant` to `scope` (a "reject always" answer, or a resumed session's log);
+    /// false when `scope` holds [`MAX_GRANTS`] refusals already.
+    pub fn add_refusal(&self, scope: Option<ScopeKey>, grant: Grant) -> bool {
+        let mut state = self.state();
+        let held = state.refusals.entry(scope).or_default();
+        if held.len() >= MAX_GRANTS && !held.contains(&grant) {
+            return false;
+        }
+        let _ = held.insert(grant);
+        true
+    }
+
     /// Removes `grant` from `scope`; false when it did not hold it.
     pub fn revoke(&self, scope: Option<ScopeKey>, grant: &Grant) -> bool {
         let mut state = self.state();
@@ -255,6 +299,7 @@ impl Approvals {
         let mut state = self.state();
         let _ = state.modes.remove(&scope);
         let _ = state.grants.remove(&Some(scope));
+        let _ = state.refusals.remove(&Some(scope));
     }
 
     /// Removes and returns the decision made for call `call_id` in `scope`, if any.
@@ -310,6 +355,29 @@ impl Approvals {
             }
             Some(Err(why)) => unreadable = Some(why.clone()),
             None => {}
+        }
+        // The session's own "reject always" answers, before anything that would let it run.
+        let refused = self.refusals(scope);
+        let refusal = match &commands {
+            Some(Ok(cmds)) => refused
+                .iter()
+                .find(|r| r.tool == *name && r.command.is_none())
+                .or_else(|| {
+                    cmds.iter()
+                        .find_map(|s| refused.iter().find(|r| r.refuses(name, s)))
+                }),
+            _ => refused
+                .iter()
+                .find(|r| r.tool == *name && r.command.is_none()),
+        };
+        if let Some(refusal) = refusal {
+            return Verdict::Deny(
+                Policy::Ask,
+                DecidedBy::Refusal,
+                format!(
+                    "the user rejected {refusal} for the rest of this session; do not call it again"
+                ),
+            );
         }
         // After the deny rules: `tools: {bash: allow}` does not lift them.
         if self.config.tool_policy(name) == Some(Policy::Allow) {
@@ -401,6 +469,7 @@ impl Approvals {
         verdict: Verdict,
     ) -> Result<(), String> {
         let name = call.name.clone();
+        let mut refusals = Vec::new();
         let (policy, by, reason, grants) = match verdict {
             Verdict::Allow(policy, by) => (policy, by, None, Vec::new()),
             Verdict::Deny(policy, by, reason) => (policy, by, Some(reason), Vec::new()),
@@ -438,6 +507,21 @@ impl Approvals {
                             )),
                             Vec::new(),
                         ),
+                        Answer::RejectAlways(reason) => {
+                            refusals = grants
+                                .into_iter()
+                                .filter(|g| self.add_refusal(scope, g.clone()))
+                                .collect();
+                            (
+                                Policy::Ask,
+                                DecidedBy::ApproverAlways,
+                                Some(format!(
+                                    "the user denied tool \"{name}\" for the rest of this session{}; do not call it again",
+                                    reason.map(|r| format!(": {r}")).unwrap_or_default()
+                                )),
+                                Vec::new(),
+                            )
+                        }
                     }
                 }
             },
@@ -451,6 +535,7 @@ impl Approvals {
             by,
             reason: reason.clone(),
             grants,
+            refusals,
         };
         self.record(&ctx, decision);
         match reason {

@@ -318,12 +318,15 @@ data!(/// `tool/approval`: an approval decision on a call whose policy is not `a
     name: String, /// The tool's policy (`ask` or `deny`).
     policy: String, /// Whether the call ran.
     allowed: bool, /// Who decided (`policy`, `mode`, `rule`, `grant`, `approver`,
-    /// `approver-always`, `no-approver`).
+    /// `approver-always`, `refusal`, `no-approver`).
     by: String, /// Why it was denied.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     reason: Option<String>, /// The grants an "always" answer made (held for the rest of the session).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    grants: Vec<GrantData> });
+    grants: Vec<GrantData>, /// The refusals a "reject always" answer made (what they name is denied
+    /// without asking for the rest of the session).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    refusals: Vec<GrantData> });
 
 /// A grant as the log records it: a tool, and for a command tool the command pattern.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -562,6 +565,7 @@ mod tests {
                 by: "approver".into(),
                 reason: None,
                 grants: vec![grant.clone()],
+                refusals: vec![grant.clone()],
             }),
             sample(ToolCodeDispatchStartData {
                 turn: 1,

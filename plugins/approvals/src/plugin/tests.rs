@@ -417,6 +417,51 @@ async fn always_for_git_status_grants_that_command_only_and_the_decision_carries
 }
 
 #[tokio::test]
+async fn reject_always_refuses_that_command_in_any_line_unasked_and_nothing_else() {
+    let h = harness(ApprovalsConfig::default()).await;
+    let never = Counting::new(Answer::RejectAlways(None));
+    let a = approve_with(&h.root, never.clone());
+    let s = Some(ScopeKey(4));
+    let r = h
+        .reg
+        .execute(command("bash", "c1", "git push --force"), s)
+        .await;
+    assert!(denied(&r).contains("for the rest of this session"), "{r:?}");
+    let approvals = h.root.get::<Approvals>().unwrap();
+    let d = approvals.take_decision(s, "c1").unwrap();
+    assert_eq!((d.by, d.allowed), (DecidedBy::ApproverAlways, false));
+    assert_eq!(d.grants, []);
+    assert_eq!(d.refusals.len(), 1);
+    assert_eq!(d.refusals[0].to_string(), "bash `git push`");
+    a.dispose();
+    let allow = Counting::new(Answer::Allow);
+    let _a = approve_with(&h.root, allow.clone());
+    // Refused wherever it appears in a line, even after an allowed command, without asking.
+    for (id, line) in [("c2", "git push"), ("c3", "git status && git push origin")] {
+        let r = h.reg.execute(command("bash", id, line), s).await;
+        assert!(
+            denied(&r).contains("rejected bash `git push`"),
+            "{line}: {r:?}"
+        );
+        assert_eq!(
+            approvals.take_decision(s, id).unwrap().by,
+            DecidedBy::Refusal
+        );
+    }
+    // Another command, another session: asked as before.
+    let r = h.reg.execute(command("bash", "c4", "git status"), s).await;
+    assert_eq!(r.content, "ran");
+    let r = h
+        .reg
+        .execute(command("bash", "c5", "git push"), Some(ScopeKey(5)))
+        .await;
+    assert_eq!(r.content, "ran");
+    assert_eq!(allow.asked(), ["git status", "git push"]);
+    assert_eq!(h.runs.load(Ordering::SeqCst), 2);
+    h.root.dispose();
+}
+
+#[tokio::test]
 async fn command_rules_match_parsed_commands() {
     let config: ApprovalsConfig = serde_json::from_value(json!({
         "commands": {"allow": ["ls", "git status"], "deny": ["git checkout"]}
