@@ -232,12 +232,15 @@ impl Acp {
         panic!("cordis acp did not exit within {DEADLINE:?} after EOF");
     }
 
-    /// The `session/update`s seen so far for `session`, as their `update` objects.
+    /// The `session/update`s seen so far for `session` that tell its story, as their `update`
+    /// objects: all but `available_commands_update` (announced when a session opens, whenever
+    /// the client reads it; not part of the log a load replays).
     fn updates(&self, session: &str) -> Vec<Value> {
         self.seen
             .iter()
             .filter(|m| m["method"] == "session/update" && m["params"]["sessionId"] == session)
             .map(|m| m["params"]["update"].clone())
+            .filter(|u| u["sessionUpdate"] != "available_commands_update")
             .collect()
     }
 
@@ -735,6 +738,75 @@ fn list_shows_sessions_newest_first_filtered_by_cwd_and_paged() {
     }
     assert_eq!(acp.close(), 0);
     acp.golden("list");
+}
+
+/// The text of the agent's message chunks in `updates`, joined.
+fn said(updates: &[Value]) -> String {
+    updates
+        .iter()
+        .filter(|u| u["sessionUpdate"] == "agent_message_chunk")
+        .map(|u| u["content"]["text"].as_str().unwrap_or_default())
+        .collect()
+}
+
+#[test]
+fn slash_commands_are_announced_after_new_and_load_and_answered_without_the_model() {
+    let dir = scratch("commands");
+    let mut acp = Acp::start(&dir, &json!([text("A path.")]));
+    acp.initialize();
+    let s = acp.new_session(&dir);
+    let announced = acp.until(|m| is_update(m, "available_commands_update"));
+    let commands = &announced["params"]["update"]["availableCommands"];
+    let names: Vec<&str> = commands
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["help", "usage", "permissions"]);
+    assert_eq!(commands[2]["input"], json!({"hint": "[MODE | revoke N]"}));
+    let answer = |acp: &mut Acp, prompt: &str| -> String {
+        let before = acp.updates(&s).len();
+        assert_eq!(acp.prompt(&s, prompt)["result"]["stopReason"], "end_turn");
+        said(&acp.updates(&s)[before..])
+    };
+    assert_eq!(
+        answer(&mut acp, "/permissions auto"),
+        "permission mode: auto"
+    );
+    assert!(answer(&mut acp, "/usage").contains("0 tokens in, 0 tokens out"));
+    assert!(answer(&mut acp, "/nope x").starts_with("Unknown command /nope"));
+    assert!(answer(&mut acp, "/help").contains("`/permissions [MODE | revoke N]`"));
+    // `//` sends a message that starts with `/`; only it reached the model and the log.
+    assert_eq!(answer(&mut acp, "//etc is a path"), "A path.");
+    assert_eq!(assert_user_messages(&dir), ["/etc is a path"]);
+    assert_eq!(acp.close(), 0);
+    acp.golden("commands");
+    // Announced after a load too; the mode the command chose was logged, so it holds.
+    let mut acp = Acp::start(&dir, &json!([]));
+    acp.initialize();
+    let id = acp.request(
+        "session/load",
+        json!({"sessionId": s, "cwd": dir, "mcpServers": []}),
+    );
+    assert!(acp.response(id).get("result").is_some());
+    acp.until(|m| is_update(m, "available_commands_update"));
+    let before = acp.updates(&s).len();
+    acp.prompt(&s, "/permissions");
+    assert!(
+        said(&acp.updates(&s)[before..]).starts_with("permission mode: auto\n"),
+        "{:?}",
+        acp.updates(&s)
+    );
+    assert_eq!(acp.close(), 0);
+}
+
+/// The text of every logged user message under `dir`'s state.
+fn assert_user_messages(dir: &Path) -> Vec<String> {
+    user_messages(dir)
+        .iter()
+        .map(|m| m["data"]["content"].as_str().unwrap().to_owned())
+        .collect()
 }
 
 #[test]

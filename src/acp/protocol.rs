@@ -389,6 +389,12 @@ pub enum SessionUpdate {
         /// The window.
         size: u64,
     },
+    /// The slash commands the session accepts (sent after new, load and resume).
+    #[serde(rename_all = "camelCase")]
+    AvailableCommandsUpdate {
+        /// The commands.
+        available_commands: Vec<AvailableCommand>,
+    },
     /// The session's title (from its first prompt).
     SessionInfoUpdate {
         /// The title.
@@ -403,6 +409,25 @@ pub enum SessionUpdate {
         /// The entries, in order.
         entries: Vec<PlanEntry>,
     },
+}
+
+/// A slash command a client may offer (typed as `/name input` in a prompt).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AvailableCommand {
+    /// The name, without the slash.
+    pub name: String,
+    /// What it does.
+    pub description: String,
+    /// What may follow the name, when anything may.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub input: Option<CommandInput>,
+}
+
+/// A command's free-text input.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CommandInput {
+    /// What to type (`[MODE | revoke N]`).
+    pub hint: String,
 }
 
 /// A content block the agent sends: its own text, or a block of the user's prompt replayed.

@@ -474,6 +474,29 @@ impl<'c> Server<'c> {
                     Ok(t) => t,
                     Err(e) => return respond_error(reply, e),
                 };
+                // A slash command is cordis's, never the model's: answered here, not logged
+                // (what it changes, a permission mode or a revoked grant, is).
+                let one_text = matches!(req.prompt.as_slice(),
+                    [only] if only.get("type").and_then(Value::as_str) == Some("text"));
+                if one_text && let Some(answer) = command_answer(&text, live) {
+                    self.connection.notify(
+                        "session/update",
+                        SessionNotification {
+                            session_id: id,
+                            update: SessionUpdate::AgentMessageChunk {
+                                content: super::protocol::ContentBlock::text(answer),
+                            },
+                        },
+                    );
+                    return reply.send(Ok(PromptResponse {
+                        stop_reason: StopReason::EndTurn,
+                    }));
+                }
+                // `//…` is a message starting with `/`.
+                let text = match crate::cli::commands::parse(&text) {
+                    crate::cli::commands::Line::Message(m) if one_text => m.to_owned(),
+                    _ => text,
+                };
                 // A prompt of more than text is logged as sent, so `session/load` replays it.
                 let sent = req
                     .prompt
@@ -599,6 +622,19 @@ impl<'c> Server<'c> {
         (modes, options)
     }
 
+    /// Tells the client which slash commands session `id` accepts (after its opening's answer).
+    fn announce_commands(&self, id: &str) {
+        self.connection.notify(
+            "session/update",
+            SessionNotification {
+                session_id: id.to_owned(),
+                update: SessionUpdate::AvailableCommandsUpdate {
+                    available_commands: available_commands(),
+                },
+            },
+        );
+    }
+
     /// Settles finished work: a session joins the connection, a prompt answers.
     fn finish(&mut self, done: Done) {
         match done {
@@ -606,21 +642,23 @@ impl<'c> Server<'c> {
                 let id = live.id.clone();
                 let (modes, config_options) = self.join(id.clone(), live);
                 reply.send(Ok(NewSessionResponse {
-                    session_id: id,
+                    session_id: id.clone(),
                     modes,
                     config_options,
                 }));
+                self.announce_commands(&id);
             }
             Done::Created(Err(e), reply) => respond_error(reply, e),
             Done::Loaded(id, result, reply) => {
                 self.loading.remove(&id);
                 match result {
                     Ok(live) => {
-                        let (modes, config_options) = self.join(id, live);
+                        let (modes, config_options) = self.join(id.clone(), live);
                         reply.send(Ok(LoadSessionResponse {
                             modes,
                             config_options,
                         }));
+                        self.announce_commands(&id);
                     }
                     Err(e) => respond_error(reply, e),
                 }
@@ -704,6 +742,53 @@ impl<'c> Server<'c> {
             close(live).await;
         }
     }
+}
+
+/// The slash commands an editor session accepts: the terminal's, where they mean something in
+/// an editor.
+fn available_commands() -> Vec<super::protocol::AvailableCommand> {
+    crate::cli::commands::editor_commands()
+        .map(|c| super::protocol::AvailableCommand {
+            name: c.name().to_owned(),
+            description: c.what.to_owned(),
+            input: c.input().map(|hint| super::protocol::CommandInput {
+                hint: hint.to_owned(),
+            }),
+        })
+        .collect()
+}
+
+/// The answer to a prompt that is a slash command, or `None` for a message to the model.
+fn command_answer(text: &str, live: &Live) -> Option<String> {
+    use crate::cli::commands::{Line, editor_commands, parse};
+    let answer = match parse(text) {
+        Line::Message(_) => return None,
+        Line::Help => {
+            let mut lines = vec!["Commands (a prompt starting with // is a message):".to_owned()];
+            lines.extend(editor_commands().map(|c| format!("- `{}`: {}", c.usage, c.what)));
+            lines.join("\n")
+        }
+        Line::Usage => crate::cli::commands::usage_text(live.agent()),
+        Line::Permissions(rest) => {
+            match crate::cli::commands::permissions(live.agent(), live.booted.root(), rest) {
+                Ok(lines) => lines.join("\n"),
+                Err(why) => why,
+            }
+        }
+        Line::Preset(_) => {
+            "Switch presets with the editor's mode picker (`session/set_mode`).".to_owned()
+        }
+        Line::Clear => "Start a new session from the editor.".to_owned(),
+        Line::Resume(_) => {
+            "Open a past session from the editor's history (`session/list`, `session/load`)."
+                .to_owned()
+        }
+        Line::Quit => "Close the session in the editor.".to_owned(),
+        Line::Unknown(word) => format!(
+            "Unknown command {word}; /help lists the commands (// sends a message that starts with /)."
+        ),
+    };
+    Some(answer)
 }
 
 /// How many sessions one `session/list` page holds.

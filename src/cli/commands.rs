@@ -1,28 +1,167 @@
 //! The slash commands of `cordis run`: a line starting with `/` is a command for cordis, never
 //! a message to the model (`//` sends a message that starts with `/`).
 
-/// Each command and what it does, as `/help` lists them.
-pub(crate) const COMMANDS: &[(&str, &str)] = &[
-    ("/help", "list these commands"),
-    (
-        "/preset [ID]",
-        "show the session's preset and the others; with ID, switch a new session to it",
-    ),
-    (
-        "/clear",
-        "start a new session on the same composition and preset",
-    ),
-    (
-        "/resume [ID]",
-        "list recent sessions; with ID, continue that one instead",
-    ),
-    ("/usage", "tokens the model reported in this session"),
-    (
-        "/permissions [MODE | revoke N]",
-        "show the permission mode, grants and rules; set the mode (ask, auto, never-ask); revoke grant N",
-    ),
-    ("/quit", "end the run (the session is saved)"),
+/// One slash command: how it is typed, what it does, and whether an editor session (ACP)
+/// accepts it (the rest are what an editor does itself: new sessions, history, modes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Command {
+    /// How it is typed (`/permissions [MODE | revoke N]`).
+    pub usage: &'static str,
+    /// What it does.
+    pub what: &'static str,
+    /// `cordis acp` answers it too.
+    pub editor: bool,
+}
+
+impl Command {
+    /// Its name without the slash (`permissions`).
+    pub fn name(&self) -> &'static str {
+        let word = self.usage.split_whitespace().next().unwrap_or(self.usage);
+        word.strip_prefix('/').unwrap_or(word)
+    }
+
+    /// What follows the name in its usage (`[MODE | revoke N]`), if anything.
+    pub fn input(&self) -> Option<&'static str> {
+        self.usage
+            .split_once(char::is_whitespace)
+            .map(|(_, rest)| rest.trim())
+    }
+}
+
+/// Every command, as `/help` lists them.
+pub(crate) const COMMANDS: &[Command] = &[
+    Command {
+        usage: "/help",
+        what: "list these commands",
+        editor: true,
+    },
+    Command {
+        usage: "/preset [ID]",
+        what: "show the session's preset and the others; with ID, switch a new session to it",
+        editor: false,
+    },
+    Command {
+        usage: "/clear",
+        what: "start a new session on the same composition and preset",
+        editor: false,
+    },
+    Command {
+        usage: "/resume [ID]",
+        what: "list recent sessions; with ID, continue that one instead",
+        editor: false,
+    },
+    Command {
+        usage: "/usage",
+        what: "tokens the model reported in this session",
+        editor: true,
+    },
+    Command {
+        usage: "/permissions [MODE | revoke N]",
+        what: "show the permission mode, grants and rules; set the mode (ask, auto, never-ask); revoke grant N",
+        editor: true,
+    },
+    Command {
+        usage: "/quit",
+        what: "end the run (the session is saved)",
+        editor: false,
+    },
 ];
+
+/// The commands an editor session accepts.
+pub(crate) fn editor_commands() -> impl Iterator<Item = &'static Command> {
+    COMMANDS.iter().filter(|c| c.editor)
+}
+
+/// `/usage`: the tokens the model reported in the agent's session, from its log.
+pub(crate) fn usage_text(agent: &cordis_agent_loop::Agent) -> String {
+    let (messages, input, output) = super::run::usage_since(agent, 0);
+    format!(
+        "session {}: {input} tokens in, {output} tokens out, over {messages} model answers that reported usage",
+        agent.session().id()
+    )
+}
+
+/// `/permissions [MODE | revoke N]` of the agent's session: its lines (an indented line is an
+/// item of the line before it), or why it could not be done. A mode set or a grant revoked is
+/// logged in the session.
+pub(crate) fn permissions(
+    agent: &cordis_agent_loop::Agent,
+    root: &cordis_runtime::Context,
+    rest: &str,
+) -> Result<Vec<String>, String> {
+    use super::render::safe;
+    let (Some(now), Some(approvals)) = (
+        agent.permissions(),
+        root.get::<cordis_approvals::Approvals>(),
+    ) else {
+        return Ok(vec![
+            "this composition has no `approvals` entry: every tool runs without asking".to_owned(),
+        ]);
+    };
+    let words: Vec<&str> = rest.split_whitespace().collect();
+    match words.as_slice() {
+        [] => {
+            let mut lines = vec![format!("permission mode: {}", now.mode)];
+            if now.grants.is_empty() {
+                lines.push("no grants in this session".to_owned());
+            } else {
+                lines.push("grants of this session (\"always\" answers):".to_owned());
+                for (i, g) in now.grants.iter().enumerate() {
+                    lines.push(format!("  {}. {}", i + 1, safe(&g.to_string())));
+                }
+            }
+            if !now.refusals.is_empty() {
+                let shown: Vec<String> = now
+                    .refusals
+                    .iter()
+                    .map(|g| safe(&g.to_string()).into_owned())
+                    .collect();
+                lines.push(format!(
+                    "rejected for this session (\"reject always\" answers): {}",
+                    shown.join(", ")
+                ));
+            }
+            let rules = &approvals.config().commands;
+            for (word, list) in [("allow", &rules.allow), ("deny", &rules.deny)] {
+                if !list.is_empty() {
+                    let shown: Vec<String> = list
+                        .iter()
+                        .map(|p| format!("`{}`", safe(&p.to_string())))
+                        .collect();
+                    lines.push(format!("commands {word}: {}", shown.join(", ")));
+                }
+            }
+            lines.push(
+                "/permissions ask|auto|never-ask sets the mode; /permissions revoke N revokes a grant"
+                    .to_owned(),
+            );
+            Ok(lines)
+        }
+        ["revoke", n] => match n
+            .parse::<usize>()
+            .ok()
+            .and_then(|n| now.grants.get(n.checked_sub(1)?))
+        {
+            Some(grant) => agent
+                .revoke_grant(grant)
+                .map(|()| vec![format!("revoked {}", safe(&grant.to_string()))])
+                .map_err(|e| e.to_string()),
+            None => Err(format!(
+                "no grant {}: the session holds {} (see /permissions)",
+                safe(n),
+                now.grants.len()
+            )),
+        },
+        [mode] => match mode.parse::<cordis_approvals::Mode>() {
+            Ok(mode) => agent
+                .set_permission_mode(mode)
+                .map(|()| vec![format!("permission mode: {mode}")])
+                .map_err(|e| e.to_string()),
+            Err(e) => Err(safe(&e.to_string()).into_owned()),
+        },
+        _ => Err("give /permissions, /permissions MODE or /permissions revoke N".to_owned()),
+    }
+}
 
 /// A typed line, read as a command or a message.
 #[derive(Debug, PartialEq, Eq)]
@@ -73,10 +212,10 @@ pub(crate) fn parse(line: &str) -> Line<'_> {
 
 /// The `/help` text.
 pub(crate) fn help() -> String {
-    let width = COMMANDS.iter().map(|(c, _)| c.len()).max().unwrap_or(0);
+    let width = COMMANDS.iter().map(|c| c.usage.len()).max().unwrap_or(0);
     let mut text = String::from("cordis: commands (a line starting with // is a message):\n");
-    for (command, what) in COMMANDS {
-        text.push_str(&format!("  {command:<width$}  {what}\n"));
+    for c in COMMANDS {
+        text.push_str(&format!("  {:<width$}  {}\n", c.usage, c.what));
     }
     text
 }
@@ -84,6 +223,16 @@ pub(crate) fn help() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_command_names_itself_and_its_input() {
+        let permissions = COMMANDS.iter().find(|c| c.name() == "permissions").unwrap();
+        assert_eq!(permissions.input(), Some("[MODE | revoke N]"));
+        let usage = COMMANDS.iter().find(|c| c.name() == "usage").unwrap();
+        assert_eq!(usage.input(), None);
+        let names: Vec<&str> = editor_commands().map(Command::name).collect();
+        assert_eq!(names, ["help", "usage", "permissions"]);
+    }
 
     #[test]
     fn lines_are_commands_or_messages() {

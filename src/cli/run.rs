@@ -579,7 +579,7 @@ struct Conversation<'a> {
 
 /// The model answers that reported usage in the agent's log from event `from` on, and their
 /// input and output tokens.
-fn usage_since(agent: &Agent, from: usize) -> (u64, u64, u64) {
+pub(crate) fn usage_since(agent: &Agent, from: usize) -> (u64, u64, u64) {
     agent.session().with_events(|events| {
         events
             .iter()
@@ -1085,97 +1085,24 @@ impl Conversation<'_> {
     /// `/permissions [MODE | revoke N]`: the session's mode, grants and the command rules; or
     /// a new mode; or one grant revoked (both logged in the session).
     fn permissions(&self, rest: &str, io: &mut Io<'_>) -> std::io::Result<()> {
-        let (Some(now), Some(approvals)) = (
-            self.agent.permissions(),
-            self.root.get::<cordis_approvals::Approvals>(),
-        ) else {
-            return writeln!(
-                io.err,
-                "cordis: this composition has no `approvals` entry: every tool runs without asking"
-            );
-        };
-        let words: Vec<&str> = rest.split_whitespace().collect();
-        let outcome = match words.as_slice() {
-            [] => {
-                writeln!(io.err, "cordis: permission mode: {}", now.mode)?;
-                if now.grants.is_empty() {
-                    writeln!(io.err, "cordis: no grants in this session")?;
-                } else {
-                    writeln!(
-                        io.err,
-                        "cordis: grants of this session (\"always\" answers):"
-                    )?;
-                    for (i, g) in now.grants.iter().enumerate() {
-                        writeln!(io.err, "  {}. {}", i + 1, safe(&g.to_string()))?;
+        match commands::permissions(&self.agent, &self.root, rest) {
+            Ok(lines) => {
+                for line in lines {
+                    if line.starts_with("  ") {
+                        writeln!(io.err, "{line}")?;
+                    } else {
+                        writeln!(io.err, "cordis: {line}")?;
                     }
                 }
-                if !now.refusals.is_empty() {
-                    let shown: Vec<String> = now
-                        .refusals
-                        .iter()
-                        .map(|g| safe(&g.to_string()).into_owned())
-                        .collect();
-                    writeln!(
-                        io.err,
-                        "cordis: rejected for this session (\"reject always\" answers): {}",
-                        shown.join(", ")
-                    )?;
-                }
-                let rules = &approvals.config().commands;
-                for (word, list) in [("allow", &rules.allow), ("deny", &rules.deny)] {
-                    if !list.is_empty() {
-                        let shown: Vec<String> = list
-                            .iter()
-                            .map(|p| format!("`{}`", safe(&p.to_string())))
-                            .collect();
-                        writeln!(io.err, "cordis: commands {word}: {}", shown.join(", "))?;
-                    }
-                }
-                return writeln!(
-                    io.err,
-                    "cordis: /permissions ask|auto|never-ask sets the mode; /permissions revoke N revokes a grant"
-                );
+                Ok(())
             }
-            ["revoke", n] => match n
-                .parse::<usize>()
-                .ok()
-                .and_then(|n| now.grants.get(n.checked_sub(1)?))
-            {
-                Some(grant) => self
-                    .agent
-                    .revoke_grant(grant)
-                    .map(|()| format!("revoked {}", safe(&grant.to_string())))
-                    .map_err(|e| e.to_string()),
-                None => Err(format!(
-                    "no grant {}: the session holds {} (see /permissions)",
-                    safe(n),
-                    now.grants.len()
-                )),
-            },
-            [mode] => match mode.parse::<cordis_approvals::Mode>() {
-                Ok(mode) => self
-                    .agent
-                    .set_permission_mode(mode)
-                    .map(|()| format!("permission mode: {mode}"))
-                    .map_err(|e| e.to_string()),
-                Err(e) => Err(safe(&e.to_string()).into_owned()),
-            },
-            _ => Err("give /permissions, /permissions MODE or /permissions revoke N".to_owned()),
-        };
-        match outcome {
-            Ok(done) => writeln!(io.err, "cordis: {done}"),
             Err(why) => writeln!(io.err, "cordis: {why}"),
         }
     }
 
     /// `/usage`: the tokens the model reported in this session, from its log.
     fn usage(&self, io: &mut Io<'_>) -> std::io::Result<()> {
-        let (messages, input, output) = usage_since(&self.agent, 0);
-        writeln!(
-            io.err,
-            "cordis: session {}: {input} tokens in, {output} tokens out, over {messages} model answers that reported usage",
-            self.agent.session().id()
-        )
+        writeln!(io.err, "cordis: {}", commands::usage_text(&self.agent))
     }
 
     /// `/preset [ID]`: without an id, names the preset the session runs and the others; with

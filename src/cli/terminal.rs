@@ -231,7 +231,7 @@ impl Completer for Messages {
         }
         let names = COMMANDS
             .iter()
-            .map(|(usage, _)| usage.split_whitespace().next().unwrap_or(usage))
+            .map(|c| c.usage.split_whitespace().next().unwrap_or(c.usage))
             .filter(|name| name.starts_with(typed))
             .map(str::to_owned)
             .collect();
