@@ -809,6 +809,132 @@ fn assert_user_messages(dir: &Path) -> Vec<String> {
         .collect()
 }
 
+/// Every `request/header` event logged under `dir`'s state, in log order.
+fn logged_headers(dir: &Path) -> Vec<Value> {
+    walk_files(&common::state_home(dir))
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .flat_map(|p| {
+            std::fs::read_to_string(p)
+                .unwrap()
+                .lines()
+                .map(|l| serde_json::from_str::<Value>(l).unwrap())
+                .collect::<Vec<_>>()
+        })
+        .filter(|e| e["type"] == "request/header")
+        .collect()
+}
+
+#[test]
+fn model_and_thought_level_switch_between_prompts_log_a_header_change_and_a_load_keeps_them() {
+    let dir = scratch("models");
+    let config = std::fs::read_to_string(common::fixture("acp/agent.yml"))
+        .unwrap()
+        .replace(
+            "model: acp-model",
+            "model: acp-model\n    models: [alt-model]\n    thoughtLevels: [low, high]",
+        );
+    assert!(
+        config.contains("thoughtLevels"),
+        "the fixture names its model"
+    );
+    std::fs::write(dir.join("agent.yml"), config).unwrap();
+    std::fs::write(
+        dir.join("script.json"),
+        json!([text("One."), text("Two.")]).to_string(),
+    )
+    .unwrap();
+    let start = |dir: &Path| {
+        let mut cmd = common::cordis_command(dir, &["acp", "agent.yml"]);
+        cmd.env("ACP_SCRIPT", dir.join("script.json"));
+        Acp::spawn(dir, cmd)
+    };
+    let mut acp = start(&dir);
+    acp.initialize();
+    let id = acp.request("session/new", json!({"cwd": dir, "mcpServers": []}));
+    let created = acp.response(id);
+    let s = created["result"]["sessionId"].as_str().unwrap().to_owned();
+    let options = &created["result"]["configOptions"];
+    assert_eq!(options[0]["id"], "model");
+    assert_eq!(options[0]["currentValue"], "acp-model");
+    assert_eq!(options[0]["options"][1]["value"], "alt-model");
+    assert_eq!(options[1]["id"], "thought_level");
+    assert_eq!(options[1]["currentValue"], "default");
+    assert_eq!(options[1]["options"].as_array().unwrap().len(), 3);
+    assert_eq!(acp.prompt(&s, "one")["result"]["stopReason"], "end_turn");
+    let set = |acp: &mut Acp, option: &str, value: &str| -> Value {
+        let id = acp.request(
+            "session/set_config_option",
+            json!({"sessionId": s, "configId": option, "value": value}),
+        );
+        acp.response(id)
+    };
+    let switched = set(&mut acp, "model", "alt-model");
+    assert_eq!(
+        switched["result"]["configOptions"][0]["currentValue"], "alt-model",
+        "{switched}"
+    );
+    let thought = set(&mut acp, "thought_level", "high");
+    assert_eq!(
+        thought["result"]["configOptions"][1]["currentValue"],
+        "high"
+    );
+    // What is not offered is refused, naming what is.
+    let bad = set(&mut acp, "model", "gpt-9");
+    assert_eq!(bad["error"]["code"], -32602);
+    assert!(
+        bad["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains(r#""acp-model", "alt-model""#),
+        "{bad}"
+    );
+    let bad = set(&mut acp, "temperature", "hot");
+    assert!(
+        bad["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains(r#"this session has "model", "thought_level""#),
+        "{bad}"
+    );
+    assert_eq!(acp.prompt(&s, "two")["result"]["stopReason"], "end_turn");
+    // The switch is the next request's header `change`.
+    let headers = logged_headers(&dir);
+    assert_eq!(headers.len(), 2, "{headers:?}");
+    assert_eq!(headers[0]["data"]["reason"], "initial");
+    assert_eq!(
+        headers[0]["data"]["header"]["config"],
+        json!({"model": "acp-model"})
+    );
+    assert_eq!(headers[1]["data"]["reason"], "change");
+    assert_eq!(
+        headers[1]["data"]["header"]["config"],
+        json!({"model": "alt-model", "reasoningEffort": "high"})
+    );
+    // The older `session/set_model` switches too (answered `{}`); no request followed it.
+    let id = acp.request(
+        "session/set_model",
+        json!({"sessionId": s, "modelId": "acp-model"}),
+    );
+    assert_eq!(acp.response(id)["result"], json!({}));
+    assert_eq!(acp.close(), 0);
+    acp.golden("config-options");
+    // A load takes the model and thought level of the last request back.
+    let mut acp = start(&dir);
+    acp.initialize();
+    let id = acp.request(
+        "session/load",
+        json!({"sessionId": s, "cwd": dir, "mcpServers": []}),
+    );
+    let loaded = acp.response(id);
+    assert_eq!(
+        loaded["result"]["configOptions"][0]["currentValue"],
+        "alt-model"
+    );
+    assert_eq!(loaded["result"]["configOptions"][1]["currentValue"], "high");
+    assert_eq!(acp.close(), 0);
+}
+
 #[test]
 fn reasoning_streams_as_thought_chunks_and_a_load_replays_them() {
     let dir = scratch("thoughts");

@@ -251,6 +251,22 @@ impl SessionModeState {
 
 /// The id of the mode select in `configOptions`.
 pub const MODE_OPTION: &str = "mode";
+/// The id of the model select in `configOptions`.
+pub const MODEL_OPTION: &str = "model";
+/// The id of the thought-level select in `configOptions`.
+pub const THOUGHT_OPTION: &str = "thought_level";
+/// The thought level that sends no reasoning effort (the model's own default).
+pub const DEFAULT_THOUGHT: &str = "default";
+
+/// `session/set_model` params (the protocol's older model switch; `configOptions` replaced it).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SetSessionModelRequest {
+    /// The session.
+    pub session_id: String,
+    /// The model.
+    pub model_id: String,
+}
 
 /// `session/load` and `session/resume` params (the same fields).
 #[derive(Debug, Clone, Deserialize)]

@@ -22,11 +22,13 @@ use tokio::sync::{mpsc, watch};
 
 use super::approver::EditorApprover;
 use super::protocol::{
-    CancelNotification, CloseSessionRequest, InitializeRequest, ListSessionsRequest,
-    ListSessionsResponse, LoadSessionRequest, LoadSessionResponse, MODE_OPTION, NewSessionRequest,
-    NewSessionResponse, PromptRequest, PromptResponse, SessionConfigOption, SessionInfo,
-    SessionModeState, SessionNotification, SessionUpdate, SetSessionConfigOptionRequest,
-    SetSessionConfigOptionResponse, SetSessionModeRequest, StopReason,
+    CancelNotification, CloseSessionRequest, DEFAULT_THOUGHT, InitializeRequest,
+    ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, LoadSessionResponse,
+    MODE_OPTION, MODEL_OPTION, NewSessionRequest, NewSessionResponse, PromptRequest,
+    PromptResponse, SessionConfigOption, SessionConfigSelectOption, SessionInfo, SessionModeState,
+    SessionNotification, SessionUpdate, SetSessionConfigOptionRequest,
+    SetSessionConfigOptionResponse, SetSessionModeRequest, SetSessionModelRequest, StopReason,
+    THOUGHT_OPTION,
 };
 use super::rpc::{Connection, Incoming, Reply, RpcError};
 use super::session::{
@@ -51,6 +53,8 @@ enum Job {
     /// options).
     SetMode(SetSessionModeRequest, bool, Reply),
     SetConfig(SetSessionConfigOptionRequest, Reply),
+    /// `session/set_model` (answered `{}`).
+    SetModel(SetSessionModelRequest, Reply),
 }
 
 /// What a piece of work ended with, and where its answer goes.
@@ -543,25 +547,67 @@ impl<'c> Server<'c> {
                     let _ = cancel.send(true);
                 }
             }
+            Job::SetModel(req, reply) => {
+                let result = self.set_call_option(&req.session_id, MODEL_OPTION, &req.model_id);
+                reply.send(result.map(|_| json!({})));
+            }
             Job::SetConfig(req, reply) => {
-                if req.config_id != MODE_OPTION {
+                if !self.sessions.contains_key(&req.session_id) {
                     return respond_error(
                         reply,
-                        invalid_params(format!(
-                            "unknown config option \"{}\"; this agent has \"{MODE_OPTION}\" (with an `agent-presets` entry)",
-                            req.config_id
-                        )),
+                        invalid_params(format!("unknown session {}", req.session_id)),
                     );
                 }
-                let Some(mode) = req.value.as_str() else {
+                let Some(value) = req.value.as_str() else {
                     return respond_error(
                         reply,
                         invalid_params(format!(
-                            "the value of \"{MODE_OPTION}\" is a mode id (a string), not {}",
-                            req.value
+                            "the value of \"{}\" is one of its options' values (a string), not {}",
+                            req.config_id, req.value
                         )),
                     );
                 };
+                let offered = |id: &str| {
+                    self.sessions
+                        .get(&req.session_id)
+                        .is_some_and(|live| options_of(live).iter().any(|o| o.id == id))
+                };
+                if (req.config_id == MODEL_OPTION || req.config_id == THOUGHT_OPTION)
+                    && offered(&req.config_id)
+                {
+                    let result = self.set_call_option(&req.session_id, &req.config_id, value);
+                    return reply.send(
+                        result.map(|config_options| SetSessionConfigOptionResponse {
+                            config_options,
+                        }),
+                    );
+                }
+                if req.config_id != MODE_OPTION {
+                    let known = self
+                        .sessions
+                        .get(&req.session_id)
+                        .map(|live| {
+                            options_of(live)
+                                .iter()
+                                .map(|o| format!("\"{}\"", o.id))
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        })
+                        .unwrap_or_default();
+                    return respond_error(
+                        reply,
+                        invalid_params(format!(
+                            "unknown config option \"{}\"; this session has {}",
+                            req.config_id,
+                            if known.is_empty() {
+                                "none".to_owned()
+                            } else {
+                                known
+                            }
+                        )),
+                    );
+                }
+                let mode = value;
                 let mode = SetSessionModeRequest {
                     session_id: req.session_id,
                     mode_id: mode.to_owned(),
@@ -608,7 +654,7 @@ impl<'c> Server<'c> {
     }
 
     /// A booted session joins the connection as the next opening; returns its modes and
-    /// config options (the modes as the `mode` select) for the answer.
+    /// config options for the answer.
     fn join(
         &mut self,
         id: String,
@@ -617,9 +663,64 @@ impl<'c> Server<'c> {
         self.openings += 1;
         live.opening = self.openings;
         let modes = live.booted.modes.clone();
-        let options = modes.as_ref().map(SessionModeState::as_config_options);
+        let options = Some(options_of(&live)).filter(|o| !o.is_empty());
         self.sessions.insert(id, live);
         (modes, options)
+    }
+
+    /// Switches the model or the thought level of an idle session (from its next request
+    /// on); returns the options as they are then.
+    fn set_call_option(
+        &self,
+        id: &str,
+        option: &str,
+        value: &str,
+    ) -> Result<Vec<SessionConfigOption>, RpcError> {
+        let live = self
+            .sessions
+            .get(id)
+            .ok_or_else(|| invalid_params(format!("unknown session {id}")))?;
+        if live.busy.is_some() {
+            return Err(invalid_params(format!(
+                "session {id} is busy; switch between prompts"
+            )));
+        }
+        let llm = live
+            .booted
+            .root()
+            .get::<Llm>()
+            .ok_or_else(|| invalid_params("this agent has no `llm` entry"))?;
+        let mut config = live.agent().call_config();
+        if option == MODEL_OPTION {
+            let models = llm.models();
+            if !models.iter().any(|m| m == value) {
+                return Err(invalid_params(format!(
+                    "unknown model \"{value}\"; this agent offers {} (the `llm` entry's `model` and `models`)",
+                    quoted(&models)
+                )));
+            }
+            config.model = value.to_owned();
+        } else {
+            let levels = llm.thought_levels();
+            config.reasoning_effort = if value == DEFAULT_THOUGHT {
+                None
+            } else if levels.iter().any(|l| l == value) {
+                Some(value.to_owned())
+            } else {
+                return Err(invalid_params(format!(
+                    "unknown thought level \"{value}\"; this agent offers \"{DEFAULT_THOUGHT}\"{}",
+                    if levels.is_empty() {
+                        " only (the `llm` entry sets `thoughtLevels`)".to_owned()
+                    } else {
+                        format!(", {}", quoted(levels))
+                    }
+                )));
+            };
+        }
+        live.agent()
+            .set_call_config(config)
+            .map_err(|e| invalid_params(e.to_string()))?;
+        Ok(options_of(live))
     }
 
     /// Tells the client which slash commands session `id` accepts (after its opening's answer).
@@ -690,12 +791,7 @@ impl<'c> Server<'c> {
                 }
                 let answer = match result {
                     Ok(()) if options => serde_json::to_value(SetSessionConfigOptionResponse {
-                        config_options: live
-                            .booted
-                            .modes
-                            .as_ref()
-                            .map(SessionModeState::as_config_options)
-                            .unwrap_or_default(),
+                        config_options: options_of(live),
                     })
                     .map_err(|e| internal(e.to_string())),
                     Ok(()) => Ok(json!({})),
@@ -742,6 +838,65 @@ impl<'c> Server<'c> {
             close(live).await;
         }
     }
+}
+
+/// `names` as `"a", "b"`.
+fn quoted(names: &[String]) -> String {
+    names
+        .iter()
+        .map(|n| format!("\"{n}\""))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// A session's configuration options: the mode (its presets), the model when the `llm` entry
+/// offers several, the thought level when it offers any; each with its value now.
+fn options_of(live: &Live) -> Vec<SessionConfigOption> {
+    let mut options = live
+        .booted
+        .modes
+        .as_ref()
+        .map(SessionModeState::as_config_options)
+        .unwrap_or_default();
+    let Some(llm) = live.booted.root().get::<Llm>() else {
+        return options;
+    };
+    let config = live.agent().call_config();
+    let select = |id: &str, name: &str, category: &str, current: String, values: Vec<String>| {
+        SessionConfigOption {
+            id: id.to_owned(),
+            name: name.to_owned(),
+            category: category.to_owned(),
+            kind: "select".to_owned(),
+            current_value: current,
+            options: values
+                .into_iter()
+                .map(|v| SessionConfigSelectOption {
+                    name: v.clone(),
+                    value: v,
+                })
+                .collect(),
+        }
+    };
+    let models = llm.models();
+    if models.len() > 1 {
+        options.push(select(MODEL_OPTION, "Model", "model", config.model, models));
+    }
+    if !llm.thought_levels().is_empty() {
+        let mut levels = vec![DEFAULT_THOUGHT.to_owned()];
+        levels.extend(llm.thought_levels().iter().cloned());
+        let current = config
+            .reasoning_effort
+            .unwrap_or_else(|| DEFAULT_THOUGHT.to_owned());
+        options.push(select(
+            THOUGHT_OPTION,
+            "Thought level",
+            "thought_level",
+            current,
+            levels,
+        ));
+    }
+    options
 }
 
 /// The slash commands an editor session accepts: the terminal's, where they mean something in
@@ -886,6 +1041,8 @@ fn job_of(message: Incoming) -> Option<Job> {
                     "session/set_mode" => params(raw).map(|r| -> Pending {
                         Box::new(move |reply| Job::SetMode(r, false, reply))
                     }),
+                    "session/set_model" => params(raw)
+                        .map(|r| -> Pending { Box::new(move |reply| Job::SetModel(r, reply)) }),
                     "session/set_config_option" => params(raw)
                         .map(|r| -> Pending { Box::new(move |reply| Job::SetConfig(r, reply)) }),
                     other => Err(RpcError::method_not_found(other)),

@@ -67,7 +67,9 @@ struct Inner {
     scope: ScopeHandle,
     session: Session,
     deps: Deps,
-    config: CallConfig,
+    /// The call config of the next request (a model or thought-level switch replaces it
+    /// between turns; the log shows it as the next `request/header` `change`).
+    config: Mutex<CallConfig>,
     settings: LoopSettings,
     busy: AtomicBool,
     disposed: AtomicBool,
@@ -113,7 +115,7 @@ impl Agent {
                 scope,
                 session,
                 deps,
-                config,
+                config: Mutex::new(config),
                 settings,
                 busy: AtomicBool::new(false),
                 disposed: AtomicBool::new(false),
@@ -139,9 +141,44 @@ impl Agent {
         self.inner.scope.context()
     }
 
-    /// The call config of its requests (model, sampling).
-    pub fn call_config(&self) -> &CallConfig {
-        &self.inner.config
+    /// The call config of its next request (model, sampling, reasoning effort).
+    pub fn call_config(&self) -> CallConfig {
+        cordis_runtime::lock(&self.inner.config).clone()
+    }
+
+    /// Replaces the call config of its requests from the next one on (a model or thought-level
+    /// switch); the next request's header is logged as a `change`.
+    ///
+    /// # Errors
+    /// [`TurnError::Busy`] while a turn runs: a turn runs on one config.
+    pub fn set_call_config(&self, config: CallConfig) -> Result<(), TurnError> {
+        if self.inner.busy.load(Ordering::Acquire) {
+            return Err(TurnError::Busy(self.inner.id.clone()));
+        }
+        *cordis_runtime::lock(&self.inner.config) = config;
+        Ok(())
+    }
+
+    /// Takes back the model and reasoning effort of the session's last request when the
+    /// composition still offers them (a resumed session stays on the model it was switched
+    /// to); an agent created on another model than the default keeps its own.
+    pub(crate) fn restore_call_config(&self) {
+        let Ok(Some(last)) = self.inner.session.request_header() else {
+            return;
+        };
+        let llm = &self.inner.deps.llm;
+        let mut config = self.call_config();
+        if llm.default_model() != Some(config.model.as_str()) {
+            return;
+        }
+        if llm.models().contains(&last.config.model) {
+            config.model = last.config.model;
+        }
+        config.reasoning_effort = last
+            .config
+            .reasoning_effort
+            .filter(|e| llm.thought_levels().contains(e));
+        *cordis_runtime::lock(&self.inner.config) = config;
     }
 
     /// The agent's session.
@@ -423,7 +460,7 @@ impl Agent {
         let (boundary, messages) = session.boundary();
         self.log(&StepStartData { turn, step }, None, step)?;
 
-        let header = RequestHeader::new(inner.config.clone(), system, assembly.tools);
+        let header = RequestHeader::new(self.call_config(), system, assembly.tools);
         let reason = {
             let baseline = cordis_runtime::lock(&inner.baseline);
             match &*baseline {

@@ -52,6 +52,7 @@ impl AgentOptions {
             temperature: self.temperature,
             max_tokens: self.max_tokens,
             stop: self.stop.clone(),
+            reasoning_effort: None,
         }
     }
 

@@ -170,6 +170,7 @@ impl AgentLoop {
             agents.insert(id.clone(), agent.clone());
         }
         agent.restore_permissions();
+        agent.restore_call_config();
         // Disposing the agent (or the loop) forgets it and ends a running turn as `disposed`,
         // and the approvals service forgets its mode and grants.
         let weak = Arc::downgrade(&self.agents);

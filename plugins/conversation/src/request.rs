@@ -23,6 +23,10 @@ pub struct CallConfig {
     /// Stop sequences.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop: Option<Vec<String>>,
+    /// How hard a reasoning model thinks (`low`, `medium`, `high`: OpenAI-compatible
+    /// `reasoning_effort`); none, the model's default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_effort: Option<String>,
 }
 
 impl CallConfig {

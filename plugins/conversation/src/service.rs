@@ -29,6 +29,8 @@ pub struct Llm {
     ctx: Context,
     adapter: Arc<dyn LlmAdapter>,
     default_model: Option<String>,
+    models: Vec<String>,
+    thought_levels: Vec<String>,
     context_window: Option<u64>,
 }
 
@@ -51,8 +53,40 @@ impl Llm {
             ctx,
             adapter,
             default_model: None,
+            models: Vec::new(),
+            thought_levels: Vec::new(),
             context_window: None,
         }
+    }
+
+    /// Sets the other models a session may switch to (the `llm` entry's `models`).
+    pub fn with_models(mut self, models: Vec<String>) -> Self {
+        self.models = models;
+        self
+    }
+
+    /// The models a session may run on: the default first, then the others as configured
+    /// (each once).
+    pub fn models(&self) -> Vec<String> {
+        let mut all: Vec<String> = self.default_model.iter().cloned().collect();
+        for m in &self.models {
+            if !all.contains(m) {
+                all.push(m.clone());
+            }
+        }
+        all
+    }
+
+    /// Sets the reasoning efforts a session may choose (the `llm` entry's `thoughtLevels`).
+    pub fn with_thought_levels(mut self, levels: Vec<String>) -> Self {
+        self.thought_levels = levels;
+        self
+    }
+
+    /// The reasoning efforts a session may choose, as configured (none: the model has no
+    /// thought level to choose).
+    pub fn thought_levels(&self) -> &[String] {
+        &self.thought_levels
     }
 
     /// Sets the model's context window in tokens (the `llm` entry's `contextWindow`).

@@ -39,6 +39,13 @@ pub struct LlmConfig {
     /// The model agents use when they name none (`cordis run` creates its agent on it).
     #[serde(default)]
     pub model: Option<String>,
+    /// Other models a session may switch to (an editor's model picker), beside `model`.
+    #[serde(default)]
+    pub models: Vec<String>,
+    /// The reasoning efforts a session may choose (`[low, medium, high]` for models that take
+    /// OpenAI-compatible `reasoning_effort`); empty, none is offered.
+    #[serde(default)]
+    pub thought_levels: Vec<String>,
     /// openai: the API base URL (default `https://api.deepseek.com`).
     #[serde(default)]
     pub base_url: Option<String>,
@@ -178,6 +185,8 @@ impl Plugin for LlmPlugin {
         }
         let llm = Llm::new(ctx.clone(), adapter)
             .with_default_model(config.model.clone())
+            .with_models(config.models.clone())
+            .with_thought_levels(config.thought_levels.clone())
             .with_context_window(config.context_window);
         let _ = ctx.provide(llm)?;
         Ok(())

@@ -71,6 +71,9 @@ pub fn request_body(request: &LlmRequest, default_model: Option<&str>) -> Value 
     if let Some(t) = request.config.temperature {
         body["temperature"] = json!(t);
     }
+    if let Some(effort) = &request.config.reasoning_effort {
+        body["reasoning_effort"] = json!(effort);
+    }
     if let Some(n) = request.config.max_tokens {
         body["max_tokens"] = json!(n);
     }
@@ -113,6 +116,7 @@ mod tests {
             config: CallConfig {
                 model: "deepseek-chat".into(),
                 temperature: Some(0.5),
+                reasoning_effort: Some("high".into()),
                 ..Default::default()
             },
             messages: vec![
@@ -163,5 +167,6 @@ mod tests {
         );
         assert_eq!(body["tools"][0]["function"]["name"], "read");
         assert_eq!(body["temperature"], 0.5);
+        assert_eq!(body["reasoning_effort"], "high");
     }
 }
