@@ -51,6 +51,9 @@ struct Acp {
     sent: Vec<(u64, String)>,
     /// The answer to permission questions.
     answer: Answer,
+    /// The editor's buffers (path → text), when it answers `fs/*` requests: a read gets the
+    /// buffer (else the disk), a write replaces the buffer and saves it to disk.
+    buffers: Option<std::collections::BTreeMap<PathBuf, String>>,
     dir: PathBuf,
 }
 
@@ -89,6 +92,7 @@ impl Acp {
             seen: Vec::new(),
             sent: Vec::new(),
             answer: Answer::Reject,
+            buffers: None,
             dir: dir.to_owned(),
         }
     }
@@ -145,6 +149,26 @@ impl Acp {
             let id = message["id"].clone();
             self.write(&json!({"jsonrpc": "2.0", "id": id,
                 "result": {"outcome": {"outcome": "selected", "optionId": option}}}));
+        }
+        if let Some(buffers) = self.buffers.as_mut() {
+            let path = PathBuf::from(message["params"]["path"].as_str().unwrap_or_default());
+            let result = match message["method"].as_str() {
+                Some("fs/read_text_file") => Some(match buffers.get(&path) {
+                    Some(text) => json!({"content": text}),
+                    None => json!({"content": std::fs::read_to_string(&path).unwrap()}),
+                }),
+                Some("fs/write_text_file") => {
+                    let text = message["params"]["content"].as_str().unwrap().to_owned();
+                    std::fs::write(&path, &text).unwrap();
+                    buffers.insert(path, text);
+                    Some(json!({}))
+                }
+                _ => None,
+            };
+            if let Some(result) = result {
+                let id = message["id"].clone();
+                self.write(&json!({"jsonrpc": "2.0", "id": id, "result": result}));
+            }
         }
         message
     }
@@ -1013,6 +1037,116 @@ fn usage_is_the_latest_request_against_the_configured_window_not_a_running_total
     );
     // Without a configured window nothing is claimed: see
     // `reasoning_streams_as_thought_chunks_and_a_load_replays_them`.
+}
+
+#[test]
+fn with_an_editor_that_does_files_the_file_tools_read_its_buffers_and_write_through_it() {
+    let dir = scratch("editor-fs");
+    let notes = dir.join("notes.txt");
+    std::fs::write(&notes, "teh notes\n").unwrap();
+    let call = |id: &str, name: &str, arguments: Value| json!({"toolCalls": [{"id": id, "name": name, "arguments": arguments}]});
+    let script = json!([
+        call("r1", "read_file", json!({"path": "notes.txt"})),
+        call(
+            "e1",
+            "edit_file",
+            json!({"path": "notes.txt", "old_string": "teh", "new_string": "the"})
+        ),
+        call(
+            "w1",
+            "write_file",
+            json!({"path": "sub/new.txt", "content": "new\n"})
+        ),
+        call(
+            "b1",
+            "bash",
+            json!({"command": "printf 'from the shell\\n' > notes.txt"})
+        ),
+        call("r2", "read_file", json!({"path": "notes.txt"})),
+        text("Done.")
+    ]);
+    let mut acp = Acp::start(&dir, &script);
+    acp.answer = Answer::Allow;
+    // The user has typed a line into the open buffer and not saved it.
+    acp.buffers = Some(
+        [(notes.clone(), "teh notes\nunsaved line\n".to_owned())]
+            .into_iter()
+            .collect(),
+    );
+    let id = acp.request(
+        "initialize",
+        json!({"protocolVersion": 1, "clientCapabilities": {"fs": {"readTextFile": true, "writeTextFile": true}}}),
+    );
+    acp.response(id);
+    let s = acp.new_session(&dir);
+    assert_eq!(acp.prompt(&s, "fix it")["result"]["stopReason"], "end_turn");
+    assert_eq!(acp.close(), 0);
+    let asked: Vec<(String, String)> = acp
+        .seen
+        .iter()
+        .filter(|m| m["method"].as_str().is_some_and(|m| m.starts_with("fs/")))
+        .map(|m| {
+            let path = m["params"]["path"].as_str().unwrap();
+            (
+                m["method"].as_str().unwrap().to_owned(),
+                path.strip_prefix(dir.to_str().unwrap()).unwrap().to_owned(),
+            )
+        })
+        .collect();
+    let pair = |m: &str, p: &str| (m.to_owned(), p.to_owned());
+    assert_eq!(
+        asked,
+        [
+            pair("fs/read_text_file", "/notes.txt"),
+            // The edit is planned (and shown for approval) on the buffer, checked again, then
+            // written through the editor.
+            pair("fs/read_text_file", "/notes.txt"),
+            pair("fs/read_text_file", "/notes.txt"),
+            pair("fs/write_text_file", "/notes.txt"),
+            pair("fs/write_text_file", "/sub/new.txt"),
+            // After the command changed the file on disk, the read does not ask the editor
+            // (whose buffer would be stale): the disk is newer.
+        ],
+        "{:?}",
+        acp.seen
+    );
+    let edit_write = acp
+        .seen
+        .iter()
+        .find(|m| m["method"] == "fs/write_text_file")
+        .unwrap();
+    assert_eq!(
+        edit_write["params"]["content"], "the notes\nunsaved line\n",
+        "the edit applies to the buffer, unsaved line and all"
+    );
+    // The editor wrote the files (this client saves what it is sent).
+    assert_eq!(
+        std::fs::read_to_string(dir.join("sub/new.txt")).unwrap(),
+        "new\n"
+    );
+    let results: Vec<String> = acp
+        .updates(&s)
+        .into_iter()
+        .filter(|u| u["sessionUpdate"] == "tool_call_update")
+        .map(|u| u.to_string())
+        .collect();
+    assert!(
+        results[0].contains("unsaved line"),
+        "the read saw the buffer: {}",
+        results[0]
+    );
+    assert!(
+        results[4].contains("from the shell"),
+        "the last read saw the disk: {}",
+        results[4]
+    );
+    assert!(!results[4].contains("unsaved line"), "{}", results[4]);
+    // A path outside the workspace never reaches the editor.
+    assert!(!acp.seen.iter().any(|m| {
+        m["params"]["path"]
+            .as_str()
+            .is_some_and(|p| !p.starts_with(dir.to_str().unwrap()))
+    }),);
 }
 
 #[test]

@@ -21,6 +21,7 @@ use serde_json::{Value, json};
 use tokio::sync::{mpsc, watch};
 
 use super::approver::EditorApprover;
+use super::files::{EditorFiles, EditorFs};
 use super::protocol::{
     CancelNotification, CloseSessionRequest, DEFAULT_THOUGHT, InitializeRequest,
     ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, LoadSessionResponse,
@@ -35,6 +36,7 @@ use super::session::{
     Booted, Composition, McpServer, McpTransport, Opening, internal, invalid_params,
 };
 use super::updates::{LiveViews, UpdateMapper};
+use cordis_workspace::FileRouteService;
 
 /// How long a disconnect waits for running turns and boots to wind down before giving up.
 const TEARDOWN_LIMIT: Duration = Duration::from_secs(30);
@@ -299,6 +301,8 @@ pub struct Server<'c> {
     sessions: BTreeMap<String, Live>,
     /// The client renders terminal cards from `_meta` (it said so at `initialize`).
     terminal_output: bool,
+    /// What the client does with files (`clientCapabilities.fs`).
+    fs: EditorFs,
     /// Openings so far (each session joining the connection gets the next).
     openings: u64,
     /// Ids being loaded (reserved before the async resume, so a second load is refused).
@@ -314,6 +318,7 @@ impl<'c> Server<'c> {
             connection,
             sessions: BTreeMap::new(),
             terminal_output: false,
+            fs: EditorFs::default(),
             openings: 0,
             loading: Default::default(),
             work: FuturesUnordered::new(),
@@ -355,6 +360,7 @@ impl<'c> Server<'c> {
         match job {
             Job::Initialize(req, reply) => {
                 self.terminal_output = req.terminal_output();
+                self.fs = EditorFs::of(&req.client_capabilities);
                 reply.send(Ok(super::initialize_response(&req)));
             }
             Job::New(req, reply) => {
@@ -367,13 +373,14 @@ impl<'c> Server<'c> {
                 let composition = self.composition;
                 let connection = self.connection.clone();
                 let terminal = self.terminal_output;
+                let fs = self.fs;
                 self.work.push(Box::pin(async move {
                     let id = new_session_id();
                     let live = match composition
                         .boot(&cwd, &Opening::New(id.clone()), &mcp)
                         .await
                     {
-                        Ok(b) => attach(b, id, cwd, &connection, false, terminal).await,
+                        Ok(b) => attach(b, id, cwd, &connection, false, terminal, fs).await,
                         Err(e) => Err(e),
                     };
                     Done::Created(live, reply)
@@ -397,12 +404,15 @@ impl<'c> Server<'c> {
                 let composition = self.composition;
                 let connection = self.connection.clone();
                 let terminal = self.terminal_output;
+                let fs = self.fs;
                 self.work.push(Box::pin(async move {
                     let live = match composition
                         .boot(&cwd, &Opening::Load(id.clone()), &mcp)
                         .await
                     {
-                        Ok(b) => attach(b, id.clone(), cwd, &connection, replay, terminal).await,
+                        Ok(b) => {
+                            attach(b, id.clone(), cwd, &connection, replay, terminal, fs).await
+                        }
                         Err(e) => Err(e),
                     };
                     Done::Loaded(id, live, reply)
@@ -1083,6 +1093,7 @@ async fn attach(
     connection: &Connection,
     replay: bool,
     terminal_output: bool,
+    fs: EditorFs,
 ) -> Result<Live, RpcError> {
     let root = booted.root().clone();
     let presenters: Option<Arc<Presenters>> = root.get::<Presenters>();
@@ -1130,6 +1141,19 @@ async fn attach(
     }
     let mapper = Mutex::new(mapper);
     let agent_id = booted.agent.id().to_owned();
+    // With an editor that reads or writes files, the file tools go through it.
+    let changing_since = Arc::new(Mutex::new(None));
+    if fs.any() {
+        let files = EditorFiles {
+            connection: connection.clone(),
+            session_id: id.clone(),
+            fs,
+            changing_since: changing_since.clone(),
+        };
+        if let Err(e) = root.provide(FileRouteService(Arc::new(files))) {
+            tracing::warn!(session = %id, "cannot route the file tools through the editor: {e}");
+        }
+    }
     let views = LiveViews {
         scope: booted.agent.scope_key(),
         tools: root.get::<ToolRegistry>(),
@@ -1140,6 +1164,24 @@ async fn attach(
     let _ = root.on::<AgentEvent>(move |e| {
         if e.agent != agent_id {
             return;
+        }
+        if fs.read
+            && let cordis_session::EventView::ToolCall(call) = e.event.view()
+        {
+            // A call that may change files behind the editor's back (not the file tools,
+            // which write through it): from now on, a file changed on disk is read from disk
+            // (see `files`).
+            let harmless = views
+                .tools
+                .as_ref()
+                .and_then(|t| t.effect(&call.name, Some(views.scope)))
+                .is_some_and(|(effect, _)| effect.is_harmless());
+            let through_editor = fs.write
+                && [cordis_tool_fs::WRITE_FILE, cordis_tool_fs::EDIT_FILE]
+                    .contains(&call.name.as_str());
+            if !harmless && !through_editor {
+                *cordis_runtime::lock(&changing_since) = Some(std::time::SystemTime::now());
+            }
         }
         let updates = cordis_runtime::lock(&mapper).map_live(&e.event, &views);
         for update in updates {

@@ -9,6 +9,7 @@ mod config;
 pub mod ops;
 mod plugin;
 mod preflight;
+mod routed;
 
 pub use config::FsConfig;
 pub use plugin::{FsPlugin, fs_tools};

@@ -90,6 +90,31 @@ pub enum FsError {
         /// The limit.
         limit: u64,
     },
+    /// The front end the file went through (an editor) could not read or write it.
+    #[error("the editor could not {action} \"{path}\": {message}")]
+    Route {
+        /// `read` or `write`.
+        action: &'static str,
+        /// The path as given.
+        path: String,
+        /// What the editor said.
+        message: String,
+    },
+    /// What the editor holds for a file is larger than the limit.
+    #[error(
+        "the editor's copy of \"{path}\" is {size} bytes, over the limit of {limit} (`maxFileBytes`)"
+    )]
+    RouteTooLarge {
+        /// The path as given.
+        path: String,
+        /// Its size.
+        size: usize,
+        /// The limit.
+        limit: u64,
+    },
+    /// The blocking task of a file operation failed (it panicked).
+    #[error("file tool task failed: {0}")]
+    Task(String),
     /// A bad glob.
     #[error("invalid glob {pattern:?}: {message}")]
     Glob {
@@ -117,7 +142,7 @@ fn args<T: serde::de::DeserializeOwned>(tool: &'static str, value: Value) -> Res
     serde_json::from_value(value).map_err(|source| FsError::Args { tool, source })
 }
 
-fn text(tool: &'static str, path: &str, bytes: Vec<u8>) -> Result<String, FsError> {
+pub(crate) fn text(tool: &'static str, path: &str, bytes: Vec<u8>) -> Result<String, FsError> {
     // A NUL byte marks binary even when it happens to be valid UTF-8.
     if bytes.contains(&0) {
         return Err(FsError::Binary {
@@ -133,9 +158,10 @@ fn text(tool: &'static str, path: &str, bytes: Vec<u8>) -> Result<String, FsErro
     })
 }
 
+/// `read_file` arguments.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct ReadArgs {
+pub(crate) struct ReadArgs {
     path: String,
     start_line: Option<usize>,
     end_line: Option<usize>,
@@ -146,11 +172,36 @@ struct ReadArgs {
 /// # Errors
 /// Bad arguments, escapes, binary files, files over `max_file_bytes`, bad ranges.
 pub fn read_file(ws: &Workspace, config: &FsConfig, arguments: Value) -> Result<Value, FsError> {
+    let (a, path) = read_request(ws, arguments)?;
+    let bytes = ws.read_limited(&path, config.max_file_bytes)?;
+    let content = text(crate::READ_FILE, &a.path, bytes)?;
+    read_file_of(config, &a, &path, &content)
+}
+
+/// A `read_file` call's arguments and the path they name (resolved, not opened).
+///
+/// # Errors
+/// Bad arguments, an escaping path.
+pub(crate) fn read_request(
+    ws: &Workspace,
+    arguments: Value,
+) -> Result<(ReadArgs, cordis_workspace::WorkspacePath), FsError> {
     let a: ReadArgs = args(crate::READ_FILE, arguments)?;
     let path = ws.resolve(&a.path)?;
-    let bytes = ws.read_limited(&path, config.max_file_bytes)?;
-    let size = bytes.len();
-    let content = text(crate::READ_FILE, &a.path, bytes)?;
+    Ok((a, path))
+}
+
+/// A `read_file` result of `content`, the text of `path`.
+///
+/// # Errors
+/// Bad ranges.
+pub(crate) fn read_file_of(
+    config: &FsConfig,
+    a: &ReadArgs,
+    path: &cordis_workspace::WorkspacePath,
+    content: &str,
+) -> Result<Value, FsError> {
+    let size = content.len();
     let lines: Vec<&str> = content.split_inclusive('\n').collect();
     let total = lines.len();
     let range_err = |problem: String| FsError::Range {
@@ -219,11 +270,25 @@ pub fn read_file(ws: &Workspace, config: &FsConfig, arguments: Value) -> Result<
     Ok(result)
 }
 
+/// `write_file` arguments.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct WriteArgs {
-    path: String,
-    content: String,
+pub(crate) struct WriteArgs {
+    pub(crate) path: String,
+    pub(crate) content: String,
+}
+
+/// A `write_file` call's arguments and the path they name (resolved, not opened).
+///
+/// # Errors
+/// Bad arguments, an escaping path.
+pub(crate) fn write_request(
+    ws: &Workspace,
+    arguments: Value,
+) -> Result<(WriteArgs, cordis_workspace::WorkspacePath), FsError> {
+    let a: WriteArgs = args(crate::WRITE_FILE, arguments)?;
+    let path = ws.resolve(&a.path)?;
+    Ok((a, path))
 }
 
 /// `write_file`: creates or replaces a file atomically, creating parent directories.
@@ -241,9 +306,10 @@ pub fn write_file(ws: &Workspace, arguments: Value) -> Result<Value, FsError> {
     }))
 }
 
+/// `edit_file` arguments.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct EditArgs {
+pub(crate) struct EditArgs {
     path: String,
     old_string: String,
     new_string: String,
@@ -273,6 +339,21 @@ pub struct EditPlan {
 /// Bad arguments, escapes, binary files, zero or (without `replace_all`) several matches, a
 /// result over the size limit.
 pub fn plan_edit(ws: &Workspace, config: &FsConfig, arguments: Value) -> Result<EditPlan, FsError> {
+    let (a, path) = edit_request(ws, arguments)?;
+    let bytes = ws.read_limited(&path, config.max_file_bytes)?;
+    let content = text(crate::EDIT_FILE, &a.path, bytes)?;
+    plan_edit_of(config, a, path, content)
+}
+
+/// An `edit_file` call's arguments (checked for edits that cannot do anything) and the path
+/// they name (resolved, not opened).
+///
+/// # Errors
+/// Bad or useless arguments, an escaping path.
+pub(crate) fn edit_request(
+    ws: &Workspace,
+    arguments: Value,
+) -> Result<(EditArgs, cordis_workspace::WorkspacePath), FsError> {
     let a: EditArgs = args(crate::EDIT_FILE, arguments)?;
     if a.old_string.is_empty() {
         return Err(FsError::UselessEdit(
@@ -285,8 +366,19 @@ pub fn plan_edit(ws: &Workspace, config: &FsConfig, arguments: Value) -> Result<
         ));
     }
     let path = ws.resolve(&a.path)?;
-    let bytes = ws.read_limited(&path, config.max_file_bytes)?;
-    let content = text(crate::EDIT_FILE, &a.path, bytes)?;
+    Ok((a, path))
+}
+
+/// Works out the edit `a` of `content`, the text of `path`.
+///
+/// # Errors
+/// Zero or (without `replace_all`) several matches, a result over the size limit.
+pub(crate) fn plan_edit_of(
+    config: &FsConfig,
+    a: EditArgs,
+    path: cordis_workspace::WorkspacePath,
+    content: String,
+) -> Result<EditPlan, FsError> {
     let offsets: Vec<usize> = content
         .match_indices(&a.old_string)
         .map(|(i, _)| i)

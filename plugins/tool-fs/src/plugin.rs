@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 use crate::config::FsConfig;
 use crate::ops::{self, FsError};
 use crate::preflight::{self, Plans};
+use crate::routed;
 
 /// The `tool-fs` plugin.
 #[derive(Debug, Clone, Copy, Default)]
@@ -111,42 +112,79 @@ static SCHEMAS: LazyLock<[ToolSchema; 4]> = LazyLock::new(|| {
 
 /// The four tools over `ws`, sorted by name.
 pub fn fs_tools(ws: &Workspace, config: FsConfig) -> Vec<ToolDefinition> {
-    fs_tools_with(ws, Arc::new(config), &Plans::default())
+    fs_tools_with(ws, Arc::new(config), &Plans::default(), None)
 }
 
 /// `edit_file`: the plan it was shown with when `plans` has one for the call.
-fn edit_tool(ws: &Workspace, config: &Arc<FsConfig>, plans: &Plans) -> ToolDefinition {
+fn edit_tool(
+    ws: &Workspace,
+    config: &Arc<FsConfig>,
+    plans: &Plans,
+    ctx: Option<Context>,
+) -> ToolDefinition {
     let (ws, config, plans) = (ws.clone(), config.clone(), plans.clone());
     ToolDefinition::new(SCHEMAS[0].clone(), move |args, call| {
         let (ws, config) = (ws.clone(), config.clone());
         let planned = plans.take(call.scope, &call.call_id, &args);
+        let route = routed::route_of(ctx.as_ref());
         async move {
-            let joined =
-                tokio::task::spawn_blocking(move || preflight::run(&ws, &config, planned, args))
-                    .await;
-            match joined {
-                Ok(Ok(value)) => Ok(ToolOutput::new(value)),
-                Ok(Err(e)) => Err(e.to_string()),
-                Err(e) => Err(format!("file tool task failed: {e}")),
-            }
+            preflight::run(route, &ws, &config, planned, args)
+                .await
+                .map(ToolOutput::new)
+                .map_err(|e| e.to_string())
         }
     })
 }
 
-/// [`fs_tools`], `edit_file` applying the plans of `plans`.
-fn fs_tools_with(ws: &Workspace, config: Arc<FsConfig>, plans: &Plans) -> Vec<ToolDefinition> {
+/// `read_file` and `write_file`, through the composition's file route when it has one (asked
+/// at each call: a front end provides it after the tools registered).
+fn routed_tools(
+    ws: &Workspace,
+    config: &Arc<FsConfig>,
+    ctx: Option<Context>,
+) -> [ToolDefinition; 2] {
+    let (read_ws, read_config, read_ctx) = (ws.clone(), config.clone(), ctx.clone());
+    let read = ToolDefinition::new(SCHEMAS[2].clone(), move |args, _call| {
+        let (ws, config) = (read_ws.clone(), read_config.clone());
+        let route = routed::route_of(read_ctx.as_ref());
+        async move {
+            routed::read_file(route, ws, config, args)
+                .await
+                .map(ToolOutput::new)
+                .map_err(|e| e.to_string())
+        }
+    });
+    let write_ws = ws.clone();
+    let write = ToolDefinition::new(SCHEMAS[3].clone(), move |args, _call| {
+        let ws = write_ws.clone();
+        let route = routed::route_of(ctx.as_ref());
+        async move {
+            routed::write_file(route, ws, args)
+                .await
+                .map(ToolOutput::new)
+                .map_err(|e| e.to_string())
+        }
+    });
+    [read, write]
+}
+
+/// [`fs_tools`], `edit_file` applying the plans of `plans`, reads and writes through the file
+/// route of `ctx`'s composition when it has one.
+fn fs_tools_with(
+    ws: &Workspace,
+    config: Arc<FsConfig>,
+    plans: &Plans,
+    ctx: Option<Context>,
+) -> Vec<ToolDefinition> {
+    let [read, write] = routed_tools(ws, &config, ctx.clone());
     vec![
         // Every path resolves beneath the workspace root (`RESOLVE_BENEATH`): confined.
-        edit_tool(ws, &config, plans)
+        edit_tool(ws, &config, plans, ctx)
             .with_effect(Effect::Edit)
             .confined(),
         tool(ws, &config, &SCHEMAS[1], ops::list_files).read_only(),
-        tool(ws, &config, &SCHEMAS[2], ops::read_file).read_only(),
-        tool(ws, &config, &SCHEMAS[3], |ws, _, args| {
-            ops::write_file(ws, args)
-        })
-        .with_effect(Effect::Edit)
-        .confined(),
+        read.read_only(),
+        write.with_effect(Effect::Edit).confined(),
     ]
 }
 
@@ -179,12 +217,15 @@ impl Plugin for FsPlugin {
         let plans = Plans::default();
         // Planned before the approvals' listener (at the back) asks anyone.
         let (planning, plan_ws, plan_config) = (plans.clone(), ws.clone(), config.clone());
+        let plan_ctx = ctx.clone();
         let _ = ctx.on_waterfall::<ToolsPreExecute, _, _>(Position::Front, move |mut v, next| {
             let (plans, ws, config) = (planning.clone(), plan_ws.clone(), plan_config.clone());
+            let route = routed::route_of(Some(&plan_ctx));
             async move {
                 if v.call.name == crate::EDIT_FILE && v.decision == Decision::Allow {
                     let planned = preflight::plan(
                         &plans,
+                        route.as_ref(),
                         &ws,
                         &config,
                         v.scope,
@@ -221,7 +262,7 @@ impl Plugin for FsPlugin {
             };
             let _ = presenters.register(&ctx, crate::EDIT_FILE, Arc::new(presenter))?;
         }
-        for def in fs_tools_with(&ws, config, &plans) {
+        for def in fs_tools_with(&ws, config, &plans, Some(ctx.clone())) {
             let _ = registry.register_scheduled(&ctx, def).await?;
         }
         Ok(())

@@ -12,7 +12,9 @@ use cordis_workspace::Workspace;
 use serde_json::Value;
 
 use crate::config::FsConfig;
-use crate::ops::{self, EditPlan, FsError};
+use crate::ops::{EditPlan, FsError};
+use crate::routed;
+use cordis_workspace::FileRoute;
 
 /// Plans kept at once; a call's plan goes when it runs, ends or is denied (a call whose turn
 /// was dropped mid-question leaves its plan until these bounds push it out).
@@ -77,16 +79,14 @@ impl Plans {
 /// apply.
 pub(crate) async fn plan(
     plans: &Plans,
+    route: Option<&Arc<dyn FileRoute>>,
     ws: &Workspace,
     config: &Arc<FsConfig>,
     scope: Option<ScopeKey>,
     call_id: &str,
     args: &Value,
 ) -> Result<(), String> {
-    let (ws, config, arguments) = (ws.clone(), config.clone(), args.clone());
-    let planned = tokio::task::spawn_blocking(move || ops::plan_edit(&ws, &config, arguments))
-        .await
-        .map_err(|e| format!("file tool task failed: {e}"))?;
+    let planned = routed::plan_edit(route, ws, config, args.clone()).await;
     match planned {
         Ok(plan) => {
             plans.insert(scope, call_id, args.clone(), plan);
@@ -98,21 +98,18 @@ pub(crate) async fn plan(
 
 /// Runs an `edit_file` call: the plan it was shown with when there is one (refused when the file
 /// changed since), else planned and applied now.
-pub(crate) fn run(
+pub(crate) async fn run(
+    route: Option<Arc<dyn FileRoute>>,
     ws: &Workspace,
-    config: &FsConfig,
+    config: &Arc<FsConfig>,
     planned: Option<Arc<EditPlan>>,
     args: Value,
 ) -> Result<Value, FsError> {
-    let Some(plan) = planned else {
-        return ops::edit_file(ws, config, args);
+    let plan = match planned {
+        Some(plan) => plan,
+        None => Arc::new(routed::plan_edit(route.as_ref(), ws, config, args).await?),
     };
-    if ops::read_text(ws, config, &plan.path)? != plan.before {
-        return Err(FsError::ChangedSinceShown {
-            path: plan.path.to_string(),
-        });
-    }
-    ops::apply_edit(ws, &plan)
+    routed::apply_edit(route.as_ref(), ws, config, &plan).await
 }
 
 /// How `edit_file` calls look: to an approval, with a plan, the whole file's diff (real line

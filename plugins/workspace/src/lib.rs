@@ -28,11 +28,13 @@
 mod error;
 mod path;
 mod plugin;
+mod route;
 mod walk;
 mod workspace;
 
 pub use error::{Escape, WorkspaceError};
 pub use path::WorkspacePath;
 pub use plugin::{WorkspaceConfig, WorkspacePlugin};
+pub use route::{FileRoute, FileRouteService, RouteFuture};
 pub use walk::Listing;
 pub use workspace::{FileInfo, Resolution, Workspace, WriteOutcome};

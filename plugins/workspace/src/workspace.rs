@@ -384,6 +384,54 @@ impl Workspace {
         }
     }
 
+    /// Gets `path` ready for a write that another party makes (a [`crate::FileRoute`]): its
+    /// parent directories are created (never through a symlink) and the target is checked as
+    /// [`Workspace::write_atomic`] checks it. Returns the absolute path and whether a file is
+    /// there already.
+    ///
+    /// # Errors
+    /// As [`Workspace::write_atomic`] before it writes.
+    pub fn prepare_write(
+        &self,
+        path: &WorkspacePath,
+    ) -> Result<(std::path::PathBuf, bool), WorkspaceError> {
+        let components = path.components();
+        let Some((name, dirs)) = components.split_last() else {
+            return Err(WorkspaceError::NotAFile {
+                path: path.given.clone(),
+                kind: "directory",
+            });
+        };
+        let parent = self.walk_dirs(path, dirs, true)?;
+        let dir = parent.as_ref().map_or(self.root_fd(), |fd| fd.as_fd());
+        let exists = match rustix::fs::statat(dir, *name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) => match FileType::from_raw_mode(st.st_mode) {
+                FileType::RegularFile => true,
+                FileType::Symlink => {
+                    return Err(WorkspaceError::Outside {
+                        path: path.given.clone(),
+                        root: self.inner.root.clone(),
+                        reason: Escape::Symlink,
+                    });
+                }
+                ft => {
+                    return Err(WorkspaceError::NotAFile {
+                        path: path.given.clone(),
+                        kind: kind_name(ft),
+                    });
+                }
+            },
+            Err(Errno::NOENT) => false,
+            Err(e) => return Err(self.map_errno(path, e)),
+        };
+        Ok((crate::route::absolute(self.root(), &path.rel), exists))
+    }
+
+    /// The absolute path of `path` (lexical: open it through the workspace to check it).
+    pub fn absolute(&self, path: &WorkspacePath) -> std::path::PathBuf {
+        crate::route::absolute(self.root(), &path.rel)
+    }
+
     /// Writes `bytes` to `path` atomically: parent directories are created (never through a
     /// symlink), the data goes to a temporary file in the same directory, which is synced and
     /// renamed over the target. A reader sees the old file or the new one, never a mix; a
