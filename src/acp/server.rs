@@ -1139,7 +1139,7 @@ async fn attach(
             }
         }
     }
-    let mapper = Mutex::new(mapper);
+    let mapper = Arc::new(Mutex::new(mapper));
     let agent_id = booted.agent.id().to_owned();
     // With an editor that reads or writes files, the file tools go through it.
     let changing_since = Arc::new(Mutex::new(None));
@@ -1161,6 +1161,15 @@ async fn attach(
     };
     // Called synchronously as each event is logged, so every update of a turn is queued
     // before the turn's answer (one outgoing queue keeps them in order).
+    // A running command's output, as it arrives (not logged; the result follows).
+    let live_mapper = mapper.clone();
+    let live_send = send.clone();
+    let _ = root.on::<cordis_tool_shell::CommandOutput>(move |e| {
+        let update = cordis_runtime::lock(&live_mapper).live_output(&e.call_id, &e.text);
+        if let Some(update) = update {
+            live_send(update);
+        }
+    });
     let _ = root.on::<AgentEvent>(move |e| {
         if e.agent != agent_id {
             return;

@@ -61,7 +61,24 @@ pub struct UpdateMapper {
     context_window: Option<u64>,
     /// The session has its title (a first prompt went by): later prompts do not retitle it.
     titled: bool,
+    /// Running commands' live output so far (the tail a plain client is shown), and when it
+    /// was last sent; with the terminal extension only that output was streamed.
+    live: BTreeMap<String, LiveOutput>,
 }
+
+/// What a running command showed live.
+#[derive(Debug, Default)]
+struct LiveOutput {
+    /// Its latest output, at most [`LIVE_TAIL`] bytes (plain clients).
+    tail: String,
+    /// When it was last sent (plain clients: at most every [`LIVE_EVERY`]).
+    sent: Option<std::time::Instant>,
+}
+
+/// How much of a running command's output a plain client is shown: its tail.
+const LIVE_TAIL: usize = 16 * 1024;
+/// How often a plain client is sent a running command's output (each update repeats the tail).
+const LIVE_EVERY: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// Where the live stream's views come from: the composition's tools and presenters, read in
 /// the agent's scope (what a history read of a session with a live agent uses).
@@ -83,7 +100,58 @@ impl UpdateMapper {
             terminal_meta: false,
             context_window: None,
             titled: false,
+            live: BTreeMap::new(),
         }
+    }
+
+    /// The update of a piece of a running command's output (not logged: the result follows):
+    /// Zed's `terminal_output` with the piece, for clients with the terminal extension; else
+    /// the output's tail as the call's content, at most every [`LIVE_EVERY`]. None for a call
+    /// this mapper did not announce.
+    pub fn live_output(&mut self, call_id: &str, text: &str) -> Option<SessionUpdate> {
+        if !self.pending.contains_key(call_id) {
+            return None;
+        }
+        let live = self.live.entry(call_id.to_owned()).or_default();
+        if self.terminal_meta {
+            return Some(SessionUpdate::ToolCallUpdate(ToolCallUpdate {
+                tool_call_id: call_id.to_owned(),
+                title: None,
+                status: None,
+                content: None,
+                raw_input: None,
+                meta: Some(serde_json::json!({
+                    "terminal_output": {"terminal_id": call_id, "data": text},
+                })),
+            }));
+        }
+        live.tail.push_str(text);
+        if live.tail.len() > LIVE_TAIL {
+            let mut cut = live.tail.len() - LIVE_TAIL;
+            while !live.tail.is_char_boundary(cut) {
+                cut += 1;
+            }
+            live.tail.drain(..cut);
+        }
+        let now = std::time::Instant::now();
+        if live
+            .sent
+            .is_some_and(|at| now.duration_since(at) < LIVE_EVERY)
+        {
+            return None;
+        }
+        live.sent = Some(now);
+        let body = live.tail.trim_end_matches('\n');
+        Some(SessionUpdate::ToolCallUpdate(ToolCallUpdate {
+            tool_call_id: call_id.to_owned(),
+            title: None,
+            status: None,
+            content: Some(vec![ToolCallContent::text(format!(
+                "```console\n{body}\n```"
+            ))]),
+            raw_input: None,
+            meta: None,
+        }))
     }
 
     /// For a session whose first prompt this mapper will not see (opened without a replay):
@@ -193,6 +261,7 @@ impl UpdateMapper {
                 vec![SessionUpdate::ToolCall(self.tool_call(&call.call_id, p))]
             }
             EventView::ToolResult(result) => {
+                let streamed = self.live.remove(&result.call_id).is_some() && self.terminal_meta;
                 let Some((_, name, args)) = self.pending.remove(&result.call_id) else {
                     // A result without its call cannot be shown as an update of it.
                     tracing::debug!(call = %result.call_id, "tool result without a call; not shown");
@@ -202,11 +271,14 @@ impl UpdateMapper {
                     text: Some(content_text(&result.content)),
                     ..cordis_presenter::generic(&name, &args)
                 });
-                let mut updates = vec![SessionUpdate::ToolCallUpdate(self.tool_call_update(
-                    &result.call_id,
-                    &result,
-                    p,
-                ))];
+                let mut update = self.tool_call_update(&result.call_id, &result, p);
+                if streamed && let Some(meta) = update.meta.as_mut().and_then(Value::as_object_mut)
+                {
+                    // The terminal shows the output streamed while it ran; sent again, it
+                    // would show twice.
+                    meta.remove("terminal_output");
+                }
+                let mut updates = vec![SessionUpdate::ToolCallUpdate(update)];
                 if name == TODO_WRITE
                     && !result.is_error
                     && let Some(plan) = plan_of(&args)

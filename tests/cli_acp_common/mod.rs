@@ -139,3 +139,39 @@ pub fn check_messages(messages: &[Value], sent: &[(u64, String)]) -> Result<(), 
     }
     Ok(())
 }
+
+/// True for an update a running command sends while it runs (its output so far): a
+/// `tool_call_update` without a status. They are not logged, so a replay has none.
+pub fn is_progress(update: &Value) -> bool {
+    update["sessionUpdate"] == "tool_call_update" && update.get("status").is_none()
+}
+
+/// The story `updates` tell, as a replay tells it: progress updates dropped, and the terminal
+/// output a call streamed while it ran (Zed's `terminal_output` pieces) put back into its final
+/// update, where a replay has it whole.
+pub fn story(updates: &[Value]) -> Vec<Value> {
+    let mut streamed: std::collections::BTreeMap<String, String> = Default::default();
+    let mut out = Vec::new();
+    for u in updates {
+        let call = u["toolCallId"].as_str().unwrap_or_default().to_owned();
+        if is_progress(u) {
+            if let Some(data) = u["_meta"]["terminal_output"]["data"].as_str() {
+                streamed.entry(call).or_default().push_str(data);
+            }
+            continue;
+        }
+        let mut u = u.clone();
+        if u["sessionUpdate"] == "tool_call_update"
+            && let Some(data) = streamed.remove(&call)
+            && u["_meta"].get("terminal_output").is_none()
+            && let Some(meta) = u.get_mut("_meta").and_then(Value::as_object_mut)
+        {
+            meta.insert(
+                "terminal_output".into(),
+                serde_json::json!({"terminal_id": call, "data": data}),
+            );
+        }
+        out.push(u);
+    }
+    out
+}

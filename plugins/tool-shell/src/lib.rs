@@ -13,8 +13,9 @@ mod run;
 
 pub use config::ShellConfig;
 pub use cordis_sandbox::SandboxMode;
+pub use plugin::CommandOutput;
 pub use plugin::{ShellPlugin, bash_tool};
-pub use run::{ShellError, run_bash};
+pub use run::{LIVE_OUTPUT_LIMIT, Live, ShellError, run_bash, run_bash_live};
 
 /// `bash`.
 pub const BASH: &str = "bash";

@@ -9,7 +9,7 @@ use cordis_workspace::Workspace;
 use serde_json::json;
 
 use crate::config::ShellConfig;
-use crate::run::run_bash;
+use crate::run::run_bash_live;
 
 /// The `tool-shell` plugin.
 #[derive(Debug, Clone, Copy, Default)]
@@ -38,17 +38,54 @@ static SCHEMA: LazyLock<ToolSchema> = LazyLock::new(|| {
     }
 });
 
+/// A piece of a running command's output (`shell/output`: stdout and stderr as they arrive),
+/// emitted while it runs so a front end can show it live. Not logged: the call's result holds
+/// the output the model reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommandOutput {
+    /// The call running the command.
+    pub call_id: String,
+    /// The scope of the call.
+    pub scope: Option<cordis_tools::ScopeKey>,
+    /// The text.
+    pub text: String,
+}
+
+impl cordis_runtime::Event for CommandOutput {
+    const NAME: &'static str = "shell/output";
+    type Output = ();
+}
+
 /// The `bash` tool running in `root`: effect `execute`, confined when its sandbox is.
 pub fn bash_tool(root: PathBuf, config: ShellConfig) -> ToolDefinition {
+    bash_tool_in(root, config, None)
+}
+
+/// [`bash_tool`], emitting each command's output as [`CommandOutput`] events on `ctx` while it
+/// runs (when anyone listens).
+fn bash_tool_in(root: PathBuf, config: ShellConfig, ctx: Option<Context>) -> ToolDefinition {
     let confined = config.is_confined();
     let root = Arc::new(root);
     let config = Arc::new(config);
     let schema = SCHEMA.clone();
-    let def = ToolDefinition::new(schema, move |args, _call| {
+    let def = ToolDefinition::new(schema, move |args, call| {
         let root = root.clone();
         let config = config.clone();
+        let ctx = ctx
+            .clone()
+            .filter(|c| c.listener_count::<CommandOutput>() > 0);
         async move {
-            run_bash(&root, &config, args)
+            let sink = |text: &str| {
+                if let Some(ctx) = &ctx {
+                    ctx.emit(CommandOutput {
+                        call_id: call.call_id.clone(),
+                        scope: call.scope,
+                        text: text.to_owned(),
+                    });
+                }
+            };
+            let live = crate::run::Live::new(&sink);
+            run_bash_live(&root, &config, args, ctx.as_ref().map(|_| &live))
                 .await
                 .map(ToolOutput::new)
                 .map_err(|e| e.to_string())
@@ -83,7 +120,7 @@ impl Plugin for ShellPlugin {
     async fn apply(&self, ctx: Context, config: &ShellConfig) -> Result<(), BoxError> {
         let registry = ctx.require::<ToolRegistry>()?;
         let ws = ctx.require::<Workspace>()?;
-        let tool = bash_tool(ws.root().to_path_buf(), config.clone());
+        let tool = bash_tool_in(ws.root().to_path_buf(), config.clone(), Some(ctx.clone()));
         let _ = registry.register_scheduled(&ctx, tool).await?;
         Ok(())
     }

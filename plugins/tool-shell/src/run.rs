@@ -110,13 +110,28 @@ impl Capped {
         }
     }
 
-    async fn fill(&mut self, mut stream: impl AsyncRead + Unpin) {
+    async fn fill(&mut self, mut stream: impl AsyncRead + Unpin, live: Option<&Live<'_>>) {
         let mut buf = [0u8; 8192];
+        // The end of a character split between two reads waits for the next one.
+        let mut carry: Vec<u8> = Vec::new();
         while let Ok(n) = stream.read(&mut buf).await {
             if n == 0 {
                 break;
             }
             self.push(&buf[..n]);
+            if let Some(live) = live {
+                carry.extend_from_slice(&buf[..n]);
+                let whole = match std::str::from_utf8(&carry) {
+                    Ok(_) => carry.len(),
+                    Err(e) if e.error_len().is_none() => e.valid_up_to(),
+                    Err(_) => carry.len(),
+                };
+                live.send(&String::from_utf8_lossy(&carry[..whole]));
+                carry.drain(..whole);
+            }
+        }
+        if let Some(live) = live.filter(|_| !carry.is_empty()) {
+            live.send(&String::from_utf8_lossy(&carry));
         }
     }
 
@@ -136,6 +151,42 @@ impl Capped {
         let tail: Vec<u8> = self.tail.iter().copied().collect();
         out.push_str(&String::from_utf8_lossy(&tail));
         out
+    }
+}
+
+/// How much of one command's output is shown live, at most (the result keeps its head and
+/// tail whatever the size).
+pub const LIVE_OUTPUT_LIMIT: usize = 1024 * 1024;
+
+/// Where a running command's output goes as it arrives (stdout and stderr as they come), up to
+/// [`LIVE_OUTPUT_LIMIT`] bytes, then one note.
+pub struct Live<'a> {
+    sink: &'a (dyn Fn(&str) + Sync),
+    sent: std::sync::atomic::AtomicUsize,
+}
+
+impl<'a> Live<'a> {
+    /// Output to `sink`.
+    pub fn new(sink: &'a (dyn Fn(&str) + Sync)) -> Self {
+        Live {
+            sink,
+            sent: std::sync::atomic::AtomicUsize::new(0),
+        }
+    }
+
+    fn send(&self, text: &str) {
+        use std::sync::atomic::Ordering;
+        if text.is_empty() {
+            return;
+        }
+        let before = self.sent.fetch_add(text.len(), Ordering::Relaxed);
+        if before + text.len() <= LIVE_OUTPUT_LIMIT {
+            (self.sink)(text);
+        } else if before <= LIVE_OUTPUT_LIMIT {
+            (self.sink)(&format!(
+                "\n[live output stops after {LIVE_OUTPUT_LIMIT} bytes; the result keeps the head and tail]\n"
+            ));
+        }
     }
 }
 
@@ -202,6 +253,22 @@ pub async fn run_bash(
     config: &ShellConfig,
     arguments: Value,
 ) -> Result<Value, ShellError> {
+    run_bash_live(root, config, arguments, None).await
+}
+
+/// [`run_bash`], its output also sent to `live` as it arrives.
+///
+/// # Errors
+/// As [`run_bash`].
+///
+/// # Cancel safety
+/// As [`run_bash`].
+pub async fn run_bash_live(
+    root: &Path,
+    config: &ShellConfig,
+    arguments: Value,
+    live: Option<&Live<'_>>,
+) -> Result<Value, ShellError> {
     let a: BashArgs = serde_json::from_value(arguments).map_err(ShellError::Args)?;
     let timeout_ms = a
         .timeout_ms
@@ -242,12 +309,12 @@ pub async fn run_bash(
     let status = {
         let reading = async {
             if let Some(s) = stdout {
-                out.fill(s).await;
+                out.fill(s, live).await;
             }
         };
         let reading_err = async {
             if let Some(s) = stderr {
-                err.fill(s).await;
+                err.fill(s, live).await;
             }
         };
         let reading = async { tokio::join!(reading, reading_err) };

@@ -427,3 +427,46 @@ fn temp_dirs_are_private_and_those_of_gone_hosts_are_swept() {
     );
     let _ = std::fs::remove_file(&link);
 }
+
+#[tokio::test]
+async fn live_output_arrives_whole_characters_and_stops_at_its_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let seen = std::sync::Mutex::new(String::new());
+    let sink = |text: &str| seen.lock().unwrap().push_str(text);
+    let live = Live::new(&sink);
+    // "é" split across two writes (and so, often, two reads): never a replacement character.
+    let r = run_bash_live(
+        dir.path(),
+        &config(),
+        json!({"command": "printf 'h\\303'; sleep 0.05; printf '\\251llo\\n'"}),
+        Some(&live),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r["stdout"], "héllo\n");
+    assert_eq!(*seen.lock().unwrap(), "héllo\n");
+    // Three MiB of output: the live copy stops at the limit with one note; the result is the
+    // command's as ever.
+    let seen = std::sync::Mutex::new(String::new());
+    let sink = |text: &str| seen.lock().unwrap().push_str(text);
+    let live = Live::new(&sink);
+    let r = run_bash_live(
+        dir.path(),
+        &config(),
+        json!({"command": "head -c 3145728 /dev/zero | tr '\\0' a"}),
+        Some(&live),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r["exit_code"], 0);
+    let seen = seen.lock().unwrap();
+    let note = "[live output stops after";
+    assert_eq!(seen.matches(note).count(), 1);
+    let shown = seen.split('\n').next().unwrap().len();
+    assert!(shown <= LIVE_OUTPUT_LIMIT, "{shown} bytes shown live");
+    assert!(
+        seen.len() < LIVE_OUTPUT_LIMIT + 200,
+        "{} bytes in all",
+        seen.len()
+    );
+}
