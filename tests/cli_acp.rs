@@ -10,7 +10,7 @@
 use crate::cli_acp_common;
 use crate::common;
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin};
 use std::sync::mpsc;
@@ -55,7 +55,128 @@ struct Acp {
     /// The editor's buffers (path → text), when it answers `fs/*` requests: a read gets the
     /// buffer (else the disk), a write replaces the buffer and saves it to disk.
     buffers: Option<std::collections::BTreeMap<PathBuf, String>>,
+    /// The editor's terminals, when it answers `terminal/*` requests.
+    terminals: Option<Terminals>,
     dir: PathBuf,
+}
+
+/// A test editor's terminal: its process, its output as read so far, the threads reading it.
+type Running = (
+    Child,
+    std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
+    Vec<std::thread::JoinHandle<()>>,
+);
+
+/// A test editor's terminals: real processes, their output collected; `wait_for_exit` is
+/// answered when the process has exited (checked while reading).
+#[derive(Default)]
+struct Terminals {
+    running: std::collections::BTreeMap<String, Running>,
+    /// `wait_for_exit` requests not answered yet: (request id, terminal).
+    waiting: Vec<(Value, String)>,
+    made: u64,
+}
+
+impl Terminals {
+    /// The answer to terminal request `message`, if it is one (`None` for a wait that must
+    /// wait).
+    fn answer(&mut self, message: &Value) -> Option<Value> {
+        let params = &message["params"];
+        let id = params["terminalId"].as_str().unwrap_or_default().to_owned();
+        match message["method"].as_str()? {
+            "terminal/create" => {
+                self.made += 1;
+                let id = format!("term-{}", self.made);
+                let mut cmd = std::process::Command::new(params["command"].as_str().unwrap());
+                for a in params["args"].as_array().unwrap() {
+                    cmd.arg(a.as_str().unwrap());
+                }
+                cmd.current_dir(params["cwd"].as_str().unwrap()).env_clear();
+                for e in params["env"].as_array().unwrap() {
+                    cmd.env(e["name"].as_str().unwrap(), e["value"].as_str().unwrap());
+                }
+                let mut child = cmd
+                    .stdin(std::process::Stdio::null())
+                    .stdout(std::process::Stdio::piped())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .unwrap();
+                let output = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+                let mut readers = Vec::new();
+                for mut stream in [
+                    Box::new(child.stdout.take().unwrap()) as Box<dyn std::io::Read + Send>,
+                    Box::new(child.stderr.take().unwrap()),
+                ] {
+                    let output = output.clone();
+                    readers.push(std::thread::spawn(move || {
+                        let mut buf = [0u8; 4096];
+                        while let Ok(n) = stream.read(&mut buf) {
+                            if n == 0 {
+                                break;
+                            }
+                            output.lock().unwrap().extend_from_slice(&buf[..n]);
+                        }
+                    }));
+                }
+                self.running.insert(id.clone(), (child, output, readers));
+                Some(json!({"terminalId": id}))
+            }
+            "terminal/wait_for_exit" => {
+                self.waiting.push((message["id"].clone(), id));
+                None
+            }
+            "terminal/output" => {
+                let (child, output, readers) = self.running.get_mut(&id).unwrap();
+                let status = child.try_wait().unwrap().map(|s| {
+                    use std::os::unix::process::ExitStatusExt;
+                    json!({"exitCode": s.code(), "signal": s.signal().map(|n| format!("{n}"))})
+                });
+                if status.is_some() {
+                    // Exited: all its output is read once its pipes close.
+                    for reader in readers.drain(..) {
+                        reader.join().unwrap();
+                    }
+                }
+                let text = String::from_utf8_lossy(&output.lock().unwrap()).into_owned();
+                Some(json!({"output": text, "truncated": false, "exitStatus": status}))
+            }
+            "terminal/kill" => {
+                let (child, _, _) = self.running.get_mut(&id).unwrap();
+                let _ = child.kill();
+                let _ = child.wait();
+                Some(json!({}))
+            }
+            "terminal/release" => {
+                let (mut child, _, _) = self.running.remove(&id).unwrap();
+                let _ = child.kill();
+                let _ = child.wait();
+                Some(json!({}))
+            }
+            _ => None,
+        }
+    }
+
+    /// Answers for the waits whose process has exited.
+    fn exited(&mut self) -> Vec<(Value, Value)> {
+        let mut done = Vec::new();
+        let running = &mut self.running;
+        self.waiting.retain(|(request, id)| {
+            let Some((child, _, _)) = running.get_mut(id) else {
+                return true;
+            };
+            match child.try_wait().unwrap() {
+                Some(s) => {
+                    done.push((
+                        request.clone(),
+                        json!({"exitCode": s.code(), "signal": null}),
+                    ));
+                    false
+                }
+                None => true,
+            }
+        });
+        done
+    }
 }
 
 impl Acp {
@@ -94,6 +215,7 @@ impl Acp {
             sent: Vec::new(),
             answer: Answer::Reject,
             buffers: None,
+            terminals: None,
             dir: dir.to_owned(),
         }
     }
@@ -127,16 +249,35 @@ impl Acp {
 
     /// The next message (answering permission questions on the way); panics after the deadline.
     fn next(&mut self) -> Value {
-        let line = self.lines.recv_timeout(DEADLINE).unwrap_or_else(|_| {
-            panic!(
-                "no message from cordis acp within {DEADLINE:?}; saw:\n{}",
-                self.seen
-                    .iter()
-                    .map(Value::to_string)
-                    .collect::<Vec<_>>()
-                    .join("\n")
-            )
-        });
+        let end = Instant::now() + DEADLINE;
+        let line = loop {
+            // A terminal's process that exited answers its wait.
+            let exited = self
+                .terminals
+                .as_mut()
+                .map(Terminals::exited)
+                .unwrap_or_default();
+            for (id, result) in exited {
+                self.write(&json!({"jsonrpc": "2.0", "id": id, "result": result}));
+            }
+            let step = if self.terminals.is_some() {
+                Duration::from_millis(20)
+            } else {
+                DEADLINE
+            };
+            match self.lines.recv_timeout(step) {
+                Ok(line) => break line,
+                Err(mpsc::RecvTimeoutError::Timeout) if Instant::now() < end => {}
+                Err(_) => panic!(
+                    "no message from cordis acp within {DEADLINE:?}; saw:\n{}",
+                    self.seen
+                        .iter()
+                        .map(Value::to_string)
+                        .collect::<Vec<_>>()
+                        .join("\n")
+                ),
+            }
+        };
         let message: Value = serde_json::from_str(&line)
             .unwrap_or_else(|e| panic!("stdout carries only JSON-RPC, got {line:?}: {e}"));
         self.seen.push(message.clone());
@@ -150,6 +291,10 @@ impl Acp {
             let id = message["id"].clone();
             self.write(&json!({"jsonrpc": "2.0", "id": id,
                 "result": {"outcome": {"outcome": "selected", "optionId": option}}}));
+        }
+        if let Some(result) = self.terminals.as_mut().and_then(|t| t.answer(&message)) {
+            let id = message["id"].clone();
+            self.write(&json!({"jsonrpc": "2.0", "id": id, "result": result}));
         }
         if let Some(buffers) = self.buffers.as_mut() {
             let path = PathBuf::from(message["params"]["path"].as_str().unwrap_or_default());
@@ -1069,6 +1214,162 @@ fn usage_is_the_latest_request_against_the_configured_window_not_a_running_total
     );
     // Without a configured window nothing is claimed: see
     // `reasoning_streams_as_thought_chunks_and_a_load_replays_them`.
+}
+
+/// `cordis acp` in `dir` on the fixture with a full-access shell, `script` for the model, for a
+/// client whose terminals run commands; initialized, with a session open.
+fn terminal_client(dir: &Path, script: &Value) -> (Acp, String) {
+    let config = std::fs::read_to_string(common::fixture("acp/agent.yml"))
+        .unwrap()
+        .replace(
+            "config: {env: [PATH, HOME]}",
+            "config: {env: [PATH, HOME], sandbox: full-access}",
+        );
+    assert!(config.contains("full-access"), "the fixture's shell entry");
+    std::fs::write(dir.join("agent.yml"), &config).unwrap();
+    std::fs::write(dir.join("script.json"), script.to_string()).unwrap();
+    let mut cmd = common::cordis_command(dir, &["acp", "agent.yml"]);
+    cmd.env("ACP_SCRIPT", dir.join("script.json"));
+    let mut acp = Acp::spawn(dir, cmd);
+    acp.terminals = Some(Terminals::default());
+    let id = acp.request(
+        "initialize",
+        json!({"protocolVersion": 1, "clientCapabilities": {"terminal": true}}),
+    );
+    acp.response(id);
+    let s = acp.new_session(dir);
+    (acp, s)
+}
+
+#[test]
+fn a_cancelled_command_kills_and_releases_its_editor_terminal() {
+    let dir = scratch("terminal-cancel");
+    let (mut acp, s) = terminal_client(&dir, &held_turn_script("sleep 30"));
+    let held = acp.send_prompt(&s, "hold on");
+    acp.until(|m| m["method"] == "terminal/wait_for_exit");
+    acp.notify("session/cancel", json!({"sessionId": s}));
+    assert_eq!(acp.response(held)["result"]["stopReason"], "cancelled");
+    // The turn's end dropped the call, which kills and releases its terminal (before the
+    // prompt's answer, or just after it).
+    if !acp.seen.iter().any(|m| m["method"] == "terminal/release") {
+        acp.until(|m| m["method"] == "terminal/release");
+    }
+    let kill = acp.seen.iter().position(|m| m["method"] == "terminal/kill");
+    let release = acp
+        .seen
+        .iter()
+        .position(|m| m["method"] == "terminal/release");
+    assert!(kill.is_some() && kill < release, "killed, then released");
+    assert!(acp.terminals.as_ref().unwrap().running.is_empty());
+    assert_eq!(acp.close(), 0);
+}
+
+#[test]
+fn with_an_editor_that_runs_commands_a_full_access_shell_runs_them_in_its_terminal() {
+    let dir = scratch("editor-terminal");
+    let bash = |id: &str, arguments: Value| json!({"toolCalls": [{"id": id, "name": "bash", "arguments": arguments}]});
+    let script = json!([
+        bash(
+            "t1",
+            json!({"command": "echo from the editor; echo oops >&2; exit 3"})
+        ),
+        bash("t2", json!({"command": "sleep 30", "timeout_ms": 300})),
+        text("Done.")
+    ]);
+    let (mut acp, s) = terminal_client(&dir, &script);
+    assert_eq!(
+        acp.prompt(&s, "run them")["result"]["stopReason"],
+        "end_turn"
+    );
+    assert_eq!(acp.close(), 0);
+    let asked: Vec<(String, String)> = acp
+        .seen
+        .iter()
+        .filter(|m| {
+            m["method"]
+                .as_str()
+                .is_some_and(|m| m.starts_with("terminal/"))
+        })
+        .map(|m| {
+            (
+                m["method"].as_str().unwrap().to_owned(),
+                m["params"]["terminalId"].as_str().unwrap_or("-").to_owned(),
+            )
+        })
+        .collect();
+    let step = |m: &str, t: &str| (format!("terminal/{m}"), t.to_owned());
+    assert_eq!(
+        asked,
+        [
+            step("create", "-"),
+            step("wait_for_exit", "term-1"),
+            step("output", "term-1"),
+            step("release", "term-1"),
+            step("create", "-"),
+            step("wait_for_exit", "term-2"),
+            // Past its timeout the command is killed in the editor's terminal.
+            step("kill", "term-2"),
+            step("output", "term-2"),
+            step("release", "term-2"),
+        ],
+        "{:?}",
+        acp.seen
+    );
+    let create = acp
+        .seen
+        .iter()
+        .find(|m| m["method"] == "terminal/create")
+        .unwrap();
+    assert_eq!(create["params"]["args"][0], "-c");
+    assert_eq!(create["params"]["cwd"], json!(dir));
+    // The call's card shows the terminal while it runs; the result is the terminal's output.
+    let updates = acp.updates(&s);
+    assert!(
+        updates.contains(
+            &json!({"sessionUpdate": "tool_call_update", "toolCallId": "t1",
+        "content": [{"type": "terminal", "terminalId": "term-1"}]})
+        ),
+        "{updates:?}"
+    );
+    let results: Vec<String> = updates
+        .iter()
+        .filter(|u| u["sessionUpdate"] == "tool_call_update" && u.get("status").is_some())
+        .map(Value::to_string)
+        .collect();
+    assert!(
+        results[0].contains("from the editor") && results[0].contains("oops"),
+        "{}",
+        results[0]
+    );
+    assert!(results[0].contains("[exit code 3]"), "{}", results[0]);
+    let logged = walk_files(&common::state_home(&dir))
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .map(|p| std::fs::read_to_string(p).unwrap())
+        .collect::<String>();
+    assert!(
+        logged.contains(r#""timed_out":true"#),
+        "the second call timed out: {logged}"
+    );
+}
+
+#[test]
+fn a_sandboxed_shell_keeps_its_commands_even_when_the_editor_offers_terminals() {
+    let dir = scratch("sandboxed-terminal");
+    let mut acp = Acp::start(&dir, &held_turn_script("echo here"));
+    acp.terminals = Some(Terminals::default());
+    let id = acp.request(
+        "initialize",
+        json!({"protocolVersion": 1, "clientCapabilities": {"terminal": true}}),
+    );
+    acp.response(id);
+    let s = acp.new_session(&dir);
+    assert_eq!(acp.prompt(&s, "run")["result"]["stopReason"], "end_turn");
+    assert_eq!(acp.close(), 0);
+    assert!(
+        !acp.seen.iter().any(|m| m["method"] == "terminal/create"),
+        "a sandboxed command left cordis's sandbox"
+    );
 }
 
 #[test]

@@ -60,6 +60,7 @@ pub mod protocol;
 pub mod rpc;
 pub mod server;
 pub mod session;
+pub mod terminals;
 pub mod updates;
 
 pub use server::Server;

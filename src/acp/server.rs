@@ -35,6 +35,7 @@ use super::rpc::{Connection, Incoming, Reply, RpcError};
 use super::session::{
     Booted, Composition, McpServer, McpTransport, Opening, internal, invalid_params,
 };
+use super::terminals::EditorTerminals;
 use super::updates::{LiveViews, UpdateMapper};
 use cordis_workspace::FileRouteService;
 
@@ -299,10 +300,8 @@ pub struct Server<'c> {
     composition: &'c Composition<'c>,
     connection: Connection,
     sessions: BTreeMap<String, Live>,
-    /// The client renders terminal cards from `_meta` (it said so at `initialize`).
-    terminal_output: bool,
-    /// What the client does with files (`clientCapabilities.fs`).
-    fs: EditorFs,
+    /// What the client said it does (at `initialize`).
+    editor: Editor,
     /// Openings so far (each session joining the connection gets the next).
     openings: u64,
     /// Ids being loaded (reserved before the async resume, so a second load is refused).
@@ -317,8 +316,7 @@ impl<'c> Server<'c> {
             composition,
             connection,
             sessions: BTreeMap::new(),
-            terminal_output: false,
-            fs: EditorFs::default(),
+            editor: Editor::default(),
             openings: 0,
             loading: Default::default(),
             work: FuturesUnordered::new(),
@@ -359,8 +357,11 @@ impl<'c> Server<'c> {
     fn accept(&mut self, job: Job) {
         match job {
             Job::Initialize(req, reply) => {
-                self.terminal_output = req.terminal_output();
-                self.fs = EditorFs::of(&req.client_capabilities);
+                self.editor = Editor {
+                    terminal_meta: req.terminal_output(),
+                    fs: EditorFs::of(&req.client_capabilities),
+                    terminals: req.client_capabilities["terminal"] == json!(true),
+                };
                 reply.send(Ok(super::initialize_response(&req)));
             }
             Job::New(req, reply) => {
@@ -372,15 +373,14 @@ impl<'c> Server<'c> {
                 };
                 let composition = self.composition;
                 let connection = self.connection.clone();
-                let terminal = self.terminal_output;
-                let fs = self.fs;
+                let editor = self.editor;
                 self.work.push(Box::pin(async move {
                     let id = new_session_id();
                     let live = match composition
                         .boot(&cwd, &Opening::New(id.clone()), &mcp)
                         .await
                     {
-                        Ok(b) => attach(b, id, cwd, &connection, false, terminal, fs).await,
+                        Ok(b) => attach(b, id, cwd, &connection, false, editor).await,
                         Err(e) => Err(e),
                     };
                     Done::Created(live, reply)
@@ -403,16 +403,13 @@ impl<'c> Server<'c> {
                 self.loading.insert(id.clone());
                 let composition = self.composition;
                 let connection = self.connection.clone();
-                let terminal = self.terminal_output;
-                let fs = self.fs;
+                let editor = self.editor;
                 self.work.push(Box::pin(async move {
                     let live = match composition
                         .boot(&cwd, &Opening::Load(id.clone()), &mcp)
                         .await
                     {
-                        Ok(b) => {
-                            attach(b, id.clone(), cwd, &connection, replay, terminal, fs).await
-                        }
+                        Ok(b) => attach(b, id.clone(), cwd, &connection, replay, editor).await,
                         Err(e) => Err(e),
                     };
                     Done::Loaded(id, live, reply)
@@ -1082,6 +1079,17 @@ fn job_of(message: Incoming) -> Option<Job> {
     }
 }
 
+/// What the client said it does, at `initialize`.
+#[derive(Debug, Clone, Copy, Default)]
+struct Editor {
+    /// It renders terminal cards from `_meta` (Zed's extension).
+    terminal_meta: bool,
+    /// It reads and writes files.
+    fs: EditorFs,
+    /// It runs commands in its terminals.
+    terminals: bool,
+}
+
 /// Wires a booted session to the connection: with `replay` (a load), sends the whole log
 /// through the mapper first, read with the `history` service; then streams every later event of
 /// its agent the same way, and answers `ask` by asking the editor. A failed replay disposes the
@@ -1092,9 +1100,13 @@ async fn attach(
     cwd: PathBuf,
     connection: &Connection,
     replay: bool,
-    terminal_output: bool,
-    fs: EditorFs,
+    editor: Editor,
 ) -> Result<Live, RpcError> {
+    let Editor {
+        terminal_meta: terminal_output,
+        fs,
+        terminals,
+    } = editor;
     let root = booted.root().clone();
     let presenters: Option<Arc<Presenters>> = root.get::<Presenters>();
     let window = root.get::<Llm>().and_then(|llm| llm.context_window());
@@ -1141,6 +1153,16 @@ async fn attach(
     }
     let mapper = Arc::new(Mutex::new(mapper));
     let agent_id = booted.agent.id().to_owned();
+    // With an editor that runs commands, a full-access `bash` runs them there.
+    if terminals {
+        let host = EditorTerminals {
+            connection: connection.clone(),
+            session_id: id.clone(),
+        };
+        if let Err(e) = root.provide(cordis_tool_shell::CommandHostService(Arc::new(host))) {
+            tracing::warn!(session = %id, "cannot run commands in the editor's terminal: {e}");
+        }
+    }
     // With an editor that reads or writes files, the file tools go through it.
     let changing_since = Arc::new(Mutex::new(None));
     if fs.any() {

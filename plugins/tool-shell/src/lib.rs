@@ -8,11 +8,15 @@
 //! its process group (`setsid`). The environment is cleared and refilled from an allowlist.
 
 mod config;
+mod host;
 mod plugin;
 mod run;
 
 pub use config::ShellConfig;
 pub use cordis_sandbox::SandboxMode;
+pub use host::{
+    CommandHost, CommandHostService, HostFuture, HostedCommand, HostedOutcome, result_of,
+};
 pub use plugin::CommandOutput;
 pub use plugin::{ShellPlugin, bash_tool};
 pub use run::{LIVE_OUTPUT_LIMIT, Live, ShellError, run_bash, run_bash_live};

@@ -74,7 +74,15 @@ fn bash_tool_in(root: PathBuf, config: ShellConfig, ctx: Option<Context>) -> Too
         let ctx = ctx
             .clone()
             .filter(|c| c.listener_count::<CommandOutput>() > 0);
+        // A full-access command may run in the front end's terminal (see `host`).
+        let host = ctx
+            .as_ref()
+            .filter(|_| config.sandbox == cordis_sandbox::SandboxMode::FullAccess)
+            .and_then(|c| c.get::<crate::host::CommandHostService>());
         async move {
+            if let Some(host) = host {
+                return run_hosted(&host, &root, &config, &call.call_id, args).await;
+            }
             let sink = |text: &str| {
                 if let Some(ctx) = &ctx {
                     ctx.emit(CommandOutput {
@@ -93,6 +101,51 @@ fn bash_tool_in(root: PathBuf, config: ShellConfig, ctx: Option<Context>) -> Too
     })
     .with_effect(Effect::Execute);
     if confined { def.confined() } else { def }
+}
+
+/// `bash` through a command host.
+async fn run_hosted(
+    host: &crate::host::CommandHostService,
+    root: &std::path::Path,
+    config: &ShellConfig,
+    call_id: &str,
+    args: serde_json::Value,
+) -> Result<ToolOutput, String> {
+    let a: crate::run::BashArgs =
+        serde_json::from_value(args).map_err(|e| crate::run::ShellError::Args(e).to_string())?;
+    let timeout_ms = a
+        .timeout_ms
+        .unwrap_or(config.default_timeout_ms)
+        .min(config.max_timeout_ms);
+    if timeout_ms == 0 {
+        return Err(crate::run::ShellError::ZeroTimeout.to_string());
+    }
+    let command = crate::host::HostedCommand {
+        call_id: call_id.to_owned(),
+        program: config.shell.clone(),
+        args: vec!["-c".to_owned(), a.command],
+        cwd: root.to_path_buf(),
+        env: config
+            .filtered_env()
+            .into_iter()
+            .map(|(k, v)| {
+                (
+                    k.to_string_lossy().into_owned(),
+                    v.to_string_lossy().into_owned(),
+                )
+            })
+            .collect(),
+        timeout: std::time::Duration::from_millis(timeout_ms),
+        output_limit: config.max_output_bytes,
+    };
+    let outcome = host
+        .0
+        .run(command)
+        .await
+        .map_err(|e| format!("the editor's terminal could not run the command: {e}"))?;
+    Ok(ToolOutput::new(crate::host::result_of(
+        &outcome, timeout_ms,
+    )))
 }
 
 impl Plugin for ShellPlugin {

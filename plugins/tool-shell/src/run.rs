@@ -44,11 +44,12 @@ pub enum ShellError {
     Temp(#[source] std::io::Error),
 }
 
+/// `bash` arguments.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct BashArgs {
-    command: String,
-    timeout_ms: Option<u64>,
+pub(crate) struct BashArgs {
+    pub(crate) command: String,
+    pub(crate) timeout_ms: Option<u64>,
     #[serde(default)]
     #[allow(dead_code)]
     description: Option<String>,
