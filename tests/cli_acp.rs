@@ -1136,6 +1136,85 @@ fn model_and_thought_level_switch_between_prompts_log_a_header_change_and_a_load
     assert_eq!(acp.close(), 0);
 }
 
+/// A one-shot OpenAI-compatible server on loopback: answers the first request with `events`
+/// as server-sent events (then `[DONE]`) and returns the request body it read.
+fn openai_once(events: Vec<Value>) -> (String, std::thread::JoinHandle<Value>) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let server = std::thread::spawn(move || {
+        let (mut sock, _) = listener.accept().unwrap();
+        let mut seen = Vec::new();
+        let mut buf = [0u8; 4096];
+        let body = loop {
+            let n = sock.read(&mut buf).unwrap();
+            assert!(n > 0, "the request ended early");
+            seen.extend_from_slice(&buf[..n]);
+            let text = String::from_utf8_lossy(&seen).into_owned();
+            if let Some(end) = text.find("\r\n\r\n") {
+                let length: usize = text[..end]
+                    .lines()
+                    .find_map(|l| {
+                        let (k, v) = l.split_once(':')?;
+                        k.eq_ignore_ascii_case("content-length").then(|| v.trim().parse().ok())?
+                    })
+                    .unwrap_or(0);
+                if seen.len() >= end + 4 + length {
+                    break serde_json::from_slice(&seen[end + 4..end + 4 + length]).unwrap();
+                }
+            }
+        };
+        let mut stream: String = events
+            .iter()
+            .map(|e| format!("data: {e}\n\n"))
+            .collect();
+        stream.push_str("data: [DONE]\n\n");
+        let head = format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+            stream.len()
+        );
+        sock.write_all(head.as_bytes()).unwrap();
+        sock.write_all(stream.as_bytes()).unwrap();
+        body
+    });
+    (base, server)
+}
+
+#[test]
+fn reasoning_content_deltas_of_an_openai_compatible_server_stream_as_thought_chunks() {
+    let dir = scratch("openai-thoughts");
+    let delta = |d: Value| json!({"choices": [{"index": 0, "delta": d}]});
+    let (base, server) = openai_once(vec![
+        delta(json!({"role": "assistant", "reasoning_content": "The user wants"})),
+        delta(json!({"reasoning_content": " a greeting."})),
+        delta(json!({"content": "Hello."})),
+        json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
+    ]);
+    let config = std::fs::read_to_string(common::fixture("acp/agent.yml"))
+        .unwrap()
+        .replace(
+            "adapter: scripted",
+            &format!("adapter: openai\n    baseUrl: {base}\n    apiKey: test-key"),
+        )
+        .replace("    script: \"${{ env.ACP_SCRIPT }}\"\n", "");
+    assert!(config.contains("adapter: openai"), "the fixture's llm entry");
+    std::fs::write(dir.join("agent.yml"), config).unwrap();
+    let mut acp = Acp::spawn(&dir, common::cordis_command(&dir, &["acp", "agent.yml"]));
+    acp.initialize();
+    let s = acp.new_session(&dir);
+    assert_eq!(acp.prompt(&s, "hi")["result"]["stopReason"], "end_turn");
+    assert_eq!(acp.close(), 0);
+    let body = server.join().unwrap();
+    assert_eq!(body["model"], "acp-model");
+    assert_eq!(
+        acp.updates(&s)[1..],
+        [
+            json!({"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": "The user wants"}}),
+            json!({"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": " a greeting."}}),
+            json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "Hello."}}),
+        ]
+    );
+}
+
 #[test]
 fn reasoning_streams_as_thought_chunks_and_a_load_replays_them() {
     let dir = scratch("thoughts");

@@ -4,11 +4,14 @@
 //! - every message the agent writes is valid against the protocol's JSON Schema (each
 //!   `session/update` a `SessionNotification` of the session it names, each answer its
 //!   method's response type; see `tests/cli_acp_common`);
-//! - no `tool_call_update` comes before its `tool_call`, and every call gets exactly one update
-//!   before its prompt is answered;
+//! - no `tool_call_update` comes before its `tool_call`, and every call gets exactly one final
+//!   update before its prompt is answered (a running command's progress updates come between
+//!   its call and that one);
+//! - the model's reasoning streams as thought chunks, and the first prompt titles the session;
 //! - each prompt settles as its script says: `end_turn`, `max_tokens` when the model ran out
 //!   of tokens, an error when the model failed;
-//! - `session/load` replays exactly what was streamed live (plus the user's side).
+//! - `session/load` replays exactly what was streamed live (plus the user's side; a command's
+//!   progress is not logged, so its output is compared as the terminal ends up showing it).
 
 use crate::cli_acp_common;
 
@@ -29,6 +32,8 @@ const DEADLINE: Duration = Duration::from_secs(30);
 struct Step {
     text: Vec<String>,
     calls: Vec<Value>,
+    /// The model's reasoning before it (`agent_thought_chunk`s).
+    reasoning: Vec<String>,
 }
 
 /// How a generated turn ends.
@@ -78,6 +83,8 @@ fn call() -> impl Strategy<Value = Value> {
         todos.prop_map(|a| json!({"name": "todo_write", "arguments": a})),
         Just(json!({"name": "list_files", "arguments": {"pattern": "*.txt"}})),
         Just(json!({"name": "bash", "arguments": {"command": "echo out; echo err >&2; exit 3"}})),
+        // Output in two pieces: live progress updates while it runs.
+        Just(json!({"name": "bash", "arguments": {"command": "echo one; sleep 0.01; echo two"}})),
         Just(
             json!({"name": "edit_file", "arguments": {"path": "notes.txt", "old_string": "a", "new_string": "b"}})
         ),
@@ -91,8 +98,13 @@ fn turn() -> impl Strategy<Value = Turn> {
     let step = (
         prop::collection::vec(text_piece(), 0..3),
         prop::collection::vec(call(), 1..4),
+        prop::collection::vec(text_piece(), 0..2),
     )
-        .prop_map(|(text, calls)| Step { text, calls });
+        .prop_map(|(text, calls, reasoning)| Step {
+            text,
+            calls,
+            reasoning,
+        });
     (
         prop::collection::vec(step, 0..3),
         prop_oneof![
@@ -124,7 +136,11 @@ fn script(turns: &[Turn]) -> Value {
                     call
                 })
                 .collect();
-            responses.push(json!({"text": step.text, "toolCalls": calls}));
+            let mut response = json!({"text": step.text, "toolCalls": calls});
+            if !step.reasoning.is_empty() {
+                response["reasoning"] = json!(step.reasoning);
+            }
+            responses.push(response);
         }
         let mut last = json!({"text": turn.last_text});
         match turn.ending {
