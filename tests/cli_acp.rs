@@ -1155,7 +1155,8 @@ fn openai_once(events: Vec<Value>) -> (String, std::thread::JoinHandle<Value>) {
                     .lines()
                     .find_map(|l| {
                         let (k, v) = l.split_once(':')?;
-                        k.eq_ignore_ascii_case("content-length").then(|| v.trim().parse().ok())?
+                        k.eq_ignore_ascii_case("content-length")
+                            .then(|| v.trim().parse().ok())?
                     })
                     .unwrap_or(0);
                 if seen.len() >= end + 4 + length {
@@ -1163,10 +1164,7 @@ fn openai_once(events: Vec<Value>) -> (String, std::thread::JoinHandle<Value>) {
                 }
             }
         };
-        let mut stream: String = events
-            .iter()
-            .map(|e| format!("data: {e}\n\n"))
-            .collect();
+        let mut stream: String = events.iter().map(|e| format!("data: {e}\n\n")).collect();
         stream.push_str("data: [DONE]\n\n");
         let head = format!(
             "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
@@ -1196,7 +1194,10 @@ fn reasoning_content_deltas_of_an_openai_compatible_server_stream_as_thought_chu
             &format!("adapter: openai\n    baseUrl: {base}\n    apiKey: test-key"),
         )
         .replace("    script: \"${{ env.ACP_SCRIPT }}\"\n", "");
-    assert!(config.contains("adapter: openai"), "the fixture's llm entry");
+    assert!(
+        config.contains("adapter: openai"),
+        "the fixture's llm entry"
+    );
     std::fs::write(dir.join("agent.yml"), config).unwrap();
     let mut acp = Acp::spawn(&dir, common::cordis_command(&dir, &["acp", "agent.yml"]));
     acp.initialize();
@@ -1213,6 +1214,89 @@ fn reasoning_content_deltas_of_an_openai_compatible_server_stream_as_thought_chu
             json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "Hello."}}),
         ]
     );
+}
+
+#[test]
+fn images_reach_a_model_that_takes_them_and_are_refused_where_it_does_not() {
+    let dir = scratch("images");
+    let (base, server) = openai_once(vec![
+        json!({"choices": [{"index": 0, "delta": {"content": "A red dot."}}]}),
+        json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
+    ]);
+    let config = std::fs::read_to_string(common::fixture("acp/agent.yml"))
+        .unwrap()
+        .replace(
+            "adapter: scripted",
+            &format!(
+                "adapter: openai\n    baseUrl: {base}\n    apiKey: test-key\n    imageInput: true"
+            ),
+        )
+        .replace("    script: \"${{ env.ACP_SCRIPT }}\"\n", "");
+    std::fs::write(dir.join("agent.yml"), config).unwrap();
+    let mut acp = Acp::spawn(&dir, common::cordis_command(&dir, &["acp", "agent.yml"]));
+    let caps = acp.initialize()["result"]["agentCapabilities"]["promptCapabilities"].clone();
+    assert_eq!(caps["image"], true, "the model takes images: {caps}");
+    let s = acp.new_session(&dir);
+    let png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==";
+    let image = json!({"type": "image", "mimeType": "image/png", "data": png});
+    // Refused before anything runs: an unknown type, data that is not base64.
+    for bad in [
+        json!({"type": "image", "mimeType": "image/tiff", "data": png}),
+        json!({"type": "image", "mimeType": "image/png", "data": "not base64!"}),
+    ] {
+        let id = acp.request(
+            "session/prompt",
+            json!({"sessionId": s, "prompt": [{"type": "text", "text": "x"}, bad]}),
+        );
+        assert_eq!(acp.response(id)["error"]["code"], -32602);
+    }
+    let id = acp.request(
+        "session/prompt",
+        json!({"sessionId": s, "prompt": [{"type": "text", "text": "What is this?"}, image]}),
+    );
+    assert_eq!(acp.response(id)["result"]["stopReason"], "end_turn");
+    assert_eq!(acp.close(), 0);
+    let body = server.join().unwrap();
+    let user = body["messages"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(
+        user,
+        json!({"role": "user", "content": [
+            {"type": "text", "text": "What is this?"},
+            {"type": "image_url", "image_url": {"url": format!("data:image/png;base64,{png}")}},
+        ]})
+    );
+    // The log keeps the blocks as sent: a load shows the image again.
+    let mut acp = Acp::spawn(&dir, common::cordis_command(&dir, &["acp", "agent.yml"]));
+    acp.initialize();
+    let id = acp.request(
+        "session/load",
+        json!({"sessionId": s, "cwd": dir, "mcpServers": []}),
+    );
+    assert!(acp.response(id).get("result").is_some());
+    assert!(
+        acp.updates(&s)
+            .contains(&json!({"sessionUpdate": "user_message_chunk", "content": image}))
+    );
+    assert_eq!(acp.close(), 0);
+
+    // The fixture's scripted model takes none: not advertised, and refused naming the fix.
+    let mut acp = Acp::start(&dir, &json!([text("x")]));
+    let caps = acp.initialize()["result"]["agentCapabilities"]["promptCapabilities"].clone();
+    assert_eq!(caps["image"], false);
+    let s = acp.new_session(&dir);
+    let id = acp.request(
+        "session/prompt",
+        json!({"sessionId": s, "prompt": [{"type": "text", "text": "x"}, image]}),
+    );
+    let refused = acp.response(id);
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("imageInput: true"),
+        "{refused}"
+    );
+    assert_eq!(acp.close(), 0);
 }
 
 #[test]

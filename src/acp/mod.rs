@@ -71,15 +71,17 @@ use protocol::{
     PROTOCOL_VERSION, PromptCapabilities, SessionCapabilities, Supported,
 };
 
-/// The `initialize` answer: the client's version negotiated down to ours, and what we do.
-pub fn initialize_response(request: &InitializeRequest) -> InitializeResponse {
+/// The `initialize` answer: the client's version negotiated down to ours, and what we do
+/// (`images`: the composition's model takes images).
+pub fn initialize_response(request: &InitializeRequest, images: bool) -> InitializeResponse {
     InitializeResponse {
         protocol_version: request.protocol_version.min(PROTOCOL_VERSION),
         agent_capabilities: AgentCapabilities {
             load_session: true,
-            // Text, resource links (both required of every agent) and embedded text resources.
+            // Text, resource links (both required of every agent), embedded text resources, and
+            // images when the model takes them.
             prompt_capabilities: PromptCapabilities {
-                image: false,
+                image: images,
                 audio: false,
                 embedded_context: true,
             },

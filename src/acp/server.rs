@@ -65,6 +65,8 @@ enum Done {
     Created(Result<Live, RpcError>, Reply),
     Loaded(String, Result<Live, RpcError>, Reply),
     Closed(Reply),
+    /// The `initialize` answer is ready.
+    Initialized(super::protocol::InitializeResponse, Reply),
     /// A listing ended.
     Listed(Result<ListSessionsResponse, RpcError>, Reply),
     /// A prompt ended: the session, its opening, the answer.
@@ -217,11 +219,8 @@ pub fn prompt_text(blocks: &[Value]) -> Result<String, RpcError> {
                     "\n[resource_link name=\"{name}\" uri=\"{uri}\"]\n"
                 ));
             }
-            Some("image") => {
-                return Err(invalid_params(
-                    "image content is not supported (promptCapabilities.image is false)",
-                ));
-            }
+            // The model gets images beside the text (from the blocks as logged); see `images`.
+            Some("image") => {}
             Some("audio") => {
                 return Err(invalid_params(
                     "audio content is not supported (promptCapabilities.audio is false)",
@@ -252,10 +251,71 @@ pub fn prompt_text(blocks: &[Value]) -> Result<String, RpcError> {
             }
         }
     }
-    if text.trim().is_empty() {
+    if text.trim().is_empty() && !blocks.iter().any(|b| b["type"] == "image") {
         return Err(invalid_params("the prompt is empty"));
     }
     Ok(text)
+}
+
+/// The most images one prompt carries.
+pub const MAX_PROMPT_IMAGES: usize = 8;
+/// The largest image a prompt carries, as base64 (6 MiB of image).
+pub const MAX_IMAGE_BASE64: usize = 8 * 1024 * 1024;
+/// The image types models take.
+const IMAGE_TYPES: &[&str] = &["image/png", "image/jpeg", "image/gif", "image/webp"];
+
+/// Checks a prompt's image blocks: each with a supported `mimeType` and base64 `data` within
+/// [`MAX_IMAGE_BASE64`], at most [`MAX_PROMPT_IMAGES`], and a model that takes them
+/// (`accepts`). Returns how many there are.
+///
+/// # Errors
+/// `-32602` naming what is wrong and how to fix it.
+pub fn check_images(blocks: &[Value], accepts: bool) -> Result<usize, RpcError> {
+    let images: Vec<&Value> = blocks.iter().filter(|b| b["type"] == "image").collect();
+    if images.is_empty() {
+        return Ok(0);
+    }
+    if !accepts {
+        return Err(invalid_params(
+            "this agent's model does not take images (promptCapabilities.image is false; the `llm` entry sets `imageInput: true` for a model that does)",
+        ));
+    }
+    if images.len() > MAX_PROMPT_IMAGES {
+        return Err(invalid_params(format!(
+            "the prompt has {} images; at most {MAX_PROMPT_IMAGES} go with one prompt",
+            images.len()
+        )));
+    }
+    for (i, image) in images.iter().enumerate() {
+        let mime = image["mimeType"].as_str().unwrap_or_default();
+        if !IMAGE_TYPES.contains(&mime) {
+            return Err(invalid_params(format!(
+                "image {}: mimeType \"{mime}\" is not one of {}",
+                i + 1,
+                IMAGE_TYPES.join(", ")
+            )));
+        }
+        let Some(data) = image["data"].as_str() else {
+            return Err(invalid_params(format!("image {}: no base64 `data`", i + 1)));
+        };
+        if data.len() > MAX_IMAGE_BASE64 {
+            return Err(invalid_params(format!(
+                "image {}: {} bytes of base64, over the limit of {MAX_IMAGE_BASE64}",
+                i + 1,
+                data.len()
+            )));
+        }
+        if !data
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'='))
+        {
+            return Err(invalid_params(format!(
+                "image {}: `data` is not base64",
+                i + 1
+            )));
+        }
+    }
+    Ok(images.len())
 }
 
 /// Why a turn ended, as a prompt's answer.
@@ -362,7 +422,11 @@ impl<'c> Server<'c> {
                     fs: EditorFs::of(&req.client_capabilities),
                     terminals: req.client_capabilities["terminal"] == json!(true),
                 };
-                reply.send(Ok(super::initialize_response(&req)));
+                let composition = self.composition;
+                self.work.push(Box::pin(async move {
+                    let images = composition.accepts_images().await;
+                    Done::Initialized(super::initialize_response(&req, images), reply)
+                }));
             }
             Job::New(req, reply) => {
                 let (cwd, mcp) = match absolute_cwd(&req.cwd).and_then(|cwd| {
@@ -485,6 +549,14 @@ impl<'c> Server<'c> {
                     Ok(t) => t,
                     Err(e) => return respond_error(reply, e),
                 };
+                let accepts = live
+                    .booted
+                    .root()
+                    .get::<Llm>()
+                    .is_some_and(|llm| llm.accepts_images());
+                if let Err(e) = check_images(&req.prompt, accepts) {
+                    return respond_error(reply, e);
+                }
                 // A slash command is cordis's, never the model's: answered here, not logged
                 // (what it changes, a permission mode or a revoked grant, is).
                 let one_text = matches!(req.prompt.as_slice(),
@@ -781,6 +853,7 @@ impl<'c> Server<'c> {
             }
             Done::Closed(reply) => reply.send(Ok(json!({}))),
             Done::Listed(result, reply) => reply.send(result),
+            Done::Initialized(answer, reply) => reply.send(Ok(answer)),
             Done::Switched(id, opening, mode, options, result, reply) => {
                 let Some(live) = self
                     .sessions
@@ -828,6 +901,7 @@ impl<'c> Server<'c> {
                     }
                     Done::Closed(reply) => reply.send(Ok(json!({}))),
                     Done::Listed(result, reply) => reply.send(result),
+                    Done::Initialized(answer, reply) => reply.send(Ok(answer)),
                     Done::Created(Err(_), _) | Done::Loaded(_, Err(_), _) => {}
                 }
             }

@@ -173,6 +173,24 @@ impl Composition<'_> {
         })
     }
 
+    /// True when the file's model takes images (its `llm` entry's `imageInput`): the file is
+    /// booted once, in the directory `cordis acp` runs in, and disposed. A file that does not
+    /// boot says no.
+    pub async fn accepts_images(&self) -> bool {
+        let Ok(here) = std::env::current_dir() else {
+            return false;
+        };
+        let Ok((config, _)) = self.boot_config(&here).await else {
+            return false;
+        };
+        let root = config.root().clone();
+        let accepts = root
+            .get::<cordis_llm::Llm>()
+            .is_some_and(|llm| llm.accepts_images());
+        root.dispose();
+        accepts
+    }
+
     /// The sessions of the file's `sessions` entry: one page of its index (see
     /// [`cordis_session::index`]). The file is booted with `cwd` as the workspace to find its
     /// store, and disposed again.

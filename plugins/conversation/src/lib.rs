@@ -21,5 +21,5 @@ pub use adapter::{
     Chunk, ChunkStream, Collected, FinishReason, LlmAdapter, LlmError, Usage, collect,
 };
 pub use history::{CHUNK, History, HistoryIter};
-pub use request::{AssistantToolCall, CallConfig, FrozenRequest, LlmRequest, Message};
+pub use request::{AssistantToolCall, CallConfig, FrozenRequest, ImageInput, LlmRequest, Message};
 pub use service::{Llm, LlmRequestHook, RequestCheck};

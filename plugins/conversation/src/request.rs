@@ -59,6 +59,9 @@ pub enum Message {
     User {
         /// The text.
         content: String,
+        /// The images that came with it (for models that take them).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        images: Vec<ImageInput>,
     },
     /// What the model answered.
     #[serde(rename_all = "camelCase")]
@@ -92,8 +95,19 @@ impl Message {
     pub fn user(content: impl Into<String>) -> Self {
         Message::User {
             content: content.into(),
+            images: Vec::new(),
         }
     }
+}
+
+/// An image a user message carries, as its client sent it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ImageInput {
+    /// Its media type (`image/png`).
+    pub mime_type: String,
+    /// Its bytes, base64.
+    pub data: String,
 }
 
 /// Everything one model call needs. Build it, then freeze it with [`FrozenRequest::new`].

@@ -31,6 +31,7 @@ pub struct Llm {
     default_model: Option<String>,
     models: Vec<String>,
     thought_levels: Vec<String>,
+    image_input: bool,
     context_window: Option<u64>,
 }
 
@@ -55,8 +56,20 @@ impl Llm {
             default_model: None,
             models: Vec::new(),
             thought_levels: Vec::new(),
+            image_input: false,
             context_window: None,
         }
+    }
+
+    /// Says whether the model takes images in user messages (the `llm` entry's `imageInput`).
+    pub fn with_image_input(mut self, on: bool) -> Self {
+        self.image_input = on;
+        self
+    }
+
+    /// True when the model takes images in user messages.
+    pub fn accepts_images(&self) -> bool {
+        self.image_input
     }
 
     /// Sets the other models a session may switch to (the `llm` entry's `models`).

@@ -46,6 +46,10 @@ pub struct LlmConfig {
     /// OpenAI-compatible `reasoning_effort`); empty, none is offered.
     #[serde(default)]
     pub thought_levels: Vec<String>,
+    /// The model takes images in user messages (sent as OpenAI-compatible `image_url` parts);
+    /// an editor may then attach images to prompts.
+    #[serde(default)]
+    pub image_input: bool,
     /// openai: the API base URL (default `https://api.deepseek.com`).
     #[serde(default)]
     pub base_url: Option<String>,
@@ -187,6 +191,7 @@ impl Plugin for LlmPlugin {
             .with_default_model(config.model.clone())
             .with_models(config.models.clone())
             .with_thought_levels(config.thought_levels.clone())
+            .with_image_input(config.image_input)
             .with_context_window(config.context_window);
         let _ = ctx.provide(llm)?;
         Ok(())

@@ -31,6 +31,21 @@ fn parse<T: EventData>(event: &SessionEvent) -> Result<T, ProjectionError> {
     event.data_as()
 }
 
+/// The images of a prompt's blocks as the client sent them (`{"type": "image", "mimeType",
+/// "data"}`), in order: the part of a prompt the model sees beside its text.
+pub fn images_of(blocks: &[serde_json::Value]) -> Vec<cordis_conversation::ImageInput> {
+    blocks
+        .iter()
+        .filter(|b| b["type"] == "image")
+        .filter_map(|b| {
+            Some(cordis_conversation::ImageInput {
+                mime_type: b["mimeType"].as_str()?.to_owned(),
+                data: b["data"].as_str()?.to_owned(),
+            })
+        })
+        .collect()
+}
+
 /// The message one event contributes to the conversation, if any.
 ///
 /// # Errors
@@ -39,7 +54,10 @@ pub fn event_message(event: &SessionEvent) -> Result<Option<Message>, Projection
     Ok(match event.kind.as_str() {
         kinds::USER_MESSAGE => {
             let d: UserMessageData = parse(event)?;
-            Some(Message::User { content: d.content })
+            Some(Message::User {
+                images: images_of(d.prompt.as_deref().unwrap_or_default()),
+                content: d.content,
+            })
         }
         kinds::ASSISTANT_MESSAGE => {
             let d: AssistantMessageData = parse(event)?;

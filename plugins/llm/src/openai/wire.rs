@@ -12,7 +12,17 @@ pub fn request_body(request: &LlmRequest, default_model: Option<&str>) -> Value 
     }
     for m in &request.messages {
         messages.push(match m {
-            Message::User { content } => json!({"role": "user", "content": content}),
+            Message::User { content, images } if images.is_empty() => {
+                json!({"role": "user", "content": content})
+            }
+            // OpenAI-compatible content parts: the text, then each image as a data URL.
+            Message::User { content, images } => {
+                let mut parts = vec![json!({"type": "text", "text": content})];
+                parts.extend(images.iter().map(|i| {
+                    json!({"type": "image_url", "image_url": {"url": format!("data:{};base64,{}", i.mime_type, i.data)}})
+                }));
+                json!({"role": "user", "content": parts})
+            }
             Message::Assistant {
                 content,
                 tool_calls,
