@@ -1300,6 +1300,69 @@ fn images_reach_a_model_that_takes_them_and_are_refused_where_it_does_not() {
 }
 
 #[test]
+fn with_watch_an_edit_reaches_open_sessions_between_prompts_and_a_broken_one_changes_nothing() {
+    let dir = scratch("watch");
+    let fixture = std::fs::read_to_string(common::fixture("acp/agent.yml")).unwrap();
+    std::fs::write(dir.join("agent.yml"), &fixture).unwrap();
+    std::fs::write(
+        dir.join("script.json"),
+        json!([text("One."), text("Two."), text("Three.")]).to_string(),
+    )
+    .unwrap();
+    let mut cmd = common::cordis_command(&dir, &["acp", "--watch", "agent.yml"]);
+    cmd.env("ACP_SCRIPT", dir.join("script.json"));
+    let mut acp = Acp::spawn(&dir, cmd);
+    let stderr = common::lines(acp.child.stderr.take().unwrap());
+    common::wait_for(&stderr, "over ACP on stdio");
+    acp.initialize();
+    let s = acp.new_session(&dir);
+    assert_eq!(acp.prompt(&s, "one")["result"]["stopReason"], "end_turn");
+    let terse = fixture.replace("You are a careful coding agent.", "You are a terse agent.");
+    assert_ne!(terse, fixture, "the fixture's persona");
+    std::fs::write(dir.join("agent.yml"), &terse).unwrap();
+    common::wait_for(&stderr, "changed: new sessions boot it");
+    // The idle session reloads at once: only the changed entry restarts.
+    let reloaded = common::wait_for(&stderr, &format!("session {s}: "));
+    assert!(
+        reloaded.contains("restarted system-prompt; failed -"),
+        "{reloaded}"
+    );
+    assert_eq!(acp.prompt(&s, "two")["result"]["stopReason"], "end_turn");
+    // An edit that does not load is reported, and the sessions keep the last good one.
+    std::fs::write(dir.join("agent.yml"), "- id: [\n").unwrap();
+    common::wait_for(
+        &stderr,
+        "does not load; sessions keep the last good configuration",
+    );
+    assert_eq!(acp.prompt(&s, "three")["result"]["stopReason"], "end_turn");
+    assert_eq!(acp.close(), 0);
+    // The editor saw every answer, the reloaded agent's too.
+    assert_eq!(said(&acp.updates(&s)), "One.Two.Three.");
+    let systems: Vec<(String, String)> = logged_headers(&dir)
+        .iter()
+        .map(|h| {
+            (
+                h["data"]["reason"].as_str().unwrap().to_owned(),
+                h["data"]["header"]["system"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        systems,
+        [
+            (
+                "initial".to_owned(),
+                "You are a careful coding agent.".to_owned()
+            ),
+            // The edit restarted what the agent loop injects, so the agent was opened again
+            // on its session (as `run --watch` does): its first header is a `resume`.
+            ("resume".to_owned(), "You are a terse agent.".to_owned()),
+        ],
+        "the second prompt runs on the edit, the third on the same"
+    );
+}
+
+#[test]
 fn reasoning_streams_as_thought_chunks_and_a_load_replays_them() {
     let dir = scratch("thoughts");
     // Usage too: without a `contextWindow` (this fixture has none) it is no `usage_update`.

@@ -89,7 +89,7 @@ type EnvQuestion = (String, std::sync::mpsc::SyncSender<Option<String>>);
 /// [`load`] run whole (the file, its includes, resolution) on one blocking thread, returning
 /// the files it included as well. `env` is called here, on the caller's task, for each
 /// variable the load asks for (in the order it asks), so it need not be `'static` or `Send`.
-async fn load_blocking(
+pub async fn load_blocking(
     source: &str,
     file: &str,
     env: &(dyn Fn(&str) -> Option<String> + Sync),

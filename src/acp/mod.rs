@@ -109,13 +109,25 @@ pub fn initialize_response(request: &InitializeRequest, images: bool) -> Initial
 /// the runtime).
 ///
 /// # Errors
-/// The reader or writer thread could not be started.
+/// The reader or writer thread could not be started, or (`watch`) the file cannot be watched.
 pub fn serve_stdio(
     composition: &Composition<'_>,
     rt: &tokio::runtime::Runtime,
+    watch: bool,
 ) -> std::io::Result<()> {
     let (stdio, incoming) = rpc::Stdio::start()?;
-    rt.block_on(Server::new(composition, stdio.connection().clone()).run(incoming));
+    let served = rt.block_on(async {
+        let mut server = Server::new(composition, stdio.connection().clone());
+        if watch {
+            // Made on the runtime: the watcher's events arrive on its tasks.
+            let path = std::path::Path::new(&composition.file);
+            server = server.watching(
+                cordis_host::watch::ConfigWatcher::new(path).map_err(std::io::Error::other)?,
+            );
+        }
+        server.run(incoming).await;
+        Ok::<(), std::io::Error>(())
+    });
     stdio.finish();
-    Ok(())
+    served
 }

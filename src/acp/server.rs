@@ -90,6 +90,9 @@ struct Live {
     booted: Booted,
     /// Set while a prompt runs; sending on it cancels that prompt's turn.
     busy: Option<Busy>,
+    /// The file changed since the session's composition was loaded (`--watch`): it reloads
+    /// when idle, before its next prompt.
+    stale: bool,
 }
 
 /// A session's one piece of running work.
@@ -367,6 +370,8 @@ pub struct Server<'c> {
     /// Ids being loaded (reserved before the async resume, so a second load is refused).
     loading: std::collections::BTreeSet<String>,
     work: FuturesUnordered<LocalBoxFuture<'c, Done>>,
+    /// The config file's watcher (`cordis acp --watch`).
+    watcher: Option<cordis_host::watch::ConfigWatcher>,
 }
 
 impl<'c> Server<'c> {
@@ -380,6 +385,75 @@ impl<'c> Server<'c> {
             openings: 0,
             loading: Default::default(),
             work: FuturesUnordered::new(),
+            watcher: None,
+        }
+    }
+
+    /// Reloads sessions when the config file changes (`cordis acp --watch`): each valid edit is
+    /// what new sessions boot, and open sessions reload it between prompts.
+    #[must_use]
+    pub fn watching(mut self, watcher: cordis_host::watch::ConfigWatcher) -> Self {
+        self.watcher = Some(watcher);
+        self
+    }
+
+    /// The file changed: a valid edit becomes the composition's text and every open session is
+    /// marked to reload; an invalid one is reported and changes nothing.
+    async fn file_changed(&mut self) {
+        let file = self.composition.file.clone();
+        let source = match tokio::fs::read_to_string(&file).await {
+            Ok(s) => s,
+            Err(e) => {
+                note(&format!(
+                    "cannot read {file}: {e}; sessions keep the last good configuration"
+                ));
+                return;
+            }
+        };
+        if source == self.composition.source() {
+            return;
+        }
+        match self.composition.adopt(source).await {
+            Ok(()) => {
+                note(&format!(
+                    "{file} changed: new sessions boot it; {} open session(s) reload it between prompts",
+                    self.sessions.len()
+                ));
+                for live in self.sessions.values_mut() {
+                    live.stale = true;
+                }
+            }
+            Err(errors) => {
+                let lines: Vec<String> =
+                    errors.diagnostics().iter().map(|d| d.to_string()).collect();
+                note(&format!(
+                    "{file} changed but does not load; sessions keep the last good configuration:\n{}",
+                    lines.join("\n")
+                ));
+            }
+        }
+    }
+
+    /// Reloads every stale session that is idle (see [`Live::stale`]).
+    async fn refresh_stale(&mut self) {
+        let ids: Vec<String> = self
+            .sessions
+            .iter()
+            .filter(|(_, live)| live.stale && live.busy.is_none())
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in ids {
+            let Some(live) = self.sessions.get_mut(&id) else {
+                continue;
+            };
+            live.stale = false;
+            match self.composition.refresh(&mut live.booted, &id).await {
+                Ok(summary) => note(&format!("session {id}: {summary}")),
+                Err(e) => note(&format!(
+                    "session {id}: the reload failed ({}); it keeps running",
+                    e.message
+                )),
+            }
         }
     }
 
@@ -407,7 +481,21 @@ impl<'c> Server<'c> {
                     None => break,
                 },
                 Some(done) = self.work.next(), if !self.work.is_empty() => self.finish(done),
+                Some(changed) = async {
+                    match self.watcher.as_mut() {
+                        Some(w) => w.changed().await,
+                        None => std::future::pending().await,
+                    }
+                } => {
+                    use cordis_host::watch::WatchNote;
+                    match changed {
+                        WatchNote::Changed => self.file_changed().await,
+                        WatchNote::Interrupted(why) => note(&format!("watching interrupted: {why}")),
+                        WatchNote::Resumed => note("watching again"),
+                    }
+                }
             }
+            self.refresh_stale().await;
         }
         self.teardown().await;
     }
@@ -1064,6 +1152,14 @@ async fn list(
     })
 }
 
+/// A line for the person running `cordis acp` (stderr: stdout is the protocol's).
+fn note(text: &str) {
+    use std::io::Write as _;
+    let mut err = std::io::stderr().lock();
+    let _ = writeln!(err, "cordis: {text}");
+    let _ = err.flush();
+}
+
 /// Flushes a session's log and disposes its composition.
 async fn close(live: Live) {
     if let Err(e) = live.agent().session().flush().await {
@@ -1309,5 +1405,6 @@ async fn attach(
         opening: 0,
         booted,
         busy: None,
+        stale: false,
     })
 }

@@ -22,8 +22,9 @@ pub const AGENT_ID: &str = "main";
 
 /// What every session boots: one config file, resolved the same way for each.
 pub struct Composition<'a> {
-    /// The config text (read once, at start: every session runs the same file).
-    pub source: String,
+    /// The config text: read at start, replaced by each valid edit under `--watch` (new
+    /// sessions boot the latest; open ones reload it between prompts).
+    pub source: std::sync::Mutex<String>,
     /// Its name, for diagnostics.
     pub file: String,
     /// The plugin table.
@@ -107,6 +108,8 @@ pub struct Booted {
     pub agent: Agent,
     /// The presets as modes, with the one the session runs, when the file has a roster.
     pub modes: Option<SessionModeState>,
+    /// The session's working directory (its workspace root).
+    pub cwd: PathBuf,
 }
 
 impl Booted {
@@ -143,20 +146,13 @@ impl Composition<'_> {
                 cwd.display()
             )));
         }
-        let workspace = cwd.display().to_string();
-        let outer = self.env;
-        let env = move |name: &str| {
-            if name == WORKSPACE_VAR {
-                Some(workspace.clone())
-            } else {
-                outer(name)
-            }
-        };
+        let env = self.env_for(cwd);
+        let source = self.source();
         // Fifo: a session's boot is not a stress run; every session boots the same way.
         let root = Context::root_with(Schedule::new(Policy::Fifo, 0));
         LiveConfig::boot(
             root,
-            &self.source,
+            &source,
             &self.file,
             &env,
             self.builtins.clone(),
@@ -171,6 +167,100 @@ impl Composition<'_> {
                 lines.join("; ")
             ))
         })
+    }
+
+    /// The config text sessions boot now.
+    pub fn source(&self) -> String {
+        cordis_runtime::lock(&self.source).clone()
+    }
+
+    /// The environment a session working in `cwd` resolves the file with: the process's, with
+    /// `CORDIS_WORKSPACE` the session's cwd.
+    fn env_for(&self, cwd: &Path) -> impl Fn(&str) -> Option<String> + Sync + '_ {
+        let workspace = cwd.display().to_string();
+        let outer = self.env;
+        move |name: &str| {
+            if name == WORKSPACE_VAR {
+                Some(workspace.clone())
+            } else {
+                outer(name)
+            }
+        }
+    }
+
+    /// Takes `source` as the file's text from now on if it loads (`--watch`); else the
+    /// configuration errors, and the last good text stays.
+    ///
+    /// # Errors
+    /// Every configuration error of `source`.
+    pub async fn adopt(&self, source: String) -> Result<(), cordis_host::ConfigErrors> {
+        cordis_host::reload::load_blocking(
+            &source,
+            &self.file,
+            self.env,
+            &self.builtins,
+            &self.options,
+        )
+        .await?;
+        *cordis_runtime::lock(&self.source) = source;
+        Ok(())
+    }
+
+    /// Reloads an idle session's composition with the file's text now (the way `run --watch`
+    /// does, between prompts): entries whose config changed restart, the rest stay. When the
+    /// reload restarted the agent loop (disposing the agent), the agent is opened again on its
+    /// session; when it restarted the presets, the agent joins its session's preset again.
+    /// Returns the reload's summary line.
+    ///
+    /// # Errors
+    /// The file does not load for this session, or its agent cannot be opened again (the
+    /// session keeps what it had, as far as the reload left it).
+    pub async fn refresh(&self, booted: &mut Booted, id: &str) -> Result<String, Error> {
+        let env = self.env_for(&booted.cwd);
+        let source = self.source();
+        let summary = booted
+            .config
+            .reload(&source, &env)
+            .await
+            .map_err(|errors| {
+                let lines: Vec<String> =
+                    errors.diagnostics().iter().map(|d| d.to_string()).collect();
+                internal(format!("{} does not load: {}", self.file, lines.join("; ")))
+            })?;
+        let root = booted.root().clone();
+        let roster = root.get::<AgentPresets>();
+        if booted.agent.context().is_none() {
+            let agents = root.get::<AgentLoop>().ok_or_else(|| {
+                internal(format!("{} provides no agent after the reload", self.file))
+            })?;
+            let preset = booted.agent.session().preset();
+            let (agent, _) = open_agent(
+                &agents,
+                roster.as_deref(),
+                preset.as_deref(),
+                &booted.cwd,
+                &Opening::Load(id.to_owned()),
+            )
+            .await?;
+            booted.agent = agent;
+        } else if let Some(roster) = &roster
+            && roster.composed_preset(booted.agent.scope_key()).is_none()
+        {
+            let preset = booted.agent.session().preset();
+            let standing = roster
+                .standing_key_for(preset.as_deref())
+                .await
+                .map_err(preset_error)?;
+            booted
+                .agent
+                .rejoin(standing.key)
+                .map_err(|e| internal(e.to_string()))?;
+        }
+        booted.modes = match (&roster, booted.agent.session().preset()) {
+            (Some(roster), Some(current)) => Some(modes(roster, current).await),
+            _ => None,
+        };
+        Ok(cordis_host::reload::summary_line(&summary))
     }
 
     /// True when the file's model takes images (its `llm` entry's `imageInput`): the file is
@@ -310,6 +400,7 @@ impl Composition<'_> {
                     config,
                     agent,
                     modes,
+                    cwd: cwd.to_owned(),
                 })
             }
             Err(e) => {

@@ -17,6 +17,11 @@ pub struct AcpArgs {
     /// an editor switches a blank session with `session/set_mode`.
     #[arg(long, value_name = "ID")]
     pub preset: Option<String>,
+    /// Reload FILE (and what it includes) when it changes: new sessions boot the edit, open
+    /// sessions reload it between prompts (a running prompt finishes on what it started with);
+    /// an edit that does not load is reported on stderr and changes nothing.
+    #[arg(long)]
+    pub watch: bool,
 }
 
 pub(crate) fn run(args: &AcpArgs, io: &mut Io<'_>, builtins: &Builtins) -> anyhow::Result<u8> {
@@ -38,7 +43,7 @@ pub(crate) fn run(args: &AcpArgs, io: &mut Io<'_>, builtins: &Builtins) -> anyho
         return Ok(EXIT_CONFIG);
     }
     let composition = Composition {
-        source,
+        source: std::sync::Mutex::new(source),
         file,
         builtins: builtins.clone(),
         options,
@@ -52,7 +57,7 @@ pub(crate) fn run(args: &AcpArgs, io: &mut Io<'_>, builtins: &Builtins) -> anyho
     )?;
     io.err.flush()?;
     let rt = cordis_host::shutdown::current_thread()?;
-    let served = crate::acp::serve_stdio(&composition, &rt);
+    let served = crate::acp::serve_stdio(&composition, &rt, args.watch);
     cordis_host::shutdown::end(rt);
     match served {
         Ok(()) => Ok(EXIT_OK),
