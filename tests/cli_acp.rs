@@ -95,29 +95,28 @@ impl Terminals {
                 for e in params["env"].as_array().unwrap() {
                     cmd.env(e["name"].as_str().unwrap(), e["value"].as_str().unwrap());
                 }
-                let mut child = cmd
+                // One pipe for both streams, as a terminal has: what the command writes
+                // arrives in the order it wrote it.
+                let (mut reader, writer) = std::io::pipe().unwrap();
+                let child = cmd
                     .stdin(std::process::Stdio::null())
-                    .stdout(std::process::Stdio::piped())
-                    .stderr(std::process::Stdio::piped())
+                    .stdout(writer.try_clone().unwrap())
+                    .stderr(writer)
                     .spawn()
                     .unwrap();
+                // The parent's copies of the pipe's write end go with the command.
+                drop(cmd);
                 let output = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-                let mut readers = Vec::new();
-                for mut stream in [
-                    Box::new(child.stdout.take().unwrap()) as Box<dyn std::io::Read + Send>,
-                    Box::new(child.stderr.take().unwrap()),
-                ] {
-                    let output = output.clone();
-                    readers.push(std::thread::spawn(move || {
-                        let mut buf = [0u8; 4096];
-                        while let Ok(n) = stream.read(&mut buf) {
-                            if n == 0 {
-                                break;
-                            }
-                            output.lock().unwrap().extend_from_slice(&buf[..n]);
+                let collected = output.clone();
+                let readers = vec![std::thread::spawn(move || {
+                    let mut buf = [0u8; 4096];
+                    while let Ok(n) = reader.read(&mut buf) {
+                        if n == 0 {
+                            break;
                         }
-                    }));
-                }
+                        collected.lock().unwrap().extend_from_slice(&buf[..n]);
+                    }
+                })];
                 self.running.insert(id.clone(), (child, output, readers));
                 Some(json!({"terminalId": id}))
             }
@@ -1508,6 +1507,7 @@ fn with_an_editor_that_runs_commands_a_full_access_shell_runs_them_in_its_termin
         "end_turn"
     );
     assert_eq!(acp.close(), 0);
+    acp.golden("editor-terminal");
     let asked: Vec<(String, String)> = acp
         .seen
         .iter()
@@ -1640,6 +1640,7 @@ fn with_an_editor_that_does_files_the_file_tools_read_its_buffers_and_write_thro
     let s = acp.new_session(&dir);
     assert_eq!(acp.prompt(&s, "fix it")["result"]["stopReason"], "end_turn");
     assert_eq!(acp.close(), 0);
+    acp.golden("editor-fs");
     let asked: Vec<(String, String)> = acp
         .seen
         .iter()
@@ -1719,6 +1720,7 @@ fn always_reject_refuses_the_tool_for_the_session_without_asking_and_a_load_keep
     let s = acp.new_session(&dir);
     assert_eq!(acp.prompt(&s, "write")["result"]["stopReason"], "end_turn");
     assert_eq!(acp.close(), 0);
+    acp.golden("reject-always");
     let asked: Vec<&Value> = acp
         .seen
         .iter()
@@ -1788,6 +1790,7 @@ fn always_allow_grants_the_tool_for_the_session_and_a_load_keeps_the_grant() {
         "end_turn"
     );
     assert_eq!(acp.close(), 0);
+    acp.golden("allow-always");
     let asked: Vec<&Value> = acp
         .seen
         .iter()
