@@ -6,6 +6,7 @@ pub mod acp;
 pub mod builtins;
 pub mod cli;
 pub mod exercise;
+pub mod serve;
 pub mod testing;
 
 pub use cordis_host as host;

@@ -33,5 +33,6 @@ mod presets;
 mod presets_determinism;
 mod runtime_lifecycle;
 mod serde_json_order;
+mod serve_web;
 mod snapshots;
 mod stress_exercise;

@@ -33,6 +33,7 @@ mod permute;
 mod presets;
 mod render;
 pub(crate) mod run;
+mod serve;
 pub(crate) mod sessions;
 mod signals;
 mod stress;
@@ -171,6 +172,14 @@ pub enum Command {
     /// Exits 0 on success, 4 when the session does not exist, 1 when its log cannot be read,
     /// 2 on configuration or usage errors.
     History(history::HistoryArgs),
+    /// Serve a web view of FILE on 127.0.0.1: its entries and their states, the assembled
+    /// request and its digest, its reloads (--watch), its sessions and their histories.
+    ///
+    /// Prints the URL to open on stdout: it carries a random token, without which the API
+    /// answers 401; requests naming another host or origin are refused (403), and posts take
+    /// JSON only (415). The page is shipped inside the binary and loads nothing from the
+    /// network. --port 0 picks a free port. Ctrl-C stops it.
+    Serve(serve::ServeArgs),
 }
 
 /// Arguments of `cordis presets`.
@@ -641,6 +650,7 @@ where
         Command::Acp(args) => acp::run(args, io, builtins),
         Command::History(args) => history::run(args, io, builtins),
         Command::Sessions(args) => sessions::run(args, io, builtins),
+        Command::Serve(args) => serve::run(args, io, builtins),
     };
     match result {
         Ok(code) => code,

@@ -1,0 +1,290 @@
+//! `cordis serve`: a local web view of a composition and its sessions. One page app, shipped
+//! inside the binary (plain ES modules: no network at run time, no Node at build time), served
+//! on 127.0.0.1 only, behind [`guard`]: the API answers only requests that carry the token of
+//! the URL `cordis serve` printed, name its own loopback address, come from its own origin,
+//! and post JSON.
+//!
+//! # What it shows
+//! - the composition: every entry (id, plugin, status, load time, why it failed or what it
+//!   waits for, the line it came from), the assembled request (sections, tools in canonical
+//!   order) and its digest — what `cordis check` reports, from the same [`BootReport`];
+//! - with `--watch`, each reload (added, removed, restarted, failed; or why an edit was
+//!   rejected while the last good composition kept running), live over server-sent events;
+//! - the sessions of the file's `sessions` entry (the sessions index) and each one's history
+//!   (the `history` service: the cards the terminal and editors show);
+//! - a line diff of two texts (two request headers: why did the prompt cache break), and a
+//!   `stress` / `permute` report opened in the page.
+//!
+//! Nothing it answers holds a configuration value: entries are shown by id, plugin and status,
+//! so an API key a config reads from the environment never leaves the process.
+//!
+//! [`BootReport`]: cordis_host::loader::BootReport
+
+pub mod diff;
+pub mod guard;
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
+use axum::Router;
+use axum::extract::{Path, State};
+use axum::http::{StatusCode, header};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use cordis_host::reload::LiveConfig;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio::sync::{RwLock, broadcast};
+
+pub use guard::Guard;
+
+/// The page, its script and its style, as shipped.
+const INDEX_HTML: &str = include_str!("web/index.html");
+const APP_JS: &str = include_str!("web/app.js");
+const STYLE_CSS: &str = include_str!("web/style.css");
+
+/// How many reloads the page can look back on.
+const KEPT_RELOADS: usize = 50;
+/// The most events of one session's history a page shows at once.
+const HISTORY_PAGE: usize = 2000;
+/// The most sessions listed.
+const LISTED_SESSIONS: usize = 200;
+
+/// What the handlers share.
+pub struct Served {
+    /// The composition (a reload takes it for writing).
+    pub live: RwLock<LiveConfig>,
+    /// The config file, as given.
+    pub file: String,
+    /// The latest reloads, oldest first.
+    reloads: Mutex<VecDeque<Value>>,
+    /// Each reload as it happens, to the pages listening.
+    events: broadcast::Sender<String>,
+}
+
+impl Served {
+    /// The state of a server of `live`, booted from `file`.
+    pub fn new(live: LiveConfig, file: String) -> Self {
+        Served {
+            live: RwLock::new(live),
+            file,
+            reloads: Mutex::new(VecDeque::new()),
+            events: broadcast::channel(64).0,
+        }
+    }
+
+    /// Records a reload's outcome and tells the pages listening.
+    pub fn record(&self, record: Value) {
+        let text = record.to_string();
+        {
+            let mut reloads = cordis_runtime::lock(&self.reloads);
+            reloads.push_back(record);
+            while reloads.len() > KEPT_RELOADS {
+                reloads.pop_front();
+            }
+        }
+        let _ = self.events.send(text);
+    }
+
+    /// The reload of the file with `source` (`--watch`): applied, or rejected with its errors
+    /// (the running composition untouched); recorded either way. Returns the line to print.
+    pub async fn reload(
+        &self,
+        source: &str,
+        env: &(dyn Fn(&str) -> Option<String> + Sync),
+    ) -> String {
+        let mut live = self.live.write().await;
+        match live.reload(source, env).await {
+            Ok(summary) => {
+                let digest = live.report().await.digest;
+                let line = cordis_host::reload::summary_line(&summary);
+                self.record(json!({
+                    "outcome": "applied",
+                    "number": summary.number,
+                    "added": summary.added,
+                    "removed": summary.removed,
+                    "restarted": summary.restarted,
+                    "failed": summary.failed,
+                    "digest": digest,
+                    "summary": line,
+                }));
+                line
+            }
+            Err(errors) => {
+                let problems: Vec<String> =
+                    errors.diagnostics().iter().map(|d| d.to_string()).collect();
+                self.record(json!({"outcome": "rejected", "errors": problems}));
+                format!(
+                    "the edit does not load ({} problem(s)); the last good composition keeps running",
+                    problems.len()
+                )
+            }
+        }
+    }
+}
+
+/// The app: the page and the API, behind `guard`.
+pub fn router(served: Arc<Served>, guard: Guard) -> Router {
+    let guard = Arc::new(guard);
+    Router::new()
+        .route(
+            "/",
+            get(|| async { page(INDEX_HTML, "text/html; charset=utf-8") }),
+        )
+        .route(
+            "/app.js",
+            get(|| async { page(APP_JS, "text/javascript; charset=utf-8") }),
+        )
+        .route(
+            "/style.css",
+            get(|| async { page(STYLE_CSS, "text/css; charset=utf-8") }),
+        )
+        .route("/api/composition", get(composition))
+        .route("/api/events", get(events))
+        .route("/api/sessions", get(sessions))
+        .route("/api/sessions/{id}", get(history))
+        .route("/api/diff", post(diff_texts))
+        .with_state(served)
+        .layer(axum::middleware::from_fn_with_state(guard, guard::guard))
+}
+
+fn page(body: &'static str, kind: &'static str) -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, kind),
+            // Nothing from elsewhere, ever: the page is whole as shipped.
+            (
+                header::CONTENT_SECURITY_POLICY,
+                "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'",
+            ),
+            (header::CACHE_CONTROL, "no-store"),
+        ],
+        body,
+    )
+        .into_response()
+}
+
+/// `GET /api/composition`: the boot report (entries with their lines, the assembled request,
+/// the digest) and the reloads so far.
+async fn composition(State(served): State<Arc<Served>>) -> Response {
+    let live = served.live.read().await;
+    let report = live.report().await;
+    // The exact bytes the digest covers: the page checks the digest against them itself.
+    let request = match cordis_host::assembly::header_bytes(live.root()).await {
+        cordis_host::assembly::HeaderBytes::Header(bytes) => {
+            Some(String::from_utf8_lossy(&bytes).into_owned())
+        }
+        _ => None,
+    };
+    drop(live);
+    let mut body = report.to_json();
+    body["request"] = json!(request);
+    if let Some(entries) = body["entries"].as_array_mut() {
+        for (shown, entry) in entries.iter_mut().zip(&report.entries) {
+            shown["line"] = json!(entry.pos.line);
+        }
+    }
+    body["file"] = json!(served.file);
+    body["reloads"] = json!(
+        cordis_runtime::lock(&served.reloads)
+            .iter()
+            .collect::<Vec<_>>()
+    );
+    axum::Json(body).into_response()
+}
+
+/// `GET /api/events`: each reload as it happens (server-sent events).
+async fn events(State(served): State<Arc<Served>>) -> impl IntoResponse {
+    let rx = served.events.subscribe();
+    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
+        loop {
+            match rx.recv().await {
+                Ok(text) => {
+                    return Some((
+                        Ok::<_, std::convert::Infallible>(
+                            Event::default().event("reload").data(text),
+                        ),
+                        rx,
+                    ));
+                }
+                // A page that fell behind misses the oldest; it reloads the list anyway.
+                Err(broadcast::error::RecvError::Lagged(_)) => {}
+                Err(broadcast::error::RecvError::Closed) => return None,
+            }
+        }
+    });
+    Sse::new(stream).keep_alive(KeepAlive::default())
+}
+
+/// `GET /api/sessions`: the sessions of the file's `sessions` entry, newest first.
+async fn sessions(State(served): State<Arc<Served>>) -> Response {
+    let store = served
+        .live
+        .read()
+        .await
+        .root()
+        .get::<cordis_session::SessionStore>();
+    let Some(store) = store else {
+        return axum::Json(
+            json!({"sessions": [], "note": "the composition has no `sessions` entry"}),
+        )
+        .into_response();
+    };
+    match store
+        .list(cordis_session::ListQuery::first(LISTED_SESSIONS))
+        .await
+    {
+        Ok(page) => axum::Json(json!({
+            "sessions": page.sessions.iter().map(|s| json!({
+                "id": s.id,
+                "cwd": s.cwd,
+                "title": s.title,
+                "modified": crate::cli::sessions::iso8601(s.modified),
+                "turns": s.turns,
+                "preset": s.preset,
+                "model": s.model,
+            })).collect::<Vec<_>>(),
+        }))
+        .into_response(),
+        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
+    }
+}
+
+/// `GET /api/sessions/{id}`: the session's history (its latest events, with their cards).
+async fn history(State(served): State<Arc<Served>>, Path(id): Path<String>) -> Response {
+    let root = served.live.read().await.root().clone();
+    match cordis_history::History::of(&root)
+        .history(&id, None, Some(HISTORY_PAGE))
+        .await
+    {
+        Ok(page) => axum::Json(page).into_response(),
+        Err(e) => (StatusCode::NOT_FOUND, e.to_string()).into_response(),
+    }
+}
+
+/// `POST /api/diff` body.
+#[derive(Deserialize)]
+struct DiffRequest {
+    a: String,
+    b: String,
+}
+
+/// `POST /api/diff`: the line diff of two texts.
+async fn diff_texts(axum::Json(request): axum::Json<DiffRequest>) -> Response {
+    match diff::lines(&request.a, &request.b) {
+        Ok(lines) => axum::Json(json!({"lines": lines})).into_response(),
+        Err(why) => (StatusCode::PAYLOAD_TOO_LARGE, why).into_response(),
+    }
+}
+
+/// A token of 128 random bits, as hex.
+///
+/// # Errors
+/// The system's random source cannot be read.
+pub fn new_token() -> std::io::Result<String> {
+    use std::io::Read;
+    let mut bytes = [0u8; 16];
+    std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
