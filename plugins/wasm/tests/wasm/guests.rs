@@ -204,17 +204,21 @@ pub fn wat(spec: &Spec) -> String {
 
 /// The guest as a component.
 pub fn component(spec: &Spec) -> Vec<u8> {
+    let module =
+        wat::parse_str(wat(spec)).unwrap_or_else(|e| panic!("WAT: {e}\n{}", wat(spec)));
+    component_of(module, &spec.world, spec.version)
+}
+
+/// A core module implementing the world (at `version`, plus the `world` lines) as a component.
+pub fn component_of(mut module: Vec<u8>, world: &str, version: &str) -> Vec<u8> {
     let mut resolve = wit_parser::Resolve::default();
     for (file, text) in WASI {
         resolve.push_source(file, text).expect("WASI WIT parses");
     }
-    let world = WORLD.replace("@0.1.0", &format!("@{}", spec.version));
-    resolve
-        .push_source("world.wit", &world)
-        .expect("the world parses");
+    let tools = WORLD.replace("@0.1.0", &format!("@{version}"));
+    resolve.push_source("world.wit", &tools).expect("the world parses");
     let guest = format!(
-        "package test:guest;\nworld guest {{\n  include cordis:plugin/tools@{};\n  {}\n}}\n",
-        spec.version, spec.world
+        "package test:guest;\nworld guest {{\n  include cordis:plugin/tools@{version};\n  {world}\n}}\n"
     );
     let pkg = resolve
         .push_source("guest.wit", &guest)
@@ -222,8 +226,6 @@ pub fn component(spec: &Spec) -> Vec<u8> {
     let world = resolve
         .select_world(&[pkg], Some("guest"))
         .expect("a world");
-    let mut module =
-        wat::parse_str(wat(spec)).unwrap_or_else(|e| panic!("WAT: {e}\n{}", wat(spec)));
     wit_component::embed_component_metadata(
         &mut module,
         &resolve,
