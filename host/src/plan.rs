@@ -360,7 +360,9 @@ impl<'a> Resolver<'a> {
             self.plugin_step(entry, &name)
         };
         let library = match &step {
-            Some(Step::Plugin { .. }) if looks_like_dylib(&name) || looks_like_wasm(&name) => self.locate(&name).ok(),
+            Some(Step::Plugin { .. }) if looks_like_dylib(&name) || looks_like_wasm(&name) => {
+                self.locate(&name).ok()
+            }
             _ => None,
         };
         let index = self.entries.len();
@@ -394,21 +396,23 @@ impl<'a> Resolver<'a> {
                 }
                 plugin
             }
-            Some(source @ (EntrySource::Dylib(_) | EntrySource::Wasm(_))) => match self.locate(name) {
-                Ok(path) => {
-                    let pin = entry.sha256.as_deref().map(parse_sha256);
-                    if matches!(source, EntrySource::Wasm(_)) {
-                        Arc::new(cordis_wasm::WasmPlugin::new(name, path, pin))
-                            as Arc<dyn ErasedPlugin>
-                    } else {
-                        Arc::new(DylibPlugin::new(name, path, pin)) as Arc<dyn ErasedPlugin>
+            Some(source @ (EntrySource::Dylib(_) | EntrySource::Wasm(_))) => {
+                match self.locate(name) {
+                    Ok(path) => {
+                        let pin = entry.sha256.as_deref().map(parse_sha256);
+                        if matches!(source, EntrySource::Wasm(_)) {
+                            Arc::new(cordis_wasm::WasmPlugin::new(name, path, pin))
+                                as Arc<dyn ErasedPlugin>
+                        } else {
+                            Arc::new(DylibPlugin::new(name, path, pin)) as Arc<dyn ErasedPlugin>
+                        }
+                    }
+                    Err(problem) => {
+                        self.error(entry, name_pos, problem);
+                        return None;
                     }
                 }
-                Err(problem) => {
-                    self.error(entry, name_pos, problem);
-                    return None;
-                }
-            },
+            }
             None => {
                 let suggestions = self.builtins.suggest(name);
                 self.error(

@@ -204,8 +204,7 @@ pub fn wat(spec: &Spec) -> String {
 
 /// The guest as a component.
 pub fn component(spec: &Spec) -> Vec<u8> {
-    let module =
-        wat::parse_str(wat(spec)).unwrap_or_else(|e| panic!("WAT: {e}\n{}", wat(spec)));
+    let module = wat::parse_str(wat(spec)).unwrap_or_else(|e| panic!("WAT: {e}\n{}", wat(spec)));
     component_of(module, &spec.world, spec.version)
 }
 
@@ -216,7 +215,9 @@ pub fn component_of(mut module: Vec<u8>, world: &str, version: &str) -> Vec<u8> 
         resolve.push_source(file, text).expect("WASI WIT parses");
     }
     let tools = WORLD.replace("@0.1.0", &format!("@{version}"));
-    resolve.push_source("world.wit", &tools).expect("the world parses");
+    resolve
+        .push_source("world.wit", &tools)
+        .expect("the world parses");
     let guest = format!(
         "package test:guest;\nworld guest {{\n  include cordis:plugin/tools@{version};\n  {world}\n}}\n"
     );
