@@ -244,6 +244,14 @@ impl Runner {
         Ok(tools)
     }
 
+    /// Drops the live instance, if any: the next call makes (and initializes) a new one.
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn reset(&self) {
+        self.live.lock().await.take();
+    }
+
     /// Calls tool `name` with `arguments` (JSON text); the guest's answer (JSON text).
     ///
     /// # Errors

@@ -385,3 +385,107 @@ pub fn clock() -> Spec {
         ..Spec::default()
     }
 }
+
+/// Tool `probe`: reads `inside.txt`, creates and writes `new.txt`, opens `../outside.txt`, all
+/// relative to its first preopen, and answers what happened:
+/// `{"read":"<content>|denied:<code>","write":"wrote|denied:<code>","escape":"escaped|denied:<code>"}`.
+pub fn files() -> Spec {
+    Spec {
+        tools: one("probe", "Tries the workspace.", OBJECT),
+        imports: r#"
+  (import "wasi:filesystem/preopens@0.2.12" "get-directories" (func $dirs (param i32)))
+  (import "wasi:filesystem/types@0.2.12" "[method]descriptor.open-at"
+    (func $open (param i32 i32 i32 i32 i32 i32 i32)))
+  (import "wasi:filesystem/types@0.2.12" "[method]descriptor.read"
+    (func $read (param i32 i64 i64 i32)))
+  (import "wasi:filesystem/types@0.2.12" "[method]descriptor.write"
+    (func $write (param i32 i32 i32 i64 i32)))"#
+            .to_owned(),
+        world: "import wasi:filesystem/preopens@0.2.12;".to_owned(),
+        strings: vec![
+            ("inside", "inside.txt".to_owned()),
+            ("new", "new.txt".to_owned()),
+            ("outside", "../outside.txt".to_owned()),
+            ("x", "written by the guest".to_owned()),
+            ("none", "{\"preopens\":0}".to_owned()),
+            ("r", "{\"read\":\"".to_owned()),
+            ("w", "\",\"write\":\"".to_owned()),
+            ("e", "\",\"escape\":\"".to_owned()),
+            ("end", "\"}".to_owned()),
+            ("denied", "denied:".to_owned()),
+            ("wrote", "wrote".to_owned()),
+            ("escaped", "escaped".to_owned()),
+        ],
+        call: r#"
+    (call $dirs (i32.const 48))
+    (if (i32.eqz (i32.load (i32.const 52))) (then (return (call $err {none}))))
+    (local.set $p (i32.load (i32.load (i32.const 48))))
+    (call $start (i32.const 512))
+    (call $put {r})
+    ;; read inside.txt
+    (call $open (local.get $p) (i32.const 0) {inside} (i32.const 0) (i32.const 1) (i32.const 64))
+    (if (i32.load8_u (i32.const 64))
+      (then (call $put {denied}) (call $put_hex64 (i64.load8_u (i32.const 68))))
+      (else
+        (call $read (i32.load (i32.const 68)) (i64.const 200) (i64.const 0) (i32.const 80))
+        (if (i32.load8_u (i32.const 80))
+          (then (call $put {denied}) (call $put_hex64 (i64.load8_u (i32.const 84))))
+          (else (call $put (i32.load (i32.const 84)) (i32.load (i32.const 88)))))))
+    (call $put {w})
+    ;; create and write new.txt
+    (call $open (local.get $p) (i32.const 0) {new} (i32.const 1) (i32.const 2) (i32.const 64))
+    (if (i32.load8_u (i32.const 64))
+      (then (call $put {denied}) (call $put_hex64 (i64.load8_u (i32.const 68))))
+      (else
+        (call $write (i32.load (i32.const 68)) {x} (i64.const 0) (i32.const 96))
+        (if (i32.load8_u (i32.const 96))
+          (then (call $put {denied}) (call $put_hex64 (i64.load8_u (i32.const 104))))
+          (else (call $put {wrote})))))
+    (call $put {e})
+    ;; escape the root
+    (call $open (local.get $p) (i32.const 0) {outside} (i32.const 0) (i32.const 1) (i32.const 64))
+    (if (i32.load8_u (i32.const 64))
+      (then (call $put {denied}) (call $put_hex64 (i64.load8_u (i32.const 68))))
+      (else (call $put {escaped})))
+    (call $put {end})
+    (call $ok_buf)"#
+            .to_owned(),
+        ..Spec::default()
+    }
+}
+
+/// Tool `env`: answers every variable it sees, as `{"env":"K=V;K=V;"}`.
+pub fn env() -> Spec {
+    Spec {
+        tools: one("env", "Lists its environment.", OBJECT),
+        imports:
+            r#"(import "wasi:cli/environment@0.2.12" "get-environment" (func $env (param i32)))"#
+                .to_owned(),
+        world: "import wasi:cli/environment@0.2.12;".to_owned(),
+        strings: vec![
+            ("pre", "{\"env\":\"".to_owned()),
+            ("eq", "=".to_owned()),
+            ("semi", ";".to_owned()),
+            ("end", "\"}".to_owned()),
+        ],
+        call: r#"
+    (call $env (i32.const 48))
+    (call $start (i32.const 65536))
+    (call $put {pre})
+    (local.set $p (i32.load (i32.const 48)))
+    (local.set $i (i32.const 0))
+    (block $done (loop $next
+      (br_if $done (i32.ge_u (local.get $i) (i32.load (i32.const 52))))
+      (local.set $q (i32.add (local.get $p) (i32.mul (local.get $i) (i32.const 16))))
+      (call $put (i32.load (local.get $q)) (i32.load offset=4 (local.get $q)))
+      (call $put {eq})
+      (call $put (i32.load offset=8 (local.get $q)) (i32.load offset=12 (local.get $q)))
+      (call $put {semi})
+      (local.set $i (i32.add (local.get $i) (i32.const 1)))
+      (br $next)))
+    (call $put {end})
+    (call $ok_buf)"#
+            .to_owned(),
+        ..Spec::default()
+    }
+}

@@ -5,6 +5,7 @@
 mod calls;
 mod guests;
 mod loading;
+mod sandbox;
 
 use std::sync::Arc;
 use std::time::Duration;
