@@ -88,6 +88,7 @@ fn boot_of_100_wasm_entries_from_a_warm_cache(bencher: divan::Bencher) {
 #[divan::bench]
 fn trivial_call_through_the_registry(bencher: divan::Bencher) {
     let (plan, rt) = (entries(1), rt());
+    let _in_runtime = rt.enter();
     let root = Context::root();
     rt.block_on(async {
         let report = boot(&root, &plan).await;

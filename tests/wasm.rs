@@ -282,3 +282,45 @@ fn a_wasm_entry_outside_the_allowed_directories_or_with_a_network_grant_is_a_con
     assert!(check.err.contains("entry \"net\""), "{}", check.err);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[tokio::test]
+async fn a_rebuilt_component_restarts_only_its_entry_and_its_new_tools_replace_the_old() {
+    use cordis_host::reload::LiveConfig;
+    let dir = temp("reload");
+    write_guest(&dir, "swap.wasm", &guests::echo("before"));
+    write_guest(&dir, "stay.wasm", &guests::echo("stay"));
+    let yml = format!("{BASE}- id: swap\n  name: ./swap.wasm\n- id: stay\n  name: ./stay.wasm\n");
+    let file = dir.join("cordis.yml").display().to_string();
+    let options = PlanOptions {
+        config_dir: Some(dir.clone()),
+        ..PlanOptions::default()
+    };
+    let no_env = |_: &str| None;
+    let (mut live, report) = LiveConfig::boot(
+        Context::root_with(Schedule::fifo()),
+        &yml,
+        &file,
+        &no_env,
+        cordis::builtins::standard(),
+        options,
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert!(report.healthy(), "{:?}", report.entries);
+    let tools = |report: &cordis_host::BootReport| report.assembly["tools"].clone();
+    assert_eq!(tools(&live.report().await), json!(["before", "stay"]));
+    // Same bytes: nothing restarts.
+    assert!(
+        live.reload(&yml, &no_env)
+            .await
+            .unwrap()
+            .restarted
+            .is_empty()
+    );
+    // New bytes at the same path: that entry alone restarts.
+    write_guest(&dir, "swap.wasm", &guests::echo("after"));
+    let summary = live.reload(&yml, &no_env).await.unwrap();
+    assert_eq!(summary.restarted, ["swap"], "{summary:?}");
+    assert_eq!(tools(&live.report().await), json!(["after", "stay"]));
+    let _ = std::fs::remove_dir_all(&dir);
+}

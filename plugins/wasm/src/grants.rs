@@ -12,7 +12,7 @@
 //!
 //! Always allowed, because they carry no authority: `cordis:plugin/log@0.1.x`, `wasi:io/*`
 //! (streams and polling of what was granted), `wasi:cli/{stdin,stdout,stderr,exit}` and the
-//! `terminal-*` interfaces (stdin is empty, stdout and stderr go to the host's log, exit traps).
+//! `terminal-*` interfaces (stdin is empty, stdout and stderr lines go to the host's log, exit traps).
 //!
 //! A component importing anything else is refused **at load**, naming the import and the grant
 //! that would allow it, so a guest never finds out at call time that it has less than it asked.

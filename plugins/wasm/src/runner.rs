@@ -16,7 +16,7 @@ use crate::error::{CallError, LoadError};
 use crate::grants::{Capabilities, FsAccess};
 use crate::guest::{Described, Guest, described};
 use crate::limits::{Limiter, Limits, YIELD_INTERVAL};
-use crate::state::State;
+use crate::state::{LogStream, State};
 
 /// How an entry runs its guest.
 #[derive(Debug, Clone)]
@@ -96,6 +96,9 @@ impl Runner {
         let generation = self.generation.fetch_add(1, Ordering::Relaxed);
         let grants = &self.options.grants;
         let mut wasi = WasiCtxBuilder::new();
+        // stdin stays closed; stdout and stderr become log lines of the entry.
+        wasi.stdout(LogStream::new(self.options.entry.clone(), "stdout"));
+        wasi.stderr(LogStream::new(self.options.entry.clone(), "stderr"));
         if let Some(names) = &grants.env {
             // Only the listed variables, and only those set; sorted, so the guest's view does
             // not depend on the order they were listed in.

@@ -92,3 +92,82 @@ pub(crate) fn linker(engine: &wasmtime::Engine, wasi: bool) -> Result<Linker<Sta
     }
     Ok(linker)
 }
+
+/// A guest's stdout or stderr: each line goes to the host's log, attributed to the entry
+/// (at most [`MAX_LOG_LINE`] bytes a line; nothing is kept).
+pub(crate) struct LogStream {
+    entry: Arc<str>,
+    stream: &'static str,
+}
+
+impl LogStream {
+    pub(crate) fn new(entry: Arc<str>, stream: &'static str) -> LogStream {
+        LogStream { entry, stream }
+    }
+}
+
+impl wasmtime_wasi::cli::IsTerminal for LogStream {
+    fn is_terminal(&self) -> bool {
+        false
+    }
+}
+
+impl wasmtime_wasi::cli::StdoutStream for LogStream {
+    fn async_stream(&self) -> Box<dyn tokio::io::AsyncWrite + Send + Sync> {
+        Box::new(LineWriter {
+            entry: self.entry.clone(),
+            stream: self.stream,
+            line: Vec::new(),
+        })
+    }
+}
+
+/// Splits what a guest writes into log lines.
+struct LineWriter {
+    entry: Arc<str>,
+    stream: &'static str,
+    line: Vec<u8>,
+}
+
+impl LineWriter {
+    fn emit(&mut self) {
+        let text = String::from_utf8_lossy(&self.line);
+        let entry = &*self.entry;
+        tracing::info!(entry, stream = self.stream, "{}", text.trim_end());
+        self.line.clear();
+    }
+}
+
+impl tokio::io::AsyncWrite for LineWriter {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        _cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        for &b in buf {
+            if b == b'\n' {
+                self.emit();
+            } else if self.line.len() < MAX_LOG_LINE {
+                self.line.push(b);
+            }
+        }
+        std::task::Poll::Ready(Ok(buf.len()))
+    }
+
+    fn poll_flush(
+        self: std::pin::Pin<&mut Self>,
+        _cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        _cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        if !self.line.is_empty() {
+            self.emit();
+        }
+        std::task::Poll::Ready(Ok(()))
+    }
+}
