@@ -258,11 +258,12 @@ fn a_wasm_entry_outside_the_allowed_directories_or_with_a_network_grant_is_a_con
     let inner = dir.join("conf");
     std::fs::create_dir_all(&inner).unwrap();
     write_guest(&dir, "echo.wasm", &guests::echo("echo"));
+    write_guest(&inner, "echo.wasm", &guests::echo("echo"));
     std::os::unix::fs::symlink(dir.join("echo.wasm"), inner.join("link.wasm")).unwrap();
     let file = inner.join("cordis.yml");
     std::fs::write(
         &file,
-        format!("{BASE}- id: out\n  name: ./link.wasm\n- id: net\n  name: ../echo.wasm\n  config:\n    capabilities: {{network: [example.org]}}\n"),
+        format!("{BASE}- id: out\n  name: ./link.wasm\n- id: net\n  name: {}\n  config:\n    capabilities: {{network: [example.org]}}\n", dir.join("conf").join("echo.wasm").display()),
     )
     .unwrap();
     let check = cordis(&["check", &file.display().to_string()], &[]);
@@ -279,7 +280,11 @@ fn a_wasm_entry_outside_the_allowed_directories_or_with_a_network_grant_is_a_con
         "{}",
         check.err
     );
-    assert!(check.err.contains("entry \"net\""), "{}", check.err);
+    assert!(
+        check.err.contains("entry \"net\": config.capabilities.network: network is not supported: wasm guests get no network"),
+        "{}",
+        check.err
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -46,23 +46,26 @@ pub struct Capabilities {
     /// Random bytes.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub random: bool,
-    /// Refused when set: present only so the refusal can say why.
+    /// Refused when written (a configuration error naming why): guests get no network.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub network: Option<serde_json::Value>,
+    pub network: Option<NoNetwork>,
+}
+
+/// The value of `capabilities.network`, which no configuration can hold: parsing it fails with
+/// the reason, so `cordis check` points at the key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct NoNetwork;
+
+/// Why `capabilities.network` is refused.
+pub const NO_NETWORK: &str = "network is not supported: wasm guests get no network in this version (use an MCP server or a dylib for a tool that needs one)";
+
+impl<'de> Deserialize<'de> for NoNetwork {
+    fn deserialize<D: serde::Deserializer<'de>>(_: D) -> Result<NoNetwork, D::Error> {
+        Err(serde::de::Error::custom(NO_NETWORK))
+    }
 }
 
 impl Capabilities {
-    /// Checks what cannot be granted at all.
-    ///
-    /// # Errors
-    /// `network` is set: guests get no network in this version.
-    pub fn validate(&self) -> Result<(), String> {
-        if self.network.is_some() {
-            return Err("capabilities.network is not supported: wasm guests get no network in this version (use an MCP server or a dylib for tools that need one)".to_owned());
-        }
-        Ok(())
-    }
-
     /// True when the guest needs WASI at all (the host links it only then).
     pub fn any(&self) -> bool {
         self.workspace.is_some() || self.env.is_some() || self.clock || self.random
@@ -202,10 +205,14 @@ mod tests {
                 .contains("nothing can grant")
         );
         assert!(check_import("cordis:plugin/log@0.2.0", &all).is_err());
-        let net = Capabilities {
-            network: Some(serde_json::json!(["example.org"])),
-            ..Capabilities::default()
-        };
-        assert!(net.validate().unwrap_err().contains("not supported"));
+        let net =
+            serde_json::from_value::<Capabilities>(serde_json::json!({"network": ["example.org"]}));
+        assert!(net.unwrap_err().to_string().starts_with(NO_NETWORK));
+        let typo = serde_json::from_value::<Capabilities>(serde_json::json!({"radnom": true}));
+        assert!(
+            typo.unwrap_err()
+                .to_string()
+                .contains("unknown field `radnom`")
+        );
     }
 }
