@@ -1,6 +1,7 @@
 //! The wasmtime engine every wasm entry shares, and its epoch ticker.
 
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -29,6 +30,9 @@ struct Inner {
     wasi: Linker<State>,
     /// Dropping it stops the ticker thread.
     _ticker: mpsc::Sender<()>,
+    /// True while the ticker thread runs (what the tests watch to see it stop).
+    #[cfg_attr(not(test), allow(dead_code))]
+    ticking: Arc<AtomicBool>,
 }
 
 impl std::fmt::Debug for WasmEngine {
@@ -68,15 +72,17 @@ impl WasmEngine {
         let plain = crate::state::linker(&engine, false)?;
         let wasi = crate::state::linker(&engine, true)?;
         let (stop, stopped) = mpsc::channel::<()>();
-        let ticking = engine.clone();
+        let ticking = Arc::new(AtomicBool::new(true));
+        let (epochs, running) = (engine.clone(), ticking.clone());
         // A thread, not a tokio task: the engine outlives any one runtime (tests, reloads),
         // and the tick must go on while a current-thread runtime is inside a guest.
         std::thread::Builder::new()
-            .name("cordis-wasm-epoch".to_owned())
+            .name("wasm-epoch".to_owned())
             .spawn(move || {
                 while let Err(mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(EPOCH_TICK) {
-                    ticking.increment_epoch();
+                    epochs.increment_epoch();
                 }
+                running.store(false, Ordering::SeqCst);
             })
             .map_err(|e| LoadError::Compile(format!("cannot start the epoch ticker: {e}")))?;
         Ok(WasmEngine {
@@ -85,6 +91,7 @@ impl WasmEngine {
                 plain,
                 wasi,
                 _ticker: stop,
+                ticking,
             }),
         })
     }
@@ -190,5 +197,28 @@ impl WasmEngine {
             });
         }
         Ok((bytes, sha256))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_epoch_ticker_lives_as_long_as_the_engine_and_stops_with_it() {
+        let engine = WasmEngine::new().unwrap();
+        let running = engine.inner.ticking.clone();
+        let clone = engine.clone();
+        drop(engine);
+        assert!(running.load(Ordering::SeqCst), "a clone keeps the ticker");
+        drop(clone);
+        // The thread ends at its next wake-up: wait for it (bounded), never for a duration.
+        for _ in 0..1000 {
+            if !running.load(Ordering::SeqCst) {
+                return;
+            }
+            std::thread::sleep(EPOCH_TICK);
+        }
+        panic!("the ticker did not stop");
     }
 }
