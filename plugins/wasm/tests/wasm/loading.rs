@@ -113,3 +113,141 @@ fn the_artifact_cache_compiles_once_and_never_loads_a_file_that_does_not_check_o
             .is_file()
     );
 }
+
+/// A runner of `spec` (no grants, default limits).
+fn runner_of(spec: &Spec) -> cordis_wasm::Runner {
+    crate::runner(
+        spec,
+        cordis_wasm::Limits::default(),
+        Capabilities::default(),
+        None,
+    )
+}
+
+#[test]
+fn an_init_that_fails_or_traps_fails_the_load_with_its_reason() {
+    let failing = Spec {
+        init: Some("(call $err {why})".to_owned()),
+        strings: vec![("why", "no API key in config".to_owned())],
+        ..guests::echo("e")
+    };
+    let e = crate::block_on(runner_of(&failing).describe()).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "instantiate failed: init failed: no API key in config"
+    );
+    let trapping = Spec {
+        init: Some("(unreachable)".to_owned()),
+        ..guests::echo("e")
+    };
+    let e = crate::block_on(runner_of(&trapping).describe()).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "instantiate failed: init trapped: wasm trap: wasm `unreachable` instruction executed"
+    );
+    let spinning = Spec {
+        init: Some("(loop $l (br $l)) (unreachable)".to_owned()),
+        ..guests::echo("e")
+    };
+    let r = crate::runner(
+        &spinning,
+        cordis_wasm::Limits {
+            fuel: 1_000_000,
+            ..cordis_wasm::Limits::default()
+        },
+        Capabilities::default(),
+        None,
+    );
+    let e = crate::block_on(r.describe()).unwrap_err();
+    assert!(
+        e.to_string()
+            .starts_with("instantiate failed: stopped: out of fuel (1000000 units per call"),
+        "{e}"
+    );
+}
+
+#[test]
+fn described_tools_the_registry_would_refuse_fail_the_load() {
+    for (name, why) in [
+        ("run_code", "is reserved"),
+        ("has space", "invalid tool name \"has space\""),
+    ] {
+        let spec = Spec {
+            tools: guests::one(name, "x", guests::OBJECT),
+            ..guests::echo("unused")
+        };
+        let e = crate::block_on(runner_of(&spec).describe()).unwrap_err();
+        assert!(e.to_string().starts_with("describe failed: "), "{e}");
+        assert!(e.to_string().contains(why), "{e}");
+    }
+    let twice = Spec {
+        tools: vec![
+            guests::Tool {
+                name: "a",
+                description: "",
+                parameters: guests::OBJECT,
+                effect: 0,
+            },
+            guests::Tool {
+                name: "a",
+                description: "",
+                parameters: guests::OBJECT,
+                effect: 0,
+            },
+        ],
+        ..guests::echo("unused")
+    };
+    let e = crate::block_on(runner_of(&twice).describe()).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "describe failed: describe returned tool \"a\" twice"
+    );
+    let not_json = Spec {
+        tools: guests::one("a", "", "{not json"),
+        ..guests::echo("unused")
+    };
+    let e = crate::block_on(runner_of(&not_json).describe()).unwrap_err();
+    assert!(
+        e.to_string()
+            .starts_with("describe failed: tool \"a\": parameters are not JSON"),
+        "{e}"
+    );
+}
+
+#[test]
+fn effects_are_described_as_declared() {
+    let spec = Spec {
+        tools: vec![
+            guests::Tool {
+                name: "r",
+                description: "",
+                parameters: guests::OBJECT,
+                effect: 0,
+            },
+            guests::Tool {
+                name: "x",
+                description: "",
+                parameters: guests::OBJECT,
+                effect: 4,
+            },
+            guests::Tool {
+                name: "u",
+                description: "",
+                parameters: guests::OBJECT,
+                effect: 6,
+            },
+        ],
+        ..guests::echo("unused")
+    };
+    let tools = crate::block_on(runner_of(&spec).describe()).unwrap();
+    let effects: Vec<_> = tools.iter().map(|t| (t.name.as_str(), t.effect)).collect();
+    use cordis_tools::Effect;
+    assert_eq!(
+        effects,
+        [
+            ("r", Effect::Read),
+            ("x", Effect::Execute),
+            ("u", Effect::Unknown)
+        ]
+    );
+}
