@@ -329,3 +329,30 @@ async fn a_rebuilt_component_restarts_only_its_entry_and_its_new_tools_replace_t
     assert_eq!(tools(&live.report().await), json!(["after", "stay"]));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn the_c_guest_built_with_debian_clang_answers() {
+    let file: PathBuf = [
+        env!("CARGO_MANIFEST_DIR"),
+        "examples",
+        "wasm",
+        "c",
+        "cordis.yml",
+    ]
+    .iter()
+    .collect();
+    let run = cordis(
+        &[
+            "call",
+            &file.display().to_string(),
+            "c_word_count",
+            r#"{"text": "one two  three"}"#,
+        ],
+        &[],
+    );
+    assert_eq!(run.code, 0, "{}", run.err);
+    assert_eq!(
+        serde_json::from_str::<Value>(&run.out).unwrap(),
+        json!({"words": 3})
+    );
+}

@@ -3,7 +3,8 @@
 //!
 //! `cargo run -p cordis-wasm --example build_guests -- DIR` builds every `DIR/*.wat` into
 //! `DIR/*.wasm` (a core module implementing the world by hand-written canonical ABI, see
-//! `docs/wasm-plugins.md`). `--write-wat DIR` first writes the example guests' WAT sources
+//! `docs/wasm-plugins.md`), and every core module `DIR/*.core.wasm` (from C, say) into
+//! `DIR/*.wasm`. `--write-wat DIR` first writes the example guests' WAT sources
 //! (`wasm_hello`, `wasm_spin`, `wasm_balloon`) from `tests/wasm/guests.rs`.
 
 #[path = "../tests/wasm/guests.rs"]
@@ -41,14 +42,22 @@ fn main() {
     let mut sources: Vec<PathBuf> = std::fs::read_dir(dir)
         .expect("read the directory")
         .map(|e| e.expect("a directory entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "wat"))
+        .filter(|p| {
+            let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            name.ends_with(".wat") || name.ends_with(".core.wasm")
+        })
         .collect();
     sources.sort();
     for source in sources {
         let module =
             wat::parse_file(&source).unwrap_or_else(|e| panic!("{}: {e}", source.display()));
         let component = guests::component_of(module, "", "0.1.0");
-        let out = source.with_extension("wasm");
+        let name = source.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        let stem = name
+            .strip_suffix(".core.wasm")
+            .or_else(|| name.strip_suffix(".wat"))
+            .unwrap_or(name);
+        let out = source.with_file_name(format!("{stem}.wasm"));
         std::fs::write(&out, &component).expect("write the component");
         println!("{} ({} bytes)", out.display(), component.len());
     }
