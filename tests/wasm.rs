@@ -356,3 +356,38 @@ fn the_c_guest_built_with_debian_clang_answers() {
         json!({"words": 3})
     );
 }
+
+#[test]
+fn disposing_a_wasm_entry_unregisters_its_tools_and_leaves_the_others() {
+    let dir = temp("dispose");
+    write_guest(&dir, "a.wasm", &guests::echo("a_echo"));
+    write_guest(&dir, "b.wasm", &guests::echo("b_echo"));
+    let plan = plan_at(
+        &dir,
+        &format!("{BASE}- id: a\n  name: ./a.wasm\n- id: b\n  name: ./b.wasm\n"),
+    );
+    let rt = cordis_host::shutdown::current_thread().unwrap();
+    rt.block_on(async {
+        let root = Context::root_with(Schedule::fifo());
+        let handles = cordis_host::loader::start_under(&root, &plan).await;
+        root.idle().await;
+        let registry = root.get::<ToolRegistry>().unwrap();
+        let names = |registry: &ToolRegistry| -> Vec<String> {
+            registry.schemas(None).into_iter().map(|s| s.name).collect()
+        };
+        assert_eq!(names(&registry), ["a_echo", "b_echo"]);
+        let a = plan.entries.iter().position(|e| e.id == "a").unwrap();
+        handles[a].as_ref().unwrap().dispose();
+        root.idle().await;
+        assert_eq!(names(&registry), ["b_echo"]);
+        let call = ToolCall {
+            call_id: "1".into(),
+            name: "b_echo".into(),
+            arguments: json!({"k": 1}),
+        };
+        assert_eq!(registry.execute(call, None).await.content, json!({"k": 1}));
+        root.dispose();
+    });
+    cordis_host::shutdown::end(rt);
+    let _ = std::fs::remove_dir_all(&dir);
+}
