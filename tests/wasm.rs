@@ -391,3 +391,27 @@ fn disposing_a_wasm_entry_unregisters_its_tools_and_leaves_the_others() {
     cordis_host::shutdown::end(rt);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Ignored by default: a debug build's Cranelift compiles this 1.6 MB QuickJS component for
+/// longer than the entry's 30 s timeout (a release build: about 5 s once, then the cached
+/// artifact). Run it with `cargo test --release --test wasm -- --ignored`.
+#[test]
+#[ignore = "compiling a QuickJS guest needs a release build"]
+fn the_javascript_guest_built_with_componentize_qjs_answers() {
+    let file: PathBuf = [
+        env!("CARGO_MANIFEST_DIR"),
+        "examples",
+        "wasm",
+        "js",
+        "cordis.yml",
+    ]
+    .iter()
+    .collect();
+    let file = file.display().to_string();
+    let run = cordis(&["call", &file, "js_shout", r#"{"text": "hello"}"#], &[]);
+    assert_eq!(run.code, 0, "{}", run.err);
+    assert_eq!(
+        serde_json::from_str::<Value>(&run.out).unwrap(),
+        json!({"shout": "HELLO!!"})
+    );
+}
