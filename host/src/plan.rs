@@ -16,6 +16,11 @@
 //! the config's directory or a plugin directory; otherwise the entry is a configuration error.
 //! Problems only loading can find (handshake, `describe`, a `sha256` mismatch) fail the entry.
 //!
+//! # Wasm entries
+//! A name ending in `.wasm` names a WebAssembly component tool plugin ([`cordis_wasm`]): it is
+//! found and vetted exactly like a library (same directories, symlinks resolved, `sha256` pin),
+//! and runs sandboxed with only the `capabilities` its config grants.
+//!
 //! # Determinism
 //! The plan is flat and in file order (a group before its children); the loader applies entries
 //! in that order.
@@ -43,11 +48,16 @@ pub enum EntrySource {
     Builtin(Arc<dyn ErasedPlugin>),
     /// A shared library at this path, as written (see [`crate::dylib`]).
     Dylib(PathBuf),
+    /// A WebAssembly component at this path, as written (see [`cordis_wasm`]).
+    Wasm(PathBuf),
 }
 
 impl EntrySource {
     /// Finds the source of `name`: a shared-library path, or a built-in; `None` if neither.
     pub fn lookup(name: &str, builtins: &Builtins) -> Option<EntrySource> {
+        if looks_like_wasm(name) {
+            return Some(EntrySource::Wasm(PathBuf::from(name)));
+        }
         if looks_like_dylib(name) {
             return Some(EntrySource::Dylib(PathBuf::from(name)));
         }
@@ -55,7 +65,14 @@ impl EntrySource {
     }
 }
 
-/// True for names that are paths to a shared library.
+/// True for names that are paths to a WebAssembly component (checked before
+/// [`looks_like_dylib`], which also takes every `./…` path).
+pub fn looks_like_wasm(name: &str) -> bool {
+    name.ends_with(".wasm")
+}
+
+/// True for names that are paths to a shared library (or, see [`looks_like_wasm`], a
+/// component).
 pub fn looks_like_dylib(name: &str) -> bool {
     name.starts_with("./")
         || name.starts_with("../")
@@ -107,6 +124,7 @@ impl std::fmt::Debug for EntrySource {
         match self {
             EntrySource::Builtin(p) => write!(f, "Builtin({:?})", p.name()),
             EntrySource::Dylib(path) => write!(f, "Dylib({path:?})"),
+            EntrySource::Wasm(path) => write!(f, "Wasm({path:?})"),
         }
     }
 }
@@ -127,7 +145,7 @@ pub struct PlannedEntry {
     pub parent: Option<usize>,
     /// What to do.
     pub step: Step,
-    /// For a dylib entry: the vetted library path its plugin loads.
+    /// For a dylib or wasm entry: the vetted file its plugin loads.
     pub library: Option<PathBuf>,
 }
 
@@ -342,7 +360,9 @@ impl<'a> Resolver<'a> {
             self.plugin_step(entry, &name)
         };
         let library = match &step {
-            Some(Step::Plugin { .. }) if looks_like_dylib(&name) => self.locate(&name).ok(),
+            Some(Step::Plugin { .. }) if looks_like_dylib(&name) || looks_like_wasm(&name) => {
+                self.locate(&name).ok()
+            }
             _ => None,
         };
         let index = self.entries.len();
@@ -376,16 +396,23 @@ impl<'a> Resolver<'a> {
                 }
                 plugin
             }
-            Some(EntrySource::Dylib(_)) => match self.locate(name) {
-                Ok(path) => {
-                    let pin = entry.sha256.as_deref().map(parse_sha256);
-                    Arc::new(DylibPlugin::new(name, path, pin)) as Arc<dyn ErasedPlugin>
+            Some(source @ (EntrySource::Dylib(_) | EntrySource::Wasm(_))) => {
+                match self.locate(name) {
+                    Ok(path) => {
+                        let pin = entry.sha256.as_deref().map(parse_sha256);
+                        if matches!(source, EntrySource::Wasm(_)) {
+                            Arc::new(cordis_wasm::WasmPlugin::new(name, path, pin))
+                                as Arc<dyn ErasedPlugin>
+                        } else {
+                            Arc::new(DylibPlugin::new(name, path, pin)) as Arc<dyn ErasedPlugin>
+                        }
+                    }
+                    Err(problem) => {
+                        self.error(entry, name_pos, problem);
+                        return None;
+                    }
                 }
-                Err(problem) => {
-                    self.error(entry, name_pos, problem);
-                    return None;
-                }
-            },
+            }
             None => {
                 let suggestions = self.builtins.suggest(name);
                 self.error(

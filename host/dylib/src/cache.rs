@@ -325,6 +325,64 @@ impl Cache {
         ))
     }
 
+    /// Publishes `bytes` as the file `name` of the cache (mode 0600, written to an exclusive
+    /// staging name and renamed into place, never through a planted symlink): how other
+    /// content-addressed artifacts (compiled wasm components) share this directory and its
+    /// checks. `name` must be a plain file name.
+    ///
+    /// # Errors
+    /// The file cannot be created or written; a failed rename only skips publishing.
+    pub fn store(&self, name: &str, bytes: &[u8]) -> Result<(), CacheError> {
+        let io = |what: &str, e: &dyn std::fmt::Display| CacheError::Io {
+            path: self.path.clone(),
+            reason: format!("{what}: {e}"),
+        };
+        if name.contains('/') || name.starts_with('.') || name.is_empty() {
+            return Err(io(
+                "cannot store",
+                &format!("{name:?} is not a plain file name"),
+            ));
+        }
+        for _ in 0..16 {
+            let staging = format!(".{}.partial", random_hex());
+            let flags =
+                OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+            let fd =
+                match rustix::fs::openat(&self.dir, &staging, flags, Mode::from_raw_mode(0o600)) {
+                    Ok(fd) => fd,
+                    Err(rustix::io::Errno::EXIST) => continue,
+                    Err(e) => return Err(io("cannot create a file", &e)),
+                };
+            if let Err(e) = File::from(fd).write_all(bytes) {
+                let _ = rustix::fs::unlinkat(&self.dir, &staging, rustix::fs::AtFlags::empty());
+                return Err(io("cannot write a file", &e));
+            }
+            if rustix::fs::renameat(&self.dir, &staging, &self.dir, name).is_err() {
+                let _ = rustix::fs::unlinkat(&self.dir, &staging, rustix::fs::AtFlags::empty());
+            }
+            return Ok(());
+        }
+        Err(io(
+            "cannot create a file",
+            &"every random name drawn was taken",
+        ))
+    }
+
+    /// The bytes of the cache file `name`, if it is a regular file (opened without following a
+    /// symlink and without blocking, relative to the verified directory). The caller verifies
+    /// the bytes before trusting them.
+    pub fn read(&self, name: &str) -> Option<Vec<u8>> {
+        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+        let mut file = File::from(rustix::fs::openat(&self.dir, name, flags, Mode::empty()).ok()?);
+        let meta = file.metadata().ok()?;
+        if !meta.file_type().is_file() {
+            return None;
+        }
+        let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+        file.read_to_end(&mut bytes).ok()?;
+        Some(bytes)
+    }
+
     /// The existing copy at `name`, if it is a regular file with the expected bytes.
     fn reuse(&self, name: &str, hash: &[u8; 32]) -> Option<File> {
         let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
@@ -352,7 +410,10 @@ impl Cache {
 
 /// Reads a library file: opened without following a symlink and without blocking (a FIFO is
 /// refused, not waited on), then read to the end from that descriptor.
-pub(crate) fn read_library(path: &Path) -> std::io::Result<(Vec<u8>, std::fs::Metadata)> {
+///
+/// # Errors
+/// Opening or reading failed, or it is not a regular file.
+pub fn read_library(path: &Path) -> std::io::Result<(Vec<u8>, std::fs::Metadata)> {
     let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
     let mut file = File::from(rustix::fs::open(path, flags, Mode::empty()).map_err(|e| {
         if e == rustix::io::Errno::LOOP {

@@ -40,6 +40,6 @@ pub mod foreign;
 mod library;
 mod mapped;
 
-pub use cache::{Cache, CacheError, PruneOutcome, file_sha256};
+pub use cache::{Cache, CacheError, PruneOutcome, file_sha256, read_library};
 pub use call::{CallError, Instance};
 pub use library::{Library, LoadError, open, open_in};
