@@ -31,9 +31,9 @@
 //! image and audio blocks become a text block naming what was dropped.
 //!
 //! # What the client declares
-//! `roots` (answered with the workspace root as a `file://` URI, see [`file_uri`]); not
-//! `sampling` nor `elicitation`, which it does not implement (rmcp answers a server that asks
-//! anyway with "method not found" and a decline).
+//! `roots` (answered with the workspace root as a `file://` URI, see [`file_uri`]) and form
+//! `elicitation` (answered through the [`Elicitation`] service front ends provide, declined
+//! with a traced reason without one); not `sampling` (rmcp answers "method not found").
 //!
 //! # Effects and the tool filter
 //! Without `trustAnnotations` every MCP tool is `unknown` (it asks). With it, the server's
@@ -52,6 +52,7 @@ mod catalog;
 mod config;
 mod depth;
 mod directory;
+mod elicit;
 mod error;
 mod http;
 mod naming;
@@ -93,6 +94,10 @@ pub use config::{
 };
 pub use depth::{MAX_MESSAGE_DEPTH, MAX_SCHEMA_DEPTH};
 pub use directory::{McpServer, server_names, servers};
+pub use elicit::{
+    Elicitation, ElicitationAnswer, ElicitationRequest, Elicitor, MAX_ELICITATION_MESSAGE,
+    MAX_FORM_PROPERTIES, TRACE_ELICITATION, check_answer,
+};
 pub use error::McpError;
 pub use naming::{MAX_PUBLIC_NAME, public_name};
 pub use progress::{MAX_PROGRESS_MESSAGE, McpProgress};
@@ -757,6 +762,22 @@ impl ClientHandler for Handler {
         }
     }
 
+    /// Form mode through the front end's [`Elicitation`] service; declined (and traced) when
+    /// there is none. See the `elicit` module.
+    async fn create_elicitation(
+        &self,
+        request: rmcp::model::ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
+        let (result, outcome) = elicit::answer(&self.ctx, &self.link.server, request).await;
+        tracing::info!(server = %self.link.server, %outcome, "mcp elicitation");
+        self.ctx.trace(
+            TRACE_ELICITATION,
+            format!("{}: {outcome}", self.link.server),
+        );
+        Ok(result)
+    }
+
     // Roots are deprecated by SEP-2577 for the stateless protocol; this client speaks the
     // initialize-handshake protocol, where servers (and the conformance suite) still use them.
     #[allow(deprecated)]
@@ -779,12 +800,15 @@ impl ClientHandler for Handler {
     fn get_info(&self) -> ClientConfig {
         // The initialize-handshake protocol: list_changed arrives as a plain notification
         // (newer versions deliver it only on a listen subscription). Declared is what is
-        // implemented: roots (never changing while connected, so no `listChanged`); neither
-        // sampling nor elicitation.
+        // implemented: roots (never changing while connected, so no `listChanged`) and form
+        // elicitation (declined when no front end answers); not sampling, not URL elicitation.
         let mut capabilities = ClientCapabilities::default();
         let mut roots = RootsCapabilities::default();
         roots.list_changed = Some(false);
         capabilities.roots = Some(roots);
+        let mut elicitation = rmcp::model::ElicitationCapability::default();
+        elicitation.form = Some(rmcp::model::FormElicitationCapability::default());
+        capabilities.elicitation = Some(elicitation);
         ClientConfig::new(
             capabilities,
             Implementation::new("cordis", env!("CARGO_PKG_VERSION")),
@@ -1205,6 +1229,8 @@ impl Bridge {
                 for handle in &gone.handles {
                     handle.dispose();
                 }
+                // Nothing of a server given up on is offered any more.
+                *lock(&self.link.catalog) = Catalog::default();
                 self.link.kill();
                 return;
             }

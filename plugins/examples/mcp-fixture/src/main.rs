@@ -13,7 +13,8 @@
 //! at that URI) and `duplicatePrompt` (the prompt list repeats a name), each followed by its
 //! `list_changed` notification.
 //!
-//! With `--tools` only: `progress` (reports `steps` progress notifications `everyMs` apart on the call's
+//! With `--tools` only: `ask` (sends `elicitation/create`: a fixed form, `form` when given, or
+//! URL mode with `url: true`, and answers the client's result as JSON), `progress` (reports `steps` progress notifications `everyMs` apart on the call's
 //! progress token, then answers) and `roots` (asks the client `roots/list` during the call and
 //! answers its JSON). Tools carry annotations: `add` is `readOnlyHint`, `greet`
 //! `destructiveHint: false`, `slow` `destructiveHint: true`.
@@ -45,6 +46,7 @@ use rmcp::model::{
     ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ReadResourceRequestParams,
     ReadResourceResponse, ServerCapabilities, ServerConfig, Tool,
 };
+use rmcp::model::{ClientResult, ElicitRequest, ServerRequest};
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ServerHandler, ServiceExt};
 use serde_json::{Value, json};
@@ -284,6 +286,10 @@ fn tool(name: &str) -> Tool {
             "Asks the client for its roots and answers them.",
             json!({"type": "object"}),
         ),
+        "ask" => (
+            "Asks the user for a name, an age and a color (elicitation/create, form mode), or for `form` when given, and answers what came back.",
+            json!({"type": "object", "properties": {"form": {"type": "object"}, "url": {"type": "boolean"}}}),
+        ),
         _ => ("A generated tool.", json!({"type": "object"})),
     };
     let mut value = json!({"name": name, "description": description, "inputSchema": schema});
@@ -480,6 +486,8 @@ impl ServerHandler for Fixture {
         Ok(result)
     }
 
+    // Roots are deprecated for the stateless protocol; the client speaks the initialize one.
+    #[allow(deprecated)]
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
@@ -569,6 +577,37 @@ impl ServerHandler for Fixture {
             }
             // Deprecated for the stateless protocol; the client speaks the initialize one.
             #[allow(deprecated)]
+            "ask" => {
+                let form = args.get("form").cloned().unwrap_or_else(|| json!({
+                    "type": "object",
+                    "properties": {
+                        "name": {"type": "string", "minLength": 1},
+                        "age": {"type": "integer", "minimum": 0},
+                        "color": {"type": "string", "enum": ["red", "blue"], "default": "red"}
+                    },
+                    "required": ["name"]
+                }));
+                let params = if args["url"].as_bool() == Some(true) {
+                    json!({"mode": "url", "message": "Open this", "url": "https://example.test/x", "elicitationId": "e1"})
+                } else {
+                    json!({"mode": "form", "message": "Who are you?", "requestedSchema": form})
+                };
+                let asked = serde_json::from_value(params)
+                    .map_err(|e| e.to_string())
+                    .map(|p| ServerRequest::ElicitRequest(ElicitRequest::new(p)));
+                match asked {
+                    Err(e) => text_result(format!("cannot build the request: {e}"), true, None),
+                    Ok(request) => match context.peer.send_request(request).await {
+                        Ok(ClientResult::ElicitResult(answer)) => text_result(
+                            serde_json::to_string(&answer).unwrap_or_default(),
+                            false,
+                            None,
+                        ),
+                        Ok(_) => text_result("an unexpected answer", true, None),
+                        Err(e) => text_result(format!("elicitation/create failed: {e}"), true, None),
+                    },
+                }
+            }
             "roots" => {
                 // As a real server does: ask only a client that declared roots.
                 let declared: Vec<String> = context

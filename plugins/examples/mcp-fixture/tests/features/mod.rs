@@ -7,7 +7,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 
-use cordis_mcp::{McpProgress, McpServer, TRACE_CATALOG, ToolFilter, servers};
+use cordis_mcp::{
+    Elicitation, ElicitationAnswer, ElicitationRequest, Elicitor, McpProgress, McpServer,
+    TRACE_CATALOG, ToolFilter, servers,
+};
 use cordis_runtime::prelude::*;
 use cordis_tools::{Effect, ToolCall, ToolRegistry};
 use cordis_workspace::{WorkspaceConfig, WorkspacePlugin};
@@ -22,7 +25,7 @@ fn only_server(root: &Context) -> McpServer {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn roots_alone_are_declared_and_answered_with_the_workspace_root_as_a_file_uri() {
+async fn roots_are_declared_and_answered_with_the_workspace_root_as_a_file_uri() {
     let dir = tempfile::tempdir().unwrap();
     let root = root_with_tools();
     root.plugin(
@@ -33,12 +36,16 @@ async fn roots_alone_are_declared_and_answered_with_the_workspace_root_as_a_file
     );
     let entry = root.plugin(McpPlugin, cfg("fx", &["--tools", "roots"]));
     assert_eq!(settle(&entry).await, ScopeStatus::Active);
-    let answer: Value =
+    let mut answer: Value =
         serde_json::from_str(&text(&call(&root, "mcp__fx__roots", json!({})).await)).unwrap();
+    // Declared: roots and elicitation, in whatever key order; not sampling.
+    let mut declared: Vec<String> = serde_json::from_value(answer["capabilities"].take()).unwrap();
+    declared.sort();
+    assert_eq!(declared, ["elicitation", "roots"]);
     let canonical = dir.path().canonicalize().unwrap();
     assert_eq!(
         answer,
-        json!({"capabilities": ["roots"], "roots": [{
+        json!({"capabilities": null, "roots": [{
             "uri": format!("file://{}", canonical.display()),
             "name": canonical.file_name().unwrap().to_str().unwrap()
         }]})
@@ -48,8 +55,9 @@ async fn roots_alone_are_declared_and_answered_with_the_workspace_root_as_a_file
     let bare = root_with_tools();
     let entry = bare.plugin(McpPlugin, cfg("fx", &["--tools", "roots"]));
     assert_eq!(settle(&entry).await, ScopeStatus::Active);
-    let answer = text(&call(&bare, "mcp__fx__roots", json!({})).await);
-    assert_eq!(answer, r#"{"capabilities":["roots"],"roots":[]}"#);
+    let answer: Value =
+        serde_json::from_str(&text(&call(&bare, "mcp__fx__roots", json!({})).await)).unwrap();
+    assert_eq!(answer["roots"], json!([]));
     bare.dispose();
 }
 
@@ -392,5 +400,122 @@ async fn the_filter_can_leave_the_reader_out_and_two_entries_with_one_name_list_
     assert!(servers(&root).is_empty());
     again.dispose();
     assert_eq!(only_server(&root).name(), "fx");
+    root.dispose();
+}
+
+/// A scripted front end: answers in order, and records what it was asked.
+struct Scripted {
+    answers: Mutex<std::collections::VecDeque<ElicitationAnswer>>,
+    asked: Mutex<Vec<ElicitationRequest>>,
+}
+
+impl Elicitor for Scripted {
+    fn elicit(
+        &self,
+        request: ElicitationRequest,
+    ) -> futures_util::future::BoxFuture<'static, ElicitationAnswer> {
+        self.asked.lock().unwrap().push(request);
+        let answer = self
+            .answers
+            .lock()
+            .unwrap()
+            .pop_front()
+            .unwrap_or(ElicitationAnswer::Decline);
+        Box::pin(async move { answer })
+    }
+}
+
+fn elicitations(root: &Context) -> Vec<String> {
+    root.trace_details(cordis_mcp::TRACE_ELICITATION)
+}
+
+async fn ask(root: &Context, args: Value) -> Value {
+    let r = call(root, "mcp__fx__ask", args).await;
+    assert!(!r.is_error, "{r:?}");
+    serde_json::from_str(&text(&r)).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn elicitation_declines_with_its_reason_without_a_front_end_and_checks_what_one_answers() {
+    // No front end (CI, piped): declined, the reason traced.
+    let root = root_with_tools();
+    let entry = root.plugin(McpPlugin, cfg("fx", &["--tools", "ask"]));
+    assert_eq!(settle(&entry).await, ScopeStatus::Active);
+    assert_eq!(ask(&root, json!({})).await, json!({"action": "decline"}));
+    let traced = elicitations(&root);
+    assert!(
+        traced[0].ends_with("fx: declined (no one to ask: no front end answers elicitations here)"),
+        "{traced:?}"
+    );
+    root.dispose();
+
+    // A front end answers: checked against the form, defaults applied.
+    let root = root_with_tools();
+    let front = Arc::new(Scripted {
+        answers: Mutex::new(
+            [
+                ElicitationAnswer::Accept(json!({"name": "Ada"}).as_object().unwrap().clone()),
+                ElicitationAnswer::Accept(
+                    json!({"name": "Ada", "age": -1})
+                        .as_object()
+                        .unwrap()
+                        .clone(),
+                ),
+                ElicitationAnswer::Cancel,
+            ]
+            .into(),
+        ),
+        asked: Mutex::default(),
+    });
+    let _service = root.provide(Elicitation(front.clone())).unwrap();
+    let entry = root.plugin(McpPlugin, cfg("fx", &["--tools", "ask"]));
+    assert_eq!(settle(&entry).await, ScopeStatus::Active);
+    assert_eq!(
+        ask(&root, json!({})).await,
+        json!({"action": "accept", "content": {"name": "Ada", "color": "red"}})
+    );
+    {
+        let asked = front.asked.lock().unwrap();
+        assert_eq!(
+            (asked[0].server.as_str(), asked[0].message.as_str()),
+            ("fx", "Who are you?")
+        );
+        assert_eq!(asked[0].schema["required"], json!(["name"]));
+    }
+    assert_eq!(ask(&root, json!({})).await, json!({"action": "decline"}));
+    assert_eq!(ask(&root, json!({})).await, json!({"action": "cancel"}));
+    // URL mode and a form over the limit: declined without asking anyone. (rmcp itself
+    // refuses a form with a nested property before it gets here.)
+    assert_eq!(
+        ask(&root, json!({"url": true})).await,
+        json!({"action": "decline"})
+    );
+    let properties: serde_json::Map<String, Value> = (0..65)
+        .map(|i| (format!("p{i:02}"), json!({"type": "boolean"})))
+        .collect();
+    let big = json!({"type": "object", "properties": properties});
+    assert_eq!(
+        ask(&root, json!({"form": big})).await,
+        json!({"action": "decline"})
+    );
+    assert_eq!(
+        front.asked.lock().unwrap().len(),
+        3,
+        "asked thrice, not five times"
+    );
+    let traced: Vec<String> = elicitations(&root)
+        .iter()
+        .map(|t| t.split_once("fx: ").unwrap().1.to_owned())
+        .collect();
+    assert_eq!(
+        traced,
+        [
+            "accepted",
+            "declined (the answer does not fit the form: property \"age\" is out of its range)",
+            "cancelled by the user",
+            "declined (URL mode is not supported)",
+            "declined (the form asks for 65 properties, over the 64-property limit)",
+        ]
+    );
     root.dispose();
 }
