@@ -125,7 +125,9 @@ fn the_reference_server_everything_lists_and_answers_through_cordis() {
     );
     assert_eq!(image.code, 0, "{}\n{}", image.out, image.err);
     assert!(
-        image.out.contains("[image unavailable: image/png;"),
+        image
+            .out
+            .contains("[the server returned image (image/png, about"),
         "{}",
         image.out
     );

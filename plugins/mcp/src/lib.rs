@@ -56,6 +56,7 @@ mod elicit;
 mod error;
 mod http;
 mod naming;
+mod output;
 mod progress;
 mod roots;
 mod stdio;
@@ -428,6 +429,7 @@ impl Link {
         raw: &str,
         args: Value,
         cx: ToolCallContext,
+        output: Option<&output::OutputSchema>,
     ) -> Result<ToolOutput, String> {
         let peer = self.connected()?;
         let arguments = match args {
@@ -475,6 +477,20 @@ impl Link {
             } else {
                 text.join("\n")
             });
+        }
+        if let Some(schema) = output {
+            let Some(structured) = &result.structured_content else {
+                return Err(format!(
+                    "mcp({}): tool \"{raw}\" declares an outputSchema but its result has no structuredContent",
+                    self.server
+                ));
+            };
+            schema.check(structured).map_err(|why| {
+                format!(
+                    "mcp({}): the structuredContent of tool \"{raw}\" does not match its outputSchema: {why}",
+                    self.server
+                )
+            })?;
         }
         let mut out = json!({ "content": content });
         if let Some(structured) = result.structured_content {
@@ -685,9 +701,14 @@ fn media_as_text(block: Value) -> Value {
         .get("mimeType")
         .and_then(Value::as_str)
         .unwrap_or("unknown type");
+    // Base64 is four characters for three bytes.
+    let bytes = block
+        .get("data")
+        .and_then(Value::as_str)
+        .map_or(0, |d| d.len() / 4 * 3);
     json!({
         "type": "text",
-        "text": format!("[{kind} unavailable: {mime}; no attachment store is mounted, so the server's {kind} was not passed on]")
+        "text": format!("[the server returned {kind} ({mime}, about {bytes} bytes) that is not shown: tool results reach the model as text only]")
     })
 }
 
@@ -1158,9 +1179,17 @@ impl Bridge {
             .read_only()
         } else {
             let raw: Arc<str> = tool.name.as_ref().into();
+            let output = tool.output_schema.as_ref().and_then(|schema| {
+                output::OutputSchema::compile(&Value::Object((**schema).clone()))
+                    .map_err(|reason| {
+                        tracing::warn!(server = %self.server(), tool = %tool.name, %reason, "mcp tool's outputSchema does not compile; its results are not checked");
+                    })
+                    .ok()
+                    .map(Arc::new)
+            });
             ToolDefinition::new(schema, move |args, cx| {
-                let (link, raw) = (link.clone(), raw.clone());
-                async move { link.call(&raw, args, cx).await }
+                let (link, raw, output) = (link.clone(), raw.clone(), output.clone());
+                async move { link.call(&raw, args, cx, output.as_deref()).await }
             })
             .with_timeout(self.config.max_call())
             .with_effect(if self.config.trust_annotations {

@@ -13,7 +13,8 @@
 //! at that URI) and `duplicatePrompt` (the prompt list repeats a name), each followed by its
 //! `list_changed` notification.
 //!
-//! With `--tools` only: `ask` (sends `elicitation/create`: a fixed form, `form` when given, or
+//! With `--tools` only: `structured` (an `outputSchema`; `mode` good, bad or missing
+//! structuredContent), `ask` (sends `elicitation/create`: a fixed form, `form` when given, or
 //! URL mode with `url: true`, and answers the client's result as JSON), `progress` (reports `steps` progress notifications `everyMs` apart on the call's
 //! progress token, then answers) and `roots` (asks the client `roots/list` during the call and
 //! answers its JSON). Tools carry annotations: `add` is `readOnlyHint`, `greet`
@@ -286,6 +287,10 @@ fn tool(name: &str) -> Tool {
             "Asks the client for its roots and answers them.",
             json!({"type": "object"}),
         ),
+        "structured" => (
+            "Answers structuredContent for its outputSchema: `mode` good, bad (a string sum) or missing.",
+            json!({"type": "object", "properties": {"mode": {"type": "string"}}}),
+        ),
         "ask" => (
             "Asks the user for a name, an age and a color (elicitation/create, form mode), or for `form` when given, and answers what came back.",
             json!({"type": "object", "properties": {"form": {"type": "object"}, "url": {"type": "boolean"}}}),
@@ -301,6 +306,9 @@ fn tool(name: &str) -> Tool {
     };
     if let Some(hints) = hints {
         value["annotations"] = hints;
+    }
+    if name == "structured" {
+        value["outputSchema"] = json!({"type": "object", "properties": {"sum": {"type": "number"}}, "required": ["sum"]});
     }
     serde_json::from_value(value).unwrap_or_else(|e| panic!("fixture tool {name}: {e}"))
 }
@@ -577,6 +585,11 @@ impl ServerHandler for Fixture {
             }
             // Deprecated for the stateless protocol; the client speaks the initialize one.
             #[allow(deprecated)]
+            "structured" => match args["mode"].as_str().unwrap_or("good") {
+                "bad" => text_result("3", false, Some(json!({"sum": "3"}))),
+                "missing" => text_result("3", false, None),
+                _ => text_result("3", false, Some(json!({"sum": 3}))),
+            },
             "ask" => {
                 let form = args.get("form").cloned().unwrap_or_else(|| json!({
                     "type": "object",

@@ -134,7 +134,9 @@ async fn tools_are_named_listed_and_called_with_the_raw_name_on_the_wire() {
     assert_eq!(image.content["content"][0]["text"], "a pixel");
     let dropped = image.content["content"][1]["text"].as_str().unwrap();
     assert!(
-        dropped.starts_with("[image unavailable: image/png;"),
+        dropped.starts_with(
+            "[the server returned image (image/png, about 72 bytes) that is not shown"
+        ),
         "{dropped}"
     );
 

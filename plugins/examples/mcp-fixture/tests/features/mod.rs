@@ -519,3 +519,30 @@ async fn elicitation_declines_with_its_reason_without_a_front_end_and_checks_wha
     );
     root.dispose();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn structured_content_is_checked_against_the_output_schema() {
+    let root = root_with_tools();
+    let entry = root.plugin(McpPlugin, cfg("fx", &["--tools", "structured"]));
+    assert_eq!(settle(&entry).await, ScopeStatus::Active);
+    let good = call(&root, "mcp__fx__structured", json!({"mode": "good"})).await;
+    assert!(!good.is_error, "{good:?}");
+    assert_eq!(good.content["structuredContent"], json!({"sum": 3}));
+    let bad = call(&root, "mcp__fx__structured", json!({"mode": "bad"})).await;
+    assert!(bad.is_error);
+    let why = bad.content.as_str().unwrap();
+    assert!(
+        why.starts_with(
+            "mcp(fx): the structuredContent of tool \"structured\" does not match its outputSchema: /sum: "
+        ),
+        "{why}"
+    );
+    let missing = call(&root, "mcp__fx__structured", json!({"mode": "missing"})).await;
+    assert_eq!(
+        missing.content,
+        json!(
+            "mcp(fx): tool \"structured\" declares an outputSchema but its result has no structuredContent"
+        )
+    );
+    root.dispose();
+}
