@@ -716,8 +716,9 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// What changed on the server, by its `list_changed` notification.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What changed on the server, by its `list_changed` notification (in the order a burst of
+/// them is handled).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Change {
     Tools,
     Prompts,
@@ -1223,18 +1224,15 @@ impl Bridge {
                         _ = &mut closed => break,
                         Some(first) = changes.recv() => {
                             // Several notifications in a row need one sync of each list.
-                            let mut changed = BTreeSet::from([first as u8]);
+                            let mut changed = BTreeSet::from([first]);
                             while let Ok(next) = changes.try_recv() {
-                                changed.insert(next as u8);
+                                changed.insert(next);
                             }
-                            if changed.contains(&(Change::Tools as u8)) {
-                                self.resync(&peer).await;
-                            }
-                            if changed.contains(&(Change::Prompts as u8)) {
-                                self.relist(&peer, Change::Prompts).await;
-                            }
-                            if changed.contains(&(Change::Resources as u8)) {
-                                self.relist(&peer, Change::Resources).await;
+                            for change in changed {
+                                match change {
+                                    Change::Tools => self.resync(&peer).await,
+                                    catalog => self.relist(&peer, catalog).await,
+                                }
                             }
                         }
                         () = self.link.suspect.notified() => {
@@ -1321,7 +1319,9 @@ impl Bridge {
                 .unwrap_or_else(|_| Err(timed_out("prompts")));
                 listed.map(|prompts| lock(&self.link.catalog).prompts = prompts)
             }
-            Change::Resources | Change::Tools => {
+            // Tools re-sync through `resync`.
+            Change::Tools => return,
+            Change::Resources => {
                 let resources = tokio::time::timeout(
                     limit,
                     catalog::list_all(
