@@ -5,6 +5,8 @@
 //! terminal, ACP and the web implement it later, like an approver). Without one — CI, piped
 //! runs, `cordis check` — every request is declined, and the reason is traced
 //! ([`TRACE_ELICITATION`]) and logged. URL mode is declined too: it is not implemented.
+//! While the user is asked, the server's requests wait without `callTimeoutMs` running
+//! (`maxCallMs` still bounds a call).
 //!
 //! # Validation
 //! A form is a flat object of primitive properties (string, number, integer, boolean, a string

@@ -24,7 +24,8 @@
 //! The raw name goes on the wire, with a `progressToken`. A JSON-RPC error and an
 //! `isError: true` result are both a failed call carrying the server's text. A call that goes
 //! `callTimeoutMs` without a result or a `notifications/progress` fails; each progress report
-//! starts that wait again, up to `maxCallMs` (the registry's timeout, `TOOL_TIMEOUT`). Either
+//! starts that wait again, and it pauses while the server asks the user (elicitation), up to
+//! `maxCallMs` (the registry's timeout, `TOOL_TIMEOUT`). Either
 //! way, and when the caller drops the call, the server gets `notifications/cancelled`.
 //! Progress is emitted as [`McpProgress`] (`mcp/progress`) for front ends. A successful result
 //! is `{"content": [...blocks], "structuredContent": …}` (the latter when the server sent one);
@@ -206,6 +207,7 @@ impl Plugin for McpPlugin {
                 catalog: Mutex::new(Catalog::default()),
                 has_resources: AtomicBool::new(false),
                 call_timeout: config.call_timeout(),
+                asking: tokio::sync::watch::Sender::new(0),
             }),
             current: Mutex::new(Generation::default()),
         });
@@ -315,6 +317,8 @@ struct Link {
     has_resources: AtomicBool,
     /// Bounds the wait for an answer without progress.
     call_timeout: Duration,
+    /// How many elicitations of this server wait for the user (waits are paused meanwhile).
+    asking: tokio::sync::watch::Sender<usize>,
 }
 
 impl Link {
@@ -395,20 +399,22 @@ impl Link {
         request: ClientRequest,
         call: Option<progress::Waiting>,
     ) -> Result<ServerResult, String> {
-        let options =
-            PeerRequestOptions::with_timeout(self.call_timeout).reset_timeout_on_progress();
+        let (tick, mut ticks) = mpsc::channel(1);
         let handle = {
-            // Held until the call is recorded: see the `progress` module.
+            // Held until the request is recorded: see the `progress` module.
             let mut calls = self.calls.lock().await;
             let handle = peer
-                .send_request_with_option(request, options)
+                .send_request_with_option(request, PeerRequestOptions::no_options())
                 .await
                 .map_err(|e| self.request_error(e))?;
-            if let Some(call) = call {
-                calls.insert(handle.progress_token.clone(), call);
-            }
+            calls.insert(
+                handle.progress_token.clone(),
+                progress::Pending { tick, call },
+            );
             handle
         };
+        // Dropped before the answer (the wait ran out, the registry's ceiling, an aborted
+        // turn): the server is told the request is cancelled.
         let mut guard = progress::CancelOnDrop {
             peer: peer.clone(),
             id: handle.id.clone(),
@@ -416,10 +422,30 @@ impl Link {
             calls: self.calls.clone(),
             armed: true,
         };
-        let answer = handle.await_response().await;
-        // Answered, or timed out (rmcp then cancelled it itself).
-        guard.armed = false;
-        answer.map_err(|e| self.request_error(e))
+        let mut asking = self.asking.subscribe();
+        let answer = handle.await_response();
+        tokio::pin!(answer);
+        let idle = tokio::time::sleep(self.call_timeout);
+        tokio::pin!(idle);
+        loop {
+            tokio::select! {
+                biased;
+                answer = &mut answer => {
+                    guard.armed = false;
+                    return answer.map_err(|e| self.request_error(e));
+                }
+                Some(()) = ticks.recv() => {
+                    idle.as_mut().reset(tokio::time::Instant::now() + self.call_timeout);
+                }
+                // An elicitation began or ended: the wait starts again when none is left.
+                Ok(()) = asking.changed() => {
+                    idle.as_mut().reset(tokio::time::Instant::now() + self.call_timeout);
+                }
+                () = &mut idle, if *asking.borrow() == 0 => {
+                    return Err(self.request_error(ServiceError::Timeout { timeout: self.call_timeout }));
+                }
+            }
+        }
     }
 
     /// Calls `raw` with `args`: the server's error text on failure, `{content, structuredContent?}`
@@ -716,6 +742,15 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// Ends one elicitation's pause of the waits, however the answer ends (even dropped).
+struct Resume<'a>(&'a tokio::sync::watch::Sender<usize>);
+
+impl Drop for Resume<'_> {
+    fn drop(&mut self) {
+        self.0.send_modify(|n| *n = n.saturating_sub(1));
+    }
+}
+
 /// What changed on the server, by its `list_changed` notification (in the order a burst of
 /// them is handled).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -763,10 +798,14 @@ impl ClientHandler for Handler {
         params: ProgressNotificationParam,
         _context: NotificationContext<RoleClient>,
     ) {
-        // rmcp already restarted the call's wait; this only tells the front ends.
         let event = {
             let mut calls = self.link.calls.lock().await;
-            let Some(waiting) = calls.get_mut(&params.progress_token) else {
+            let Some(pending) = calls.get_mut(&params.progress_token) else {
+                return;
+            };
+            // The request's wait starts again (a full channel already says so).
+            let _ = pending.tick.try_send(());
+            let Some(waiting) = pending.call.as_mut() else {
                 return;
             };
             progress::advance(
@@ -791,6 +830,9 @@ impl ClientHandler for Handler {
         request: rmcp::model::ElicitRequestParams,
         _context: RequestContext<RoleClient>,
     ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
+        // The server's requests wait on the user, not on it: their waits pause meanwhile.
+        self.link.asking.send_modify(|n| *n += 1);
+        let _resume = Resume(&self.link.asking);
         let (result, outcome) = elicit::answer(&self.ctx, &self.link.server, request).await;
         tracing::info!(server = %self.link.server, %outcome, "mcp elicitation");
         self.ctx.trace(

@@ -1,7 +1,8 @@
-//! Long calls: each `tools/call` carries a `progressToken` (rmcp puts one on every request);
-//! each `notifications/progress` for it starts the call's `callTimeoutMs` wait again (rmcp's
-//! `reset_timeout_on_progress`), while the registry's timeout, set to `maxCallMs`, is the
-//! ceiling no progress lifts. Progress is emitted as [`McpProgress`] for front ends to show.
+//! Long calls: each request carries a `progressToken` (rmcp puts one on every request); each
+//! `notifications/progress` for it starts the request's `callTimeoutMs` wait again, and the wait
+//! is paused while the server is asking the user something (an elicitation: people take longer
+//! than servers). The registry's timeout, set to `maxCallMs`, is the ceiling nothing lifts.
+//! Progress of a tool call is emitted as [`McpProgress`] for front ends to show.
 //!
 //! # Why a lock is held while the request is sent
 //! rmcp chooses the token while sending; a fast server can report progress before the caller
@@ -56,8 +57,17 @@ pub(crate) struct Waiting {
     pub(crate) last: Option<f64>,
 }
 
-/// The running calls of one connection.
-pub(crate) type Calls = tokio::sync::Mutex<HashMap<ProgressToken, Waiting>>;
+/// A request waiting for its answer.
+#[derive(Debug)]
+pub(crate) struct Pending {
+    /// Told of each progress report: the wait starts again.
+    pub(crate) tick: tokio::sync::mpsc::Sender<()>,
+    /// The tool call progress is reported for, if it is one.
+    pub(crate) call: Option<Waiting>,
+}
+
+/// The running requests of one connection, by progress token.
+pub(crate) type Calls = tokio::sync::Mutex<HashMap<ProgressToken, Pending>>;
 
 /// The event for `waiting` at `progress`, if it moves forward; records it as the last one.
 pub(crate) fn advance(

@@ -546,3 +546,39 @@ async fn structured_content_is_checked_against_the_output_schema() {
     );
     root.dispose();
 }
+
+/// A front end that takes its time (a person reading the form).
+struct Slow(std::time::Duration);
+
+impl Elicitor for Slow {
+    fn elicit(
+        &self,
+        _request: ElicitationRequest,
+    ) -> futures_util::future::BoxFuture<'static, ElicitationAnswer> {
+        let wait = self.0;
+        Box::pin(async move {
+            tokio::time::sleep(wait).await;
+            ElicitationAnswer::Accept(json!({"name": "Ada"}).as_object().unwrap().clone())
+        })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_waiting_on_the_user_is_not_timed_out_by_call_timeout_ms() {
+    let root = root_with_tools();
+    let _service = root
+        .provide(Elicitation(Arc::new(Slow(
+            std::time::Duration::from_millis(1_500),
+        ))))
+        .unwrap();
+    let mut c = cfg("fx", &["--tools", "ask"]);
+    // The user answers after 1.5 s, past the 0.5 s wait: paused while they are asked.
+    c.call_timeout_ms = 500;
+    let entry = root.plugin(McpPlugin, c);
+    assert_eq!(settle(&entry).await, ScopeStatus::Active);
+    assert_eq!(
+        ask(&root, json!({})).await,
+        json!({"action": "accept", "content": {"name": "Ada", "color": "red"}})
+    );
+    root.dispose();
+}
