@@ -61,3 +61,20 @@ fn a_bad_server_name_points_at_its_value() {
         run.err
     );
 }
+
+#[test]
+fn a_tool_filter_naming_one_tool_in_both_lists_or_with_an_unknown_key_points_at_it() {
+    let file = fixture("mcp/bad-tool-filter.yml");
+    let run = cordis(&["check", &file], &[]);
+    assert_eq!(run.code, 2, "{}\n{}", run.out, run.err);
+    assert!(
+        run.err.contains(&format!("{file}:10:7: entry \"files\": config.tools: tool \"write\" is both in `tools.allow` and in `tools.deny`")),
+        "{}",
+        run.err
+    );
+    assert!(
+        run.err.contains(&format!("{file}:20:13: entry \"docs\": config.tools.only: unknown field `only`, expected `allow` or `deny`")),
+        "{}",
+        run.err
+    );
+}

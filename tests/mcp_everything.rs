@@ -1,6 +1,7 @@
 //! End to end against the npm reference server `@modelcontextprotocol/server-everything`: the
 //! test installs a pinned version into a temporary directory and drives it through `cordis
-//! check` and `cordis call`, over stdio and over streamable HTTP. Without `node` and `npm` on PATH it prints a `SKIPPED:` line and
+//! check` and `cordis call`, over stdio and over streamable HTTP: tools, a resource read through
+//! `read_resource`, image content, and progress that keeps a long call alive. Without `node` and `npm` on PATH it prints a `SKIPPED:` line and
 //! passes (CI has both, so it runs there).
 
 use crate::common;
@@ -97,6 +98,66 @@ fn the_reference_server_everything_lists_and_answers_through_cordis() {
     );
     assert_eq!(sum.code, 0, "{}\n{}", sum.out, sum.err);
     assert!(sum.out.contains("10"), "{}", sum.out);
+
+    // Resources: the server offers them, so it gets the reader; a template's text resource
+    // comes back as text.
+    let read = cordis(
+        &[
+            "call",
+            &file,
+            "mcp__everything__read_resource",
+            r#"{"uri":"demo://resource/dynamic/text/1"}"#,
+        ],
+        &[],
+    );
+    assert_eq!(read.code, 0, "{}\n{}", read.out, read.err);
+    assert!(
+        read.out
+            .contains("Resource 1: This is a plaintext resource"),
+        "{}",
+        read.out
+    );
+
+    // Image content: named in a text block, not passed on as base64.
+    let image = cordis(
+        &["call", &file, "mcp__everything__get-tiny-image", "{}"],
+        &[],
+    );
+    assert_eq!(image.code, 0, "{}\n{}", image.out, image.err);
+    assert!(
+        image
+            .out
+            .contains("[the server returned image (image/png, about"),
+        "{}",
+        image.out
+    );
+
+    // Progress: a 3 s operation reporting every 0.5 s outlives a 1.5 s callTimeoutMs, since
+    // each report starts the wait again.
+    let slow_file = dir.path().join("progress.yml");
+    std::fs::write(
+        &slow_file,
+        std::fs::read_to_string(&file).unwrap().replace(
+            "failOnStartupError: true",
+            "failOnStartupError: true\n    callTimeoutMs: 1500",
+        ),
+    )
+    .unwrap();
+    let long = cordis(
+        &[
+            "call",
+            &slow_file.display().to_string(),
+            "mcp__everything__trigger-long-running-operation",
+            r#"{"duration":3,"steps":6}"#,
+        ],
+        &[],
+    );
+    assert_eq!(long.code, 0, "{}\n{}", long.out, long.err);
+    assert!(
+        long.out.contains("Long running operation completed"),
+        "{}",
+        long.out
+    );
 
     // The same server over streamable HTTP, on a port nobody else uses; the header's value
     // comes through `${{ env.… }}` interpolation.

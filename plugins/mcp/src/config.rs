@@ -1,6 +1,6 @@
 //! The `mcp` entry's configuration and its checks.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -84,9 +84,19 @@ pub struct McpConfig {
     /// http: headers sent with every request (values may use `${{ env.NAME }}`).
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
-    /// A call that takes longer fails (and is cancelled on the server). Default 60 000.
+    /// A call that goes this long without a result or a `notifications/progress` fails (and is
+    /// cancelled on the server); each progress notification starts the wait again, up to
+    /// `maxCallMs`. Also bounds the handshake and each list request. Default 60 000.
     #[serde(default = "default_call_timeout")]
     pub call_timeout_ms: u64,
+    /// The longest a call may run, however much progress it reports (then it fails with the
+    /// registry's timeout and is cancelled on the server). At least `callTimeoutMs`. Default
+    /// 600 000 (10 minutes).
+    #[serde(default = "default_max_call")]
+    pub max_call_ms: u64,
+    /// Which of the server's tools are registered, by the server's (raw) tool names.
+    #[serde(default)]
+    pub tools: ToolFilter,
     /// Fail the entry when the first connection or tool list fails (default: keep retrying).
     #[serde(default)]
     pub fail_on_startup_error: bool,
@@ -134,6 +144,56 @@ fn default_call_timeout() -> u64 {
     60_000
 }
 
+/// The default of [`McpConfig::max_call_ms`]: 10 minutes.
+pub const DEFAULT_MAX_CALL_MS: u64 = 600_000;
+
+fn default_max_call() -> u64 {
+    DEFAULT_MAX_CALL_MS
+}
+
+/// `tools: {allow: [...], deny: [...]}`: the server's tools an entry registers, by raw name.
+///
+/// No `allow` registers every tool the server lists; an `allow` list registers only those.
+/// `deny` removes tools either way. A name in both lists is refused while parsing (which one
+/// was meant cannot be guessed), as is any other key.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ToolFilter {
+    /// Only these raw names, when present.
+    pub allow: Option<BTreeSet<String>>,
+    /// Never these raw names.
+    pub deny: BTreeSet<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawToolFilter {
+    #[serde(default)]
+    allow: Option<Vec<String>>,
+    #[serde(default)]
+    deny: Vec<String>,
+}
+
+impl<'de> Deserialize<'de> for ToolFilter {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let raw = RawToolFilter::deserialize(d)?;
+        let allow: Option<BTreeSet<String>> = raw.allow.map(|a| a.into_iter().collect());
+        let deny: BTreeSet<String> = raw.deny.into_iter().collect();
+        if let Some(both) = allow.as_ref().and_then(|a| a.intersection(&deny).next()) {
+            return Err(serde::de::Error::custom(format!(
+                "tool {both:?} is both in `tools.allow` and in `tools.deny`; keep it in one list"
+            )));
+        }
+        Ok(ToolFilter { allow, deny })
+    }
+}
+
+impl ToolFilter {
+    /// Whether the server's tool `raw` is registered.
+    pub fn admits(&self, raw: &str) -> bool {
+        !self.deny.contains(raw) && self.allow.as_ref().is_none_or(|a| a.contains(raw))
+    }
+}
+
 /// The longest server name.
 pub const MAX_SERVER_NAME: usize = 32;
 
@@ -150,6 +210,8 @@ impl McpConfig {
             url: None,
             headers: BTreeMap::new(),
             call_timeout_ms: default_call_timeout(),
+            max_call_ms: DEFAULT_MAX_CALL_MS,
+            tools: ToolFilter::default(),
             fail_on_startup_error: false,
             trust_annotations: false,
             reconnect: Reconnect::default(),
@@ -176,9 +238,14 @@ impl McpConfig {
             .collect()
     }
 
-    /// The call timeout.
+    /// The call timeout (without a result or progress).
     pub fn call_timeout(&self) -> Duration {
         Duration::from_millis(self.call_timeout_ms)
+    }
+
+    /// The ceiling of one call, progress or not.
+    pub fn max_call(&self) -> Duration {
+        Duration::from_millis(self.max_call_ms)
     }
 
     /// Checks what serde cannot: the server name, the fields each transport needs, and that
@@ -193,6 +260,15 @@ impl McpConfig {
         }
         if self.call_timeout_ms == 0 {
             return Err(McpError::config(s, "callTimeoutMs must be positive"));
+        }
+        if self.max_call_ms < self.call_timeout_ms {
+            return Err(McpError::config(
+                s,
+                &format!(
+                    "maxCallMs ({}) is below callTimeoutMs ({}); raise maxCallMs (the ceiling of a call that reports progress) or lower callTimeoutMs",
+                    self.max_call_ms, self.call_timeout_ms
+                ),
+            ));
         }
         if self.max_message_bytes < 1024 {
             return Err(McpError::config(s, "maxMessageBytes must be at least 1024"));
@@ -302,6 +378,45 @@ mod tests {
         assert!(
             err.to_string().contains("unknown field `serverName`"),
             "{err}"
+        );
+    }
+
+    #[test]
+    fn a_tool_filter_admits_by_raw_name_and_refuses_a_name_in_both_lists_and_unknown_keys() {
+        let parse = |filter: serde_json::Value| {
+            serde_json::from_value::<McpConfig>(serde_json::json!({
+                "transport": "stdio", "server": "s", "command": "x", "tools": filter
+            }))
+        };
+        let c = parse(serde_json::json!({"allow": ["a", "b.c"], "deny": ["d"]})).unwrap();
+        assert!(c.tools.admits("a") && c.tools.admits("b.c"));
+        assert!(!c.tools.admits("d") && !c.tools.admits("e"));
+        let deny_only = parse(serde_json::json!({"deny": ["d"]})).unwrap();
+        assert!(deny_only.tools.admits("e") && !deny_only.tools.admits("d"));
+        assert!(McpConfig::stdio("s", "x", vec![]).tools.admits("anything"));
+        let both = parse(serde_json::json!({"allow": ["a", "d"], "deny": ["d"]})).unwrap_err();
+        assert!(
+            both.to_string()
+                .contains("tool \"d\" is both in `tools.allow` and in `tools.deny`"),
+            "{both}"
+        );
+        let unknown = parse(serde_json::json!({"allows": ["a"]})).unwrap_err();
+        assert!(
+            unknown.to_string().contains("unknown field `allows`"),
+            "{unknown}"
+        );
+    }
+
+    #[test]
+    fn the_call_ceiling_defaults_to_ten_minutes_and_may_not_undercut_the_call_timeout() {
+        let mut c = McpConfig::stdio("s", "x", vec![]);
+        assert_eq!(c.max_call_ms, 600_000);
+        c.max_call_ms = 1_000;
+        assert!(
+            c.check()
+                .unwrap_err()
+                .to_string()
+                .contains("maxCallMs (1000) is below callTimeoutMs (60000)")
         );
     }
 

@@ -35,6 +35,26 @@ pub enum McpError {
         /// What failed.
         reason: String,
     },
+    /// Listing prompts, resources or resource templates failed (the previous list is kept).
+    #[error("mcp({server}): {what}/list failed: {reason}")]
+    Catalog {
+        /// The server name.
+        server: String,
+        /// `prompts`, `resources` or `resources/templates`.
+        what: &'static str,
+        /// What failed.
+        reason: String,
+    },
+    /// A `prompts/get` or `resources/read` request failed.
+    #[error("mcp({server}): {method} failed: {reason}")]
+    Request {
+        /// The server name.
+        server: String,
+        /// The method.
+        method: &'static str,
+        /// The server's error text, or what else failed.
+        reason: String,
+    },
     /// The server listed one raw name twice.
     #[error("mcp({server}): server listed tool \"{tool}\" more than once — invalid tool list")]
     ListedTwice {

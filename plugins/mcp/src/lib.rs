@@ -21,32 +21,65 @@
 //!    process group at once (a server that ignores shutdown is not left behind).
 //!
 //! # Calls
-//! The raw name goes on the wire. A JSON-RPC error and an `isError: true` result are both a
-//! failed call carrying the server's text. A call that outlives `callTimeoutMs` fails with the
-//! registry's timeout, and dropping a call (timeout or cancellation) sends
-//! `notifications/cancelled` to the server. A successful result is
-//! `{"content": [...blocks], "structuredContent": …}` (the latter when the server sent one);
+//! The raw name goes on the wire, with a `progressToken`. A JSON-RPC error and an
+//! `isError: true` result are both a failed call carrying the server's text. A call that goes
+//! `callTimeoutMs` without a result or a `notifications/progress` fails; each progress report
+//! starts that wait again, and it pauses while the server asks the user (elicitation), up to
+//! `maxCallMs` (the registry's timeout, `TOOL_TIMEOUT`). Either
+//! way, and when the caller drops the call, the server gets `notifications/cancelled`.
+//! Progress is emitted as [`McpProgress`] (`mcp/progress`) for front ends. A successful result
+//! is `{"content": [...blocks], "structuredContent": …}` (the latter when the server sent one);
 //! image and audio blocks become a text block naming what was dropped.
+//!
+//! # What the client declares
+//! `roots` (answered with the workspace root as a `file://` URI, see [`file_uri`]) and form
+//! `elicitation` (answered through the [`Elicitation`] service front ends provide, declined
+//! with a traced reason without one); not `sampling` (rmcp answers "method not found").
+//!
+//! # Effects and the tool filter
+//! Without `trustAnnotations` every MCP tool is `unknown` (it asks). With it, the server's
+//! hints set the class (see `effect_of`): `readOnlyHint` → `read`; `destructiveHint: false` in
+//! an open world → `network`; anything else → `unknown`. `tools: {allow, deny}` picks the
+//! server's tools by raw name ([`ToolFilter`]).
+//!
+//! # Prompts and resources
+//! A server that declares them has its prompts, resources and resource templates listed at
+//! connect and again on their `list_changed`, canonically ordered and bounded ([`Catalog`], [`MAX_CATALOG_ITEMS`]),
+//! offered to front ends through [`servers`] ([`McpServer`]: `prompts()`, `get_prompt`,
+//! `resources()`, `read_resource`); the model reads one through the server's own read-only
+//! tool `mcp__<server>__read_resource` ([`READ_RESOURCE`]).
 
+mod catalog;
 mod config;
 mod depth;
+mod directory;
+mod elicit;
 mod error;
 mod http;
 mod naming;
+mod output;
+mod progress;
+mod roots;
 mod stdio;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use cordis_runtime::{BoxError, Claim, Context, Deferred, EffectHandle, Inject, Plugin, ScopeId};
-use cordis_tools::{ToolDefinition, ToolOutput, ToolRegistry, ToolSchema};
+use cordis_tools::{ToolCallContext, ToolDefinition, ToolOutput, ToolRegistry, ToolSchema};
 use process_wrap::tokio::{CommandWrap, KillOnDrop, ProcessGroup};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, ClientCapabilities, ClientConfig, ClientRequest,
-    Implementation, PaginatedRequestParams, PingRequest, ProtocolVersion, Tool,
+    CallToolRequest, CallToolRequestParams, ClientCapabilities, ClientConfig, ClientRequest,
+    GetPromptRequestParams, Implementation, PaginatedRequestParams, PingRequest,
+    ProgressNotificationParam, ProtocolVersion, ReadResourceRequestParams, RootsCapabilities,
+    ServerResult, Tool,
 };
-use rmcp::service::{NotificationContext, Peer, RoleClient, RunningService, ServiceError};
+use rmcp::service::{
+    NotificationContext, Peer, PeerRequestOptions, RequestContext, RoleClient, RunningService,
+    ServiceError,
+};
 use rmcp::transport::streamable_http_client::{
     StreamableHttpClientTransport, StreamableHttpClientTransportConfig,
 };
@@ -54,10 +87,23 @@ use rmcp::{ClientHandler, ServiceExt};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-pub use config::{MAX_SERVER_NAME, McpConfig, Reconnect, TransportKind};
+pub use catalog::{
+    Catalog, MAX_CATALOG_ITEMS, MAX_ITEM_BYTES, MAX_PROMPT_ARGUMENTS, PromptArgumentInfo,
+    PromptInfo, PromptMessages, ResourceContent, ResourceInfo, ResourceTemplateInfo,
+};
+pub use config::{
+    DEFAULT_MAX_CALL_MS, MAX_SERVER_NAME, McpConfig, Reconnect, ToolFilter, TransportKind,
+};
 pub use depth::{MAX_MESSAGE_DEPTH, MAX_SCHEMA_DEPTH};
+pub use directory::{McpServer, server_names, servers};
+pub use elicit::{
+    Elicitation, ElicitationAnswer, ElicitationRequest, Elicitor, MAX_ELICITATION_MESSAGE,
+    MAX_FORM_PROPERTIES, TRACE_ELICITATION, check_answer,
+};
 pub use error::McpError;
 pub use naming::{MAX_PUBLIC_NAME, public_name};
+pub use progress::{MAX_PROGRESS_MESSAGE, McpProgress};
+pub use roots::file_uri;
 
 /// The host variables a stdio server inherits; everything else (API keys, tokens) is dropped
 /// unless the entry's `env` sets it. Enough to find programs, a home, a locale and a terminal.
@@ -69,8 +115,26 @@ pub const PASSED_ENV: &[&str] = &[
 /// The trace kind of a re-sync after `notifications/tools/list_changed`.
 pub const TRACE_SYNC: &str = "mcp-sync";
 
-/// The most `tools/list` pages one sync follows (a server whose cursors never end is refused).
+/// The trace kind of a prompts or resources re-list after its `list_changed` notification.
+pub const TRACE_CATALOG: &str = "mcp-catalog";
+
+/// The most pages one list follows (a server whose cursors never end is refused).
 const MAX_PAGES: usize = 1_000;
+
+/// The raw name of the tool each server with resources gets: it reads one by URI.
+pub const READ_RESOURCE: &str = "read_resource";
+
+/// The `_meta` key marking the resource reader among a server's tools.
+const READER_MARK: &str = "io.cordis/resource-reader";
+
+/// The longest URI `resources/read` is sent.
+pub const MAX_URI_BYTES: usize = 8 << 10;
+
+/// The most text of one `read_resource` call passed to the model (the rest is cut, saying so).
+pub const MAX_RESOURCE_TEXT: usize = 256 << 10;
+
+/// The most messages a `prompts/get` answer, or contents a `resources/read` answer, may hold.
+pub const MAX_ANSWER_ITEMS: usize = 1_000;
 
 /// The `mcp` plugin.
 #[derive(Debug, Clone, Copy, Default)]
@@ -139,9 +203,15 @@ impl Plugin for McpPlugin {
                 peer: Mutex::new(None),
                 process: Mutex::new(Process::default()),
                 suspect: tokio::sync::Notify::new(),
+                calls: Arc::default(),
+                catalog: Mutex::new(Catalog::default()),
+                has_resources: AtomicBool::new(false),
+                call_timeout: config.call_timeout(),
+                asking: tokio::sync::watch::Sender::new(0),
             }),
             current: Mutex::new(Generation::default()),
         });
+        directory::enlist(&ctx, &bridge.link);
         let link = bridge.link.clone();
         // Synchronous, so the process group is gone when dispose returns, whatever the server
         // does with a closed stdin or SIGTERM.
@@ -239,6 +309,16 @@ struct Link {
     /// Signalled when a call failed in the transport: the supervisor pings the server and
     /// reconnects if it does not answer (an HTTP server that went away closes nothing).
     suspect: tokio::sync::Notify,
+    /// Running calls by progress token (see [`progress`]).
+    calls: Arc<progress::Calls>,
+    /// The server's prompts and resources, canonically ordered.
+    catalog: Mutex<Catalog>,
+    /// Whether the connected server declared `resources` (then it gets `read_resource`).
+    has_resources: AtomicBool,
+    /// Bounds the wait for an answer without progress.
+    call_timeout: Duration,
+    /// How many elicitations of this server wait for the user (waits are paused meanwhile).
+    asking: tokio::sync::watch::Sender<usize>,
 }
 
 impl Link {
@@ -270,23 +350,20 @@ impl Link {
         true
     }
 
-    /// Calls `raw` with `args`: the server's error text on failure, `{content, structuredContent?}`
-    /// on success.
-    async fn call(&self, raw: &str, args: Value) -> Result<ToolOutput, String> {
-        let Some(peer) = self.peer() else {
-            return Err(format!(
+    /// The live peer, or the message saying there is none.
+    fn connected(&self) -> Result<Peer<RoleClient>, String> {
+        self.peer().ok_or_else(|| {
+            format!(
                 "mcp({}): the server is not connected (it is starting or reconnecting); try again later",
                 self.server
-            ));
-        };
-        let arguments = match args {
-            Value::Object(map) => map,
-            _ => serde_json::Map::new(),
-        };
-        let params: CallToolRequestParams =
-            serde_json::from_value(json!({"name": raw, "arguments": arguments}))
-                .map_err(|e| format!("mcp({}): cannot build the call: {e}", self.server))?;
-        let response = peer.call_tool_once(params).await.map_err(|e| match e {
+            )
+        })
+    }
+
+    /// The text of a failed request; a transport failure also makes the supervisor check the
+    /// server.
+    fn request_error(&self, e: ServiceError) -> String {
+        match e {
             ServiceError::McpError(data) => data.message.to_string(),
             ServiceError::TransportSend(e) => {
                 self.suspect.notify_one();
@@ -303,13 +380,111 @@ impl Link {
                     self.server
                 )
             }
+            ServiceError::Timeout { timeout } => format!(
+                "mcp({}): no answer and no progress within {} ms (callTimeoutMs); the request was cancelled on the server",
+                self.server,
+                timeout.as_millis()
+            ),
             other => format!("mcp({}): {other}", self.server),
-        })?;
-        let result = match response {
-            CallToolResponse::Complete(result) => result,
-            _ => {
+        }
+    }
+
+    /// Sends `request` and waits for its answer: up to `callTimeoutMs` without a result or
+    /// progress, each progress notification starting the wait again. A caller that stops
+    /// waiting cancels it on the server. `call`, when given, names the call progress is
+    /// reported for.
+    async fn request(
+        &self,
+        peer: &Peer<RoleClient>,
+        request: ClientRequest,
+        call: Option<progress::Waiting>,
+    ) -> Result<ServerResult, String> {
+        let (tick, mut ticks) = mpsc::channel(1);
+        let handle = {
+            // Held until the request is recorded: see the `progress` module.
+            let mut calls = self.calls.lock().await;
+            let handle = peer
+                .send_request_with_option(request, PeerRequestOptions::no_options())
+                .await
+                .map_err(|e| self.request_error(e))?;
+            calls.insert(
+                handle.progress_token.clone(),
+                progress::Pending { tick, call },
+            );
+            handle
+        };
+        // Dropped before the answer (the wait ran out, the registry's ceiling, an aborted
+        // turn): the server is told the request is cancelled.
+        let mut guard = progress::CancelOnDrop {
+            peer: peer.clone(),
+            id: handle.id.clone(),
+            token: handle.progress_token.clone(),
+            calls: self.calls.clone(),
+            armed: true,
+        };
+        let mut asking = self.asking.subscribe();
+        let answer = handle.await_response();
+        tokio::pin!(answer);
+        let idle = tokio::time::sleep(self.call_timeout);
+        tokio::pin!(idle);
+        loop {
+            tokio::select! {
+                biased;
+                answer = &mut answer => {
+                    guard.armed = false;
+                    return answer.map_err(|e| self.request_error(e));
+                }
+                Some(()) = ticks.recv() => {
+                    idle.as_mut().reset(tokio::time::Instant::now() + self.call_timeout);
+                }
+                // An elicitation began or ended: the wait starts again when none is left.
+                Ok(()) = asking.changed() => {
+                    idle.as_mut().reset(tokio::time::Instant::now() + self.call_timeout);
+                }
+                () = &mut idle, if *asking.borrow() == 0 => {
+                    return Err(self.request_error(ServiceError::Timeout { timeout: self.call_timeout }));
+                }
+            }
+        }
+    }
+
+    /// Calls `raw` with `args`: the server's error text on failure, `{content, structuredContent?}`
+    /// on success.
+    async fn call(
+        &self,
+        raw: &str,
+        args: Value,
+        cx: ToolCallContext,
+        output: Option<&output::OutputSchema>,
+    ) -> Result<ToolOutput, String> {
+        let peer = self.connected()?;
+        let arguments = match args {
+            Value::Object(map) => map,
+            _ => serde_json::Map::new(),
+        };
+        let params: CallToolRequestParams =
+            serde_json::from_value(json!({"name": raw, "arguments": arguments}))
+                .map_err(|e| format!("mcp({}): cannot build the call: {e}", self.server))?;
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let waiting = progress::Waiting {
+            call_id: cx.call_id,
+            scope: cx.scope,
+            tool: raw.to_owned(),
+            last: None,
+        };
+        let result = match self.request(&peer, request, Some(waiting)).await? {
+            ServerResult::CallToolResult(result) => result,
+            ServerResult::InputRequiredResult(_) | ServerResult::CreateTaskResult(_) => {
                 return Err(format!(
                     "Tool \"{raw}\" requires task-based execution or client input, which this bridge does not support"
+                ));
+            }
+            // An empty `{}` result parses as the empty result: a call with no content.
+            ServerResult::EmptyResult(_) => rmcp::model::CallToolResult::default(),
+            _ => {
+                return Err(format!(
+                    "mcp({}): tools/call was answered with another kind of result",
+                    self.server
                 ));
             }
         };
@@ -329,12 +504,202 @@ impl Link {
                 text.join("\n")
             });
         }
+        if let Some(schema) = output {
+            let Some(structured) = &result.structured_content else {
+                return Err(format!(
+                    "mcp({}): tool \"{raw}\" declares an outputSchema but its result has no structuredContent",
+                    self.server
+                ));
+            };
+            schema.check(structured).map_err(|why| {
+                format!(
+                    "mcp({}): the structuredContent of tool \"{raw}\" does not match its outputSchema: {why}",
+                    self.server
+                )
+            })?;
+        }
         let mut out = json!({ "content": content });
         if let Some(structured) = result.structured_content {
             out["structuredContent"] = structured;
         }
         Ok(ToolOutput::new(out))
     }
+}
+
+impl Link {
+    /// `prompts/get` of a listed prompt.
+    async fn get_prompt(
+        &self,
+        name: &str,
+        arguments: BTreeMap<String, String>,
+    ) -> Result<PromptMessages, McpError> {
+        let error = |reason: String| McpError::Request {
+            server: self.server.clone(),
+            method: "prompts/get",
+            reason,
+        };
+        let prompt = lock(&self.catalog)
+            .prompts
+            .iter()
+            .find(|p| p.name == name)
+            .cloned()
+            .ok_or_else(|| error(format!("the server lists no prompt {name:?}")))?;
+        if let Some(missing) = prompt
+            .arguments
+            .iter()
+            .find(|a| a.required && !arguments.contains_key(&a.name))
+        {
+            return Err(error(format!(
+                "prompt {name:?} needs argument {:?}",
+                missing.name
+            )));
+        }
+        let peer = self.connected().map_err(error)?;
+        let mut params = GetPromptRequestParams::new(name);
+        params.arguments = Some(
+            arguments
+                .into_iter()
+                .map(|(k, v)| (k, Value::String(v)))
+                .collect(),
+        );
+        let request = ClientRequest::GetPromptRequest(rmcp::model::GetPromptRequest::new(params));
+        let ServerResult::GetPromptResult(result) =
+            self.request(&peer, request, None).await.map_err(error)?
+        else {
+            return Err(error(
+                "the server answered with another kind of result".into(),
+            ));
+        };
+        if result.messages.len() > MAX_ANSWER_ITEMS {
+            return Err(error(format!(
+                "{} messages, over the {MAX_ANSWER_ITEMS}-message limit",
+                result.messages.len()
+            )));
+        }
+        Ok(PromptMessages {
+            description: result.description,
+            messages: to_values(&result.messages),
+        })
+    }
+
+    /// `resources/read` of `uri`.
+    async fn read_resource(&self, uri: &str) -> Result<Vec<ResourceContent>, McpError> {
+        let error = |reason: String| McpError::Request {
+            server: self.server.clone(),
+            method: "resources/read",
+            reason,
+        };
+        if uri.len() > MAX_URI_BYTES {
+            return Err(error(format!(
+                "the URI is {} bytes, over the {MAX_URI_BYTES}-byte limit",
+                uri.len()
+            )));
+        }
+        let peer = self.connected().map_err(error)?;
+        let request = ClientRequest::ReadResourceRequest(rmcp::model::ReadResourceRequest::new(
+            ReadResourceRequestParams::new(uri),
+        ));
+        let ServerResult::ReadResourceResult(result) =
+            self.request(&peer, request, None).await.map_err(error)?
+        else {
+            return Err(error(
+                "the server answered with another kind of result".into(),
+            ));
+        };
+        if result.contents.len() > MAX_ANSWER_ITEMS {
+            return Err(error(format!(
+                "{} contents, over the {MAX_ANSWER_ITEMS}-content limit",
+                result.contents.len()
+            )));
+        }
+        Ok(to_values(&result.contents)
+            .iter()
+            .map(|c| {
+                let field = |k: &str| c.get(k).and_then(Value::as_str).map(str::to_owned);
+                ResourceContent {
+                    uri: field("uri").unwrap_or_default(),
+                    mime_type: field("mimeType"),
+                    text: field("text"),
+                    blob: field("blob"),
+                }
+            })
+            .collect())
+    }
+
+    /// The `read_resource` tool: text contents as text blocks (at most
+    /// [`MAX_RESOURCE_TEXT`] bytes in all, the cut said), binary ones described.
+    async fn read_for_model(&self, args: &Value) -> Result<ToolOutput, String> {
+        let Some(uri) = args.get("uri").and_then(Value::as_str) else {
+            return Err("read_resource needs `uri` (a string)".to_owned());
+        };
+        let contents = self.read_resource(uri).await.map_err(|e| e.to_string())?;
+        let mut budget = MAX_RESOURCE_TEXT;
+        let blocks: Vec<Value> = contents
+            .into_iter()
+            .map(|c| {
+                let mime = c.mime_type.as_deref().unwrap_or("unknown type");
+                let text = match (c.text, c.blob) {
+                    (Some(text), _) if text.len() <= budget => {
+                        budget -= text.len();
+                        text
+                    }
+                    (Some(text), _) => {
+                        let total = text.len();
+                        let kept = progress::cut(text, budget);
+                        budget -= kept.len();
+                        format!(
+                            "{kept}\n[cut: {} of {total} bytes of {} shown; the limit of one read is {MAX_RESOURCE_TEXT} bytes]",
+                            kept.len(),
+                            c.uri
+                        )
+                    }
+                    (None, Some(blob)) => format!(
+                        "[binary resource {}: {mime}, about {} bytes; binary contents are not passed to the model]",
+                        c.uri,
+                        blob.len() / 4 * 3
+                    ),
+                    (None, None) => format!("[resource {}: no contents]", c.uri),
+                };
+                json!({"type": "text", "text": text})
+            })
+            .collect();
+        Ok(ToolOutput::new(json!({ "content": blocks })))
+    }
+}
+
+/// Each item as JSON (what the catalog reads, whatever rmcp's types hold).
+fn to_values<T: serde::Serialize>(items: &[T]) -> Vec<Value> {
+    items
+        .iter()
+        .map(|i| serde_json::to_value(i).unwrap_or(Value::Null))
+        .collect()
+}
+
+/// The tool a server with resources gets, as if it had listed it (marked in `_meta`).
+fn reader_tool(server: &str) -> Tool {
+    let value = json!({
+        "name": READ_RESOURCE,
+        "description": format!("Reads a resource of the MCP server \"{server}\" by its URI (resources/read). Text comes back as text; binary contents are described, not passed on."),
+        "inputSchema": {
+            "type": "object",
+            "properties": {"uri": {"type": "string", "description": "The resource's URI"}},
+            "required": ["uri"]
+        },
+        "annotations": {"readOnlyHint": true},
+        "_meta": {READER_MARK: true}
+    });
+    // A fixed, valid tool: the conversion cannot fail; a default tool would only be refused
+    // by the registry.
+    serde_json::from_value(value).unwrap_or_else(|_| Tool::default())
+}
+
+/// Whether `tool` is the resource reader [`reader_tool`] made.
+fn is_reader(tool: &Tool) -> bool {
+    tool.name == READ_RESOURCE
+        && tool
+            .meta
+            .as_ref()
+            .is_some_and(|m| m.get(READER_MARK) == Some(&Value::Bool(true)))
 }
 
 /// SIGKILL to the process group `pgid`.
@@ -362,9 +727,14 @@ fn media_as_text(block: Value) -> Value {
         .get("mimeType")
         .and_then(Value::as_str)
         .unwrap_or("unknown type");
+    // Base64 is four characters for three bytes.
+    let bytes = block
+        .get("data")
+        .and_then(Value::as_str)
+        .map_or(0, |d| d.len() / 4 * 3);
     json!({
         "type": "text",
-        "text": format!("[{kind} unavailable: {mime}; no attachment store is mounted, so the server's {kind} was not passed on]")
+        "text": format!("[the server returned {kind} ({mime}, about {bytes} bytes) that is not shown: tool results reach the model as text only]")
     })
 }
 
@@ -372,9 +742,30 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Receives the server's notifications.
+/// Ends one elicitation's pause of the waits, however the answer ends (even dropped).
+struct Resume<'a>(&'a tokio::sync::watch::Sender<usize>);
+
+impl Drop for Resume<'_> {
+    fn drop(&mut self) {
+        self.0.send_modify(|n| *n = n.saturating_sub(1));
+    }
+}
+
+/// What changed on the server, by its `list_changed` notification (in the order a burst of
+/// them is handled).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Change {
+    Tools,
+    Prompts,
+    Resources,
+}
+
+/// Receives the server's notifications and answers its requests.
 struct Handler {
-    changes: mpsc::UnboundedSender<()>,
+    changes: mpsc::UnboundedSender<Change>,
+    link: Arc<Link>,
+    /// The entry's context: the workspace root is looked up here, progress emitted here.
+    ctx: Context,
 }
 
 impl ClientHandler for Handler {
@@ -382,15 +773,108 @@ impl ClientHandler for Handler {
         &self,
         _context: NotificationContext<RoleClient>,
     ) -> impl Future<Output = ()> + Send + '_ {
-        let _ = self.changes.send(());
+        let _ = self.changes.send(Change::Tools);
         std::future::ready(())
     }
 
+    fn on_prompt_list_changed(
+        &self,
+        _context: NotificationContext<RoleClient>,
+    ) -> impl Future<Output = ()> + Send + '_ {
+        let _ = self.changes.send(Change::Prompts);
+        std::future::ready(())
+    }
+
+    fn on_resource_list_changed(
+        &self,
+        _context: NotificationContext<RoleClient>,
+    ) -> impl Future<Output = ()> + Send + '_ {
+        let _ = self.changes.send(Change::Resources);
+        std::future::ready(())
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let event = {
+            let mut calls = self.link.calls.lock().await;
+            let Some(pending) = calls.get_mut(&params.progress_token) else {
+                return;
+            };
+            // The request's wait starts again (a full channel already says so).
+            let _ = pending.tick.try_send(());
+            let Some(waiting) = pending.call.as_mut() else {
+                return;
+            };
+            progress::advance(
+                waiting,
+                &self.link.server,
+                params.progress,
+                params.total,
+                params.message,
+            )
+        };
+        if let Some(event) = event
+            && self.ctx.listener_count::<McpProgress>() > 0
+        {
+            self.ctx.emit(event);
+        }
+    }
+
+    /// Form mode through the front end's [`Elicitation`] service; declined (and traced) when
+    /// there is none. See the `elicit` module.
+    async fn create_elicitation(
+        &self,
+        request: rmcp::model::ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
+        // The server's requests wait on the user, not on it: their waits pause meanwhile.
+        self.link.asking.send_modify(|n| *n += 1);
+        let _resume = Resume(&self.link.asking);
+        let (result, outcome) = elicit::answer(&self.ctx, &self.link.server, request).await;
+        tracing::info!(server = %self.link.server, %outcome, "mcp elicitation");
+        self.ctx.trace(
+            TRACE_ELICITATION,
+            format!("{}: {outcome}", self.link.server),
+        );
+        Ok(result)
+    }
+
+    // Roots are deprecated by SEP-2577 for the stateless protocol; this client speaks the
+    // initialize-handshake protocol, where servers (and the conformance suite) still use them.
+    #[allow(deprecated)]
+    /// The workspace root, when a `workspace` service is up (read at each request, so a
+    /// server asking again sees the current one); no roots otherwise.
+    fn list_roots(
+        &self,
+        _context: RequestContext<RoleClient>,
+    ) -> impl Future<Output = Result<rmcp::model::ListRootsResult, rmcp::ErrorData>> + Send + '_
+    {
+        let roots = self
+            .ctx
+            .get::<cordis_workspace::Workspace>()
+            .map(|ws| vec![roots::root(ws.root())])
+            .unwrap_or_default();
+        std::future::ready(Ok(rmcp::model::ListRootsResult::new(roots)))
+    }
+
+    #[allow(deprecated)]
     fn get_info(&self) -> ClientConfig {
         // The initialize-handshake protocol: list_changed arrives as a plain notification
-        // (newer versions deliver it only on a listen subscription).
+        // (newer versions deliver it only on a listen subscription). Declared is what is
+        // implemented: roots (never changing while connected, so no `listChanged`) and form
+        // elicitation (declined when no front end answers); not sampling, not URL elicitation.
+        let mut capabilities = ClientCapabilities::default();
+        let mut roots = RootsCapabilities::default();
+        roots.list_changed = Some(false);
+        capabilities.roots = Some(roots);
+        let mut elicitation = rmcp::model::ElicitationCapability::default();
+        elicitation.form = Some(rmcp::model::FormElicitationCapability::default());
+        capabilities.elicitation = Some(elicitation);
         ClientConfig::new(
-            ClientCapabilities::default(),
+            capabilities,
             Implementation::new("cordis", env!("CARGO_PKG_VERSION")),
         )
         .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
@@ -400,7 +884,7 @@ impl ClientHandler for Handler {
 /// One live connection.
 struct Connection {
     service: RunningService<RoleClient, Handler>,
-    changes: mpsc::UnboundedReceiver<()>,
+    changes: mpsc::UnboundedReceiver<Change>,
 }
 
 /// The registered tool set: what the server listed (in its order) and the effects.
@@ -445,17 +929,36 @@ impl Bridge {
                 });
             }
         };
-        *lock(&self.link.peer) = Some(peer);
+        let capabilities = peer.peer_info().map(|info| info.capabilities.clone());
+        let offers =
+            |f: fn(&rmcp::model::ServerCapabilities) -> bool| capabilities.as_ref().is_some_and(f);
+        self.link
+            .has_resources
+            .store(offers(|c| c.resources.is_some()), Ordering::SeqCst);
+        *lock(&self.link.peer) = Some(peer.clone());
         if let Err(error) = self.install(tools).await {
             *lock(&self.link.peer) = None;
             return Err(error);
+        }
+        // Optional features: a server whose prompts or resources cannot be listed still
+        // serves its tools (the failure is logged and traced).
+        *lock(&self.link.catalog) = Catalog::default();
+        if offers(|c| c.prompts.is_some()) {
+            self.relist(&peer, Change::Prompts).await;
+        }
+        if offers(|c| c.resources.is_some()) {
+            self.relist(&peer, Change::Resources).await;
         }
         Ok(connection)
     }
 
     async fn connect(&self) -> Result<Connection, McpError> {
         let (tx, rx) = mpsc::unbounded_channel();
-        let handler = Handler { changes: tx };
+        let handler = Handler {
+            changes: tx,
+            link: self.link.clone(),
+            ctx: self.ctx.clone(),
+        };
         let limit = self.config.call_timeout();
         let handshake = match self.config.transport {
             TransportKind::Stdio => {
@@ -579,8 +1082,13 @@ impl Bridge {
 
     /// Registers `tools` as the current generation, replacing the previous one; on a conflict
     /// the new set is disposed whole and the previous one registered again.
+    ///
+    /// The entry's `tools` filter applies first (a tool listed twice is refused even when
+    /// filtered out: the list is invalid). A server offering resources also gets
+    /// [`READ_RESOURCE`], unless it lists a tool of that name itself (the server's own wins) or
+    /// the filter leaves it out.
     async fn install(&self, tools: Vec<Tool>) -> Result<(), McpError> {
-        let mut named: Vec<(String, Tool)> = Vec::with_capacity(tools.len());
+        let mut named: Vec<(String, Tool)> = Vec::with_capacity(tools.len() + 1);
         let mut raw_seen = BTreeSet::new();
         for tool in tools {
             if !raw_seen.insert(tool.name.to_string()) {
@@ -589,7 +1097,18 @@ impl Bridge {
                     tool: tool.name.to_string(),
                 });
             }
-            named.push((public_name(self.server(), &tool.name), tool));
+            if self.config.tools.admits(&tool.name) {
+                named.push((public_name(self.server(), &tool.name), tool));
+            }
+        }
+        if self.link.has_resources.load(Ordering::SeqCst)
+            && !raw_seen.contains(READ_RESOURCE)
+            && self.config.tools.admits(READ_RESOURCE)
+        {
+            named.push((
+                public_name(self.server(), READ_RESOURCE),
+                reader_tool(self.server()),
+            ));
         }
         // Registered in the server's order: what the model sees is the registry's canonical
         // order, and the determinism tests prove it against this order nobody controls. Only
@@ -692,17 +1211,36 @@ impl Bridge {
             parameters: parameters.into(),
         };
         let link = self.link.clone();
-        let raw: Arc<str> = tool.name.as_ref().into();
-        let def = ToolDefinition::new(schema, move |args, _cx| {
-            let (link, raw) = (link.clone(), raw.clone());
-            async move { link.call(&raw, args).await }
-        })
-        .with_timeout(self.config.call_timeout())
-        .with_effect(if self.config.trust_annotations {
-            effect_of(tool)
+        // The registry's timeout is the ceiling; the wait without progress is rmcp's.
+        let def = if is_reader(tool) {
+            ToolDefinition::new(schema, move |args, _cx| {
+                let link = link.clone();
+                async move { link.read_for_model(&args).await }
+            })
+            .with_timeout(self.config.max_call())
+            .with_effect(cordis_tools::Effect::Read)
+            .read_only()
         } else {
-            cordis_tools::Effect::Unknown
-        });
+            let raw: Arc<str> = tool.name.as_ref().into();
+            let output = tool.output_schema.as_ref().and_then(|schema| {
+                output::OutputSchema::compile(&Value::Object((**schema).clone()))
+                    .map_err(|reason| {
+                        tracing::warn!(server = %self.server(), tool = %tool.name, %reason, "mcp tool's outputSchema does not compile; its results are not checked");
+                    })
+                    .ok()
+                    .map(Arc::new)
+            });
+            ToolDefinition::new(schema, move |args, cx| {
+                let (link, raw, output) = (link.clone(), raw.clone(), output.clone());
+                async move { link.call(&raw, args, cx, output.as_deref()).await }
+            })
+            .with_timeout(self.config.max_call())
+            .with_effect(if self.config.trust_annotations {
+                effect_of(tool)
+            } else {
+                cordis_tools::Effect::Unknown
+            })
+        };
         def.validate().map_err(|e| e.to_string())?;
         Ok(def)
     }
@@ -726,10 +1264,18 @@ impl Bridge {
                     tokio::select! {
                         biased;
                         _ = &mut closed => break,
-                        Some(()) = changes.recv() => {
-                            // Several notifications in a row need one sync.
-                            while changes.try_recv().is_ok() {}
-                            self.resync(&peer).await;
+                        Some(first) = changes.recv() => {
+                            // Several notifications in a row need one sync of each list.
+                            let mut changed = BTreeSet::from([first]);
+                            while let Ok(next) = changes.try_recv() {
+                                changed.insert(next);
+                            }
+                            for change in changed {
+                                match change {
+                                    Change::Tools => self.resync(&peer).await,
+                                    catalog => self.relist(&peer, catalog).await,
+                                }
+                            }
                         }
                         () = self.link.suspect.notified() => {
                             if !self.answers(&peer).await {
@@ -752,6 +1298,8 @@ impl Bridge {
                 for handle in &gone.handles {
                     handle.dispose();
                 }
+                // Nothing of a server given up on is offered any more.
+                *lock(&self.link.catalog) = Catalog::default();
                 self.link.kill();
                 return;
             }
@@ -776,6 +1324,112 @@ impl Bridge {
             tokio::time::timeout(self.config.call_timeout(), peer.send_request(ping)).await,
             Ok(Ok(_))
         )
+    }
+
+    /// Lists prompts, or resources and templates, again and replaces them in the catalog; a
+    /// failure keeps the previous lists. Traces `mcp-catalog` with `<server>: prompts
+    /// applied` / `resources kept (…)`.
+    async fn relist(&self, peer: &Peer<RoleClient>, what: Change) {
+        let server = self.server();
+        let limit = self.config.call_timeout();
+        let timed_out = |what: &'static str| McpError::Catalog {
+            server: server.to_owned(),
+            what,
+            reason: format!("no answer within {} ms", limit.as_millis()),
+        };
+        let outcome: Result<(), McpError> = match what {
+            Change::Prompts => {
+                let listed = tokio::time::timeout(
+                    limit,
+                    catalog::list_all(
+                        server,
+                        "prompts",
+                        |cursor| async move {
+                            let page = peer
+                                .list_prompts(cursor.map(|c| {
+                                    PaginatedRequestParams::default().with_cursor(Some(c))
+                                }))
+                                .await
+                                .map_err(|e| e.to_string())?;
+                            Ok((to_values(&page.prompts), page.next_cursor))
+                        },
+                        catalog::prompt,
+                        |p| &p.name,
+                    ),
+                )
+                .await
+                .unwrap_or_else(|_| Err(timed_out("prompts")));
+                listed.map(|prompts| lock(&self.link.catalog).prompts = prompts)
+            }
+            // Tools re-sync through `resync`.
+            Change::Tools => return,
+            Change::Resources => {
+                let resources = tokio::time::timeout(
+                    limit,
+                    catalog::list_all(
+                        server,
+                        "resources",
+                        |cursor| async move {
+                            let page = peer
+                                .list_resources(cursor.map(|c| {
+                                    PaginatedRequestParams::default().with_cursor(Some(c))
+                                }))
+                                .await
+                                .map_err(|e| e.to_string())?;
+                            Ok((to_values(&page.resources), page.next_cursor))
+                        },
+                        catalog::resource,
+                        |r| &r.uri,
+                    ),
+                )
+                .await
+                .unwrap_or_else(|_| Err(timed_out("resources")));
+                let templates = tokio::time::timeout(
+                    limit,
+                    catalog::list_all(
+                        server,
+                        "resources/templates",
+                        |cursor| async move {
+                            let page = peer
+                                .list_resource_templates(cursor.map(|c| {
+                                    PaginatedRequestParams::default().with_cursor(Some(c))
+                                }))
+                                .await
+                                .map_err(|e| e.to_string())?;
+                            Ok((to_values(&page.resource_templates), page.next_cursor))
+                        },
+                        catalog::template,
+                        |t| &t.uri_template,
+                    ),
+                )
+                .await
+                .unwrap_or_else(|_| Err(timed_out("resources/templates")));
+                // Each list is replaced on its own: many servers offer resources but no
+                // templates (and answer that method with an error).
+                let mut catalog = lock(&self.link.catalog);
+                let listed = resources.map(|r| catalog.resources = r);
+                match templates {
+                    Ok(t) => catalog.templates = t,
+                    Err(error) => {
+                        tracing::debug!(server, %error, "mcp resource templates could not be listed; keeping the previous list");
+                    }
+                }
+                listed
+            }
+        };
+        let noun = if what == Change::Prompts {
+            "prompts"
+        } else {
+            "resources"
+        };
+        let detail = match outcome {
+            Ok(()) => format!("{server}: {noun} applied"),
+            Err(error) => {
+                tracing::warn!(server, %error, "mcp {noun} could not be listed; keeping the previous list");
+                format!("{server}: {noun} kept ({error})")
+            }
+        };
+        self.ctx.trace(TRACE_CATALOG, detail);
     }
 
     /// Lists and installs again; traces `mcp-sync` with the outcome (`<server>: applied`,
@@ -880,16 +1534,80 @@ mod size_tests {
     }
 }
 
-/// The effect class a trusted server's annotations declare: `readOnlyHint` reads,
-/// `openWorldHint` reaches the network; otherwise undeclared (a call may do anything, so it
-/// asks).
+/// The effect class a trusted server's annotations declare. The protocol's defaults count
+/// where a hint is absent (`readOnlyHint: false`, `destructiveHint: true`,
+/// `openWorldHint: true`):
+/// - `readOnlyHint: true` → `read` (runs without asking; `destructiveHint` means nothing then);
+/// - `destructiveHint: false` with `openWorldHint` true or absent → `network`;
+/// - anything else (destructive, a hint absent, or a closed-world change) → `unknown`, what
+///   every MCP tool is without `trustAnnotations`.
 fn effect_of(tool: &Tool) -> cordis_tools::Effect {
     let hints = tool.annotations.as_ref();
-    if hints.and_then(|a| a.read_only_hint) == Some(true) {
+    let read_only = hints.and_then(|a| a.read_only_hint) == Some(true);
+    let destructive = hints.and_then(|a| a.destructive_hint).unwrap_or(true);
+    let open_world = hints.and_then(|a| a.open_world_hint).unwrap_or(true);
+    if read_only {
         cordis_tools::Effect::Read
-    } else if hints.and_then(|a| a.open_world_hint) == Some(true) {
+    } else if !destructive && open_world {
         cordis_tools::Effect::Network
     } else {
         cordis_tools::Effect::Unknown
+    }
+}
+
+#[cfg(test)]
+mod annotation_tests {
+    use super::*;
+
+    fn annotated(hints: Value) -> Tool {
+        serde_json::from_value(
+            json!({"name": "t", "inputSchema": {"type": "object"}, "annotations": hints}),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn hints_map_to_effect_classes_with_the_protocols_defaults() {
+        use cordis_tools::Effect::{Network, Read, Unknown};
+        let cases = [
+            (json!({"readOnlyHint": true}), Read),
+            (json!({"readOnlyHint": true, "destructiveHint": true}), Read),
+            (json!({}), Unknown),
+            (json!({"openWorldHint": true}), Unknown),
+            (
+                json!({"destructiveHint": true, "openWorldHint": true}),
+                Unknown,
+            ),
+            (json!({"destructiveHint": false}), Network),
+            (
+                json!({"destructiveHint": false, "openWorldHint": true}),
+                Network,
+            ),
+            (
+                json!({"destructiveHint": false, "openWorldHint": false}),
+                Unknown,
+            ),
+            (
+                json!({"readOnlyHint": false, "destructiveHint": false}),
+                Network,
+            ),
+        ];
+        for (hints, effect) in cases {
+            assert_eq!(effect_of(&annotated(hints.clone())), effect, "{hints}");
+        }
+        let bare: Tool =
+            serde_json::from_value(json!({"name": "t", "inputSchema": {"type": "object"}}))
+                .unwrap();
+        assert_eq!(effect_of(&bare), Unknown);
+    }
+
+    #[test]
+    fn the_reader_is_marked_and_a_server_tool_of_its_name_is_not() {
+        assert!(is_reader(&reader_tool("fx")));
+        let theirs: Tool = serde_json::from_value(
+            json!({"name": READ_RESOURCE, "inputSchema": {"type": "object"}}),
+        )
+        .unwrap();
+        assert!(!is_reader(&theirs));
     }
 }

@@ -8,7 +8,17 @@
 //! limit) and `cwd` (the working directory).
 //!
 //! `toggle` takes `add` / `remove` (tool names), `failList` (the next `tools/list` fails),
-//! `duplicate` (lists one tool twice) and `silent` (change without notifying).
+//! `duplicate` (lists one tool twice) and `silent` (change without notifying); with
+//! `--catalog`, also `prompt` (adds a prompt of that name), `resource` (adds a text resource
+//! at that URI) and `duplicatePrompt` (the prompt list repeats a name), each followed by its
+//! `list_changed` notification.
+//!
+//! With `--tools` only: `structured` (an `outputSchema`; `mode` good, bad or missing
+//! structuredContent), `ask` (sends `elicitation/create`: a fixed form, `form` when given, or
+//! URL mode with `url: true`, and answers the client's result as JSON), `progress` (reports `steps` progress notifications `everyMs` apart on the call's
+//! progress token, then answers) and `roots` (asks the client `roots/list` during the call and
+//! answers its JSON). Tools carry annotations: `add` is `readOnlyHint`, `greet`
+//! `destructiveHint: false`, `slow` `destructiveHint: true`.
 //!
 //! Flags:
 //! - `--tools a,b,c`: the tools offered (default: all);
@@ -19,7 +29,11 @@
 //! - `--log FILE`: appends one line per notable event (`start <pid>`, `slow started`,
 //!   `cancelled slow`, `lingering`);
 //! - `--linger`: ignores SIGTERM and keeps running after stdin closes (a server that ignores
-//!   shutdown, so the client must kill it).
+//!   shutdown, so the client must kill it);
+//! - `--catalog`: offers prompts (`greeting`, `review`, `summarize`), resources
+//!   (`mem://readme`, `mem://logo` a PNG blob, `mem://big` 300 KiB of text) and the template
+//!   `mem://notes/{id}`, listed in the seed's order and paged like tools;
+//! - `--extra-catalog N`: adds prompts `p_00` … and resources `mem://r/00` ….
 
 use std::collections::BTreeSet;
 use std::io::Write;
@@ -28,9 +42,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ErrorData, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ErrorData, GetPromptRequestParams,
+    GetPromptResponse, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ReadResourceRequestParams,
+    ReadResourceResponse, ServerCapabilities, ServerConfig, Tool,
 };
+use rmcp::model::{ClientResult, ElicitRequest, ServerRequest};
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ServerHandler, ServiceExt};
 use serde_json::{Value, json};
@@ -57,6 +74,8 @@ struct Options {
     extra: usize,
     log: Option<String>,
     linger: bool,
+    catalog: bool,
+    extra_catalog: usize,
 }
 
 fn parse_args() -> Result<Options, String> {
@@ -82,6 +101,10 @@ fn parse_args() -> Result<Options, String> {
             "--extra" => o.extra = usize::try_from(number(value()?)?).unwrap_or(0),
             "--log" => o.log = Some(value()?),
             "--linger" => o.linger = true,
+            "--catalog" => o.catalog = true,
+            "--extra-catalog" => {
+                o.extra_catalog = usize::try_from(number(value()?)?).unwrap_or(0);
+            }
             other => return Err(format!("unknown flag {other}")),
         }
     }
@@ -103,6 +126,12 @@ struct State {
     fail_list: bool,
     /// Lists one tool twice (an invalid list).
     duplicate: bool,
+    /// Prompt names offered (with `--catalog`).
+    prompts: BTreeSet<String>,
+    /// Resource URIs offered (with `--catalog`).
+    resources: BTreeSet<String>,
+    /// Lists one prompt twice.
+    duplicate_prompt: bool,
 }
 
 #[derive(Clone)]
@@ -141,6 +170,58 @@ impl Fixture {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
+
+/// `items` in the order seeded by `seed` (Fisher–Yates), or as they are without one.
+fn shuffled<T>(mut items: Vec<T>, seed: Option<u64>) -> Vec<T> {
+    if let Some(seed) = seed {
+        for i in (1..items.len()).rev() {
+            let j = usize::try_from(mix(seed ^ mix(i as u64)) % (i as u64 + 1)).unwrap_or(0);
+            items.swap(i, j);
+        }
+    }
+    items
+}
+
+/// One page of `items` from `cursor` (an offset), `size` long (0: all), and the next cursor.
+fn page<T: Clone>(items: &[T], cursor: Option<String>, size: usize) -> (Vec<T>, Option<String>) {
+    let offset: usize = cursor.and_then(|c| c.parse().ok()).unwrap_or(0);
+    let size = if size == 0 { items.len() } else { size };
+    let end = (offset + size).min(items.len());
+    let next = (end < items.len()).then(|| end.to_string());
+    (items.get(offset..end).unwrap_or_default().to_vec(), next)
+}
+
+const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
+
+fn prompt_json(name: &str) -> Value {
+    match name {
+        "review" => {
+            json!({"name": "review", "title": "Review a file", "description": "Asks for a review of one file.",
+            "arguments": [{"name": "file", "description": "The file", "required": true}, {"name": "focus", "required": false}]})
+        }
+        "summarize" => json!({"name": "summarize", "description": "Summarizes the conversation."}),
+        "greeting" => {
+            json!({"name": "greeting", "description": "Greets someone.", "arguments": [{"name": "name"}]})
+        }
+        other => json!({"name": other, "description": "A generated prompt."}),
+    }
+}
+
+fn resource_json(uri: &str) -> Value {
+    match uri {
+        "mem://readme" => {
+            json!({"uri": uri, "name": "readme", "mimeType": "text/plain", "description": "Read me."})
+        }
+        "mem://logo" => json!({"uri": uri, "name": "logo", "mimeType": "image/png"}),
+        "mem://big" => json!({"uri": uri, "name": "big", "mimeType": "text/plain", "size": BIG}),
+        other => {
+            json!({"uri": other, "name": other.rsplit('/').next().unwrap_or(other), "mimeType": "text/plain"})
+        }
+    }
+}
+
+/// The size of `mem://big`: 300 KiB, over the client's 256 KiB per read for the model.
+const BIG: usize = 300 << 10;
 
 /// An object schema with `levels` nested properties (two JSON levels each).
 fn nested(levels: usize) -> Value {
@@ -198,9 +279,37 @@ fn tool(name: &str) -> Tool {
             json!({"type": "array"}),
         ),
         "deep" => ("Its parameters schema nests 400 levels.", nested(200)),
+        "progress" => (
+            "Reports `steps` progress notifications `everyMs` apart, then answers.",
+            json!({"type": "object", "properties": {"steps": {"type": "integer"}, "everyMs": {"type": "integer"}}}),
+        ),
+        "roots" => (
+            "Asks the client for its roots and answers them.",
+            json!({"type": "object"}),
+        ),
+        "structured" => (
+            "Answers structuredContent for its outputSchema: `mode` good, bad (a string sum) or missing.",
+            json!({"type": "object", "properties": {"mode": {"type": "string"}}}),
+        ),
+        "ask" => (
+            "Asks the user for a name, an age and a color (elicitation/create, form mode), or for `form` when given, and answers what came back.",
+            json!({"type": "object", "properties": {"form": {"type": "object"}, "url": {"type": "boolean"}}}),
+        ),
         _ => ("A generated tool.", json!({"type": "object"})),
     };
-    let value = json!({"name": name, "description": description, "inputSchema": schema});
+    let mut value = json!({"name": name, "description": description, "inputSchema": schema});
+    let hints = match name {
+        "add" => Some(json!({"readOnlyHint": true})),
+        "greet" => Some(json!({"destructiveHint": false})),
+        "slow" => Some(json!({"destructiveHint": true, "openWorldHint": false})),
+        _ => None,
+    };
+    if let Some(hints) = hints {
+        value["annotations"] = hints;
+    }
+    if name == "structured" {
+        value["outputSchema"] = json!({"type": "object", "properties": {"sum": {"type": "number"}}, "required": ["sum"]});
+    }
     serde_json::from_value(value).unwrap_or_else(|e| panic!("fixture tool {name}: {e}"))
 }
 
@@ -229,12 +338,117 @@ fn string_list(v: Option<&Value>) -> Vec<String> {
 
 impl ServerHandler for Fixture {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(
-            ServerCapabilities::builder()
-                .enable_tools()
-                .enable_tool_list_changed()
-                .build(),
-        )
+        let mut capabilities = json!({"tools": {"listChanged": true}});
+        if self.options.catalog {
+            capabilities["prompts"] = json!({"listChanged": true});
+            capabilities["resources"] = json!({"listChanged": true});
+        }
+        let capabilities: ServerCapabilities = serde_json::from_value(capabilities)
+            .unwrap_or_else(|e| panic!("fixture capabilities: {e}"));
+        ServerConfig::new(capabilities)
+    }
+
+    async fn list_prompts(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        self.delay().await;
+        let (mut names, duplicate) = {
+            let st = self.lock();
+            (
+                st.prompts.iter().cloned().collect::<Vec<_>>(),
+                st.duplicate_prompt,
+            )
+        };
+        if duplicate && let Some(first) = names.first().cloned() {
+            names.push(first);
+        }
+        let names = shuffled(names, self.options.seed);
+        let (items, next) = page(
+            &names,
+            request.and_then(|r| r.cursor),
+            self.options.page_size,
+        );
+        let value = json!({"prompts": items.iter().map(|n| prompt_json(n)).collect::<Vec<_>>(), "nextCursor": next});
+        serde_json::from_value(value).map_err(|e| ErrorData::internal_error(e.to_string(), None))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        let args = request.arguments.unwrap_or_default();
+        let arg = |k: &str| args.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
+        let text = match request.name.as_str() {
+            "review" => format!("Review {} (focus: {}).", arg("file"), arg("focus")),
+            "greeting" => format!("Say hello to {}.", arg("name")),
+            "summarize" => "Summarize the conversation so far.".to_owned(),
+            other => {
+                return Err(ErrorData::invalid_params(
+                    format!("unknown prompt: {other}"),
+                    None,
+                ));
+            }
+        };
+        let value = json!({"description": "rendered", "messages": [{"role": "user", "content": {"type": "text", "text": text}}]});
+        serde_json::from_value(value)
+            .map(GetPromptResponse::Complete)
+            .map_err(|e| ErrorData::internal_error(e.to_string(), None))
+    }
+
+    async fn list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        self.delay().await;
+        let uris: Vec<String> = self.lock().resources.iter().cloned().collect();
+        let uris = shuffled(uris, self.options.seed.map(|s| s ^ 0x5EED));
+        let (items, next) = page(
+            &uris,
+            request.and_then(|r| r.cursor),
+            self.options.page_size,
+        );
+        let value = json!({"resources": items.iter().map(|u| resource_json(u)).collect::<Vec<_>>(), "nextCursor": next});
+        serde_json::from_value(value).map_err(|e| ErrorData::internal_error(e.to_string(), None))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        let value = json!({"resourceTemplates": [
+            {"uriTemplate": "mem://notes/{id}", "name": "note", "mimeType": "text/plain"}
+        ]});
+        serde_json::from_value(value).map_err(|e| ErrorData::internal_error(e.to_string(), None))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let uri = request.uri;
+        let content = if uri == "mem://logo" {
+            json!({"uri": uri, "mimeType": "image/png", "blob": PNG})
+        } else if uri == "mem://big" {
+            json!({"uri": uri, "mimeType": "text/plain", "text": "x".repeat(BIG)})
+        } else if let Some(id) = uri.strip_prefix("mem://notes/") {
+            json!({"uri": uri, "mimeType": "text/plain", "text": format!("note {id}")})
+        } else if self.lock().resources.contains(&uri) {
+            json!({"uri": uri, "mimeType": "text/plain", "text": format!("contents of {uri}")})
+        } else {
+            return Err(ErrorData::resource_not_found(
+                format!("no resource {uri}"),
+                None,
+            ));
+        };
+        serde_json::from_value(json!({"contents": [content]}))
+            .map(ReadResourceResponse::Complete)
+            .map_err(|e| ErrorData::internal_error(e.to_string(), None))
     }
 
     async fn list_tools(
@@ -257,13 +471,8 @@ impl ServerHandler for Fixture {
         if duplicate && let Some(first) = names.first().cloned() {
             names.push(first);
         }
-        if let Some(seed) = self.options.seed {
-            // Fisher–Yates from the seed: the order differs between seeds, never within one.
-            for i in (1..names.len()).rev() {
-                let j = usize::try_from(mix(seed ^ mix(i as u64)) % (i as u64 + 1)).unwrap_or(0);
-                names.swap(i, j);
-            }
-        }
+        // The order differs between seeds, never within one.
+        let names = shuffled(names, self.options.seed);
         let offset: usize = request
             .and_then(|r| r.cursor)
             .and_then(|c| c.parse().ok())
@@ -285,6 +494,8 @@ impl ServerHandler for Fixture {
         Ok(result)
     }
 
+    // Roots are deprecated for the stateless protocol; the client speaks the initialize one.
+    #[allow(deprecated)]
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
@@ -350,7 +561,115 @@ impl ServerHandler for Fixture {
                 {"type": "image", "mimeType": "image/png", "data": "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="}
             ]}))
             .unwrap_or_else(|e| panic!("fixture image: {e}")),
+            "progress" => {
+                let steps = args["steps"].as_u64().unwrap_or(3);
+                let every = args["everyMs"].as_u64().unwrap_or(50);
+                let token = context.meta.get_progress_token();
+                self.log(&format!("progress token {}", token.is_some()));
+                for i in 1..=steps {
+                    tokio::select! {
+                        () = tokio::time::sleep(Duration::from_millis(every)) => {}
+                        () = context.ct.cancelled() => {
+                            self.log("cancelled progress");
+                            return Ok(CallToolResponse::Complete(text_result("cancelled", true, None)));
+                        }
+                    }
+                    if let Some(token) = token.clone() {
+                        let mut p = ProgressNotificationParam::new(token, i as f64);
+                        p.total = Some(steps as f64);
+                        p.message = Some(format!("step {i}"));
+                        let _ = context.peer.notify_progress(p).await;
+                    }
+                }
+                text_result(format!("done after {steps} steps"), false, None)
+            }
+            // Deprecated for the stateless protocol; the client speaks the initialize one.
+            #[allow(deprecated)]
+            "structured" => match args["mode"].as_str().unwrap_or("good") {
+                "bad" => text_result("3", false, Some(json!({"sum": "3"}))),
+                "missing" => text_result("3", false, None),
+                _ => text_result("3", false, Some(json!({"sum": 3}))),
+            },
+            "ask" => {
+                let form = args.get("form").cloned().unwrap_or_else(|| json!({
+                    "type": "object",
+                    "properties": {
+                        "name": {"type": "string", "minLength": 1},
+                        "age": {"type": "integer", "minimum": 0},
+                        "color": {"type": "string", "enum": ["red", "blue"], "default": "red"}
+                    },
+                    "required": ["name"]
+                }));
+                let params = if args["url"].as_bool() == Some(true) {
+                    json!({"mode": "url", "message": "Open this", "url": "https://example.test/x", "elicitationId": "e1"})
+                } else {
+                    json!({"mode": "form", "message": "Who are you?", "requestedSchema": form})
+                };
+                let asked = serde_json::from_value(params)
+                    .map_err(|e| e.to_string())
+                    .map(|p| ServerRequest::ElicitRequest(ElicitRequest::new(p)));
+                match asked {
+                    Err(e) => text_result(format!("cannot build the request: {e}"), true, None),
+                    Ok(request) => match context.peer.send_request(request).await {
+                        Ok(ClientResult::ElicitResult(answer)) => text_result(
+                            serde_json::to_string(&answer).unwrap_or_default(),
+                            false,
+                            None,
+                        ),
+                        Ok(_) => text_result("an unexpected answer", true, None),
+                        Err(e) => text_result(format!("elicitation/create failed: {e}"), true, None),
+                    },
+                }
+            }
+            "roots" => {
+                // As a real server does: ask only a client that declared roots.
+                let declared: Vec<String> = context
+                    .peer
+                    .peer_info()
+                    .and_then(|info| serde_json::to_value(&info.capabilities).ok())
+                    .and_then(|c| c.as_object().map(|o| o.keys().cloned().collect()))
+                    .unwrap_or_default();
+                if !declared.iter().any(|k| k == "roots") {
+                    text_result(format!("the client declared no roots: {declared:?}"), true, None)
+                } else {
+                    match context.peer.list_roots().await {
+                        Ok(roots) => text_result(
+                            json!({"capabilities": declared, "roots": roots.roots}).to_string(),
+                            false,
+                            None,
+                        ),
+                        Err(e) => text_result(format!("roots/list failed: {e}"), true, None),
+                    }
+                }
+            }
             "toggle" => {
+                let catalog_change = {
+                    let mut st = self.lock();
+                    let mut prompts = false;
+                    let mut resources = false;
+                    if let Some(p) = args["prompt"].as_str() {
+                        st.prompts.insert(p.to_owned());
+                        prompts = true;
+                    }
+                    if let Some(r) = args["resource"].as_str() {
+                        st.resources.insert(r.to_owned());
+                        resources = true;
+                    }
+                    if args.get("duplicatePrompt").is_some() {
+                        st.duplicate_prompt = args["duplicatePrompt"].as_bool().unwrap_or(false);
+                        prompts = true;
+                    }
+                    (prompts, resources)
+                };
+                if catalog_change.0 {
+                    let _ = context.peer.notify_prompt_list_changed().await;
+                }
+                if catalog_change.1 {
+                    let _ = context.peer.notify_resource_list_changed().await;
+                }
+                if catalog_change != (false, false) {
+                    return Ok(CallToolResponse::Complete(text_result("toggled", false, None)));
+                }
                 {
                     let mut st = self.lock();
                     for n in string_list(args.get("add")) {
@@ -387,12 +706,24 @@ async fn main() {
         tools.insert(format!("extra_{i:02}"));
     }
     let linger = options.linger;
+    let (mut prompts, mut resources) = (BTreeSet::new(), BTreeSet::new());
+    if options.catalog {
+        prompts.extend(["greeting", "review", "summarize"].map(str::to_owned));
+        resources.extend(["mem://readme", "mem://logo", "mem://big"].map(str::to_owned));
+        for i in 0..options.extra_catalog {
+            prompts.insert(format!("p_{i:02}"));
+            resources.insert(format!("mem://r/{i:02}"));
+        }
+    }
     let fixture = Fixture {
         options: Arc::new(options),
         state: Arc::new(Mutex::new(State {
             tools,
             fail_list: false,
             duplicate: false,
+            prompts,
+            resources,
+            duplicate_prompt: false,
         })),
         requests: Arc::new(AtomicU64::new(0)),
     };

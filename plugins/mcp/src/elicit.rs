@@ -1,0 +1,304 @@
+//! Elicitation (form mode): a server asks the user for a few values during a call.
+//!
+//! # The seam
+//! Front ends answer through [`Elicitation`], a runtime service holding an [`Elicitor`] (the
+//! terminal, ACP and the web implement it later, like an approver). Without one — CI, piped
+//! runs, `cordis check` — every request is declined, and the reason is traced
+//! ([`TRACE_ELICITATION`]) and logged. URL mode is declined too: it is not implemented.
+//! While the user is asked, the server's requests wait without `callTimeoutMs` running
+//! (`maxCallMs` still bounds a call).
+//!
+//! # Validation
+//! A form is a flat object of primitive properties (string, number, integer, boolean, a string
+//! `enum`). An accepted answer is checked against it ([`check_answer`]): required properties
+//! present, each of its type and within `enum`, `minimum`/`maximum`, `minLength`/`maxLength`,
+//! no property the form did not ask for; a missing optional property takes the form's
+//! `default`. An answer that does not fit is not sent: the request is declined, saying why. A
+//! form that is not of this shape, or larger than [`MAX_FORM_PROPERTIES`], is declined
+//! without asking anyone.
+
+use std::sync::Arc;
+
+use futures_util::future::BoxFuture;
+use serde_json::{Map, Value};
+
+/// The trace kind of each elicitation's outcome: `<server>: accepted`, `declined (…)`, …
+pub const TRACE_ELICITATION: &str = "mcp-elicitation";
+
+/// The most properties a form may ask for.
+pub const MAX_FORM_PROPERTIES: usize = 64;
+
+/// The longest message shown to the user, in bytes (the rest is cut).
+pub const MAX_ELICITATION_MESSAGE: usize = 4 << 10;
+
+/// What a server asks the user.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ElicitationRequest {
+    /// The entry's `server` name.
+    pub server: String,
+    /// The server's message, cut to [`MAX_ELICITATION_MESSAGE`] bytes.
+    pub message: String,
+    /// The form: `{"type": "object", "properties": {...}, "required": [...]}`.
+    pub schema: Value,
+}
+
+/// What the user answered.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ElicitationAnswer {
+    /// The values, one per property.
+    Accept(Map<String, Value>),
+    /// The user would not give them; the call goes on.
+    Decline,
+    /// The user stopped the whole operation.
+    Cancel,
+}
+
+/// Asks the user (implemented by front ends).
+pub trait Elicitor: Send + Sync + 'static {
+    /// Shows `request` and returns the user's answer.
+    fn elicit(&self, request: ElicitationRequest) -> BoxFuture<'static, ElicitationAnswer>;
+}
+
+/// The service front ends provide to answer elicitations (`mcp-elicitation`).
+#[derive(Clone)]
+pub struct Elicitation(pub Arc<dyn Elicitor>);
+
+impl cordis_runtime::Service for Elicitation {
+    const NAME: &'static str = "mcp-elicitation";
+}
+
+/// The form's properties, when it has the shape form mode allows.
+fn form(schema: &Value) -> Result<&Map<String, Value>, String> {
+    if schema.get("type").and_then(Value::as_str) != Some("object") {
+        return Err("the form is not an object schema".to_owned());
+    }
+    static EMPTY: std::sync::LazyLock<Map<String, Value>> = std::sync::LazyLock::new(Map::new);
+    let properties = match schema.get("properties") {
+        None => &*EMPTY,
+        Some(Value::Object(p)) => p,
+        Some(_) => return Err("the form's `properties` is not an object".to_owned()),
+    };
+    if properties.len() > MAX_FORM_PROPERTIES {
+        return Err(format!(
+            "the form asks for {} properties, over the {MAX_FORM_PROPERTIES}-property limit",
+            properties.len()
+        ));
+    }
+    for (name, property) in properties {
+        match property.get("type").and_then(Value::as_str) {
+            Some("string" | "number" | "integer" | "boolean") => {}
+            other => {
+                return Err(format!(
+                    "property {name:?} is of type {other:?}; a form holds strings, numbers, integers and booleans"
+                ));
+            }
+        }
+    }
+    Ok(properties)
+}
+
+/// Checks `answer` against `schema` and applies the form's defaults (see the module docs).
+///
+/// # Errors
+/// What does not fit, naming the property.
+pub fn check_answer(
+    schema: &Value,
+    mut answer: Map<String, Value>,
+) -> Result<Map<String, Value>, String> {
+    let properties = form(schema)?;
+    if let Some(extra) = answer.keys().find(|k| !properties.contains_key(*k)) {
+        return Err(format!("the form does not ask for {extra:?}"));
+    }
+    for (name, property) in properties {
+        if !answer.contains_key(name)
+            && let Some(default) = property.get("default")
+        {
+            answer.insert(name.clone(), default.clone());
+        }
+    }
+    let required = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect::<Vec<_>>())
+        .unwrap_or_default();
+    if let Some(missing) = required.iter().find(|r| !answer.contains_key(**r)) {
+        return Err(format!("required property {missing:?} is missing"));
+    }
+    for (name, value) in &answer {
+        let property = &properties[name];
+        let kind = property
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let fits = match kind {
+            "string" => value.is_string(),
+            "number" => value.is_number(),
+            "integer" => value.is_i64() || value.is_u64(),
+            "boolean" => value.is_boolean(),
+            _ => false,
+        };
+        if !fits {
+            return Err(format!("property {name:?} must be a {kind}, not {value}"));
+        }
+        if let Some(options) = property.get("enum").and_then(Value::as_array)
+            && !options.contains(value)
+        {
+            return Err(format!(
+                "property {name:?} must be one of {}",
+                Value::Array(options.clone())
+            ));
+        }
+        let bound = |key: &str| property.get(key).and_then(Value::as_f64);
+        let outside = |n: f64, low: &str, high: &str| {
+            bound(low).is_some_and(|min| n < min) || bound(high).is_some_and(|max| n > max)
+        };
+        if value
+            .as_f64()
+            .is_some_and(|n| outside(n, "minimum", "maximum"))
+        {
+            return Err(format!("property {name:?} is out of its range"));
+        }
+        if value
+            .as_str()
+            .is_some_and(|s| outside(s.chars().count() as f64, "minLength", "maxLength"))
+        {
+            return Err(format!("property {name:?} has a length out of its range"));
+        }
+    }
+    Ok(answer)
+}
+
+/// Answers a server's `elicitation/create` through the entry's [`Elicitation`] service, if
+/// any: the result to send and the outcome to trace.
+pub(crate) async fn answer(
+    ctx: &cordis_runtime::Context,
+    server: &str,
+    params: rmcp::model::ElicitRequestParams,
+) -> (rmcp::model::ElicitResult, String) {
+    use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction};
+    let decline = |why: String| {
+        (
+            ElicitResult::new(ElicitationAction::Decline),
+            format!("declined ({why})"),
+        )
+    };
+    let (message, schema) = match params {
+        ElicitRequestParams::FormElicitationParams {
+            message,
+            requested_schema,
+            ..
+        } => (
+            message,
+            serde_json::to_value(&requested_schema).unwrap_or(Value::Null),
+        ),
+        _ => return decline("URL mode is not supported".to_owned()),
+    };
+    if let Err(why) = form(&schema) {
+        return decline(why);
+    }
+    let Some(Elicitation(elicitor)) = ctx.get::<Elicitation>().map(|e| (*e).clone()) else {
+        return decline("no one to ask: no front end answers elicitations here".to_owned());
+    };
+    let request = ElicitationRequest {
+        server: server.to_owned(),
+        message: crate::progress::cut(message, MAX_ELICITATION_MESSAGE),
+        schema: schema.clone(),
+    };
+    match elicitor.elicit(request).await {
+        ElicitationAnswer::Accept(values) => match check_answer(&schema, values) {
+            Ok(values) => (
+                ElicitResult::new(ElicitationAction::Accept).with_content(Value::Object(values)),
+                "accepted".to_owned(),
+            ),
+            Err(why) => decline(format!("the answer does not fit the form: {why}")),
+        },
+        ElicitationAnswer::Decline => decline("the user declined".to_owned()),
+        ElicitationAnswer::Cancel => (
+            ElicitResult::new(ElicitationAction::Cancel),
+            "cancelled by the user".to_owned(),
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn schema() -> Value {
+        json!({"type": "object", "properties": {
+            "name": {"type": "string", "minLength": 1, "maxLength": 8},
+            "age": {"type": "integer", "minimum": 0, "maximum": 150},
+            "color": {"type": "string", "enum": ["red", "blue"], "default": "red"},
+            "ok": {"type": "boolean"}
+        }, "required": ["name"]})
+    }
+
+    fn obj(v: Value) -> Map<String, Value> {
+        v.as_object().unwrap().clone()
+    }
+
+    #[test]
+    fn an_answer_is_checked_against_the_form_and_takes_its_defaults() {
+        let ok = check_answer(&schema(), obj(json!({"name": "Ada", "age": 36}))).unwrap();
+        assert_eq!(
+            Value::Object(ok),
+            json!({"name": "Ada", "age": 36, "color": "red"})
+        );
+        let cases = [
+            (json!({"age": 1}), "required property \"name\" is missing"),
+            (
+                json!({"name": 3}),
+                "property \"name\" must be a string, not 3",
+            ),
+            (
+                json!({"name": "Ada", "age": 1.5}),
+                "property \"age\" must be a integer, not 1.5",
+            ),
+            (
+                json!({"name": "Ada", "age": 151}),
+                "property \"age\" is out of its range",
+            ),
+            (
+                json!({"name": "much too long"}),
+                "property \"name\" has a length out of its range",
+            ),
+            (
+                json!({"name": "Ada", "color": "green"}),
+                "property \"color\" must be one of [\"red\",\"blue\"]",
+            ),
+            (
+                json!({"name": "Ada", "admin": true}),
+                "the form does not ask for \"admin\"",
+            ),
+        ];
+        for (answer, why) in cases {
+            assert_eq!(
+                check_answer(&schema(), obj(answer.clone())).unwrap_err(),
+                why,
+                "{answer}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_form_of_another_shape_or_too_large_is_refused() {
+        let nested = json!({"type": "object", "properties": {"a": {"type": "object"}}});
+        assert!(
+            form(&nested)
+                .unwrap_err()
+                .contains("property \"a\" is of type Some(\"object\")")
+        );
+        let props: Map<String, Value> = (0..65)
+            .map(|i| (format!("p{i}"), json!({"type": "boolean"})))
+            .collect();
+        let big = json!({"type": "object", "properties": props});
+        assert!(
+            form(&big)
+                .unwrap_err()
+                .contains("65 properties, over the 64-property limit")
+        );
+        assert!(form(&json!({"type": "array"})).is_err());
+    }
+}
