@@ -57,6 +57,8 @@ struct Acp {
     buffers: Option<std::collections::BTreeMap<PathBuf, String>>,
     /// The editor's terminals, when it answers `terminal/*` requests.
     terminals: Option<Terminals>,
+    /// The answer to `elicitation/create`, when the editor shows forms.
+    form_answer: Option<Value>,
     dir: PathBuf,
 }
 
@@ -215,6 +217,7 @@ impl Acp {
             answer: Answer::Reject,
             buffers: None,
             terminals: None,
+            form_answer: None,
             dir: dir.to_owned(),
         }
     }
@@ -290,6 +293,12 @@ impl Acp {
             let id = message["id"].clone();
             self.write(&json!({"jsonrpc": "2.0", "id": id,
                 "result": {"outcome": {"outcome": "selected", "optionId": option}}}));
+        }
+        if message["method"] == "elicitation/create"
+            && let Some(answer) = self.form_answer.clone()
+        {
+            let id = message["id"].clone();
+            self.write(&json!({"jsonrpc": "2.0", "id": id, "result": answer}));
         }
         if let Some(result) = self.terminals.as_mut().and_then(|t| t.answer(&message)) {
             let id = message["id"].clone();
@@ -2190,6 +2199,99 @@ fn mcp_fixture_server() -> &'static Path {
         assert!(status.success(), "building cordis-mcp-fixture failed");
         target.join("debug").join("cordis-mcp-fixture")
     })
+}
+
+#[test]
+fn an_mcp_servers_progress_on_a_long_call_reaches_the_editor_while_it_runs() {
+    let server = mcp_fixture_server();
+    let dir = scratch("mcp-progress");
+    let script = json!([
+        {"toolCalls": [{"id": "p1", "name": "mcp__fixture__progress", "arguments": {"steps": 3, "everyMs": 300}}]},
+        text("Done."),
+    ]);
+    let mut acp = Acp::start(&dir, &script);
+    acp.answer = Answer::Allow;
+    acp.initialize();
+    let id = acp.request(
+        "session/new",
+        json!({"cwd": dir, "mcpServers": [{"name": "fixture", "command": server,
+            "args": ["--tools", "progress"], "env": []}]}),
+    );
+    let r = acp.response(id);
+    let s = r["result"]["sessionId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{r}"))
+        .to_owned();
+    assert_eq!(acp.prompt(&s, "go")["result"]["stopReason"], "end_turn");
+    assert_eq!(acp.close(), 0);
+    let updates = acp.updates(&s);
+    let progress: Vec<&Value> = updates
+        .iter()
+        .filter(|u| cli_acp_common::is_progress(u))
+        .collect();
+    assert!(!progress.is_empty(), "{updates:?}");
+    assert!(
+        progress[0].to_string().contains("progress 1"),
+        "{}",
+        progress[0]
+    );
+    let last = updates
+        .iter()
+        .rposition(|u| u["sessionUpdate"] == "tool_call_update")
+        .unwrap();
+    assert_eq!(
+        updates[last]["status"], "completed",
+        "the result comes last"
+    );
+}
+
+#[test]
+fn an_mcp_servers_question_is_asked_through_the_editors_form_and_checked() {
+    let server = mcp_fixture_server();
+    let dir = scratch("mcp-elicit");
+    let script = json!([
+        {"toolCalls": [{"id": "a1", "name": "mcp__fixture__ask", "arguments": {}}]},
+        text("Thanks."),
+    ]);
+    let mut acp = Acp::start(&dir, &script);
+    acp.answer = Answer::Allow;
+    acp.form_answer = Some(json!({"action": "accept", "content": {"name": "Ada"}}));
+    let id = acp.request(
+        "initialize",
+        json!({"protocolVersion": 1, "clientCapabilities": {"elicitation": {"form": {}}}}),
+    );
+    acp.response(id);
+    let id = acp.request(
+        "session/new",
+        json!({"cwd": dir, "mcpServers": [{"name": "fixture", "command": server,
+            "args": ["--tools", "ask"], "env": []}]}),
+    );
+    let r = acp.response(id);
+    let s = r["result"]["sessionId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{r}"))
+        .to_owned();
+    assert_eq!(acp.prompt(&s, "ask me")["result"]["stopReason"], "end_turn");
+    assert_eq!(acp.close(), 0);
+    let asked = acp
+        .seen
+        .iter()
+        .find(|m| m["method"] == "elicitation/create")
+        .expect("the editor was asked");
+    assert_eq!(asked["params"]["sessionId"], json!(s));
+    assert_eq!(asked["params"]["message"], "fixture asks: Who are you?");
+    assert_eq!(
+        asked["params"]["requestedSchema"]["required"],
+        json!(["name"])
+    );
+    let result = acp
+        .updates(&s)
+        .into_iter()
+        .find(|u| u["sessionUpdate"] == "tool_call_update" && u.get("status").is_some())
+        .unwrap()
+        .to_string();
+    // The server got the answer, its default filled in by the checks.
+    assert!(result.contains("Ada") && result.contains("red"), "{result}");
 }
 
 #[test]

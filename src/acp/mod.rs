@@ -55,6 +55,7 @@
 //! is flushed, and every composition is disposed; the process then exits.
 
 pub mod approver;
+pub mod elicitor;
 pub mod files;
 pub mod protocol;
 pub mod rpc;

@@ -509,6 +509,7 @@ impl<'c> Server<'c> {
                     terminal_meta: req.terminal_output(),
                     fs: EditorFs::of(&req.client_capabilities),
                     terminals: req.client_capabilities["terminal"] == json!(true),
+                    forms: req.client_capabilities["elicitation"]["form"].is_object(),
                 };
                 let composition = self.composition;
                 self.work.push(Box::pin(async move {
@@ -1258,6 +1259,8 @@ struct Editor {
     fs: EditorFs,
     /// It runs commands in its terminals.
     terminals: bool,
+    /// It shows forms (`elicitation.form`): MCP servers' questions go to it.
+    forms: bool,
 }
 
 /// Wires a booted session to the connection: with `replay` (a load), sends the whole log
@@ -1276,6 +1279,7 @@ async fn attach(
         terminal_meta: terminal_output,
         fs,
         terminals,
+        forms,
     } = editor;
     let root = booted.root().clone();
     let presenters: Option<Arc<Presenters>> = root.get::<Presenters>();
@@ -1323,6 +1327,17 @@ async fn attach(
     }
     let mapper = Arc::new(Mutex::new(mapper));
     let agent_id = booted.agent.id().to_owned();
+    // With an editor that shows forms, MCP servers' questions go to it (else they are
+    // declined, with the reason traced).
+    if forms {
+        let elicitor = super::elicitor::EditorElicitor {
+            connection: connection.clone(),
+            session_id: id.clone(),
+        };
+        if let Err(e) = root.provide(cordis_mcp::Elicitation(Arc::new(elicitor))) {
+            tracing::warn!(session = %id, "cannot ask the editor for MCP servers: {e}");
+        }
+    }
     // With an editor that runs commands, a full-access `bash` runs them there.
     if terminals {
         let host = EditorTerminals {
@@ -1353,6 +1368,20 @@ async fn attach(
     };
     // Called synchronously as each event is logged, so every update of a turn is queued
     // before the turn's answer (one outgoing queue keeps them in order).
+    // An MCP server's progress on a running call (not logged; the result follows).
+    let progress_mapper = mapper.clone();
+    let progress_send = send.clone();
+    let _ = root.on::<cordis_mcp::McpProgress>(move |e| {
+        let update = cordis_runtime::lock(&progress_mapper).mcp_progress(
+            &e.call_id,
+            e.progress,
+            e.total,
+            e.message.as_deref(),
+        );
+        if let Some(update) = update {
+            progress_send(update);
+        }
+    });
     // A running command's output, as it arrives (not logged; the result follows).
     let live_mapper = mapper.clone();
     let live_send = send.clone();

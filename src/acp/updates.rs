@@ -104,6 +104,46 @@ impl UpdateMapper {
         }
     }
 
+    /// The update of an MCP server's progress on a running call (`notifications/progress`; not
+    /// logged: the result follows): the call's content becomes the progress line, at most every
+    /// [`LIVE_EVERY`]. None for a call this mapper did not announce.
+    pub fn mcp_progress(
+        &mut self,
+        call_id: &str,
+        progress: f64,
+        total: Option<f64>,
+        message: Option<&str>,
+    ) -> Option<SessionUpdate> {
+        if !self.pending.contains_key(call_id) {
+            return None;
+        }
+        let live = self.live.entry(call_id.to_owned()).or_default();
+        let now = std::time::Instant::now();
+        if live
+            .sent
+            .is_some_and(|at| now.duration_since(at) < LIVE_EVERY)
+        {
+            return None;
+        }
+        live.sent = Some(now);
+        let mut line = match total {
+            Some(total) => format!("progress {progress} of {total}"),
+            None => format!("progress {progress}"),
+        };
+        if let Some(message) = message.filter(|m| !m.is_empty()) {
+            line.push_str(": ");
+            line.push_str(message);
+        }
+        Some(SessionUpdate::ToolCallUpdate(ToolCallUpdate {
+            tool_call_id: call_id.to_owned(),
+            title: None,
+            status: None,
+            content: Some(vec![ToolCallContent::text(line)]),
+            raw_input: None,
+            meta: None,
+        }))
+    }
+
     /// The update of a piece of a running command's output (not logged: the result follows):
     /// Zed's `terminal_output` with the piece, for clients with the terminal extension; else
     /// the output's tail as the call's content, at most every [`LIVE_EVERY`]. None for a call

@@ -40,6 +40,7 @@ const SENT: &[&str] = &[
     "WaitForTerminalExitRequest",
     "KillTerminalRequest",
     "ReleaseTerminalRequest",
+    "CreateElicitationRequest",
 ];
 
 fn schema() -> &'static Schema {
@@ -109,6 +110,7 @@ pub fn check_messages(messages: &[Value], sent: &[(u64, String)]) -> Result<(), 
             Some("terminal/wait_for_exit") => validate("WaitForTerminalExitRequest", &m["params"])?,
             Some("terminal/kill") => validate("KillTerminalRequest", &m["params"])?,
             Some("terminal/release") => validate("ReleaseTerminalRequest", &m["params"])?,
+            Some("elicitation/create") => validate("CreateElicitationRequest", &m["params"])?,
             Some(other) => return Err(format!("the agent sent an unexpected {other}: {m}")),
             None => {
                 let Some(result) = m.get("result") else {
