@@ -36,3 +36,4 @@ mod serde_json_order;
 mod serve_web;
 mod snapshots;
 mod stress_exercise;
+mod wasm;

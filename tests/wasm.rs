@@ -4,8 +4,9 @@
 //! tested in `plugins/wasm/tests/wasm/`.)
 #![cfg(unix)]
 
-mod common;
+use crate::common;
 
+// Relative to `tests/`, where this module file is.
 #[path = "../plugins/wasm/tests/wasm/guests.rs"]
 mod guests;
 
@@ -394,7 +395,7 @@ fn disposing_a_wasm_entry_unregisters_its_tools_and_leaves_the_others() {
 
 /// Ignored by default: a debug build's Cranelift compiles this 1.6 MB QuickJS component for
 /// longer than the entry's 30 s timeout (a release build: about 5 s once, then the cached
-/// artifact). Run it with `cargo test --release --test wasm -- --ignored`.
+/// artifact). Run it with `cargo test --release --test suite wasm:: -- --ignored`.
 #[test]
 #[ignore = "compiling a QuickJS guest needs a release build"]
 fn the_javascript_guest_built_with_componentize_qjs_answers() {
