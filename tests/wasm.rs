@@ -416,3 +416,31 @@ fn the_javascript_guest_built_with_componentize_qjs_answers() {
         json!({"shout": "HELLO!!"})
     );
 }
+
+/// Ignored by default, as the JavaScript guest: an 18 MB componentize-py guest (33 core
+/// instances: the per-store instance limit once refused it) compiles in about 12 s in a release
+/// build, far longer in a debug one. Run it with
+/// `cargo test --release --test suite wasm:: -- --ignored`.
+#[test]
+#[ignore = "compiling a Python guest needs a release build"]
+fn the_python_guest_built_with_componentize_py_answers() {
+    let file: PathBuf = [
+        env!("CARGO_MANIFEST_DIR"),
+        "examples",
+        "wasm",
+        "python",
+        "cordis.yml",
+    ]
+    .iter()
+    .collect();
+    let file = file.display().to_string();
+    let run = cordis(
+        &["call", &file, "py_count", r#"{"text": "hello wide world"}"#],
+        &[],
+    );
+    assert_eq!(run.code, 0, "{}", run.err);
+    assert_eq!(
+        serde_json::from_str::<Value>(&run.out).unwrap(),
+        json!({"label": "counted", "words": 3, "chars": 16})
+    );
+}

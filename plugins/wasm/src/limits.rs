@@ -19,8 +19,9 @@ pub const DEFAULT_FUEL: u64 = 100_000_000;
 pub const DEFAULT_MEMORY_MIB: u64 = 64;
 /// Table elements per table.
 pub const TABLE_ELEMENTS: usize = 100_000;
-/// Core instances, tables and memories per store (a component is several core instances).
-pub const INSTANCES: usize = 32;
+/// Core instances, tables and memories per store (a component is several core instances: a
+/// componentize-py guest is 33 of them, so 32 refused every Python guest).
+pub const INSTANCES: usize = 128;
 
 /// The limits of one entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
