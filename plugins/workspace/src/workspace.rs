@@ -395,6 +395,21 @@ impl Workspace {
         &self,
         path: &WorkspacePath,
     ) -> Result<(std::path::PathBuf, bool), WorkspaceError> {
+        let (_, _, mode) = self.write_target(path)?;
+        Ok((
+            crate::route::absolute(self.root(), &path.rel),
+            mode.is_some(),
+        ))
+    }
+
+    /// What a write of `path` writes into: its parent directory (made, never through a
+    /// symlink; `None`: the root), its file name, and the mode of the regular file there
+    /// (`None`: there is none). A symlink or anything but a regular file at the target is
+    /// refused.
+    fn write_target<'p>(
+        &self,
+        path: &'p WorkspacePath,
+    ) -> Result<(Option<OwnedFd>, &'p OsStr, Option<Mode>), WorkspaceError> {
         let components = path.components();
         let Some((name, dirs)) = components.split_last() else {
             return Err(WorkspaceError::NotAFile {
@@ -404,9 +419,9 @@ impl Workspace {
         };
         let parent = self.walk_dirs(path, dirs, true)?;
         let dir = parent.as_ref().map_or(self.root_fd(), |fd| fd.as_fd());
-        let exists = match rustix::fs::statat(dir, *name, AtFlags::SYMLINK_NOFOLLOW) {
+        let mode = match rustix::fs::statat(dir, *name, AtFlags::SYMLINK_NOFOLLOW) {
             Ok(st) => match FileType::from_raw_mode(st.st_mode) {
-                FileType::RegularFile => true,
+                FileType::RegularFile => Some(Mode::from_raw_mode(st.st_mode & 0o7777)),
                 FileType::Symlink => {
                     return Err(WorkspaceError::Outside {
                         path: path.given.clone(),
@@ -421,10 +436,10 @@ impl Workspace {
                     });
                 }
             },
-            Err(Errno::NOENT) => false,
+            Err(Errno::NOENT) => None,
             Err(e) => return Err(self.map_errno(path, e)),
         };
-        Ok((crate::route::absolute(self.root(), &path.rel), exists))
+        Ok((parent, *name, mode))
     }
 
     /// The absolute path of `path` (lexical: open it through the workspace to check it).
@@ -445,39 +460,12 @@ impl Workspace {
         path: &WorkspacePath,
         bytes: &[u8],
     ) -> Result<WriteOutcome, WorkspaceError> {
-        let components = path.components();
-        let Some((name, dirs)) = components.split_last() else {
-            return Err(WorkspaceError::NotAFile {
-                path: path.given.clone(),
-                kind: "directory",
-            });
-        };
         let io = |source: std::io::Error| WorkspaceError::Io {
             path: path.given.clone(),
             source,
         };
-        let parent = self.walk_dirs(path, dirs, true)?;
+        let (parent, name, existing_mode) = self.write_target(path)?;
         let dir = parent.as_ref().map_or(self.root_fd(), |fd| fd.as_fd());
-        let existing_mode = match rustix::fs::statat(dir, *name, AtFlags::SYMLINK_NOFOLLOW) {
-            Ok(st) => match FileType::from_raw_mode(st.st_mode) {
-                FileType::RegularFile => Some(Mode::from_raw_mode(st.st_mode & 0o7777)),
-                FileType::Symlink => {
-                    return Err(WorkspaceError::Outside {
-                        path: path.given.clone(),
-                        root: self.inner.root.clone(),
-                        reason: Escape::Symlink,
-                    });
-                }
-                ft => {
-                    return Err(WorkspaceError::NotAFile {
-                        path: path.given.clone(),
-                        kind: kind_name(ft),
-                    });
-                }
-            },
-            Err(Errno::NOENT) => None,
-            Err(e) => return Err(self.map_errno(path, e)),
-        };
         let (temp_name, fd) = loop {
             let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
             // A fixed-length name: the target's own name may already be as long as a name can be.
@@ -504,7 +492,7 @@ impl Workspace {
                 rustix::fs::fchmod(&file, mode)?;
             }
             file.sync_all()?;
-            rustix::fs::renameat(dir, temp_name.as_str(), dir, *name)?;
+            rustix::fs::renameat(dir, temp_name.as_str(), dir, name)?;
             Ok(())
         })();
         if let Err(e) = written {
