@@ -306,7 +306,7 @@ pub(crate) fn list(root: &Path, query: &ListQuery) -> Result<SessionPage, Sessio
 /// changed; `None` for a file that is not a log this build reads.
 fn refresh(root: &Path, id: &str, path: &Path) -> Option<Folded> {
     let at = summary_path(root, id);
-    let cached = std::fs::read(&at)
+    let cached = read_summary(&at)
         .ok()
         .and_then(|bytes| serde_json::from_slice::<Folded>(&bytes).ok())
         .filter(|f| f.version == SUMMARY_VERSION);
@@ -356,40 +356,68 @@ fn read_line(reader: &mut BufReader<std::fs::File>, line: &mut Vec<u8>) -> std::
 
 /// Writes `folded` to `at` through a temporary file in the same folder, renamed over it.
 fn write_summary(at: &Path, folded: &Folded) -> std::io::Result<()> {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    /// Temporary names unique in the process: two listings at once never share one.
+    static NEXT: AtomicU64 = AtomicU64::new(0);
     let dir = at.parent().unwrap_or(Path::new("."));
-    if !dir.is_dir() {
-        let mut builder = std::fs::DirBuilder::new();
-        builder.recursive(true);
-        #[cfg(unix)]
-        std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-        builder.create(dir)?;
+    match std::fs::symlink_metadata(dir) {
+        Ok(meta) if meta.is_dir() => {}
+        // Never through a link, never into something else by that name.
+        Ok(_) => return Err(std::io::Error::other("the index folder is not a directory")),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let mut builder = std::fs::DirBuilder::new();
+            #[cfg(unix)]
+            std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+            builder.create(dir)?;
+        }
+        Err(e) => return Err(e),
     }
     let bytes = serde_json::to_vec(folded).map_err(std::io::Error::other)?;
     let tmp = dir.join(format!(
-        ".{}.{}.tmp",
+        ".{}.{}.{}.tmp",
         at.file_name().and_then(|n| n.to_str()).unwrap_or("summary"),
-        std::process::id()
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
     ));
+    // `create_new`: never through a link someone put there, never over a file of theirs.
     let mut options = std::fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
+    options.write(true).create_new(true);
     #[cfg(unix)]
     std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
     let mut file = options.open(&tmp)?;
-    std::io::Write::write_all(&mut file, &bytes)?;
+    let written = std::io::Write::write_all(&mut file, &bytes);
     drop(file);
-    std::fs::rename(&tmp, at).inspect_err(|_| {
-        let _ = std::fs::remove_file(&tmp);
-    })
+    written
+        .and_then(|()| std::fs::rename(&tmp, at))
+        .inspect_err(|_| {
+            let _ = std::fs::remove_file(&tmp);
+        })
 }
 
-/// Reads at most `max` bytes of `path` (a summary is small; a large file there is not one).
-#[cfg(test)]
-fn read_capped(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
+/// The most a summary file may hold (one is a few hundred bytes; a larger file there is not
+/// one of ours, and is folded anew rather than read).
+const MAX_SUMMARY_BYTES: u64 = 64 * 1024;
+
+/// Reads the summary at `path`: a regular file (a link there is not followed) of at most
+/// [`MAX_SUMMARY_BYTES`].
+fn read_summary(path: &Path) -> std::io::Result<Vec<u8>> {
     use std::io::Read;
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(
+        &mut options,
+        (rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK).bits() as i32,
+    );
+    let file = options.open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
     let mut bytes = Vec::new();
-    std::fs::File::open(path)?
-        .take(max)
-        .read_to_end(&mut bytes)?;
+    file.take(MAX_SUMMARY_BYTES + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_SUMMARY_BYTES {
+        return Err(std::io::Error::other("too large to be a summary"));
+    }
     Ok(bytes)
 }
 
@@ -438,7 +466,7 @@ mod tests {
         assert_eq!(page.sessions[0].cwd.as_deref(), Some("/w"));
         assert_eq!(page.sessions[0].turns, 1);
         let at = summary_path(dir.path(), "a");
-        let saved: Folded = serde_json::from_slice(&read_capped(&at, 1 << 20).unwrap()).unwrap();
+        let saved: Folded = serde_json::from_slice(&read_summary(&at).unwrap()).unwrap();
         let log_len = std::fs::metadata(dir.path().join("a.jsonl")).unwrap().len();
         assert_eq!(saved.bytes, log_len);
         // A summary claiming a fact the log does not hold shows that the listing trusts the
@@ -510,6 +538,44 @@ mod tests {
         s.flush().await.unwrap();
         let page = list(dir.path(), &ListQuery::first(1)).unwrap();
         assert_eq!(page.sessions[0].preset.as_deref(), Some("code"));
+    }
+
+    #[tokio::test]
+    async fn a_link_or_a_huge_file_in_place_of_a_summary_is_neither_followed_nor_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store(dir.path());
+        let s = store.create("a", Some("/w".into()), None).await.unwrap();
+        user(&s, 1, "hello");
+        s.flush().await.unwrap();
+        let index = dir.path().join(INDEX_DIR);
+        std::fs::create_dir(&index).unwrap();
+        // A link planted at the summary's name, pointing at a file of someone else's.
+        let victim = dir.path().join("victim.txt");
+        std::fs::write(&victim, "keep me").unwrap();
+        std::os::unix::fs::symlink(&victim, index.join("a.json")).unwrap();
+        let page = list(dir.path(), &ListQuery::first(10)).unwrap();
+        assert_eq!(page.sessions[0].title.as_deref(), Some("hello"));
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep me");
+        // The link was replaced by a summary (the rename replaces the name, not its target).
+        assert!(
+            std::fs::symlink_metadata(index.join("a.json"))
+                .unwrap()
+                .is_file()
+        );
+        // A file far larger than any summary is not read; the log is folded anew.
+        std::fs::write(index.join("a.json"), vec![b' '; 10 << 20]).unwrap();
+        let page = list(dir.path(), &ListQuery::first(10)).unwrap();
+        assert_eq!(page.sessions[0].turns, 1);
+        assert!(std::fs::metadata(index.join("a.json")).unwrap().len() < MAX_SUMMARY_BYTES);
+        // A FIFO there would hang a plain read forever: it is not opened for waiting.
+        std::fs::remove_file(index.join("a.json")).unwrap();
+        let made = std::process::Command::new("mkfifo")
+            .arg(index.join("a.json"))
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let page = list(dir.path(), &ListQuery::first(10)).unwrap();
+        assert_eq!(page.sessions[0].title.as_deref(), Some("hello"));
     }
 
     #[test]
