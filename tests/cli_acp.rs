@@ -452,6 +452,11 @@ fn scrub(messages: &[Value], dir: &Path) -> String {
         if m.get("method").is_some() && m.get("id").is_some() {
             m["id"] = json!("{{requestId}}");
         }
+        // The environment a terminal is given is the machine's (PATH, HOME): tests that
+        // show it assert it themselves.
+        if m["method"] == "terminal/create" && m["params"].get("env").is_some() {
+            m["params"]["env"] = json!("{{env}}");
+        }
         // When a log was last written is the clock's.
         if let Some(sessions) = m
             .get_mut("result")
@@ -1557,6 +1562,13 @@ fn with_an_editor_that_runs_commands_a_full_access_shell_runs_them_in_its_termin
         .unwrap();
     assert_eq!(create["params"]["args"][0], "-c");
     assert_eq!(create["params"]["cwd"], json!(dir));
+    // The terminal gets the shell's environment: what the allowlist lets through of the
+    // agent's own (PATH), nothing else (cargo's variables, which this test process has).
+    let env = create["params"]["env"].as_array().unwrap();
+    let var = |name: &str| env.iter().find(|v| v["name"] == name).map(|v| v["value"].clone());
+    assert_eq!(var("PATH"), Some(json!(std::env::var("PATH").unwrap())), "{env:?}");
+    assert!(std::env::var("CARGO_PKG_NAME").is_ok());
+    assert_eq!(var("CARGO_PKG_NAME"), None, "{env:?}");
     // The call's card shows the terminal while it runs; the result is the terminal's output.
     let updates = acp.updates(&s);
     assert!(
