@@ -1565,8 +1565,16 @@ fn with_an_editor_that_runs_commands_a_full_access_shell_runs_them_in_its_termin
     // The terminal gets the shell's environment: what the allowlist lets through of the
     // agent's own (PATH), nothing else (cargo's variables, which this test process has).
     let env = create["params"]["env"].as_array().unwrap();
-    let var = |name: &str| env.iter().find(|v| v["name"] == name).map(|v| v["value"].clone());
-    assert_eq!(var("PATH"), Some(json!(std::env::var("PATH").unwrap())), "{env:?}");
+    let var = |name: &str| {
+        env.iter()
+            .find(|v| v["name"] == name)
+            .map(|v| v["value"].clone())
+    };
+    assert_eq!(
+        var("PATH"),
+        Some(json!(std::env::var("PATH").unwrap())),
+        "{env:?}"
+    );
     assert!(std::env::var("CARGO_PKG_NAME").is_ok());
     assert_eq!(var("CARGO_PKG_NAME"), None, "{env:?}");
     // The call's card shows the terminal while it runs; the result is the terminal's output.

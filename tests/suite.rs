@@ -6,6 +6,9 @@
 
 mod cli_acp_common;
 mod common;
+/// The OAuth authorization server fixture the `mcp` plugin's tests use.
+#[path = "../plugins/mcp/tests/support/oauth.rs"]
+mod oauth_fixture;
 
 mod cli_acp;
 mod cli_acp_props;
@@ -23,6 +26,7 @@ mod cli_terminal;
 mod cli_watch;
 mod cli_workspace_agent;
 mod loader_schedule;
+mod mcp_auth;
 mod mcp_cli;
 mod mcp_determinism;
 mod mcp_everything;

@@ -29,6 +29,7 @@ pub mod ci;
 pub(crate) mod commands;
 mod history;
 mod input;
+mod mcp;
 mod permute;
 mod presets;
 mod render;
@@ -180,6 +181,13 @@ pub enum Command {
     /// JSON only (415). The page is shipped inside the binary and loads nothing from the
     /// network. --port 0 picks a free port. Ctrl-C stops it.
     Serve(serve::ServeArgs),
+    /// Authorize cordis for an HTTP MCP server that asks for OAuth (`login`), or forget it
+    /// (`logout`).
+    ///
+    /// An `mcp` entry whose server answers 401 stays pending with the reason "run `cordis mcp
+    /// login SERVER`" until a grant is stored; tokens are renewed on their own after that.
+    #[command(subcommand)]
+    Mcp(mcp::McpCommand),
 }
 
 /// Arguments of `cordis presets`.
@@ -651,6 +659,7 @@ where
         Command::History(args) => history::run(args, io, builtins),
         Command::Sessions(args) => sessions::run(args, io, builtins),
         Command::Serve(args) => serve::run(args, io, builtins),
+        Command::Mcp(command) => mcp::run(command, io, builtins),
     };
     match result {
         Ok(code) => code,

@@ -84,6 +84,10 @@ pub struct McpConfig {
     /// http: headers sent with every request (values may use `${{ env.NAME }}`).
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
+    /// http: OAuth when the server asks for it (see [`crate::auth`]); off when `headers` sets
+    /// `Authorization` (the entry then brings its own credentials).
+    #[serde(default)]
+    pub oauth: crate::auth::OAuthConfig,
     /// A call that goes this long without a result or a `notifications/progress` fails (and is
     /// cancelled on the server); each progress notification starts the wait again, up to
     /// `maxCallMs`. Also bounds the handshake and each list request. Default 60 000.
@@ -209,6 +213,7 @@ impl McpConfig {
             cwd: None,
             url: None,
             headers: BTreeMap::new(),
+            oauth: crate::auth::OAuthConfig::default(),
             call_timeout_ms: default_call_timeout(),
             max_call_ms: DEFAULT_MAX_CALL_MS,
             tools: ToolFilter::default(),
@@ -236,6 +241,17 @@ impl McpConfig {
                 Ok((n, v))
             })
             .collect()
+    }
+
+    /// Whether OAuth applies: an HTTP entry with `oauth.enabled` that sets no `Authorization`
+    /// header of its own.
+    pub fn uses_oauth(&self) -> bool {
+        self.transport == TransportKind::Http
+            && self.oauth.enabled
+            && !self
+                .headers
+                .keys()
+                .any(|k| k.eq_ignore_ascii_case("authorization"))
     }
 
     /// The call timeout (without a result or progress).
@@ -281,10 +297,13 @@ impl McpConfig {
                         "transport \"stdio\" needs `command` (the program that runs the server)",
                     ));
                 }
-                if self.url.is_some() || !self.headers.is_empty() {
+                if self.url.is_some()
+                    || !self.headers.is_empty()
+                    || self.oauth != crate::auth::OAuthConfig::default()
+                {
                     return Err(McpError::config(
                         s,
-                        "`url` and `headers` belong to transport \"http\"; remove them or set `transport: http`",
+                        "`url`, `headers` and `oauth` belong to transport \"http\"; remove them or set `transport: http`",
                     ));
                 }
             }

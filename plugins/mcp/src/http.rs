@@ -3,7 +3,9 @@
 //!
 //! Each JSON-RPC message is one `POST` answered by JSON, an SSE stream, or `202 Accepted`; a
 //! `GET` opens the server's stream of its own messages (`405` means it has none); `DELETE`
-//! ends the session. Authentication beyond fixed headers is not supported.
+//! ends the session. With OAuth ([`crate::auth`]) every request carries the entry's bearer
+//! token; a `401` is retried once with a renewed token, and a `403` naming
+//! `insufficient_scope` says which scopes to log in for.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -33,6 +35,8 @@ pub(crate) struct HttpClient {
     /// The largest JSON body, and the largest server-sent event, read (the entry's
     /// `maxMessageBytes`): a tool result can be large, but not unbounded.
     pub(crate) max_message: usize,
+    /// The entry's OAuth tokens, when it uses OAuth.
+    pub(crate) auth: Option<Arc<crate::auth::Authorizer>>,
 }
 
 type Error = StreamableHttpError<reqwest::Error>;
@@ -172,6 +176,33 @@ fn sse(response: reqwest::Response, limit: usize) -> BoxStream<'static, Result<S
         .boxed()
 }
 
+/// The `Bearer` challenge of a response.
+fn challenge_of(response: &reqwest::Response) -> Option<crate::auth::Challenge> {
+    response
+        .headers()
+        .get(reqwest::header::WWW_AUTHENTICATE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(crate::auth::parse_challenge)
+}
+
+impl HttpClient {
+    /// The token for a request: the entry's OAuth token, else what rmcp was configured with.
+    async fn token(&self, configured: Option<String>) -> Option<String> {
+        match &self.auth {
+            Some(auth) => auth.bearer().await,
+            None => configured,
+        }
+    }
+
+    /// The error of a request only a login can let through.
+    fn needs_login(&self, auth: &crate::auth::Authorizer) -> Error {
+        StreamableHttpError::UnexpectedServerResponse(Cow::Owned(
+            auth.blocked()
+                .unwrap_or_else(|| "the server needs authorization".to_owned()),
+        ))
+    }
+}
+
 impl StreamableHttpClient for HttpClient {
     type Error = reqwest::Error;
 
@@ -184,14 +215,50 @@ impl StreamableHttpClient for HttpClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<StreamableHttpPostResponse, Error> {
         let body = serde_json::to_vec(&message)?;
-        let request = self
-            .client
-            .post(uri.as_ref())
-            .header(ACCEPT, format!("{JSON}, {EVENT_STREAM}"))
-            .header(CONTENT_TYPE, JSON)
-            .body(body);
-        let request = with_headers(request, session_id.as_deref(), auth_header, custom_headers);
-        let response = request.send().await.map_err(StreamableHttpError::Client)?;
+        let send = |token: Option<String>| {
+            let request = self
+                .client
+                .post(uri.as_ref())
+                .header(ACCEPT, format!("{JSON}, {EVENT_STREAM}"))
+                .header(CONTENT_TYPE, JSON)
+                .body(body.clone());
+            with_headers(
+                request,
+                session_id.as_deref(),
+                token,
+                custom_headers.clone(),
+            )
+            .send()
+        };
+        let token = self.token(auth_header).await;
+        let mut response = send(token.clone())
+            .await
+            .map_err(StreamableHttpError::Client)?;
+        if response.status() == StatusCode::UNAUTHORIZED
+            && let Some(auth) = &self.auth
+        {
+            match auth.rejected(token.as_deref()).await {
+                Some(renewed) => {
+                    response = send(Some(renewed))
+                        .await
+                        .map_err(StreamableHttpError::Client)?;
+                }
+                None => return Err(self.needs_login(auth)),
+            }
+            if response.status() == StatusCode::UNAUTHORIZED {
+                auth.give_up("the server refused a renewed token").await;
+                return Err(self.needs_login(auth));
+            }
+        }
+        if response.status() == StatusCode::FORBIDDEN
+            && let Some(auth) = &self.auth
+            && let Some(challenge) = challenge_of(&response)
+            && challenge.error.as_deref() == Some("insufficient_scope")
+        {
+            return Err(StreamableHttpError::UnexpectedServerResponse(Cow::Owned(
+                auth.insufficient(&challenge).await,
+            )));
+        }
         let status = response.status();
         if matches!(status, StatusCode::ACCEPTED | StatusCode::NO_CONTENT) {
             return Ok(StreamableHttpPostResponse::Accepted);
@@ -263,7 +330,7 @@ impl StreamableHttpClient for HttpClient {
         let request = with_headers(
             self.client.delete(uri.as_ref()),
             Some(&session_id),
-            auth_header,
+            self.token(auth_header).await,
             custom_headers,
         );
         let response = request.send().await.map_err(StreamableHttpError::Client)?;
@@ -291,7 +358,8 @@ impl StreamableHttpClient for HttpClient {
         if let Some(last) = last_event_id {
             request = request.header(LAST_EVENT_HEADER, last);
         }
-        let request = with_headers(request, session_id.as_deref(), auth_header, custom_headers);
+        let token = self.token(auth_header).await;
+        let request = with_headers(request, session_id.as_deref(), token, custom_headers);
         let response = request.send().await.map_err(StreamableHttpError::Client)?;
         if response.status() == StatusCode::METHOD_NOT_ALLOWED {
             return Err(StreamableHttpError::ServerDoesNotSupportSse);

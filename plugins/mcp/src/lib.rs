@@ -49,6 +49,7 @@
 //! `resources()`, `read_resource`); the model reads one through the server's own read-only
 //! tool `mcp__<server>__read_resource` ([`READ_RESOURCE`]).
 
+pub mod auth;
 mod catalog;
 mod config;
 mod depth;
@@ -194,7 +195,16 @@ impl Plugin for McpPlugin {
         // same public names, are contested in the registry too), whichever started first.
         let _ = ctx.claim(server_claim(&config.server, ctx.parent_id()));
         let registry = ctx.require::<ToolRegistry>()?;
+        let auth = authorizer(config);
+        // A server that needed a login waits for the stored grant to change, without being
+        // asked again.
+        if let Some(auth) = &auth
+            && let Some(reason) = auth.still_waiting().await
+        {
+            return Err(Deferred::new(reason, auth::LOGIN_POLL).into());
+        }
         let bridge = Arc::new(Bridge {
+            auth,
             config: config.clone(),
             ctx: ctx.clone(),
             registry,
@@ -221,12 +231,42 @@ impl Plugin for McpPlugin {
                 let _ = ctx.spawn(bridge.supervise(connection));
                 Ok(())
             }
+            Err(error) if bridge.auth.as_ref().is_some_and(|a| a.blocked().is_some()) => {
+                let reason = bridge.auth.as_ref().and_then(|a| a.blocked());
+                tracing::warn!(server = %config.server, %error, "mcp server needs authorization; the entry is pending");
+                Err(Deferred::new(reason.unwrap_or_default(), auth::LOGIN_POLL).into())
+            }
             Err(error) if config.fail_on_startup_error => {
                 Err(McpError::startup(&config.server, &error).into())
             }
             Err(error) => Err(retry_or_give_up(config, ctx.deferrals(), &error)),
         }
     }
+}
+
+/// The OAuth tokens of an entry that uses OAuth (none without a place to keep grants: the
+/// server's `401` is then an error like any other).
+fn authorizer(config: &McpConfig) -> Option<Arc<auth::Authorizer>> {
+    if !config.uses_oauth() {
+        return None;
+    }
+    let store = match config.oauth.store(&|name| std::env::var(name).ok()) {
+        Ok(store) => store,
+        Err(e) => {
+            tracing::warn!(server = %config.server, error = %e, "OAuth is unavailable");
+            return None;
+        }
+    };
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .ok()?;
+    Some(Arc::new(auth::Authorizer::new(
+        &config.server,
+        config.url.as_deref().unwrap_or_default(),
+        store,
+        client,
+    )))
 }
 
 /// What a failed first connection makes of the entry when `failOnStartupError` is false:
@@ -900,6 +940,8 @@ struct Bridge {
     registry: Arc<ToolRegistry>,
     link: Arc<Link>,
     current: Mutex<Generation>,
+    /// The entry's OAuth tokens, when it uses OAuth.
+    auth: Option<Arc<auth::Authorizer>>,
 }
 
 impl Bridge {
@@ -1046,6 +1088,7 @@ impl Bridge {
             http::HttpClient {
                 client,
                 max_message: self.config.max_message_bytes,
+                auth: self.auth.clone(),
             },
             transport,
         ))

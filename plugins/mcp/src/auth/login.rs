@@ -1,0 +1,435 @@
+//! The first authorization of a server (`cordis mcp login`): discovery, a client id, the
+//! browser step through a loopback redirect with PKCE, and the code exchanged for a grant.
+
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::json;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+use url::Url;
+
+use super::discovery::{self, AuthServer, Challenge, parse_challenge, safe_url};
+use super::{
+    AuthError, Grant, MAX_AUTH_BODY, TokenStore, apply_answer, pkce_challenge, post_form,
+    random_token, waiting,
+};
+use crate::McpConfig;
+
+/// The largest request head the redirect listener reads.
+const MAX_REDIRECT_HEAD: usize = 8 << 10;
+
+/// How the browser step is run.
+#[derive(Debug, Clone)]
+pub struct LoginOptions {
+    /// How long to wait for the browser step.
+    pub timeout: Duration,
+    /// Open the address with `xdg-open` (else it is only printed).
+    pub open_browser: bool,
+}
+
+/// What a login did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LoginOutcome {
+    /// The server answered without asking for authorization: nothing to do.
+    NotNeeded,
+    /// A grant was stored.
+    Stored {
+        /// The authorization server that issued it.
+        issuer: String,
+        /// The scopes granted.
+        scopes: Vec<String>,
+        /// The grant's file.
+        path: std::path::PathBuf,
+    },
+}
+
+/// A dynamic registration's answer.
+#[derive(Debug, Deserialize)]
+struct Registered {
+    client_id: String,
+    #[serde(default)]
+    client_secret: Option<String>,
+}
+
+fn http_error(what: String) -> impl FnOnce(reqwest::Error) -> AuthError {
+    move |e| AuthError::Http {
+        what,
+        reason: e.to_string(),
+    }
+}
+
+/// Asks the server with no token; its `401` challenge, or `None` when it lets the client in.
+async fn probe(
+    client: &reqwest::Client,
+    config: &McpConfig,
+    url: &Url,
+) -> Result<Option<Option<Challenge>>, AuthError> {
+    let initialize = json!({
+        "jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "cordis", "version": env!("CARGO_PKG_VERSION")}}
+    });
+    let mut request = client
+        .post(url.clone())
+        .header(
+            reqwest::header::ACCEPT,
+            "application/json, text/event-stream",
+        )
+        .header(reqwest::header::CONTENT_TYPE, "application/json")
+        .body(initialize.to_string());
+    let headers = config
+        .header_map()
+        .map_err(|e| AuthError::Unsupported(e.to_string()))?;
+    for (name, value) in headers {
+        request = request.header(name, value);
+    }
+    let response = request
+        .send()
+        .await
+        .map_err(http_error(format!("POST {url}")))?;
+    match response.status().as_u16() {
+        401 => Ok(Some(
+            response
+                .headers()
+                .get(reqwest::header::WWW_AUTHENTICATE)
+                .and_then(|v| v.to_str().ok())
+                .and_then(parse_challenge),
+        )),
+        s if (200..300).contains(&s) => Ok(None),
+        s => Err(AuthError::Http {
+            what: format!("POST {url}"),
+            reason: format!("HTTP {s} (expected 401 asking for authorization)"),
+        }),
+    }
+}
+
+/// The client id to use with `server`, registering one when nothing else serves.
+async fn client_for(
+    client: &reqwest::Client,
+    config: &McpConfig,
+    server: &AuthServer,
+    redirect: &str,
+    scope: &str,
+) -> Result<(String, Option<String>), AuthError> {
+    let oauth = &config.oauth;
+    if let Some(id) = &oauth.client_id {
+        return Ok((id.clone(), oauth.client_secret.clone()));
+    }
+    if let Some(document) = &oauth.client_metadata_url
+        && server.client_id_metadata_document_supported
+    {
+        let url = Url::parse(document).map_err(|e| {
+            AuthError::Unsupported(format!("`oauth.clientMetadataUrl` is not a URL: {e}"))
+        })?;
+        if url.scheme() != "https" {
+            return Err(AuthError::Unsupported(
+                "`oauth.clientMetadataUrl` must be an https URL".into(),
+            ));
+        }
+        return Ok((document.clone(), None));
+    }
+    let Some(endpoint) = &server.registration_endpoint else {
+        return Err(AuthError::Unsupported(format!(
+            "{} offers no dynamic client registration{}: register a client with it and set `oauth.clientId` (redirect URI http://127.0.0.1:PORT/callback with `oauth.redirectPort: PORT`)",
+            server.issuer,
+            if server.client_id_metadata_document_supported {
+                " (it accepts client metadata documents: set `oauth.clientMetadataUrl`)"
+            } else {
+                ""
+            }
+        )));
+    };
+    let mut metadata = json!({
+        "client_name": "cordis",
+        "redirect_uris": [redirect],
+        "grant_types": ["authorization_code", "refresh_token"],
+        "response_types": ["code"],
+        "token_endpoint_auth_method": "none",
+    });
+    if !scope.is_empty() {
+        metadata["scope"] = json!(scope);
+    }
+    let response = client
+        .post(endpoint)
+        .header(reqwest::header::ACCEPT, "application/json")
+        .header(reqwest::header::CONTENT_TYPE, "application/json")
+        .body(metadata.to_string())
+        .send()
+        .await
+        .map_err(http_error(format!("POST {endpoint}")))?;
+    let status = response.status();
+    let body = super::bounded_body(response, MAX_AUTH_BODY, "registration endpoint").await?;
+    if !status.is_success() {
+        let answer: super::ErrorAnswer = serde_json::from_slice(&body).unwrap_or_default();
+        return Err(AuthError::Endpoint {
+            endpoint: "registration endpoint",
+            status: status.as_u16(),
+            error: answer.error.unwrap_or_else(|| "an error".into()),
+            description: answer.error_description,
+        });
+    }
+    let registered: Registered =
+        serde_json::from_slice(&body).map_err(|e| AuthError::Endpoint {
+            endpoint: "registration endpoint",
+            status: status.as_u16(),
+            error: format!("an answer without a client id ({e})"),
+            description: None,
+        })?;
+    Ok((registered.client_id, registered.client_secret))
+}
+
+/// The scopes to ask for: the entry's, else what the server's challenge names plus what it
+/// asked for since (step-up), else what its metadata lists.
+fn scopes_for(
+    config: &McpConfig,
+    challenge: Option<&Challenge>,
+    previous: Option<&Grant>,
+    metadata: &discovery::ProtectedResource,
+) -> Vec<String> {
+    if !config.oauth.scopes.is_empty() {
+        return config.oauth.scopes.clone();
+    }
+    let mut scopes: Vec<String> = challenge.map(Challenge::scopes).unwrap_or_default();
+    if let Some(previous) = previous {
+        for scope in previous.scopes.iter().chain(&previous.wanted) {
+            if !scopes.contains(scope) {
+                scopes.push(scope.clone());
+            }
+        }
+    }
+    if scopes.is_empty() {
+        scopes = metadata.scopes_supported.clone();
+    }
+    scopes
+}
+
+/// Waits on `listener` for the browser's redirect carrying `state`; the code. A request with
+/// another state (or to another path) is answered and ignored.
+async fn redirected(listener: &TcpListener, state: &str) -> Result<String, AuthError> {
+    loop {
+        let Ok((mut stream, _)) = listener.accept().await else {
+            continue;
+        };
+        let mut head = Vec::new();
+        let mut buf = [0u8; 1024];
+        while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < MAX_REDIRECT_HEAD {
+            match tokio::time::timeout(Duration::from_secs(10), stream.read(&mut buf)).await {
+                Ok(Ok(n)) if n > 0 => head.extend_from_slice(&buf[..n]),
+                _ => break,
+            }
+        }
+        let line = String::from_utf8_lossy(&head);
+        let target = line
+            .lines()
+            .next()
+            .and_then(|l| l.strip_prefix("GET "))
+            .and_then(|l| l.split(' ').next())
+            .unwrap_or_default()
+            .to_owned();
+        let query = Url::parse(&format!("http://127.0.0.1{target}")).ok();
+        let param = |name: &str| {
+            query.as_ref().and_then(|u| {
+                u.query_pairs()
+                    .find(|(k, _)| k == name)
+                    .map(|(_, v)| v.into_owned())
+            })
+        };
+        let on_callback = query.as_ref().is_some_and(|u| u.path() == "/callback");
+        let (status, page, outcome) = if !on_callback {
+            ("404 Not Found", "Not found.", None)
+        } else if param("state").as_deref() != Some(state) {
+            // Not this login's redirect (a stale tab, or a forged one): keep waiting.
+            (
+                "400 Bad Request",
+                "This is not the authorization cordis is waiting for.",
+                None,
+            )
+        } else if let Some(error) = param("error") {
+            let description = param("error_description")
+                .map(|d| format!(" ({d})"))
+                .unwrap_or_default();
+            (
+                "200 OK",
+                "Authorization was refused. You can close this tab.",
+                Some(Err(AuthError::Denied {
+                    reason: format!("{error}{description}"),
+                })),
+            )
+        } else if let Some(code) = param("code") {
+            (
+                "200 OK",
+                "cordis is authorized. You can close this tab.",
+                Some(Ok(code)),
+            )
+        } else {
+            ("400 Bad Request", "No code in this redirect.", None)
+        };
+        let response = format!(
+            "HTTP/1.1 {status}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{page}",
+            page.len()
+        );
+        let _ = stream.write_all(response.as_bytes()).await;
+        if let Some(outcome) = outcome {
+            return outcome;
+        }
+    }
+}
+
+/// Opens `url` in the user's browser, when there is a display to open it on.
+fn open_browser(url: &str) -> Option<tokio::process::Child> {
+    let display = ["DISPLAY", "WAYLAND_DISPLAY"]
+        .iter()
+        .any(|v| std::env::var_os(v).is_some_and(|v| !v.is_empty()));
+    if !display {
+        return None;
+    }
+    tokio::process::Command::new("xdg-open")
+        .arg(url)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .ok()
+}
+
+/// Authorizes cordis for the HTTP server of `config`, storing the grant in `store`. `say`
+/// hears the address the user must open (and what happens).
+///
+/// # Errors
+/// Discovery, registration, the browser step, the exchange, or the store failed.
+pub async fn login(
+    config: &McpConfig,
+    store: &TokenStore,
+    options: &LoginOptions,
+    say: &mut dyn FnMut(&str),
+) -> Result<LoginOutcome, AuthError> {
+    let url_text = config.url.clone().unwrap_or_default();
+    let url = safe_url(&url_text, "the server")?;
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .map_err(|e| AuthError::Unsupported(format!("cannot build the HTTP client: {e}")))?;
+    let Some(challenge) = probe(&client, config, &url).await? else {
+        return Ok(LoginOutcome::NotNeeded);
+    };
+    let resource = discovery::protected_resource(&client, &url, challenge.as_ref()).await?;
+    let issuer = resource.authorization_servers[0].clone();
+    let server = discovery::authorization_server(&client, &issuer).await?;
+    let previous = {
+        let (store, key) = (store.clone(), url_text.clone());
+        tokio::task::spawn_blocking(move || store.load(&key))
+            .await
+            .unwrap_or(Ok(None))
+            .unwrap_or(None)
+    };
+    let scopes = scopes_for(config, challenge.as_ref(), previous.as_ref(), &resource);
+    let scope = scopes.join(" ");
+
+    let listener = TcpListener::bind(("127.0.0.1", config.oauth.redirect_port))
+        .await
+        .map_err(|e| {
+            AuthError::Unsupported(format!(
+                "cannot listen on 127.0.0.1:{} for the redirect: {e}",
+                config.oauth.redirect_port
+            ))
+        })?;
+    let port = listener
+        .local_addr()
+        .map_err(|e| AuthError::Unsupported(e.to_string()))?
+        .port();
+    let redirect = format!("http://127.0.0.1:{port}/callback");
+    let (client_id, client_secret) =
+        client_for(&client, config, &server, &redirect, &scope).await?;
+
+    let verifier = random_token(32)?;
+    let state = random_token(16)?;
+    let mut authorize = safe_url(&server.authorization_endpoint, "the authorization endpoint")?;
+    {
+        let mut query = authorize.query_pairs_mut();
+        query
+            .append_pair("response_type", "code")
+            .append_pair("client_id", &client_id)
+            .append_pair("redirect_uri", &redirect)
+            .append_pair("code_challenge", &pkce_challenge(&verifier))
+            .append_pair("code_challenge_method", "S256")
+            .append_pair("state", &state)
+            .append_pair("resource", &resource.resource);
+        if !scope.is_empty() {
+            query.append_pair("scope", &scope);
+        }
+    }
+    say(&format!(
+        "To authorize cordis for MCP server \"{}\" ({issuer}), open:\n{authorize}",
+        config.server
+    ));
+    let mut opener = if options.open_browser {
+        open_browser(authorize.as_str())
+    } else {
+        None
+    };
+    let code = tokio::time::timeout(options.timeout, redirected(&listener, &state))
+        .await
+        .map_err(|_| AuthError::TimedOut {
+            secs: options.timeout.as_secs(),
+        })??;
+    if let Some(child) = opener.as_mut() {
+        let _ = tokio::time::timeout(Duration::from_secs(1), child.wait()).await;
+    }
+
+    let mut form = vec![
+        ("grant_type", "authorization_code"),
+        ("code", code.as_str()),
+        ("redirect_uri", redirect.as_str()),
+        ("code_verifier", verifier.as_str()),
+        ("resource", resource.resource.as_str()),
+    ];
+    if client_secret.is_none() {
+        form.push(("client_id", client_id.as_str()));
+    }
+    let secret = client_secret.as_deref().map(|s| (client_id.as_str(), s));
+    let body = post_form(
+        &client,
+        "token endpoint",
+        &server.token_endpoint,
+        &form,
+        secret,
+    )
+    .await?;
+    let mut grant = Grant {
+        server: url_text.clone(),
+        resource: resource.resource.clone(),
+        issuer: server.issuer.clone(),
+        token_endpoint: server.token_endpoint.clone(),
+        client_id,
+        client_secret,
+        access_token: String::new(),
+        refresh_token: None,
+        expires_at: None,
+        scopes: scopes.clone(),
+        wanted: Vec::new(),
+    };
+    apply_answer(&mut grant, &body)?;
+    let scopes = grant.scopes.clone();
+    let path = {
+        let store = store.clone();
+        tokio::task::spawn_blocking(move || store.save(&grant))
+            .await
+            .map_err(|e| AuthError::Unsupported(e.to_string()))??
+    };
+    waiting().remove(&url_text);
+    Ok(LoginOutcome::Stored {
+        issuer: server.issuer,
+        scopes,
+        path,
+    })
+}
+
+/// Forgets the grant for the server of `config`; whether there was one.
+///
+/// # Errors
+/// The store is unsafe or the file cannot be removed.
+pub fn logout(config: &McpConfig, store: &TokenStore) -> Result<bool, AuthError> {
+    store.remove(config.url.as_deref().unwrap_or_default())
+}
