@@ -36,6 +36,11 @@
 //! `elicitation` (answered through the [`Elicitation`] service front ends provide, declined
 //! with a traced reason without one); not `sampling` (rmcp answers "method not found").
 //!
+//! # Authorization
+//! An HTTP entry whose server answers `401` uses OAuth ([`auth`]): the entry's bearer token
+//! from the user's grants store, renewed as needed; without a usable grant the entry is
+//! pending with "run `cordis mcp login SERVER`" and waits for the stored grant to change.
+//!
 //! # Effects and the tool filter
 //! Without `trustAnnotations` every MCP tool is `unknown` (it asks). With it, the server's
 //! hints set the class (see `effect_of`): `readOnlyHint` → `read`; `destructiveHint: false` in
