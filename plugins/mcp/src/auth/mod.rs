@@ -8,7 +8,7 @@
 //! from the challenge, and a loopback redirect. The grant is kept in the user's
 //! [`TokenStore`], never in the workspace or a session log.
 //!
-//! At run time the entry's [`Authorizer`] puts the bearer token on every request, refreshes it
+//! At run time the entry's authorizer puts the bearer token on every request, refreshes it
 //! before it expires or when the server rejects it, and when neither mends a `401` the entry is
 //! *pending with the reason* (run `cordis mcp login`) and waits, without contacting the server
 //! again, until the stored grant changes. A `403` with `insufficient_scope` records the scopes
