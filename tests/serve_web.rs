@@ -335,7 +335,7 @@ fn the_page_in_headless_chromium_shows_the_composition_its_digest_and_a_session(
         "one card per event of `cordis history`"
     );
     assert!(
-        dom.contains(r#"<div class="card user" data-kind="user/message">"#),
+        dom.contains(r#"<div class="card user" data-kind="user/message" data-seq="#),
         "{dom}"
     );
 }
@@ -375,4 +375,334 @@ fn with_watch_a_broken_edit_shows_as_rejected_while_the_last_good_composition_st
     );
     assert!(dom.contains(r#"data-reload="rejected""#), "{dom}");
     assert!(!dom.contains(r#"data-entry-status="failed""#));
+}
+
+/// Chromium driven over the DevTools protocol on a pipe (`--remote-debugging-pipe`: commands
+/// on fd 3, answers on fd 4, each message ended by a NUL), `bash` mapping that pipe to the
+/// child's stdin and stdout. Clicks are the page's own buttons' `click()`.
+struct Browser {
+    child: Child,
+    commands: std::process::ChildStdin,
+    messages: mpsc::Receiver<Value>,
+    next: u64,
+    session: String,
+    _profile: tempfile::TempDir,
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Browser {
+    /// A headless Chromium with one tab on `url`.
+    fn open(binary: &Path, url: &str) -> Browser {
+        let profile = tempfile::tempdir().unwrap();
+        let mut child = Command::new("bash")
+            .arg("-c")
+            .arg(r#"exec "$0" "$@" 3<&0 4>&1 0</dev/null 1>/dev/null"#)
+            .arg(binary)
+            .args([
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--remote-debugging-pipe",
+                "--window-size=1280,1800",
+            ])
+            .arg(format!("--user-data-dir={}", profile.path().display()))
+            .arg("about:blank")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let commands = child.stdin.take().unwrap();
+        let mut answers = child.stdout.take().unwrap();
+        let (tx, messages) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut pending = Vec::new();
+            let mut buf = [0u8; 64 << 10];
+            loop {
+                let n = match answers.read(&mut buf) {
+                    Ok(0) | Err(_) => return,
+                    Ok(n) => n,
+                };
+                pending.extend_from_slice(&buf[..n]);
+                while let Some(end) = pending.iter().position(|&b| b == 0) {
+                    let message: Vec<u8> = pending.drain(..=end).collect();
+                    if let Ok(value) = serde_json::from_slice(&message[..end])
+                        && tx.send(value).is_err()
+                    {
+                        return;
+                    }
+                }
+            }
+        });
+        let mut browser = Browser {
+            child,
+            commands,
+            messages,
+            next: 0,
+            session: String::new(),
+            _profile: profile,
+        };
+        let target = browser.call("Target.createTarget", serde_json::json!({"url": url}));
+        let attached = browser.call(
+            "Target.attachToTarget",
+            serde_json::json!({"targetId": target["targetId"], "flatten": true}),
+        );
+        browser.session = attached["sessionId"].as_str().unwrap().to_owned();
+        browser
+    }
+
+    /// Sends a command (to the tab once attached) and waits for its answer.
+    fn call(&mut self, method: &str, params: Value) -> Value {
+        self.next += 1;
+        let id = self.next;
+        let mut message = serde_json::json!({"id": id, "method": method, "params": params});
+        if !self.session.is_empty() {
+            message["sessionId"] = Value::String(self.session.clone());
+        }
+        let mut bytes = message.to_string().into_bytes();
+        bytes.push(0);
+        self.commands.write_all(&bytes).unwrap();
+        self.commands.flush().unwrap();
+        loop {
+            let answer = self
+                .messages
+                .recv_timeout(std::time::Duration::from_secs(60))
+                .unwrap_or_else(|_| panic!("chromium did not answer {method}"));
+            if answer["id"] == id {
+                assert!(answer.get("error").is_none(), "{method}: {answer}");
+                return answer["result"].clone();
+            }
+        }
+    }
+
+    /// The value of `expression` in the page (promises awaited).
+    fn eval(&mut self, expression: &str) -> Value {
+        let result = self.call(
+            "Runtime.evaluate",
+            serde_json::json!({"expression": expression, "awaitPromise": true, "returnByValue": true}),
+        );
+        assert!(
+            result.get("exceptionDetails").is_none(),
+            "{expression}: {result}"
+        );
+        result["result"]["value"].clone()
+    }
+
+    /// Waits until `expression` is truthy in the page; its value. Fails after a minute, saying
+    /// what it waited for and what the page showed.
+    fn wait_for(&mut self, expression: &str, what: &str) -> Value {
+        let start = std::time::Instant::now();
+        loop {
+            let value = self.eval(expression);
+            let truthy =
+                !matches!(&value, Value::Null | Value::Bool(false)) && value != 0 && value != "";
+            if truthy {
+                return value;
+            }
+            if start.elapsed() > std::time::Duration::from_secs(60) {
+                let text = self.eval("document.body.innerText");
+                panic!("never saw {what}; the page shows:\n{text}");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+
+    /// Saves a screenshot of the whole page as `target/serve-screens/NAME`.
+    fn screenshot(&mut self, name: &str) {
+        use base64::Engine;
+        let shot = self.call(
+            "Page.captureScreenshot",
+            serde_json::json!({"format": "png", "captureBeyondViewport": true}),
+        );
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(shot["data"].as_str().unwrap())
+            .unwrap();
+        let screens = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/serve-screens");
+        std::fs::create_dir_all(&screens).unwrap();
+        std::fs::write(screens.join(name), bytes).unwrap();
+    }
+}
+
+#[test]
+fn a_session_started_in_the_page_asks_there_and_its_log_is_the_one_cordis_history_reads() {
+    let dir = scratch("agent");
+    // The ACP tests' composition: a scripted model that writes a file (write_file asks).
+    let script = dir.join("script.json");
+    std::fs::write(
+        &script,
+        serde_json::json!([
+            {"toolCalls": [{"id": "w1", "name": "write_file",
+                            "arguments": {"path": "notes.txt", "content": "from the page\n"}}]},
+            {"text": "Wrote it."},
+            {"toolCalls": [{"id": "b1", "name": "bash", "arguments": {"command": "sleep 30"}}]},
+            {"text": "never said: the turn is cancelled"}
+        ])
+        .to_string(),
+    )
+    .unwrap();
+    let fixture = common::fixture("acp/agent.yml");
+    let mut cmd = common::cordis_command(&dir, &["serve", &fixture, "--port", "0"]);
+    cmd.env("ACP_SCRIPT", &script).env("CORDIS_WORKSPACE", &dir);
+    let mut child = cmd.spawn().unwrap();
+    let stdout = common::lines(child.stdout.take().unwrap());
+    let _stderr = common::lines(child.stderr.take().unwrap());
+    let url = stdout
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .expect("cordis serve prints its URL");
+    let port: u16 = url
+        .strip_prefix("http://127.0.0.1:")
+        .and_then(|r| r.split_once('/'))
+        .map(|(p, _)| p.parse().unwrap())
+        .unwrap();
+    let token = url.split_once("token=").unwrap().1.to_owned();
+    let mut server = Server {
+        child,
+        url: url.clone(),
+        port,
+        token: token.clone(),
+        stderr: _stderr,
+    };
+
+    // Through the API alone: a prompt to a session not open here, and a bad answer, are refused.
+    let auth = [
+        ("x-cordis-token", token.as_str()),
+        ("content-type", "application/json"),
+    ];
+    let (status, _) = http(
+        port,
+        "POST",
+        "/api/agents/sessions/nope/prompt",
+        &auth,
+        r#"{"text":"hi"}"#,
+    );
+    assert_eq!(status, 404);
+    let (status, _) = http(
+        port,
+        "POST",
+        "/api/approvals/1",
+        &auth,
+        r#"{"answer":"maybe"}"#,
+    );
+    assert_eq!(status, 400);
+
+    let Some(binary) = chromium() else {
+        eprintln!(
+            "SKIP: no chromium on this machine (run .ci/install-browser); the agent plane was not checked in a browser"
+        );
+        return;
+    };
+    let mut page = Browser::open(&binary, &url);
+    page.wait_for("document.body.dataset.ready === 'true'", "the page ready");
+    page.wait_for(
+        "!document.getElementById('agent-bar').hidden",
+        "the agent bar",
+    );
+    page.eval("document.getElementById('new-session').click()");
+    let session = page
+        .wait_for(
+            "document.getElementById('prompt') && decodeURIComponent(location.hash.slice('#sessions/'.length))",
+            "a new session open in the page",
+        )
+        .as_str()
+        .unwrap()
+        .to_owned();
+    page.eval("document.getElementById('prompt').value = 'write the notes'; document.getElementById('send').click()");
+    // The question comes to the page, with the edit's diff.
+    page.wait_for(
+        "document.querySelector('[data-approval][data-tool=\"write_file\"] [data-card=diff] .diff-add')",
+        "the write_file question with its diff",
+    );
+    page.screenshot("agent-approval.png");
+    assert!(
+        !dir.join("notes.txt").exists(),
+        "nothing is written before the answer"
+    );
+    page.eval("document.querySelector('[data-approval] button.allow').click()");
+    // The answer runs the call; the session's cards show the diff and the model's reply.
+    page.wait_for(
+        "[...document.querySelectorAll('.card.assistant pre')].some(p => p.textContent === 'Wrote it.')",
+        "the model's reply after the write",
+    );
+    page.wait_for(
+        "document.querySelector('.card.tool [data-card=diff] .diff-add') && document.getElementById('turn-state').dataset.busy === 'false'",
+        "the diff card and the turn ended",
+    );
+    assert!(
+        page.eval("document.querySelectorAll('[data-approval]').length === 0") == Value::Bool(true)
+    );
+    page.screenshot("agent-session.png");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("notes.txt")).unwrap(),
+        "from the page\n"
+    );
+    // A turn held by a long command is cancelled from the page.
+    page.eval("document.getElementById('prompt').value = 'hold on'; document.getElementById('send').click()");
+    page.wait_for(
+        "document.getElementById('turn-state').dataset.busy === 'true' && [...document.querySelectorAll('.card.tool .title')].some(t => t.textContent === 'sleep 30')",
+        "the held turn running its command",
+    );
+    page.eval("document.getElementById('cancel').click()");
+    page.wait_for(
+        "document.getElementById('turn-state').dataset.busy === 'false' && [...document.querySelectorAll('[data-kind=\"turn/end\"] pre')].some(p => p.textContent.includes('aborted'))",
+        "the turn ended as aborted",
+    );
+    let shown: Vec<u64> = serde_json::from_value(page.eval(
+        "[...document.querySelectorAll('#session-view [data-seq]')].map(c => Number(c.dataset.seq))",
+    ))
+    .unwrap();
+
+    // `cordis history` reads the same log: the same events, the decision logged.
+    let mut history = common::cordis_command(
+        &dir,
+        &["history", &session, &fixture, "--json", "--max", "2000"],
+    );
+    history
+        .env("ACP_SCRIPT", &script)
+        .env("CORDIS_WORKSPACE", &dir);
+    let out = history.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let logged: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let seqs: Vec<u64> = logged["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["event"]["seq"].as_u64().unwrap())
+        .collect();
+    assert_eq!(
+        shown, seqs,
+        "the page shows every event cordis history reads"
+    );
+    let kinds: Vec<&str> = logged["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["event"]["type"].as_str().unwrap())
+        .collect();
+    assert!(kinds.contains(&"tool/approval"), "{kinds:?}");
+    let approval = logged["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["event"]["type"] == "tool/approval")
+        .unwrap();
+    assert_eq!(approval["event"]["data"]["allowed"], true, "{approval}");
+    assert_eq!(approval["event"]["data"]["by"], "approver", "{approval}");
+    drop(page);
+    let _ = server.child.kill();
+    let _ = &mut server;
 }

@@ -101,6 +101,8 @@ pub(crate) fn run(args: &ServeArgs, io: &mut Io<'_>, builtins: &Builtins) -> any
                 },
             }
         }
+        // Turns started in the page end (cancelled) before the composition goes.
+        served.agents.shutdown().await;
         root.dispose();
         Ok::<u8, anyhow::Error>(EXIT_OK)
     });

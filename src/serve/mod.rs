@@ -20,6 +20,7 @@
 //!
 //! [`BootReport`]: cordis_host::loader::BootReport
 
+pub mod agents;
 pub mod diff;
 pub mod guard;
 
@@ -59,18 +60,24 @@ pub struct Served {
     pub file: String,
     /// The latest reloads, oldest first.
     reloads: Mutex<VecDeque<Value>>,
-    /// Each reload as it happens, to the pages listening.
-    events: broadcast::Sender<String>,
+    /// Each reload and agent event as it happens, to the pages listening: (SSE event name,
+    /// its JSON data).
+    events: broadcast::Sender<(&'static str, String)>,
+    /// The sessions started in the page, and the approvals it answers.
+    pub agents: agents::WebAgents,
 }
 
 impl Served {
     /// The state of a server of `live`, booted from `file`.
     pub fn new(live: LiveConfig, file: String) -> Self {
+        let events = broadcast::channel(256).0;
+        let agents = agents::WebAgents::new(live.root().clone(), events.clone());
         Served {
             live: RwLock::new(live),
             file,
             reloads: Mutex::new(VecDeque::new()),
-            events: broadcast::channel(64).0,
+            events,
+            agents,
         }
     }
 
@@ -84,7 +91,7 @@ impl Served {
                 reloads.pop_front();
             }
         }
-        let _ = self.events.send(text);
+        let _ = self.events.send(("reload", text));
     }
 
     /// The reload of the file with `source` (`--watch`): applied, or rejected with its errors
@@ -145,6 +152,11 @@ pub fn router(served: Arc<Served>, guard: Guard) -> Router {
         .route("/api/sessions", get(sessions))
         .route("/api/sessions/{id}", get(history))
         .route("/api/diff", post(diff_texts))
+        .route("/api/agents", get(agents_overview))
+        .route("/api/agents/sessions", post(open_session))
+        .route("/api/agents/sessions/{id}/prompt", post(prompt))
+        .route("/api/agents/sessions/{id}/cancel", post(cancel))
+        .route("/api/approvals/{n}", post(answer))
         .with_state(served)
         .layer(axum::middleware::from_fn_with_state(guard, guard::guard))
 }
@@ -194,17 +206,17 @@ async fn composition(State(served): State<Arc<Served>>) -> Response {
     axum::Json(body).into_response()
 }
 
-/// `GET /api/events`: each reload as it happens (server-sent events).
+/// `GET /api/events`: each reload (`reload`), and the page sessions' events (`agent`,
+/// `state`) and approval questions (`approval`, `answered`), as they happen (server-sent
+/// events).
 async fn events(State(served): State<Arc<Served>>) -> impl IntoResponse {
     let rx = served.events.subscribe();
     let stream = futures_util::stream::unfold(rx, |mut rx| async move {
         loop {
             match rx.recv().await {
-                Ok(text) => {
+                Ok((kind, text)) => {
                     return Some((
-                        Ok::<_, std::convert::Infallible>(
-                            Event::default().event("reload").data(text),
-                        ),
+                        Ok::<_, std::convert::Infallible>(Event::default().event(kind).data(text)),
                         rx,
                     ));
                 }
@@ -260,6 +272,93 @@ async fn history(State(served): State<Arc<Served>>, Path(id): Path<String>) -> R
     {
         Ok(page) => axum::Json(page).into_response(),
         Err(e) => (StatusCode::NOT_FOUND, e.to_string()).into_response(),
+    }
+}
+
+/// `GET /api/agents`: the page's live sessions, the presets a new one may join, and the
+/// approval questions waiting.
+async fn agents_overview(State(served): State<Arc<Served>>) -> Response {
+    axum::Json(served.agents.overview().await).into_response()
+}
+
+fn refused(e: &agents::AgentsError) -> Response {
+    (e.status(), axum::Json(json!({"error": e.to_string()}))).into_response()
+}
+
+/// `POST /api/agents/sessions` body: a session to resume, or a preset for a new one.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OpenRequest {
+    #[serde(default)]
+    resume: Option<String>,
+    #[serde(default)]
+    preset: Option<String>,
+}
+
+/// `POST /api/agents/sessions`: opens a session in the page; `{id}`.
+async fn open_session(
+    State(served): State<Arc<Served>>,
+    axum::Json(request): axum::Json<OpenRequest>,
+) -> Response {
+    match served.agents.open(request.resume, request.preset).await {
+        Ok(id) => axum::Json(json!({"id": id})).into_response(),
+        Err(e) => refused(&e),
+    }
+}
+
+/// `POST /api/agents/sessions/{id}/prompt` body.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PromptRequest {
+    text: String,
+}
+
+/// `POST /api/agents/sessions/{id}/prompt`: starts a turn (202; its events follow on
+/// `/api/events`).
+async fn prompt(
+    State(served): State<Arc<Served>>,
+    Path(id): Path<String>,
+    axum::Json(request): axum::Json<PromptRequest>,
+) -> Response {
+    match served.agents.prompt(&id, request.text) {
+        Ok(()) => (StatusCode::ACCEPTED, axum::Json(json!({"started": true}))).into_response(),
+        Err(e) => refused(&e),
+    }
+}
+
+/// `POST /api/agents/sessions/{id}/cancel`: cancels the running turn.
+async fn cancel(State(served): State<Arc<Served>>, Path(id): Path<String>) -> Response {
+    match served.agents.cancel(&id) {
+        Ok(was_running) => axum::Json(json!({"cancelled": was_running})).into_response(),
+        Err(e) => refused(&e),
+    }
+}
+
+/// `POST /api/approvals/{n}` body: `allow`, `always` or `deny` (with a reason for the model).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AnswerRequest {
+    answer: String,
+    #[serde(default)]
+    reason: Option<String>,
+}
+
+/// `POST /api/approvals/{n}`: answers a waiting question (410 when it no longer waits).
+async fn answer(
+    State(served): State<Arc<Served>>,
+    Path(n): Path<u64>,
+    axum::Json(request): axum::Json<AnswerRequest>,
+) -> Response {
+    match served.agents.answer(n, &request.answer, request.reason) {
+        Ok(true) => axum::Json(json!({"answered": true})).into_response(),
+        Ok(false) => (
+            StatusCode::GONE,
+            axum::Json(
+                json!({"error": "the question no longer waits (answered, or its turn ended)"}),
+            ),
+        )
+            .into_response(),
+        Err(e) => refused(&e),
     }
 }
 

@@ -134,35 +134,151 @@ async function renderSessions() {
   );
 }
 
+// The page's agent plane (GET /api/agents): live sessions, presets, waiting approvals.
+let agents = { available: false, live: [], presets: [], approvals: [] };
+
+async function refreshAgents() {
+  agents = await api("/api/agents");
+  const bar = document.getElementById("agent-bar");
+  bar.hidden = !agents.available;
+  const choice = document.getElementById("preset-choice");
+  choice.hidden = agents.presets.length === 0;
+  if (choice.options.length !== agents.presets.length) {
+    choice.replaceChildren(...agents.presets.map((p) => el("option", { value: p.id }, p.name || p.id)));
+  }
+  renderApprovals();
+}
+
+function post(path, body) {
+  return api(path, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+}
+
+// A tool's card as the terminal shows it: the title, a diff as lines, a command's output.
+function cardOf(view) {
+  const parts = [el("div", { class: "title" }, view.title)];
+  const card = view.card || { type: "generic" };
+  if (card.type === "diff") {
+    const lines = el("pre", { class: "diff", "data-card": "diff" });
+    parts.push(el("div", { class: "path" }, card.path), lines);
+    post("/api/diff", { a: card.oldText || "", b: card.newText || "" })
+      .then((d) =>
+        lines.replaceChildren(
+          ...d.lines.map((l) => el("span", { class: l.op === "-" ? "diff-del" : l.op === "+" ? "diff-add" : "" }, `${l.op} ${l.text}\n`)),
+        ),
+      )
+      .catch(showError);
+  } else if (card.type === "terminal") {
+    const code = card.exitCode === null || card.exitCode === undefined ? "" : `\n[exit code ${card.exitCode}]`;
+    parts.push(el("pre", { "data-card": "terminal" }, (card.output || "") + code));
+  }
+  if (view.text) parts.push(el("pre", {}, view.text));
+  return parts;
+}
+
+function renderApprovals() {
+  const box = document.getElementById("approvals");
+  box.replaceChildren(
+    ...agents.approvals.map((q) => {
+      const reason = el("input", { type: "text", placeholder: "why not (told to the model)", class: "reason" });
+      const decide = (answer) =>
+        post(`/api/approvals/${q.id}`, { answer, reason: reason.value })
+          .then(refreshAgents)
+          .catch(showError);
+      const always = q.grants && q.grants.length ? "Always (this session)" : null;
+      return el(
+        "div",
+        { class: "approval", "data-approval": String(q.id), "data-tool": q.tool },
+        el("div", {}, `Session ${q.session || "?"} wants to run ${q.tool}:`),
+        ...(q.view ? cardOf(q.view) : [el("pre", {}, q.tool)]),
+        el("button", { type: "button", class: "allow", onclick: () => decide("allow") }, "Allow once"),
+        always ? el("button", { type: "button", class: "always", onclick: () => decide("always") }, always) : null,
+        el("button", { type: "button", class: "deny", onclick: () => decide("deny") }, "Deny"),
+        reason,
+      );
+    }),
+  );
+}
+
 async function renderSession(id) {
   const view = document.getElementById("session-view");
-  const page = await api(`/api/sessions/${encodeURIComponent(id)}`);
+  let page = null;
+  try {
+    page = await api(`/api/sessions/${encodeURIComponent(id)}`);
+  } catch (e) {
+    // A session opened in the page has no log until its first event.
+    page = { events: [] };
+  }
   // One card per event: what a person reads first (the message, the tool's card), the event
   // as logged one click away.
   const cards = page.events.map((entry) => {
     const e = entry.event;
     let kind = "";
-    let shown = null;
+    let shown = [];
     if (e.type === "user/message") {
       kind = "user";
-      shown = el("pre", {}, e.data.content);
+      shown = [el("pre", {}, e.data.content)];
     } else if (e.type === "assistant/message") {
       kind = "assistant";
-      shown = el("pre", {}, e.data.content || "(tool calls only)");
+      shown = [el("pre", {}, e.data.content || "(tool calls only)")];
     } else if (entry.view) {
       kind = "tool";
-      const v = entry.view.view || entry.view;
-      shown = el("pre", {}, [v.title, v.text].filter(Boolean).join("\n") || JSON.stringify(v));
+      shown = cardOf(entry.view.view);
     }
+    // Bookkeeping events (turns, steps, chunks, headers) are one line each.
     return el(
       "div",
-      { class: kind ? `card ${kind}` : "card", "data-kind": e.type },
+      { class: kind ? `card ${kind}` : "card meta", "data-kind": e.type, "data-seq": String(e.seq) },
       el("div", { class: "kind" }, `#${e.seq} ${e.type}`),
-      shown,
+      ...shown,
       el("details", {}, el("summary", {}, "as logged"), el("pre", {}, JSON.stringify(e.data, null, 2))),
     );
   });
-  view.replaceChildren(el("h3", {}, `Session ${id}`), ...cards);
+  const live = agents.live.find((x) => x.id === id);
+  let controls = null;
+  if (live) {
+    const text = el("textarea", { id: "prompt", placeholder: "Message the agent" });
+    const send = () =>
+      post(`/api/agents/sessions/${encodeURIComponent(id)}/prompt`, { text: text.value })
+        .then(() => { text.value = ""; })
+        .catch(showError);
+    controls = el(
+      "div",
+      { class: "prompt-bar" },
+      text,
+      el("button", { type: "button", id: "send", onclick: send }, "Send"),
+      el("button", { type: "button", id: "cancel", onclick: () => post(`/api/agents/sessions/${encodeURIComponent(id)}/cancel`, {}).catch(showError) }, "Cancel"),
+      el("span", { id: "turn-state", class: live.busy ? "busy" : "", "data-busy": String(live.busy) }, live.busy ? "answering…" : "idle"),
+    );
+  } else if (agents.available) {
+    controls = el(
+      "button",
+      { type: "button", id: "open-here", onclick: () => post("/api/agents/sessions", { resume: id }).then(refreshAgents).then(() => renderSession(id)).catch(showError) },
+      "Continue this session here",
+    );
+  }
+  const kept = document.getElementById("prompt");
+  const draft = kept ? kept.value : "";
+  view.replaceChildren(el("h3", {}, `Session ${id}`), ...cards, controls);
+  const fresh = document.getElementById("prompt");
+  if (fresh && draft) fresh.value = draft;
+}
+
+function shownSession() {
+  const m = location.hash.match(/^#sessions\/(.+)$/);
+  return m ? decodeURIComponent(m[1]) : null;
+}
+
+// Many events arrive at once while a turn runs: redraw once per burst.
+let redraw = null;
+function redrawSoon() {
+  if (redraw) return;
+  redraw = setTimeout(async () => {
+    redraw = null;
+    await refreshAgents().catch(showError);
+    const id = shownSession();
+    if (id) await renderSession(id).catch(showError);
+    await renderSessions().catch(showError);
+  }, 100);
 }
 
 function renderReport(report) {
@@ -200,8 +316,8 @@ async function compare() {
 }
 
 async function route() {
-  const m = location.hash.match(/^#sessions\/(.+)$/);
-  if (m) await renderSession(decodeURIComponent(m[1])).catch(showError);
+  const id = shownSession();
+  if (id) await renderSession(id).catch(showError);
 }
 
 async function main() {
@@ -211,7 +327,19 @@ async function main() {
   });
   document.getElementById("diff-run").addEventListener("click", () => compare().catch(showError));
   window.addEventListener("hashchange", route);
+  document.getElementById("new-session").addEventListener("click", async () => {
+    const choice = document.getElementById("preset-choice");
+    const body = choice.hidden ? {} : { preset: choice.value };
+    try {
+      const opened = await post("/api/agents/sessions", body);
+      await refreshAgents();
+      location.hash = `#sessions/${encodeURIComponent(opened.id)}`;
+    } catch (e) {
+      showError(e);
+    }
+  });
   await renderComposition();
+  await refreshAgents();
   await renderSessions();
   await route();
   // Each reload as it happens (with `--watch`); `live=0` in the URL gives a still page (a
@@ -219,6 +347,9 @@ async function main() {
   if (new URLSearchParams(location.search).get("live") !== "0") {
     const events = new EventSource(`/api/events?token=${encodeURIComponent(token)}`);
     events.addEventListener("reload", () => renderComposition().catch(showError));
+    for (const kind of ["agent", "state", "approval", "answered"]) {
+      events.addEventListener(kind, redrawSoon);
+    }
   }
   document.body.setAttribute("data-ready", "true");
   // From navigation to a page with every part filled (what the benchmark reads).

@@ -1,0 +1,387 @@
+//! The page's agent plane: sessions started (or resumed) from the page on the served
+//! composition, prompts, cancels, and the approvals the page answers — a third approver beside
+//! the terminal and the editor, deciding through the same approvals service (so "always"
+//! grants are logged and a resumed session holds them, whichever front end resumes it).
+//!
+//! Each page session is one agent of the composition's `agent-loop`, its id the session id,
+//! logging to the composition's sessions store: `cordis run --resume ID`, `cordis history ID`
+//! and an editor's `session/load` read what the page did.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use cordis_agent_loop::{Agent, AgentEvent, AgentLoop, AgentOptions, AgentState};
+use cordis_agent_presets::AgentPresets;
+use cordis_approvals::{Answer, ApprovalRequest, Approver, ApproverService};
+use cordis_presenter::Presenters;
+use cordis_runtime::{Context, EffectHandle, lock};
+use futures_util::future::BoxFuture;
+use serde_json::{Value, json};
+use tokio::sync::{broadcast, oneshot};
+
+/// The most approval questions waiting at once (further calls are denied, saying why).
+pub const MAX_WAITING_APPROVALS: usize = 64;
+
+/// The longest prompt the page may send.
+pub const MAX_PROMPT_BYTES: usize = 256 << 10;
+
+/// How long a stopping server waits for cancelled turns to end.
+const SETTLE: Duration = Duration::from_secs(5);
+
+/// Why a page request about sessions cannot be done.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentsError {
+    /// No agent can be made: the composition lacks the services.
+    #[error("{0}")]
+    Unavailable(String),
+    /// No live session with that id in this server.
+    #[error(
+        "session {0} is not open in this page: open it first (POST /api/sessions with \"resume\")"
+    )]
+    NotOpen(String),
+    /// A turn is running.
+    #[error("session {0} is answering; cancel it or wait")]
+    Busy(String),
+    /// The request is malformed.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl AgentsError {
+    /// The HTTP status for it.
+    pub fn status(&self) -> axum::http::StatusCode {
+        use axum::http::StatusCode;
+        match self {
+            AgentsError::Unavailable(_) => StatusCode::CONFLICT,
+            AgentsError::NotOpen(_) => StatusCode::NOT_FOUND,
+            AgentsError::Busy(_) => StatusCode::CONFLICT,
+            AgentsError::Invalid(_) => StatusCode::BAD_REQUEST,
+        }
+    }
+}
+
+/// A question waiting for the page.
+struct Waiting {
+    question: Value,
+    reply: oneshot::Sender<Answer>,
+}
+
+/// What the approver and the handlers share.
+struct Inner {
+    root: Context,
+    /// Live page sessions by id.
+    agents: Mutex<BTreeMap<String, Agent>>,
+    waiting: Mutex<BTreeMap<u64, Waiting>>,
+    next: AtomicU64,
+    /// To the pages listening (`agent`, `state`, `approval`, `answered` events).
+    events: broadcast::Sender<(&'static str, String)>,
+    /// The turns running, owned here (aborted after a settle on shutdown).
+    turns: Mutex<tokio::task::JoinSet<()>>,
+}
+
+/// The page's sessions and approvals.
+pub struct WebAgents {
+    inner: Arc<Inner>,
+    /// The approver and the event listeners, undone when the server stops.
+    handles: Vec<EffectHandle>,
+}
+
+/// A session's id for one started in the page: time, process and a counter, so two servers
+/// sharing a sessions root never pick the same one.
+fn new_session_id() -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis());
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    format!("web-{ms}-{}-{n}", std::process::id())
+}
+
+fn send(events: &broadcast::Sender<(&'static str, String)>, kind: &'static str, data: Value) {
+    let _ = events.send((kind, data.to_string()));
+}
+
+/// Answers approvals through the page.
+struct PageApprover(Arc<Inner>);
+
+impl Approver for PageApprover {
+    fn approve(&self, request: &ApprovalRequest) -> BoxFuture<'static, Answer> {
+        let inner = self.0.clone();
+        let session = request.scope.and_then(|key| {
+            inner
+                .root
+                .get::<AgentLoop>()
+                .and_then(|loops| loops.agent_by_scope(key))
+                .map(|a| a.id().to_owned())
+        });
+        let card = inner
+            .root
+            .get::<Presenters>()
+            .map(|p| p.present_approval(&request.call.name, &request.call.arguments));
+        let id = inner.next.fetch_add(1, Ordering::Relaxed) + 1;
+        let question = json!({
+            "id": id,
+            "session": session,
+            "tool": request.call.name,
+            "view": card,
+            "grants": request.grants,
+        });
+        let (reply, answer) = oneshot::channel();
+        {
+            let mut waiting = lock(&inner.waiting);
+            waiting.retain(|_, w| !w.reply.is_closed());
+            if waiting.len() >= MAX_WAITING_APPROVALS {
+                return Box::pin(async {
+                    Answer::Deny(Some(format!(
+                        "{MAX_WAITING_APPROVALS} questions already wait for the page"
+                    )))
+                });
+            }
+            waiting.insert(
+                id,
+                Waiting {
+                    question: question.clone(),
+                    reply,
+                },
+            );
+        }
+        send(&inner.events, "approval", question);
+        Box::pin(async move {
+            let answer = answer
+                .await
+                .unwrap_or(Answer::Deny(Some("the question was withdrawn".to_owned())));
+            // Dropped unanswered (the turn was cancelled): the page forgets it too.
+            if lock(&inner.waiting).remove(&id).is_some() {
+                send(&inner.events, "answered", json!({"id": id}));
+            }
+            answer
+        })
+    }
+}
+
+impl WebAgents {
+    /// The agent plane of the composition at `root`, its events sent on `events`. Provides the
+    /// page's approver unless the composition has one of its own.
+    pub fn new(root: Context, events: broadcast::Sender<(&'static str, String)>) -> WebAgents {
+        let inner = Arc::new(Inner {
+            root: root.clone(),
+            agents: Mutex::new(BTreeMap::new()),
+            waiting: Mutex::new(BTreeMap::new()),
+            next: AtomicU64::new(0),
+            events,
+            turns: Mutex::new(tokio::task::JoinSet::new()),
+        });
+        let mut handles = Vec::new();
+        match root.provide(ApproverService(Arc::new(PageApprover(inner.clone())))) {
+            Ok(handle) => handles.push(handle),
+            Err(e) => tracing::warn!("the page cannot answer approvals: {e}"),
+        }
+        let listening = inner.clone();
+        handles.push(root.on::<AgentEvent>(move |e| {
+            if lock(&listening.agents).contains_key(&e.agent) {
+                send(
+                    &listening.events,
+                    "agent",
+                    json!({"session": e.agent, "seq": e.event.seq, "type": e.event.kind}),
+                );
+            }
+        }));
+        let listening = inner.clone();
+        handles.push(root.on::<AgentState>(move |e| {
+            if lock(&listening.agents).contains_key(&e.agent) {
+                send(
+                    &listening.events,
+                    "state",
+                    json!({"session": e.agent, "busy": e.busy}),
+                );
+            }
+        }));
+        WebAgents { inner, handles }
+    }
+
+    /// The page's live sessions and whether each is answering, and what a new one may choose.
+    pub async fn overview(&self) -> Value {
+        let live: Vec<Value> = {
+            let mut agents = lock(&self.inner.agents);
+            agents.retain(|_, a| a.context().is_some());
+            agents
+                .iter()
+                .map(|(id, a)| json!({"id": id, "busy": a.is_busy()}))
+                .collect()
+        };
+        let presets = match self.inner.root.get::<AgentPresets>() {
+            Some(roster) => roster
+                .list_async()
+                .await
+                .into_iter()
+                .filter(|p| p.broken.is_none())
+                .map(|p| json!({"id": p.id, "name": p.name}))
+                .collect(),
+            None => Vec::new(),
+        };
+        let waiting: Vec<Value> = {
+            let mut waiting = lock(&self.inner.waiting);
+            waiting.retain(|_, w| !w.reply.is_closed());
+            waiting.values().map(|w| w.question.clone()).collect()
+        };
+        json!({
+            "available": self.inner.root.get::<AgentLoop>().is_some(),
+            "live": live,
+            "presets": presets,
+            "approvals": waiting,
+        })
+    }
+
+    /// Opens a session in the page: `resume` an existing one, or a new one (joined to `preset`
+    /// where the composition has presets); its id.
+    ///
+    /// # Errors
+    /// No `agent-loop`, a preset without presets, or a session that cannot be opened.
+    pub async fn open(
+        &self,
+        resume: Option<String>,
+        preset: Option<String>,
+    ) -> Result<String, AgentsError> {
+        let root = &self.inner.root;
+        let Some(loops) = root.get::<AgentLoop>() else {
+            return Err(AgentsError::Unavailable(
+                "the composition provides no `agent-loop` service: add `llm`, `sessions` and `agent-loop` entries (see the bundled cordis.yml)".into(),
+            ));
+        };
+        let id = match resume {
+            Some(id) if id.is_empty() || id.len() > 200 || id.contains(['/', '\\', '\0']) => {
+                return Err(AgentsError::Invalid(format!("{id:?} is not a session id")));
+            }
+            Some(id) => id,
+            None => new_session_id(),
+        };
+        if let Some(agent) = lock(&self.inner.agents).get(&id)
+            && agent.context().is_some()
+        {
+            return Ok(id);
+        }
+        let model = loops
+            .llm()
+            .default_model()
+            .map(str::to_owned)
+            .unwrap_or_else(|| "default".to_owned());
+        let mut options = AgentOptions::new(id.clone(), model);
+        options.session_id = Some(id.clone());
+        let made = match root.get::<AgentPresets>() {
+            Some(roster) => roster
+                .create_agent(&loops, options, preset.as_deref())
+                .await
+                .map(|(agent, _)| agent)
+                .map_err(|e| e.to_string()),
+            None if preset.is_some() => {
+                Err("choosing a preset needs an `agent-presets` entry in the config".to_owned())
+            }
+            None => loops.create_agent(options).await.map_err(|e| e.to_string()),
+        };
+        let agent = made.map_err(AgentsError::Unavailable)?;
+        lock(&self.inner.agents).insert(id.clone(), agent);
+        Ok(id)
+    }
+
+    fn agent(&self, id: &str) -> Result<Agent, AgentsError> {
+        lock(&self.inner.agents)
+            .get(id)
+            .filter(|a| a.context().is_some())
+            .cloned()
+            .ok_or_else(|| AgentsError::NotOpen(id.to_owned()))
+    }
+
+    /// Starts a turn of session `id` on `text`; it runs on while the page does other things.
+    ///
+    /// # Errors
+    /// Not open here, busy, or an empty or too long prompt.
+    pub fn prompt(&self, id: &str, text: String) -> Result<(), AgentsError> {
+        if text.trim().is_empty() {
+            return Err(AgentsError::Invalid("the prompt is empty".into()));
+        }
+        if text.len() > MAX_PROMPT_BYTES {
+            return Err(AgentsError::Invalid(format!(
+                "the prompt is longer than {MAX_PROMPT_BYTES} bytes"
+            )));
+        }
+        let agent = self.agent(id)?;
+        if agent.is_busy() {
+            return Err(AgentsError::Busy(id.to_owned()));
+        }
+        let session = id.to_owned();
+        let mut turns = lock(&self.inner.turns);
+        // Finished turns are reaped here, so the set holds only running ones.
+        while turns.try_join_next().is_some() {}
+        turns.spawn(async move {
+            if let Err(e) = agent.run_turn(text).await {
+                tracing::warn!(%session, "the page's turn did not start: {e}");
+            }
+        });
+        Ok(())
+    }
+
+    /// Cancels session `id`'s running turn; whether one was running.
+    ///
+    /// # Errors
+    /// Not open here.
+    pub fn cancel(&self, id: &str) -> Result<bool, AgentsError> {
+        let agent = self.agent(id)?;
+        let busy = agent.is_busy();
+        agent.cancel(Some("cancelled in the web view".to_owned()));
+        Ok(busy)
+    }
+
+    /// Answers approval question `n`: `allow`, `always` or `deny` (with `reason` told to the
+    /// model); false when it is no longer waiting.
+    ///
+    /// # Errors
+    /// An unknown answer.
+    pub fn answer(
+        &self,
+        n: u64,
+        answer: &str,
+        reason: Option<String>,
+    ) -> Result<bool, AgentsError> {
+        let answer = match answer {
+            "allow" => Answer::Allow,
+            "always" => Answer::AllowAlways,
+            "deny" => Answer::Deny(Some(match reason.filter(|r| !r.trim().is_empty()) {
+                Some(reason) => format!("the user said no: {}", reason.trim()),
+                None => "the user said no".to_owned(),
+            })),
+            other => {
+                return Err(AgentsError::Invalid(format!(
+                    "unknown answer {other:?}: use allow, always or deny"
+                )));
+            }
+        };
+        let Some(waiting) = lock(&self.inner.waiting).remove(&n) else {
+            return Ok(false);
+        };
+        send(&self.inner.events, "answered", json!({"id": n}));
+        Ok(waiting.reply.send(answer).is_ok())
+    }
+
+    /// Cancels every running turn and waits (a while) for them to end, so their logs close.
+    pub async fn shutdown(&self) {
+        let agents: Vec<Agent> = lock(&self.inner.agents).values().cloned().collect();
+        for agent in &agents {
+            agent.cancel(Some("cordis serve stopped".to_owned()));
+        }
+        let mut turns = std::mem::take(&mut *lock(&self.inner.turns));
+        let _ = tokio::time::timeout(SETTLE, async { while turns.join_next().await.is_some() {} })
+            .await;
+        turns.abort_all();
+    }
+}
+
+impl Drop for WebAgents {
+    fn drop(&mut self) {
+        for handle in self.handles.drain(..) {
+            handle.dispose();
+        }
+        lock(&self.inner.turns).abort_all();
+    }
+}
