@@ -706,3 +706,74 @@ fn a_session_started_in_the_page_asks_there_and_its_log_is_the_one_cordis_histor
     let _ = server.child.kill();
     let _ = &mut server;
 }
+
+#[test]
+fn a_stress_report_with_a_divergence_opened_in_the_page_shows_the_verdict_and_the_replays() {
+    let dir = scratch("report");
+    config_in(&dir);
+    // A real divergence: an entry that fails under some schedules.
+    let diverging = dir.join("diverging.yml");
+    std::fs::write(
+        &diverging,
+        "- {id: steady, name: debug/noop}\n- id: flaky\n  name: debug/fault\n  config: {mode: seeded}\n",
+    )
+    .unwrap();
+    let report = dir.join("report.json");
+    let stress = common::cordis_command(
+        &dir,
+        &[
+            "stress",
+            diverging.to_str().unwrap(),
+            "--seeds",
+            "200",
+            "--timeout-ms",
+            "200",
+            "--report",
+            report.to_str().unwrap(),
+        ],
+    )
+    .output()
+    .unwrap();
+    assert_eq!(stress.status.code(), Some(1));
+    let written: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let replays: Vec<String> = serde_json::from_value(written["failure"]["replay"].clone()).unwrap();
+    assert_eq!(replays.len(), 2);
+
+    let s = serve(&dir, &[]);
+    let Some(binary) = chromium() else {
+        eprintln!("SKIP: no chromium on this machine (run .ci/install-browser); the report view was not checked");
+        return;
+    };
+    let mut page = Browser::open(&binary, &format!("{}#reports", s.url));
+    page.wait_for("document.body.dataset.ready === 'true'", "the page ready");
+    // The file picker, as a person fills it.
+    let document = page.call("DOM.getDocument", serde_json::json!({}));
+    let input = page.call(
+        "DOM.querySelector",
+        serde_json::json!({"nodeId": document["root"]["nodeId"], "selector": "#report-file"}),
+    );
+    page.call(
+        "DOM.setFileInputFiles",
+        serde_json::json!({"nodeId": input["nodeId"], "files": [report.to_str().unwrap()]}),
+    );
+    let verdict = page.wait_for(
+        "document.getElementById('report-verdict') && document.getElementById('report-verdict').textContent",
+        "the report's verdict",
+    );
+    let seeds = &written["failure"]["seeds"];
+    assert_eq!(
+        verdict,
+        format!(
+            "Divergence found in flaky (seeds {} and {}) under schedule random.",
+            seeds[0], seeds[1]
+        )
+        .as_str(),
+        "{written}"
+    );
+    let shown: Vec<String> = serde_json::from_value(
+        page.eval("[...document.querySelectorAll('#report-view pre.replay')].map(p => p.textContent)"),
+    )
+    .unwrap();
+    assert_eq!(shown, replays);
+    page.screenshot("report.png");
+}

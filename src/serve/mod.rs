@@ -12,6 +12,8 @@
 //!   rejected while the last good composition kept running), live over server-sent events;
 //! - the sessions of the file's `sessions` entry (the sessions index) and each one's history
 //!   (the `history` service: the cards the terminal and editors show);
+//! - the agent plane ([`agents`]): sessions started or continued in the page, prompts,
+//!   cancels, and the approvals the page answers;
 //! - a line diff of two texts (two request headers: why did the prompt cache break), and a
 //!   `stress` / `permute` report opened in the page.
 //!

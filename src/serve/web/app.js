@@ -281,11 +281,32 @@ function redrawSoon() {
   }, 100);
 }
 
+// What a report says, for `cordis stress --report` / `--json`, `stress merge` and `permute
+// --json`: the verdict first, the replay commands under it, the whole report one click away.
+function verdictOf(report) {
+  if (report.failure) {
+    const f = report.failure;
+    const where = f.entries && f.entries.length ? ` in ${f.entries.join(", ")}` : "";
+    const seeds = f.seeds && f.seeds.length ? ` (seeds ${f.seeds.join(" and ")})` : "";
+    const kind = f.kind === "divergence" ? "Divergence found" : `Failure: ${f.kind}`;
+    return { ok: false, text: `${kind}${where}${seeds} under schedule ${report.schedule}.` };
+  }
+  if (report.distinct_outcomes !== undefined) {
+    if (report.distinct_outcomes > 1) return { ok: false, text: `Order dependence: ${report.distinct_outcomes} outcomes over ${report.orders} orders.` };
+    if (report.unhealthy) return { ok: false, text: `One outcome, but not every entry is active: ${report.unhealthy.why} (order ${report.unhealthy.order.join(", ")}).` };
+    return { ok: true, text: `One outcome over ${report.orders} order(s) of ${report.all_orders}.` };
+  }
+  const divergent = report.divergences || report.divergent || [];
+  if (report.ok === false || divergent.length) return { ok: false, text: "Divergence found." };
+  if (report.runs !== undefined) return { ok: true, text: `All ${report.runs} run(s) agree: digest ${report.digest}.` };
+  return { ok: true, text: "No failure in this report." };
+}
+
 function renderReport(report) {
   const view = document.getElementById("report-view");
   const rows = [];
-  const divergent = report.divergences || report.divergent || [];
-  rows.push(el("p", { id: "report-verdict" }, report.ok === false || divergent.length ? "Divergence found." : "All runs agree."));
+  const verdict = verdictOf(report);
+  rows.push(el("p", { id: "report-verdict", class: verdict.ok ? "applied" : "rejected", "data-ok": String(verdict.ok) }, verdict.text));
   const replays = new Set();
   const walk = (v) => {
     if (Array.isArray(v)) v.forEach(walk);
