@@ -736,12 +736,15 @@ fn a_stress_report_with_a_divergence_opened_in_the_page_shows_the_verdict_and_th
     .unwrap();
     assert_eq!(stress.status.code(), Some(1));
     let written: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
-    let replays: Vec<String> = serde_json::from_value(written["failure"]["replay"].clone()).unwrap();
+    let replays: Vec<String> =
+        serde_json::from_value(written["failure"]["replay"].clone()).unwrap();
     assert_eq!(replays.len(), 2);
 
     let s = serve(&dir, &[]);
     let Some(binary) = chromium() else {
-        eprintln!("SKIP: no chromium on this machine (run .ci/install-browser); the report view was not checked");
+        eprintln!(
+            "SKIP: no chromium on this machine (run .ci/install-browser); the report view was not checked"
+        );
         return;
     };
     let mut page = Browser::open(&binary, &format!("{}#reports", s.url));
@@ -770,10 +773,11 @@ fn a_stress_report_with_a_divergence_opened_in_the_page_shows_the_verdict_and_th
         .as_str(),
         "{written}"
     );
-    let shown: Vec<String> = serde_json::from_value(
-        page.eval("[...document.querySelectorAll('#report-view pre.replay')].map(p => p.textContent)"),
-    )
-    .unwrap();
+    let shown: Vec<String> =
+        serde_json::from_value(page.eval(
+            "[...document.querySelectorAll('#report-view pre.replay')].map(p => p.textContent)",
+        ))
+        .unwrap();
     assert_eq!(shown, replays);
     page.screenshot("report.png");
 }

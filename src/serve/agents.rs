@@ -226,8 +226,15 @@ impl WebAgents {
             waiting.retain(|_, w| !w.reply.is_closed());
             waiting.values().map(|w| w.question.clone()).collect()
         };
+        let models = self
+            .inner
+            .root
+            .get::<AgentLoop>()
+            .map(|l| l.llm().models())
+            .unwrap_or_default();
         json!({
             "available": self.inner.root.get::<AgentLoop>().is_some(),
+            "models": models,
             "live": live,
             "presets": presets,
             "approvals": waiting,
@@ -235,14 +242,16 @@ impl WebAgents {
     }
 
     /// Opens a session in the page: `resume` an existing one, or a new one (joined to `preset`
-    /// where the composition has presets); its id.
+    /// where the composition has presets, on `model` among the `llm` entry's); its id.
     ///
     /// # Errors
-    /// No `agent-loop`, a preset without presets, or a session that cannot be opened.
+    /// No `agent-loop`, a preset without presets, a model not offered, or a session that
+    /// cannot be opened.
     pub async fn open(
         &self,
         resume: Option<String>,
         preset: Option<String>,
+        model: Option<String>,
     ) -> Result<String, AgentsError> {
         let root = &self.inner.root;
         let Some(loops) = root.get::<AgentLoop>() else {
@@ -262,11 +271,24 @@ impl WebAgents {
         {
             return Ok(id);
         }
-        let model = loops
-            .llm()
-            .default_model()
-            .map(str::to_owned)
-            .unwrap_or_else(|| "default".to_owned());
+        let offered = loops.llm().models();
+        let model = match model {
+            Some(model) if offered.contains(&model) => model,
+            Some(model) => {
+                return Err(AgentsError::Invalid(format!(
+                    "unknown model {model:?}; this composition offers {} (the `llm` entry's `model` and `models`)",
+                    offered
+                        .iter()
+                        .map(|m| format!("{m:?}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )));
+            }
+            None => offered
+                .first()
+                .cloned()
+                .unwrap_or_else(|| "default".to_owned()),
+        };
         let mut options = AgentOptions::new(id.clone(), model);
         options.session_id = Some(id.clone());
         let made = match root.get::<AgentPresets>() {

@@ -295,6 +295,8 @@ struct OpenRequest {
     resume: Option<String>,
     #[serde(default)]
     preset: Option<String>,
+    #[serde(default)]
+    model: Option<String>,
 }
 
 /// `POST /api/agents/sessions`: opens a session in the page; `{id}`.
@@ -302,7 +304,11 @@ async fn open_session(
     State(served): State<Arc<Served>>,
     axum::Json(request): axum::Json<OpenRequest>,
 ) -> Response {
-    match served.agents.open(request.resume, request.preset).await {
+    match served
+        .agents
+        .open(request.resume, request.preset, request.model)
+        .await
+    {
         Ok(id) => axum::Json(json!({"id": id})).into_response(),
         Err(e) => refused(&e),
     }

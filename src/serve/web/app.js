@@ -146,6 +146,11 @@ async function refreshAgents() {
   if (choice.options.length !== agents.presets.length) {
     choice.replaceChildren(...agents.presets.map((p) => el("option", { value: p.id }, p.name || p.id)));
   }
+  const models = document.getElementById("model-choice");
+  models.hidden = agents.models.length < 2;
+  if (models.options.length !== agents.models.length) {
+    models.replaceChildren(...agents.models.map((m) => el("option", { value: m }, m)));
+  }
   renderApprovals();
 }
 
@@ -351,6 +356,8 @@ async function main() {
   document.getElementById("new-session").addEventListener("click", async () => {
     const choice = document.getElementById("preset-choice");
     const body = choice.hidden ? {} : { preset: choice.value };
+    const models = document.getElementById("model-choice");
+    if (!models.hidden) body.model = models.value;
     try {
       const opened = await post("/api/agents/sessions", body);
       await refreshAgents();
