@@ -317,6 +317,41 @@ fn the_page_in_headless_chromium_shows_the_composition_its_digest_and_a_session(
         "the session is listed:\n{dom}"
     );
     assert!(!dom.contains(SECRET));
+    // The dependency graph: an arrow from each provider to each entry injecting its service.
+    let (_, composition) = http(
+        s.port,
+        "GET",
+        "/api/composition",
+        &[("x-cordis-token", s.token.as_str())],
+        "",
+    );
+    let composition: Value = serde_json::from_str(&composition).unwrap();
+    let needs = |id: &str| {
+        composition["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["id"] == id)
+            .unwrap()["needs"]
+            .clone()
+    };
+    assert!(
+        needs("agent-loop")
+            .as_array()
+            .unwrap()
+            .contains(&serde_json::json!({"service": "llm", "required": true, "from": ["llm"]})),
+        "{composition}"
+    );
+    let edges: usize = composition["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|e| e["needs"].as_array().unwrap().clone())
+        .map(|n| n["from"].as_array().unwrap().len())
+        .sum();
+    assert!(edges > 10, "{composition}");
+    assert!(dom.contains(&format!(r#"data-edges="{edges}""#)), "{dom}");
+    assert!(dom.contains(r#"data-edge="llm to agent-loop""#));
     // The session's history, as the history service gives it to every front end.
     let dom = browse(
         &browser,

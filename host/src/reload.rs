@@ -413,6 +413,11 @@ impl LiveConfig {
         &self.included
     }
 
+    /// The plan of the live configuration (its entries in file order).
+    pub fn plan(&self) -> &LoadPlan {
+        &self.plan
+    }
+
     /// The root context.
     pub fn root(&self) -> &Context {
         &self.root

@@ -185,6 +185,7 @@ async fn composition(State(served): State<Arc<Served>>) -> Response {
     let live = served.live.read().await;
     let report = live.report().await;
     // The exact bytes the digest covers: the page checks the digest against them itself.
+    let graph = graph(live.plan());
     let request = match cordis_host::assembly::header_bytes(live.root()).await {
         cordis_host::assembly::HeaderBytes::Header(bytes) => {
             Some(String::from_utf8_lossy(&bytes).into_owned())
@@ -197,6 +198,11 @@ async fn composition(State(served): State<Arc<Served>>) -> Response {
     if let Some(entries) = body["entries"].as_array_mut() {
         for (shown, entry) in entries.iter_mut().zip(&report.entries) {
             shown["line"] = json!(entry.pos.line);
+            if let Some(links) = graph.get(&entry.id) {
+                shown["parent"] = json!(links.parent);
+                shown["provides"] = json!(links.provides);
+                shown["needs"] = json!(links.needs);
+            }
         }
     }
     body["file"] = json!(served.file);
@@ -206,6 +212,72 @@ async fn composition(State(served): State<Arc<Served>>) -> Response {
             .collect::<Vec<_>>()
     );
     axum::Json(body).into_response()
+}
+
+/// An entry's place in the composition: its group, the services it provides, and the
+/// services it injects with the entries that provide them.
+struct Links {
+    parent: Option<String>,
+    provides: Vec<String>,
+    needs: Vec<Value>,
+}
+
+/// The dependency graph of `plan` by entry id: who provides what each entry injects (a
+/// service no entry provides is listed with no provider; two providers are both named).
+/// Service names only: no configuration value.
+fn graph(plan: &cordis_host::plan::LoadPlan) -> std::collections::BTreeMap<String, Links> {
+    use cordis_host::plan::Step;
+    let mut providers: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    for e in &plan.entries {
+        if let Step::Plugin { prepared, .. } = &e.step {
+            for service in prepared.plugin.provides_erased(&*prepared.config) {
+                providers.entry(service).or_default().push(e.id.clone());
+            }
+        }
+    }
+    plan.entries
+        .iter()
+        .map(|e| {
+            let parent = e.parent.map(|i| plan.entries[i].id.clone());
+            let (provides, needs) = match &e.step {
+                Step::Plugin {
+                    prepared, inject, ..
+                } => {
+                    let mut provides = prepared.plugin.provides_erased(&*prepared.config);
+                    provides.sort();
+                    let mut wanted: Vec<(String, bool)> = prepared
+                        .plugin
+                        .inject()
+                        .iter()
+                        .map(|i| (i.name.to_string(), i.required))
+                        .chain(inject.iter().map(|n| (n.clone(), true)))
+                        .collect();
+                    wanted.sort();
+                    wanted.dedup_by(|a, b| a.0 == b.0);
+                    let needs = wanted
+                        .into_iter()
+                        .map(|(service, required)| {
+                            let from: Vec<&String> = providers
+                                .get(&service)
+                                .map(|p| p.iter().filter(|id| **id != e.id).collect())
+                                .unwrap_or_default();
+                            json!({"service": service, "required": required, "from": from})
+                        })
+                        .collect();
+                    (provides, needs)
+                }
+                _ => (Vec::new(), Vec::new()),
+            };
+            (
+                e.id.clone(),
+                Links {
+                    parent,
+                    provides,
+                    needs,
+                },
+            )
+        })
+        .collect()
 }
 
 /// `GET /api/events`: each reload (`reload`), and the page sessions' events (`agent`,

@@ -49,7 +49,7 @@ async function renderComposition() {
       el(
         "tr",
         { "data-entry": e.id, "data-entry-status": e.status },
-        el("td", {}, e.id),
+        el("td", { class: e.parent ? "nested" : "" }, e.parent ? `${e.parent} › ${e.id}` : e.id),
         el("td", {}, e.name),
         el("td", {}, el("span", { class: `badge status-${e.status}` }, e.status)),
         el("td", {}, e.load_ms === null ? "" : `${e.load_ms} ms`),
@@ -58,6 +58,7 @@ async function renderComposition() {
       ),
     ),
   );
+  renderGraph(c.entries);
   document.getElementById("digest").textContent = c.digest;
   const assembly = document.getElementById("assembly");
   const parts = [];
@@ -91,6 +92,65 @@ async function renderComposition() {
   }
   assembly.replaceChildren(...parts);
   renderReloads(c.reloads);
+}
+
+// The dependency graph as layers: an entry sits one column right of the deepest entry it
+// injects a service from; arrows go from provider to injector.
+function renderGraph(entries) {
+  const svgNs = "http://www.w3.org/2000/svg";
+  const byId = new Map(entries.map((e) => [e.id, e]));
+  const depth = new Map();
+  const depthOf = (id, seen = new Set()) => {
+    if (depth.has(id)) return depth.get(id);
+    if (seen.has(id)) return 0; // a cycle (the runtime would leave such entries pending)
+    seen.add(id);
+    const e = byId.get(id);
+    let d = 0;
+    for (const n of (e && e.needs) || []) for (const from of n.from) if (byId.has(from)) d = Math.max(d, depthOf(from, seen) + 1);
+    depth.set(id, d);
+    return d;
+  };
+  entries.forEach((e) => depthOf(e.id));
+  const columns = [];
+  for (const e of entries) (columns[depth.get(e.id)] ||= []).push(e);
+  const w = 170, h = 34, gapX = 60, gapY = 12;
+  const pos = new Map();
+  columns.forEach((col, x) => col.forEach((e, y) => pos.set(e.id, { x: x * (w + gapX) + 4, y: y * (h + gapY) + 4 })));
+  const width = columns.length * (w + gapX);
+  const height = Math.max(...columns.map((c) => c.length)) * (h + gapY) + 8;
+  const svg = document.createElementNS(svgNs, "svg");
+  svg.setAttribute("width", String(width));
+  svg.setAttribute("height", String(height));
+  svg.setAttribute("id", "graph-svg");
+  const node = (tag, attrs, text) => {
+    const n = document.createElementNS(svgNs, tag);
+    for (const [k, v] of Object.entries(attrs)) n.setAttribute(k, String(v));
+    if (text !== undefined) n.textContent = text;
+    svg.append(n);
+    return n;
+  };
+  let edges = 0;
+  for (const e of entries) {
+    for (const n of e.needs || []) {
+      for (const from of n.from) {
+        const a = pos.get(from), b = pos.get(e.id);
+        if (!a || !b) continue;
+        edges += 1;
+        const line = node("line", { x1: a.x + w, y1: a.y + h / 2, x2: b.x, y2: b.y + h / 2, class: n.required ? "edge" : "edge optional", "data-edge": `${from} to ${e.id}` });
+        node("title", {}, n.service);
+        line.append(svg.lastChild);
+      }
+    }
+  }
+  for (const e of entries) {
+    const p = pos.get(e.id);
+    node("rect", { x: p.x, y: p.y, width: w, height: h, rx: 5, class: `node status-${e.status}`, "data-node": e.id });
+    node("text", { x: p.x + 8, y: p.y + 14 }, e.id);
+    node("text", { x: p.x + 8, y: p.y + 28, class: "plugin" }, e.name);
+  }
+  const view = document.getElementById("graph-view");
+  view.setAttribute("data-edges", String(edges));
+  view.replaceChildren(svg);
 }
 
 function renderReloads(reloads) {
