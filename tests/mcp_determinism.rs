@@ -20,7 +20,7 @@ use cordis_runtime::{Policy, Schedule};
 /// The fixture server binary, built once per test binary in a target directory of its own
 /// (`cargo test` does not build other packages' binaries for this crate's tests, and the
 /// running cargo holds the lock on the main one).
-fn fixture_server() -> &'static Path {
+pub(crate) fn fixture_server() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
     BIN.get_or_init(|| {
         let exe = std::env::current_exe().unwrap();

@@ -816,3 +816,67 @@ fn a_stress_report_with_a_divergence_opened_in_the_page_shows_the_verdict_and_th
     assert_eq!(shown, replays);
     page.screenshot("report.png");
 }
+
+#[test]
+fn the_mcp_panel_shows_each_server_connected_or_pending_with_what_it_offers() {
+    let dir = scratch("mcp");
+    let fixture = crate::mcp_determinism::fixture_server();
+    std::fs::write(
+        dir.join("cordis.yml"),
+        format!(
+            "- id: system-prompt\n  name: system-prompt\n- id: tools\n  name: tools\n\
+             - id: mcp-fx\n  name: mcp\n  config:\n    transport: stdio\n    server: fx\n    command: {}\n    args: [--catalog]\n\
+             - id: mcp-down\n  name: mcp\n  config:\n    transport: stdio\n    server: down\n    command: /nonexistent/mcp-server\n",
+            fixture.display()
+        ),
+    )
+    .unwrap();
+    let check = common::cordis_command(&dir, &["check"]).output().unwrap();
+    let checked = String::from_utf8_lossy(&check.stdout).into_owned();
+    let tools: usize = checked
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("tools (canonical order, "))
+        .and_then(|r| r.trim_end_matches("):").trim_end_matches(')').parse().ok())
+        .unwrap_or_else(|| panic!("{checked}"));
+    assert!(tools > 0, "{checked}");
+
+    let s = serve(&dir, &[]);
+    let Some(browser) = chromium() else {
+        eprintln!(
+            "SKIP: no chromium on this machine (run .ci/install-browser); the MCP panel was not checked"
+        );
+        return;
+    };
+    let mut page = Browser::open(&browser, &format!("{}&live=0#mcp", s.url));
+    page.wait_for("document.body.dataset.ready === 'true'", "the page ready");
+    let row = |page: &mut Browser, server: &str| -> Vec<String> {
+        serde_json::from_value(page.eval(&format!(
+            "[...document.querySelectorAll('tr[data-mcp={server}] td')].map(td => td.textContent)"
+        )))
+        .unwrap()
+    };
+    let fx = row(&mut page, "fx");
+    // server, entry, transport, state, tools, prompts, resources (the fixture's `--catalog`
+    // offers three of each), note.
+    assert_eq!(
+        fx[..7],
+        [
+            "fx",
+            "mcp-fx",
+            "stdio",
+            "connected",
+            &tools.to_string(),
+            "3",
+            "3"
+        ],
+        "{fx:?}"
+    );
+    let down = row(&mut page, "down");
+    assert_eq!(down[3], "pending", "{down:?}");
+    assert_eq!(down[4], "0");
+    assert!(
+        down[7].starts_with("mcp(down): cannot connect: cannot start"),
+        "{down:?}"
+    );
+    page.screenshot("mcp.png");
+}

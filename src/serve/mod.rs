@@ -186,6 +186,7 @@ async fn composition(State(served): State<Arc<Served>>) -> Response {
     let report = live.report().await;
     // The exact bytes the digest covers: the page checks the digest against them itself.
     let graph = graph(live.plan());
+    let mcp = mcp_servers(live.plan(), live.root());
     let request = match cordis_host::assembly::header_bytes(live.root()).await {
         cordis_host::assembly::HeaderBytes::Header(bytes) => {
             Some(String::from_utf8_lossy(&bytes).into_owned())
@@ -205,6 +206,8 @@ async fn composition(State(served): State<Arc<Served>>) -> Response {
             }
         }
     }
+    // Joined with the entries' statuses by the page.
+    body["mcp"] = json!(mcp);
     body["file"] = json!(served.file);
     body["reloads"] = json!(
         cordis_runtime::lock(&served.reloads)
@@ -212,6 +215,43 @@ async fn composition(State(served): State<Arc<Served>>) -> Response {
             .collect::<Vec<_>>()
     );
     axum::Json(body).into_response()
+}
+
+/// The `mcp` entries of `plan`: entry id, server name and transport (never the command, URL
+/// or headers: they may hold credentials), with what the live server offers (tools
+/// registered, prompts, resources).
+fn mcp_servers(plan: &cordis_host::plan::LoadPlan, root: &cordis_runtime::Context) -> Vec<Value> {
+    use cordis_host::plan::Step;
+    let tools: Vec<String> = root
+        .get::<cordis_tools::ToolRegistry>()
+        .map(|r| r.schemas(None).into_iter().map(|s| s.name).collect())
+        .unwrap_or_default();
+    let live = cordis_mcp::servers(root);
+    plan.entries
+        .iter()
+        .filter_map(|e| match &e.step {
+            Step::Plugin { prepared, .. } => prepared
+                .config
+                .downcast_ref::<cordis_mcp::McpConfig>()
+                .map(|c| (e, c)),
+            _ => None,
+        })
+        .map(|(e, config)| {
+            let prefix = format!("mcp__{}__", config.server);
+            let server = live.iter().find(|s| s.name() == config.server);
+            json!({
+                "entry": e.id,
+                "server": config.server,
+                "transport": match config.transport {
+                    cordis_mcp::TransportKind::Stdio => "stdio",
+                    cordis_mcp::TransportKind::Http => "http",
+                },
+                "tools": tools.iter().filter(|t| t.starts_with(&prefix)).count(),
+                "prompts": server.map(|s| s.prompts().len()),
+                "resources": server.map(|s| s.resources().len()),
+            })
+        })
+        .collect()
 }
 
 /// An entry's place in the composition: its group, the services it provides, and the

@@ -59,6 +59,7 @@ async function renderComposition() {
     ),
   );
   renderGraph(c.entries);
+  renderMcp(c);
   document.getElementById("digest").textContent = c.digest;
   const assembly = document.getElementById("assembly");
   const parts = [];
@@ -92,6 +93,33 @@ async function renderComposition() {
   }
   assembly.replaceChildren(...parts);
   renderReloads(c.reloads);
+}
+
+// The MCP servers: each `mcp` entry's state (connected = active, pending with why, failed
+// with the error) and what its server offers.
+function renderMcp(c) {
+  const section = document.getElementById("mcp");
+  section.hidden = c.mcp.length === 0;
+  const byId = new Map(c.entries.map((e) => [e.id, e]));
+  document.querySelector("#mcp-servers tbody").replaceChildren(
+    ...c.mcp.map((m) => {
+      const e = byId.get(m.entry) || {};
+      const state = e.status === "active" ? "connected" : e.status;
+      const count = (n) => (n === null || n === undefined ? "–" : String(n));
+      return el(
+        "tr",
+        { "data-mcp": m.server, "data-mcp-state": state },
+        el("td", {}, m.server),
+        el("td", {}, m.entry),
+        el("td", {}, m.transport),
+        el("td", {}, el("span", { class: `badge status-${e.status}` }, state)),
+        el("td", { class: "tools" }, String(m.tools)),
+        el("td", {}, count(m.prompts)),
+        el("td", {}, count(m.resources)),
+        el("td", { class: "note" }, e.error || (e.waiting_for && e.waiting_for.length ? `waits for ${e.waiting_for.join(", ")}` : "")),
+      );
+    }),
+  );
 }
 
 // The dependency graph as layers: an entry sits one column right of the deepest entry it
