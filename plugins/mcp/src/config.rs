@@ -109,6 +109,11 @@ pub struct McpConfig {
     /// are undeclared (they ask) unless this entry trusts it.
     #[serde(default)]
     pub trust_annotations: bool,
+    /// Declare sampling and answer the server's `sampling/createMessage` through the
+    /// composition's model, each request only after the user allowed it (default true; false:
+    /// not declared, refused).
+    #[serde(default = "yes")]
+    pub sampling: bool,
     /// Reconnect policy.
     #[serde(default)]
     pub reconnect: Reconnect,
@@ -121,6 +126,10 @@ pub struct McpConfig {
 
 /// The default of [`McpConfig::max_message_bytes`].
 pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 16 << 20;
+
+fn yes() -> bool {
+    true
+}
 
 fn default_max_message() -> usize {
     DEFAULT_MAX_MESSAGE_BYTES
@@ -219,6 +228,7 @@ impl McpConfig {
             tools: ToolFilter::default(),
             fail_on_startup_error: false,
             trust_annotations: false,
+            sampling: true,
             reconnect: Reconnect::default(),
             max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
         }

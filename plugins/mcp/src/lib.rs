@@ -34,7 +34,8 @@
 //! # What the client declares
 //! `roots` (answered with the workspace root as a `file://` URI, see [`file_uri`]) and form
 //! `elicitation` (answered through the [`Elicitation`] service front ends provide, declined
-//! with a traced reason without one); not `sampling` (rmcp answers "method not found").
+//! with a traced reason without one), and `sampling` unless the entry turns it off (answered
+//! through the composition's model after the user allowed it, see the `sampling` module).
 //!
 //! # Authorization
 //! An HTTP entry whose server answers `401` uses OAuth ([`auth`]): the entry's bearer token
@@ -66,6 +67,7 @@ mod naming;
 mod output;
 mod progress;
 mod roots;
+mod sampling;
 mod stdio;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -110,6 +112,10 @@ pub use error::McpError;
 pub use naming::{MAX_PUBLIC_NAME, public_name};
 pub use progress::{MAX_PROGRESS_MESSAGE, McpProgress};
 pub use roots::file_uri;
+pub use sampling::{
+    MAX_SAMPLING_ANSWER, MAX_SAMPLING_BYTES, MAX_SAMPLING_MESSAGES, MAX_SAMPLING_TOKENS,
+    TRACE_SAMPLING,
+};
 
 /// The host variables a stdio server inherits; everything else (API keys, tokens) is dropped
 /// unless the entry's `env` sets it. Enough to find programs, a home, a locale and a terminal.
@@ -811,6 +817,8 @@ struct Handler {
     link: Arc<Link>,
     /// The entry's context: the workspace root is looked up here, progress emitted here.
     ctx: Context,
+    /// Whether sampling is declared and answered (the entry's `sampling`).
+    sampling: bool,
 }
 
 impl ClientHandler for Handler {
@@ -887,6 +895,48 @@ impl ClientHandler for Handler {
         Ok(result)
     }
 
+    // Sampling is deprecated by SEP-2577 like roots; servers (and the conformance suite)
+    // still ask for it over the initialize-handshake protocol.
+    #[allow(deprecated)]
+    /// Through the composition's model after the user allowed it; see the `sampling` module.
+    async fn create_message(
+        &self,
+        params: rmcp::model::CreateMessageRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::CreateMessageResult, rmcp::ErrorData> {
+        if !self.sampling {
+            return Err(rmcp::ErrorData::method_not_found::<
+                rmcp::model::CreateMessageRequestMethod,
+            >());
+        }
+        let params = serde_json::to_value(&params)
+            .map_err(|e| rmcp::ErrorData::internal_error(e.to_string(), None))?;
+        // The user's answer is the server's wait, not the server's: its waits pause meanwhile.
+        self.link.asking.send_modify(|n| *n += 1);
+        let _resume = Resume(&self.link.asking);
+        let answered = sampling::answer(&self.ctx, &self.link.server, params).await;
+        let outcome = match &answered {
+            Ok(result) => format!(
+                "answered by {} ({} bytes)",
+                result["model"].as_str().unwrap_or_default(),
+                result["content"]["text"].as_str().map_or(0, str::len)
+            ),
+            Err((_, why)) => format!("refused: {why}"),
+        };
+        tracing::info!(server = %self.link.server, %outcome, "mcp sampling");
+        self.ctx
+            .trace(TRACE_SAMPLING, format!("{}: {outcome}", self.link.server));
+        match answered {
+            Ok(result) => serde_json::from_value(result)
+                .map_err(|e| rmcp::ErrorData::internal_error(e.to_string(), None)),
+            Err((code, message)) => Err(rmcp::ErrorData::new(
+                rmcp::model::ErrorCode(code),
+                message,
+                None,
+            )),
+        }
+    }
+
     // Roots are deprecated by SEP-2577 for the stateless protocol; this client speaks the
     // initialize-handshake protocol, where servers (and the conformance suite) still use them.
     #[allow(deprecated)]
@@ -910,7 +960,8 @@ impl ClientHandler for Handler {
         // The initialize-handshake protocol: list_changed arrives as a plain notification
         // (newer versions deliver it only on a listen subscription). Declared is what is
         // implemented: roots (never changing while connected, so no `listChanged`) and form
-        // elicitation (declined when no front end answers); not sampling, not URL elicitation.
+        // elicitation (declined when no front end answers), sampling unless the entry turns it
+        // off (refused without an approver or a model); not URL elicitation.
         let mut capabilities = ClientCapabilities::default();
         let mut roots = RootsCapabilities::default();
         roots.list_changed = Some(false);
@@ -918,6 +969,9 @@ impl ClientHandler for Handler {
         let mut elicitation = rmcp::model::ElicitationCapability::default();
         elicitation.form = Some(rmcp::model::FormElicitationCapability::default());
         capabilities.elicitation = Some(elicitation);
+        if self.sampling {
+            capabilities.sampling = Some(rmcp::model::SamplingCapability::default());
+        }
         ClientConfig::new(
             capabilities,
             Implementation::new("cordis", env!("CARGO_PKG_VERSION")),
@@ -1005,6 +1059,7 @@ impl Bridge {
             changes: tx,
             link: self.link.clone(),
             ctx: self.ctx.clone(),
+            sampling: self.config.sampling,
         };
         let limit = self.config.call_timeout();
         let handshake = match self.config.transport {

@@ -14,7 +14,8 @@
 //! `list_changed` notification.
 //!
 //! With `--tools` only: `structured` (an `outputSchema`; `mode` good, bad or missing
-//! structuredContent), `ask` (sends `elicitation/create`: a fixed form, `form` when given, or
+//! structuredContent), `sample` (sends `sampling/createMessage` with `prompt`, `maxTokens` and a
+//! model `hint`, answering the client's result), `ask` (sends `elicitation/create`: a fixed form, `form` when given, or
 //! URL mode with `url: true`, and answers the client's result as JSON), `progress` (reports `steps` progress notifications `everyMs` apart on the call's
 //! progress token, then answers) and `roots` (asks the client `roots/list` during the call and
 //! answers its JSON). Tools carry annotations: `add` is `readOnlyHint`, `greet`
@@ -291,6 +292,10 @@ fn tool(name: &str) -> Tool {
             "Answers structuredContent for its outputSchema: `mode` good, bad (a string sum) or missing.",
             json!({"type": "object", "properties": {"mode": {"type": "string"}}}),
         ),
+        "sample" => (
+            "Asks the client's model (sampling/createMessage) to answer `prompt` in at most `maxTokens` tokens, and answers what came back.",
+            json!({"type": "object", "properties": {"prompt": {"type": "string"}, "maxTokens": {"type": "integer"}, "hint": {"type": "string"}}}),
+        ),
         "ask" => (
             "Asks the user for a name, an age and a color (elicitation/create, form mode), or for `form` when given, and answers what came back.",
             json!({"type": "object", "properties": {"form": {"type": "object"}, "url": {"type": "boolean"}}}),
@@ -311,6 +316,33 @@ fn tool(name: &str) -> Tool {
         value["outputSchema"] = json!({"type": "object", "properties": {"sum": {"type": "number"}}, "required": ["sum"]});
     }
     serde_json::from_value(value).unwrap_or_else(|e| panic!("fixture tool {name}: {e}"))
+}
+
+/// The `sample` tool: a `sampling/createMessage` to the client (deprecated by SEP-2577, still
+/// sent by servers), answering the client's result as JSON or its error.
+#[allow(deprecated)]
+async fn sample(peer: &rmcp::Peer<RoleServer>, args: &Value) -> CallToolResult {
+    let mut params = json!({
+        "messages": [{"role": "user", "content": {"type": "text", "text": args["prompt"].as_str().unwrap_or("Say hello.")}}],
+        "systemPrompt": "You answer a tool's question briefly.",
+        "maxTokens": args["maxTokens"].as_u64().unwrap_or(100),
+    });
+    if let Some(hint) = args["hint"].as_str() {
+        params["modelPreferences"] = json!({"hints": [{"name": hint}]});
+    }
+    let request = match serde_json::from_value(params) {
+        Ok(p) => ServerRequest::CreateMessageRequest(rmcp::model::CreateMessageRequest::new(p)),
+        Err(e) => return text_result(format!("cannot build the request: {e}"), true, None),
+    };
+    match peer.send_request(request).await {
+        Ok(ClientResult::CreateMessageResult(answer)) => text_result(
+            serde_json::to_string(&answer).unwrap_or_default(),
+            false,
+            None,
+        ),
+        Ok(_) => text_result("an unexpected answer", true, None),
+        Err(e) => text_result(format!("sampling/createMessage failed: {e}"), true, None),
+    }
 }
 
 fn text_result(
@@ -621,6 +653,7 @@ impl ServerHandler for Fixture {
                     },
                 }
             }
+            "sample" => sample(&context.peer, &args).await,
             "roots" => {
                 // As a real server does: ask only a client that declared roots.
                 let declared: Vec<String> = context

@@ -18,6 +18,8 @@ use serde_json::{Value, json};
 
 use super::{DEADLINE, call, cfg, eventually, log_lines, names, root_with_tools, settle, text};
 
+mod sampling;
+
 fn only_server(root: &Context) -> McpServer {
     let mut all = servers(root);
     assert_eq!(all.len(), 1, "{all:?}");
