@@ -1408,6 +1408,13 @@ impl Bridge {
             }
             attempt += 1;
             tokio::time::sleep(policy.delay(attempt)).await;
+            // A server that needs a login is not asked again until a login changed the grant
+            // (waiting spends no attempt).
+            if let Some(auth) = &self.auth {
+                while auth.still_waiting().await.is_some() {
+                    tokio::time::sleep(auth::LOGIN_POLL).await;
+                }
+            }
             match self.start().await {
                 Ok(c) => connection = Some(c),
                 Err(error) => {

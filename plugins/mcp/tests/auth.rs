@@ -202,6 +202,12 @@ async fn tokens_are_renewed_before_they_expire_and_after_a_401_and_a_revoked_gra
             && message.contains("run `cordis mcp login guarded [FILE]`"),
         "{message}"
     );
+    // The failed call makes the entry check on the server and reconnect; needing a login, it
+    // waits for one instead of asking the server again and again.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let refused = fixture.count("mcp 401");
+    tokio::time::sleep(cordis_mcp::auth::LOGIN_POLL * 2 + Duration::from_millis(500)).await;
+    assert_eq!(fixture.count("mcp 401"), refused, "{:?}", fixture.log());
     root.dispose();
 }
 

@@ -209,6 +209,8 @@ fn scopes_for(
 async fn redirected(listener: &TcpListener, state: &str) -> Result<String, AuthError> {
     loop {
         let Ok((mut stream, _)) = listener.accept().await else {
+            // Out of descriptors, say: not a reason to spin.
+            tokio::time::sleep(Duration::from_millis(50)).await;
             continue;
         };
         let mut head = Vec::new();
