@@ -521,17 +521,22 @@ impl Browser {
         }
     }
 
-    /// The value of `expression` in the page (promises awaited).
-    fn eval(&mut self, expression: &str) -> Value {
+    /// The value of `expression` in the page (promises awaited), or the exception it threw.
+    fn try_eval(&mut self, expression: &str) -> Result<Value, Value> {
         let result = self.call(
             "Runtime.evaluate",
             serde_json::json!({"expression": expression, "awaitPromise": true, "returnByValue": true}),
         );
-        assert!(
-            result.get("exceptionDetails").is_none(),
-            "{expression}: {result}"
-        );
-        result["result"]["value"].clone()
+        match result.get("exceptionDetails") {
+            Some(exception) => Err(exception.clone()),
+            None => Ok(result["result"]["value"].clone()),
+        }
+    }
+
+    /// The value of `expression` in the page (promises awaited); it must not throw.
+    fn eval(&mut self, expression: &str) -> Value {
+        self.try_eval(expression)
+            .unwrap_or_else(|e| panic!("{expression}: {e}"))
     }
 
     /// Waits until `expression` is truthy in the page; its value. Fails after a minute, saying
@@ -539,15 +544,16 @@ impl Browser {
     fn wait_for(&mut self, expression: &str, what: &str) -> Value {
         let start = std::time::Instant::now();
         loop {
-            let value = self.eval(expression);
+            // A page still loading has no body yet: that is "not yet", not a failure.
+            let value = self.try_eval(expression).unwrap_or(Value::Null);
             let truthy =
                 !matches!(&value, Value::Null | Value::Bool(false)) && value != 0 && value != "";
             if truthy {
                 return value;
             }
             if start.elapsed() > std::time::Duration::from_secs(60) {
-                let text = self.eval("document.body.innerText");
-                panic!("never saw {what}; the page shows:\n{text}");
+                let text = self.try_eval("document.body.innerText");
+                panic!("never saw {what}; the page shows:\n{text:?}");
             }
             std::thread::sleep(std::time::Duration::from_millis(50));
         }
