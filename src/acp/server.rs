@@ -109,16 +109,9 @@ impl Live {
     }
 }
 
-/// A new session id: time, process and a counter, so two agents sharing a sessions root never
-/// pick the same one.
+/// A new session id (see [`crate::cli::sessions::unique_session_id`]).
 fn new_session_id() -> String {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis());
-    let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    format!("acp-{ms}-{}-{n}", std::process::id())
+    crate::cli::sessions::unique_session_id("acp")
 }
 
 /// The session's cwd, which must be absolute (it becomes the workspace root).

@@ -45,6 +45,18 @@ pub(crate) fn civil(ms: u128) -> (i64, i64, i64, i64, i64, i64) {
     (y, m, d, rem / 3600, rem % 3600 / 60, rem % 60)
 }
 
+/// A new session id no other process or call picks: `PREFIX-MS-PID-N` (milliseconds since the
+/// epoch, this process, a counter), so two front ends sharing a sessions root never collide.
+pub(crate) fn unique_session_id(prefix: &str) -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis());
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    format!("{prefix}-{ms}-{}-{n}", std::process::id())
+}
+
 /// A time as ISO 8601 in UTC, to the millisecond (`2026-12-02T15:51:16.123Z`).
 pub(crate) fn iso8601(time: std::time::SystemTime) -> String {
     let ms = time

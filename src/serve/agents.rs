@@ -88,15 +88,10 @@ pub struct WebAgents {
     handles: Vec<EffectHandle>,
 }
 
-/// A session's id for one started in the page: time, process and a counter, so two servers
-/// sharing a sessions root never pick the same one.
+/// A session's id for one started in the page (see
+/// [`crate::cli::sessions::unique_session_id`]).
 fn new_session_id() -> String {
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis());
-    let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    format!("web-{ms}-{}-{n}", std::process::id())
+    crate::cli::sessions::unique_session_id("web")
 }
 
 fn send(events: &broadcast::Sender<(&'static str, String)>, kind: &'static str, data: Value) {
