@@ -78,3 +78,69 @@ fn a_tool_filter_naming_one_tool_in_both_lists_or_with_an_unknown_key_points_at_
         run.err
     );
 }
+
+#[test]
+fn an_mcp_prompt_is_a_slash_command_whose_rendering_is_the_message() {
+    let dir = std::env::temp_dir().join(format!("cordis-mcp-prompt-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let server = crate::mcp_determinism::fixture_server();
+    std::fs::write(
+        dir.join("cordis.yml"),
+        format!(
+            "- {{id: system-prompt, name: system-prompt}}\n- {{id: tools, name: tools}}\n\
+             - id: llm\n  name: llm\n  config: {{adapter: scripted, model: m, responses: [{{text: Reviewed.}}], repeat: true}}\n\
+             - {{id: sessions, name: sessions}}\n- {{id: agent-loop, name: agent-loop}}\n\
+             - id: fx\n  name: mcp\n  config: {{transport: stdio, server: fx, command: {}, args: [--catalog]}}\n",
+            server.display()
+        ),
+    )
+    .unwrap();
+    let mut run = common::cordis_command(&dir, &["run"]);
+    let mut child = run.spawn().unwrap();
+    use std::io::Write as _;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"/help\n/mcp__fx__review\n/mcp__fx__review src/a.rs focus=tests\n")
+        .unwrap();
+    let ran = child.wait_with_output().unwrap();
+    let (out, err) = (
+        String::from_utf8_lossy(&ran.stdout).into_owned(),
+        String::from_utf8_lossy(&ran.stderr).into_owned(),
+    );
+    assert_eq!(ran.status.code(), Some(0), "{out}\n{err}");
+    // /help lists the server's prompts, sorted, with their arguments.
+    assert!(
+        err.contains("cordis: MCP prompts (sent as your message):\n  /mcp__fx__greeting [name=…]  Greets someone.\n  /mcp__fx__review file=… [focus=…]  Asks for a review of one file.\n  /mcp__fx__summarize  Summarizes the conversation.\n"),
+        "{err}"
+    );
+    // A missing required argument is named; nothing is sent.
+    assert!(
+        err.contains("cordis: the prompt review needs file (usage: /… file=… [focus=…])"),
+        "{err}"
+    );
+    assert_eq!(out.matches("Reviewed.").count(), 1, "{out}");
+    // The rendering is the user's message in the log.
+    let session = err
+        .split_whitespace()
+        .skip_while(|w| *w != "session")
+        .nth(1)
+        .expect("the run names its session")
+        .trim_end_matches([',', '.', ')'])
+        .to_owned();
+    let history = common::cordis_command(&dir, &["history", &session, "--json"])
+        .output()
+        .unwrap();
+    let page: serde_json::Value = serde_json::from_slice(&history.stdout).unwrap();
+    let users: Vec<&str> = page["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["event"]["type"] == "user/message")
+        .map(|e| e["event"]["data"]["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(users, ["Review src/a.rs (focus: tests)."]);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -32,6 +32,7 @@ mod input;
 mod mcp;
 mod permute;
 mod presets;
+pub(crate) mod prompts;
 mod render;
 pub(crate) mod run;
 mod serve;

@@ -749,15 +749,44 @@ impl Conversation<'_> {
             } else {
                 commands::parse(&message)
             };
-            let message = match line {
-                commands::Line::Message(text) => text.to_owned(),
-                command => {
+            // A prompt of an MCP server, run as a command: its rendering is the message.
+            let expanded = match line {
+                commands::Line::Unknown(_) => super::prompts::expand(&self.root, &message).await,
+                _ => None,
+            };
+            let message = match (line, expanded) {
+                (_, Some(Ok(text))) => {
+                    if !interactive {
+                        writeln!(io.out, "> {}", safe_lines(message.trim()))?;
+                    }
+                    text
+                }
+                (_, Some(Err(why))) => {
+                    writeln!(io.err, "cordis: {}", safe(&why))?;
+                    io.err.flush()?;
+                    continue;
+                }
+                (commands::Line::Message(text), None) => text.to_owned(),
+                (command, None) => {
                     if !interactive {
                         writeln!(io.out, "> {}", safe_lines(message.trim()))?;
                     }
                     match command {
                         commands::Line::Preset(rest) => self.switch_preset(rest, io).await?,
-                        commands::Line::Help => write!(io.err, "{}", commands::help())?,
+                        commands::Line::Help => {
+                            write!(io.err, "{}", commands::help())?;
+                            let prompts = super::prompts::prompt_commands(&self.root);
+                            if !prompts.is_empty() {
+                                writeln!(io.err, "cordis: MCP prompts (sent as your message):")?;
+                                for p in prompts {
+                                    let usage = match &p.input {
+                                        Some(input) => format!("/{} {input}", p.name),
+                                        None => format!("/{}", p.name),
+                                    };
+                                    writeln!(io.err, "  {}  {}", safe(&usage), safe(&p.what))?;
+                                }
+                            }
+                        }
                         commands::Line::Usage => self.usage(io)?,
                         commands::Line::Permissions(rest) => self.permissions(rest, io)?,
                         commands::Line::Clear => {
