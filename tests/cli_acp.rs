@@ -2655,3 +2655,87 @@ fn a_line_that_is_not_utf8_or_too_long_is_answered_and_the_connection_goes_on() 
     assert!(!session.is_empty());
     assert_eq!(acp.close(), 0);
 }
+
+#[test]
+fn an_mcp_servers_prompts_are_commands_the_editor_is_told_of_and_their_rendering_is_the_message() {
+    let server = mcp_fixture_server();
+    let dir = scratch("mcp-prompts");
+    let mut acp = Acp::start(&dir, &json!([text("Hello, Ada.")]));
+    acp.initialize();
+    let id = acp.request(
+        "session/new",
+        json!({"cwd": dir, "mcpServers": [{"name": "fixture", "command": server,
+            "args": ["--catalog"], "env": []}]}),
+    );
+    let r = acp.response(id);
+    let s = r["result"]["sessionId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{r}"))
+        .to_owned();
+    // A missing argument is answered, not sent.
+    assert_eq!(
+        acp.prompt(&s, "/mcp__fixture__review")["result"]["stopReason"],
+        "end_turn"
+    );
+    // The editor was told (after the session's answer) of the server's prompts beside cordis's own commands.
+    let announced = acp
+        .seen
+        .iter()
+        .find(|m| m["params"]["update"]["sessionUpdate"] == "available_commands_update")
+        .map(|m| m["params"]["update"]["availableCommands"].clone())
+        .expect("the commands are announced");
+    let names: Vec<&str> = announced
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "help",
+            "usage",
+            "permissions",
+            "mcp__fixture__greeting",
+            "mcp__fixture__review",
+            "mcp__fixture__summarize"
+        ]
+    );
+    assert_eq!(
+        announced[4],
+        json!({"name": "mcp__fixture__review", "description": "Asks for a review of one file.",
+               "input": {"hint": "file=… [focus=…]"}})
+    );
+    // The rendering is what the model gets.
+    assert_eq!(
+        acp.prompt(&s, "/mcp__fixture__greeting Ada")["result"]["stopReason"],
+        "end_turn"
+    );
+    assert_eq!(acp.close(), 0);
+    check_updates(&acp);
+    let said: Vec<String> = acp
+        .updates(&s)
+        .iter()
+        .filter(|u| u["sessionUpdate"] == "agent_message_chunk")
+        .map(|u| u["content"]["text"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        said,
+        [
+            "the prompt review needs file (usage: /… file=… [focus=…])",
+            "Hello, Ada."
+        ]
+    );
+    let logged = walk_files(&common::state_home(&dir))
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .map(|p| std::fs::read_to_string(p).unwrap())
+        .collect::<String>();
+    let users: Vec<Value> = logged
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["type"] == "user/message")
+        .map(|e| e["data"]["content"].clone())
+        .collect();
+    assert_eq!(users, [json!("Say hello to Ada.")]);
+}

@@ -643,7 +643,13 @@ impl<'c> Server<'c> {
                 // (what it changes, a permission mode or a revoked grant, is).
                 let one_text = matches!(req.prompt.as_slice(),
                     [only] if only.get("type").and_then(Value::as_str) == Some("text"));
-                if one_text && let Some(answer) = command_answer(&text, live) {
+                // A prompt of one of the session's MCP servers is run, not answered here.
+                let root = live.booted.root().clone();
+                let runs_prompt = one_text && crate::cli::prompts::names_prompt(&root, &text);
+                if one_text
+                    && !runs_prompt
+                    && let Some(answer) = command_answer(&text, live)
+                {
                     self.connection.notify(
                         "session/update",
                         SessionNotification {
@@ -672,7 +678,31 @@ impl<'c> Server<'c> {
                 live.busy = Some(Busy::Prompt(cancel));
                 let agent = live.agent().clone();
                 let opening = live.opening;
+                let connection = self.connection.clone();
                 self.work.push(Box::pin(async move {
+                    let text = match runs_prompt {
+                        true => match crate::cli::prompts::expand(&root, &text).await {
+                            Some(Ok(rendered)) => rendered,
+                            Some(Err(why)) => {
+                                // Told like a command's answer; nothing reaches the model.
+                                connection.notify(
+                                    "session/update",
+                                    SessionNotification {
+                                        session_id: id.clone(),
+                                        update: SessionUpdate::AgentMessageChunk {
+                                            content: super::protocol::ContentBlock::text(why),
+                                        },
+                                    },
+                                );
+                                let done = Ok(PromptResponse {
+                                    stop_reason: StopReason::EndTurn,
+                                });
+                                return Done::Prompted(id, opening, done, reply);
+                            }
+                            None => text,
+                        },
+                        false => text,
+                    };
                     let from = agent.session().len();
                     let ended = {
                         let turn = agent.run_prompt(text, sent);
@@ -886,12 +916,15 @@ impl<'c> Server<'c> {
 
     /// Tells the client which slash commands session `id` accepts (after its opening's answer).
     fn announce_commands(&self, id: &str) {
+        let Some(live) = self.sessions.get(id) else {
+            return;
+        };
         self.connection.notify(
             "session/update",
             SessionNotification {
                 session_id: id.to_owned(),
                 update: SessionUpdate::AvailableCommandsUpdate {
-                    available_commands: available_commands(),
+                    available_commands: available_commands(live.booted.root()),
                 },
             },
         );
@@ -1063,8 +1096,15 @@ fn options_of(live: &Live) -> Vec<SessionConfigOption> {
 }
 
 /// The slash commands an editor session accepts: the terminal's, where they mean something in
-/// an editor.
-fn available_commands() -> Vec<super::protocol::AvailableCommand> {
+/// an editor, then the prompts of the MCP servers of its composition (`scope`).
+fn available_commands(scope: &cordis_runtime::Context) -> Vec<super::protocol::AvailableCommand> {
+    let prompts = crate::cli::prompts::prompt_commands(scope)
+        .into_iter()
+        .map(|p| super::protocol::AvailableCommand {
+            name: p.name,
+            description: p.what,
+            input: p.input.map(|hint| super::protocol::CommandInput { hint }),
+        });
     crate::cli::commands::editor_commands()
         .map(|c| super::protocol::AvailableCommand {
             name: c.name().to_owned(),
@@ -1073,6 +1113,7 @@ fn available_commands() -> Vec<super::protocol::AvailableCommand> {
                 hint: hint.to_owned(),
             }),
         })
+        .chain(prompts)
         .collect()
 }
 

@@ -79,6 +79,12 @@ fn find(scope: &Context, word: &str) -> Option<(McpServer, PromptInfo)> {
     })
 }
 
+/// Whether `line` runs a prompt of a server under `scope`.
+pub(crate) fn names_prompt(scope: &Context, line: &str) -> bool {
+    let word = line.split_whitespace().next().unwrap_or_default();
+    word.starts_with("/mcp__") && find(scope, word).is_some()
+}
+
 /// The arguments of `prompt` from what followed the command.
 fn arguments(prompt: &PromptInfo, rest: &str) -> Result<BTreeMap<String, String>, String> {
     let mut args = BTreeMap::new();
@@ -230,11 +236,21 @@ mod tests {
         let got = arguments(&p, "tone=kind src/a.rs").unwrap();
         assert_eq!(got["file"], "src/a.rs");
         let e = arguments(&p, "tone=kind").unwrap_err();
-        assert_eq!(e, "the prompt review needs file (usage: /… file=… [tone=…])");
-        assert!(arguments(&p, "a b c").unwrap_err().starts_with("too many arguments"));
+        assert_eq!(
+            e,
+            "the prompt review needs file (usage: /… file=… [tone=…])"
+        );
+        assert!(
+            arguments(&p, "a b c")
+                .unwrap_err()
+                .starts_with("too many arguments")
+        );
         // One argument takes the whole line.
         let one = prompt(&[("topic", true)]);
-        assert_eq!(arguments(&one, "the borrow checker").unwrap()["topic"], "the borrow checker");
+        assert_eq!(
+            arguments(&one, "the borrow checker").unwrap()["topic"],
+            "the borrow checker"
+        );
         assert_eq!(arguments(&one, "topic=x y").unwrap()["topic"], "x y");
     }
 
