@@ -91,6 +91,11 @@ fn three_servers_in_random_order_give_one_digest_to_check_stress_and_permute() {
     assert!(stress.out.contains("60 seeds agree"), "{}", stress.out);
     assert_eq!(digest_line(&stress.out), digest, "stress vs check");
 
+    // The catalog (prompts, resources) is digested and compared too: another seed's check
+    // gives the same.
+    let catalog = catalog_line(&check.out);
+    let again = cordis(&["check", &file, "--seed", "8"], &env);
+    assert_eq!(catalog_line(&again.out), catalog, "catalog, seed 7 vs 8");
     let permute = cordis(&["permute", &file], &env);
     assert_eq!(permute.code, 0, "{}\n{}", permute.out, permute.err);
     assert!(
@@ -111,6 +116,57 @@ fn three_servers_in_random_order_give_one_digest_to_check_stress_and_permute() {
     assert!(
         left.is_empty(),
         "server processes outlived their boots: {left:?}"
+    );
+}
+
+/// The `catalog:` line of `cordis check`.
+fn catalog_line(out: &str) -> String {
+    out.lines()
+        .find_map(|l| l.strip_prefix("catalog: "))
+        .unwrap_or_else(|| panic!("no catalog in:\n{out}"))
+        .to_owned()
+}
+
+/// Servers that list their prompts and resources in other orders (other seeds, other page
+/// sizes) give one catalog digest; a server offering one prompt more gives another.
+#[test]
+fn prompts_and_resources_listed_in_any_order_give_one_catalog_digest() {
+    let bin = fixture_server().display().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, args: &str| {
+        let file = dir.path().join(name);
+        std::fs::write(
+            &file,
+            format!(
+                "- {{id: system-prompt, name: system-prompt}}\n- {{id: tools, name: tools}}\n\
+                 - id: a\n  name: mcp\n  config: {{transport: stdio, server: a, command: \"{bin}\", args: [--catalog, {args}]}}\n\
+                 - id: b\n  name: mcp\n  config: {{transport: stdio, server: b, command: \"{bin}\", args: [--catalog, --extra-catalog, \"6\"]}}\n"
+            ),
+        )
+        .unwrap();
+        file.display().to_string()
+    };
+    let catalog_of = |file: &str| {
+        let check = cordis(&["check", file], &[]);
+        assert_eq!(check.code, 0, "{}\n{}", check.out, check.err);
+        (catalog_line(&check.out), digest_line(&check.out))
+    };
+    let one = catalog_of(&write(
+        "one.yml",
+        "--extra-catalog, \"7\", --seed, \"1\", --page-size, \"2\"",
+    ));
+    let other = catalog_of(&write(
+        "other.yml",
+        "--extra-catalog, \"7\", --seed, \"99\", --page-size, \"5\"",
+    ));
+    assert_eq!(
+        one, other,
+        "listing order changed the catalog or the request"
+    );
+    let more = catalog_of(&write("more.yml", "--extra-catalog, \"8\", --seed, \"1\""));
+    assert_ne!(
+        more.0, one.0,
+        "one prompt and resource more is another catalog"
     );
 }
 
@@ -177,8 +233,8 @@ fn registration_orders_differ_between_seeds_but_the_digest_does_not() {
             .collect();
         assert_eq!(
             order.len(),
-            30,
-            "seed {seed}: every tool registered once (14 + 10 + 6)"
+            32,
+            "seed {seed}: every tool registered once (14 + 10 + 6, and alpha's and beta's read_resource)"
         );
         orders.insert(order);
         digests.insert(report.digest);

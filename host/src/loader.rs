@@ -14,8 +14,8 @@
 //! the trace are order-dependent and never part of the digest.
 
 use cordis_runtime::{
-    Context, Inject, LiveCounts, PluginOptions, Policy, Schedule, ScopeHandle, ScopeStatus,
-    TraceEvent,
+    Context, Inject, LiveCounts, Offered, PluginOptions, Policy, Schedule, ScopeHandle,
+    ScopeStatus, TraceEvent,
 };
 use serde_json::{Value, json};
 
@@ -141,6 +141,10 @@ pub struct BootReport {
     pub digest: String,
     /// Why `assemble()` failed, if it did.
     pub assembly_error: Option<String>,
+    /// Hex sha256 of what the entries offer people beside the request (see
+    /// [`cordis_runtime::Offered`]: an MCP server's prompts and resources); `None` when none
+    /// offers anything.
+    pub catalog: Option<String>,
     /// Contained failures (panicking listeners, undos, tasks), sorted.
     pub incidents: Vec<String>,
     /// The runtime's apply/registration trace, in the order it happened.
@@ -177,6 +181,7 @@ impl BootReport {
             "assembly": self.assembly,
             "assembly_error": self.assembly_error,
             "digest": self.digest,
+            "catalog": self.catalog,
             "incidents": self.incidents,
             "boot_ms": self.boot_time.as_secs_f64() * 1e3,
         })
@@ -208,6 +213,9 @@ impl BootReport {
             .map_or(Value::Null, Value::String);
         out.insert("assembly_error".to_owned(), assembly_error);
         out.insert("digest".to_owned(), self.digest.clone().into());
+        if let Some(catalog) = &self.catalog {
+            out.insert("catalog".to_owned(), catalog.clone().into());
+        }
         out.insert("entries".to_owned(), Value::Object(entries));
         out.insert(
             "incidents".to_owned(),
@@ -221,6 +229,7 @@ impl BootReport {
     /// difference.
     pub fn same_outcome(&self, other: &BootReport) -> bool {
         self.digest == other.digest
+            && self.catalog == other.catalog
             && self.assembly_error == other.assembly_error
             && self.assembly == other.assembly
             && self.incidents == other.incidents
@@ -463,6 +472,7 @@ pub(crate) async fn report(
         .collect();
 
     let view = assembly_view(root).await;
+    let catalog = offered_digest(root).await;
     let incidents = incident_lines(root);
     BootReport {
         seed: root.schedule().seed(),
@@ -471,10 +481,26 @@ pub(crate) async fn report(
         digest: view.digest,
         assembly: view.json,
         assembly_error: view.error,
+        catalog,
         incidents,
         trace: root.trace_events(),
         boot_time,
     }
+}
+
+/// The digest of what the entries under `root` offer beside the request ([`Offered`]): the
+/// sha256 of the keyed map as JSON (keys sorted), `None` when nothing is offered or a listener
+/// failed (that failure is an incident of its own).
+pub(crate) async fn offered_digest(root: &Context) -> Option<String> {
+    if root.waterfall_listener_count::<Offered>() == 0 {
+        return None;
+    }
+    let offered = root.waterfall::<Offered>(Default::default()).await.ok()?;
+    if offered.is_empty() {
+        return None;
+    }
+    let text = serde_json::to_string(&offered).unwrap_or_default();
+    Some(crate::digest::sha256_hex(text.as_bytes()))
 }
 
 /// The runtime's incidents as reports print them (`plugin (site): message`), sorted.
@@ -558,6 +584,7 @@ mod tests {
             assembly: serde_json::json!({"tools": ["x"]}),
             digest: "d".to_owned(),
             assembly_error: None,
+            catalog: None,
             incidents: Vec::new(),
             trace: Vec::new(),
             boot_time: std::time::Duration::ZERO,
@@ -613,6 +640,7 @@ mod tests {
             assembly: json!({"sections": [{"name": "a", "order": 0.0}], "tools": ["t"]}),
             digest: "d".to_owned(),
             assembly_error: None,
+            catalog: None,
             incidents: Vec::new(),
             trace: Vec::new(),
             boot_time: std::time::Duration::ZERO,

@@ -311,6 +311,9 @@ pub struct OrderOutcome {
     pub digest: String,
     /// Why `assemble()` failed, if it did.
     pub assembly_error: Option<String>,
+    /// The digest of what the entries offer beside the request (an MCP server's prompts and
+    /// resources; see [`cordis_runtime::Offered`]).
+    pub catalog: Option<String>,
     /// Every entry's id, status and reason, in file order.
     pub entries: Vec<(String, EntryStatus, Option<String>)>,
     /// Contained failures (panicking listeners, undos, tasks), sorted.
@@ -364,6 +367,13 @@ impl OrderOutcome {
                 self.digest, other.digest
             ));
         }
+        if self.catalog != other.catalog {
+            out.push(format!(
+                "what the entries offer differs (prompts, resources): catalog {} in order {mine}, {} in order {theirs}",
+                self.catalog.as_deref().unwrap_or("none"),
+                other.catalog.as_deref().unwrap_or("none")
+            ));
+        }
         if self.incidents != other.incidents {
             out.push(format!(
                 "the incidents differ: {:?} in order {mine}, {:?} in order {theirs}",
@@ -378,6 +388,7 @@ impl OrderOutcome {
 type Key = (
     String,
     Option<String>,
+    Option<String>,
     Vec<(String, EntryStatus, Option<String>)>,
     Vec<String>,
 );
@@ -387,6 +398,7 @@ impl OrderOutcome {
         (
             self.digest.clone(),
             self.assembly_error.clone(),
+            self.catalog.clone(),
             self.entries.clone(),
             self.incidents.clone(),
         )
@@ -417,6 +429,7 @@ pub async fn boot(plan: &LoadPlan, order: &[usize]) -> OrderOutcome {
         })
         .collect();
     let header = header_bytes(&root).await;
+    let catalog = crate::loader::offered_digest(&root).await;
     let incidents = crate::loader::incident_lines(&root);
     let registrations = root.trace_details(Schedule::TRACE_REGISTER);
     let events = event_footprints(&root);
@@ -427,6 +440,7 @@ pub async fn boot(plan: &LoadPlan, order: &[usize]) -> OrderOutcome {
             HeaderBytes::Failed(message) => Some(message),
             _ => None,
         },
+        catalog,
         entries,
         incidents,
         registrations,
@@ -1096,6 +1110,7 @@ mod tests {
         Ok(OrderOutcome {
             digest: format!("first {}", order[0]),
             assembly_error: (order[0] == 3).then(|| "three went first".to_owned()),
+            catalog: None,
             entries: Vec::new(),
             incidents: Vec::new(),
             registrations: order.iter().map(ToString::to_string).collect(),
@@ -1456,6 +1471,7 @@ mod tests {
                 OrderOutcome {
                     digest: counts.join(" "),
                     assembly_error: None,
+                    catalog: None,
                     entries: Vec::new(),
                     incidents: Vec::new(),
                     registrations: Vec::new(),

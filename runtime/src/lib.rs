@@ -53,7 +53,7 @@ pub use context::{Context, INCIDENT_CAPACITY, TRACE_CAPACITY};
 pub use effect::{EffectHandle, EffectKind};
 pub use error::{BoxError, ConfigError, Deferred, EventError, ServiceError, panic_message};
 pub use event::{Event, Handler, Position};
-pub use host_event::ConfigReloaded;
+pub use host_event::{ConfigReloaded, Offered};
 pub use introspect::{EffectCounts, EventFootprint, Incident, LiveCounts, ScopeInfo, TraceEvent};
 pub use order::OrderKey;
 pub use plugin::{ErasedPlugin, FnPlugin, Inject, Plugin, PluginOptions, Prepared, prepare};

@@ -135,6 +135,7 @@ fn joined_outcome(
         Err(why) => OrderOutcome {
             digest: format!("preset failed: {why}"),
             assembly_error: Some(why),
+            catalog: None,
             entries: Vec::new(),
             incidents: Vec::new(),
             registrations: Vec::new(),
@@ -154,6 +155,7 @@ fn joined_outcome(
             OrderOutcome {
                 digest: report.digest.clone(),
                 assembly_error: report.assembly_error.clone(),
+                catalog: report.catalog.clone(),
                 entries: report
                     .entries
                     .iter()

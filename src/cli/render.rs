@@ -232,6 +232,10 @@ pub(crate) fn print_report(
             writeln!(io.out, "incident: {}", safe(&incident.to_string()))?;
         }
         writeln!(io.out, "digest: {}", report.digest)?;
+        // What the entries offer beside the request (MCP prompts and resources), when any does.
+        if let Some(catalog) = &report.catalog {
+            writeln!(io.out, "catalog: {catalog}")?;
+        }
     }
     let mut code = EXIT_OK;
     let replay = match seed_hint {

@@ -233,6 +233,16 @@ impl Plugin for McpPlugin {
             current: Mutex::new(Generation::default()),
         });
         directory::enlist(&ctx, &bridge.link);
+        // The catalog is part of what a report digests (`cordis check`, `stress`, `permute`).
+        let offering = bridge.link.clone();
+        let _ = ctx.on_waterfall::<cordis_runtime::Offered, _, _>(
+            cordis_runtime::Position::Back,
+            move |mut offered, next| {
+                let catalog = serde_json::to_string(&*lock(&offering.catalog)).unwrap_or_default();
+                offered.insert(format!("mcp/{}", offering.server), catalog);
+                next.run(offered)
+            },
+        );
         let link = bridge.link.clone();
         // Synchronous, so the process group is gone when dispose returns, whatever the server
         // does with a closed stdin or SIGTERM.
