@@ -144,3 +144,51 @@ fn an_mcp_prompt_is_a_slash_command_whose_rendering_is_the_message() {
     assert_eq!(users, ["Review src/a.rs (focus: tests)."]);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn an_mcp_calls_progress_shows_in_the_terminal_while_it_runs() {
+    let dir = std::env::temp_dir().join(format!("cordis-mcp-progress-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let server = crate::mcp_determinism::fixture_server();
+    std::fs::write(
+        dir.join("cordis.yml"),
+        format!(
+            "- {{id: system-prompt, name: system-prompt}}\n- {{id: tools, name: tools}}\n\
+             - id: llm\n  name: llm\n  config:\n    adapter: scripted\n    model: m\n    responses:\n\
+             \x20     - toolCalls: [{{id: p1, name: mcp__fx__progress, arguments: {{steps: 3, everyMs: 30}}}}]\n\
+             \x20     - text: Built.\n\
+             - {{id: sessions, name: sessions}}\n- {{id: agent-loop, name: agent-loop}}\n\
+             - id: fx\n  name: mcp\n  config: {{transport: stdio, server: fx, command: {}, args: [--tools, progress]}}\n",
+            server.display()
+        ),
+    )
+    .unwrap();
+    let mut run = common::cordis_command(&dir, &["run", "--approve", "mcp__fx__progress"]);
+    let mut child = run.spawn().unwrap();
+    use std::io::Write as _;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"build it\n")
+        .unwrap();
+    let ran = child.wait_with_output().unwrap();
+    let (out, err) = (
+        String::from_utf8_lossy(&ran.stdout).into_owned(),
+        String::from_utf8_lossy(&ran.stderr).into_owned(),
+    );
+    assert_eq!(ran.status.code(), Some(0), "{out}\n{err}");
+    let shown: Vec<&str> = err.lines().filter(|l| l.starts_with("  … ")).collect();
+    assert_eq!(
+        shown,
+        [
+            "  … mcp__fx__progress: 1/3 step 1",
+            "  … mcp__fx__progress: 2/3 step 2",
+            "  … mcp__fx__progress: 3/3 step 3"
+        ],
+        "{err}"
+    );
+    assert!(out.contains("Built."), "{out}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

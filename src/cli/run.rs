@@ -93,6 +93,27 @@ fn style_for(args: &RunArgs, io: &Io<'_>) -> Style {
     Style { color }
 }
 
+/// A progress report of an MCP call as the terminal shows it while the call runs:
+/// `  … mcp__fx__build: 3/10 compiling` (the tool's public name, the count, the message).
+fn progress_line(p: &cordis_mcp::McpProgress) -> String {
+    let count = |v: f64| {
+        if v.fract() == 0.0 && v.abs() < 1e15 {
+            format!("{}", v as i64)
+        } else {
+            format!("{v:.1}")
+        }
+    };
+    let done = match p.total {
+        Some(total) => format!("{}/{}", count(p.progress), count(total)),
+        None => count(p.progress),
+    };
+    let tool = cordis_mcp::public_name(&p.server, &p.tool);
+    match p.message.as_deref().filter(|m| !m.is_empty()) {
+        Some(message) => format!("  … {}: {done} {}", safe(&tool), safe(message)),
+        None => format!("  … {}: {done}", safe(&tool)),
+    }
+}
+
 /// A new session id: `YYYYMMDD-HHMMSS-NNN` (UTC, milliseconds).
 fn new_session_id() -> String {
     let ms = std::time::SystemTime::now()
@@ -720,6 +741,11 @@ impl Conversation<'_> {
         let _listener = self.root.on::<AgentEvent>(move |e| {
             let _ = etx.send(e.clone());
         });
+        // MCP servers' progress on long calls, shown while the call runs (not logged).
+        let (ptx, mut progress) = mpsc::unbounded_channel::<cordis_mcp::McpProgress>();
+        let _progress_listener = self.root.on::<cordis_mcp::McpProgress>(move |e| {
+            let _ = ptx.send(e.clone());
+        });
         loop {
             if self.exiting {
                 break;
@@ -817,7 +843,7 @@ impl Conversation<'_> {
                 }
             }
             let (started, from) = (Instant::now(), self.agent.session().len());
-            self.turn(message, &mut events, io).await?;
+            self.turn(message, &mut events, &mut progress, io).await?;
             if interactive && !self.args.quiet {
                 self.footer(from, started, io)?;
             }
@@ -1243,6 +1269,7 @@ impl Conversation<'_> {
         &mut self,
         message: String,
         events: &mut mpsc::UnboundedReceiver<AgentEvent>,
+        progress: &mut mpsc::UnboundedReceiver<cordis_mcp::McpProgress>,
         io: &mut Io<'_>,
     ) -> anyhow::Result<()> {
         // A Ctrl-C of an earlier turn does not make this turn's first one a second.
@@ -1263,6 +1290,10 @@ impl Conversation<'_> {
                                 self.transcript.event(&e.event, presenters.as_deref(), io.out, io.err)?;
                             }
                         }
+                        Some(p) = progress.recv() => {
+                            writeln!(io.err, "{}", progress_line(&p))?;
+                            io.err.flush()?;
+                        }
                         Some(asked) = async {
                             match self.asked.as_mut() {
                                 Some(rx) => rx.recv().await,
@@ -1279,6 +1310,10 @@ impl Conversation<'_> {
                     }
                 }
             };
+            // Reports that arrived as the call ended.
+            while let Ok(p) = progress.try_recv() {
+                writeln!(io.err, "{}", progress_line(&p))?;
+            }
             while let Ok(e) = events.try_recv() {
                 if e.agent == current.id() {
                     let presenters = self.root.get::<Presenters>();
