@@ -159,6 +159,55 @@ fn the_reference_server_everything_lists_and_answers_through_cordis() {
         long.out
     );
 
+    // Prompts: the catalog is digested, and each prompt is a slash command of `cordis run`
+    // whose rendering is the user's message.
+    assert!(check.out.contains("\ncatalog: "), "{}", check.out);
+    let agent_file = dir.path().join("agent.yml");
+    std::fs::write(
+        &agent_file,
+        std::fs::read_to_string(&file).unwrap()
+            + "- id: llm\n  name: llm\n  config: {adapter: scripted, model: m, responses: [{text: Noted.}], repeat: true}\n\
+               - {id: sessions, name: sessions}\n- {id: agent-loop, name: agent-loop}\n",
+    )
+    .unwrap();
+    let run = |input: &str| {
+        let mut child = common::cordis_command(dir.path(), &["run", agent_file.to_str().unwrap()])
+            .spawn()
+            .unwrap();
+        use std::io::Write as _;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, _, help) = run("/help\n");
+    assert_eq!(code, Some(0), "{help}");
+    let prompts: Vec<&str> = help
+        .lines()
+        .filter_map(|l| l.trim_start().strip_prefix("/mcp__everything__"))
+        .collect();
+    assert!(!prompts.is_empty(), "no prompt commands:\n{help}");
+    // One that takes no arguments (its usage is its name alone).
+    let bare = prompts
+        .iter()
+        .map(|l| l.split("  ").next().unwrap_or_default())
+        .find(|usage| !usage.contains(' '))
+        .unwrap_or_else(|| panic!("no prompt without arguments:\n{help}"));
+    let (code, out, err) = run(&format!("/mcp__everything__{bare}\n"));
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    assert!(
+        out.contains("Noted."),
+        "the prompt reached the model:\n{out}\n{err}"
+    );
+
     // The same server over streamable HTTP, on a port nobody else uses; the header's value
     // comes through `${{ env.… }}` interpolation.
     let port = std::net::TcpListener::bind("127.0.0.1:0")
