@@ -192,3 +192,123 @@ fn an_mcp_calls_progress_shows_in_the_terminal_while_it_runs() {
     assert!(out.contains("Built."), "{out}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A loopback OpenAI-compatible server answering one request per entry of `answers` (each a
+/// list of stream events), one connection each; the request bodies it got.
+fn openai_serving(
+    answers: Vec<Vec<serde_json::Value>>,
+) -> (String, std::thread::JoinHandle<Vec<serde_json::Value>>) {
+    use std::io::{Read as _, Write as _};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let server = std::thread::spawn(move || {
+        let mut bodies = Vec::new();
+        for events in answers {
+            let (mut sock, _) = listener.accept().unwrap();
+            let mut seen = Vec::new();
+            let mut buf = [0u8; 65536];
+            let body = loop {
+                let n = sock.read(&mut buf).unwrap();
+                assert!(n > 0, "the request ended early");
+                seen.extend_from_slice(&buf[..n]);
+                let text = String::from_utf8_lossy(&seen).into_owned();
+                if let Some(end) = text.find("\r\n\r\n") {
+                    let length: usize = text[..end]
+                        .lines()
+                        .find_map(|l| {
+                            let (k, v) = l.split_once(':')?;
+                            k.eq_ignore_ascii_case("content-length")
+                                .then(|| v.trim().parse().ok())?
+                        })
+                        .unwrap_or(0);
+                    if seen.len() >= end + 4 + length {
+                        break serde_json::from_slice(&seen[end + 4..end + 4 + length]).unwrap();
+                    }
+                }
+            };
+            bodies.push(body);
+            let mut stream: String = events.iter().map(|e| format!("data: {e}\n\n")).collect();
+            stream.push_str("data: [DONE]\n\n");
+            let head = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                stream.len()
+            );
+            sock.write_all(head.as_bytes()).unwrap();
+            sock.write_all(stream.as_bytes()).unwrap();
+        }
+        bodies
+    });
+    (base, server)
+}
+
+#[test]
+fn an_mcp_tools_image_reaches_a_model_that_takes_images_after_the_tool_results() {
+    use serde_json::json;
+    let delta = |d: serde_json::Value| json!({"choices": [{"index": 0, "delta": d}]});
+    let finish = |why: &str| json!({"choices": [{"index": 0, "delta": {}, "finish_reason": why}]});
+    let (base, server) = openai_serving(vec![
+        vec![
+            delta(
+                json!({"role": "assistant", "tool_calls": [{"index": 0, "id": "c1", "type": "function",
+                "function": {"name": "mcp__fx__image", "arguments": "{}"}}]}),
+            ),
+            finish("tool_calls"),
+        ],
+        vec![delta(json!({"content": "A red pixel."})), finish("stop")],
+    ]);
+    let dir = std::env::temp_dir().join(format!("cordis-mcp-image-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let fixture = crate::mcp_determinism::fixture_server();
+    std::fs::write(
+        dir.join("cordis.yml"),
+        format!(
+            "- {{id: system-prompt, name: system-prompt}}\n- {{id: tools, name: tools}}\n\
+             - id: llm\n  name: llm\n  config: {{adapter: openai, baseUrl: \"{base}\", apiKey: k, model: m, imageInput: true}}\n\
+             - {{id: sessions, name: sessions}}\n- {{id: agent-loop, name: agent-loop}}\n\
+             - id: fx\n  name: mcp\n  config: {{transport: stdio, server: fx, command: {}, args: [--tools, image]}}\n",
+            fixture.display()
+        ),
+    )
+    .unwrap();
+    let mut child = common::cordis_command(&dir, &["run", "--approve", "mcp__fx__image"])
+        .spawn()
+        .unwrap();
+    use std::io::Write as _;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"what is it?\n")
+        .unwrap();
+    let ran = child.wait_with_output().unwrap();
+    let (out, err) = (
+        String::from_utf8_lossy(&ran.stdout).into_owned(),
+        String::from_utf8_lossy(&ran.stderr).into_owned(),
+    );
+    assert_eq!(ran.status.code(), Some(0), "{out}\n{err}");
+    assert!(out.contains("A red pixel."), "{out}\n{err}");
+    let bodies = server.join().unwrap();
+    let messages = bodies[1]["messages"].as_array().unwrap();
+    let roles: Vec<&str> = messages
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    // (No system prompt: the composition has no persona.)
+    assert_eq!(
+        roles,
+        ["user", "assistant", "tool", "user"],
+        "{}",
+        bodies[1]
+    );
+    let result = messages[2]["content"].as_str().unwrap();
+    assert!(
+        result.contains("a pixel") && result.contains("sent after the tool results"),
+        "{result}"
+    );
+    let url = messages[3]["content"][1]["image_url"]["url"]
+        .as_str()
+        .unwrap();
+    assert!(url.starts_with("data:image/png;base64,iVBOR"), "{url}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

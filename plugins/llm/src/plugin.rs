@@ -47,7 +47,8 @@ pub struct LlmConfig {
     #[serde(default)]
     pub thought_levels: Vec<String>,
     /// The model takes images in user messages (sent as OpenAI-compatible `image_url` parts);
-    /// an editor may then attach images to prompts.
+    /// an editor may then attach images to prompts, and images tools return (an MCP server's)
+    /// reach the model after the tool results.
     #[serde(default)]
     pub image_input: bool,
     /// openai: the API base URL (default `https://api.deepseek.com`).
@@ -122,6 +123,7 @@ fn openai_settings(config: &LlmConfig) -> Result<OpenAiSettings, LlmConfigError>
         _ => None,
     };
     settings.default_model = config.model.clone();
+    settings.image_input = config.image_input;
     if let Some(ms) = config.timeout_ms {
         settings.timeout = Duration::from_millis(ms.max(1));
     }

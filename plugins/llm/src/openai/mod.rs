@@ -56,6 +56,9 @@ pub struct OpenAiSettings {
     pub max_retries: u32,
     /// The first backoff delay (doubled per retry, capped at 16 times this).
     pub retry_base: Duration,
+    /// The model takes images: images in tool results are sent as a user message of image
+    /// parts after the results (else each is named in the result's text).
+    pub image_input: bool,
 }
 
 impl std::fmt::Debug for OpenAiSettings {
@@ -67,6 +70,7 @@ impl std::fmt::Debug for OpenAiSettings {
             .field("timeout", &self.timeout)
             .field("max_retries", &self.max_retries)
             .field("retry_base", &self.retry_base)
+            .field("image_input", &self.image_input)
             .finish()
     }
 }
@@ -81,6 +85,7 @@ impl OpenAiSettings {
             timeout: Duration::from_secs(60),
             max_retries: 3,
             retry_base: Duration::from_millis(500),
+            image_input: false,
         }
     }
 }
@@ -165,7 +170,12 @@ impl LlmAdapter for OpenAiAdapter {
 impl OpenAiAdapter {
     /// Sends the request (with retries) and forwards the stream to `tx`.
     async fn run(&self, request: &LlmRequest, tx: &Tx) -> Result<(), LlmError> {
-        let body = request_body(request, self.settings.default_model.as_deref()).to_string();
+        let body = request_body(
+            request,
+            self.settings.default_model.as_deref(),
+            self.settings.image_input,
+        )
+        .to_string();
         let response = self.send(&body).await?;
         self.forward(response, tx).await;
         Ok(())

@@ -4,13 +4,77 @@ use serde_json::{Value, json};
 
 use cordis_conversation::{LlmRequest, Message};
 
-/// The chat-completions request body for `request`.
-pub fn request_body(request: &LlmRequest, default_model: Option<&str>) -> Value {
+/// The most images of one step's tool results sent to the model (the rest are named only).
+pub const MAX_TOOL_IMAGES: usize = 8;
+
+/// A tool result's content for the wire: its image blocks (`{"type": "image", "mimeType",
+/// "data"}` in its `content` list) taken out, each replaced by a text block saying where it
+/// went; the images taken, in order. With `take` false, or past `room`, an image is named
+/// only.
+fn without_images(content: &Value, take: bool, room: usize) -> (Value, Vec<(String, String)>) {
+    let Some(blocks) = content.get("content").and_then(Value::as_array) else {
+        return (content.clone(), Vec::new());
+    };
+    if !blocks.iter().any(|b| b["type"] == "image") {
+        return (content.clone(), Vec::new());
+    }
+    let mut taken = Vec::new();
+    let replaced: Vec<Value> = blocks
+        .iter()
+        .map(|b| {
+            let (Some("image"), Some(mime), Some(data)) = (
+                b["type"].as_str(),
+                b["mimeType"].as_str(),
+                b["data"].as_str(),
+            ) else {
+                return b.clone();
+            };
+            // Base64 is four characters for three bytes.
+            let bytes = data.len() / 4 * 3;
+            if take && taken.len() < room {
+                taken.push((mime.to_owned(), data.to_owned()));
+                json!({"type": "text", "text": format!("[image ({mime}, about {bytes} bytes): sent after the tool results]")})
+            } else {
+                let why = if take {
+                    "more images than the model is sent at once"
+                } else {
+                    "this model takes text only (the `llm` entry's `imageInput`)"
+                };
+                json!({"type": "text", "text": format!("[the tool returned an image ({mime}, about {bytes} bytes) that is not shown: {why}]")})
+            }
+        })
+        .collect();
+    let mut out = content.clone();
+    out["content"] = Value::Array(replaced);
+    (out, taken)
+}
+
+/// The user message carrying the images of a step's tool results.
+fn images_message(images: &[(String, String)]) -> Value {
+    let mut parts = vec![
+        json!({"type": "text", "text": "The images the tool results above refer to, in order:"}),
+    ];
+    parts.extend(images.iter().map(|(mime, data)| {
+        json!({"type": "image_url", "image_url": {"url": format!("data:{mime};base64,{data}")}})
+    }));
+    json!({"role": "user", "content": parts})
+}
+
+/// The chat-completions request body for `request`; `image_input`: the model takes images
+/// (those of tool results follow the results as a user message).
+pub fn request_body(request: &LlmRequest, default_model: Option<&str>, image_input: bool) -> Value {
     let mut messages = Vec::with_capacity(request.messages.len() + 1);
     if let Some(system) = &request.system {
         messages.push(json!({"role": "system", "content": system}));
     }
+    // Images of the tool results in a row: a tool message cannot carry them, and nothing may
+    // come between an assistant's calls and their results, so they follow the last result.
+    let mut pending: Vec<(String, String)> = Vec::new();
     for m in &request.messages {
+        if !matches!(m, Message::Tool { .. }) && !pending.is_empty() {
+            messages.push(images_message(&pending));
+            pending.clear();
+        }
         messages.push(match m {
             Message::User { content, images } if images.is_empty() => {
                 json!({"role": "user", "content": content})
@@ -49,13 +113,19 @@ pub fn request_body(request: &LlmRequest, default_model: Option<&str>) -> Value 
             Message::Tool {
                 call_id, content, ..
             } => {
+                let room = MAX_TOOL_IMAGES - pending.len();
+                let (content, images) = without_images(content, image_input, room);
+                pending.extend(images);
                 let text = match content {
-                    Value::String(s) => s.clone(),
+                    Value::String(s) => s,
                     other => other.to_string(),
                 };
                 json!({"role": "tool", "tool_call_id": call_id, "content": text})
             }
         });
+    }
+    if !pending.is_empty() {
+        messages.push(images_message(&pending));
     }
     let model = if request.config.model.is_empty() {
         default_model.unwrap_or_default()
@@ -156,7 +226,7 @@ mod tests {
             }],
             session_id: "s".into(),
         };
-        let body = request_body(&req, None);
+        let body = request_body(&req, None, false);
         assert_eq!(body["model"], "deepseek-chat");
         assert_eq!(body["stream_options"]["include_usage"], true);
         assert_eq!(
@@ -178,5 +248,119 @@ mod tests {
         assert_eq!(body["tools"][0]["function"]["name"], "read");
         assert_eq!(body["temperature"], 0.5);
         assert_eq!(body["reasoning_effort"], "high");
+    }
+}
+
+#[cfg(test)]
+mod image_tests {
+    use serde_json::json;
+
+    use super::*;
+    use cordis_conversation::AssistantToolCall;
+
+    fn with_results(results: Vec<Value>) -> LlmRequest {
+        let calls: Vec<AssistantToolCall> = (0..results.len())
+            .map(|i| AssistantToolCall {
+                id: format!("c{i}"),
+                name: "mcp__fx__image".into(),
+                arguments: "{}".into(),
+            })
+            .collect();
+        let mut messages = vec![
+            Message::user("show me"),
+            Message::Assistant {
+                content: String::new(),
+                tool_calls: calls,
+                reasoning: None,
+            },
+        ];
+        for (i, content) in results.into_iter().enumerate() {
+            messages.push(Message::Tool {
+                call_id: format!("c{i}"),
+                name: "mcp__fx__image".into(),
+                content,
+                is_error: false,
+            });
+        }
+        messages.push(Message::Assistant {
+            content: "A pixel.".into(),
+            tool_calls: Vec::new(),
+            reasoning: None,
+        });
+        LlmRequest {
+            config: Default::default(),
+            messages: messages.into(),
+            system: None,
+            tools: Vec::new(),
+            session_id: "s".into(),
+        }
+    }
+
+    fn pixel(data: &str) -> Value {
+        json!({"content": [{"type": "text", "text": "a pixel"}, {"type": "image", "mimeType": "image/png", "data": data}]})
+    }
+
+    #[test]
+    fn tool_images_follow_the_results_as_a_user_message_when_the_model_takes_images() {
+        let req = with_results(vec![
+            pixel("AAAA"),
+            json!({"content": [{"type": "text", "text": "no image"}]}),
+            pixel("BBBB"),
+        ]);
+        let body = request_body(&req, None, true);
+        let m = body["messages"].as_array().unwrap();
+        let roles: Vec<&str> = m.iter().map(|x| x["role"].as_str().unwrap()).collect();
+        // Nothing between the calls and their results; the images after the last result.
+        assert_eq!(
+            roles,
+            [
+                "user",
+                "assistant",
+                "tool",
+                "tool",
+                "tool",
+                "user",
+                "assistant"
+            ]
+        );
+        let first: Value = serde_json::from_str(m[2]["content"].as_str().unwrap()).unwrap();
+        assert_eq!(
+            first["content"][1]["text"],
+            "[image (image/png, about 3 bytes): sent after the tool results]"
+        );
+        assert!(!m[2]["content"].as_str().unwrap().contains("AAAA"));
+        assert_eq!(
+            m[5]["content"][1]["image_url"]["url"],
+            "data:image/png;base64,AAAA"
+        );
+        assert_eq!(
+            m[5]["content"][2]["image_url"]["url"],
+            "data:image/png;base64,BBBB"
+        );
+        assert_eq!(m[5]["content"].as_array().unwrap().len(), 3);
+    }
+
+    #[test]
+    fn without_image_input_or_past_the_limit_an_image_is_named_not_sent() {
+        let body = request_body(&with_results(vec![pixel("AAAA")]), None, false);
+        let m = body["messages"].as_array().unwrap();
+        assert_eq!(m.len(), 4, "no image message");
+        let text = m[2]["content"].as_str().unwrap();
+        assert!(
+            text.contains("that is not shown: this model takes text only"),
+            "{text}"
+        );
+        assert!(!text.contains("AAAA"));
+
+        let many = with_results(vec![pixel("AAAA"); MAX_TOOL_IMAGES + 2]);
+        let body = request_body(&many, None, true);
+        let m = body["messages"].as_array().unwrap();
+        let parts = m[2 + MAX_TOOL_IMAGES + 2]["content"].as_array().unwrap();
+        assert_eq!(parts.len(), 1 + MAX_TOOL_IMAGES);
+        let last = m[2 + MAX_TOOL_IMAGES + 1]["content"].as_str().unwrap();
+        assert!(
+            last.contains("more images than the model is sent at once"),
+            "{last}"
+        );
     }
 }
