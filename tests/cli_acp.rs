@@ -1152,42 +1152,9 @@ fn model_and_thought_level_switch_between_prompts_log_a_header_change_and_a_load
 /// A one-shot OpenAI-compatible server on loopback: answers the first request with `events`
 /// as server-sent events (then `[DONE]`) and returns the request body it read.
 fn openai_once(events: Vec<Value>) -> (String, std::thread::JoinHandle<Value>) {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    let server = std::thread::spawn(move || {
-        let (mut sock, _) = listener.accept().unwrap();
-        let mut seen = Vec::new();
-        let mut buf = [0u8; 4096];
-        let body = loop {
-            let n = sock.read(&mut buf).unwrap();
-            assert!(n > 0, "the request ended early");
-            seen.extend_from_slice(&buf[..n]);
-            let text = String::from_utf8_lossy(&seen).into_owned();
-            if let Some(end) = text.find("\r\n\r\n") {
-                let length: usize = text[..end]
-                    .lines()
-                    .find_map(|l| {
-                        let (k, v) = l.split_once(':')?;
-                        k.eq_ignore_ascii_case("content-length")
-                            .then(|| v.trim().parse().ok())?
-                    })
-                    .unwrap_or(0);
-                if seen.len() >= end + 4 + length {
-                    break serde_json::from_slice(&seen[end + 4..end + 4 + length]).unwrap();
-                }
-            }
-        };
-        let mut stream: String = events.iter().map(|e| format!("data: {e}\n\n")).collect();
-        stream.push_str("data: [DONE]\n\n");
-        let head = format!(
-            "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
-            stream.len()
-        );
-        sock.write_all(head.as_bytes()).unwrap();
-        sock.write_all(stream.as_bytes()).unwrap();
-        body
-    });
-    (base, server)
+    let (base, server) = common::openai_serving(vec![events]);
+    let first = std::thread::spawn(move || server.join().unwrap().remove(0));
+    (base, first)
 }
 
 #[test]

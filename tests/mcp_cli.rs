@@ -79,38 +79,52 @@ fn a_tool_filter_naming_one_tool_in_both_lists_or_with_an_unknown_key_points_at_
     );
 }
 
-#[test]
-fn an_mcp_prompt_is_a_slash_command_whose_rendering_is_the_message() {
-    let dir = std::env::temp_dir().join(format!("cordis-mcp-prompt-{}", std::process::id()));
+/// A fresh scratch directory for test `name` holding `cordis.yml` = `config`.
+fn project(name: &str, config: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("cordis-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("cordis.yml"), config).unwrap();
+    dir
+}
+
+/// `cordis ARGS` in `dir` with `input` piped in: (exit code, stdout, stderr).
+fn piped(dir: &std::path::Path, args: &[&str], input: &str) -> (Option<i32>, String, String) {
+    use std::io::Write as _;
+    let mut child = common::cordis_command(dir, args).spawn().unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let ran = child.wait_with_output().unwrap();
+    (
+        ran.status.code(),
+        String::from_utf8_lossy(&ran.stdout).into_owned(),
+        String::from_utf8_lossy(&ran.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn an_mcp_prompt_is_a_slash_command_whose_rendering_is_the_message() {
     let server = crate::mcp_determinism::fixture_server();
-    std::fs::write(
-        dir.join("cordis.yml"),
-        format!(
+    let dir = project(
+        "mcp-prompt",
+        &format!(
             "- {{id: system-prompt, name: system-prompt}}\n- {{id: tools, name: tools}}\n\
              - id: llm\n  name: llm\n  config: {{adapter: scripted, model: m, responses: [{{text: Reviewed.}}], repeat: true}}\n\
              - {{id: sessions, name: sessions}}\n- {{id: agent-loop, name: agent-loop}}\n\
              - id: fx\n  name: mcp\n  config: {{transport: stdio, server: fx, command: {}, args: [--catalog]}}\n",
             server.display()
         ),
-    )
-    .unwrap();
-    let mut run = common::cordis_command(&dir, &["run"]);
-    let mut child = run.spawn().unwrap();
-    use std::io::Write as _;
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(b"/help\n/mcp__fx__review\n/mcp__fx__review src/a.rs focus=tests\n")
-        .unwrap();
-    let ran = child.wait_with_output().unwrap();
-    let (out, err) = (
-        String::from_utf8_lossy(&ran.stdout).into_owned(),
-        String::from_utf8_lossy(&ran.stderr).into_owned(),
     );
-    assert_eq!(ran.status.code(), Some(0), "{out}\n{err}");
+    let (code, out, err) = piped(
+        &dir,
+        &["run"],
+        "/help\n/mcp__fx__review\n/mcp__fx__review src/a.rs focus=tests\n",
+    );
+    assert_eq!(code, Some(0), "{out}\n{err}");
     // /help lists the server's prompts, sorted, with their arguments.
     assert!(
         err.contains("cordis: MCP prompts (sent as your message):\n  /mcp__fx__greeting [name=…]  Greets someone.\n  /mcp__fx__review file=… [focus=…]  Asks for a review of one file.\n  /mcp__fx__summarize  Summarizes the conversation.\n"),
@@ -147,13 +161,10 @@ fn an_mcp_prompt_is_a_slash_command_whose_rendering_is_the_message() {
 
 #[test]
 fn an_mcp_calls_progress_shows_in_the_terminal_while_it_runs() {
-    let dir = std::env::temp_dir().join(format!("cordis-mcp-progress-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
     let server = crate::mcp_determinism::fixture_server();
-    std::fs::write(
-        dir.join("cordis.yml"),
-        format!(
+    let dir = project(
+        "mcp-progress",
+        &format!(
             "- {{id: system-prompt, name: system-prompt}}\n- {{id: tools, name: tools}}\n\
              - id: llm\n  name: llm\n  config:\n    adapter: scripted\n    model: m\n    responses:\n\
              \x20     - toolCalls: [{{id: p1, name: mcp__fx__progress, arguments: {{steps: 3, everyMs: 30}}}}]\n\
@@ -162,23 +173,13 @@ fn an_mcp_calls_progress_shows_in_the_terminal_while_it_runs() {
              - id: fx\n  name: mcp\n  config: {{transport: stdio, server: fx, command: {}, args: [--tools, progress]}}\n",
             server.display()
         ),
-    )
-    .unwrap();
-    let mut run = common::cordis_command(&dir, &["run", "--approve", "mcp__fx__progress"]);
-    let mut child = run.spawn().unwrap();
-    use std::io::Write as _;
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(b"build it\n")
-        .unwrap();
-    let ran = child.wait_with_output().unwrap();
-    let (out, err) = (
-        String::from_utf8_lossy(&ran.stdout).into_owned(),
-        String::from_utf8_lossy(&ran.stderr).into_owned(),
     );
-    assert_eq!(ran.status.code(), Some(0), "{out}\n{err}");
+    let (code, out, err) = piped(
+        &dir,
+        &["run", "--approve", "mcp__fx__progress"],
+        "build it\n",
+    );
+    assert_eq!(code, Some(0), "{out}\n{err}");
     let shown: Vec<&str> = err.lines().filter(|l| l.starts_with("  … ")).collect();
     assert_eq!(
         shown,
@@ -193,60 +194,12 @@ fn an_mcp_calls_progress_shows_in_the_terminal_while_it_runs() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// A loopback OpenAI-compatible server answering one request per entry of `answers` (each a
-/// list of stream events), one connection each; the request bodies it got.
-fn openai_serving(
-    answers: Vec<Vec<serde_json::Value>>,
-) -> (String, std::thread::JoinHandle<Vec<serde_json::Value>>) {
-    use std::io::{Read as _, Write as _};
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    let server = std::thread::spawn(move || {
-        let mut bodies = Vec::new();
-        for events in answers {
-            let (mut sock, _) = listener.accept().unwrap();
-            let mut seen = Vec::new();
-            let mut buf = [0u8; 65536];
-            let body = loop {
-                let n = sock.read(&mut buf).unwrap();
-                assert!(n > 0, "the request ended early");
-                seen.extend_from_slice(&buf[..n]);
-                let text = String::from_utf8_lossy(&seen).into_owned();
-                if let Some(end) = text.find("\r\n\r\n") {
-                    let length: usize = text[..end]
-                        .lines()
-                        .find_map(|l| {
-                            let (k, v) = l.split_once(':')?;
-                            k.eq_ignore_ascii_case("content-length")
-                                .then(|| v.trim().parse().ok())?
-                        })
-                        .unwrap_or(0);
-                    if seen.len() >= end + 4 + length {
-                        break serde_json::from_slice(&seen[end + 4..end + 4 + length]).unwrap();
-                    }
-                }
-            };
-            bodies.push(body);
-            let mut stream: String = events.iter().map(|e| format!("data: {e}\n\n")).collect();
-            stream.push_str("data: [DONE]\n\n");
-            let head = format!(
-                "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
-                stream.len()
-            );
-            sock.write_all(head.as_bytes()).unwrap();
-            sock.write_all(stream.as_bytes()).unwrap();
-        }
-        bodies
-    });
-    (base, server)
-}
-
 #[test]
 fn an_mcp_tools_image_reaches_a_model_that_takes_images_after_the_tool_results() {
     use serde_json::json;
     let delta = |d: serde_json::Value| json!({"choices": [{"index": 0, "delta": d}]});
     let finish = |why: &str| json!({"choices": [{"index": 0, "delta": {}, "finish_reason": why}]});
-    let (base, server) = openai_serving(vec![
+    let (base, server) = common::openai_serving(vec![
         vec![
             delta(
                 json!({"role": "assistant", "tool_calls": [{"index": 0, "id": "c1", "type": "function",
@@ -256,37 +209,23 @@ fn an_mcp_tools_image_reaches_a_model_that_takes_images_after_the_tool_results()
         ],
         vec![delta(json!({"content": "A red pixel."})), finish("stop")],
     ]);
-    let dir = std::env::temp_dir().join(format!("cordis-mcp-image-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
     let fixture = crate::mcp_determinism::fixture_server();
-    std::fs::write(
-        dir.join("cordis.yml"),
-        format!(
+    let dir = project(
+        "mcp-image",
+        &format!(
             "- {{id: system-prompt, name: system-prompt}}\n- {{id: tools, name: tools}}\n\
              - id: llm\n  name: llm\n  config: {{adapter: openai, baseUrl: \"{base}\", apiKey: k, model: m, imageInput: true}}\n\
              - {{id: sessions, name: sessions}}\n- {{id: agent-loop, name: agent-loop}}\n\
              - id: fx\n  name: mcp\n  config: {{transport: stdio, server: fx, command: {}, args: [--tools, image]}}\n",
             fixture.display()
         ),
-    )
-    .unwrap();
-    let mut child = common::cordis_command(&dir, &["run", "--approve", "mcp__fx__image"])
-        .spawn()
-        .unwrap();
-    use std::io::Write as _;
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(b"what is it?\n")
-        .unwrap();
-    let ran = child.wait_with_output().unwrap();
-    let (out, err) = (
-        String::from_utf8_lossy(&ran.stdout).into_owned(),
-        String::from_utf8_lossy(&ran.stderr).into_owned(),
     );
-    assert_eq!(ran.status.code(), Some(0), "{out}\n{err}");
+    let (code, out, err) = piped(
+        &dir,
+        &["run", "--approve", "mcp__fx__image"],
+        "what is it?\n",
+    );
+    assert_eq!(code, Some(0), "{out}\n{err}");
     assert!(out.contains("A red pixel."), "{out}\n{err}");
     let bodies = server.join().unwrap();
     let messages = bodies[1]["messages"].as_array().unwrap();

@@ -130,3 +130,51 @@ pub fn cordis_command(dir: &std::path::Path, args: &[&str]) -> std::process::Com
         .stderr(std::process::Stdio::piped());
     cmd
 }
+
+/// A loopback OpenAI-compatible server answering one request per entry of `answers` (each a
+/// list of stream events), one connection each; the request bodies it got.
+pub fn openai_serving(
+    answers: Vec<Vec<serde_json::Value>>,
+) -> (String, std::thread::JoinHandle<Vec<serde_json::Value>>) {
+    use std::io::{Read as _, Write as _};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let server = std::thread::spawn(move || {
+        let mut bodies = Vec::new();
+        for events in answers {
+            let (mut sock, _) = listener.accept().unwrap();
+            let mut seen = Vec::new();
+            let mut buf = [0u8; 65536];
+            let body = loop {
+                let n = sock.read(&mut buf).unwrap();
+                assert!(n > 0, "the request ended early");
+                seen.extend_from_slice(&buf[..n]);
+                let text = String::from_utf8_lossy(&seen).into_owned();
+                if let Some(end) = text.find("\r\n\r\n") {
+                    let length: usize = text[..end]
+                        .lines()
+                        .find_map(|l| {
+                            let (k, v) = l.split_once(':')?;
+                            k.eq_ignore_ascii_case("content-length")
+                                .then(|| v.trim().parse().ok())?
+                        })
+                        .unwrap_or(0);
+                    if seen.len() >= end + 4 + length {
+                        break serde_json::from_slice(&seen[end + 4..end + 4 + length]).unwrap();
+                    }
+                }
+            };
+            bodies.push(body);
+            let mut stream: String = events.iter().map(|e| format!("data: {e}\n\n")).collect();
+            stream.push_str("data: [DONE]\n\n");
+            let head = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                stream.len()
+            );
+            sock.write_all(head.as_bytes()).unwrap();
+            sock.write_all(stream.as_bytes()).unwrap();
+        }
+        bodies
+    });
+    (base, server)
+}
