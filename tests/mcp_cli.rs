@@ -88,24 +88,6 @@ fn project(name: &str, config: &str) -> std::path::PathBuf {
     dir
 }
 
-/// `cordis ARGS` in `dir` with `input` piped in: (exit code, stdout, stderr).
-fn piped(dir: &std::path::Path, args: &[&str], input: &str) -> (Option<i32>, String, String) {
-    use std::io::Write as _;
-    let mut child = common::cordis_command(dir, args).spawn().unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    let ran = child.wait_with_output().unwrap();
-    (
-        ran.status.code(),
-        String::from_utf8_lossy(&ran.stdout).into_owned(),
-        String::from_utf8_lossy(&ran.stderr).into_owned(),
-    )
-}
-
 #[test]
 fn an_mcp_prompt_is_a_slash_command_whose_rendering_is_the_message() {
     let server = crate::mcp_determinism::fixture_server();
@@ -119,7 +101,7 @@ fn an_mcp_prompt_is_a_slash_command_whose_rendering_is_the_message() {
             server.display()
         ),
     );
-    let (code, out, err) = piped(
+    let (code, out, err) = common::piped(
         &dir,
         &["run"],
         "/help\n/mcp__fx__review\n/mcp__fx__review src/a.rs focus=tests\n",
@@ -174,7 +156,7 @@ fn an_mcp_calls_progress_shows_in_the_terminal_while_it_runs() {
             server.display()
         ),
     );
-    let (code, out, err) = piped(
+    let (code, out, err) = common::piped(
         &dir,
         &["run", "--approve", "mcp__fx__progress"],
         "build it\n",
@@ -220,7 +202,7 @@ fn an_mcp_tools_image_reaches_a_model_that_takes_images_after_the_tool_results()
             fixture.display()
         ),
     );
-    let (code, out, err) = piped(
+    let (code, out, err) = common::piped(
         &dir,
         &["run", "--approve", "mcp__fx__image"],
         "what is it?\n",

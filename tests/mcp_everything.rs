@@ -169,24 +169,8 @@ fn the_reference_server_everything_lists_and_answers_through_cordis() {
                - {id: sessions, name: sessions}\n- {id: agent-loop, name: agent-loop}\n",
     )
     .unwrap();
-    let run = |input: &str| {
-        let mut child = common::cordis_command(dir.path(), &["run", agent_file.to_str().unwrap()])
-            .spawn()
-            .unwrap();
-        use std::io::Write as _;
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(input.as_bytes())
-            .unwrap();
-        let out = child.wait_with_output().unwrap();
-        (
-            out.status.code(),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
-    };
+    let run =
+        |input: &str| common::piped(dir.path(), &["run", agent_file.to_str().unwrap()], input);
     let (code, _, help) = run("/help\n");
     assert_eq!(code, Some(0), "{help}");
     let prompts: Vec<&str> = help

@@ -178,3 +178,21 @@ pub fn openai_serving(
     });
     (base, server)
 }
+
+/// `cordis ARGS` in `dir` with `input` piped in: (exit code, stdout, stderr).
+pub fn piped(dir: &std::path::Path, args: &[&str], input: &str) -> (Option<i32>, String, String) {
+    use std::io::Write as _;
+    let mut child = cordis_command(dir, args).spawn().unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let ran = child.wait_with_output().unwrap();
+    (
+        ran.status.code(),
+        String::from_utf8_lossy(&ran.stdout).into_owned(),
+        String::from_utf8_lossy(&ran.stderr).into_owned(),
+    )
+}
