@@ -233,3 +233,57 @@ fn an_mcp_tools_image_reaches_a_model_that_takes_images_after_the_tool_results()
     assert!(url.starts_with("data:image/png;base64,iVBOR"), "{url}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn an_mcp_resource_mentioned_with_at_is_attached_to_the_message() {
+    let server = crate::mcp_determinism::fixture_server();
+    let dir = project(
+        "mcp-mention",
+        &format!(
+            "- {{id: system-prompt, name: system-prompt}}\n- {{id: tools, name: tools}}\n\
+             - id: llm\n  name: llm\n  config: {{adapter: scripted, model: m, responses: [{{text: Read.}}], repeat: true}}\n\
+             - {{id: sessions, name: sessions}}\n- {{id: agent-loop, name: agent-loop}}\n\
+             - id: fx\n  name: mcp\n  config: {{transport: stdio, server: fx, command: {}, args: [--catalog]}}\n",
+            server.display()
+        ),
+    );
+    let (code, out, err) = common::piped(
+        &dir,
+        &["run"],
+        "explain @fx:mem://readme, please\nand @fx:mem://nothing-here\nmail me@host:x\n",
+    );
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    // A resource the server cannot read is named; nothing is sent.
+    assert!(
+        err.contains(
+            "cordis: cannot attach @fx:mem://nothing-here: mcp(fx): resources/read failed"
+        ),
+        "{err}"
+    );
+    let session = err
+        .split_whitespace()
+        .skip_while(|w| *w != "session")
+        .nth(1)
+        .expect("the run names its session")
+        .trim_end_matches([',', '.', ')'])
+        .to_owned();
+    let history = common::cordis_command(&dir, &["history", &session, "--json"])
+        .output()
+        .unwrap();
+    let page: serde_json::Value = serde_json::from_slice(&history.stdout).unwrap();
+    let users: Vec<&str> = page["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["event"]["type"] == "user/message")
+        .map(|e| e["event"]["data"]["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        users,
+        [
+            "explain @fx:mem://readme, please\n\n[resource uri=mem://readme]\ncontents of mem://readme\n[/resource]",
+            "mail me@host:x"
+        ]
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -30,6 +30,7 @@ pub(crate) mod commands;
 mod history;
 mod input;
 mod mcp;
+mod mentions;
 mod permute;
 mod presets;
 pub(crate) mod prompts;

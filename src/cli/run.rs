@@ -842,6 +842,15 @@ impl Conversation<'_> {
                     writeln!(io.out, "> {}", safe_lines(line))?;
                 }
             }
+            // `@server:uri` attaches that MCP resource to the message.
+            let message = match super::mentions::attach(&self.root, &message).await {
+                Ok(message) => message,
+                Err(why) => {
+                    writeln!(io.err, "cordis: {}; nothing was sent", safe(&why))?;
+                    io.err.flush()?;
+                    continue;
+                }
+            };
             let (started, from) = (Instant::now(), self.agent.session().len());
             self.turn(message, &mut events, &mut progress, io).await?;
             if interactive && !self.args.quiet {
