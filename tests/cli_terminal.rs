@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::log_events;
 use common::pty::Pty;
 
 /// Generous: these only guard against a hang; nothing here measures speed.
@@ -190,16 +191,6 @@ fn shell_agent(responses: &str, ask: bool) -> String {
 - {{id: shell, name: tool-shell, config: {{env: [PATH, HOME]}}}}
 {approvals}"
     )
-}
-
-/// The session log's events, parsed.
-fn log_events(dir: &Path, session: &str) -> Vec<serde_json::Value> {
-    std::fs::read_to_string(dir.join(format!(".sessions/{session}.jsonl")))
-        .unwrap()
-        .lines()
-        .skip(1)
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
 }
 
 /// The pid a command wrote to `file` (`echo $$ > file; exec sleep …`), once it has.

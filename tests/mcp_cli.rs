@@ -4,7 +4,7 @@
 
 use crate::common;
 
-use common::{cordis, fixture};
+use common::{cordis, fixture, log_events};
 
 #[test]
 fn a_down_server_is_a_pending_entry_with_its_reason_by_default_and_a_failed_entry_when_strict() {
@@ -284,6 +284,182 @@ fn an_mcp_resource_mentioned_with_at_is_attached_to_the_message() {
             "explain @fx:mem://readme, please\n\n[resource uri=mem://readme]\ncontents of mem://readme\n[/resource]",
             "mail me@host:x"
         ]
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// What the tool results of `session` say, in log order.
+fn tool_results(dir: &std::path::Path, session: &str) -> Vec<String> {
+    log_events(dir, session)
+        .iter()
+        .filter(|e| e["type"] == "tool/result")
+        .map(|e| e["data"]["content"].to_string())
+        .collect()
+}
+
+/// Plays `dialogue` on `term`: waits until the screen shows each text (the n-th time, counted
+/// from the start), then types what follows it.
+#[cfg(unix)]
+fn converse(term: &mut common::pty::Pty, dialogue: &[(&str, usize, &str)]) {
+    for (shown, times, typed) in dialogue {
+        term.wait_for_count(shown, *times, std::time::Duration::from_secs(60));
+        if !typed.is_empty() {
+            term.send(typed);
+        }
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn an_mcp_servers_form_is_filled_in_at_the_terminal_field_by_field_and_declined_when_piped() {
+    use common::pty::Pty;
+    const LIMIT: std::time::Duration = std::time::Duration::from_secs(60);
+    let server = crate::mcp_determinism::fixture_server();
+    let dir = project(
+        "mcp-form",
+        &format!(
+            "- {{id: system-prompt, name: system-prompt}}\n- {{id: tools, name: tools}}\n\
+             - id: llm\n  name: llm\n  config:\n    adapter: scripted\n    model: m\n    responses:\n\
+             \x20     - {{text: [Looking, ' you up.'], delayMs: 600, toolCalls: [{{id: a1, name: mcp__fx__ask, arguments: {{}}}}]}}\n\
+             \x20     - text: Hello there.\n\
+             \x20     - toolCalls: [{{id: a2, name: mcp__fx__ask, arguments: {{}}}}]\n\
+             \x20     - text: Declined then.\n\
+             \x20     - text: Hi Bob.\n\
+             \x20     - toolCalls: [{{id: a3, name: mcp__fx__ask, arguments: {{}}}}]\n\
+             \x20     - text: Never reached.\n\
+             - {{id: sessions, name: sessions, config: {{root: .sessions}}}}\n- {{id: agent-loop, name: agent-loop}}\n\
+             - id: fx\n  name: mcp\n  config: {{transport: stdio, server: fx, command: {}, args: [--tools, ask, --catalog]}}\n",
+            server.display()
+        ),
+    );
+    let run = |session: &str| {
+        common::cordis_command(
+            &dir,
+            &["run", "--session", session, "--approve", "mcp__fx__ask"],
+        )
+    };
+    let mut term = Pty::spawn_controlling(run("f"));
+    // The dialogue: what the screen shows (the n-th time, counted from the start), then what
+    // is typed.
+    let dialogue: &[(&str, usize, &str)] = &[
+        ("> ", 1, "who am I?\r"),
+        // Typed while the model works: the next message, never the form's first value.
+        ("Looking", 1, "and then?\r"),
+        ("kept as your next message", 1, ""),
+        ("cordis: MCP server fx asks:\r\n  Who are you?", 1, ""),
+        ("  name (text, at least 1 character, required): ", 1, "\r"),
+        ("✗ name is required", 1, "Ada\r"),
+        ("  age (a whole number, at least 0, optional): ", 1, "old\r"),
+        ("✗ age is a whole number, like 42", 1, "36\r"),
+        ("  color (one of 1 red, 2 blue, Enter: red): ", 1, "\r"),
+        ("cordis: answered fx's form (age, name)", 1, ""),
+        ("Hello there.", 1, ""),
+        // The kept message runs next; its form is declined.
+        ("> and then?", 1, ""),
+        ("cordis: MCP server fx asks:", 2, ""),
+        ("  name (text", 3, "/decline\r"),
+        ("cordis: declined fx's form", 1, ""),
+        // Between turns too: the server asks while rendering a prompt (a command).
+        ("Declined then.", 1, "/mcp__fx__greeting\r"),
+        (
+            "cordis: MCP server fx asks:\r\n  Who should be greeted?",
+            1,
+            "",
+        ),
+        ("  name (text, required): ", 1, "Bob\r"),
+        ("cordis: answered fx's form (name)", 1, ""),
+        ("Hi Bob.", 1, "once more\r"),
+        ("cordis: MCP server fx asks:", 4, ""),
+        // Ctrl-C at a field cancels the form and the turn; the run goes on.
+        ("  name (text", 5, "\x03"),
+        ("cordis: cancelled fx's form", 1, ""),
+        ("cancelling the turn", 1, ""),
+    ];
+    converse(&mut term, dialogue);
+    term.send("\x04");
+    assert_eq!(term.wait_exit(LIMIT), Some(0), "{}", term.screen());
+    let users: Vec<String> = log_events(&dir, "f")
+        .iter()
+        .filter(|e| e["type"] == "user/message")
+        .map(|e| e["data"]["content"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        users,
+        ["who am I?", "and then?", "Say hello to Bob.", "once more"]
+    );
+    let results = tool_results(&dir, "f");
+    // What the server got: the values typed, the form's default for the field left empty.
+    assert!(
+        results[0].contains(
+            r#"{\"action\":\"accept\",\"content\":{\"age\":36,\"color\":\"red\",\"name\":\"Ada\"}}"#
+        ),
+        "{results:?}"
+    );
+    assert!(
+        results[1].contains(r#"{\"action\":\"decline\"}"#),
+        "{results:?}"
+    );
+    assert!(
+        results.get(2).is_none_or(|r| !r.contains("accept")),
+        "{results:?}"
+    );
+
+    // At a terminal with the transcript redirected to a file, fields are read as lines.
+    let mut line_mode = std::process::Command::new("sh");
+    line_mode
+        .current_dir(&dir)
+        .args(["-c", "exec \"$0\" \"$@\" > transcript.txt"])
+        .args(run("l").get_program().to_str())
+        .args(run("l").get_args());
+    for (key, value) in run("l").get_envs() {
+        match value {
+            Some(value) => line_mode.env(key, value),
+            None => line_mode.env_remove(key),
+        };
+    }
+    let mut term = Pty::spawn(line_mode);
+    converse(
+        &mut term,
+        &[
+            ("> ", 1, "who am I?\n"),
+            (
+                "  name (text, at least 1 character, required): ",
+                1,
+                "Ada\n",
+            ),
+            ("  age (a whole number", 1, "\n"),
+            ("  color (one of", 1, "2\n"),
+            ("cordis: answered fx's form (color, name)", 1, ""),
+        ],
+    );
+    term.send("\x04");
+    assert_eq!(term.wait_exit(LIMIT), Some(0), "{}", term.screen());
+    let results = tool_results(&dir, "l");
+    assert!(
+        results[0].contains(
+            r#"{\"action\":\"accept\",\"content\":{\"color\":\"blue\",\"name\":\"Ada\"}}"#
+        ),
+        "{results:?}"
+    );
+    assert!(
+        std::fs::read_to_string(dir.join("transcript.txt"))
+            .unwrap()
+            .contains("Hello there."),
+        "the transcript went to the file"
+    );
+
+    // Piped, nobody can be asked: the form is declined and the call goes on.
+    let (code, out, err) = common::piped(
+        &dir,
+        &["run", "--session", "p", "--approve", "mcp__fx__ask"],
+        "who am I?\n",
+    );
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    assert!(!err.contains("asks:"), "{err}");
+    let results = tool_results(&dir, "p");
+    assert!(
+        results[0].contains(r#"{\"action\":\"decline\"}"#),
+        "{results:?}"
     );
     let _ = std::fs::remove_dir_all(&dir);
 }

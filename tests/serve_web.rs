@@ -575,6 +575,27 @@ impl Browser {
     }
 }
 
+/// The page at `url` in a browser, with a new session opened by its *New session* button; the
+/// session's id.
+fn new_session_in_page(binary: &Path, url: &str) -> (Browser, String) {
+    let mut page = Browser::open(binary, url);
+    page.wait_for("document.body.dataset.ready === 'true'", "the page ready");
+    page.wait_for(
+        "!document.getElementById('agent-bar').hidden",
+        "the agent bar",
+    );
+    page.eval("document.getElementById('new-session').click()");
+    let session = page
+        .wait_for(
+            "document.getElementById('prompt') && decodeURIComponent(location.hash.slice('#sessions/'.length))",
+            "a new session open in the page",
+        )
+        .as_str()
+        .unwrap()
+        .to_owned();
+    (page, session)
+}
+
 #[test]
 fn a_session_started_in_the_page_asks_there_and_its_log_is_the_one_cordis_history_reads() {
     let dir = scratch("agent");
@@ -643,21 +664,7 @@ fn a_session_started_in_the_page_asks_there_and_its_log_is_the_one_cordis_histor
         );
         return;
     };
-    let mut page = Browser::open(&binary, &url);
-    page.wait_for("document.body.dataset.ready === 'true'", "the page ready");
-    page.wait_for(
-        "!document.getElementById('agent-bar').hidden",
-        "the agent bar",
-    );
-    page.eval("document.getElementById('new-session').click()");
-    let session = page
-        .wait_for(
-            "document.getElementById('prompt') && decodeURIComponent(location.hash.slice('#sessions/'.length))",
-            "a new session open in the page",
-        )
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let (mut page, session) = new_session_in_page(&binary, &url);
     page.eval("document.getElementById('prompt').value = 'write the notes'; document.getElementById('send').click()");
     // The question comes to the page, with the edit's diff.
     page.wait_for(
@@ -885,4 +892,94 @@ fn the_mcp_panel_shows_each_server_connected_or_pending_with_what_it_offers() {
         "{down:?}"
     );
     page.screenshot("mcp.png");
+}
+
+#[test]
+fn an_mcp_servers_form_is_filled_in_the_page_and_a_value_it_does_not_take_is_said_there() {
+    let dir = scratch("form");
+    let fixture = crate::mcp_determinism::fixture_server();
+    std::fs::write(
+        dir.join("cordis.yml"),
+        format!(
+            "- {{id: system-prompt, name: system-prompt}}\n- {{id: tools, name: tools}}\n\
+             - id: llm\n  name: llm\n  config:\n    adapter: scripted\n    model: m\n    responses:\n\
+             \x20     - toolCalls: [{{id: a1, name: mcp__fx__ask, arguments: {{}}}}]\n\
+             \x20     - text: Hello there.\n\
+             - {{id: sessions, name: sessions, config: {{root: .sessions}}}}\n- {{id: agent-loop, name: agent-loop}}\n\
+             - {{id: approvals, name: approvals, config: {{tools: {{mcp__fx__ask: allow}}}}}}\n\
+             - id: fx\n  name: mcp\n  config: {{transport: stdio, server: fx, command: {}, args: [--tools, ask]}}\n",
+            fixture.display()
+        ),
+    )
+    .unwrap();
+    let server = serve(&dir, &[]);
+    let auth = [
+        ("x-cordis-token", server.token.as_str()),
+        ("content-type", "application/json"),
+    ];
+    let (status, _) = http(
+        server.port,
+        "POST",
+        "/api/forms/7",
+        &auth,
+        r#"{"action":"accept","content":{}}"#,
+    );
+    assert_eq!(status, 410, "no form waits");
+
+    let Some(binary) = chromium() else {
+        eprintln!(
+            "SKIP: no chromium on this machine (run .ci/install-browser); forms were not checked in a browser"
+        );
+        return;
+    };
+    let (mut page, session) = new_session_in_page(&binary, &server.url);
+    page.eval("document.getElementById('prompt').value = 'who am I?'; document.getElementById('send').click()");
+    page.wait_for(
+        "document.querySelector('[data-form=\"fx\"] [data-field=\"name\"]')",
+        "the server's form",
+    );
+    // Required first, then by name; the default chosen; an approval's answer is refused.
+    let fields = page.eval(
+        "[...document.querySelectorAll('[data-form] [data-field]')].map(f => f.dataset.field + '=' + (f.tagName === 'SELECT' ? f.options[f.selectedIndex].text : f.value))",
+    );
+    assert_eq!(fields, serde_json::json!(["name=", "age=", "color=red"]));
+    let n = page.eval("Number(document.querySelector('[data-form]').dataset.approval)");
+    let (status, body) = http(
+        server.port,
+        "POST",
+        &format!("/api/approvals/{n}"),
+        &auth,
+        r#"{"answer":"allow"}"#,
+    );
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body.contains("is a form: answer it with POST /api/forms/"),
+        "{body}"
+    );
+    // Sent without the required name: said in the form, which keeps waiting.
+    page.eval("document.querySelector('[data-form] button.accept').click()");
+    page.wait_for(
+        "document.querySelector('[data-form-error]').textContent.includes('required property \"name\" is missing')",
+        "the missing name said in the form",
+    );
+    page.screenshot("mcp-form.png");
+    page.eval(
+        "document.querySelector('[data-field=\"name\"]').value = 'Ada'; document.querySelector('[data-field=\"age\"]').value = '36'; document.querySelector('[data-form] button.accept').click()",
+    );
+    page.wait_for(
+        "[...document.querySelectorAll('.card.assistant pre')].some(p => p.textContent === 'Hello there.')",
+        "the model's reply after the form",
+    );
+    assert_eq!(
+        page.eval("document.querySelectorAll('[data-form]').length"),
+        serde_json::json!(0)
+    );
+    let log = std::fs::read_to_string(dir.join(format!(".sessions/{session}.jsonl"))).unwrap();
+    assert!(
+        log.contains(
+            r#"{\"action\":\"accept\",\"content\":{\"age\":36,\"color\":\"red\",\"name\":\"Ada\"}}"#
+        ),
+        "{log}"
+    );
+    drop(page);
 }

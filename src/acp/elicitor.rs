@@ -37,10 +37,7 @@ impl Elicitor for EditorElicitor {
                     Some("cancel") => ElicitationAnswer::Cancel,
                     _ => ElicitationAnswer::Decline,
                 },
-                Err(e) => {
-                    tracing::debug!("the editor did not answer an elicitation: {e}");
-                    ElicitationAnswer::Decline
-                }
+                Err(e) => ElicitationAnswer::NotAsked(format!("the editor did not answer: {e}")),
             }
         })
     }

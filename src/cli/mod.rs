@@ -27,6 +27,7 @@ mod call;
 mod check;
 pub mod ci;
 pub(crate) mod commands;
+mod form;
 mod history;
 mod input;
 mod mcp;

@@ -23,14 +23,19 @@ use cordis_session::{SessionError, SessionStore, TurnEndReason};
 use tokio::sync::mpsc;
 
 use std::collections::VecDeque;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
+
+use cordis_mcp::{ElicitationAnswer, ElicitationRequest};
 
 use super::approve::{Asked, answer_of, approver_for};
 use super::commands;
+use super::form::{Elicited, Filling, Step, terminal_elicitor};
 use super::input::{Typed, kept_notice, spawn_reader};
 use super::render::{safe, safe_lines};
 use super::signals::{Signals, Stop};
-use super::terminal::{Event, Terminal};
+use super::terminal::{Entered, Event, Terminal};
 use super::transcript::{Style, Transcript};
 use super::{
     ColorChoice, EXIT_CONFIG, EXIT_FAILURE, EXIT_LOCKED, EXIT_OK, Io, RunArgs, choose_seed,
@@ -454,6 +459,14 @@ async fn run_session(
     let approving = approver_for(args.yes, &args.approve, interactive);
     // The root's service is seen by every scope, reloads included; it goes with the root.
     let _approver = approving.service.map(|a| root.provide(a));
+    // A person can fill in an MCP server's form; a piped run declines it (no one to ask).
+    let (elicited, listening, _elicitor) = if interactive {
+        let (elicitor, elicited, listening) = terminal_elicitor();
+        let service = root.provide(cordis_mcp::Elicitation(Arc::new(elicitor)));
+        (Some(elicited), Some(listening), Some(service))
+    } else {
+        (None, None, None)
+    };
     let input = if editor {
         let terminal = Terminal::start()?;
         terminal.remember(user_messages(&agent));
@@ -471,6 +484,8 @@ async fn run_session(
         input,
         typed_ahead: VecDeque::new(),
         asked: approving.asked,
+        elicited,
+        listening,
         interactive,
         signals: Signals::install()?,
         interrupted_at: None,
@@ -588,6 +603,10 @@ struct Conversation<'a> {
     typed_ahead: VecDeque<Typed>,
     /// Approval questions from the terminal approver (interactive runs only).
     asked: Option<mpsc::UnboundedReceiver<Asked>>,
+    /// MCP servers' forms (interactive runs only).
+    elicited: Option<mpsc::UnboundedReceiver<Elicited>>,
+    /// Set while forms can be asked (a turn runs, or the run waits on a server).
+    listening: Option<Arc<AtomicBool>>,
     /// stdin is a terminal (a person types).
     interactive: bool,
     /// Ctrl-C, SIGTERM, SIGHUP.
@@ -611,6 +630,59 @@ pub(crate) fn usage_since(agent: &Agent, from: usize) -> (u64, u64, u64) {
                 (n + 1, i + u.input_tokens, o + u.output_tokens)
             })
     })
+}
+
+/// What came back for a question shown (see `Conversation::await_reply`).
+enum Reply {
+    /// The terminal's answer to it ([`Event::Answer`] or [`Event::Entered`]).
+    Terminal(Event),
+    /// A line read after it (line mode).
+    Line(String),
+    /// Ctrl-C or a signal: the turn is being cancelled.
+    Interrupted,
+    /// The input ended.
+    Eof,
+}
+
+/// Something the run asks the person at the terminal while it waits on a turn or a server.
+enum Question {
+    /// A call's approval.
+    Approval(Asked),
+    /// An MCP server's form.
+    Form(Elicited),
+}
+
+/// The next question, approvals first (pending forever in a run that asks none).
+///
+/// # Cancel safety
+/// Cancel safe.
+async fn next_question(
+    asked: &mut Option<mpsc::UnboundedReceiver<Asked>>,
+    elicited: &mut Option<mpsc::UnboundedReceiver<Elicited>>,
+) -> Question {
+    let approval = async {
+        match asked.as_mut() {
+            Some(rx) => match rx.recv().await {
+                Some(asked) => Question::Approval(asked),
+                None => std::future::pending().await,
+            },
+            None => std::future::pending().await,
+        }
+    };
+    let form = async {
+        match elicited.as_mut() {
+            Some(rx) => match rx.recv().await {
+                Some(form) => Question::Form(form),
+                None => std::future::pending().await,
+            },
+            None => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        biased;
+        question = approval => question,
+        question = form => question,
+    }
 }
 
 /// At most this many messages typed while a turn runs wait for it to end.
@@ -777,7 +849,11 @@ impl Conversation<'_> {
             };
             // A prompt of an MCP server, run as a command: its rendering is the message.
             let expanded = match line {
-                commands::Line::Unknown(_) => super::prompts::expand(&self.root, &message).await,
+                commands::Line::Unknown(_) => {
+                    let root = self.root.clone();
+                    self.serving(super::prompts::expand(&root, &message), io)
+                        .await?
+                }
                 _ => None,
             };
             let message = match (line, expanded) {
@@ -843,7 +919,11 @@ impl Conversation<'_> {
                 }
             }
             // `@server:uri` attaches that MCP resource to the message.
-            let message = match super::mentions::attach(&self.root, &message).await {
+            let root = self.root.clone();
+            let attached = self
+                .serving(super::mentions::attach(&root, &message), io)
+                .await?;
+            let message = match attached {
                 Ok(message) => message,
                 Err(why) => {
                     writeln!(io.err, "cordis: {}; nothing was sent", safe(&why))?;
@@ -897,7 +977,7 @@ impl Conversation<'_> {
                             }
                         }
                     },
-                    Some(Event::Escape | Event::Answer { .. }) => {}
+                    Some(Event::Escape | Event::Answer { .. } | Event::Entered { .. }) => {}
                     Some(Event::Interrupted | Event::Eof) | None => {
                         if matches!(self.input, Input::Terminal(_)) {
                             writeln!(io.err)?;
@@ -945,7 +1025,11 @@ impl Conversation<'_> {
             Event::Ahead(typed) => self.queue_typed_ahead(typed, io),
             Event::Escape => self.on_signal(Stop::Escape, io),
             Event::Interrupted => self.on_signal(Stop::Interrupt, io),
-            Event::Line(_) | Event::Eof | Event::Answer { .. } | Event::PromptSkipped => Ok(()),
+            Event::Line(_)
+            | Event::Eof
+            | Event::Answer { .. }
+            | Event::Entered { .. }
+            | Event::PromptSkipped => Ok(()),
         }
     }
 
@@ -1012,6 +1096,26 @@ impl Conversation<'_> {
                 (None, Some(Instant::now()))
             }
         };
+        let cancelled = || Answer::Deny(Some("the user cancelled the turn".to_owned()));
+        Ok(match self.await_reply(question, shown, &text, io).await? {
+            Reply::Terminal(Event::Answer { answer, .. }) => answer,
+            Reply::Line(text) => answer_of(&text),
+            Reply::Interrupted | Reply::Terminal(_) => cancelled(),
+            Reply::Eof => Answer::Deny(Some("the input ended before an answer".to_owned())),
+        })
+    }
+
+    /// Waits for the reply to a question shown: the terminal's answer to question `question`,
+    /// or (with lines) a line read after `shown`. A line typed before it is kept as the next
+    /// message and the question (`again`) written anew; Ctrl-C or a signal is acted on (the
+    /// turn is cancelled) and reads as [`Reply::Interrupted`].
+    async fn await_reply(
+        &mut self,
+        question: Option<u64>,
+        shown: Option<Instant>,
+        again: &str,
+        io: &mut Io<'_>,
+    ) -> std::io::Result<Reply> {
         loop {
             let event = tokio::select! {
                 event = self.input.next() => event,
@@ -1021,37 +1125,177 @@ impl Conversation<'_> {
                     }
                     writeln!(io.err)?;
                     self.on_signal(stop, io)?;
-                    return Ok(Answer::Deny(Some("the user cancelled the turn".to_owned())));
+                    return Ok(Reply::Interrupted);
                 }
             };
             match event {
-                Some(Event::Answer { id, answer }) if Some(id) == question => return Ok(answer),
+                Some(event @ (Event::Answer { id, .. } | Event::Entered { id, .. }))
+                    if Some(id) == question =>
+                {
+                    return Ok(Reply::Terminal(event));
+                }
                 // The answer to a question dropped earlier (its turn was cancelled meanwhile).
-                Some(Event::Answer { .. }) => {}
+                Some(Event::Answer { .. } | Event::Entered { .. }) => {}
                 Some(Event::Line(typed)) if shown.is_some_and(|at| typed.at >= at) => {
-                    return Ok(answer_of(&typed.text));
+                    return Ok(Reply::Line(typed.text));
                 }
                 Some(Event::Line(typed)) => {
                     if !typed.text.trim().is_empty() {
                         writeln!(io.err, "{}", kept_notice(&typed.text))?;
                         self.queue_typed_ahead(typed, io)?;
-                        write!(io.err, "{text}")?;
+                        write!(io.err, "{again}")?;
                         io.err.flush()?;
                     }
                 }
                 Some(Event::Ahead(typed)) => self.queue_typed_ahead(typed, io)?,
                 Some(Event::Interrupted) => {
                     self.on_signal(Stop::Interrupt, io)?;
-                    return Ok(Answer::Deny(Some("the user cancelled the turn".to_owned())));
+                    return Ok(Reply::Interrupted);
                 }
                 Some(Event::Escape | Event::PromptSkipped) => {}
-                Some(Event::Eof) | None => {
-                    return Ok(Answer::Deny(Some(
-                        "the input ended before an answer".to_owned(),
-                    )));
-                }
+                Some(Event::Eof) | None => return Ok(Reply::Eof),
             }
         }
+    }
+
+    /// Lets forms be asked (`true`) or not; when no longer, a form that came too late to be
+    /// asked is declined, saying so.
+    fn listen(&mut self, on: bool) {
+        if let Some(listening) = &self.listening {
+            listening.store(on, Ordering::SeqCst);
+        }
+        if !on && let Some(forms) = self.elicited.as_mut() {
+            while let Ok(form) = forms.try_recv() {
+                let why = "the turn ended before it could be asked".to_owned();
+                let _ = form.reply.send(ElicitationAnswer::NotAsked(why));
+            }
+        }
+    }
+
+    /// Awaits `work` (a call to a server between turns: a prompt, a resource) while answering
+    /// the approval questions and forms it brings (a server may sample or ask meanwhile).
+    async fn serving<T>(
+        &mut self,
+        work: impl std::future::Future<Output = T>,
+        io: &mut Io<'_>,
+    ) -> anyhow::Result<T> {
+        self.listen(true);
+        tokio::pin!(work);
+        let out = loop {
+            tokio::select! {
+                biased;
+                question = next_question(&mut self.asked, &mut self.elicited) => {
+                    self.answer_question(question, io).await?;
+                }
+                out = &mut work => break out,
+            }
+        };
+        self.listen(false);
+        Ok(out)
+    }
+
+    /// Asks the person at the terminal `question` and sends the answer back.
+    async fn answer_question(
+        &mut self,
+        question: Question,
+        io: &mut Io<'_>,
+    ) -> std::io::Result<()> {
+        match question {
+            Question::Approval(asked) => {
+                let answer = self.ask(&asked.request, io).await?;
+                let _ = asked.reply.send(answer);
+            }
+            Question::Form(form) => {
+                let answer = self.fill(&form.request, io).await?;
+                let _ = form.reply.send(answer);
+            }
+        }
+        Ok(())
+    }
+
+    /// Asks the person at the terminal to fill in a server's form, field by field (see
+    /// `form`). What was typed before it was shown is kept as the next messages.
+    async fn fill(
+        &mut self,
+        request: &ElicitationRequest,
+        io: &mut Io<'_>,
+    ) -> std::io::Result<ElicitationAnswer> {
+        let mut form = match Filling::new(request) {
+            Ok(form) => form,
+            Err(why) => return Ok(ElicitationAnswer::NotAsked(why)),
+        };
+        let mut text = form.intro();
+        let answer = loop {
+            let line = self.read_field(text, form.prompt(), io).await?;
+            text = String::new();
+            match line {
+                Entered::Text(line) => match form.enter(&line) {
+                    Step::Next => {}
+                    Step::Again(why) => {
+                        text = format!(
+                            "  ✗ {}
+",
+                            safe(&why)
+                        )
+                    }
+                    Step::Done(answer) => break answer,
+                },
+                Entered::Interrupted => break ElicitationAnswer::Cancel,
+                Entered::Eof => break ElicitationAnswer::Decline,
+            }
+        };
+        let server = safe(&request.server);
+        let said = match &answer {
+            ElicitationAnswer::Accept(values) if values.is_empty() && !form.is_empty() => {
+                format!("cordis: answered {server}'s form, all fields left at their defaults")
+            }
+            ElicitationAnswer::Accept(values) => format!(
+                "cordis: answered {server}'s form ({})",
+                values
+                    .keys()
+                    .map(|k| safe(k).into_owned())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            ElicitationAnswer::Cancel => format!("cordis: cancelled {server}'s form"),
+            ElicitationAnswer::Decline | ElicitationAnswer::NotAsked(_) => {
+                format!("cordis: declined {server}'s form")
+            }
+        };
+        writeln!(io.err, "{said}")?;
+        io.err.flush()?;
+        Ok(answer)
+    }
+
+    /// Shows `text` and reads one line after `prompt`, for a form's field. A signal or Ctrl-C
+    /// is acted on (the turn is cancelled) and reads as [`Entered::Interrupted`].
+    async fn read_field(
+        &mut self,
+        text: String,
+        prompt: String,
+        io: &mut Io<'_>,
+    ) -> std::io::Result<Entered> {
+        let (question, shown) = match &mut self.input {
+            Input::Terminal(terminal) => (Some(terminal.read_line(text, prompt.clone())), None),
+            Input::Lines(_) => {
+                write!(io.err, "{text}{prompt}")?;
+                io.err.flush()?;
+                (None, Some(Instant::now()))
+            }
+        };
+        Ok(
+            match self.await_reply(question, shown, &prompt, io).await? {
+                Reply::Terminal(Event::Entered { line, .. }) => {
+                    if line == Entered::Interrupted {
+                        self.on_signal(Stop::Interrupt, io)?;
+                    }
+                    line
+                }
+                Reply::Line(text) => Entered::Text(text),
+                Reply::Interrupted | Reply::Terminal(_) => Entered::Interrupted,
+                Reply::Eof => Entered::Eof,
+            },
+        )
     }
 
     /// The line after a turn at a terminal: how long it took and the tokens its model calls
@@ -1283,6 +1527,7 @@ impl Conversation<'_> {
     ) -> anyhow::Result<()> {
         // A Ctrl-C of an earlier turn does not make this turn's first one a second.
         self.interrupted_at = None;
+        self.listen(true);
         let mut attempt = 0;
         let ended = loop {
             attempt += 1;
@@ -1303,14 +1548,8 @@ impl Conversation<'_> {
                             writeln!(io.err, "{}", progress_line(&p))?;
                             io.err.flush()?;
                         }
-                        Some(asked) = async {
-                            match self.asked.as_mut() {
-                                Some(rx) => rx.recv().await,
-                                None => std::future::pending().await,
-                            }
-                        } => {
-                            let answer = self.ask(&asked.request, io).await?;
-                            let _ = asked.reply.send(answer);
+                        question = next_question(&mut self.asked, &mut self.elicited) => {
+                            self.answer_question(question, io).await?;
                         }
                         stop = self.signals.next() => self.on_signal(stop, io)?,
                         // Typed while the turn runs: the next message, not an answer.
@@ -1351,6 +1590,7 @@ impl Conversation<'_> {
             }
             break ended;
         };
+        self.listen(false);
         match ended {
             Ok(TurnEndReason::Completed) => {}
             // The transcript has printed why, from the turn's `turn/end` event.

@@ -1,7 +1,8 @@
 //! The keyboard of `cordis run` at a terminal, owned by one thread: a line editor at the prompt
 //! (history, arrow keys, `"""` blocks, bracketed paste, Tab for slash commands), keys read one
 //! by one while a turn runs (Esc cancels it; lines typed meanwhile are kept as the next
-//! messages), and one keypress for an approval question.
+//! messages), one keypress for an approval question, and one edited line per field of an MCP
+//! server's form.
 //!
 //! One thread reads the terminal so that the order of what it read is the order things
 //! happened in: a question is written by the same thread that reads its answer, after it has
@@ -59,6 +60,19 @@ pub(crate) enum Event {
     /// The prompt was not shown: lines typed just before it came in as [`Event::Ahead`], and
     /// the first of them is the message.
     PromptSkipped,
+    /// The line entered for question `id` (see [`Terminal::read_line`]).
+    Entered { id: u64, line: Entered },
+}
+
+/// What was entered at a question's line (a form's field).
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Entered {
+    /// The line, without its newline.
+    Text(String),
+    /// Ctrl-C.
+    Interrupted,
+    /// Ctrl-D on an empty line, or the terminal went away.
+    Eof,
 }
 
 /// What the run asks of the terminal.
@@ -67,6 +81,12 @@ enum Request {
     Prompt,
     /// Show question `id`, then read its answer.
     Ask { id: u64, text: String },
+    /// Write `text`, then read one line with the line editor after `prompt`: question `id`.
+    Line {
+        id: u64,
+        text: String,
+        prompt: String,
+    },
     /// The question is moot (the turn was cancelled).
     Cancel,
     /// Recall these messages with arrow-up (a resumed session's, oldest first).
@@ -136,6 +156,15 @@ impl Terminal {
         let id = self.next_question;
         self.next_question += 1;
         let _ = self.requests.send(Request::Ask { id, text: question });
+        id
+    }
+
+    /// Writes `text` (nothing typed before it counts as the answer), then reads one line after
+    /// `prompt`; it arrives as [`Event::Entered`] with the id returned here.
+    pub(crate) fn read_line(&mut self, text: String, prompt: String) -> u64 {
+        let id = self.next_question;
+        self.next_question += 1;
+        let _ = self.requests.send(Request::Line { id, text, prompt });
         id
     }
 
@@ -316,6 +345,15 @@ impl Reader {
                         return;
                     }
                 }
+                Ok(Request::Line { id, text, prompt }) => {
+                    let _ = self.take_typed();
+                    let mut err = std::io::stderr();
+                    let _ = err.write_all(text.as_bytes());
+                    let _ = err.flush();
+                    if !self.line(id, &prompt) {
+                        return;
+                    }
+                }
                 Ok(Request::Cancel) => {}
                 Ok(Request::Remember(messages)) => {
                     for message in messages {
@@ -382,6 +420,11 @@ impl Reader {
             }
             // Ctrl-U clears the line.
             0x15 => self.partial.clear(),
+            // Ctrl-C that reached us as a key (typed as the line editor handed over, before
+            // the terminal's signal took it again) is still Ctrl-C.
+            0x03 => {
+                let _ = self.events.send(Event::Interrupted);
+            }
             0x04 if self.partial.is_empty() => self.end_ahead = true,
             // Other control keys mean nothing while a turn runs.
             b if b < 0x20 => {}
@@ -479,6 +522,22 @@ impl Reader {
                 }
             }
         }
+    }
+
+    /// One line for question `id` (a form's field), not kept in the history; `false` once the
+    /// terminal is gone.
+    fn line(&mut self, id: u64, prompt: &str) -> bool {
+        let (line, gone) = match self.editor.readline(prompt) {
+            Ok(text) => (Entered::Text(text), false),
+            Err(ReadlineError::Interrupted) => (Entered::Interrupted, false),
+            Err(ReadlineError::Eof) => (Entered::Eof, false),
+            Err(_) => (Entered::Eof, true),
+        };
+        let sent = self.events.send(Event::Entered { id, line }).is_ok();
+        if gone {
+            let _ = self.events.send(Event::Eof);
+        }
+        sent && !gone
     }
 
     /// "No, and here is why": a line for the model, starting with `typed`.

@@ -1,7 +1,8 @@
 //! The page's agent plane: sessions started (or resumed) from the page on the served
 //! composition, prompts, cancels, and the approvals the page answers — a third approver beside
 //! the terminal and the editor, deciding through the same approvals service (so "always"
-//! grants are logged and a resumed session holds them, whichever front end resumes it).
+//! grants are logged and a resumed session holds them, whichever front end resumes it). MCP
+//! servers' forms (`elicitation/create`) wait in the same list and are filled in the page.
 //!
 //! Each page session is one agent of the composition's `agent-loop`, its id the session id,
 //! logging to the composition's sessions store: `cordis run --resume ID`, `cordis history ID`
@@ -15,13 +16,15 @@ use std::time::Duration;
 use cordis_agent_loop::{Agent, AgentEvent, AgentLoop, AgentOptions, AgentState};
 use cordis_agent_presets::AgentPresets;
 use cordis_approvals::{Answer, ApprovalRequest, Approver, ApproverService};
+use cordis_mcp::{ElicitationAnswer, ElicitationRequest, Elicitor};
 use cordis_presenter::Presenters;
 use cordis_runtime::{Context, EffectHandle, lock};
 use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, oneshot};
 
-/// The most approval questions waiting at once (further calls are denied, saying why).
+/// The most questions (approvals and forms) waiting at once (further ones are denied, or
+/// declined, saying why).
 pub const MAX_WAITING_APPROVALS: usize = 64;
 
 /// The longest prompt the page may send.
@@ -65,7 +68,64 @@ impl AgentsError {
 /// A question waiting for the page.
 struct Waiting {
     question: Value,
-    reply: oneshot::Sender<Answer>,
+    reply: Reply,
+}
+
+/// Where a waiting question's answer goes.
+enum Reply {
+    /// An approval question.
+    Approval(oneshot::Sender<Answer>),
+    /// An MCP server's form, with its schema (an answer is checked against it first).
+    Form {
+        schema: Value,
+        reply: oneshot::Sender<ElicitationAnswer>,
+    },
+}
+
+/// An answer, of the kind its question asked.
+enum Decided {
+    Approval(Answer),
+    Form(ElicitationAnswer),
+}
+
+impl Reply {
+    /// The asker stopped waiting (its turn was cancelled).
+    fn is_closed(&self) -> bool {
+        match self {
+            Reply::Approval(reply) => reply.is_closed(),
+            Reply::Form { reply, .. } => reply.is_closed(),
+        }
+    }
+}
+
+impl Inner {
+    /// Adds question `id` to the waiting list and tells the pages (`event`); `false` when
+    /// [`MAX_WAITING_APPROVALS`] already wait.
+    fn wait(&self, id: u64, event: &'static str, question: Value, reply: Reply) -> bool {
+        {
+            let mut waiting = lock(&self.waiting);
+            waiting.retain(|_, w| !w.reply.is_closed());
+            if waiting.len() >= MAX_WAITING_APPROVALS {
+                return false;
+            }
+            waiting.insert(
+                id,
+                Waiting {
+                    question: question.clone(),
+                    reply,
+                },
+            );
+        }
+        send(&self.events, event, question);
+        true
+    }
+
+    /// Question `id` no longer waits (dropped unanswered): the pages forget it too.
+    fn withdraw(&self, id: u64) {
+        if lock(&self.waiting).remove(&id).is_some() {
+            send(&self.events, "answered", json!({"id": id}));
+        }
+    }
 }
 
 /// What the approver and the handlers share.
@@ -118,39 +178,65 @@ impl Approver for PageApprover {
         let id = inner.next.fetch_add(1, Ordering::Relaxed) + 1;
         let question = json!({
             "id": id,
+            "kind": "approval",
             "session": session,
             "tool": request.call.name,
             "view": card,
             "grants": request.grants,
         });
         let (reply, answer) = oneshot::channel();
-        {
-            let mut waiting = lock(&inner.waiting);
-            waiting.retain(|_, w| !w.reply.is_closed());
-            if waiting.len() >= MAX_WAITING_APPROVALS {
-                return Box::pin(async {
-                    Answer::Deny(Some(format!(
-                        "{MAX_WAITING_APPROVALS} questions already wait for the page"
-                    )))
-                });
-            }
-            waiting.insert(
-                id,
-                Waiting {
-                    question: question.clone(),
-                    reply,
-                },
-            );
+        if !inner.wait(id, "approval", question, Reply::Approval(reply)) {
+            return Box::pin(async {
+                Answer::Deny(Some(format!(
+                    "{MAX_WAITING_APPROVALS} questions already wait for the page"
+                )))
+            });
         }
-        send(&inner.events, "approval", question);
         Box::pin(async move {
             let answer = answer
                 .await
                 .unwrap_or(Answer::Deny(Some("the question was withdrawn".to_owned())));
-            // Dropped unanswered (the turn was cancelled): the page forgets it too.
-            if lock(&inner.waiting).remove(&id).is_some() {
-                send(&inner.events, "answered", json!({"id": id}));
-            }
+            inner.withdraw(id);
+            answer
+        })
+    }
+}
+
+/// Shows MCP servers' forms in the page.
+struct PageElicitor(Arc<Inner>);
+
+impl Elicitor for PageElicitor {
+    fn elicit(&self, request: ElicitationRequest) -> BoxFuture<'static, ElicitationAnswer> {
+        let inner = self.0.clone();
+        let fields = match cordis_mcp::fields(&request.schema) {
+            Ok(fields) => fields,
+            Err(why) => return Box::pin(async { ElicitationAnswer::NotAsked(why) }),
+        };
+        let id = inner.next.fetch_add(1, Ordering::Relaxed) + 1;
+        let question = json!({
+            "id": id,
+            "kind": "form",
+            "server": request.server,
+            "message": request.message,
+            "fields": fields
+                .iter()
+                .map(|f| json!({"name": f.name, "property": f.property, "required": f.required}))
+                .collect::<Vec<_>>(),
+        });
+        let (reply, answer) = oneshot::channel();
+        let schema = request.schema;
+        if !inner.wait(id, "form", question, Reply::Form { schema, reply }) {
+            return Box::pin(async {
+                ElicitationAnswer::NotAsked(format!(
+                    "{MAX_WAITING_APPROVALS} questions already wait for the page"
+                ))
+            });
+        }
+        Box::pin(async move {
+            let answer = answer.await.unwrap_or_else(|_| {
+                ElicitationAnswer::NotAsked("the page stopped waiting".to_owned())
+            });
+            inner.withdraw(id);
             answer
         })
     }
@@ -172,6 +258,12 @@ impl WebAgents {
         match root.provide(ApproverService(Arc::new(PageApprover(inner.clone())))) {
             Ok(handle) => handles.push(handle),
             Err(e) => tracing::warn!("the page cannot answer approvals: {e}"),
+        }
+        match root.provide(cordis_mcp::Elicitation(Arc::new(PageElicitor(
+            inner.clone(),
+        )))) {
+            Ok(handle) => handles.push(handle),
+            Err(e) => tracing::warn!("the page cannot fill in MCP servers' forms: {e}"),
         }
         let listening = inner.clone();
         handles.push(root.on::<AgentEvent>(move |e| {
@@ -374,11 +466,69 @@ impl WebAgents {
                 )));
             }
         };
-        let Some(waiting) = lock(&self.inner.waiting).remove(&n) else {
+        self.settle(n, |reply| match reply {
+            Reply::Approval(_) => Ok(Decided::Approval(answer)),
+            Reply::Form { .. } => Err(AgentsError::Invalid(format!(
+                "question {n} is a form: answer it with POST /api/forms/{n}"
+            ))),
+        })
+    }
+
+    /// Answers form `n`: `accept` with `content` (checked against the form first: what does
+    /// not fit is refused and the form keeps waiting), `decline` or `cancel`; false when it no
+    /// longer waits.
+    ///
+    /// # Errors
+    /// An unknown action, an approval question, or content that does not fit the form.
+    pub fn answer_form(
+        &self,
+        n: u64,
+        action: &str,
+        content: Option<serde_json::Map<String, Value>>,
+    ) -> Result<bool, AgentsError> {
+        self.settle(n, |reply| match reply {
+            Reply::Approval(_) => Err(AgentsError::Invalid(format!(
+                "question {n} is an approval: answer it with POST /api/approvals/{n}"
+            ))),
+            Reply::Form { schema, .. } => Ok(Decided::Form(match action {
+                "accept" => ElicitationAnswer::Accept(
+                    cordis_mcp::check_answer(schema, content.unwrap_or_default())
+                        .map_err(AgentsError::Invalid)?,
+                ),
+                "decline" => ElicitationAnswer::Decline,
+                "cancel" => ElicitationAnswer::Cancel,
+                other => {
+                    return Err(AgentsError::Invalid(format!(
+                        "unknown action {other:?}: use accept, decline or cancel"
+                    )));
+                }
+            })),
+        })
+    }
+
+    /// Answers waiting question `n` with what `decide` makes of it (refusing leaves it
+    /// waiting); false when it no longer waits.
+    fn settle(
+        &self,
+        n: u64,
+        decide: impl FnOnce(&Reply) -> Result<Decided, AgentsError>,
+    ) -> Result<bool, AgentsError> {
+        let mut waiting = lock(&self.inner.waiting);
+        let Some(question) = waiting.get(&n) else {
             return Ok(false);
         };
+        let decided = decide(&question.reply)?;
+        let Some(question) = waiting.remove(&n) else {
+            return Ok(false);
+        };
+        drop(waiting);
         send(&self.inner.events, "answered", json!({"id": n}));
-        Ok(waiting.reply.send(answer).is_ok())
+        Ok(match (question.reply, decided) {
+            (Reply::Approval(reply), Decided::Approval(answer)) => reply.send(answer).is_ok(),
+            (Reply::Form { reply, .. }, Decided::Form(answer)) => reply.send(answer).is_ok(),
+            // `decide` answers each question in its own kind.
+            _ => false,
+        })
     }
 
     /// Cancels every running turn and waits (a while) for them to end, so their logs close.

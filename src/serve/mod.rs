@@ -13,7 +13,7 @@
 //! - the sessions of the file's `sessions` entry (the sessions index) and each one's history
 //!   (the `history` service: the cards the terminal and editors show);
 //! - the agent plane ([`agents`]): sessions started or continued in the page, prompts,
-//!   cancels, and the approvals the page answers;
+//!   cancels, the approvals the page answers and the MCP servers' forms it fills in;
 //! - a line diff of two texts (two request headers: why did the prompt cache break), and a
 //!   `stress` / `permute` report opened in the page.
 //!
@@ -159,6 +159,7 @@ pub fn router(served: Arc<Served>, guard: Guard) -> Router {
         .route("/api/agents/sessions/{id}/prompt", post(prompt))
         .route("/api/agents/sessions/{id}/cancel", post(cancel))
         .route("/api/approvals/{n}", post(answer))
+        .route("/api/forms/{n}", post(answer_form))
         .with_state(served)
         .layer(axum::middleware::from_fn_with_state(guard, guard::guard))
 }
@@ -321,8 +322,8 @@ fn graph(plan: &cordis_host::plan::LoadPlan) -> std::collections::BTreeMap<Strin
 }
 
 /// `GET /api/events`: each reload (`reload`), and the page sessions' events (`agent`,
-/// `state`) and approval questions (`approval`, `answered`), as they happen (server-sent
-/// events).
+/// `state`), approval questions and forms (`approval`, `form`, `answered`), as they happen
+/// (server-sent events).
 async fn events(State(served): State<Arc<Served>>) -> impl IntoResponse {
     let rx = served.events.subscribe();
     let stream = futures_util::stream::unfold(rx, |mut rx| async move {
@@ -476,6 +477,36 @@ async fn answer(
             axum::Json(
                 json!({"error": "the question no longer waits (answered, or its turn ended)"}),
             ),
+        )
+            .into_response(),
+        Err(e) => refused(&e),
+    }
+}
+
+/// `POST /api/forms/{n}` body: `accept` with the values, `decline` or `cancel`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FormAnswer {
+    action: String,
+    #[serde(default)]
+    content: Option<serde_json::Map<String, Value>>,
+}
+
+/// `POST /api/forms/{n}`: answers an MCP server's waiting form (400 with the reason when the
+/// values do not fit it, and it keeps waiting; 410 when it no longer waits).
+async fn answer_form(
+    State(served): State<Arc<Served>>,
+    Path(n): Path<u64>,
+    axum::Json(request): axum::Json<FormAnswer>,
+) -> Response {
+    match served
+        .agents
+        .answer_form(n, &request.action, request.content)
+    {
+        Ok(true) => axum::Json(json!({"answered": true})).into_response(),
+        Ok(false) => (
+            StatusCode::GONE,
+            axum::Json(json!({"error": "the form no longer waits (answered, or its call ended)"})),
         )
             .into_response(),
         Err(e) => refused(&e),

@@ -12,6 +12,17 @@ use std::time::{Duration, Instant};
 
 use cordis::cli::{Io, run};
 
+/// The events of session `session`'s log under `dir/.sessions` (a `sessions` entry with
+/// `root: .sessions`), parsed, header left out.
+pub fn log_events(dir: &std::path::Path, session: &str) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(dir.join(format!(".sessions/{session}.jsonl")))
+        .unwrap()
+        .lines()
+        .skip(1)
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
 /// Reads lines from a child's stream on a thread, so a test can wait with a deadline.
 pub fn lines(stream: impl Read + Send + 'static) -> mpsc::Receiver<String> {
     let (tx, rx) = mpsc::channel();

@@ -2,7 +2,7 @@
 //!
 //! # The seam
 //! Front ends answer through [`Elicitation`], a runtime service holding an [`Elicitor`] (the
-//! terminal, ACP and the web implement it later, like an approver). Without one — CI, piped
+//! terminal, ACP and the web page each implement one, like an approver). Without one — CI, piped
 //! runs, `cordis check` — every request is declined, and the reason is traced
 //! ([`TRACE_ELICITATION`]) and logged. URL mode is declined too: it is not implemented.
 //! While the user is asked, the server's requests wait without `callTimeoutMs` running
@@ -51,6 +51,8 @@ pub enum ElicitationAnswer {
     Decline,
     /// The user stopped the whole operation.
     Cancel,
+    /// Nobody could be asked (the front end says why, e.g. "asked between turns"): declined.
+    NotAsked(String),
 }
 
 /// Asks the user (implemented by front ends).
@@ -97,6 +99,44 @@ fn form(schema: &Value) -> Result<&Map<String, Value>, String> {
     Ok(properties)
 }
 
+/// One property of a form, as a front end asks it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FormField {
+    /// The property's name (the answer's key).
+    pub name: String,
+    /// Its schema: `type`, and optionally `title`, `description`, `enum`, `default`, bounds.
+    pub property: Value,
+    /// The form lists it in `required`.
+    pub required: bool,
+}
+
+/// The form's fields in the order to ask them: the required ones, then the others, each by
+/// name (a schema's key order does not survive parsing, so no front end can keep it).
+///
+/// # Errors
+/// The form is not of the shape form mode allows (see the module docs).
+pub fn fields(schema: &Value) -> Result<Vec<FormField>, String> {
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let mut fields: Vec<FormField> = form(schema)?
+        .iter()
+        .map(|(name, property)| FormField {
+            name: name.clone(),
+            property: property.clone(),
+            required: required.contains(&name.as_str()),
+        })
+        .collect();
+    fields.sort_by(|a, b| {
+        b.required
+            .cmp(&a.required)
+            .then_with(|| a.name.cmp(&b.name))
+    });
+    Ok(fields)
+}
+
 /// Checks `answer` against `schema` and applies the form's defaults (see the module docs).
 ///
 /// # Errors
@@ -125,47 +165,55 @@ pub fn check_answer(
         return Err(format!("required property {missing:?} is missing"));
     }
     for (name, value) in &answer {
-        let property = &properties[name];
-        let kind = property
-            .get("type")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        let fits = match kind {
-            "string" => value.is_string(),
-            "number" => value.is_number(),
-            "integer" => value.is_i64() || value.is_u64(),
-            "boolean" => value.is_boolean(),
-            _ => false,
-        };
-        if !fits {
-            return Err(format!("property {name:?} must be a {kind}, not {value}"));
-        }
-        if let Some(options) = property.get("enum").and_then(Value::as_array)
-            && !options.contains(value)
-        {
-            return Err(format!(
-                "property {name:?} must be one of {}",
-                Value::Array(options.clone())
-            ));
-        }
-        let bound = |key: &str| property.get(key).and_then(Value::as_f64);
-        let outside = |n: f64, low: &str, high: &str| {
-            bound(low).is_some_and(|min| n < min) || bound(high).is_some_and(|max| n > max)
-        };
-        if value
-            .as_f64()
-            .is_some_and(|n| outside(n, "minimum", "maximum"))
-        {
-            return Err(format!("property {name:?} is out of its range"));
-        }
-        if value
-            .as_str()
-            .is_some_and(|s| outside(s.chars().count() as f64, "minLength", "maxLength"))
-        {
-            return Err(format!("property {name:?} has a length out of its range"));
-        }
+        check_value(name, &properties[name], value)?;
     }
     Ok(answer)
+}
+
+/// Checks one property's `value` against its schema `property` (type, `enum`, range, length).
+///
+/// # Errors
+/// What does not fit, naming the property.
+pub fn check_value(name: &str, property: &Value, value: &Value) -> Result<(), String> {
+    let kind = property
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let fits = match kind {
+        "string" => value.is_string(),
+        "number" => value.is_number(),
+        "integer" => value.is_i64() || value.is_u64(),
+        "boolean" => value.is_boolean(),
+        _ => false,
+    };
+    if !fits {
+        return Err(format!("property {name:?} must be a {kind}, not {value}"));
+    }
+    if let Some(options) = property.get("enum").and_then(Value::as_array)
+        && !options.contains(value)
+    {
+        return Err(format!(
+            "property {name:?} must be one of {}",
+            Value::Array(options.clone())
+        ));
+    }
+    let bound = |key: &str| property.get(key).and_then(Value::as_f64);
+    let outside = |n: f64, low: &str, high: &str| {
+        bound(low).is_some_and(|min| n < min) || bound(high).is_some_and(|max| n > max)
+    };
+    if value
+        .as_f64()
+        .is_some_and(|n| outside(n, "minimum", "maximum"))
+    {
+        return Err(format!("property {name:?} is out of its range"));
+    }
+    if value
+        .as_str()
+        .is_some_and(|s| outside(s.chars().count() as f64, "minLength", "maxLength"))
+    {
+        return Err(format!("property {name:?} has a length out of its range"));
+    }
+    Ok(())
 }
 
 /// Answers a server's `elicitation/create` through the entry's [`Elicitation`] service, if
@@ -213,6 +261,7 @@ pub(crate) async fn answer(
             Err(why) => decline(format!("the answer does not fit the form: {why}")),
         },
         ElicitationAnswer::Decline => decline("the user declined".to_owned()),
+        ElicitationAnswer::NotAsked(why) => decline(format!("not asked: {why}")),
         ElicitationAnswer::Cancel => (
             ElicitResult::new(ElicitationAction::Cancel),
             "cancelled by the user".to_owned(),
@@ -280,6 +329,26 @@ mod tests {
                 "{answer}"
             );
         }
+    }
+
+    #[test]
+    fn fields_are_asked_required_first_then_by_name() {
+        let order: Vec<(String, bool)> = fields(&schema())
+            .unwrap()
+            .into_iter()
+            .map(|f| (f.name, f.required))
+            .collect();
+        let expected = [
+            ("name", true),
+            ("age", false),
+            ("color", false),
+            ("ok", false),
+        ];
+        assert_eq!(
+            order,
+            expected.map(|(n, r)| (n.to_owned(), r)),
+            "required first, then by name"
+        );
     }
 
     #[test]

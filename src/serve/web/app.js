@@ -222,7 +222,7 @@ async function renderSessions() {
   );
 }
 
-// The page's agent plane (GET /api/agents): live sessions, presets, waiting approvals.
+// The page's agent plane (GET /api/agents): live sessions, presets, waiting approvals and forms.
 let agents = { available: false, live: [], presets: [], approvals: [] };
 
 async function refreshAgents() {
@@ -268,27 +268,118 @@ function cardOf(view) {
   return parts;
 }
 
+// The waiting questions: approvals and MCP servers' forms. A card still waiting is kept as it
+// is (what was typed into it stays); answered ones go.
 function renderApprovals() {
   const box = document.getElementById("approvals");
+  const shown = new Map([...box.children].map((c) => [c.dataset.approval, c]));
   box.replaceChildren(
-    ...agents.approvals.map((q) => {
-      const reason = el("input", { type: "text", placeholder: "why not (told to the model)", class: "reason" });
-      const decide = (answer) =>
-        post(`/api/approvals/${q.id}`, { answer, reason: reason.value })
-          .then(refreshAgents)
-          .catch(showError);
-      const always = q.grants && q.grants.length ? "Always (this session)" : null;
+    ...agents.approvals.map((q) => shown.get(String(q.id)) || (q.kind === "form" ? formCard(q) : approvalCard(q))),
+  );
+}
+
+function approvalCard(q) {
+  const reason = el("input", { type: "text", placeholder: "why not (told to the model)", class: "reason" });
+  const decide = (answer) =>
+    post(`/api/approvals/${q.id}`, { answer, reason: reason.value })
+      .then(refreshAgents)
+      .catch(showError);
+  const always = q.grants && q.grants.length ? "Always (this session)" : null;
+  return el(
+    "div",
+    { class: "approval", "data-approval": String(q.id), "data-tool": q.tool },
+    el("div", {}, `Session ${q.session || "?"} wants to run ${q.tool}:`),
+    ...(q.view ? cardOf(q.view) : [el("pre", {}, q.tool)]),
+    el("button", { type: "button", class: "allow", onclick: () => decide("allow") }, "Allow once"),
+    always ? el("button", { type: "button", class: "always", onclick: () => decide("always") }, always) : null,
+    el("button", { type: "button", class: "deny", onclick: () => decide("deny") }, "Deny"),
+    reason,
+  );
+}
+
+// One input for a form's field: a list for choices and yes/no, a number box, or a text box;
+// `read()` gives the value to send (undefined: left out, so the form's default applies).
+function fieldInput(f) {
+  const p = f.property;
+  const name = `field-${f.name}`;
+  const leaveOut = (has) => (f.required && has ? [] : [el("option", { value: "" }, "—")]);
+  if (Array.isArray(p.enum) || p.type === "boolean") {
+    const options = Array.isArray(p.enum) ? p.enum : [true, false];
+    const label = (o) => (o === true ? "yes" : o === false ? "no" : String(o));
+    const select = el(
+      "select",
+      { name, "data-field": f.name },
+      ...leaveOut(p.default !== undefined),
+      ...options.map((o, i) => el("option", { value: String(i), selected: p.default === o }, label(o))),
+    );
+    return { node: select, read: () => (select.value === "" ? undefined : options[Number(select.value)]) };
+  }
+  const number = p.type === "integer" || p.type === "number";
+  const input = el("input", {
+    name,
+    "data-field": f.name,
+    type: number ? "number" : "text",
+    value: p.default === undefined ? "" : String(p.default),
+  });
+  if (number) {
+    input.step = p.type === "integer" ? "1" : "any";
+    if (p.minimum !== undefined) input.min = String(p.minimum);
+    if (p.maximum !== undefined) input.max = String(p.maximum);
+  } else {
+    if (p.minLength !== undefined) input.minLength = p.minLength;
+    if (p.maxLength !== undefined) input.maxLength = p.maxLength;
+  }
+  const read = () => {
+    if (input.value === "") return undefined;
+    return number ? Number(input.value) : input.value;
+  };
+  return { node: input, read };
+}
+
+function formCard(q) {
+  const inputs = q.fields.map((f) => ({ f, ...fieldInput(f) }));
+  const problem = el("div", { class: "error", "data-form-error": "" });
+  const send = (action) => {
+    const content = {};
+    if (action === "accept") {
+      for (const { f, read } of inputs) {
+        const v = read();
+        if (v !== undefined) content[f.name] = v;
+      }
+    }
+    post(`/api/forms/${q.id}`, action === "accept" ? { action, content } : { action })
+      .then(refreshAgents)
+      .catch((e) => {
+        // A value the form does not take: said here, the form stays to be fixed.
+        const text = String(e.message || e);
+        const json = text.indexOf("{");
+        let why = text;
+        try {
+          why = JSON.parse(text.slice(json)).error || text;
+        } catch (_) {}
+        problem.textContent = why;
+      });
+  };
+  return el(
+    "div",
+    { class: "approval form", "data-approval": String(q.id), "data-form": q.server },
+    el("div", {}, `MCP server ${q.server} asks:`),
+    el("pre", {}, q.message),
+    ...inputs.map(({ f, node }) => {
+      const p = f.property;
+      const about = [p.title, p.description].filter((t) => typeof t === "string" && t.trim()).join(": ");
       return el(
-        "div",
-        { class: "approval", "data-approval": String(q.id), "data-tool": q.tool },
-        el("div", {}, `Session ${q.session || "?"} wants to run ${q.tool}:`),
-        ...(q.view ? cardOf(q.view) : [el("pre", {}, q.tool)]),
-        el("button", { type: "button", class: "allow", onclick: () => decide("allow") }, "Allow once"),
-        always ? el("button", { type: "button", class: "always", onclick: () => decide("always") }, always) : null,
-        el("button", { type: "button", class: "deny", onclick: () => decide("deny") }, "Deny"),
-        reason,
+        "label",
+        { class: "field" },
+        el("span", { class: "name" }, f.name + (f.required ? " *" : "")),
+        node,
+        about ? el("span", { class: "hint" }, about) : null,
       );
     }),
+    problem,
+    el("button", { type: "button", class: "accept", onclick: () => send("accept") }, "Send"),
+    el("button", { type: "button", class: "decline", onclick: () => send("decline") }, "Decline"),
+    el("button", { type: "button", class: "cancel", onclick: () => send("cancel") }, "Cancel"),
   );
 }
 
@@ -463,7 +554,7 @@ async function main() {
   if (new URLSearchParams(location.search).get("live") !== "0") {
     const events = new EventSource(`/api/events?token=${encodeURIComponent(token)}`);
     events.addEventListener("reload", () => renderComposition().catch(showError));
-    for (const kind of ["agent", "state", "approval", "answered"]) {
+    for (const kind of ["agent", "state", "approval", "form", "answered"]) {
       events.addEventListener(kind, redrawSoon);
     }
   }

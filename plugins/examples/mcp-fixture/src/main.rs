@@ -31,7 +31,8 @@
 //!   `cancelled slow`, `lingering`);
 //! - `--linger`: ignores SIGTERM and keeps running after stdin closes (a server that ignores
 //!   shutdown, so the client must kill it);
-//! - `--catalog`: offers prompts (`greeting`, `review`, `summarize`), resources
+//! - `--catalog`: offers prompts (`greeting`, which asks the user for a name when given none;
+//!   `review`, `summarize`), resources
 //!   (`mem://readme`, `mem://logo` a PNG blob, `mem://big` 300 KiB of text) and the template
 //!   `mem://notes/{id}`, listed in the seed's order and paged like tools;
 //! - `--extra-catalog N`: adds prompts `p_00` … and resources `mem://r/00` ….
@@ -193,6 +194,27 @@ fn page<T: Clone>(items: &[T], cursor: Option<String>, size: usize) -> (Vec<T>, 
 }
 
 const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
+
+/// The name the user gives when asked (`elicitation/create`), else "someone".
+async fn ask_name(peer: &rmcp::Peer<RoleServer>) -> String {
+    let params = json!({"mode": "form", "message": "Who should be greeted?",
+        "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}});
+    let Ok(params) = serde_json::from_value(params) else {
+        return "someone".to_owned();
+    };
+    match peer
+        .send_request(ServerRequest::ElicitRequest(ElicitRequest::new(params)))
+        .await
+    {
+        Ok(ClientResult::ElicitResult(answer)) => answer
+            .content
+            .as_ref()
+            .and_then(|c| c.get("name"))
+            .and_then(Value::as_str)
+            .map_or_else(|| "someone".to_owned(), str::to_owned),
+        _ => "someone".to_owned(),
+    }
+}
 
 fn prompt_json(name: &str) -> Value {
     match name {
@@ -409,12 +431,16 @@ impl ServerHandler for Fixture {
     async fn get_prompt(
         &self,
         request: GetPromptRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
         let args = request.arguments.unwrap_or_default();
         let arg = |k: &str| args.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
         let text = match request.name.as_str() {
             "review" => format!("Review {} (focus: {}).", arg("file"), arg("focus")),
+            // Without a name, the user is asked for one (elicitation during `prompts/get`).
+            "greeting" if arg("name").is_empty() => {
+                format!("Say hello to {}.", ask_name(&context.peer).await)
+            }
             "greeting" => format!("Say hello to {}.", arg("name")),
             "summarize" => "Summarize the conversation so far.".to_owned(),
             other => {
