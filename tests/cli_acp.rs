@@ -2627,7 +2627,14 @@ fn a_line_that_is_not_utf8_or_too_long_is_answered_and_the_connection_goes_on() 
 fn an_mcp_servers_prompts_are_commands_the_editor_is_told_of_and_their_rendering_is_the_message() {
     let server = mcp_fixture_server();
     let dir = scratch("mcp-prompts");
-    let mut acp = Acp::start(&dir, &json!([text("Hello, Ada.")]));
+    let mut acp = Acp::start(
+        &dir,
+        &json!([
+            text("Hello, Ada."),
+            {"toolCalls": [{"id": "t1", "name": "mcp__fixture__toggle", "arguments": {"prompt": "fresh"}}]},
+            text("Added.")
+        ]),
+    );
     acp.initialize();
     let id = acp.request(
         "session/new",
@@ -2678,7 +2685,35 @@ fn an_mcp_servers_prompts_are_commands_the_editor_is_told_of_and_their_rendering
         acp.prompt(&s, "/mcp__fixture__greeting Ada")["result"]["stopReason"],
         "end_turn"
     );
+    // The server adds a prompt (its `list_changed`): the editor is told the new commands.
+    acp.answer = Answer::Allow;
+    assert_eq!(
+        acp.prompt(&s, "add a prompt")["result"]["stopReason"],
+        "end_turn"
+    );
+    // (The server re-lists after its notification: the update may come before or after the
+    // prompt's answer.)
+    let fresh = |m: &Value| {
+        m["params"]["update"]["sessionUpdate"] == "available_commands_update"
+            && m["params"]["update"]["availableCommands"]
+                .as_array()
+                .is_some_and(|c| c.iter().any(|c| c["name"] == "mcp__fixture__fresh"))
+    };
+    let again = match acp.seen.iter().find(|m| fresh(m)) {
+        Some(seen) => seen.clone(),
+        None => acp.until(fresh),
+    };
+    assert_eq!(again["params"]["sessionId"], s.as_str());
     assert_eq!(acp.close(), 0);
+    let announcements = acp
+        .seen
+        .iter()
+        .filter(|m| m["params"]["update"]["sessionUpdate"] == "available_commands_update")
+        .count();
+    assert_eq!(
+        announcements, 2,
+        "announced once, and again once on the change"
+    );
     check_updates(&acp);
     let said: Vec<String> = acp
         .updates(&s)
@@ -2690,7 +2725,8 @@ fn an_mcp_servers_prompts_are_commands_the_editor_is_told_of_and_their_rendering
         said,
         [
             "the prompt review needs file (usage: /… file=… [focus=…])",
-            "Hello, Ada."
+            "Hello, Ada.",
+            "Added."
         ]
     );
     let logged = walk_files(&common::state_home(&dir))
@@ -2704,5 +2740,5 @@ fn an_mcp_servers_prompts_are_commands_the_editor_is_told_of_and_their_rendering
         .filter(|e| e["type"] == "user/message")
         .map(|e| e["data"]["content"].clone())
         .collect();
-    assert_eq!(users, [json!("Say hello to Ada.")]);
+    assert_eq!(users, [json!("Say hello to Ada."), json!("add a prompt")]);
 }

@@ -93,6 +93,9 @@ struct Live {
     /// The file changed since the session's composition was loaded (`--watch`): it reloads
     /// when idle, before its next prompt.
     stale: bool,
+    /// The slash commands last announced to the editor (`None` before the first
+    /// announcement, which follows the session's opening answer).
+    commands: Arc<Mutex<Option<Vec<super::protocol::AvailableCommand>>>>,
 }
 
 /// A session's one piece of running work.
@@ -919,12 +922,17 @@ impl<'c> Server<'c> {
         let Some(live) = self.sessions.get(id) else {
             return;
         };
+        // Under the lock, so a change announced meanwhile by the listener (see `attach`) is
+        // never overtaken by an older list.
+        let mut last = cordis_runtime::lock(&live.commands);
+        let commands = available_commands(live.booted.root());
+        *last = Some(commands.clone());
         self.connection.notify(
             "session/update",
             SessionNotification {
                 session_id: id.to_owned(),
                 update: SessionUpdate::AvailableCommandsUpdate {
-                    available_commands: available_commands(live.booted.root()),
+                    available_commands: commands,
                 },
             },
         );
@@ -1416,6 +1424,23 @@ async fn attach(
             progress_send(update);
         }
     });
+    // An MCP server's prompts changed (its list, a reconnect): the commands are announced
+    // again when they differ from the last announcement. (The listener holds the root; the
+    // root's disposal drops it.)
+    let commands = Arc::new(Mutex::new(None));
+    let announced = commands.clone();
+    let commands_send = send.clone();
+    let scope = root.clone();
+    let _ = root.on::<cordis_mcp::McpPromptsChanged>(move |_| {
+        let mut last = cordis_runtime::lock(&announced);
+        let now = available_commands(&scope);
+        if last.as_ref().is_some_and(|last| *last != now) {
+            *last = Some(now.clone());
+            commands_send(SessionUpdate::AvailableCommandsUpdate {
+                available_commands: now,
+            });
+        }
+    });
     // A running command's output, as it arrives (not logged; the result follows).
     let live_mapper = mapper.clone();
     let live_send = send.clone();
@@ -1469,5 +1494,6 @@ async fn attach(
         booted,
         busy: None,
         stale: false,
+        commands,
     })
 }

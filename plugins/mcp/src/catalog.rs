@@ -28,6 +28,20 @@ pub const MAX_CATALOG_ITEMS: usize = 10_000;
 /// The largest item (a prompt, a resource, a template) taken, as compact JSON.
 pub const MAX_ITEM_BYTES: usize = 16 << 10;
 
+/// `mcp/prompts-changed`: a server's prompt list changed (its `list_changed`, a reconnect,
+/// or the entry giving up on it): front ends that offer prompts as commands announce them
+/// again. Not logged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpPromptsChanged {
+    /// The entry's `server`.
+    pub server: String,
+}
+
+impl cordis_runtime::Event for McpPromptsChanged {
+    const NAME: &'static str = "mcp/prompts-changed";
+    type Output = ();
+}
+
 /// The most arguments a prompt may declare.
 pub const MAX_PROMPT_ARGUMENTS: usize = 64;
 

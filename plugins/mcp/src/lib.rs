@@ -98,8 +98,9 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 pub use catalog::{
-    Catalog, MAX_CATALOG_ITEMS, MAX_ITEM_BYTES, MAX_PROMPT_ARGUMENTS, PromptArgumentInfo,
-    PromptInfo, PromptMessages, ResourceContent, ResourceInfo, ResourceTemplateInfo,
+    Catalog, MAX_CATALOG_ITEMS, MAX_ITEM_BYTES, MAX_PROMPT_ARGUMENTS, McpPromptsChanged,
+    PromptArgumentInfo, PromptInfo, PromptMessages, ResourceContent, ResourceInfo,
+    ResourceTemplateInfo,
 };
 pub use config::{
     DEFAULT_MAX_CALL_MS, MAX_SERVER_NAME, McpConfig, Reconnect, ToolFilter, TransportKind,
@@ -1080,13 +1081,16 @@ impl Bridge {
         }
         // Optional features: a server whose prompts or resources cannot be listed still
         // serves its tools (the failure is logged and traced).
-        *lock(&self.link.catalog) = Catalog::default();
-        if offers(|c| c.prompts.is_some()) {
-            self.relist(&peer, Change::Prompts).await;
-        }
-        if offers(|c| c.resources.is_some()) {
-            self.relist(&peer, Change::Resources).await;
-        }
+        self.telling_prompt_changes(async {
+            *lock(&self.link.catalog) = Catalog::default();
+            if offers(|c| c.prompts.is_some()) {
+                self.relist(&peer, Change::Prompts).await;
+            }
+            if offers(|c| c.resources.is_some()) {
+                self.relist(&peer, Change::Resources).await;
+            }
+        })
+        .await;
         Ok(connection)
     }
 
@@ -1413,7 +1417,10 @@ impl Bridge {
                             for change in changed {
                                 match change {
                                     Change::Tools => self.resync(&peer).await,
-                                    catalog => self.relist(&peer, catalog).await,
+                                    catalog => {
+                                        self.telling_prompt_changes(self.relist(&peer, catalog))
+                                            .await;
+                                    }
                                 }
                             }
                         }
@@ -1439,7 +1446,10 @@ impl Bridge {
                     handle.dispose();
                 }
                 // Nothing of a server given up on is offered any more.
-                *lock(&self.link.catalog) = Catalog::default();
+                self.telling_prompt_changes(async {
+                    *lock(&self.link.catalog) = Catalog::default();
+                })
+                .await;
                 self.link.kill();
                 return;
             }
@@ -1471,6 +1481,19 @@ impl Bridge {
             tokio::time::timeout(self.config.call_timeout(), peer.send_request(ping)).await,
             Ok(Ok(_))
         )
+    }
+
+    /// Runs `work`, which may change the catalog, and tells front ends when the prompt list is
+    /// not what it was ([`McpPromptsChanged`]: their commands change).
+    async fn telling_prompt_changes<T>(&self, work: impl std::future::Future<Output = T>) -> T {
+        let before = lock(&self.link.catalog).prompts.clone();
+        let out = work.await;
+        if lock(&self.link.catalog).prompts != before {
+            self.ctx.emit(McpPromptsChanged {
+                server: self.server().to_owned(),
+            });
+        }
+        out
     }
 
     /// Lists prompts, or resources and templates, again and replaces them in the catalog; a
