@@ -898,12 +898,20 @@ fn the_mcp_panel_shows_each_server_connected_or_pending_with_what_it_offers() {
 fn an_mcp_servers_form_is_filled_in_the_page_and_a_value_it_does_not_take_is_said_there() {
     let dir = scratch("form");
     let fixture = crate::mcp_determinism::fixture_server();
+    // A free field, a titled choice with a default, a multi-select of titled choices.
+    let form = serde_json::json!({"type": "object", "properties": {
+        "name": {"type": "string", "minLength": 1},
+        "size": {"type": "string", "oneOf": [{"const": "s", "title": "Small"}, {"const": "l", "title": "Large"}], "default": "l"},
+        "tags": {"type": "array", "items": {"anyOf": [{"const": "x", "title": "Ex"}, {"const": "y", "title": "Why"}]}, "maxItems": 2}
+    }, "required": ["name"]});
+    let call =
+        serde_json::json!([{"id": "a1", "name": "mcp__fx__ask", "arguments": {"form": form}}]);
     std::fs::write(
         dir.join("cordis.yml"),
         format!(
             "- {{id: system-prompt, name: system-prompt}}\n- {{id: tools, name: tools}}\n\
              - id: llm\n  name: llm\n  config:\n    adapter: scripted\n    model: m\n    responses:\n\
-             \x20     - toolCalls: [{{id: a1, name: mcp__fx__ask, arguments: {{}}}}]\n\
+             \x20     - toolCalls: {call}\n\
              \x20     - text: Hello there.\n\
              - {{id: sessions, name: sessions, config: {{root: .sessions}}}}\n- {{id: agent-loop, name: agent-loop}}\n\
              - {{id: approvals, name: approvals, config: {{tools: {{mcp__fx__ask: allow}}}}}}\n\
@@ -940,9 +948,13 @@ fn an_mcp_servers_form_is_filled_in_the_page_and_a_value_it_does_not_take_is_sai
     );
     // Required first, then by name; the default chosen; an approval's answer is refused.
     let fields = page.eval(
-        "[...document.querySelectorAll('[data-form] [data-field]')].map(f => f.dataset.field + '=' + (f.tagName === 'SELECT' ? f.options[f.selectedIndex].text : f.value))",
+        "[...document.querySelectorAll('[data-form] [data-field]')].map(f => f.dataset.field + '=' + (f.tagName === 'SELECT' ? [...f.selectedOptions].map(o => o.text).join('+') : f.value))",
     );
-    assert_eq!(fields, serde_json::json!(["name=", "age=", "color=red"]));
+    assert_eq!(
+        fields,
+        serde_json::json!(["name=", "size=Large", "tags="]),
+        "the choices' titles shown, the default chosen"
+    );
     let n = page.eval("Number(document.querySelector('[data-form]').dataset.approval)");
     let (status, body) = http(
         server.port,
@@ -964,7 +976,7 @@ fn an_mcp_servers_form_is_filled_in_the_page_and_a_value_it_does_not_take_is_sai
     );
     page.screenshot("mcp-form.png");
     page.eval(
-        "document.querySelector('[data-field=\"name\"]').value = 'Ada'; document.querySelector('[data-field=\"age\"]').value = '36'; document.querySelector('[data-form] button.accept').click()",
+        "document.querySelector('[data-field=\"name\"]').value = 'Ada'; for (const o of document.querySelector('[data-field=\"tags\"]').options) o.selected = true; document.querySelector('[data-form] button.accept').click()",
     );
     page.wait_for(
         "[...document.querySelectorAll('.card.assistant pre')].some(p => p.textContent === 'Hello there.')",
@@ -977,7 +989,7 @@ fn an_mcp_servers_form_is_filled_in_the_page_and_a_value_it_does_not_take_is_sai
     let log = std::fs::read_to_string(dir.join(format!(".sessions/{session}.jsonl"))).unwrap();
     assert!(
         log.contains(
-            r#"{\"action\":\"accept\",\"content\":{\"age\":36,\"color\":\"red\",\"name\":\"Ada\"}}"#
+            r#"{\"action\":\"accept\",\"content\":{\"name\":\"Ada\",\"size\":\"l\",\"tags\":[\"x\",\"y\"]}}"#
         ),
         "{log}"
     );

@@ -19,7 +19,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use cordis_mcp::{ElicitationAnswer, ElicitationRequest, Elicitor, FormField};
+use cordis_mcp::{ElicitationAnswer, ElicitationRequest, Elicitor, FormChoice, FormField};
 use futures_util::future::BoxFuture;
 use serde_json::{Map, Value};
 use tokio::sync::{mpsc, oneshot};
@@ -198,31 +198,37 @@ fn describe(field: &FormField) -> String {
     };
     let mut notes: Vec<String> = Vec::new();
     let kind = p.get("type").and_then(Value::as_str).unwrap_or_default();
-    let choices = p.get("enum").and_then(Value::as_array);
-    match (kind, choices) {
-        (_, Some(options)) => notes.push(format!(
-            "one of {}",
-            options
-                .iter()
-                .enumerate()
-                .map(|(i, o)| format!("{} {}", i + 1, shown(o)))
-                .collect::<Vec<_>>()
-                .join(", ")
+    let choices = field.choices();
+    let numbered = |choices: &[FormChoice]| {
+        choices
+            .iter()
+            .enumerate()
+            .map(|(i, c)| format!("{} {}", i + 1, cut(&c.label)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    match (kind, &choices) {
+        ("array", Some(choices)) => notes.push(format!(
+            "some of {}; numbers or names, comma-separated",
+            numbered(choices)
         )),
+        (_, Some(choices)) => notes.push(format!("one of {}", numbered(choices))),
         ("boolean", None) => notes.push("yes or no".to_owned()),
         ("integer", None) => notes.push("a whole number".to_owned()),
         ("number", None) => notes.push("a number".to_owned()),
         _ => notes.push("text".to_owned()),
     }
     let bound = |key: &str| p.get(key).and_then(Value::as_f64);
-    let (low, high) = if kind == "string" {
-        (bound("minLength"), bound("maxLength"))
-    } else {
-        (bound("minimum"), bound("maximum"))
+    let (low, high) = match kind {
+        "string" => (bound("minLength"), bound("maxLength")),
+        "array" => (bound("minItems"), bound("maxItems")),
+        _ => (bound("minimum"), bound("maximum")),
     };
     let unit = |n: f64| match kind {
         "string" if n == 1.0 => " character",
         "string" => " characters",
+        "array" if n == 1.0 => " choice",
+        "array" => " choices",
         _ => "",
     };
     match (low, high) {
@@ -235,7 +241,7 @@ fn describe(field: &FormField) -> String {
         notes.push(format);
     }
     match p.get("default") {
-        Some(default) => notes.push(format!("Enter: {}", shown(default))),
+        Some(default) => notes.push(format!("Enter: {}", shown_in(default, choices.as_deref()))),
         None if field.required => notes.push("required".to_owned()),
         None => notes.push("optional".to_owned()),
     }
@@ -256,6 +262,33 @@ fn shown(value: &Value) -> String {
         Value::Bool(false) => "no".to_owned(),
         other => cut(&other.to_string()),
     }
+}
+
+/// A value of a field with `choices` as the person reads it: each choice by its label.
+fn shown_in(value: &Value, choices: Option<&[FormChoice]>) -> String {
+    let label = |v: &Value| {
+        choices
+            .and_then(|cs| cs.iter().find(|c| c.value == *v))
+            .map_or_else(|| shown(v), |c| cut(&c.label))
+    };
+    match value {
+        Value::Array(items) => items.iter().map(label).collect::<Vec<_>>().join(", "),
+        other => label(other),
+    }
+}
+
+/// The choice `text` names: its value, its label (any case) or its number in the list.
+fn choose<'c>(choices: &'c [FormChoice], text: &str) -> Option<&'c FormChoice> {
+    choices
+        .iter()
+        .find(|c| shown(&c.value) == text)
+        .or_else(|| choices.iter().find(|c| c.label.eq_ignore_ascii_case(text)))
+        .or_else(|| {
+            text.parse::<usize>()
+                .ok()
+                .and_then(|n| n.checked_sub(1))
+                .and_then(|i| choices.get(i))
+        })
 }
 
 /// `text`, at most [`MAX_FIELD_TEXT`] characters of it.
@@ -289,23 +322,38 @@ pub(crate) fn parse(field: &FormField, line: &str) -> Result<Option<Value>, Stri
     }
     let p = &field.property;
     let kind = p.get("type").and_then(Value::as_str).unwrap_or_default();
-    if let Some(options) = p.get("enum").and_then(Value::as_array) {
-        if let Some(option) = options.iter().find(|o| shown(o) == text) {
-            return Ok(Some(option.clone()));
+    if let Some(choices) = field.choices() {
+        let names = || {
+            choices
+                .iter()
+                .map(|c| cut(&c.label))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        if field.is_multi() {
+            let mut chosen = Vec::new();
+            for word in text.split(',').map(str::trim).filter(|w| !w.is_empty()) {
+                match choose(&choices, word) {
+                    Some(choice) => chosen.push(choice.value.clone()),
+                    None => {
+                        return Err(format!(
+                            "{} holds some of {} (or their numbers), not {word:?}",
+                            field.name,
+                            names()
+                        ));
+                    }
+                }
+            }
+            return Ok(Some(Value::Array(chosen)));
         }
-        if let Some(option) = text
-            .parse::<usize>()
-            .ok()
-            .and_then(|n| n.checked_sub(1))
-            .and_then(|i| options.get(i))
-        {
-            return Ok(Some(option.clone()));
-        }
-        return Err(format!(
-            "{} is one of {} (or its number)",
-            field.name,
-            options.iter().map(shown).collect::<Vec<_>>().join(", ")
-        ));
+        return match choose(&choices, text) {
+            Some(choice) => Ok(Some(choice.value.clone())),
+            None => Err(format!(
+                "{} is one of {} (or its number)",
+                field.name,
+                names()
+            )),
+        };
     }
     let value = match kind {
         "boolean" => match text.to_ascii_lowercase().as_str() {
@@ -395,6 +443,43 @@ mod tests {
         assert_eq!(
             Value::Object(values),
             json!({"name": "Ada", "age": 36, "color": "blue", "ok": true})
+        );
+    }
+
+    #[test]
+    fn titled_choices_and_multi_selects_take_labels_values_or_numbers() {
+        let form = json!({"type": "object", "properties": {
+            "size": {"type": "string", "oneOf": [{"const": "s", "title": "Small"}, {"const": "l", "title": "Large"}], "default": "l"},
+            "tags": {"type": "array", "items": {"anyOf": [{"const": "x", "title": "Ex"}, {"const": "y", "title": "Why"}]}, "minItems": 1, "maxItems": 2}
+        }, "required": ["tags"]});
+        let mut f = Filling::new(&request(form)).unwrap();
+        assert_eq!(
+            f.prompt(),
+            "  tags (some of 1 Ex, 2 Why; numbers or names, comma-separated, 1 to 2 choices, required): "
+        );
+        assert_eq!(
+            f.enter("ex, zed"),
+            Step::Again("tags holds some of Ex, Why (or their numbers), not \"zed\"".to_owned())
+        );
+        assert_eq!(
+            f.enter("1, 1"),
+            Step::Again("property \"tags\" names a choice twice".to_owned())
+        );
+        assert_eq!(f.enter("why, 1"), Step::Next);
+        assert_eq!(
+            f.prompt(),
+            "  size (one of 1 Small, 2 Large, Enter: Large): "
+        );
+        assert_eq!(
+            f.enter("medium"),
+            Step::Again("size is one of Small, Large (or its number)".to_owned())
+        );
+        let Step::Done(ElicitationAnswer::Accept(values)) = f.enter("small") else {
+            panic!("the last field ends the form")
+        };
+        assert_eq!(
+            Value::Object(values),
+            json!({"size": "s", "tags": ["y", "x"]})
         );
     }
 

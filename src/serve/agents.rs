@@ -220,7 +220,10 @@ impl Elicitor for PageElicitor {
             "message": request.message,
             "fields": fields
                 .iter()
-                .map(|f| json!({"name": f.name, "property": f.property, "required": f.required}))
+                .map(|f| {
+                    json!({"name": f.name, "property": f.property, "required": f.required,
+                           "choices": f.choices(), "multi": f.is_multi()})
+                })
                 .collect::<Vec<_>>(),
         });
         let (reply, answer) = oneshot::channel();

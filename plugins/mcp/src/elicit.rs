@@ -9,17 +9,21 @@
 //! (`maxCallMs` still bounds a call).
 //!
 //! # Validation
-//! A form is a flat object of primitive properties (string, number, integer, boolean, a string
-//! `enum`). An accepted answer is checked against it ([`check_answer`]): required properties
-//! present, each of its type and within `enum`, `minimum`/`maximum`, `minLength`/`maxLength`,
-//! no property the form did not ask for; a missing optional property takes the form's
-//! `default`. An answer that does not fit is not sent: the request is declined, saying why. A
+//! A form is a flat object of primitive properties (string, number, integer, boolean), choices
+//! (a string `enum`, titled `oneOf: [{const, title}]`, or the legacy `enumNames`) and
+//! multi-selects (`type: array` whose `items` are such choices, `minItems`/`maxItems`): the
+//! shapes of MCP's form mode, read once here ([`FormField::choices`]) for every front end. An
+//! accepted answer is checked against it ([`check_answer`]): required properties present, each
+//! of its type and among its choices, `minimum`/`maximum`, `minLength`/`maxLength`, a
+//! multi-select's count and no repeated choice, no property the form did not ask for; a
+//! missing optional property takes the form's `default`. An answer that does not fit is not sent: the request is declined, saying why. A
 //! form that is not of this shape, or larger than [`MAX_FORM_PROPERTIES`], is declined
 //! without asking anyone.
 
 use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
+use serde::Serialize;
 use serde_json::{Map, Value};
 
 /// The trace kind of each elicitation's outcome: `<server>: accepted`, `declined (…)`, …
@@ -86,12 +90,32 @@ fn form(schema: &Value) -> Result<&Map<String, Value>, String> {
             properties.len()
         ));
     }
+    let offered = |schema: &Value| {
+        ["enum", "oneOf", "anyOf"]
+            .iter()
+            .filter_map(|key| schema.get(key).and_then(Value::as_array))
+            .map(Vec::len)
+            .max()
+            .unwrap_or(0)
+    };
     for (name, property) in properties {
+        let choices = offered(property).max(property.get("items").map_or(0, offered));
+        if choices > MAX_FORM_CHOICES {
+            return Err(format!(
+                "property {name:?} offers {choices} choices, over the {MAX_FORM_CHOICES}-choice limit"
+            ));
+        }
         match property.get("type").and_then(Value::as_str) {
             Some("string" | "number" | "integer" | "boolean") => {}
+            Some("array") if property.get("items").and_then(choices_of).is_some() => {}
+            Some("array") => {
+                return Err(format!(
+                    "property {name:?} is a list whose items are not choices (`enum` or `anyOf` of `const`s); a form's lists are multi-selects"
+                ));
+            }
             other => {
                 return Err(format!(
-                    "property {name:?} is of type {other:?}; a form holds strings, numbers, integers and booleans"
+                    "property {name:?} is of type {other:?}; a form holds strings, numbers, integers, booleans and multi-selects"
                 ));
             }
         }
@@ -99,15 +123,86 @@ fn form(schema: &Value) -> Result<&Map<String, Value>, String> {
     Ok(properties)
 }
 
+/// The most choices one field may offer (a larger field is refused with its form).
+pub const MAX_FORM_CHOICES: usize = 1000;
+
+/// One option of a choice field: the value an answer holds, and what a person reads.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FormChoice {
+    /// The value (a string for the shapes MCP defines).
+    pub value: Value,
+    /// Its title, else the value as text.
+    pub label: String,
+}
+
+/// The options `schema` offers, in its order: `enum` (with `enumNames` as labels), or
+/// `oneOf`/`anyOf` of `{const, title}`; `None` when it offers none (or over
+/// [`MAX_FORM_CHOICES`]).
+fn choices_of(schema: &Value) -> Option<Vec<FormChoice>> {
+    let text = |v: &Value| match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    let choices: Vec<FormChoice> =
+        if let Some(values) = schema.get("enum").and_then(Value::as_array) {
+            let names = schema.get("enumNames").and_then(Value::as_array);
+            values
+                .iter()
+                .enumerate()
+                .map(|(i, value)| FormChoice {
+                    value: value.clone(),
+                    label: names
+                        .and_then(|n| n.get(i))
+                        .and_then(Value::as_str)
+                        .map_or_else(|| text(value), str::to_owned),
+                })
+                .collect()
+        } else {
+            let titled = schema
+                .get("oneOf")
+                .or_else(|| schema.get("anyOf"))
+                .and_then(Value::as_array)?;
+            titled
+                .iter()
+                .map(|option| {
+                    let value = option.get("const")?.clone();
+                    let label = option
+                        .get("title")
+                        .and_then(Value::as_str)
+                        .map_or_else(|| text(&value), str::to_owned);
+                    Some(FormChoice { value, label })
+                })
+                .collect::<Option<_>>()?
+        };
+    (!choices.is_empty() && choices.len() <= MAX_FORM_CHOICES).then_some(choices)
+}
+
 /// One property of a form, as a front end asks it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FormField {
     /// The property's name (the answer's key).
     pub name: String,
-    /// Its schema: `type`, and optionally `title`, `description`, `enum`, `default`, bounds.
+    /// Its schema: `type`, and optionally `title`, `description`, choices, `default`, bounds.
     pub property: Value,
     /// The form lists it in `required`.
     pub required: bool,
+}
+
+impl FormField {
+    /// A multi-select: the answer is a list of some of [`FormField::choices`].
+    pub fn is_multi(&self) -> bool {
+        self.property.get("type").and_then(Value::as_str) == Some("array")
+    }
+
+    /// The options of a choice field or a multi-select, in the form's order; `None` for a
+    /// free field.
+    pub fn choices(&self) -> Option<Vec<FormChoice>> {
+        if self.is_multi() {
+            self.property.get("items").and_then(choices_of)
+        } else {
+            choices_of(&self.property)
+        }
+    }
 }
 
 /// The form's fields in the order to ask them: the required ones, then the others, each by
@@ -184,17 +279,52 @@ pub fn check_value(name: &str, property: &Value, value: &Value) -> Result<(), St
         "number" => value.is_number(),
         "integer" => value.is_i64() || value.is_u64(),
         "boolean" => value.is_boolean(),
+        "array" => value.is_array(),
         _ => false,
     };
     if !fits {
         return Err(format!("property {name:?} must be a {kind}, not {value}"));
     }
-    if let Some(options) = property.get("enum").and_then(Value::as_array)
-        && !options.contains(value)
+    let listed =
+        |choices: &[FormChoice]| Value::Array(choices.iter().map(|c| c.value.clone()).collect());
+    if let Some(items) = value.as_array() {
+        let choices = property
+            .get("items")
+            .and_then(choices_of)
+            .unwrap_or_default();
+        if let Some(stray) = items
+            .iter()
+            .find(|i| !choices.iter().any(|c| c.value == **i))
+        {
+            return Err(format!(
+                "property {name:?} may hold only {}, not {stray}",
+                listed(&choices)
+            ));
+        }
+        if items
+            .iter()
+            .enumerate()
+            .any(|(i, v)| items[..i].contains(v))
+        {
+            return Err(format!("property {name:?} names a choice twice"));
+        }
+        let count = |key: &str| property.get(key).and_then(Value::as_u64);
+        let n = items.len() as u64;
+        if count("minItems").is_some_and(|min| n < min)
+            || count("maxItems").is_some_and(|max| n > max)
+        {
+            return Err(format!(
+                "property {name:?} holds {n} choices, out of its range"
+            ));
+        }
+        return Ok(());
+    }
+    if let Some(choices) = choices_of(property)
+        && !choices.iter().any(|c| c.value == *value)
     {
         return Err(format!(
             "property {name:?} must be one of {}",
-            Value::Array(options.clone())
+            listed(&choices)
         ));
     }
     let bound = |key: &str| property.get(key).and_then(Value::as_f64);
@@ -329,6 +459,93 @@ mod tests {
                 "{answer}"
             );
         }
+    }
+
+    #[test]
+    fn titled_legacy_and_multi_select_choices_are_read_and_checked() {
+        let form = json!({"type": "object", "properties": {
+            "size": {"type": "string", "oneOf": [{"const": "s", "title": "Small"}, {"const": "l", "title": "Large"}]},
+            "tone": {"type": "string", "enum": ["a", "b"], "enumNames": ["Alpha", "Beta"]},
+            "tags": {"type": "array", "items": {"anyOf": [{"const": "x", "title": "Ex"}, {"const": "y", "title": "Why"}]}, "minItems": 1, "maxItems": 2},
+            "plain": {"type": "array", "items": {"type": "string", "enum": ["p", "q"]}}
+        }});
+        let fields = fields(&form).unwrap();
+        let labels = |name: &str| -> Vec<(Value, String)> {
+            let f = fields.iter().find(|f| f.name == name).unwrap();
+            f.choices()
+                .unwrap()
+                .into_iter()
+                .map(|c| (c.value, c.label))
+                .collect()
+        };
+        assert_eq!(
+            labels("size"),
+            [
+                (json!("s"), "Small".to_owned()),
+                (json!("l"), "Large".to_owned())
+            ]
+        );
+        assert_eq!(labels("tone")[1], (json!("b"), "Beta".to_owned()));
+        assert_eq!(labels("tags")[0], (json!("x"), "Ex".to_owned()));
+        assert_eq!(labels("plain")[1], (json!("q"), "q".to_owned()));
+        let multi: Vec<bool> = fields.iter().map(FormField::is_multi).collect();
+        assert_eq!(
+            multi,
+            [true, false, true, false],
+            "plain, size, tags, tone by name"
+        );
+        let ok = check_answer(
+            &form,
+            obj(json!({"size": "l", "tone": "a", "tags": ["y", "x"], "plain": []})),
+        );
+        assert!(ok.is_ok(), "{ok:?}");
+        let cases = [
+            (
+                json!({"size": "Large"}),
+                "property \"size\" must be one of [\"s\",\"l\"]",
+            ),
+            (
+                json!({"tags": []}),
+                "property \"tags\" holds 0 choices, out of its range",
+            ),
+            (
+                json!({"tags": ["x", "x"]}),
+                "property \"tags\" names a choice twice",
+            ),
+            (
+                json!({"tags": ["z"]}),
+                "property \"tags\" may hold only [\"x\",\"y\"], not \"z\"",
+            ),
+            (
+                json!({"plain": "p"}),
+                "property \"plain\" must be a array, not \"p\"",
+            ),
+        ];
+        for (answer, why) in cases {
+            assert_eq!(
+                check_answer(&form, obj(answer.clone())).unwrap_err(),
+                why,
+                "{answer}"
+            );
+        }
+        let free_list = json!({"type": "object", "properties": {"a": {"type": "array", "items": {"type": "string"}}}});
+        assert!(form_err(&free_list).contains("items are not choices"));
+        let many: Vec<String> = (0..=MAX_FORM_CHOICES).map(|i| format!("c{i}")).collect();
+        for property in [
+            json!({"type": "string", "enum": many}),
+            json!({"type": "array", "items": {"type": "string", "enum": many}}),
+        ] {
+            let big = json!({"type": "object", "properties": {"a": property}});
+            assert!(
+                form_err(&big).contains("offers 1001 choices, over the 1000-choice limit"),
+                "{}",
+                form_err(&big)
+            );
+        }
+    }
+
+    fn form_err(schema: &Value) -> String {
+        form(schema).unwrap_err()
     }
 
     #[test]

@@ -108,9 +108,9 @@ pub use config::{
 pub use depth::{MAX_MESSAGE_DEPTH, MAX_SCHEMA_DEPTH};
 pub use directory::{McpServer, server_names, servers};
 pub use elicit::{
-    Elicitation, ElicitationAnswer, ElicitationRequest, Elicitor, FormField,
-    MAX_ELICITATION_MESSAGE, MAX_FORM_PROPERTIES, TRACE_ELICITATION, check_answer, check_value,
-    fields,
+    Elicitation, ElicitationAnswer, ElicitationRequest, Elicitor, FormChoice, FormField,
+    MAX_ELICITATION_MESSAGE, MAX_FORM_CHOICES, MAX_FORM_PROPERTIES, TRACE_ELICITATION,
+    check_answer, check_value, fields,
 };
 pub use error::McpError;
 pub use naming::{MAX_PUBLIC_NAME, public_name};

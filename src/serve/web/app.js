@@ -297,22 +297,38 @@ function approvalCard(q) {
   );
 }
 
-// One input for a form's field: a list for choices and yes/no, a number box, or a text box;
-// `read()` gives the value to send (undefined: left out, so the form's default applies).
+// One input for a form's field: a list for choices (several for a multi-select) and yes/no,
+// a number box, or a text box; `read()` gives the value to send (undefined: left out, so the
+// form's default applies). The choices are the server's, read by `cordis_mcp` (`f.choices`).
 function fieldInput(f) {
   const p = f.property;
   const name = `field-${f.name}`;
   const leaveOut = (has) => (f.required && has ? [] : [el("option", { value: "" }, "—")]);
-  if (Array.isArray(p.enum) || p.type === "boolean") {
-    const options = Array.isArray(p.enum) ? p.enum : [true, false];
-    const label = (o) => (o === true ? "yes" : o === false ? "no" : String(o));
+  if (f.multi) {
+    const chosen = Array.isArray(p.default) ? p.default : [];
+    const select = el(
+      "select",
+      { name, "data-field": f.name, multiple: true, size: Math.min(f.choices.length, 6) },
+      ...f.choices.map((c, i) => el("option", { value: String(i), selected: chosen.includes(c.value) }, c.label)),
+    );
+    const read = () => {
+      const picked = [...select.selectedOptions].map((o) => f.choices[Number(o.value)].value);
+      return picked.length ? picked : undefined;
+    };
+    return { node: select, read };
+  }
+  if (f.choices || p.type === "boolean") {
+    const options = f.choices || [
+      { value: true, label: "yes" },
+      { value: false, label: "no" },
+    ];
     const select = el(
       "select",
       { name, "data-field": f.name },
       ...leaveOut(p.default !== undefined),
-      ...options.map((o, i) => el("option", { value: String(i), selected: p.default === o }, label(o))),
+      ...options.map((o, i) => el("option", { value: String(i), selected: p.default === o.value }, o.label)),
     );
-    return { node: select, read: () => (select.value === "" ? undefined : options[Number(select.value)]) };
+    return { node: select, read: () => (select.value === "" ? undefined : options[Number(select.value)].value) };
   }
   const number = p.type === "integer" || p.type === "number";
   const input = el("input", {
