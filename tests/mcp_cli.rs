@@ -177,7 +177,7 @@ fn an_mcp_calls_progress_shows_in_the_terminal_while_it_runs() {
 }
 
 #[test]
-fn an_mcp_tools_image_reaches_a_model_that_takes_images_after_the_tool_results() {
+fn an_mcp_tools_image_and_audio_reach_a_model_that_takes_them_after_the_tool_results() {
     use serde_json::json;
     let delta = |d: serde_json::Value| json!({"choices": [{"index": 0, "delta": d}]});
     let finish = |why: &str| json!({"choices": [{"index": 0, "delta": {}, "finish_reason": why}]});
@@ -185,7 +185,9 @@ fn an_mcp_tools_image_reaches_a_model_that_takes_images_after_the_tool_results()
         vec![
             delta(
                 json!({"role": "assistant", "tool_calls": [{"index": 0, "id": "c1", "type": "function",
-                "function": {"name": "mcp__fx__image", "arguments": "{}"}}]}),
+                "function": {"name": "mcp__fx__image", "arguments": "{}"}},
+                {"index": 1, "id": "c2", "type": "function",
+                "function": {"name": "mcp__fx__audio", "arguments": "{}"}}]}),
             ),
             finish("tool_calls"),
         ],
@@ -196,15 +198,21 @@ fn an_mcp_tools_image_reaches_a_model_that_takes_images_after_the_tool_results()
         "mcp-image",
         &format!(
             "- {{id: system-prompt, name: system-prompt}}\n- {{id: tools, name: tools}}\n\
-             - id: llm\n  name: llm\n  config: {{adapter: openai, baseUrl: \"{base}\", apiKey: k, model: m, imageInput: true}}\n\
+             - id: llm\n  name: llm\n  config: {{adapter: openai, baseUrl: \"{base}\", apiKey: k, model: m, imageInput: true, audioInput: true}}\n\
              - {{id: sessions, name: sessions}}\n- {{id: agent-loop, name: agent-loop}}\n\
-             - id: fx\n  name: mcp\n  config: {{transport: stdio, server: fx, command: {}, args: [--tools, image]}}\n",
+             - id: fx\n  name: mcp\n  config: {{transport: stdio, server: fx, command: {}, args: [--tools, \"image,audio\"]}}\n",
             fixture.display()
         ),
     );
     let (code, out, err) = common::piped(
         &dir,
-        &["run", "--approve", "mcp__fx__image"],
+        &[
+            "run",
+            "--approve",
+            "mcp__fx__image",
+            "--approve",
+            "mcp__fx__audio",
+        ],
         "what is it?\n",
     );
     assert_eq!(code, Some(0), "{out}\n{err}");
@@ -218,19 +226,26 @@ fn an_mcp_tools_image_reaches_a_model_that_takes_images_after_the_tool_results()
     // (No system prompt: the composition has no persona.)
     assert_eq!(
         roles,
-        ["user", "assistant", "tool", "user"],
+        ["user", "assistant", "tool", "tool", "user"],
         "{}",
         bodies[1]
     );
-    let result = messages[2]["content"].as_str().unwrap();
-    assert!(
-        result.contains("a pixel") && result.contains("sent after the tool results"),
-        "{result}"
-    );
-    let url = messages[3]["content"][1]["image_url"]["url"]
+    for (at, said) in [(2, "a pixel"), (3, "a silence")] {
+        let result = messages[at]["content"].as_str().unwrap();
+        assert!(
+            result.contains(said) && result.contains("sent after the tool results"),
+            "{result}"
+        );
+    }
+    let url = messages[4]["content"][1]["image_url"]["url"]
         .as_str()
         .unwrap();
     assert!(url.starts_with("data:image/png;base64,iVBOR"), "{url}");
+    assert_eq!(
+        messages[4]["content"][2],
+        json!({"type": "input_audio", "input_audio": {"format": "wav",
+               "data": "UklGRiQAAABXQVZFZm10IBAAAAABAAEAQB8AAEAfAAABAAgAZGF0YQAAAAA="}})
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

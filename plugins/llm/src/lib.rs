@@ -42,8 +42,8 @@ pub use cordis_conversation::{
     Message, RequestCheck, Usage, collect,
 };
 pub use openai::{
-    DeltaAssembler, MAX_RETRY_AFTER, OpenAiAdapter, OpenAiSettings, SseParser, parse_retry_after,
-    request_body,
+    DeltaAssembler, Inputs, MAX_RETRY_AFTER, MAX_TOOL_MEDIA, OpenAiAdapter, OpenAiSettings,
+    SseParser, parse_retry_after, request_body,
 };
 pub use plugin::{AdapterKind, DEFAULT_BASE_URL, LlmConfig, LlmConfigError, LlmPlugin};
 pub use scripted::{ScriptError, ScriptedAdapter, ScriptedResponse, ScriptedToolCall};

@@ -51,6 +51,10 @@ pub struct LlmConfig {
     /// reach the model after the tool results.
     #[serde(default)]
     pub image_input: bool,
+    /// openai: the model takes audio (OpenAI-compatible `input_audio` parts, WAV and MP3):
+    /// audio tools return (an MCP server's) reaches the model after the tool results.
+    #[serde(default)]
+    pub audio_input: bool,
     /// openai: the API base URL (default `https://api.deepseek.com`).
     #[serde(default)]
     pub base_url: Option<String>,
@@ -124,6 +128,7 @@ fn openai_settings(config: &LlmConfig) -> Result<OpenAiSettings, LlmConfigError>
     };
     settings.default_model = config.model.clone();
     settings.image_input = config.image_input;
+    settings.audio_input = config.audio_input;
     if let Some(ms) = config.timeout_ms {
         settings.timeout = Duration::from_millis(ms.max(1));
     }

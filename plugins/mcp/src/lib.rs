@@ -29,9 +29,9 @@
 //! way, and when the caller drops the call, the server gets `notifications/cancelled`.
 //! Progress is emitted as [`McpProgress`] (`mcp/progress`) for front ends. A successful result
 //! is `{"content": [...blocks], "structuredContent": …}` (the latter when the server sent one);
-//! image blocks stay (at most [`MAX_RESULT_IMAGES`], each at most [`MAX_IMAGE_CHARS`]: the
-//! model adapter sends them to a model that takes images and names them to others), audio
-//! blocks and images past the bounds become a text block naming what was dropped.
+//! image and audio blocks stay (at most [`MAX_RESULT_MEDIA`], each at most
+//! [`MAX_MEDIA_CHARS`]: the model adapter sends them to a model that takes them and names them
+//! to others); those past the bounds become a text block naming what was dropped.
 //!
 //! # What the client declares
 //! `roots` (answered with the workspace root as a `file://` URI, see [`file_uri`]) and form
@@ -784,18 +784,16 @@ fn kill_group(pgid: Option<u32>) {
     }
 }
 
-/// An image or audio block becomes a text block saying so: there is no attachment store to put
-/// it in, and base64 in the model's context would cost tokens and say nothing.
-/// The most images one result passes on (the rest are named in a text block).
-pub const MAX_RESULT_IMAGES: usize = 8;
+/// The most images and audio clips one result passes on (the rest are named in a text block).
+pub const MAX_RESULT_MEDIA: usize = 8;
 
-/// The largest image passed on, in base64 characters (about 3 MiB of image).
-pub const MAX_IMAGE_CHARS: usize = 4 << 20;
+/// The largest image or audio clip passed on, in base64 characters (about 3 MiB).
+pub const MAX_MEDIA_CHARS: usize = 4 << 20;
 
-/// A content block as the call's result holds it: an image (of the allowed size and count;
-/// `images` counts them) as it came (the model adapter sends it to models that take images and
-/// names it to others); audio, and images past the bounds, named in a text block.
-fn media(block: Value, images: &mut usize) -> Value {
+/// A content block as the call's result holds it: an image or audio clip (of the allowed size
+/// and count; `taken` counts them) as it came (the model adapter sends it to models that take
+/// it and names it to others); one past the bounds named in a text block.
+fn media(block: Value, taken: &mut usize) -> Value {
     let kind = block
         .get("type")
         .and_then(Value::as_str)
@@ -806,10 +804,10 @@ fn media(block: Value, images: &mut usize) -> Value {
     let fits = block
         .get("data")
         .and_then(Value::as_str)
-        .is_some_and(|d| d.len() <= MAX_IMAGE_CHARS)
+        .is_some_and(|d| d.len() <= MAX_MEDIA_CHARS)
         && block.get("mimeType").and_then(Value::as_str).is_some();
-    if kind == "image" && fits && *images < MAX_RESULT_IMAGES {
-        *images += 1;
+    if fits && *taken < MAX_RESULT_MEDIA {
+        *taken += 1;
         return block;
     }
     let mime = block
@@ -823,7 +821,7 @@ fn media(block: Value, images: &mut usize) -> Value {
         .map_or(0, |d| d.len() / 4 * 3);
     json!({
         "type": "text",
-        "text": format!("[the server returned {kind} ({mime}, about {bytes} bytes) that is not shown: {}]", if kind == "audio" { "audio does not reach the model" } else { "over the images or bytes one result passes on" })
+        "text": format!("[the server returned {kind} ({mime}, about {bytes} bytes) that is not shown: over the images, audio or bytes one result passes on]")
     })
 }
 

@@ -13,7 +13,7 @@
 //! at that URI) and `duplicatePrompt` (the prompt list repeats a name), each followed by its
 //! `list_changed` notification.
 //!
-//! With `--tools` only: `structured` (an `outputSchema`; `mode` good, bad or missing
+//! With `--tools` only: `audio` (an empty WAV clip), `structured` (an `outputSchema`; `mode` good, bad or missing
 //! structuredContent), `sample` (sends `sampling/createMessage` with `prompt`, `maxTokens` and a
 //! model `hint`, answering the client's result), `ask` (sends `elicitation/create`: a fixed form, `form` when given, or
 //! URL mode with `url: true`, and answers the client's result as JSON), `progress` (reports `steps` progress notifications `everyMs` apart on the call's
@@ -291,6 +291,10 @@ fn tool(name: &str) -> Tool {
         ),
         "image" => (
             "Returns a 1x1 PNG and a caption.",
+            json!({"type": "object"}),
+        ),
+        "audio" => (
+            "Returns an empty WAV clip and a caption.",
             json!({"type": "object"}),
         ),
         "cwd" => (
@@ -619,6 +623,11 @@ impl ServerHandler for Fixture {
                 {"type": "image", "mimeType": "image/png", "data": "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="}
             ]}))
             .unwrap_or_else(|e| panic!("fixture image: {e}")),
+            "audio" => serde_json::from_value(json!({"content": [
+                {"type": "text", "text": "a silence"},
+                {"type": "audio", "mimeType": "audio/wav", "data": "UklGRiQAAABXQVZFZm10IBAAAAABAAEAQB8AAEAfAAABAAgAZGF0YQAAAAA="}
+            ]}))
+            .unwrap_or_else(|e| panic!("fixture audio: {e}")),
             "progress" => {
                 let steps = args["steps"].as_u64().unwrap_or(3);
                 let every = args["everyMs"].as_u64().unwrap_or(50);

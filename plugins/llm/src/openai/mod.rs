@@ -39,7 +39,7 @@ use cordis_conversation::{FrozenRequest, LlmRequest};
 
 pub use sender::{MAX_RETRY_AFTER, parse_retry_after};
 pub use sse::{DeltaAssembler, SseParser};
-pub use wire::request_body;
+pub use wire::{Inputs, MAX_TOOL_MEDIA, request_body};
 
 /// Settings of an [`OpenAiAdapter`].
 #[derive(Clone)]
@@ -59,6 +59,9 @@ pub struct OpenAiSettings {
     /// The model takes images: images in tool results are sent as a user message of image
     /// parts after the results (else each is named in the result's text).
     pub image_input: bool,
+    /// The model takes audio: WAV and MP3 clips in tool results are sent as `input_audio`
+    /// parts after the results (else each is named in the result's text).
+    pub audio_input: bool,
 }
 
 impl std::fmt::Debug for OpenAiSettings {
@@ -71,6 +74,7 @@ impl std::fmt::Debug for OpenAiSettings {
             .field("max_retries", &self.max_retries)
             .field("retry_base", &self.retry_base)
             .field("image_input", &self.image_input)
+            .field("audio_input", &self.audio_input)
             .finish()
     }
 }
@@ -86,6 +90,7 @@ impl OpenAiSettings {
             max_retries: 3,
             retry_base: Duration::from_millis(500),
             image_input: false,
+            audio_input: false,
         }
     }
 }
@@ -173,7 +178,10 @@ impl OpenAiAdapter {
         let body = request_body(
             request,
             self.settings.default_model.as_deref(),
-            self.settings.image_input,
+            Inputs {
+                images: self.settings.image_input,
+                audio: self.settings.audio_input,
+            },
         )
         .to_string();
         let response = self.send(&body).await?;

@@ -4,25 +4,54 @@ use serde_json::{Value, json};
 
 use cordis_conversation::{LlmRequest, Message};
 
-/// The most images of one step's tool results sent to the model (the rest are named only).
-pub const MAX_TOOL_IMAGES: usize = 8;
+/// The most images and audio clips of one step's tool results sent to the model (the rest
+/// are named only).
+pub const MAX_TOOL_MEDIA: usize = 8;
 
-/// A tool result's content for the wire: its image blocks (`{"type": "image", "mimeType",
-/// "data"}` in its `content` list) taken out, each replaced by a text block saying where it
-/// went; the images taken, in order. With `take` false, or past `room`, an image is named
-/// only.
-fn without_images(content: &Value, take: bool, room: usize) -> (Value, Vec<(String, String)>) {
+/// What a model takes besides text (the `llm` entry's `imageInput` and `audioInput`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Inputs {
+    /// Images, as `image_url` parts.
+    pub images: bool,
+    /// Audio, as `input_audio` parts (WAV and MP3: what the OpenAI-compatible API takes).
+    pub audio: bool,
+}
+
+/// An image or an audio clip taken out of a tool result, for the message after the results.
+#[derive(Debug, Clone, PartialEq)]
+enum Media {
+    Image { mime: String, data: String },
+    Audio { format: &'static str, data: String },
+}
+
+/// The `input_audio` format of an audio MIME type, when the API takes it.
+fn audio_format(mime: &str) -> Option<&'static str> {
+    match mime {
+        "audio/wav" | "audio/x-wav" | "audio/wave" | "audio/vnd.wave" => Some("wav"),
+        "audio/mpeg" | "audio/mp3" => Some("mp3"),
+        _ => None,
+    }
+}
+
+/// A tool result's content for the wire: its image and audio blocks (`{"type": "image" |
+/// "audio", "mimeType", "data"}` in its `content` list) taken out, each replaced by a text
+/// block saying where it went; what was taken, in order. What the model does not take (see
+/// `inputs`), or past `room`, is named only.
+fn without_media(content: &Value, inputs: Inputs, room: usize) -> (Value, Vec<Media>) {
     let Some(blocks) = content.get("content").and_then(Value::as_array) else {
         return (content.clone(), Vec::new());
     };
-    if !blocks.iter().any(|b| b["type"] == "image") {
+    if !blocks
+        .iter()
+        .any(|b| b["type"] == "image" || b["type"] == "audio")
+    {
         return (content.clone(), Vec::new());
     }
     let mut taken = Vec::new();
     let replaced: Vec<Value> = blocks
         .iter()
         .map(|b| {
-            let (Some("image"), Some(mime), Some(data)) = (
+            let (Some(kind @ ("image" | "audio")), Some(mime), Some(data)) = (
                 b["type"].as_str(),
                 b["mimeType"].as_str(),
                 b["data"].as_str(),
@@ -31,16 +60,30 @@ fn without_images(content: &Value, take: bool, room: usize) -> (Value, Vec<(Stri
             };
             // Base64 is four characters for three bytes.
             let bytes = data.len() / 4 * 3;
-            if take && taken.len() < room {
-                taken.push((mime.to_owned(), data.to_owned()));
-                json!({"type": "text", "text": format!("[image ({mime}, about {bytes} bytes): sent after the tool results]")})
-            } else {
-                let why = if take {
-                    "more images than the model is sent at once"
-                } else {
-                    "this model takes text only (the `llm` entry's `imageInput`)"
-                };
-                json!({"type": "text", "text": format!("[the tool returned an image ({mime}, about {bytes} bytes) that is not shown: {why}]")})
+            let taking = match kind {
+                "image" if inputs.images => Ok(Media::Image {
+                    mime: mime.to_owned(),
+                    data: data.to_owned(),
+                }),
+                "image" => Err("this model takes text only (the `llm` entry's `imageInput`)"),
+                _ if !inputs.audio => {
+                    Err("this model takes no audio (the `llm` entry's `audioInput`)")
+                }
+                _ => match audio_format(mime) {
+                    Some(format) => Ok(Media::Audio {
+                        format,
+                        data: data.to_owned(),
+                    }),
+                    None => Err("the model takes WAV and MP3 audio only"),
+                },
+            };
+            match taking {
+                Ok(media) if taken.len() < room => {
+                    taken.push(media);
+                    json!({"type": "text", "text": format!("[{kind} ({mime}, about {bytes} bytes): sent after the tool results]")})
+                }
+                Ok(_) => json!({"type": "text", "text": format!("[the tool returned {kind} ({mime}, about {bytes} bytes) that is not shown: more images and audio than the model is sent at once]")}),
+                Err(why) => json!({"type": "text", "text": format!("[the tool returned {kind} ({mime}, about {bytes} bytes) that is not shown: {why}]")}),
             }
         })
         .collect();
@@ -49,30 +92,36 @@ fn without_images(content: &Value, take: bool, room: usize) -> (Value, Vec<(Stri
     (out, taken)
 }
 
-/// The user message carrying the images of a step's tool results.
-fn images_message(images: &[(String, String)]) -> Value {
+/// The user message carrying the images and audio of a step's tool results.
+fn media_message(media: &[Media]) -> Value {
     let mut parts = vec![
-        json!({"type": "text", "text": "The images the tool results above refer to, in order:"}),
+        json!({"type": "text", "text": "The images and audio the tool results above refer to, in order:"}),
     ];
-    parts.extend(images.iter().map(|(mime, data)| {
-        json!({"type": "image_url", "image_url": {"url": format!("data:{mime};base64,{data}")}})
+    parts.extend(media.iter().map(|m| match m {
+        Media::Image { mime, data } => {
+            json!({"type": "image_url", "image_url": {"url": format!("data:{mime};base64,{data}")}})
+        }
+        Media::Audio { format, data } => {
+            json!({"type": "input_audio", "input_audio": {"data": data, "format": format}})
+        }
     }));
     json!({"role": "user", "content": parts})
 }
 
-/// The chat-completions request body for `request`; `image_input`: the model takes images
-/// (those of tool results follow the results as a user message).
-pub fn request_body(request: &LlmRequest, default_model: Option<&str>, image_input: bool) -> Value {
+/// The chat-completions request body for `request`; `inputs`: what the model takes besides
+/// text (the images and audio of tool results follow the results as a user message).
+pub fn request_body(request: &LlmRequest, default_model: Option<&str>, inputs: Inputs) -> Value {
     let mut messages = Vec::with_capacity(request.messages.len() + 1);
     if let Some(system) = &request.system {
         messages.push(json!({"role": "system", "content": system}));
     }
-    // Images of the tool results in a row: a tool message cannot carry them, and nothing may
-    // come between an assistant's calls and their results, so they follow the last result.
-    let mut pending: Vec<(String, String)> = Vec::new();
+    // Images and audio of the tool results in a row: a tool message cannot carry them, and
+    // nothing may come between an assistant's calls and their results, so they follow the
+    // last result.
+    let mut pending: Vec<Media> = Vec::new();
     for m in &request.messages {
         if !matches!(m, Message::Tool { .. }) && !pending.is_empty() {
-            messages.push(images_message(&pending));
+            messages.push(media_message(&pending));
             pending.clear();
         }
         messages.push(match m {
@@ -113,9 +162,9 @@ pub fn request_body(request: &LlmRequest, default_model: Option<&str>, image_inp
             Message::Tool {
                 call_id, content, ..
             } => {
-                let room = MAX_TOOL_IMAGES - pending.len();
-                let (content, images) = without_images(content, image_input, room);
-                pending.extend(images);
+                let room = MAX_TOOL_MEDIA - pending.len();
+                let (content, media) = without_media(content, inputs, room);
+                pending.extend(media);
                 let text = match content {
                     Value::String(s) => s,
                     other => other.to_string(),
@@ -125,7 +174,7 @@ pub fn request_body(request: &LlmRequest, default_model: Option<&str>, image_inp
         });
     }
     if !pending.is_empty() {
-        messages.push(images_message(&pending));
+        messages.push(media_message(&pending));
     }
     let model = if request.config.model.is_empty() {
         default_model.unwrap_or_default()
@@ -226,7 +275,7 @@ mod tests {
             }],
             session_id: "s".into(),
         };
-        let body = request_body(&req, None, false);
+        let body = request_body(&req, None, Inputs::default());
         assert_eq!(body["model"], "deepseek-chat");
         assert_eq!(body["stream_options"]["include_usage"], true);
         assert_eq!(
@@ -252,7 +301,7 @@ mod tests {
 }
 
 #[cfg(test)]
-mod image_tests {
+mod media_tests {
     use serde_json::json;
 
     use super::*;
@@ -307,7 +356,7 @@ mod image_tests {
             json!({"content": [{"type": "text", "text": "no image"}]}),
             pixel("BBBB"),
         ]);
-        let body = request_body(&req, None, true);
+        let body = request_body(&req, None, IMAGES);
         let m = body["messages"].as_array().unwrap();
         let roles: Vec<&str> = m.iter().map(|x| x["role"].as_str().unwrap()).collect();
         // Nothing between the calls and their results; the images after the last result.
@@ -342,7 +391,7 @@ mod image_tests {
 
     #[test]
     fn without_image_input_or_past_the_limit_an_image_is_named_not_sent() {
-        let body = request_body(&with_results(vec![pixel("AAAA")]), None, false);
+        let body = request_body(&with_results(vec![pixel("AAAA")]), None, Inputs::default());
         let m = body["messages"].as_array().unwrap();
         assert_eq!(m.len(), 4, "no image message");
         let text = m[2]["content"].as_str().unwrap();
@@ -352,15 +401,58 @@ mod image_tests {
         );
         assert!(!text.contains("AAAA"));
 
-        let many = with_results(vec![pixel("AAAA"); MAX_TOOL_IMAGES + 2]);
-        let body = request_body(&many, None, true);
+        let many = with_results(vec![pixel("AAAA"); MAX_TOOL_MEDIA + 2]);
+        let body = request_body(&many, None, IMAGES);
         let m = body["messages"].as_array().unwrap();
-        let parts = m[2 + MAX_TOOL_IMAGES + 2]["content"].as_array().unwrap();
-        assert_eq!(parts.len(), 1 + MAX_TOOL_IMAGES);
-        let last = m[2 + MAX_TOOL_IMAGES + 1]["content"].as_str().unwrap();
+        let parts = m[2 + MAX_TOOL_MEDIA + 2]["content"].as_array().unwrap();
+        assert_eq!(parts.len(), 1 + MAX_TOOL_MEDIA);
+        let last = m[2 + MAX_TOOL_MEDIA + 1]["content"].as_str().unwrap();
         assert!(
-            last.contains("more images than the model is sent at once"),
+            last.contains("more images and audio than the model is sent at once"),
             "{last}"
         );
+    }
+
+    const IMAGES: Inputs = Inputs {
+        images: true,
+        audio: false,
+    };
+
+    fn clip(mime: &str) -> Value {
+        json!({"content": [{"type": "audio", "mimeType": mime, "data": "UklG"}]})
+    }
+
+    #[test]
+    fn tool_audio_follows_the_results_as_input_audio_when_the_model_takes_it() {
+        let req = with_results(vec![clip("audio/wav"), pixel("AAAA"), clip("audio/ogg")]);
+        let both = Inputs {
+            images: true,
+            audio: true,
+        };
+        let body = request_body(&req, None, both);
+        let m = body["messages"].as_array().unwrap();
+        let parts = m[5]["content"].as_array().unwrap();
+        assert_eq!(
+            parts[1],
+            json!({"type": "input_audio", "input_audio": {"data": "UklG", "format": "wav"}})
+        );
+        assert_eq!(parts[2]["type"], "image_url");
+        assert_eq!(parts.len(), 3, "the ogg clip is named, not sent");
+        let ogg = m[4]["content"].as_str().unwrap();
+        assert!(
+            ogg.contains("audio (audio/ogg, about 3 bytes) that is not shown: the model takes WAV and MP3 audio only"),
+            "{ogg}"
+        );
+        // Without audioInput, audio is named only; images still go.
+        let body = request_body(&req, None, IMAGES);
+        let m = body["messages"].as_array().unwrap();
+        let wav = m[2]["content"].as_str().unwrap();
+        assert!(
+            wav.contains(
+                "that is not shown: this model takes no audio (the `llm` entry's `audioInput`)"
+            ),
+            "{wav}"
+        );
+        assert_eq!(m[5]["content"].as_array().unwrap().len(), 2);
     }
 }
