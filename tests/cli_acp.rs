@@ -2742,3 +2742,49 @@ fn an_mcp_servers_prompts_are_commands_the_editor_is_told_of_and_their_rendering
         .collect();
     assert_eq!(users, [json!("Say hello to Ada."), json!("add a prompt")]);
 }
+
+#[test]
+fn an_editors_http_server_that_needs_a_login_names_the_url_login_and_opens_after_it() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let oauth = rt.block_on(crate::oauth_fixture::OAuthFixture::start());
+    let dir = scratch("mcp-oauth");
+    let data = dir.join(".data");
+    let script = dir.join("script.json");
+    std::fs::write(&script, json!([text("Hi.")]).to_string()).unwrap();
+    let mut cmd = common::cordis_command(&dir, &["acp", &common::fixture("acp/agent.yml")]);
+    cmd.env("ACP_SCRIPT", &script).env("XDG_DATA_HOME", &data);
+    let mut acp = Acp::spawn(&dir, cmd);
+    acp.initialize();
+    let servers = json!([{"type": "http", "name": "guarded", "url": oauth.mcp, "headers": []}]);
+    let id = acp.request("session/new", json!({"cwd": dir, "mcpServers": servers}));
+    let r = acp.response(id);
+    let message = r["error"]["message"].as_str().unwrap_or_default();
+    // No file holds the server: the login goes by its URL.
+    assert!(
+        message.contains(&format!(
+            "the server needs authorization: run `cordis mcp login --url {}`",
+            oauth.mcp
+        )),
+        "{r}"
+    );
+
+    let mut login =
+        common::cordis_command(&dir, &["mcp", "login", "--url", &oauth.mcp, "--no-browser"]);
+    login.env("XDG_DATA_HOME", &data);
+    let (_, out) = crate::mcp_auth::login_headless(&rt, login);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.starts_with(&format!(
+            "Authorized cordis for MCP server at {}",
+            oauth.mcp
+        )),
+        "{stdout}"
+    );
+
+    // The same editor, asking again: the session opens with the server's tools.
+    let id = acp.request("session/new", json!({"cwd": dir, "mcpServers": servers}));
+    let r = acp.response(id);
+    assert!(r["result"]["sessionId"].is_string(), "{r}");
+    assert_eq!(acp.close(), 0);
+}

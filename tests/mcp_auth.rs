@@ -32,6 +32,25 @@ fn cordis(dir: &Path, args: &[&str]) -> (i32, String, String) {
     )
 }
 
+/// Runs `login` (a `cordis mcp login … --no-browser`), approving in a headless "browser" at
+/// the address it prints; what it said on stderr up to the address, and its output.
+pub(crate) fn login_headless(
+    rt: &tokio::runtime::Runtime,
+    mut login: std::process::Command,
+) -> (String, std::process::Output) {
+    let mut child = login.stdin(std::process::Stdio::null()).spawn().unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut said = String::new();
+    while !said.lines().any(|l| l.starts_with("http")) {
+        let mut line = String::new();
+        assert!(stderr.read_line(&mut line).unwrap() > 0, "{said}");
+        said.push_str(&line);
+    }
+    let page = rt.block_on(approve(&said));
+    assert!(page.contains("cordis is authorized"), "{page}");
+    (said, child.wait_with_output().unwrap())
+}
+
 #[test]
 fn login_stores_a_private_grant_that_check_and_call_use_and_logout_forgets() {
     let rt = tokio::runtime::Runtime::new().unwrap();
@@ -61,25 +80,13 @@ fn login_stores_a_private_grant_that_check_and_call_use_and_logout_forgets() {
     );
 
     // The login, with a headless browser.
-    let mut child = cordis_command(&dir, &["mcp", "login", "guarded", "--no-browser"])
-        .env("XDG_DATA_HOME", dir.join(".data"))
-        .stdin(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut said = String::new();
-    while !said.lines().any(|l| l.starts_with("http")) {
-        let mut line = String::new();
-        assert!(stderr.read_line(&mut line).unwrap() > 0, "{said}");
-        said.push_str(&line);
-    }
+    let mut login = cordis_command(&dir, &["mcp", "login", "guarded", "--no-browser"]);
+    login.env("XDG_DATA_HOME", dir.join(".data"));
+    let (said, out) = login_headless(&rt, login);
     assert!(
         said.starts_with("To authorize cordis for MCP server \"guarded\""),
         "{said}"
     );
-    let page = rt.block_on(approve(&said));
-    assert!(page.contains("cordis is authorized"), "{page}");
-    let out = child.wait_with_output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}");
     assert!(

@@ -433,6 +433,11 @@ async fn connect_mcp(root: &Context, cwd: &Path, servers: &[McpServer]) -> Resul
                 config.command = None;
                 config.url = Some(url.clone());
                 config.headers = headers.iter().cloned().collect();
+                // No file holds this server: the login goes by its URL.
+                config.oauth.login_command = Some(format!(
+                    "cordis mcp login --url {}",
+                    cordis_runtime::shell_word(url)
+                ));
                 config
             }
         };
@@ -459,9 +464,12 @@ async fn connect_mcp(root: &Context, cwd: &Path, servers: &[McpServer]) -> Resul
     for (server, handle) in handles {
         let status = handle.status();
         if status != cordis_runtime::ScopeStatus::Active {
+            // Failed with its error, or pending with what it waits for (a login, say).
             let why = handle
                 .failure()
-                .map_or_else(|| format!("its entry is {status}"), |f| f.message);
+                .map(|f| f.message)
+                .or_else(|| handle.info().waiting)
+                .unwrap_or_else(|| format!("its entry is {status}"));
             return Err(internal(format!(
                 "MCP server \"{}\" did not start: {why}",
                 server.name

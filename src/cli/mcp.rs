@@ -1,5 +1,5 @@
-//! `cordis mcp login|logout`: authorizing cordis for an HTTP MCP server of a config file, and
-//! forgetting that authorization.
+//! `cordis mcp login|logout`: authorizing cordis for an HTTP MCP server of a config file (or,
+//! with `--url`, one no file holds: an editor's), and forgetting that authorization.
 
 use clap::{Args, Subcommand};
 use cordis_host::plan::{LoadPlan, Step};
@@ -12,7 +12,12 @@ use super::{ConfigArgs, EXIT_CONFIG, EXIT_FAILURE, EXIT_OK, Io};
 /// The subcommands of `cordis mcp`.
 #[derive(Debug, Clone, Subcommand)]
 pub enum McpCommand {
-    /// Authorize cordis for the HTTP MCP server SERVER of FILE (OAuth 2.1 in your browser).
+    /// Authorize cordis for the HTTP MCP server SERVER of FILE, or the one at --url (OAuth 2.1
+    /// in your browser).
+    ///
+    /// `--url URL` is for a server no file holds (one your editor passes to `cordis acp`):
+    /// the grant is kept for that URL, and every entry with that URL and the default grants
+    /// directory uses it.
     ///
     /// Finds the server's authorization server (its protected resource metadata, then the
     /// authorization server's metadata), registers cordis with it unless the entry sets
@@ -24,21 +29,34 @@ pub enum McpCommand {
     /// when a grant was stored (or the server needs none), 1 when the authorization failed, 2
     /// on configuration errors.
     Login(LoginArgs),
-    /// Forget the stored grant for SERVER of FILE (the authorization server is not told).
+    /// Forget the stored grant for SERVER of FILE, or for --url (the authorization server is
+    /// not told).
     ///
     /// Exits 0 (whether or not a grant was stored), 1 when the grants directory cannot be
     /// used, 2 on configuration errors.
     Logout(LogoutArgs),
 }
 
-/// Arguments of `cordis mcp login`.
+/// Which server: an entry of a file, or a URL.
 #[derive(Debug, Clone, Args)]
-pub struct LoginArgs {
+pub struct Which {
     /// The entry's `server` name.
-    pub server: String,
+    #[arg(required_unless_present = "url")]
+    pub server: Option<String>,
+    /// The server's URL, for a server no file holds (an editor's); FILE is not read.
+    #[arg(long, value_name = "URL", conflicts_with = "server")]
+    pub url: Option<String>,
     /// The config file holding the entry.
     #[command(flatten)]
     pub config: ConfigArgs,
+}
+
+/// Arguments of `cordis mcp login`.
+#[derive(Debug, Clone, Args)]
+pub struct LoginArgs {
+    /// The server.
+    #[command(flatten)]
+    pub which: Which,
     /// Only print the address (else it is also opened with xdg-open when there is a display).
     #[arg(long)]
     pub no_browser: bool,
@@ -50,11 +68,9 @@ pub struct LoginArgs {
 /// Arguments of `cordis mcp logout`.
 #[derive(Debug, Clone, Args)]
 pub struct LogoutArgs {
-    /// The entry's `server` name.
-    pub server: String,
-    /// The config file holding the entry.
+    /// The server.
     #[command(flatten)]
-    pub config: ConfigArgs,
+    pub which: Which,
 }
 
 /// The `mcp` entry of `plan` whose server is `server`, or what to say instead.
@@ -94,23 +110,57 @@ fn entry_for(plan: &LoadPlan, server: &str) -> Result<McpConfig, String> {
     Ok((*config).clone())
 }
 
-/// The entry and its grants store, or exit 2 having said why.
+/// An entry for the server at `url` as an editor's would be (the default grants directory),
+/// named after its host.
+fn entry_at(url: &str) -> Result<McpConfig, String> {
+    // The authority's host (the URL itself is checked with the entry below).
+    let authority = url.split_once("://").map_or("", |(_, rest)| {
+        rest.split(['/', '?', '#']).next().unwrap_or("")
+    });
+    let host = authority.rsplit('@').next().unwrap_or("");
+    let host = host.rsplit_once(':').map_or(host, |(h, _)| h);
+    let name: String = host
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .take(cordis_mcp::MAX_SERVER_NAME)
+        .collect();
+    let mut config = McpConfig::stdio(
+        if name.is_empty() { "server" } else { &name },
+        String::new(),
+        Vec::new(),
+    );
+    config.transport = cordis_mcp::TransportKind::Http;
+    config.command = None;
+    config.url = Some(url.to_owned());
+    config
+        .check()
+        .map_err(|e| format!("--url {}: {e}", safe(url)))?;
+    Ok(config)
+}
+
+/// The entry, its grants store and how to name it to the user, or exit 2 having said why.
 fn resolve(
-    config_args: &ConfigArgs,
-    server: &str,
+    which: &Which,
     io: &mut Io<'_>,
     builtins: &cordis_host::Builtins,
-) -> anyhow::Result<Result<(McpConfig, cordis_mcp::auth::TokenStore), u8>> {
-    let plan = super::load(config_args, io, builtins)?;
-    let config = match entry_for(&plan, server) {
-        Ok(config) => config,
+) -> anyhow::Result<Result<(McpConfig, cordis_mcp::auth::TokenStore, String), u8>> {
+    let found = match (&which.url, &which.server) {
+        (Some(url), _) => entry_at(url).map(|c| (c, format!("MCP server at {}", safe(url)))),
+        (None, Some(server)) => {
+            let plan = super::load(&which.config, io, builtins)?;
+            entry_for(&plan, server).map(|c| (c, format!("MCP server \"{}\"", safe(server))))
+        }
+        (None, None) => Err("name the server (SERVER [FILE]) or give --url URL".to_owned()),
+    };
+    let (config, shown) = match found {
+        Ok(found) => found,
         Err(message) => {
             writeln!(io.err, "cordis: {message}")?;
             return Ok(Err(EXIT_CONFIG));
         }
     };
     match config.oauth.store(io.env) {
-        Ok(store) => Ok(Ok((config, store))),
+        Ok(store) => Ok(Ok((config, store, shown))),
         Err(e) => {
             writeln!(io.err, "cordis: {e}")?;
             Ok(Err(EXIT_CONFIG))
@@ -126,7 +176,7 @@ pub(crate) fn run(
     match command {
         McpCommand::Login(args) => login(args, io, builtins),
         McpCommand::Logout(args) => {
-            let (config, store) = match resolve(&args.config, &args.server, io, builtins)? {
+            let (config, store, shown) = match resolve(&args.which, io, builtins)? {
                 Ok(found) => found,
                 Err(code) => return Ok(code),
             };
@@ -134,8 +184,7 @@ pub(crate) fn run(
                 Ok(true) => {
                     writeln!(
                         io.out,
-                        "Forgot the grant for MCP server \"{}\" ({}).",
-                        args.server,
+                        "Forgot the grant for {shown} ({}).",
                         store
                             .path_of(config.url.as_deref().unwrap_or_default())
                             .display()
@@ -143,11 +192,7 @@ pub(crate) fn run(
                     Ok(EXIT_OK)
                 }
                 Ok(false) => {
-                    writeln!(
-                        io.out,
-                        "No grant was stored for MCP server \"{}\".",
-                        args.server
-                    )?;
+                    writeln!(io.out, "No grant was stored for {shown}.")?;
                     Ok(EXIT_OK)
                 }
                 Err(e) => {
@@ -164,7 +209,7 @@ fn login(
     io: &mut Io<'_>,
     builtins: &cordis_host::Builtins,
 ) -> anyhow::Result<u8> {
-    let (config, store) = match resolve(&args.config, &args.server, io, builtins)? {
+    let (config, store, shown) = match resolve(&args.which, io, builtins)? {
         Ok(found) => found,
         Err(code) => return Ok(code),
     };
@@ -187,8 +232,7 @@ fn login(
         }) => {
             writeln!(
                 io.out,
-                "Authorized cordis for MCP server \"{}\" (issuer {}{}); the grant is in {}.",
-                args.server,
+                "Authorized cordis for {shown} (issuer {}{}); the grant is in {}.",
                 safe(&issuer),
                 if scopes.is_empty() {
                     String::new()
@@ -202,16 +246,14 @@ fn login(
         Ok(LoginOutcome::NotNeeded) => {
             writeln!(
                 io.out,
-                "MCP server \"{}\" answered without asking for authorization: nothing to do.",
-                args.server
+                "The {shown} answered without asking for authorization: nothing to do."
             )?;
             Ok(EXIT_OK)
         }
         Err(e) => {
             writeln!(
                 io.err,
-                "cordis: cannot authorize MCP server \"{}\": {}",
-                args.server,
+                "cordis: cannot authorize {shown}: {}",
                 safe(&e.to_string())
             )?;
             Ok(EXIT_FAILURE)

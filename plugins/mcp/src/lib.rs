@@ -286,9 +286,15 @@ fn authorizer(config: &McpConfig) -> Option<Arc<auth::Authorizer>> {
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .ok()?;
+    let login_command = config
+        .oauth
+        .login_command
+        .clone()
+        .unwrap_or_else(|| format!("cordis mcp login {} [FILE]", config.server));
     Some(Arc::new(auth::Authorizer::new(
         &config.server,
         config.url.as_deref().unwrap_or_default(),
+        login_command,
         store,
         client,
     )))

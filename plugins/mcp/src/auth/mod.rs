@@ -71,6 +71,10 @@ pub struct OAuthConfig {
     /// `~/.local/share/cordis/mcp-auth`).
     #[serde(default)]
     pub token_dir: Option<PathBuf>,
+    /// The command a person runs to log in, named by a pending entry (default `cordis mcp
+    /// login SERVER [FILE]`); set for entries no file holds, such as an editor's servers.
+    #[serde(skip)]
+    pub login_command: Option<String>,
 }
 
 fn yes() -> bool {
@@ -87,6 +91,7 @@ impl Default for OAuthConfig {
             scopes: Vec::new(),
             redirect_port: 0,
             token_dir: None,
+            login_command: None,
         }
     }
 }
@@ -396,6 +401,8 @@ fn waiting() -> std::sync::MutexGuard<'static, BTreeMap<String, Waiting>> {
 pub(crate) struct Authorizer {
     server: String,
     url: String,
+    /// What the user runs to log in (see [`OAuthConfig::login_command`]).
+    login_command: String,
     store: TokenStore,
     client: reqwest::Client,
     grant: tokio::sync::Mutex<Option<Grant>>,
@@ -403,11 +410,19 @@ pub(crate) struct Authorizer {
 }
 
 impl Authorizer {
-    /// The authorizer of entry `server` at `url`.
-    pub(crate) fn new(server: &str, url: &str, store: TokenStore, client: reqwest::Client) -> Self {
+    /// The authorizer of entry `server` at `url`; a pending entry tells the user to run
+    /// `login_command`.
+    pub(crate) fn new(
+        server: &str,
+        url: &str,
+        login_command: String,
+        store: TokenStore,
+        client: reqwest::Client,
+    ) -> Self {
         Authorizer {
             server: server.to_owned(),
             url: url.to_owned(),
+            login_command,
             store,
             client,
             grant: tokio::sync::Mutex::new(None),
@@ -421,10 +436,7 @@ impl Authorizer {
 
     /// What the entry tells the user when it cannot go on without a login.
     fn login_reason(&self, why: &str) -> String {
-        format!(
-            "mcp({}): {why}: run `cordis mcp login {} [FILE]`",
-            self.server, self.server
-        )
+        format!("mcp({}): {why}: run `{}`", self.server, self.login_command)
     }
 
     /// Why a login is needed, when the last request found out.
