@@ -86,7 +86,7 @@ fn load(
 /// A name the load asks the environment for, and where to send the answer.
 type EnvQuestion = (String, std::sync::mpsc::SyncSender<Option<String>>);
 
-/// [`load`] run whole (the file, its includes, resolution) on one blocking thread, returning
+/// `load` run whole (the file, its includes, resolution) on one blocking thread, returning
 /// the files it included as well. `env` is called here, on the caller's task, for each
 /// variable the load asks for (in the order it asks), so it need not be `'static` or `Send`.
 pub async fn load_blocking(

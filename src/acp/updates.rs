@@ -71,7 +71,7 @@ pub struct UpdateMapper {
 struct LiveOutput {
     /// Its latest output, at most [`LIVE_TAIL`] bytes (plain clients).
     tail: String,
-    /// When it was last sent (plain clients: at most every [`LIVE_EVERY`]).
+    /// When it was last sent (plain clients: at most every `LIVE_EVERY`).
     sent: Option<std::time::Instant>,
 }
 
@@ -106,7 +106,7 @@ impl UpdateMapper {
 
     /// The update of an MCP server's progress on a running call (`notifications/progress`; not
     /// logged: the result follows): the call's content becomes the progress line, at most every
-    /// [`LIVE_EVERY`]. None for a call this mapper did not announce.
+    /// `LIVE_EVERY`. None for a call this mapper did not announce.
     pub fn mcp_progress(
         &mut self,
         call_id: &str,
@@ -146,7 +146,7 @@ impl UpdateMapper {
 
     /// The update of a piece of a running command's output (not logged: the result follows):
     /// Zed's `terminal_output` with the piece, for clients with the terminal extension; else
-    /// the output's tail as the call's content, at most every [`LIVE_EVERY`]. None for a call
+    /// the output's tail as the call's content, at most every `LIVE_EVERY`. None for a call
     /// this mapper did not announce.
     pub fn live_output(&mut self, call_id: &str, text: &str) -> Option<SessionUpdate> {
         if !self.pending.contains_key(call_id) {

@@ -147,7 +147,7 @@ pub enum Command {
     /// List the agent presets FILE's `agent-presets` entry finds: id, name, order, and why a
     /// broken one cannot be used.
     ///
-    /// Presets are directories <root>/<id>/ holding agent.cordis.yml (and optionally preset.yml
+    /// Presets are directories ROOT/ID/ holding agent.cordis.yml (and optionally preset.yml
     /// with name, description, order); roots are searched in order: the entry's `roots`, the
     /// user's ($XDG_CONFIG_HOME/cordis/agent-presets, else ~/.config/cordis/agent-presets), then
     /// the presets shipped with cordis. Exits 0, or 2 when FILE has no `agent-presets` entry.
@@ -291,7 +291,7 @@ pub struct ConfigArgs {
 /// The schedule a boot runs under; each command has its own default policy.
 #[derive(Debug, Clone, Copy, Args)]
 pub struct ScheduleArgs {
-    /// Schedule policy: fifo (no perturbation), random (seeded yields), pct or pct:<depth>
+    /// Schedule policy: fifo (no perturbation), random (seeded yields), pct or pct:DEPTH
     /// [default: random for check and stress, fifo for run].
     #[arg(long, value_name = "POLICY")]
     pub schedule: Option<Policy>,

@@ -10,7 +10,7 @@
 //! whose `name` is a path to a shared library) to a hex SHA-256 hash. An entry named `cordis/group` (or
 //! `@cordisjs/plugin-group`) is a group: its `config` is a nested list of entries, and disabling
 //! it disables them all. An entry named `cordis/include` loads another file's entries as such a
-//! group, with patches (see [`include`]). Inside string values of `config`, `${{ env.NAME }}` and
+//! group, with patches (see [`include`](mod@include)). Inside string values of `config`, `${{ env.NAME }}` and
 //! `${{ env.NAME ?? 'default' }}` are replaced by the variable's value (no code is evaluated;
 //! the result is always a string). cordis's `!!js` tag and every other non-core tag are
 //! rejected. Entries of disabled entries (and groups) are not interpolated, so their variables
@@ -36,9 +36,9 @@
 //! - `position`: finer positions (a list item's dash, a needle inside a scalar, a serde path
 //!   inside `config`);
 //! - `json`: a config value as JSON, with `${{ env.NAME }}` interpolated;
-//! - [`include`]: `cordis/include`, with its patches and the reading of included files;
+//! - [`include`](mod@include): `cordis/include`, with its patches and the reading of included files;
 //! - `reader`: the entry reader, the parse entry points ([`parse`], [`parse_lenient`],
-//!   [`parse_with`]); it hands include entries to [`include`], which calls back through a
+//!   [`parse_with`]); it hands include entries to [`include`](mod@include), which calls back through a
 //!   trait the reader implements, so no module imports one that imports it.
 
 pub mod include;

@@ -32,7 +32,7 @@ pub fn alias_budget(source_len: usize) -> u64 {
     (source_len as u64).max(1 << 20)
 }
 
-/// Index of a node in [`Tree::nodes`].
+/// Index of a node in `Tree::nodes`.
 pub type NodeId = usize;
 
 /// A parsed YAML document: nodes in an arena, each with its position.

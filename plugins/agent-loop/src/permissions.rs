@@ -32,7 +32,7 @@ pub struct Replayed {
     pub refusals: Vec<Grant>,
 }
 
-/// What `events` leave a session with (see [`Replayed`]).
+/// What `events` leave a session with (see `Replayed`).
 pub fn replay(events: &[SessionEvent]) -> Replayed {
     let mut mode = None;
     let mut grants: Vec<Grant> = Vec::new();

@@ -3,7 +3,7 @@
 //! can digest exactly what `request/header` records without depending on the model crate.
 
 /// The default `config` of a request header (canonical JSON: `{"model": …}` and whatever else
-/// the model service sets), provided by the model service under [`RequestConfig::NAME`].
+/// the model service sets), provided by the model service as the service `request-config`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RequestConfig(pub serde_json::Value);
 

@@ -5,7 +5,7 @@
 //! own, parented to the agent's preset, so the agent sees their tools from its next step), and
 //! `cordis_unmount`, which takes the last mount away again.
 //!
-//! A mount is planned before anyone approves it (see [`plan`]): the file must be inside the
+//! A mount is planned before anyone approves it (see `plan`): the file must be inside the
 //! workspace or a preset root (after symlinks; its includes too), and the approval shows its
 //! rows and what they start (a server command, a library, a connection); the plan shown is the
 //! plan mounted. A mount is refused as a preset is (a row that does not become active, a row
