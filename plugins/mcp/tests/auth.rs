@@ -15,9 +15,7 @@ use cordis_system_prompt::{SystemPromptConfig, SystemPromptPlugin};
 use cordis_tools::{ToolCall, ToolRegistry, ToolsConfig, ToolsPlugin};
 use serde_json::json;
 
-mod support;
-
-use support::oauth::{OAuthFixture, approve};
+use crate::support::oauth::{OAuthFixture, approve};
 
 fn root_with_tools() -> Context {
     let root = Context::root();

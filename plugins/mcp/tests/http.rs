@@ -12,9 +12,7 @@ use cordis_tools::{ToolCall, ToolRegistry, ToolsConfig, ToolsPlugin};
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
 
-mod support;
-
-use support::{Flooded, Seen, serve, serve_or_flood};
+use crate::support::{Flooded, Seen, serve, serve_or_flood};
 
 /// A runtime with the tool registry (which needs the system prompt) for mcp entries.
 fn root_with_tools() -> Context {
