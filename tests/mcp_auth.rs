@@ -2,7 +2,7 @@
 //! run as people run it: `cordis check` shows the entry pending with the command to run; the
 //! login prints the address, a headless "browser" approves, the grant lands in the user's data
 //! directory (0700/0600) and never in the workspace; `cordis call` then works with the token;
-//! logout forgets it; a wrong server name or a stdio server are refused naming the fix.
+//! logout revokes the tokens and forgets the grant; a wrong server name or a stdio server are refused naming the fix.
 
 use std::io::{BufRead, BufReader};
 use std::os::unix::fs::PermissionsExt;
@@ -134,14 +134,29 @@ fn login_stores_a_private_grant_that_check_and_call_use_and_logout_forgets() {
         );
     }
 
-    // Logout forgets it: the entry is pending again.
+    // Logout revokes the tokens at the authorization server (RFC 7009) and forgets the grant:
+    // the entry is pending again.
     let (code, out, _) = cordis(&dir, &["mcp", "logout", "guarded"]);
     assert_eq!(code, 0);
     assert!(
-        out.starts_with("Forgot the grant for MCP server \"guarded\""),
+        out.starts_with("Forgot the grant for MCP server \"guarded\"")
+            && out.contains("; the authorization server revoked its tokens."),
         "{out}"
     );
     assert!(std::fs::read_dir(&store).unwrap().next().is_none());
+    let knobs = fixture.knobs();
+    assert!(
+        !knobs.access.contains_key(&token) && knobs.refresh.is_empty(),
+        "the server still honours the tokens"
+    );
+    assert_eq!(
+        (
+            knobs.count("revoke refresh_token known"),
+            knobs.count("revoke access_token known")
+        ),
+        (1, 1)
+    );
+    drop(knobs);
     let (_, out, _) = cordis(&dir, &["mcp", "logout", "guarded"]);
     assert!(out.starts_with("No grant was stored"), "{out}");
     let (_, out, _) = cordis(&dir, &["check"]);

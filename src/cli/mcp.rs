@@ -29,11 +29,12 @@ pub enum McpCommand {
     /// when a grant was stored (or the server needs none), 1 when the authorization failed, 2
     /// on configuration errors.
     Login(LoginArgs),
-    /// Forget the stored grant for SERVER of FILE, or for --url (the authorization server is
-    /// not told).
+    /// Forget the stored grant for SERVER of FILE, or for --url, after asking the
+    /// authorization server to revoke its tokens where it offers that (RFC 7009).
     ///
-    /// Exits 0 (whether or not a grant was stored), 1 when the grants directory cannot be
-    /// used, 2 on configuration errors.
+    /// The grant is forgotten even when the server cannot be told (the output says so). Exits
+    /// 0 (whether or not a grant was stored), 1 when the grants directory cannot be used, 2 on
+    /// configuration errors.
     Logout(LogoutArgs),
 }
 
@@ -180,18 +181,33 @@ pub(crate) fn run(
                 Ok(found) => found,
                 Err(code) => return Ok(code),
             };
-            match cordis_mcp::auth::logout(&config, &store) {
-                Ok(true) => {
+            let rt = cordis_host::shutdown::current_thread()?;
+            match rt.block_on(cordis_mcp::auth::logout(&config, &store)) {
+                Ok(outcome) if outcome.forgot => {
+                    use cordis_mcp::auth::Revocation;
+                    let told = match outcome.revocation {
+                        Revocation::Revoked => {
+                            "; the authorization server revoked its tokens".to_owned()
+                        }
+                        Revocation::NotOffered => {
+                            "; the authorization server offers no revocation: its tokens stay good until they expire".to_owned()
+                        }
+                        Revocation::Failed(why) => format!(
+                            "; the authorization server could not be told ({}): its tokens stay good until they expire",
+                            safe(&why)
+                        ),
+                        Revocation::NothingStored => String::new(),
+                    };
                     writeln!(
                         io.out,
-                        "Forgot the grant for {shown} ({}).",
+                        "Forgot the grant for {shown} ({}){told}.",
                         store
                             .path_of(config.url.as_deref().unwrap_or_default())
                             .display()
                     )?;
                     Ok(EXIT_OK)
                 }
-                Ok(false) => {
+                Ok(_) => {
                     writeln!(io.out, "No grant was stored for {shown}.")?;
                     Ok(EXIT_OK)
                 }

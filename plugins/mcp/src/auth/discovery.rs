@@ -148,6 +148,9 @@ pub struct AuthServer {
     /// Dynamic client registration (RFC 7591), when offered.
     #[serde(default)]
     pub registration_endpoint: Option<String>,
+    /// Token revocation (RFC 7009), when offered.
+    #[serde(default)]
+    pub revocation_endpoint: Option<String>,
     /// PKCE methods; `S256` is required.
     #[serde(default)]
     pub code_challenge_methods_supported: Vec<String>,
@@ -295,6 +298,9 @@ pub async fn authorization_server(
         safe_url(&metadata.token_endpoint, "the token endpoint")?;
         if let Some(registration) = &metadata.registration_endpoint {
             safe_url(registration, "the registration endpoint")?;
+        }
+        if let Some(revocation) = &metadata.revocation_endpoint {
+            safe_url(revocation, "the revocation endpoint")?;
         }
         if !metadata
             .code_challenge_methods_supported

@@ -404,6 +404,7 @@ pub async fn login(
         resource: resource.resource.clone(),
         issuer: server.issuer.clone(),
         token_endpoint: server.token_endpoint.clone(),
+        revocation_endpoint: server.revocation_endpoint.clone(),
         client_id,
         client_secret,
         access_token: String::new(),
@@ -428,10 +429,91 @@ pub async fn login(
     })
 }
 
-/// Forgets the grant for the server of `config`; whether there was one.
+/// What the authorization server made of a logout's tokens.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Revocation {
+    /// No grant was stored: nothing to revoke.
+    NothingStored,
+    /// The server offers no revocation endpoint: its tokens live until they expire.
+    NotOffered,
+    /// Every token of the grant was revoked (RFC 7009).
+    Revoked,
+    /// The server could not be told (the grant is forgotten all the same).
+    Failed(String),
+}
+
+/// What a logout did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogoutOutcome {
+    /// A grant was stored and is removed.
+    pub forgot: bool,
+    /// What became of its tokens at the authorization server.
+    pub revocation: Revocation,
+}
+
+/// Forgets the grant for the server of `config`, first asking the authorization server to
+/// revoke its tokens (RFC 7009: the refresh token, then the access token) where it offers
+/// that. A revocation that fails does not keep the grant: it is removed all the same, and the
+/// outcome says why the server was not told.
 ///
 /// # Errors
 /// The store is unsafe or the file cannot be removed.
-pub fn logout(config: &McpConfig, store: &TokenStore) -> Result<bool, AuthError> {
-    store.remove(config.url.as_deref().unwrap_or_default())
+pub async fn logout(config: &McpConfig, store: &TokenStore) -> Result<LogoutOutcome, AuthError> {
+    let url = config.url.clone().unwrap_or_default();
+    // A grant that cannot be read is still removed (there is nothing to revoke with).
+    let key = url.clone();
+    let grant = on_disk(store, move |s| s.load(&key)).await.ok().flatten();
+    let revocation = match &grant {
+        None => Revocation::NothingStored,
+        Some(grant) => revoke(grant).await,
+    };
+    let forgot = on_disk(store, move |s| s.remove(&url)).await?;
+    Ok(LogoutOutcome { forgot, revocation })
+}
+
+/// Runs `work` on the grants store on a blocking thread (it reads and writes files).
+async fn on_disk<T: Send + 'static>(
+    store: &TokenStore,
+    work: impl FnOnce(&TokenStore) -> Result<T, AuthError> + Send + 'static,
+) -> Result<T, AuthError> {
+    let store = store.clone();
+    tokio::task::spawn_blocking(move || work(&store))
+        .await
+        .map_err(|e| AuthError::Unsupported(e.to_string()))?
+}
+
+/// Revokes `grant`'s tokens at its authorization server, where it offers revocation.
+async fn revoke(grant: &Grant) -> Revocation {
+    let Some(endpoint) = grant.revocation_endpoint.as_deref() else {
+        return Revocation::NotOffered;
+    };
+    if let Err(e) = safe_url(endpoint, "the revocation endpoint") {
+        return Revocation::Failed(e.to_string());
+    }
+    let Ok(client) = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(std::time::Duration::from_secs(30))
+        .build()
+    else {
+        return Revocation::Failed("no HTTP client".to_owned());
+    };
+    let tokens = grant
+        .refresh_token
+        .iter()
+        .map(|t| (t.as_str(), "refresh_token"))
+        .chain([(grant.access_token.as_str(), "access_token")]);
+    let secret = grant
+        .client_secret
+        .as_deref()
+        .map(|s| (grant.client_id.as_str(), s));
+    for (token, hint) in tokens {
+        let mut form = vec![("token", token), ("token_type_hint", hint)];
+        if secret.is_none() {
+            form.push(("client_id", grant.client_id.as_str()));
+        }
+        if let Err(e) = post_form(&client, "revocation endpoint", endpoint, &form, secret).await {
+            return Revocation::Failed(e.to_string());
+        }
+    }
+    Revocation::Revoked
 }

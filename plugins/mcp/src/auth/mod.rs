@@ -29,7 +29,7 @@ use sha2::{Digest, Sha256};
 use url::Url;
 
 pub use discovery::{AuthServer, Challenge, ProtectedResource, is_safe, parse_challenge};
-pub use login::{LoginOptions, LoginOutcome, login, logout};
+pub use login::{LoginOptions, LoginOutcome, LogoutOutcome, Revocation, login, logout};
 pub use store::{Grant, MAX_GRANT_BYTES, TokenStore, default_dir};
 
 /// The largest metadata, registration or token answer read.

@@ -35,6 +35,9 @@ pub struct Grant {
     pub issuer: String,
     /// Where tokens are renewed.
     pub token_endpoint: String,
+    /// Where tokens are revoked (RFC 7009), when the authorization server offers it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revocation_endpoint: Option<String>,
     /// The client id the grant was issued to.
     pub client_id: String,
     /// The client's secret, when the server registered a confidential client.
@@ -259,6 +262,7 @@ mod tests {
             resource: resource.into(),
             issuer: "http://127.0.0.1:1/as".into(),
             token_endpoint: "http://127.0.0.1:1/as/token".into(),
+            revocation_endpoint: None,
             client_id: "c".into(),
             client_secret: None,
             access_token: "at".into(),

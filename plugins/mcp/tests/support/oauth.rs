@@ -145,6 +145,7 @@ async fn server_metadata(State(k): State<Shared>) -> Response {
         json!({"issuer": format!("{b}/as"),
                "authorization_endpoint": format!("{b}/as/authorize"),
                "token_endpoint": format!("{b}/as/token"),
+               "revocation_endpoint": format!("{b}/as/revoke"),
                "registration_endpoint": format!("{b}/as/register"),
                "code_challenge_methods_supported": methods,
                "client_id_metadata_document_supported": k.metadata_documents,
@@ -243,6 +244,22 @@ fn issue(k: &mut Knobs, client: &str, scopes: Vec<String>, resource: String) -> 
         json!({"access_token": access, "token_type": "Bearer", "expires_in": lifetime,
                "refresh_token": refresh, "scope": scopes.join(" ")}),
     )
+}
+
+/// RFC 7009: forgets the token (access or refresh), whatever the hint; 200 either way.
+async fn revoke(State(k): State<Shared>, body: String) -> Response {
+    let form: BTreeMap<String, String> = url::form_urlencoded::parse(body.as_bytes())
+        .into_owned()
+        .collect();
+    let token = form.get("token").cloned().unwrap_or_default();
+    let mut k = k.lock().unwrap();
+    let known = k.access.remove(&token).is_some() | k.refresh.remove(&token).is_some();
+    let hint = form.get("token_type_hint").cloned().unwrap_or_default();
+    k.log.push(format!(
+        "revoke {hint} {}",
+        if known { "known" } else { "unknown" }
+    ));
+    StatusCode::OK.into_response()
 }
 
 async fn token(State(k): State<Shared>, body: String) -> Response {
@@ -369,6 +386,7 @@ impl OAuthFixture {
             .route("/as/register", post(register))
             .route("/as/authorize", get(authorize))
             .route("/as/token", post(token))
+            .route("/as/revoke", post(revoke))
             .route(
                 "/mcp",
                 post(mcp).get(|| async { StatusCode::METHOD_NOT_ALLOWED }),
