@@ -229,6 +229,13 @@ fn login(
         Ok(found) => found,
         Err(code) => return Ok(code),
     };
+    if config.oauth.grant == cordis_mcp::auth::GrantKind::ClientCredentials {
+        writeln!(
+            io.err,
+            "cordis: the {shown} gets its tokens with the entry's own client credentials (`oauth.grant: clientCredentials`): no login is needed"
+        )?;
+        return Ok(EXIT_CONFIG);
+    }
     let options = LoginOptions {
         timeout: std::time::Duration::from_secs(args.timeout_secs),
         open_browser: !args.no_browser,

@@ -296,6 +296,9 @@ impl McpConfig {
                 ),
             ));
         }
+        if let Some(problem) = self.oauth.problem() {
+            return Err(McpError::config(s, &problem));
+        }
         if self.max_message_bytes < 1024 {
             return Err(McpError::config(s, "maxMessageBytes must be at least 1024"));
         }

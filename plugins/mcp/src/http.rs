@@ -237,7 +237,8 @@ impl StreamableHttpClient for HttpClient {
         if response.status() == StatusCode::UNAUTHORIZED
             && let Some(auth) = &self.auth
         {
-            match auth.rejected(token.as_deref()).await {
+            let challenge = challenge_of(&response);
+            match auth.rejected(token.as_deref(), challenge.as_ref()).await {
                 Some(renewed) => {
                     response = send(Some(renewed))
                         .await

@@ -291,10 +291,23 @@ fn authorizer(config: &McpConfig) -> Option<Arc<auth::Authorizer>> {
         .login_command
         .clone()
         .unwrap_or_else(|| format!("cordis mcp login {} [FILE]", config.server));
+    let credentials = match (
+        config.oauth.grant,
+        &config.oauth.client_id,
+        &config.oauth.client_secret,
+    ) {
+        (auth::GrantKind::ClientCredentials, Some(id), Some(secret)) => Some(auth::Credentials {
+            id: id.clone(),
+            secret: secret.clone(),
+            scopes: config.oauth.scopes.clone(),
+        }),
+        _ => None,
+    };
     Some(Arc::new(auth::Authorizer::new(
         &config.server,
         config.url.as_deref().unwrap_or_default(),
         login_command,
+        credentials,
         store,
         client,
     )))

@@ -309,3 +309,81 @@ async fn a_client_metadata_document_is_the_client_id_where_the_server_takes_them
     let grant = store.load(&fixture.mcp).unwrap().unwrap();
     assert_eq!(grant.client_id, "https://cordis.example/client.json");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_credentials_get_and_renew_tokens_without_a_login_and_a_wrong_secret_is_named() {
+    use cordis_mcp::auth::GrantKind;
+    let fixture = OAuthFixture::start().await;
+    fixture
+        .knobs()
+        .confidential
+        .insert("ci-runner".into(), "s3cret".into());
+    let with_secret = |dir: &std::path::Path, secret: &str| {
+        let mut config = config(&fixture, dir);
+        config.oauth.grant = GrantKind::ClientCredentials;
+        config.oauth.client_id = Some("ci-runner".into());
+        config.oauth.client_secret = Some(secret.into());
+        config
+    };
+    let tokens = tempfile::tempdir().unwrap();
+    let dir = tokens.path().join("mcp-auth");
+    let root = root_with_tools();
+    let entry = root.plugin(McpPlugin, with_secret(&dir, "s3cret"));
+    tokio::time::timeout(Duration::from_secs(30), entry.wait_for(ScopeStatus::Active))
+        .await
+        .unwrap();
+    assert_eq!(
+        fixture.count("token client_credentials"),
+        1,
+        "{:?}",
+        fixture.log()
+    );
+    assert_eq!(fixture.count("authorize"), 0, "nobody logged in");
+    let reg = root.get::<ToolRegistry>().unwrap();
+    let first = TokenStore::new(&dir).load(&fixture.mcp).unwrap().unwrap();
+    assert!(first.refresh_token.is_none());
+    let result = reg.execute(call("mcp__guarded__whoami"), None).await;
+    assert_eq!(
+        result.content["content"][0]["text"],
+        format!("token {}", first.access_token)
+    );
+
+    // The server forgets the token: a new one is asked for with the credentials, and the
+    // call goes through.
+    fixture.knobs().expire_access();
+    let result = reg.execute(call("mcp__guarded__whoami"), None).await;
+    assert!(!result.is_error, "{result:?}");
+    assert_eq!(
+        fixture.count("token client_credentials"),
+        2,
+        "{:?}",
+        fixture.log()
+    );
+    let second = TokenStore::new(&dir).load(&fixture.mcp).unwrap().unwrap();
+    assert_ne!(second.access_token, first.access_token);
+    root.dispose();
+
+    // A wrong secret: pending, naming what to check (not a login).
+    let other = tempfile::tempdir().unwrap();
+    let root = root_with_tools();
+    let entry = root.plugin(McpPlugin, with_secret(other.path(), "wrong"));
+    let reason = pending_reason(&entry).await;
+    assert!(
+        reason.starts_with("mcp(guarded): the client credentials got no token (")
+            && reason.contains("invalid_client")
+            && reason.ends_with("): check the entry's `oauth.clientId` and `oauth.clientSecret`"),
+        "{reason}"
+    );
+    root.dispose();
+
+    // Without its secret the entry does not load.
+    let mut config = config(&fixture, other.path());
+    config.oauth.grant = GrantKind::ClientCredentials;
+    let error = config.check().unwrap_err().to_string();
+    assert!(
+        error.contains(
+            "`oauth.grant: clientCredentials` needs `oauth.clientId` and `oauth.clientSecret`"
+        ),
+        "{error}"
+    );
+}

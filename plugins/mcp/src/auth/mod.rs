@@ -42,6 +42,18 @@ const RENEW_MARGIN: Duration = Duration::from_secs(30);
 /// server is not contacted until the grant changes).
 pub const LOGIN_POLL: Duration = Duration::from_secs(2);
 
+/// How an entry obtains its tokens.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum GrantKind {
+    /// A person authorizes once in a browser (`cordis mcp login`); tokens are then renewed.
+    #[default]
+    AuthorizationCode,
+    /// The entry's own `clientId` and `clientSecret` (OAuth client credentials): tokens are
+    /// asked for and renewed without anyone, as CI needs.
+    ClientCredentials,
+}
+
 /// The `oauth` settings of an HTTP entry.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -49,6 +61,9 @@ pub struct OAuthConfig {
     /// Authorize when the server asks (default true); false makes a `401` a plain error.
     #[serde(default = "yes")]
     pub enabled: bool,
+    /// How tokens are obtained (default `authorizationCode`: a login).
+    #[serde(default)]
+    pub grant: GrantKind,
     /// A client id registered with the authorization server beforehand (else a client metadata
     /// document URL or dynamic registration is used).
     #[serde(default)]
@@ -85,6 +100,7 @@ impl Default for OAuthConfig {
     fn default() -> Self {
         OAuthConfig {
             enabled: true,
+            grant: GrantKind::AuthorizationCode,
             client_id: None,
             client_secret: None,
             client_metadata_url: None,
@@ -97,6 +113,16 @@ impl Default for OAuthConfig {
 }
 
 impl OAuthConfig {
+    /// What is missing for the chosen grant (client credentials need the client's id and
+    /// secret), if anything.
+    pub fn problem(&self) -> Option<String> {
+        (self.grant == GrantKind::ClientCredentials
+            && (self.client_id.is_none() || self.client_secret.is_none()))
+        .then(|| {
+            "`oauth.grant: clientCredentials` needs `oauth.clientId` and `oauth.clientSecret` (put the secret in the environment: `clientSecret: \"${{ env.NAME }}\"`)".to_owned()
+        })
+    }
+
     /// The grants store for this entry, in this environment.
     ///
     /// # Errors
@@ -356,6 +382,31 @@ fn apply_answer(grant: &mut Grant, body: &[u8]) -> Result<(), AuthError> {
     Ok(())
 }
 
+/// A new access token for `grant` by the client-credentials grant (its client id and secret,
+/// resource and scopes).
+async fn by_credentials(client: &reqwest::Client, grant: &mut Grant) -> Result<(), AuthError> {
+    let Some(secret) = grant.client_secret.clone() else {
+        return Err(AuthError::Unsupported("no client secret".into()));
+    };
+    let scope = grant.scopes.join(" ");
+    let mut form = vec![
+        ("grant_type", "client_credentials"),
+        ("resource", grant.resource.as_str()),
+    ];
+    if !scope.is_empty() {
+        form.push(("scope", scope.as_str()));
+    }
+    let body = post_form(
+        client,
+        "token endpoint",
+        &grant.token_endpoint.clone(),
+        &form,
+        Some((grant.client_id.as_str(), secret.as_str())),
+    )
+    .await?;
+    apply_answer(grant, &body)
+}
+
 /// Renews `grant` with its refresh token.
 async fn refresh(client: &reqwest::Client, grant: &mut Grant) -> Result<(), AuthError> {
     let Some(token) = grant.refresh_token.clone() else {
@@ -396,11 +447,38 @@ fn waiting() -> std::sync::MutexGuard<'static, BTreeMap<String, Waiting>> {
     WAITING.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// An entry's own OAuth client, for the client-credentials grant.
+#[derive(Clone)]
+pub(crate) struct Credentials {
+    /// The client id.
+    pub id: String,
+    /// Its secret.
+    pub secret: String,
+    /// The scopes to ask for (default: what the server's challenge names).
+    pub scopes: Vec<String>,
+}
+
+impl std::fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Credentials")
+            .field("id", &self.id)
+            .field("secret", &"<redacted>")
+            .finish()
+    }
+}
+
+/// Lower-case hexadecimal of `bytes`.
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
 /// An HTTP entry's bearer tokens: read from the store, renewed, and given up on.
 #[derive(Debug)]
 pub(crate) struct Authorizer {
     server: String,
     url: String,
+    /// The entry's own client, for the client-credentials grant.
+    credentials: Option<Credentials>,
     /// What the user runs to log in (see [`OAuthConfig::login_command`]).
     login_command: String,
     store: TokenStore,
@@ -416,12 +494,14 @@ impl Authorizer {
         server: &str,
         url: &str,
         login_command: String,
+        credentials: Option<Credentials>,
         store: TokenStore,
         client: reqwest::Client,
     ) -> Self {
         Authorizer {
             server: server.to_owned(),
             url: url.to_owned(),
+            credentials,
             login_command,
             store,
             client,
@@ -436,7 +516,25 @@ impl Authorizer {
 
     /// What the entry tells the user when it cannot go on without a login.
     fn login_reason(&self, why: &str) -> String {
-        format!("mcp({}): {why}: run `{}`", self.server, self.login_command)
+        match &self.credentials {
+            Some(_) => format!(
+                "mcp({}): {why}: check the entry's `oauth.clientId` and `oauth.clientSecret`",
+                self.server
+            ),
+            None => format!("mcp({}): {why}: run `{}`", self.server, self.login_command),
+        }
+    }
+
+    /// The key of this entry's wait for a new grant: the URL, and for client credentials the
+    /// credentials too (an edit that fixes the secret is not kept waiting).
+    fn waiting_key(&self) -> String {
+        match &self.credentials {
+            Some(c) => {
+                let digest = Sha256::digest(format!("{}\n{}", c.id, c.secret).as_bytes());
+                format!("{}#{}", self.url, hex(&digest))
+            }
+            None => self.url.clone(),
+        }
     }
 
     /// Why a login is needed, when the last request found out.
@@ -471,12 +569,13 @@ impl Authorizer {
     /// The reason a pending entry keeps waiting, when the stored grant is still the one that
     /// needed a login (checked before contacting the server).
     pub(crate) async fn still_waiting(&self) -> Option<String> {
-        let (bytes, reason) = waiting().get(&self.url).cloned()?;
+        let key = self.waiting_key();
+        let (bytes, reason) = waiting().get(&key).cloned()?;
         let now = self.stored().await.ok()?;
         if now == bytes {
             return Some(reason);
         }
-        waiting().remove(&self.url);
+        waiting().remove(&key);
         None
     }
 
@@ -490,8 +589,55 @@ impl Authorizer {
         let reason = self.login_reason(why);
         *self.lock_blocked() = Some(reason.clone());
         let bytes = self.stored().await.ok().flatten();
-        waiting().insert(self.url.clone(), (bytes, reason.clone()));
+        waiting().insert(self.waiting_key(), (bytes, reason.clone()));
         reason
+    }
+
+    /// Renews `grant`: with its refresh token, else (or when that fails) with the client
+    /// credentials.
+    async fn renew(&self, grant: &mut Grant) -> Result<(), AuthError> {
+        let refreshed = match grant.refresh_token {
+            Some(_) => refresh(&self.client, grant).await,
+            None => Err(AuthError::Unsupported("no refresh token".into())),
+        };
+        match (refreshed, &self.credentials) {
+            (Err(_), Some(_)) => by_credentials(&self.client, grant).await,
+            (refreshed, _) => refreshed,
+        }
+    }
+
+    /// A new grant by client credentials (discovery from the server's `challenge`, then the
+    /// token endpoint), stored for the next process too.
+    async fn acquire(&self, challenge: Option<&Challenge>) -> Result<Grant, AuthError> {
+        let Some(creds) = &self.credentials else {
+            return Err(AuthError::Unsupported("no client credentials".into()));
+        };
+        let url = discovery::safe_url(&self.url, "the server")?;
+        let resource = discovery::protected_resource(&self.client, &url, challenge).await?;
+        let issuer = resource.authorization_servers[0].clone();
+        let server = discovery::authorization_server(&self.client, &issuer).await?;
+        let scopes = if creds.scopes.is_empty() {
+            challenge.map(Challenge::scopes).unwrap_or_default()
+        } else {
+            creds.scopes.clone()
+        };
+        let mut grant = Grant {
+            server: self.url.clone(),
+            resource: resource.resource,
+            issuer: server.issuer,
+            token_endpoint: server.token_endpoint,
+            revocation_endpoint: server.revocation_endpoint,
+            client_id: creds.id.clone(),
+            client_secret: Some(creds.secret.clone()),
+            access_token: String::new(),
+            refresh_token: None,
+            expires_at: None,
+            scopes,
+            wanted: Vec::new(),
+        };
+        by_credentials(&self.client, &mut grant).await?;
+        self.save(grant.clone()).await;
+        Ok(grant)
     }
 
     /// The token for the next request, renewed first when it is about to expire; `None`
@@ -511,9 +657,9 @@ impl Authorizer {
         let expiring = grant
             .expires_at
             .is_some_and(|at| at <= now() + RENEW_MARGIN.as_secs());
-        if expiring && grant.refresh_token.is_some() {
+        if expiring && (grant.refresh_token.is_some() || self.credentials.is_some()) {
             let mut renewed = grant.clone();
-            match refresh(&self.client, &mut renewed).await {
+            match self.renew(&mut renewed).await {
                 Ok(()) => {
                     *grant = renewed.clone();
                     self.save(renewed).await;
@@ -529,10 +675,30 @@ impl Authorizer {
     /// After the server rejected `used` (`401`): the stored grant if another process renewed
     /// it, else a refreshed token to retry with; `None` when only a login can help (the entry
     /// is then blocked, see [`Authorizer::blocked`]).
-    pub(crate) async fn rejected(&self, used: Option<&str>) -> Option<String> {
+    pub(crate) async fn rejected(
+        &self,
+        used: Option<&str>,
+        challenge: Option<&Challenge>,
+    ) -> Option<String> {
         let mut held = self.grant.lock().await;
         let stored = self.load().await.ok().flatten();
         let Some(mut grant) = stored.or_else(|| held.clone()) else {
+            // Client credentials need no person: a first grant is asked for here.
+            if self.credentials.is_some() {
+                match self.acquire(challenge).await {
+                    Ok(grant) => {
+                        let token = grant.access_token.clone();
+                        *held = Some(grant);
+                        return Some(token);
+                    }
+                    Err(e) => {
+                        drop(held);
+                        self.block(&format!("the client credentials got no token ({e})"))
+                            .await;
+                        return None;
+                    }
+                }
+            }
             drop(held);
             self.block("the server needs authorization").await;
             return None;
@@ -542,7 +708,7 @@ impl Authorizer {
             *held = Some(grant);
             return Some(token);
         }
-        match refresh(&self.client, &mut grant).await {
+        match self.renew(&mut grant).await {
             Ok(()) => {
                 let token = grant.access_token.clone();
                 *held = Some(grant.clone());
@@ -553,7 +719,11 @@ impl Authorizer {
             Err(e) => {
                 *held = None;
                 drop(held);
-                let why = if grant.refresh_token.is_some() {
+                let why = if self.credentials.is_some() {
+                    format!(
+                        "the server refused the token and the client credentials got no new one ({e})"
+                    )
+                } else if grant.refresh_token.is_some() {
                     format!("the server refused the token and renewing it failed ({e})")
                 } else {
                     "the server refused the token (it has expired or was revoked)".to_owned()

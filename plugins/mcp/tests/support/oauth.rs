@@ -42,6 +42,8 @@ pub struct Knobs {
     pub access: BTreeMap<String, (u64, Vec<String>, String)>,
     /// Refresh tokens: token -> (client id, scopes, resource).
     pub refresh: BTreeMap<String, (String, Vec<String>, String)>,
+    /// Confidential clients that may use the client-credentials grant: id -> secret.
+    pub confidential: BTreeMap<String, String>,
     /// Codes: code -> (client id, redirect URI, challenge, scopes, resource).
     codes: BTreeMap<String, (String, String, String, Vec<String>, String)>,
     /// Registered clients and their redirect URIs.
@@ -228,22 +230,26 @@ async fn authorize(State(k): State<Shared>, Query(q): Query<BTreeMap<String, Str
 }
 
 fn issue(k: &mut Knobs, client: &str, scopes: Vec<String>, resource: String) -> Response {
-    let access = k.next("at");
     let refresh = k.next("rt");
+    k.refresh.insert(
+        refresh.clone(),
+        (client.to_owned(), scopes.clone(), resource.clone()),
+    );
+    let mut answer = issue_access(k, &scopes, resource);
+    answer["refresh_token"] = json!(refresh);
+    json_response(StatusCode::OK, answer)
+}
+
+/// A new access token (no refresh token), as the token answer's JSON.
+fn issue_access(k: &mut Knobs, scopes: &[String], resource: String) -> Value {
+    let access = k.next("at");
     let lifetime = k.lifetime;
     k.access.insert(
         access.clone(),
-        (now() + lifetime, scopes.clone(), resource.clone()),
+        (now() + lifetime, scopes.to_vec(), resource),
     );
-    k.refresh.insert(
-        refresh.clone(),
-        (client.to_owned(), scopes.clone(), resource),
-    );
-    json_response(
-        StatusCode::OK,
-        json!({"access_token": access, "token_type": "Bearer", "expires_in": lifetime,
-               "refresh_token": refresh, "scope": scopes.join(" ")}),
-    )
+    json!({"access_token": access, "token_type": "Bearer", "expires_in": lifetime,
+           "scope": scopes.join(" ")})
 }
 
 /// RFC 7009: forgets the token (access or refresh), whatever the hint; 200 either way.
@@ -262,7 +268,7 @@ async fn revoke(State(k): State<Shared>, body: String) -> Response {
     StatusCode::OK.into_response()
 }
 
-async fn token(State(k): State<Shared>, body: String) -> Response {
+async fn token(State(k): State<Shared>, headers: axum::http::HeaderMap, body: String) -> Response {
     let form: BTreeMap<String, String> = url::form_urlencoded::parse(body.as_bytes())
         .into_owned()
         .collect();
@@ -290,6 +296,32 @@ async fn token(State(k): State<Shared>, body: String) -> Response {
             }
             k.log.push("token code".into());
             issue(&mut k, &client, scopes, resource)
+        }
+        "client_credentials" => {
+            // HTTP Basic: `id:secret`.
+            let basic = headers
+                .get(axum::http::header::AUTHORIZATION)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.strip_prefix("Basic "))
+                .and_then(|b| base64::engine::general_purpose::STANDARD.decode(b).ok())
+                .and_then(|b| String::from_utf8(b).ok())
+                .unwrap_or_default();
+            let (id, secret) = basic.split_once(':').unwrap_or_default();
+            if k.confidential.get(id).map(String::as_str) != Some(secret) {
+                k.log.push("token refused: client credentials".into());
+                return oauth_error("invalid_client");
+            }
+            let expected = format!("{}/mcp", k.base);
+            if get("resource") != expected {
+                k.log
+                    .push("token refused: client credentials resource".into());
+                return oauth_error("invalid_target");
+            }
+            k.log.push("token client_credentials".into());
+            let scopes: Vec<String> = get("scope").split_whitespace().map(str::to_owned).collect();
+            // No refresh token for this grant: a new one is asked for instead.
+            let answer = issue_access(&mut k, &scopes, get("resource"));
+            json_response(StatusCode::OK, answer)
         }
         "refresh_token" => {
             let Some((client, scopes, resource)) = k.refresh.remove(&get("refresh_token")) else {
