@@ -2239,13 +2239,15 @@ fn an_mcp_servers_question_is_asked_through_the_editors_form_and_checked() {
     let script = json!([
         {"toolCalls": [{"id": "a1", "name": "mcp__fixture__ask", "arguments": {}}]},
         text("Thanks."),
+        {"toolCalls": [{"id": "a2", "name": "mcp__fixture__ask", "arguments": {"url": true}}]},
+        text("Paged."),
     ]);
     let mut acp = Acp::start(&dir, &script);
     acp.answer = Answer::Allow;
     acp.form_answer = Some(json!({"action": "accept", "content": {"name": "Ada"}}));
     let id = acp.request(
         "initialize",
-        json!({"protocolVersion": 1, "clientCapabilities": {"elicitation": {"form": {}}}}),
+        json!({"protocolVersion": 1, "clientCapabilities": {"elicitation": {"form": {}, "url": {}}}}),
     );
     acp.response(id);
     let id = acp.request(
@@ -2259,7 +2261,21 @@ fn an_mcp_servers_question_is_asked_through_the_editors_form_and_checked() {
         .unwrap_or_else(|| panic!("{r}"))
         .to_owned();
     assert_eq!(acp.prompt(&s, "ask me")["result"]["stopReason"], "end_turn");
+    // URL mode: the page goes to the editor as it is.
+    assert_eq!(acp.prompt(&s, "a page")["result"]["stopReason"], "end_turn");
     assert_eq!(acp.close(), 0);
+    check_updates(&acp);
+    let page = acp
+        .seen
+        .iter()
+        .filter(|m| m["method"] == "elicitation/create")
+        .nth(1)
+        .expect("the editor was shown the page");
+    assert_eq!(
+        page["params"],
+        json!({"sessionId": s, "mode": "url", "message": "fixture asks: Open this",
+               "url": "https://example.test/x", "elicitationId": "e1"})
+    );
     let asked = acp
         .seen
         .iter()

@@ -340,6 +340,8 @@ fn an_mcp_servers_form_is_filled_in_at_the_terminal_field_by_field_and_declined_
              \x20     - toolCalls: [{{id: a2, name: mcp__fx__ask, arguments: {{}}}}]\n\
              \x20     - text: Declined then.\n\
              \x20     - text: Hi Bob.\n\
+             \x20     - toolCalls: [{{id: a4, name: mcp__fx__ask, arguments: {{url: true}}}}]\n\
+             \x20     - text: Paged.\n\
              \x20     - toolCalls: [{{id: a3, name: mcp__fx__ask, arguments: {{}}}}]\n\
              \x20     - text: Never reached.\n\
              - {{id: sessions, name: sessions, config: {{root: .sessions}}}}\n- {{id: agent-loop, name: agent-loop}}\n\
@@ -383,7 +385,21 @@ fn an_mcp_servers_form_is_filled_in_at_the_terminal_field_by_field_and_declined_
         ),
         ("  name (text, required): ", 1, "Bob\r"),
         ("cordis: answered fx's form (name)", 1, ""),
-        ("Hi Bob.", 1, "once more\r"),
+        // A page (URL mode): shown whole, opened by nobody but the person.
+        ("Hi Bob.", 1, "a page\r"),
+        (
+            "cordis: MCP server fx asks you to open a page:\r\n  Open this\r\n  https://example.test/x",
+            1,
+            "",
+        ),
+        ("  will you open it? (yes, no or cancel): ", 1, "maybe\r"),
+        ("✗ yes, no or cancel", 1, "y\r"),
+        (
+            "cordis: told fx you will open https://example.test/x",
+            1,
+            "",
+        ),
+        ("Paged.", 1, "once more\r"),
         ("cordis: MCP server fx asks:", 4, ""),
         // Ctrl-C at a field cancels the form and the turn; the run goes on.
         ("  name (text", 5, "\x03"),
@@ -400,7 +416,13 @@ fn an_mcp_servers_form_is_filled_in_at_the_terminal_field_by_field_and_declined_
         .collect();
     assert_eq!(
         users,
-        ["who am I?", "and then?", "Say hello to Bob.", "once more"]
+        [
+            "who am I?",
+            "and then?",
+            "Say hello to Bob.",
+            "a page",
+            "once more"
+        ]
     );
     let results = tool_results(&dir, "f");
     // What the server got: the values typed, the form's default for the field left empty.
@@ -415,7 +437,11 @@ fn an_mcp_servers_form_is_filled_in_at_the_terminal_field_by_field_and_declined_
         "{results:?}"
     );
     assert!(
-        results.get(2).is_none_or(|r| !r.contains("accept")),
+        results[2].contains(r#"{\"action\":\"accept\"}"#),
+        "{results:?}"
+    );
+    assert!(
+        results.get(3).is_none_or(|r| !r.contains("accept")),
         "{results:?}"
     );
 

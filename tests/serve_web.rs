@@ -913,6 +913,8 @@ fn an_mcp_servers_form_is_filled_in_the_page_and_a_value_it_does_not_take_is_sai
              - id: llm\n  name: llm\n  config:\n    adapter: scripted\n    model: m\n    responses:\n\
              \x20     - toolCalls: {call}\n\
              \x20     - text: Hello there.\n\
+             \x20     - toolCalls: [{{id: a2, name: mcp__fx__ask, arguments: {{url: true}}}}]\n\
+             \x20     - text: Paged.\n\
              - {{id: sessions, name: sessions, config: {{root: .sessions}}}}\n- {{id: agent-loop, name: agent-loop}}\n\
              - {{id: approvals, name: approvals, config: {{tools: {{mcp__fx__ask: allow}}}}}}\n\
              - id: fx\n  name: mcp\n  config: {{transport: stdio, server: fx, command: {}, args: [--tools, ask]}}\n",
@@ -986,7 +988,23 @@ fn an_mcp_servers_form_is_filled_in_the_page_and_a_value_it_does_not_take_is_sai
         page.eval("document.querySelectorAll('[data-form]').length"),
         serde_json::json!(0)
     );
+    // A page (URL mode): the whole URL and a link the person clicks; nothing is opened.
+    page.eval("document.getElementById('prompt').value = 'a page'; document.getElementById('send').click()");
+    page.wait_for(
+        "document.querySelector('[data-page=\"fx\"] a')",
+        "the server's page",
+    );
+    assert_eq!(
+        page.eval("[document.querySelector('[data-page] pre.url').textContent, document.querySelector('[data-page] a').href, document.querySelector('[data-page] a').rel]"),
+        serde_json::json!(["https://example.test/x", "https://example.test/x", "noopener noreferrer"])
+    );
+    page.eval("document.querySelector('[data-page] button.accept').click()");
+    page.wait_for(
+        "[...document.querySelectorAll('.card.assistant pre')].some(p => p.textContent === 'Paged.')",
+        "the model's reply after the page",
+    );
     let log = std::fs::read_to_string(dir.join(format!(".sessions/{session}.jsonl"))).unwrap();
+    assert!(log.contains(r#"{\"action\":\"accept\"}"#), "{log}");
     assert!(
         log.contains(
             r#"{\"action\":\"accept\",\"content\":{\"name\":\"Ada\",\"size\":\"l\",\"tags\":[\"x\",\"y\"]}}"#

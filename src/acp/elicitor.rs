@@ -1,7 +1,8 @@
-//! An MCP server's questions (`elicitation/create`, form mode) asked through the editor, when
-//! it advertises `clientCapabilities.elicitation.form`: the same request, tied to the session,
-//! its message prefixed by the server's name. The `mcp` plugin checks the answer against the
-//! form before the server sees it; an editor that fails to answer declines.
+//! An MCP server's questions (`elicitation/create`) asked through the editor: forms when it
+//! advertises `clientCapabilities.elicitation.form`, pages to open (URL mode) when it
+//! advertises `elicitation.url`; the same request, tied to the session, its message prefixed by
+//! the server's name. The `mcp` plugin checks a form's answer before the server sees it; an
+//! editor that fails to answer, or does not show that kind, declines.
 
 use cordis_mcp::{ElicitationAnswer, ElicitationRequest, Elicitor};
 use futures_util::future::BoxFuture;
@@ -15,19 +16,40 @@ pub struct EditorElicitor {
     pub connection: Connection,
     /// The session the servers belong to.
     pub session_id: String,
+    /// The editor shows forms.
+    pub forms: bool,
+    /// The editor shows pages to open.
+    pub pages: bool,
 }
 
 impl Elicitor for EditorElicitor {
     fn elicit(&self, request: ElicitationRequest) -> BoxFuture<'static, ElicitationAnswer> {
-        let answer = self.connection.request(
-            "elicitation/create",
-            json!({
+        let message = format!("{} asks: {}", request.server, request.message);
+        let params = match &request.url {
+            Some(page) if self.pages => json!({
+                "sessionId": self.session_id,
+                "mode": "url",
+                "message": message,
+                "url": page.url,
+                "elicitationId": page.id,
+            }),
+            None if self.forms => json!({
                 "sessionId": self.session_id,
                 "mode": "form",
-                "message": format!("{} asks: {}", request.server, request.message),
+                "message": message,
                 "requestedSchema": request.schema,
             }),
-        );
+            _ => {
+                let kind = if request.url.is_some() {
+                    "pages to open (it does not advertise elicitation.url)"
+                } else {
+                    "forms (it does not advertise elicitation.form)"
+                };
+                let why = format!("the editor shows no {kind}");
+                return Box::pin(async { ElicitationAnswer::NotAsked(why) });
+            }
+        };
+        let answer = self.connection.request("elicitation/create", params);
         Box::pin(async move {
             match answer.await {
                 Ok(answer) => match answer["action"].as_str() {

@@ -506,6 +506,7 @@ impl<'c> Server<'c> {
                     fs: EditorFs::of(&req.client_capabilities),
                     terminals: req.client_capabilities["terminal"] == json!(true),
                     forms: req.client_capabilities["elicitation"]["form"].is_object(),
+                    pages: req.client_capabilities["elicitation"]["url"].is_object(),
                 };
                 let composition = self.composition;
                 self.work.push(Box::pin(async move {
@@ -1303,6 +1304,8 @@ struct Editor {
     terminals: bool,
     /// It shows forms (`elicitation.form`): MCP servers' questions go to it.
     forms: bool,
+    /// It shows pages to open (`elicitation.url`): MCP servers' URL-mode questions go to it.
+    pages: bool,
 }
 
 /// Wires a booted session to the connection: with `replay` (a load), sends the whole log
@@ -1322,6 +1325,7 @@ async fn attach(
         fs,
         terminals,
         forms,
+        pages,
     } = editor;
     let root = booted.root().clone();
     let presenters: Option<Arc<Presenters>> = root.get::<Presenters>();
@@ -1369,12 +1373,14 @@ async fn attach(
     }
     let mapper = Arc::new(Mutex::new(mapper));
     let agent_id = booted.agent.id().to_owned();
-    // With an editor that shows forms, MCP servers' questions go to it (else they are
-    // declined, with the reason traced).
-    if forms {
+    // With an editor that shows forms or pages, MCP servers' questions go to it (else they
+    // are declined, with the reason traced).
+    if forms || pages {
         let elicitor = super::elicitor::EditorElicitor {
             connection: connection.clone(),
             session_id: id.clone(),
+            forms,
+            pages,
         };
         if let Err(e) = root.provide(cordis_mcp::Elicitation(Arc::new(elicitor))) {
             tracing::warn!(session = %id, "cannot ask the editor for MCP servers: {e}");

@@ -187,6 +187,30 @@ impl Filling {
     }
 }
 
+/// What the terminal shows before asking whether to open a server's page (URL mode): who
+/// asks, why, and the whole URL.
+pub(crate) fn page_intro(request: &ElicitationRequest, url: &str) -> String {
+    format!(
+        "cordis: MCP server {} asks you to open a page:\n{}\n  {}\ncordis: nothing is opened for you; say yes and open it yourself\n",
+        safe(&request.server),
+        indent(&safe_lines(&request.message)),
+        safe(url),
+    )
+}
+
+/// The question of a page.
+pub(crate) const PAGE_PROMPT: &str = "  will you open it? (yes, no or cancel): ";
+
+/// What a line answers the question of a page; `None`: not an answer (asked again).
+pub(crate) fn page_answer(line: &str) -> Option<ElicitationAnswer> {
+    match line.trim().to_ascii_lowercase().as_str() {
+        "y" | "yes" => Some(ElicitationAnswer::Accept(Map::new())),
+        "" | "n" | "no" | "/decline" => Some(ElicitationAnswer::Decline),
+        "c" | "cancel" | "/cancel" => Some(ElicitationAnswer::Cancel),
+        _ => None,
+    }
+}
+
 /// A field as prompted: its name, title or description, type and what the form allows.
 fn describe(field: &FormField) -> String {
     let p = &field.property;
@@ -394,6 +418,7 @@ mod tests {
             server: "fx".to_owned(),
             message: "Who are you?".to_owned(),
             schema,
+            url: None,
         }
     }
 
@@ -529,6 +554,24 @@ mod tests {
                 .unwrap_err()
                 .contains("over the 65536-byte limit")
         );
+    }
+
+    #[test]
+    fn a_page_is_shown_whole_and_escaped_and_answered_yes_no_or_cancel() {
+        let mut asked = request(Value::Null);
+        asked.message = "Sign in\u{1b}[2J".to_owned();
+        let intro = page_intro(&asked, "https://example.test/x?a=1");
+        assert_eq!(
+            intro,
+            "cordis: MCP server fx asks you to open a page:\n  Sign in\\u{001B}[2J\n  https://example.test/x?a=1\ncordis: nothing is opened for you; say yes and open it yourself\n"
+        );
+        assert_eq!(
+            page_answer(" Yes "),
+            Some(ElicitationAnswer::Accept(Map::new()))
+        );
+        assert_eq!(page_answer(""), Some(ElicitationAnswer::Decline));
+        assert_eq!(page_answer("c"), Some(ElicitationAnswer::Cancel));
+        assert_eq!(page_answer("maybe"), None);
     }
 
     #[tokio::test]

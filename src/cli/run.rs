@@ -1220,6 +1220,9 @@ impl Conversation<'_> {
         request: &ElicitationRequest,
         io: &mut Io<'_>,
     ) -> std::io::Result<ElicitationAnswer> {
+        if let Some(page) = &request.url {
+            return self.ask_page(request, &page.url, io).await;
+        }
         let mut form = match Filling::new(request) {
             Ok(form) => form,
             Err(why) => return Ok(ElicitationAnswer::NotAsked(why)),
@@ -1261,6 +1264,41 @@ impl Conversation<'_> {
             ElicitationAnswer::Decline | ElicitationAnswer::NotAsked(_) => {
                 format!("cordis: declined {server}'s form")
             }
+        };
+        writeln!(io.err, "{said}")?;
+        io.err.flush()?;
+        Ok(answer)
+    }
+
+    /// Asks whether the person will open a server's page (URL mode): the whole URL is shown,
+    /// nothing is opened for them.
+    async fn ask_page(
+        &mut self,
+        request: &ElicitationRequest,
+        url: &str,
+        io: &mut Io<'_>,
+    ) -> std::io::Result<ElicitationAnswer> {
+        let mut text = super::form::page_intro(request, url);
+        let answer = loop {
+            let line = self
+                .read_field(text, super::form::PAGE_PROMPT.to_owned(), io)
+                .await?;
+            match line {
+                Entered::Text(line) => match super::form::page_answer(&line) {
+                    Some(answer) => break answer,
+                    None => text = "  ✗ yes, no or cancel\n".to_owned(),
+                },
+                Entered::Interrupted => break ElicitationAnswer::Cancel,
+                Entered::Eof => break ElicitationAnswer::Decline,
+            }
+        };
+        let server = safe(&request.server);
+        let said = match &answer {
+            ElicitationAnswer::Accept(_) => {
+                format!("cordis: told {server} you will open {}", safe(url))
+            }
+            ElicitationAnswer::Cancel => format!("cordis: cancelled {server}'s page"),
+            _ => format!("cordis: declined {server}'s page"),
         };
         writeln!(io.err, "{said}")?;
         io.err.flush()?;

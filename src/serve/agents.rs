@@ -75,9 +75,10 @@ struct Waiting {
 enum Reply {
     /// An approval question.
     Approval(oneshot::Sender<Answer>),
-    /// An MCP server's form, with its schema (an answer is checked against it first).
+    /// An MCP server's form, with its schema (an answer is checked against it first); a
+    /// page to open (URL mode) has none.
     Form {
-        schema: Value,
+        schema: Option<Value>,
         reply: oneshot::Sender<ElicitationAnswer>,
     },
 }
@@ -208,26 +209,36 @@ struct PageElicitor(Arc<Inner>);
 impl Elicitor for PageElicitor {
     fn elicit(&self, request: ElicitationRequest) -> BoxFuture<'static, ElicitationAnswer> {
         let inner = self.0.clone();
-        let fields = match cordis_mcp::fields(&request.schema) {
-            Ok(fields) => fields,
-            Err(why) => return Box::pin(async { ElicitationAnswer::NotAsked(why) }),
-        };
         let id = inner.next.fetch_add(1, Ordering::Relaxed) + 1;
-        let question = json!({
-            "id": id,
-            "kind": "form",
-            "server": request.server,
-            "message": request.message,
-            "fields": fields
-                .iter()
-                .map(|f| {
-                    json!({"name": f.name, "property": f.property, "required": f.required,
-                           "choices": f.choices(), "multi": f.is_multi()})
-                })
-                .collect::<Vec<_>>(),
-        });
+        let (question, schema) = match &request.url {
+            // A page to open: shown whole, opened by the person's own click.
+            Some(page) => (
+                json!({"id": id, "kind": "page", "server": request.server,
+                       "message": request.message, "url": page.url}),
+                None,
+            ),
+            None => {
+                let fields = match cordis_mcp::fields(&request.schema) {
+                    Ok(fields) => fields,
+                    Err(why) => return Box::pin(async { ElicitationAnswer::NotAsked(why) }),
+                };
+                let question = json!({
+                    "id": id,
+                    "kind": "form",
+                    "server": request.server,
+                    "message": request.message,
+                    "fields": fields
+                        .iter()
+                        .map(|f| {
+                            json!({"name": f.name, "property": f.property, "required": f.required,
+                                   "choices": f.choices(), "multi": f.is_multi()})
+                        })
+                        .collect::<Vec<_>>(),
+                });
+                (question, Some(request.schema))
+            }
+        };
         let (reply, answer) = oneshot::channel();
-        let schema = request.schema;
         if !inner.wait(id, "form", question, Reply::Form { schema, reply }) {
             return Box::pin(async {
                 ElicitationAnswer::NotAsked(format!(
@@ -493,14 +504,16 @@ impl WebAgents {
             Reply::Approval(_) => Err(AgentsError::Invalid(format!(
                 "question {n} is an approval: answer it with POST /api/approvals/{n}"
             ))),
-            Reply::Form { schema, .. } => Ok(Decided::Form(match action {
-                "accept" => ElicitationAnswer::Accept(
+            Reply::Form { schema, .. } => Ok(Decided::Form(match (action, schema) {
+                ("accept", Some(schema)) => ElicitationAnswer::Accept(
                     cordis_mcp::check_answer(schema, content.unwrap_or_default())
                         .map_err(AgentsError::Invalid)?,
                 ),
-                "decline" => ElicitationAnswer::Decline,
-                "cancel" => ElicitationAnswer::Cancel,
-                other => {
+                // A page: nothing comes back through the client.
+                ("accept", None) => ElicitationAnswer::Accept(serde_json::Map::new()),
+                ("decline", _) => ElicitationAnswer::Decline,
+                ("cancel", _) => ElicitationAnswer::Cancel,
+                (other, _) => {
                     return Err(AgentsError::Invalid(format!(
                         "unknown action {other:?}: use accept, decline or cancel"
                     )));

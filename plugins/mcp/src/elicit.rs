@@ -4,7 +4,14 @@
 //! Front ends answer through [`Elicitation`], a runtime service holding an [`Elicitor`] (the
 //! terminal, ACP and the web page each implement one, like an approver). Without one — CI, piped
 //! runs, `cordis check` — every request is declined, and the reason is traced
-//! ([`TRACE_ELICITATION`]) and logged. URL mode is declined too: it is not implemented.
+//! ([`TRACE_ELICITATION`]) and logged.
+//!
+//! # URL mode
+//! A server may instead ask the user to open a page ([`ElicitationUrl`]: to sign in
+//! elsewhere, to pay, to enter what must not pass through the client). Only `https` pages (or
+//! `http` on this machine) of at most [`MAX_URI_BYTES`](crate::MAX_URI_BYTES) are shown; others
+//! are declined without asking. The front end shows the whole URL and opens nothing before
+//! the user says yes; an accepted answer carries no content.
 //! While the user is asked, the server's requests wait without `callTimeoutMs` running
 //! (`maxCallMs` still bounds a call).
 //!
@@ -42,8 +49,20 @@ pub struct ElicitationRequest {
     pub server: String,
     /// The server's message, cut to [`MAX_ELICITATION_MESSAGE`] bytes.
     pub message: String,
-    /// The form: `{"type": "object", "properties": {...}, "required": [...]}`.
+    /// The form: `{"type": "object", "properties": {...}, "required": [...]}` (`null` in URL
+    /// mode).
     pub schema: Value,
+    /// URL mode: the page the server asks the user to open (then there is no form).
+    pub url: Option<ElicitationUrl>,
+}
+
+/// A page a server asks the user to open (URL mode).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ElicitationUrl {
+    /// The page (checked: `https`, or `http` on this machine).
+    pub url: String,
+    /// The server's id of this request (its `notifications/elicitation/complete` names it).
+    pub id: String,
 }
 
 /// What the user answered.
@@ -346,6 +365,25 @@ pub fn check_value(name: &str, property: &Value, value: &Value) -> Result<(), St
     Ok(())
 }
 
+/// Why a URL-mode page is not shown: not a URL, not `https` (or `http` on this machine), or
+/// too long.
+fn page_problem(url: &str) -> Result<(), String> {
+    if url.len() > crate::MAX_URI_BYTES {
+        return Err(format!(
+            "the page's URL is {} bytes, over the {}-byte limit",
+            url.len(),
+            crate::MAX_URI_BYTES
+        ));
+    }
+    match url::Url::parse(url) {
+        Ok(parsed) if crate::auth::is_safe(&parsed) => Ok(()),
+        Ok(_) => Err(format!(
+            "the page {url:?} is not https (plain http only on this machine)"
+        )),
+        Err(e) => Err(format!("the page {url:?} is not a URL: {e}")),
+    }
+}
+
 /// Answers a server's `elicitation/create` through the entry's [`Elicitation`] service, if
 /// any: the result to send and the outcome to trace.
 pub(crate) async fn answer(
@@ -360,7 +398,7 @@ pub(crate) async fn answer(
             format!("declined ({why})"),
         )
     };
-    let (message, schema) = match params {
+    let (message, schema, url) = match params {
         ElicitRequestParams::FormElicitationParams {
             message,
             requested_schema,
@@ -368,21 +406,51 @@ pub(crate) async fn answer(
         } => (
             message,
             serde_json::to_value(&requested_schema).unwrap_or(Value::Null),
+            None,
         ),
-        _ => return decline("URL mode is not supported".to_owned()),
+        ElicitRequestParams::UrlElicitationParams {
+            message,
+            url,
+            elicitation_id,
+            ..
+        } => (
+            message,
+            Value::Null,
+            Some(ElicitationUrl {
+                url,
+                id: elicitation_id,
+            }),
+        ),
+        _ => return decline("a mode this client does not know".to_owned()),
     };
-    if let Err(why) = form(&schema) {
-        return decline(why);
+    match &url {
+        Some(page) => {
+            if let Err(why) = page_problem(&page.url) {
+                return decline(why);
+            }
+        }
+        None => {
+            if let Err(why) = form(&schema) {
+                return decline(why);
+            }
+        }
     }
     let Some(Elicitation(elicitor)) = ctx.get::<Elicitation>().map(|e| (*e).clone()) else {
         return decline("no one to ask: no front end answers elicitations here".to_owned());
     };
+    let page = url.is_some();
     let request = ElicitationRequest {
         server: server.to_owned(),
         message: crate::progress::cut(message, MAX_ELICITATION_MESSAGE),
         schema: schema.clone(),
+        url,
     };
     match elicitor.elicit(request).await {
+        // The page is the user's to use; nothing comes back through the client.
+        ElicitationAnswer::Accept(_) if page => (
+            ElicitResult::new(ElicitationAction::Accept),
+            "accepted (the user opens the page)".to_owned(),
+        ),
         ElicitationAnswer::Accept(values) => match check_answer(&schema, values) {
             Ok(values) => (
                 ElicitResult::new(ElicitationAction::Accept).with_content(Value::Object(values)),

@@ -108,8 +108,8 @@ pub use config::{
 pub use depth::{MAX_MESSAGE_DEPTH, MAX_SCHEMA_DEPTH};
 pub use directory::{McpServer, server_names, servers};
 pub use elicit::{
-    Elicitation, ElicitationAnswer, ElicitationRequest, Elicitor, FormChoice, FormField,
-    MAX_ELICITATION_MESSAGE, MAX_FORM_CHOICES, MAX_FORM_PROPERTIES, TRACE_ELICITATION,
+    Elicitation, ElicitationAnswer, ElicitationRequest, ElicitationUrl, Elicitor, FormChoice,
+    FormField, MAX_ELICITATION_MESSAGE, MAX_FORM_CHOICES, MAX_FORM_PROPERTIES, TRACE_ELICITATION,
     check_answer, check_value, fields,
 };
 pub use error::McpError;
@@ -1023,6 +1023,7 @@ impl ClientHandler for Handler {
         capabilities.roots = Some(roots);
         let mut elicitation = rmcp::model::ElicitationCapability::default();
         elicitation.form = Some(rmcp::model::FormElicitationCapability::default());
+        elicitation.url = Some(rmcp::model::UrlElicitationCapability::default());
         capabilities.elicitation = Some(elicitation);
         if self.sampling {
             capabilities.sampling = Some(rmcp::model::SamplingCapability::default());

@@ -272,9 +272,36 @@ function cardOf(view) {
 // is (what was typed into it stays); answered ones go.
 function renderApprovals() {
   const box = document.getElementById("approvals");
-  const shown = new Map([...box.children].map((c) => [c.dataset.approval, c]));
-  box.replaceChildren(
-    ...agents.approvals.map((q) => shown.get(String(q.id)) || (q.kind === "form" ? formCard(q) : approvalCard(q))),
+  const waiting = new Set(agents.approvals.map((q) => String(q.id)));
+  // Cards are removed and added, never moved: a moved input loses its focus and caret.
+  for (const card of [...box.children]) {
+    if (!waiting.has(card.dataset.approval)) card.remove();
+  }
+  const shown = new Set([...box.children].map((c) => c.dataset.approval));
+  for (const q of agents.approvals) {
+    if (shown.has(String(q.id))) continue;
+    box.append(q.kind === "form" ? formCard(q) : q.kind === "page" ? pageCard(q) : approvalCard(q));
+  }
+}
+
+// A page an MCP server asks the user to open (URL mode): the whole URL, a link that opens
+// only on the person's click, and the answer.
+function pageCard(q) {
+  const send = (action) =>
+    post(`/api/forms/${q.id}`, { action })
+      .then(refreshAgents)
+      .catch(showError);
+  return el(
+    "div",
+    { class: "approval page", "data-approval": String(q.id), "data-page": q.server },
+    el("div", {}, `MCP server ${q.server} asks you to open a page:`),
+    el("pre", {}, q.message),
+    el("pre", { class: "url" }, q.url),
+    el("a", { href: q.url, target: "_blank", rel: "noopener noreferrer" }, "Open the page"),
+    " ",
+    el("button", { type: "button", class: "accept", onclick: () => send("accept") }, "I will open it"),
+    el("button", { type: "button", class: "decline", onclick: () => send("decline") }, "Decline"),
+    el("button", { type: "button", class: "cancel", onclick: () => send("cancel") }, "Cancel"),
   );
 }
 

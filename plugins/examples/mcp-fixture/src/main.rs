@@ -324,7 +324,7 @@ fn tool(name: &str) -> Tool {
         ),
         "ask" => (
             "Asks the user for a name, an age and a color (elicitation/create, form mode), or for `form` when given, and answers what came back.",
-            json!({"type": "object", "properties": {"form": {"type": "object"}, "url": {"type": "boolean"}}}),
+            json!({"type": "object", "properties": {"form": {"type": "object"}, "url": {"type": ["boolean", "string"]}}}),
         ),
         _ => ("A generated tool.", json!({"type": "object"})),
     };
@@ -667,8 +667,13 @@ impl ServerHandler for Fixture {
                     },
                     "required": ["name"]
                 }));
-                let params = if args["url"].as_bool() == Some(true) {
-                    json!({"mode": "url", "message": "Open this", "url": "https://example.test/x", "elicitationId": "e1"})
+                let page = match &args["url"] {
+                    Value::String(url) => Some(url.clone()),
+                    Value::Bool(true) => Some("https://example.test/x".to_owned()),
+                    _ => None,
+                };
+                let params = if let Some(url) = page {
+                    json!({"mode": "url", "message": "Open this", "url": url, "elicitationId": "e1"})
                 } else {
                     json!({"mode": "form", "message": "Who are you?", "requestedSchema": form})
                 };

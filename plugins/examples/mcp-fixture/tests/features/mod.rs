@@ -464,6 +464,7 @@ async fn elicitation_declines_with_its_reason_without_a_front_end_and_checks_wha
                         .clone(),
                 ),
                 ElicitationAnswer::Cancel,
+                ElicitationAnswer::Accept(serde_json::Map::new()),
             ]
             .into(),
         ),
@@ -486,10 +487,24 @@ async fn elicitation_declines_with_its_reason_without_a_front_end_and_checks_wha
     }
     assert_eq!(ask(&root, json!({})).await, json!({"action": "decline"}));
     assert_eq!(ask(&root, json!({})).await, json!({"action": "cancel"}));
-    // URL mode and a form over the limit: declined without asking anyone. (rmcp itself
-    // refuses a form with a nested property before it gets here.)
+    // URL mode: the page is shown, an accepted answer carries nothing.
     assert_eq!(
         ask(&root, json!({"url": true})).await,
+        json!({"action": "accept"})
+    );
+    {
+        let asked = front.asked.lock().unwrap();
+        let page = asked[3].url.clone().unwrap();
+        assert_eq!(
+            (page.url.as_str(), page.id.as_str()),
+            ("https://example.test/x", "e1")
+        );
+        assert_eq!(asked[3].message, "Open this");
+    }
+    // A page that is not https, and a form over the limit: declined without asking anyone.
+    // (rmcp itself refuses a form with a nested property before it gets here.)
+    assert_eq!(
+        ask(&root, json!({"url": "http://evil.example/x"})).await,
         json!({"action": "decline"})
     );
     let properties: serde_json::Map<String, Value> = (0..65)
@@ -502,8 +517,8 @@ async fn elicitation_declines_with_its_reason_without_a_front_end_and_checks_wha
     );
     assert_eq!(
         front.asked.lock().unwrap().len(),
-        3,
-        "asked thrice, not five times"
+        4,
+        "asked four times, not six"
     );
     let traced: Vec<String> = elicitations(&root)
         .iter()
@@ -515,7 +530,8 @@ async fn elicitation_declines_with_its_reason_without_a_front_end_and_checks_wha
             "accepted",
             "declined (the answer does not fit the form: property \"age\" is out of its range)",
             "cancelled by the user",
-            "declined (URL mode is not supported)",
+            "accepted (the user opens the page)",
+            "declined (the page \"http://evil.example/x\" is not https (plain http only on this machine))",
             "declined (the form asks for 65 properties, over the 64-property limit)",
         ]
     );
