@@ -16,8 +16,7 @@
 //! service and declines, saying so. A form arriving while no turn runs (the prompt owns the
 //! terminal) is declined without asking.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 use cordis_mcp::{ElicitationAnswer, ElicitationRequest, Elicitor, FormChoice, FormField};
 use futures_util::future::BoxFuture;
@@ -32,6 +31,9 @@ pub(crate) const MAX_FIELD_BYTES: usize = 64 << 10;
 /// The most characters of a field's title or description shown.
 const MAX_FIELD_TEXT: usize = 200;
 
+/// The most choices a field's prompt lists (the line editor redraws it at each key).
+const MAX_SHOWN_CHOICES: usize = 20;
+
 /// A form for the person at the terminal, with where to send the answer.
 pub(crate) struct Elicited {
     /// What the server asks.
@@ -44,13 +46,15 @@ pub(crate) struct Elicited {
 pub(crate) struct TerminalElicitor {
     ask: mpsc::UnboundedSender<Elicited>,
     /// The conversation is running a turn (or waiting on a server between turns): a form can
-    /// be shown. At the prompt it cannot: the line editor owns the terminal.
-    listening: Arc<AtomicBool>,
+    /// be shown. At the prompt it cannot: the line editor owns the terminal. Held while a form
+    /// is handed over, so one never slips in as the conversation stops listening.
+    listening: Arc<Mutex<bool>>,
 }
 
 impl Elicitor for TerminalElicitor {
     fn elicit(&self, request: ElicitationRequest) -> BoxFuture<'static, ElicitationAnswer> {
-        if !self.listening.load(Ordering::SeqCst) {
+        let listening = cordis_runtime::lock(&self.listening);
+        if !*listening {
             return Box::pin(async {
                 ElicitationAnswer::NotAsked(
                     "it came while no turn ran (at the prompt, cordis run asks no forms)"
@@ -60,6 +64,7 @@ impl Elicitor for TerminalElicitor {
         }
         let (reply, answer) = oneshot::channel();
         let sent = self.ask.send(Elicited { request, reply });
+        drop(listening);
         Box::pin(async move {
             if sent.is_err() {
                 return ElicitationAnswer::NotAsked("the run has ended".to_owned());
@@ -76,10 +81,10 @@ impl Elicitor for TerminalElicitor {
 pub(crate) fn terminal_elicitor() -> (
     TerminalElicitor,
     mpsc::UnboundedReceiver<Elicited>,
-    Arc<AtomicBool>,
+    Arc<Mutex<bool>>,
 ) {
     let (ask, asked) = mpsc::unbounded_channel();
-    let listening = Arc::new(AtomicBool::new(false));
+    let listening = Arc::new(Mutex::new(false));
     let elicitor = TerminalElicitor {
         ask,
         listening: Arc::clone(&listening),
@@ -224,12 +229,20 @@ fn describe(field: &FormField) -> String {
     let kind = p.get("type").and_then(Value::as_str).unwrap_or_default();
     let choices = field.choices();
     let numbered = |choices: &[FormChoice]| {
-        choices
+        let mut shown: Vec<String> = choices
             .iter()
+            .take(MAX_SHOWN_CHOICES)
             .enumerate()
             .map(|(i, c)| format!("{} {}", i + 1, cut(&c.label)))
-            .collect::<Vec<_>>()
-            .join(", ")
+            .collect();
+        if choices.len() > MAX_SHOWN_CHOICES {
+            shown.push(format!(
+                "… {} more (type a name, or a number up to {})",
+                choices.len() - MAX_SHOWN_CHOICES,
+                choices.len()
+            ));
+        }
+        shown.join(", ")
     };
     match (kind, &choices) {
         ("array", Some(choices)) => notes.push(format!(
@@ -542,6 +555,15 @@ mod tests {
         let hostile = json!({"type": "object", "properties": {
             "a": {"type": "string", "title": "\u{1b}[2Jgone", "description": long}
         }});
+        let many: Vec<String> = (0..1000).map(|i| format!("choice number {i}")).collect();
+        let wide = json!({"type": "object", "properties": {"c": {"type": "string", "enum": many}}});
+        let prompt = Filling::new(&request(wide)).unwrap().prompt();
+        assert!(
+            prompt
+                .contains("20 choice number 19, … 980 more (type a name, or a number up to 1000)"),
+            "{prompt}"
+        );
+        assert!(prompt.len() < 1000, "{} bytes", prompt.len());
         let f = Filling::new(&request(hostile)).unwrap();
         let prompt = f.prompt();
         assert!(!prompt.contains('\u{1b}'), "{prompt}");
@@ -583,7 +605,7 @@ mod tests {
             "{answer:?}"
         );
         assert!(asked.try_recv().is_err());
-        listening.store(true, Ordering::SeqCst);
+        *listening.lock().unwrap() = true;
         let waiting = elicitor.elicit(request(form()));
         let form = asked.try_recv().expect("handed to the conversation");
         form.reply.send(ElicitationAnswer::Cancel).unwrap();

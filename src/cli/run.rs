@@ -23,8 +23,7 @@ use cordis_session::{SessionError, SessionStore, TurnEndReason};
 use tokio::sync::mpsc;
 
 use std::collections::VecDeque;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use cordis_mcp::{ElicitationAnswer, ElicitationRequest};
@@ -606,7 +605,7 @@ struct Conversation<'a> {
     /// MCP servers' forms (interactive runs only).
     elicited: Option<mpsc::UnboundedReceiver<Elicited>>,
     /// Set while forms can be asked (a turn runs, or the run waits on a server).
-    listening: Option<Arc<AtomicBool>>,
+    listening: Option<Arc<Mutex<bool>>>,
     /// stdin is a terminal (a person types).
     interactive: bool,
     /// Ctrl-C, SIGTERM, SIGHUP.
@@ -851,8 +850,13 @@ impl Conversation<'_> {
             let expanded = match line {
                 commands::Line::Unknown(_) => {
                     let root = self.root.clone();
-                    self.serving(super::prompts::expand(&root, &message), io)
+                    match self
+                        .serving(super::prompts::expand(&root, &message), io)
                         .await?
+                    {
+                        Some(expanded) => expanded,
+                        None => continue,
+                    }
                 }
                 _ => None,
             };
@@ -920,9 +924,12 @@ impl Conversation<'_> {
             }
             // `@server:uri` attaches that MCP resource to the message.
             let root = self.root.clone();
-            let attached = self
+            let Some(attached) = self
                 .serving(super::mentions::attach(&root, &message), io)
-                .await?;
+                .await?
+            else {
+                continue;
+            };
             let message = match attached {
                 Ok(message) => message,
                 Err(why) => {
@@ -1149,6 +1156,10 @@ impl Conversation<'_> {
                 }
                 Some(Event::Ahead(typed)) => self.queue_typed_ahead(typed, io)?,
                 Some(Event::Interrupted) => {
+                    // A Ctrl-C read before the question showed: the question is moot.
+                    if let Input::Terminal(terminal) = &self.input {
+                        terminal.cancel();
+                    }
                     self.on_signal(Stop::Interrupt, io)?;
                     return Ok(Reply::Interrupted);
                 }
@@ -1161,9 +1172,12 @@ impl Conversation<'_> {
     /// Lets forms be asked (`true`) or not; when no longer, a form that came too late to be
     /// asked is declined, saying so.
     fn listen(&mut self, on: bool) {
-        if let Some(listening) = &self.listening {
-            listening.store(on, Ordering::SeqCst);
-        }
+        let Some(listening) = &self.listening else {
+            return;
+        };
+        // Under the lock the elicitor hands forms over with: none is left queued after it.
+        let mut listening = cordis_runtime::lock(listening);
+        *listening = on;
         if !on && let Some(forms) = self.elicited.as_mut() {
             while let Ok(form) = forms.try_recv() {
                 let why = "the turn ended before it could be asked".to_owned();
@@ -1173,21 +1187,30 @@ impl Conversation<'_> {
     }
 
     /// Awaits `work` (a call to a server between turns: a prompt, a resource) while answering
-    /// the approval questions and forms it brings (a server may sample or ask meanwhile).
+    /// the approval questions and forms it brings (a server may sample or ask meanwhile);
+    /// `None` when Ctrl-C or a signal stopped the wait (the work is dropped, nothing is sent).
     async fn serving<T>(
         &mut self,
         work: impl std::future::Future<Output = T>,
         io: &mut Io<'_>,
-    ) -> anyhow::Result<T> {
+    ) -> anyhow::Result<Option<T>> {
         self.listen(true);
         tokio::pin!(work);
         let out = loop {
             tokio::select! {
                 biased;
+                stop = self.signals.next() => {
+                    if stop == Stop::Terminate {
+                        self.exiting = true;
+                    }
+                    writeln!(io.err, "\ncordis: stopped waiting for the server; nothing was sent")?;
+                    io.err.flush()?;
+                    break None;
+                }
                 question = next_question(&mut self.asked, &mut self.elicited) => {
                     self.answer_question(question, io).await?;
                 }
-                out = &mut work => break out,
+                out = &mut work => break Some(out),
             }
         };
         self.listen(false);

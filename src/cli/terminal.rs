@@ -134,6 +134,7 @@ impl Terminal {
                     events: tx,
                     partial: Vec::new(),
                     end_ahead: false,
+                    later: None,
                 }
                 .run();
             })?;
@@ -314,12 +315,18 @@ struct Reader {
     /// Ctrl-D was typed on an empty line while a turn ran: the next prompt ends the input, as
     /// a Ctrl-D typed ahead does in a terminal's own line mode.
     end_ahead: bool,
+    /// A request that came while a question waited for its key: served next, never dropped.
+    later: Option<Request>,
 }
 
 impl Reader {
     fn run(mut self) {
         loop {
-            match self.requests.recv_timeout(TICK) {
+            let next = match self.later.take() {
+                Some(request) => Ok(request),
+                None => self.requests.recv_timeout(TICK),
+            };
+            match next {
                 Ok(Request::Prompt) => {
                     let lines = self.take_typed();
                     if lines == 0 && std::mem::take(&mut self.end_ahead) {
@@ -468,7 +475,12 @@ impl Reader {
                         let _ = self.editor.add_history_entry(message);
                     }
                 }
-                Ok(_) | Err(std_mpsc::TryRecvError::Empty) => {}
+                // The run moved on (a prompt, another question): this question is moot.
+                Ok(request) => {
+                    self.later = Some(request);
+                    return true;
+                }
+                Err(std_mpsc::TryRecvError::Empty) => {}
                 Err(std_mpsc::TryRecvError::Disconnected) => return false,
             }
             if readable(fd, TICK) {

@@ -311,6 +311,10 @@ pub fn check_value(name: &str, property: &Value, value: &Value) -> Result<(), St
             .get("items")
             .and_then(choices_of)
             .unwrap_or_default();
+        // More items than choices repeat one (and would make the checks below long).
+        if items.len() > choices.len() {
+            return Err(format!("property {name:?} names a choice twice"));
+        }
         if let Some(stray) = items
             .iter()
             .find(|i| !choices.iter().any(|c| c.value == **i))

@@ -282,8 +282,10 @@ fn authorizer(config: &McpConfig) -> Option<Arc<auth::Authorizer>> {
             return None;
         }
     };
+    // Bounded: discovery and token requests run while the entry's requests wait for a token.
     let client = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
+        .timeout(std::time::Duration::from_secs(30))
         .build()
         .ok()?;
     let login_command = config

@@ -506,14 +506,16 @@ async fn revoke(grant: &Grant) -> Revocation {
         .client_secret
         .as_deref()
         .map(|s| (grant.client_id.as_str(), s));
+    // Each token is revoked even when another could not be: the first failure is said.
+    let mut failed = None;
     for (token, hint) in tokens {
         let mut form = vec![("token", token), ("token_type_hint", hint)];
         if secret.is_none() {
             form.push(("client_id", grant.client_id.as_str()));
         }
         if let Err(e) = post_form(&client, "revocation endpoint", endpoint, &form, secret).await {
-            return Revocation::Failed(e.to_string());
+            failed.get_or_insert(e.to_string());
         }
     }
-    Revocation::Revoked
+    failed.map_or(Revocation::Revoked, Revocation::Failed)
 }

@@ -38,6 +38,9 @@ pub const MAX_AUTH_BODY: usize = 64 << 10;
 /// How long before its expiry a token is renewed.
 const RENEW_MARGIN: Duration = Duration::from_secs(30);
 
+/// The least time between two renewals ahead of expiry (a refused token still renews at once).
+const RENEW_PAUSE: Duration = Duration::from_secs(10);
+
 /// How often a pending entry looks whether a login stored a new grant (a local file read; the
 /// server is not contacted until the grant changes).
 pub const LOGIN_POLL: Duration = Duration::from_secs(2);
@@ -382,12 +385,16 @@ fn apply_answer(grant: &mut Grant, body: &[u8]) -> Result<(), AuthError> {
     Ok(())
 }
 
-/// A new access token for `grant` by the client-credentials grant (its client id and secret,
-/// resource and scopes).
-async fn by_credentials(client: &reqwest::Client, grant: &mut Grant) -> Result<(), AuthError> {
-    let Some(secret) = grant.client_secret.clone() else {
-        return Err(AuthError::Unsupported("no client secret".into()));
-    };
+/// A new access token for `grant` by the client-credentials grant: the entry's own client
+/// (`creds`, never the stored one: a rotated secret applies at once), the grant's resource and
+/// scopes.
+async fn by_credentials(
+    client: &reqwest::Client,
+    grant: &mut Grant,
+    creds: &Credentials,
+) -> Result<(), AuthError> {
+    grant.client_id = creds.id.clone();
+    let secret = creds.secret.clone();
     let scope = grant.scopes.join(" ");
     let mut form = vec![
         ("grant_type", "client_credentials"),
@@ -405,6 +412,11 @@ async fn by_credentials(client: &reqwest::Client, grant: &mut Grant) -> Result<(
     )
     .await?;
     apply_answer(grant, &body)
+}
+
+/// Whether the authorization server refused (as opposed to an outage: no answer, a 5xx).
+fn refused(error: &AuthError) -> bool {
+    matches!(error, AuthError::Endpoint { status, .. } if (400..500).contains(status))
 }
 
 /// Renews `grant` with its refresh token.
@@ -485,6 +497,8 @@ pub(crate) struct Authorizer {
     client: reqwest::Client,
     grant: tokio::sync::Mutex<Option<Grant>>,
     blocked: Mutex<Option<String>>,
+    /// When a token was last renewed ahead of its expiry.
+    last_renewal: Mutex<Option<std::time::Instant>>,
 }
 
 impl Authorizer {
@@ -507,7 +521,12 @@ impl Authorizer {
             client,
             grant: tokio::sync::Mutex::new(None),
             blocked: Mutex::new(None),
+            last_renewal: Mutex::new(None),
         }
+    }
+
+    fn lock_last_renewal(&self) -> std::sync::MutexGuard<'_, Option<std::time::Instant>> {
+        self.last_renewal.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     fn lock_blocked(&self) -> std::sync::MutexGuard<'_, Option<String>> {
@@ -550,12 +569,19 @@ impl Authorizer {
             .unwrap_or_else(|e| Err(AuthError::Unsupported(e.to_string())))
     }
 
+    /// The stored grant this entry may use: with client credentials, only one issued to its
+    /// own client (a login's, or another client's, is not this entry's to use).
     async fn load(&self) -> Result<Option<Grant>, AuthError> {
         let store = self.store.clone();
         let url = self.url.clone();
-        tokio::task::spawn_blocking(move || store.load(&url))
+        let grant = tokio::task::spawn_blocking(move || store.load(&url))
             .await
-            .unwrap_or_else(|e| Err(AuthError::Unsupported(e.to_string())))
+            .unwrap_or_else(|e| Err(AuthError::Unsupported(e.to_string())))?;
+        Ok(grant.filter(|g| {
+            self.credentials
+                .as_ref()
+                .is_none_or(|c| c.id == g.client_id && g.refresh_token.is_none())
+        }))
     }
 
     async fn save(&self, grant: Grant) {
@@ -601,7 +627,7 @@ impl Authorizer {
             None => Err(AuthError::Unsupported("no refresh token".into())),
         };
         match (refreshed, &self.credentials) {
-            (Err(_), Some(_)) => by_credentials(&self.client, grant).await,
+            (Err(_), Some(creds)) => by_credentials(&self.client, grant, creds).await,
             (refreshed, _) => refreshed,
         }
     }
@@ -628,14 +654,15 @@ impl Authorizer {
             token_endpoint: server.token_endpoint,
             revocation_endpoint: server.revocation_endpoint,
             client_id: creds.id.clone(),
-            client_secret: Some(creds.secret.clone()),
+            // The secret stays in the entry's config, never in the grants store.
+            client_secret: None,
             access_token: String::new(),
             refresh_token: None,
             expires_at: None,
             scopes,
             wanted: Vec::new(),
         };
-        by_credentials(&self.client, &mut grant).await?;
+        by_credentials(&self.client, &mut grant, creds).await?;
         self.save(grant.clone()).await;
         Ok(grant)
     }
@@ -657,7 +684,17 @@ impl Authorizer {
         let expiring = grant
             .expires_at
             .is_some_and(|at| at <= now() + RENEW_MARGIN.as_secs());
-        if expiring && (grant.refresh_token.is_some() || self.credentials.is_some()) {
+        // At most one renewal ahead of expiry per RENEW_PAUSE: a token that lives shorter than
+        // the margin, or a renewal that fails, must not cost a token request per MCP request.
+        let due = {
+            let mut last = self.lock_last_renewal();
+            let due = last.is_none_or(|at| at.elapsed() >= RENEW_PAUSE);
+            if expiring && due {
+                *last = Some(std::time::Instant::now());
+            }
+            due
+        };
+        if expiring && due && (grant.refresh_token.is_some() || self.credentials.is_some()) {
             let mut renewed = grant.clone();
             match self.renew(&mut renewed).await {
                 Ok(()) => {
@@ -693,8 +730,13 @@ impl Authorizer {
                     }
                     Err(e) => {
                         drop(held);
-                        self.block(&format!("the client credentials got no token ({e})"))
-                            .await;
+                        let why = format!("the client credentials got no token ({e})");
+                        if refused(&e) {
+                            self.block(&why).await;
+                        } else {
+                            // An outage, not a refusal: tried again at the next connection.
+                            *self.lock_blocked() = Some(self.login_reason(&why));
+                        }
                         return None;
                     }
                 }

@@ -23,8 +23,9 @@ use super::AuthError;
 /// The largest grant file read.
 pub const MAX_GRANT_BYTES: u64 = 64 << 10;
 
-/// What an authorization server granted for one resource, and how to renew it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// What an authorization server granted for one resource, and how to renew it. Its `Debug`
+/// leaves out the tokens and the secret (it reaches logs through the HTTP client's).
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Grant {
     /// The MCP server's URL (the grant's key in the store).
@@ -57,6 +58,23 @@ pub struct Grant {
     /// Scopes a server asked for later (`insufficient_scope`): the next login asks for them too.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub wanted: Vec<String>,
+}
+
+impl std::fmt::Debug for Grant {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let hidden = |set: bool| if set { "<redacted>" } else { "none" };
+        f.debug_struct("Grant")
+            .field("server", &self.server)
+            .field("resource", &self.resource)
+            .field("issuer", &self.issuer)
+            .field("client_id", &self.client_id)
+            .field("client_secret", &hidden(self.client_secret.is_some()))
+            .field("access_token", &hidden(!self.access_token.is_empty()))
+            .field("refresh_token", &hidden(self.refresh_token.is_some()))
+            .field("expires_at", &self.expires_at)
+            .field("scopes", &self.scopes)
+            .finish()
+    }
 }
 
 /// The user's grants, one file per resource.
