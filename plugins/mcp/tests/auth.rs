@@ -344,8 +344,14 @@ async fn client_credentials_get_and_renew_tokens_without_a_login_and_a_wrong_sec
     assert!(first.refresh_token.is_none());
     // The secret stays in the config: the grants store never holds it.
     let stored = std::fs::read_to_string(TokenStore::new(&dir).path_of(&fixture.mcp)).unwrap();
-    assert!(!stored.contains("s3cret") && first.client_secret.is_none(), "{stored}");
-    assert!(!format!("{first:?}").contains(&first.access_token), "Debug shows no token");
+    assert!(
+        !stored.contains("s3cret") && first.client_secret.is_none(),
+        "{stored}"
+    );
+    assert!(
+        !format!("{first:?}").contains(&first.access_token),
+        "Debug shows no token"
+    );
     let result = reg.execute(call("mcp__guarded__whoami"), None).await;
     assert_eq!(
         result.content["content"][0]["text"],
