@@ -2276,6 +2276,13 @@ fn an_mcp_servers_question_is_asked_through_the_editors_form_and_checked() {
         json!({"sessionId": s, "mode": "url", "message": "fixture asks: Open this",
                "url": "https://example.test/x", "elicitationId": "e1"})
     );
+    // The server said the page is done: so is the editor told.
+    let done = acp
+        .seen
+        .iter()
+        .find(|m| m["method"] == "elicitation/complete")
+        .expect("the editor was told the page is done");
+    assert_eq!(done["params"], json!({"elicitationId": "e1"}));
     let asked = acp
         .seen
         .iter()

@@ -399,6 +399,7 @@ fn an_mcp_servers_form_is_filled_in_at_the_terminal_field_by_field_and_declined_
             1,
             "",
         ),
+        ("cordis: fx says the page is done (e1)", 1, ""),
         ("Paged.", 1, "once more\r"),
         ("cordis: MCP server fx asks:", 4, ""),
         // Ctrl-C at a field cancels the form and the turn; the run goes on.

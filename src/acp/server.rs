@@ -1386,6 +1386,13 @@ async fn attach(
             tracing::warn!(session = %id, "cannot ask the editor for MCP servers: {e}");
         }
     }
+    // A page the editor showed is done with: the editor is told, by the server's id.
+    if pages {
+        let connection = connection.clone();
+        let _ = root.on::<cordis_mcp::McpPageDone>(move |e| {
+            connection.notify("elicitation/complete", json!({"elicitationId": e.id}));
+        });
+    }
     // With an editor that runs commands, a full-access `bash` runs them there.
     if terminals {
         let host = EditorTerminals {

@@ -812,10 +812,19 @@ impl Conversation<'_> {
         let _listener = self.root.on::<AgentEvent>(move |e| {
             let _ = etx.send(e.clone());
         });
-        // MCP servers' progress on long calls, shown while the call runs (not logged).
-        let (ptx, mut progress) = mpsc::unbounded_channel::<cordis_mcp::McpProgress>();
+        // MCP servers' progress on long calls, and pages they say are done, shown while the
+        // call runs (not logged).
+        let (ptx, mut progress) = mpsc::unbounded_channel::<String>();
+        let page_tx = ptx.clone();
         let _progress_listener = self.root.on::<cordis_mcp::McpProgress>(move |e| {
-            let _ = ptx.send(e.clone());
+            let _ = ptx.send(progress_line(e));
+        });
+        let _page_listener = self.root.on::<cordis_mcp::McpPageDone>(move |e| {
+            let _ = page_tx.send(format!(
+                "cordis: {} says the page is done ({})",
+                safe(&e.server),
+                safe(&e.id)
+            ));
         });
         loop {
             if self.exiting {
@@ -1583,7 +1592,7 @@ impl Conversation<'_> {
         &mut self,
         message: String,
         events: &mut mpsc::UnboundedReceiver<AgentEvent>,
-        progress: &mut mpsc::UnboundedReceiver<cordis_mcp::McpProgress>,
+        progress: &mut mpsc::UnboundedReceiver<String>,
         io: &mut Io<'_>,
     ) -> anyhow::Result<()> {
         // A Ctrl-C of an earlier turn does not make this turn's first one a second.
@@ -1605,8 +1614,8 @@ impl Conversation<'_> {
                                 self.transcript.event(&e.event, presenters.as_deref(), io.out, io.err)?;
                             }
                         }
-                        Some(p) = progress.recv() => {
-                            writeln!(io.err, "{}", progress_line(&p))?;
+                        Some(line) = progress.recv() => {
+                            writeln!(io.err, "{line}")?;
                             io.err.flush()?;
                         }
                         question = next_question(&mut self.asked, &mut self.elicited) => {
@@ -1620,8 +1629,8 @@ impl Conversation<'_> {
                 }
             };
             // Reports that arrived as the call ended.
-            while let Ok(p) = progress.try_recv() {
-                writeln!(io.err, "{}", progress_line(&p))?;
+            while let Ok(line) = progress.try_recv() {
+                writeln!(io.err, "{line}")?;
             }
             while let Ok(e) = events.try_recv() {
                 if e.agent == current.id() {

@@ -41,6 +41,7 @@ const SENT: &[&str] = &[
     "KillTerminalRequest",
     "ReleaseTerminalRequest",
     "CreateElicitationRequest",
+    "CompleteElicitationNotification",
 ];
 
 fn schema() -> &'static Schema {
@@ -111,6 +112,9 @@ pub fn check_messages(messages: &[Value], sent: &[(u64, String)]) -> Result<(), 
             Some("terminal/kill") => validate("KillTerminalRequest", &m["params"])?,
             Some("terminal/release") => validate("ReleaseTerminalRequest", &m["params"])?,
             Some("elicitation/create") => validate("CreateElicitationRequest", &m["params"])?,
+            Some("elicitation/complete") => {
+                validate("CompleteElicitationNotification", &m["params"])?
+            }
             Some(other) => return Err(format!("the agent sent an unexpected {other}: {m}")),
             None => {
                 let Some(result) = m.get("result") else {

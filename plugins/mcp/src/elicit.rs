@@ -78,6 +78,21 @@ pub enum ElicitationAnswer {
     NotAsked(String),
 }
 
+/// `mcp/page-done`: a server says a page it asked the user to open is done with
+/// (`notifications/elicitation/complete`), for front ends to tell the user. Not logged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpPageDone {
+    /// The entry's `server`.
+    pub server: String,
+    /// The server's id of the request ([`ElicitationUrl::id`]), at most 256 bytes.
+    pub id: String,
+}
+
+impl cordis_runtime::Event for McpPageDone {
+    const NAME: &'static str = "mcp/page-done";
+    type Output = ();
+}
+
 /// Asks the user (implemented by front ends).
 pub trait Elicitor: Send + Sync + 'static {
     /// Shows `request` and returns the user's answer.

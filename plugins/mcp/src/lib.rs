@@ -109,8 +109,8 @@ pub use depth::{MAX_MESSAGE_DEPTH, MAX_SCHEMA_DEPTH};
 pub use directory::{McpServer, server_names, servers};
 pub use elicit::{
     Elicitation, ElicitationAnswer, ElicitationRequest, ElicitationUrl, Elicitor, FormChoice,
-    FormField, MAX_ELICITATION_MESSAGE, MAX_FORM_CHOICES, MAX_FORM_PROPERTIES, TRACE_ELICITATION,
-    check_answer, check_value, fields,
+    FormField, MAX_ELICITATION_MESSAGE, MAX_FORM_CHOICES, MAX_FORM_PROPERTIES, McpPageDone,
+    TRACE_ELICITATION, check_answer, check_value, fields,
 };
 pub use error::McpError;
 pub use naming::{MAX_PUBLIC_NAME, public_name};
@@ -892,6 +892,28 @@ impl ClientHandler for Handler {
         _context: NotificationContext<RoleClient>,
     ) -> impl Future<Output = ()> + Send + '_ {
         let _ = self.changes.send(Change::Prompts);
+        std::future::ready(())
+    }
+
+    fn on_custom_notification(
+        &self,
+        notification: rmcp::model::CustomNotification,
+        _context: NotificationContext<RoleClient>,
+    ) -> impl Future<Output = ()> + Send + '_ {
+        // A page the user was asked to open is done with (URL elicitation); rmcp does not know
+        // the method yet.
+        if notification.method == "notifications/elicitation/complete"
+            && let Some(id) = notification
+                .params
+                .as_ref()
+                .and_then(|p| p.get("elicitationId"))
+                .and_then(Value::as_str)
+        {
+            self.ctx.emit(McpPageDone {
+                server: self.link.server.clone(),
+                id: progress::cut(id.to_owned(), 256),
+            });
+        }
         std::future::ready(())
     }
 

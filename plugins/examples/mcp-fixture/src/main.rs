@@ -683,11 +683,26 @@ impl ServerHandler for Fixture {
                 match asked {
                     Err(e) => text_result(format!("cannot build the request: {e}"), true, None),
                     Ok(request) => match context.peer.send_request(request).await {
-                        Ok(ClientResult::ElicitResult(answer)) => text_result(
-                            serde_json::to_string(&answer).unwrap_or_default(),
-                            false,
-                            None,
-                        ),
+                        Ok(ClientResult::ElicitResult(answer)) => {
+                            // A page the user said they would open: done at once here.
+                            if args.get("url").is_some_and(|u| !u.is_null() && u != &json!(false))
+                                && serde_json::to_value(&answer).ok().is_some_and(|a| a["action"] == "accept")
+                            {
+                                let done = rmcp::model::CustomNotification::new(
+                                    "notifications/elicitation/complete",
+                                    Some(json!({"elicitationId": "e1"})),
+                                );
+                                let _ = context
+                                    .peer
+                                    .send_notification(rmcp::model::ServerNotification::CustomNotification(done))
+                                    .await;
+                            }
+                            text_result(
+                                serde_json::to_string(&answer).unwrap_or_default(),
+                                false,
+                                None,
+                            )
+                        }
                         Ok(_) => text_result("an unexpected answer", true, None),
                         Err(e) => text_result(format!("elicitation/create failed: {e}"), true, None),
                     },
