@@ -282,12 +282,7 @@ fn authorizer(config: &McpConfig) -> Option<Arc<auth::Authorizer>> {
             return None;
         }
     };
-    // Bounded: discovery and token requests run while the entry's requests wait for a token.
-    let client = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .timeout(std::time::Duration::from_secs(30))
-        .build()
-        .ok()?;
+    let client = auth::http_client().ok()?;
     let login_command = config
         .oauth
         .login_command

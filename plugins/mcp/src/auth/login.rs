@@ -11,7 +11,7 @@ use url::Url;
 
 use super::discovery::{self, AuthServer, Challenge, parse_challenge, safe_url};
 use super::{
-    AuthError, Grant, MAX_AUTH_BODY, TokenStore, apply_answer, pkce_challenge, post_form,
+    AuthError, Grant, MAX_AUTH_BODY, TokenStore, apply_answer, on_disk, pkce_challenge, post_form,
     random_token, waiting,
 };
 use crate::McpConfig;
@@ -309,23 +309,15 @@ pub async fn login(
 ) -> Result<LoginOutcome, AuthError> {
     let url_text = config.url.clone().unwrap_or_default();
     let url = safe_url(&url_text, "the server")?;
-    let client = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .map_err(|e| AuthError::Unsupported(format!("cannot build the HTTP client: {e}")))?;
+    let client = super::http_client()?;
     let Some(challenge) = probe(&client, config, &url).await? else {
         return Ok(LoginOutcome::NotNeeded);
     };
     let resource = discovery::protected_resource(&client, &url, challenge.as_ref()).await?;
     let issuer = resource.authorization_servers[0].clone();
     let server = discovery::authorization_server(&client, &issuer).await?;
-    let previous = {
-        let (store, key) = (store.clone(), url_text.clone());
-        tokio::task::spawn_blocking(move || store.load(&key))
-            .await
-            .unwrap_or(Ok(None))
-            .unwrap_or(None)
-    };
+    let key = url_text.clone();
+    let previous = on_disk(store, move |s| s.load(&key)).await.ok().flatten();
     let scopes = scopes_for(config, challenge.as_ref(), previous.as_ref(), &resource);
     let scope = scopes.join(" ");
 
@@ -415,12 +407,7 @@ pub async fn login(
     };
     apply_answer(&mut grant, &body)?;
     let scopes = grant.scopes.clone();
-    let path = {
-        let store = store.clone();
-        tokio::task::spawn_blocking(move || store.save(&grant))
-            .await
-            .map_err(|e| AuthError::Unsupported(e.to_string()))??
-    };
+    let path = on_disk(store, move |s| s.save(&grant)).await?;
     waiting().remove(&url_text);
     Ok(LoginOutcome::Stored {
         issuer: server.issuer,
@@ -471,17 +458,6 @@ pub async fn logout(config: &McpConfig, store: &TokenStore) -> Result<LogoutOutc
     Ok(LogoutOutcome { forgot, revocation })
 }
 
-/// Runs `work` on the grants store on a blocking thread (it reads and writes files).
-async fn on_disk<T: Send + 'static>(
-    store: &TokenStore,
-    work: impl FnOnce(&TokenStore) -> Result<T, AuthError> + Send + 'static,
-) -> Result<T, AuthError> {
-    let store = store.clone();
-    tokio::task::spawn_blocking(move || work(&store))
-        .await
-        .map_err(|e| AuthError::Unsupported(e.to_string()))?
-}
-
 /// Revokes `grant`'s tokens at its authorization server, where it offers revocation.
 async fn revoke(grant: &Grant) -> Revocation {
     let Some(endpoint) = grant.revocation_endpoint.as_deref() else {
@@ -490,12 +466,9 @@ async fn revoke(grant: &Grant) -> Revocation {
     if let Err(e) = safe_url(endpoint, "the revocation endpoint") {
         return Revocation::Failed(e.to_string());
     }
-    let Ok(client) = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .timeout(std::time::Duration::from_secs(30))
-        .build()
-    else {
-        return Revocation::Failed("no HTTP client".to_owned());
+    let client = match super::http_client() {
+        Ok(client) => client,
+        Err(e) => return Revocation::Failed(e.to_string()),
     };
     let tokens = grant
         .refresh_token

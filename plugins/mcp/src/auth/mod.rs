@@ -306,6 +306,27 @@ struct TokenAnswer {
     scope: Option<String>,
 }
 
+/// Runs `work` on the grants store on a blocking thread (it reads and writes files).
+async fn on_disk<T: Send + 'static>(
+    store: &TokenStore,
+    work: impl FnOnce(&TokenStore) -> Result<T, AuthError> + Send + 'static,
+) -> Result<T, AuthError> {
+    let store = store.clone();
+    tokio::task::spawn_blocking(move || work(&store))
+        .await
+        .map_err(|e| AuthError::Unsupported(e.to_string()))?
+}
+
+/// The HTTP client of every OAuth request (discovery, tokens, revocation): no redirects
+/// followed, each request bounded (they run while an entry's requests wait for a token).
+pub(crate) fn http_client() -> Result<reqwest::Client, AuthError> {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(Duration::from_secs(30))
+        .build()
+        .map_err(|e| AuthError::Unsupported(format!("cannot build the HTTP client: {e}")))
+}
+
 /// An OAuth error answer.
 #[derive(Debug, Default, Deserialize)]
 struct ErrorAnswer {
@@ -479,11 +500,6 @@ impl std::fmt::Debug for Credentials {
     }
 }
 
-/// Lower-case hexadecimal of `bytes`.
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 /// An HTTP entry's bearer tokens: read from the store, renewed, and given up on.
 #[derive(Debug)]
 pub(crate) struct Authorizer {
@@ -550,7 +566,7 @@ impl Authorizer {
         match &self.credentials {
             Some(c) => {
                 let digest = Sha256::digest(format!("{}\n{}", c.id, c.secret).as_bytes());
-                format!("{}#{}", self.url, hex(&digest))
+                format!("{}#{}", self.url, cordis_schema::hex(&digest))
             }
             None => self.url.clone(),
         }
@@ -562,21 +578,15 @@ impl Authorizer {
     }
 
     async fn stored(&self) -> Result<Option<Vec<u8>>, AuthError> {
-        let store = self.store.clone();
         let url = self.url.clone();
-        tokio::task::spawn_blocking(move || store.read(&url))
-            .await
-            .unwrap_or_else(|e| Err(AuthError::Unsupported(e.to_string())))
+        on_disk(&self.store, move |s| s.read(&url)).await
     }
 
     /// The stored grant this entry may use: with client credentials, only one issued to its
     /// own client (a login's, or another client's, is not this entry's to use).
     async fn load(&self) -> Result<Option<Grant>, AuthError> {
-        let store = self.store.clone();
         let url = self.url.clone();
-        let grant = tokio::task::spawn_blocking(move || store.load(&url))
-            .await
-            .unwrap_or_else(|e| Err(AuthError::Unsupported(e.to_string())))?;
+        let grant = on_disk(&self.store, move |s| s.load(&url)).await?;
         Ok(grant.filter(|g| {
             self.credentials
                 .as_ref()
@@ -585,9 +595,7 @@ impl Authorizer {
     }
 
     async fn save(&self, grant: Grant) {
-        let store = self.store.clone();
-        let saved = tokio::task::spawn_blocking(move || store.save(&grant)).await;
-        if let Ok(Err(e)) | Err(e) = saved.map_err(|e| AuthError::Unsupported(e.to_string())) {
+        if let Err(e) = on_disk(&self.store, move |s| s.save(&grant)).await {
             tracing::warn!(server = %self.server, error = %e, "cannot store the renewed OAuth grant");
         }
     }
