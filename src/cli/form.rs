@@ -1,6 +1,7 @@
-//! An MCP server's question (`elicitation/create`, form mode) asked in `cordis run` at a
-//! terminal: the server's message, then one line per field, in the order
-//! [`cordis_mcp::fields`] gives (required first, then by name).
+//! An MCP server's question (`elicitation/create`) asked in `cordis run` at a terminal: the
+//! server's message, then one line per field, in the order [`cordis_mcp::fields`] gives
+//! (required first, then by name); or, in URL mode, the whole URL of the page it asks the
+//! person to open and one yes/no/cancel line (nothing is opened for them).
 //!
 //! - Each field shows its type and what the form allows (choices, range, length, default);
 //!   what is typed is checked at once ([`cordis_mcp::check_value`], the check the `mcp` plugin
@@ -103,10 +104,12 @@ pub(crate) enum Step {
     Done(ElicitationAnswer),
 }
 
-/// A form being filled in, one field at a time.
+/// A form being filled in, one field at a time; or a page (URL mode), asked in one line.
 pub(crate) struct Filling {
     server: String,
     message: String,
+    /// URL mode: the page the server asks the person to open (then there are no fields).
+    page: Option<String>,
     fields: Vec<FormField>,
     values: Map<String, Value>,
     at: usize,
@@ -119,10 +122,15 @@ impl Filling {
     /// The form is not of the shape form mode allows (the `mcp` plugin refuses those before
     /// asking, so this is a guard).
     pub(crate) fn new(request: &ElicitationRequest) -> Result<Filling, String> {
+        let (page, fields) = match &request.url {
+            Some(page) => (Some(page.url.clone()), Vec::new()),
+            None => (None, cordis_mcp::fields(&request.schema)?),
+        };
         Ok(Filling {
             server: request.server.clone(),
             message: request.message.clone(),
-            fields: cordis_mcp::fields(&request.schema)?,
+            page,
+            fields,
             values: Map::new(),
             at: 0,
         })
@@ -130,6 +138,14 @@ impl Filling {
 
     /// What is shown before the first field: who asks, what, and how to answer.
     pub(crate) fn intro(&self) -> String {
+        if let Some(url) = &self.page {
+            return format!(
+                "cordis: MCP server {} asks you to open a page:\n{}\n  {}\ncordis: nothing is opened for you; say yes and open it yourself\n",
+                safe(&self.server),
+                indent(&safe_lines(&self.message)),
+                safe(url),
+            );
+        }
         let how = if self.fields.is_empty() {
             "Enter accepts (nothing is asked), /decline declines, /cancel or Ctrl-C cancels"
         } else {
@@ -145,6 +161,9 @@ impl Filling {
     /// The prompt of the field to fill in now (`None` once every field is done: then one
     /// empty line accepts a form without fields).
     pub(crate) fn prompt(&self) -> String {
+        if self.page.is_some() {
+            return "  will you open it? (yes, no or cancel): ".to_owned();
+        }
         match self.fields.get(self.at) {
             Some(field) => format!("  {}: ", describe(field)),
             None => "  (Enter) ".to_owned(),
@@ -153,6 +172,14 @@ impl Filling {
 
     /// Takes one entered line.
     pub(crate) fn enter(&mut self, line: &str) -> Step {
+        if self.page.is_some() {
+            return match line.trim().to_ascii_lowercase().as_str() {
+                "y" | "yes" => Step::Done(ElicitationAnswer::Accept(Map::new())),
+                "" | "n" | "no" | "/decline" => Step::Done(ElicitationAnswer::Decline),
+                "c" | "cancel" | "/cancel" => Step::Done(ElicitationAnswer::Cancel),
+                _ => Step::Again("yes, no or cancel".to_owned()),
+            };
+        }
         let trimmed = line.trim();
         match trimmed {
             "/decline" => return Step::Done(ElicitationAnswer::Decline),
@@ -186,33 +213,32 @@ impl Filling {
         }
     }
 
-    /// Whether a field is left to ask (a form without fields asks one Enter).
-    pub(crate) fn is_empty(&self) -> bool {
-        self.fields.is_empty()
-    }
-}
-
-/// What the terminal shows before asking whether to open a server's page (URL mode): who
-/// asks, why, and the whole URL.
-pub(crate) fn page_intro(request: &ElicitationRequest, url: &str) -> String {
-    format!(
-        "cordis: MCP server {} asks you to open a page:\n{}\n  {}\ncordis: nothing is opened for you; say yes and open it yourself\n",
-        safe(&request.server),
-        indent(&safe_lines(&request.message)),
-        safe(url),
-    )
-}
-
-/// The question of a page.
-pub(crate) const PAGE_PROMPT: &str = "  will you open it? (yes, no or cancel): ";
-
-/// What a line answers the question of a page; `None`: not an answer (asked again).
-pub(crate) fn page_answer(line: &str) -> Option<ElicitationAnswer> {
-    match line.trim().to_ascii_lowercase().as_str() {
-        "y" | "yes" => Some(ElicitationAnswer::Accept(Map::new())),
-        "" | "n" | "no" | "/decline" => Some(ElicitationAnswer::Decline),
-        "c" | "cancel" | "/cancel" => Some(ElicitationAnswer::Cancel),
-        _ => None,
+    /// The line said once the question is answered with `answer`.
+    pub(crate) fn outcome(&self, answer: &ElicitationAnswer) -> String {
+        let server = safe(&self.server);
+        let what = if self.page.is_some() { "page" } else { "form" };
+        match (answer, &self.page) {
+            (ElicitationAnswer::Accept(_), Some(url)) => {
+                format!("cordis: told {server} you will open {}", safe(url))
+            }
+            (ElicitationAnswer::Accept(values), None)
+                if values.is_empty() && !self.fields.is_empty() =>
+            {
+                format!("cordis: answered {server}'s form, all fields left at their defaults")
+            }
+            (ElicitationAnswer::Accept(values), None) => format!(
+                "cordis: answered {server}'s form ({})",
+                values
+                    .keys()
+                    .map(|k| safe(k).into_owned())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            (ElicitationAnswer::Cancel, _) => format!("cordis: cancelled {server}'s {what}"),
+            (ElicitationAnswer::Decline | ElicitationAnswer::NotAsked(_), _) => {
+                format!("cordis: declined {server}'s {what}")
+            }
+        }
     }
 }
 
@@ -545,7 +571,7 @@ mod tests {
     #[test]
     fn a_form_without_fields_takes_one_enter_and_hostile_text_is_escaped_and_cut() {
         let mut f = Filling::new(&request(json!({"type": "object"}))).unwrap();
-        assert!(f.is_empty());
+        assert!(f.fields.is_empty());
         assert_eq!(f.prompt(), "  (Enter) ");
         assert_eq!(
             f.enter(""),
@@ -582,18 +608,32 @@ mod tests {
     fn a_page_is_shown_whole_and_escaped_and_answered_yes_no_or_cancel() {
         let mut asked = request(Value::Null);
         asked.message = "Sign in\u{1b}[2J".to_owned();
-        let intro = page_intro(&asked, "https://example.test/x?a=1");
+        asked.url = Some(cordis_mcp::ElicitationUrl {
+            url: "https://example.test/x?a=1".to_owned(),
+            id: "e1".to_owned(),
+        });
+        let mut page = Filling::new(&asked).unwrap();
         assert_eq!(
-            intro,
+            page.intro(),
             "cordis: MCP server fx asks you to open a page:\n  Sign in\\u{001B}[2J\n  https://example.test/x?a=1\ncordis: nothing is opened for you; say yes and open it yourself\n"
         );
+        assert_eq!(page.prompt(), "  will you open it? (yes, no or cancel): ");
         assert_eq!(
-            page_answer(" Yes "),
-            Some(ElicitationAnswer::Accept(Map::new()))
+            page.enter("maybe"),
+            Step::Again("yes, no or cancel".to_owned())
         );
-        assert_eq!(page_answer(""), Some(ElicitationAnswer::Decline));
-        assert_eq!(page_answer("c"), Some(ElicitationAnswer::Cancel));
-        assert_eq!(page_answer("maybe"), None);
+        let yes = ElicitationAnswer::Accept(Map::new());
+        assert_eq!(page.enter(" Yes "), Step::Done(yes.clone()));
+        assert_eq!(page.enter(""), Step::Done(ElicitationAnswer::Decline));
+        assert_eq!(page.enter("c"), Step::Done(ElicitationAnswer::Cancel));
+        assert_eq!(
+            page.outcome(&yes),
+            "cordis: told fx you will open https://example.test/x?a=1"
+        );
+        assert_eq!(
+            page.outcome(&ElicitationAnswer::Cancel),
+            "cordis: cancelled fx's page"
+        );
     }
 
     #[tokio::test]

@@ -659,28 +659,24 @@ async fn next_question(
     asked: &mut Option<mpsc::UnboundedReceiver<Asked>>,
     elicited: &mut Option<mpsc::UnboundedReceiver<Elicited>>,
 ) -> Question {
-    let approval = async {
-        match asked.as_mut() {
-            Some(rx) => match rx.recv().await {
-                Some(asked) => Question::Approval(asked),
-                None => std::future::pending().await,
-            },
-            None => std::future::pending().await,
-        }
-    };
-    let form = async {
-        match elicited.as_mut() {
-            Some(rx) => match rx.recv().await {
-                Some(form) => Question::Form(form),
-                None => std::future::pending().await,
-            },
-            None => std::future::pending().await,
-        }
-    };
     tokio::select! {
         biased;
-        question = approval => question,
-        question = form => question,
+        asked = recv_or_pending(asked) => Question::Approval(asked),
+        form = recv_or_pending(elicited) => Question::Form(form),
+    }
+}
+
+/// The next item of `rx`; pending forever without one, or once it is closed.
+///
+/// # Cancel safety
+/// Cancel safe.
+async fn recv_or_pending<T>(rx: &mut Option<mpsc::UnboundedReceiver<T>>) -> T {
+    match rx.as_mut() {
+        Some(rx) => match rx.recv().await {
+            Some(item) => item,
+            None => std::future::pending().await,
+        },
+        None => std::future::pending().await,
     }
 }
 
@@ -1245,16 +1241,14 @@ impl Conversation<'_> {
         Ok(())
     }
 
-    /// Asks the person at the terminal to fill in a server's form, field by field (see
-    /// `form`). What was typed before it was shown is kept as the next messages.
+    /// Asks the person at the terminal to fill in a server's form, field by field, or
+    /// whether they will open its page (see `form`). What was typed before it was shown is
+    /// kept as the next messages.
     async fn fill(
         &mut self,
         request: &ElicitationRequest,
         io: &mut Io<'_>,
     ) -> std::io::Result<ElicitationAnswer> {
-        if let Some(page) = &request.url {
-            return self.ask_page(request, &page.url, io).await;
-        }
         let mut form = match Filling::new(request) {
             Ok(form) => form,
             Err(why) => return Ok(ElicitationAnswer::NotAsked(why)),
@@ -1266,73 +1260,14 @@ impl Conversation<'_> {
             match line {
                 Entered::Text(line) => match form.enter(&line) {
                     Step::Next => {}
-                    Step::Again(why) => {
-                        text = format!(
-                            "  ✗ {}
-",
-                            safe(&why)
-                        )
-                    }
+                    Step::Again(why) => text = format!("  ✗ {}\n", safe(&why)),
                     Step::Done(answer) => break answer,
                 },
                 Entered::Interrupted => break ElicitationAnswer::Cancel,
                 Entered::Eof => break ElicitationAnswer::Decline,
             }
         };
-        let server = safe(&request.server);
-        let said = match &answer {
-            ElicitationAnswer::Accept(values) if values.is_empty() && !form.is_empty() => {
-                format!("cordis: answered {server}'s form, all fields left at their defaults")
-            }
-            ElicitationAnswer::Accept(values) => format!(
-                "cordis: answered {server}'s form ({})",
-                values
-                    .keys()
-                    .map(|k| safe(k).into_owned())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-            ElicitationAnswer::Cancel => format!("cordis: cancelled {server}'s form"),
-            ElicitationAnswer::Decline | ElicitationAnswer::NotAsked(_) => {
-                format!("cordis: declined {server}'s form")
-            }
-        };
-        writeln!(io.err, "{said}")?;
-        io.err.flush()?;
-        Ok(answer)
-    }
-
-    /// Asks whether the person will open a server's page (URL mode): the whole URL is shown,
-    /// nothing is opened for them.
-    async fn ask_page(
-        &mut self,
-        request: &ElicitationRequest,
-        url: &str,
-        io: &mut Io<'_>,
-    ) -> std::io::Result<ElicitationAnswer> {
-        let mut text = super::form::page_intro(request, url);
-        let answer = loop {
-            let line = self
-                .read_field(text, super::form::PAGE_PROMPT.to_owned(), io)
-                .await?;
-            match line {
-                Entered::Text(line) => match super::form::page_answer(&line) {
-                    Some(answer) => break answer,
-                    None => text = "  ✗ yes, no or cancel\n".to_owned(),
-                },
-                Entered::Interrupted => break ElicitationAnswer::Cancel,
-                Entered::Eof => break ElicitationAnswer::Decline,
-            }
-        };
-        let server = safe(&request.server);
-        let said = match &answer {
-            ElicitationAnswer::Accept(_) => {
-                format!("cordis: told {server} you will open {}", safe(url))
-            }
-            ElicitationAnswer::Cancel => format!("cordis: cancelled {server}'s page"),
-            _ => format!("cordis: declined {server}'s page"),
-        };
-        writeln!(io.err, "{said}")?;
+        writeln!(io.err, "{}", form.outcome(&answer))?;
         io.err.flush()?;
         Ok(answer)
     }
