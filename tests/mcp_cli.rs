@@ -345,7 +345,7 @@ fn an_mcp_servers_form_is_filled_in_at_the_terminal_field_by_field_and_declined_
              \x20     - toolCalls: [{{id: a3, name: mcp__fx__ask, arguments: {{}}}}]\n\
              \x20     - text: Never reached.\n\
              - {{id: sessions, name: sessions, config: {{root: .sessions}}}}\n- {{id: agent-loop, name: agent-loop}}\n\
-             - id: fx\n  name: mcp\n  config: {{transport: stdio, server: fx, command: {}, args: [--tools, ask, --catalog]}}\n",
+             - id: fx\n  name: mcp\n  config: {{transport: stdio, server: fx, command: {}, args: [--tools, ask, --catalog, --log, fx.log]}}\n",
             server.display()
         ),
     );
@@ -400,7 +400,28 @@ fn an_mcp_servers_form_is_filled_in_at_the_terminal_field_by_field_and_declined_
             "",
         ),
         ("cordis: fx says the page is done (e1)", 1, ""),
-        ("Paged.", 1, "once more\r"),
+        ("Paged.", 1, "/mcp__fx__greeting wait\r"),
+    ];
+    converse(&mut term, dialogue);
+    // Ctrl-C while a server holds a prompt command: the run stops waiting, nothing is sent.
+    let deadline = std::time::Instant::now() + LIMIT;
+    while !std::fs::read_to_string(dir.join("fx.log"))
+        .unwrap_or_default()
+        .contains("greeting wait")
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the prompt was never asked for"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    term.send("\x03");
+    let dialogue: &[(&str, usize, &str)] = &[
+        (
+            "cordis: stopped waiting for the server; nothing was sent",
+            1,
+            "once more\r",
+        ),
         ("cordis: MCP server fx asks:", 4, ""),
         // Ctrl-C at a field cancels the form and the turn; the run goes on.
         ("  name (text", 5, "\x03"),

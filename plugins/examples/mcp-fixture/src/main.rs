@@ -31,7 +31,8 @@
 //!   `cancelled slow`, `lingering`);
 //! - `--linger`: ignores SIGTERM and keeps running after stdin closes (a server that ignores
 //!   shutdown, so the client must kill it);
-//! - `--catalog`: offers prompts (`greeting`, which asks the user for a name when given none;
+//! - `--catalog`: offers prompts (`greeting`, which asks the user for a name when given none
+//!   and holds its answer for 10 minutes for the name `wait`;
 //!   `review`, `summarize`), resources
 //!   (`mem://readme`, `mem://logo` a PNG blob, `mem://big` 300 KiB of text) and the template
 //!   `mem://notes/{id}`, listed in the seed's order and paged like tools;
@@ -444,6 +445,12 @@ impl ServerHandler for Fixture {
             // Without a name, the user is asked for one (elicitation during `prompts/get`).
             "greeting" if arg("name").is_empty() => {
                 format!("Say hello to {}.", ask_name(&context.peer).await)
+            }
+            // A prompt that never comes (for a client that must stop waiting): logged, then held.
+            "greeting" if arg("name") == "wait" => {
+                self.log("greeting wait");
+                tokio::time::sleep(Duration::from_secs(600)).await;
+                "Say hello to nobody.".to_owned()
             }
             "greeting" => format!("Say hello to {}.", arg("name")),
             "summarize" => "Summarize the conversation so far.".to_owned(),
