@@ -2036,6 +2036,57 @@ fn a_tool_that_asks_asks_the_editor_and_a_rejection_denies_it() {
 }
 
 #[test]
+fn a_write_over_a_file_is_asked_with_its_diff_against_the_files_text_and_a_new_file_as_new() {
+    // The question used to carry no content: the editor showed the call's card, made from the
+    // arguments alone, a new file (no `oldText`) for a file that exists.
+    let dir = scratch("permission-diff");
+    std::fs::write(dir.join("notes.txt"), "keep\nold line\n").unwrap();
+    let script = json!([
+        {"toolCalls": [
+            {"id": "w1", "name": "write_file", "arguments": {"path": "notes.txt", "content": "keep\nnew line\n"}},
+            {"id": "w2", "name": "write_file", "arguments": {"path": "fresh.txt", "content": "hello\n"}}
+        ]},
+        text("Done."),
+    ]);
+    let mut acp = Acp::start(&dir, &script);
+    acp.answer = Answer::Reject;
+    acp.initialize();
+    let s = acp.new_session(&dir);
+    assert_eq!(
+        acp.prompt(&s, "write them")["result"]["stopReason"],
+        "end_turn"
+    );
+    assert_eq!(acp.close(), 0);
+    let asked: Vec<Value> = acp
+        .seen
+        .iter()
+        .filter(|m| m["method"] == "session/request_permission")
+        .map(|m| m["params"]["toolCall"].clone())
+        .collect();
+    assert_eq!(asked.len(), 2, "{asked:?}");
+    let of = |id: &str| {
+        asked
+            .iter()
+            .find(|t| t["toolCallId"] == id)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(
+        of("w1")["content"],
+        json!([{"type": "diff", "path": dir.join("notes.txt"),
+                "oldText": "keep\nold line\n", "newText": "keep\nnew line\n"}])
+    );
+    assert_eq!(
+        of("w2")["content"],
+        json!([{"type": "diff", "path": dir.join("fresh.txt"), "newText": "hello\n"}])
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("notes.txt")).unwrap(),
+        "keep\nold line\n"
+    );
+}
+
+#[test]
 fn two_sessions_run_side_by_side_and_interleave_nothing() {
     let dir = scratch("two");
     let (a_dir, b_dir) = (dir.join("a"), dir.join("b"));
@@ -2809,5 +2860,102 @@ fn an_editors_http_server_that_needs_a_login_names_the_url_login_and_opens_after
     let id = acp.request("session/new", json!({"cwd": dir, "mcpServers": servers}));
     let r = acp.response(id);
     assert!(r["result"]["sessionId"].is_string(), "{r}");
+    assert_eq!(acp.close(), 0);
+}
+
+/// Regression (issue 40, finding 10): an editor answering `fs/read_text_file` with more than the
+/// message line limit left `read_file` waiting forever (the line was skipped, the request never
+/// settled). The answer now fails that one call at once, naming the limit, and the connection
+/// goes on. The id comes last, behind the 16 MiB of content, as an editor may write it.
+#[test]
+fn an_editors_answer_over_the_line_limit_fails_that_read_at_once_and_the_connection_goes_on() {
+    let dir = scratch("editor-huge-read");
+    std::fs::write(dir.join("notes.txt"), "small\n").unwrap();
+    let script = json!([
+        {"toolCalls": [{"id": "r1", "name": "read_file", "arguments": {"path": "notes.txt"}}]},
+        text("The editor's copy was too large."),
+        text("Still here.")
+    ]);
+    let mut acp = Acp::start(&dir, &script);
+    let id = acp.request(
+        "initialize",
+        json!({"protocolVersion": 1, "clientCapabilities": {"fs": {"readTextFile": true}}}),
+    );
+    acp.response(id);
+    let s = acp.new_session(&dir);
+    let prompt = acp.send_prompt(&s, "read notes.txt");
+    let asked = acp.until(|m| m["method"] == "fs/read_text_file");
+    let mut answer = br#"{"jsonrpc":"2.0","result":{"content":""#.to_vec();
+    answer.extend(std::iter::repeat_n(b'x', (16 << 20) + 10));
+    answer.extend(format!(r#""}},"id":{}}}"#, asked["id"]).as_bytes());
+    acp.write_raw(&answer);
+    let r = acp.response(prompt);
+    assert_eq!(r["result"]["stopReason"], "end_turn", "{r}");
+    let update = acp
+        .updates(&s)
+        .into_iter()
+        .find(|u| u["sessionUpdate"] == "tool_call_update")
+        .unwrap();
+    assert_eq!(update["status"], "failed", "{update}");
+    assert!(
+        update.to_string().contains(&format!(
+            "the client's answer of {} bytes is over the 16777216-byte message limit",
+            answer.len()
+        )),
+        "{update}"
+    );
+    // The agent answered no response: the answer was an answer, not a request.
+    assert!(
+        !acp.seen.iter().any(|m| m["error"]["code"] == -32700),
+        "{:?}",
+        acp.seen
+            .iter()
+            .filter(|m| m.get("error").is_some())
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(
+        acp.prompt(&s, "and now?")["result"]["stopReason"],
+        "end_turn"
+    );
+    // A request over the limit is answered under its own id (not a null one).
+    let mut request = format!(
+        r#"{{"jsonrpc":"2.0","id":77,"method":"session/prompt","params":{{"sessionId":"{s}","prompt":[{{"type":"text","text":""#
+    )
+    .into_bytes();
+    request.extend(std::iter::repeat_n(b'y', 16 << 20));
+    request.extend(br#""}]}}"#);
+    acp.write_raw(&request);
+    let refused = acp.response(77);
+    assert_eq!(refused["error"]["code"], -32700, "{refused}");
+    assert_eq!(acp.close(), 0);
+}
+
+/// Regression (issue 40, finding 15): a request whose id was an object, an array or a boolean
+/// was served and answered under that id; JSON-RPC allows only a string, a number or null. It
+/// is now an Invalid Request, answered with a null id, and the connection goes on.
+#[test]
+fn a_request_id_that_is_an_object_an_array_or_a_boolean_is_an_invalid_request() {
+    let dir = scratch("bad-ids");
+    let mut acp = Acp::start(&dir, &json!([text("hi")]));
+    for (id, kind) in [
+        (json!({"n": 1}), "an object"),
+        (json!([1]), "an array"),
+        (json!(true), "a boolean"),
+    ] {
+        acp.write(&json!({"jsonrpc": "2.0", "id": id, "method": "initialize",
+            "params": {"protocolVersion": 1, "clientCapabilities": {}}}));
+        let answer = acp.next();
+        assert_eq!(answer["id"], Value::Null, "{answer}");
+        assert_eq!(answer["error"]["code"], -32600, "{answer}");
+        assert_eq!(
+            answer["error"]["message"],
+            format!("the id is {kind}; JSON-RPC allows only a string, a number or null")
+        );
+        assert!(answer.get("result").is_none(), "{answer}");
+    }
+    let init = acp.initialize();
+    assert!(init["result"].is_object(), "{init}");
+    let s = acp.new_session(&dir);
+    assert_eq!(acp.prompt(&s, "hello")["result"]["stopReason"], "end_turn");
     assert_eq!(acp.close(), 0);
 }

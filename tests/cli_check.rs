@@ -641,3 +641,32 @@ fn a_name_two_entries_claim_at_run_time_is_a_conflict_under_every_seed() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Regression (issue 40, finding 15): `check --preset X --json` printed no JSON when the preset
+/// could not mount, so a script reading stdout got nothing to parse. It prints the error as
+/// JSON (and still exits 1).
+#[test]
+fn check_preset_json_prints_the_error_as_json_when_the_preset_cannot_mount() {
+    let run = cordis(
+        &[
+            "check",
+            &common::fixture("good.yml"),
+            "--seed",
+            "4",
+            "--preset",
+            "reviewer",
+            "--json",
+        ],
+        &[],
+    );
+    assert_eq!(run.code, 1, "{}", run.err);
+    let json: serde_json::Value = serde_json::from_str(&run.out)
+        .unwrap_or_else(|e| panic!("stdout is JSON ({e}): {:?}", run.out));
+    assert_eq!(json["seed"], 4);
+    assert_eq!(json["schedule"], "random");
+    assert_eq!(json["preset"], "reviewer");
+    assert_eq!(
+        json["error"],
+        "--preset needs an `agent-presets` entry (see the bundled cordis.yml), and it is not active"
+    );
+}

@@ -691,3 +691,38 @@ fn reasoning_goes_to_stderr_and_the_answer_alone_to_stdout() {
     assert!(stderr.contains("First I think.\n"), "{stderr}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Regression (issue 40, finding 11): piped lines read while a turn ran were queued up to 32 and
+/// every later one dropped ("is dropped"), and the run still exited 0. Piped input is now read
+/// when the agent is ready for it: every line reaches the model and the log, in order.
+#[test]
+fn every_piped_line_reaches_the_model_in_order_however_many_are_piped() {
+    let dir = fresh_dir("piped-many");
+    std::fs::write(
+        dir.join("many.yml"),
+        "- {id: system-prompt, name: system-prompt, config: {persona: P}}\n\
+         - {id: tools, name: tools}\n\
+         - {id: llm, name: llm, config: {adapter: scripted, model: m, repeat: true, responses: [{text: ok}]}}\n\
+         - {id: sessions, name: sessions, config: {root: .sessions}}\n\
+         - {id: agent-loop, name: agent-loop}\n",
+    )
+    .unwrap();
+    let lines: Vec<String> = (1..=200).map(|i| format!("message {i}")).collect();
+    let out = run(
+        &dir,
+        &["many.yml", "--session", "many"],
+        &(lines.join("\n") + "\n"),
+        &[],
+    );
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("dropped"), "{stderr}");
+    let sent: Vec<String> = common::log_events(&dir, "many")
+        .iter()
+        .filter(|e| e["type"] == "user/message")
+        .map(|e| e["data"]["content"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(sent, lines);
+    assert_eq!(stdout.matches("> message ").count(), 200, "{stdout}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

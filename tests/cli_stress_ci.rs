@@ -248,3 +248,139 @@ fn a_time_budget_runs_seeds_until_spent_and_says_how_many() {
     assert_eq!(bad.code, 2);
     assert!(bad.err.contains("is not a duration"), "{}", bad.err);
 }
+
+/// Two entries claiming one tool at run time: `check` fails it under every seed.
+const CONFLICT: &str = "- {id: system-prompt, name: system-prompt}\n- {id: tools, name: tools}\n\
+    - {id: a, name: debug/claim, config: {tools: [echo, mine]}}\n\
+    - {id: b, name: debug/claim, config: {tools: [echo]}}\n";
+
+/// Regression (issue 40, finding 12): `stress` exited 0 (JUnit: 0 failures) when two entries
+/// conflicted over a tool at run time, while `check` and `permute` exit 1 for the same file.
+/// Seeds that agree on a boot `check` fails now fail `stress`, with the reason on stderr, in
+/// the JSON report, in JUnit and in the GitHub annotations.
+#[test]
+fn seeds_that_agree_on_a_conflict_fail_stress_as_check_and_permute_fail_it() {
+    let dir = temp("conflict");
+    let file = dir.join("cordis.yml");
+    std::fs::write(&file, CONFLICT).unwrap();
+    let file = file.display().to_string();
+    assert_eq!(cordis(&["check", &file, "--seed", "0"], &[]).code, 1);
+    assert_eq!(cordis(&["permute", &file], &[]).code, 1);
+
+    let junit = dir.join("junit.xml").display().to_string();
+    let report = dir.join("shard.json").display().to_string();
+    let run = cordis(
+        &[
+            "stress", &file, "--seeds", "8", "--junit", &junit, "--report", &report,
+        ],
+        &[("GITHUB_ACTIONS", "true")],
+    );
+    assert_eq!(run.code, 1, "{}{}", run.out, run.err);
+    assert!(
+        run.err.contains(
+            "cordis: 8 seeds agree, but on a boot `cordis check` fails (schedule random):\n  \
+             2 entries are not active: a (conflict), b (conflict)\n  \
+             conflict: tool \"echo\" is claimed by entries \"a\" and \"b\", so none of them gets it; "
+        ),
+        "{}",
+        run.err
+    );
+    assert!(
+        run.err.contains(&format!(
+            "\nreplay:\n  cordis check {file} --seed 0 --schedule random\n"
+        )),
+        "{}",
+        run.err
+    );
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(xml.contains("failures=\"1\""), "{xml}");
+    assert!(
+        xml.contains(
+            "<failure message=\"check under schedule random: 2 entries are not active: a (conflict), b (conflict)\">"
+        ),
+        "{xml}"
+    );
+    assert!(
+        xml.contains("claimed by entries &quot;a&quot; and &quot;b&quot;"),
+        "{xml}"
+    );
+    let shard: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    assert_eq!(shard["failure"]["kind"], "check", "{shard}");
+    assert_eq!(shard["failure"]["entries"], serde_json::json!(["a", "b"]));
+    assert_eq!(shard["runs"], 8);
+    // One annotation per entry, at its line.
+    for line in [3, 4] {
+        assert!(
+            run.out.contains(&format!(
+                "::error file={file},line={line},title=cordis stress::check in entry"
+            )),
+            "{}",
+            run.out
+        );
+    }
+    // The merge of such a shard fails too.
+    let merged = cordis(&["stress", "merge", &report], &[]);
+    assert_eq!(merged.code, 1, "{}", merged.out);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Regression (issue 40, finding 15): `stress --exercise` said "0 entries not active" while
+/// entries were in `conflict` (it counted a key the exercise outcome does not have). They are
+/// counted, and the run fails as the boot's `check` does.
+#[test]
+fn an_exercise_over_a_conflict_counts_the_entries_not_active_and_fails() {
+    let dir = temp("exercise-conflict");
+    let file = dir.join("cordis.yml");
+    let parallel = std::fs::read_to_string(fixture("exercise/parallel.yml")).unwrap();
+    std::fs::write(
+        &file,
+        format!(
+            "{parallel}- {{id: a, name: debug/claim, config: {{tools: [echo]}}}}\n- {{id: b, name: debug/claim, config: {{tools: [echo]}}}}\n"
+        ),
+    )
+    .unwrap();
+    let run = cordis(
+        &[
+            "stress",
+            file.to_str().unwrap(),
+            "--exercise",
+            &fixture("exercise/script.yml"),
+            "--seeds",
+            "4",
+        ],
+        &[],
+    );
+    assert_eq!(run.code, 1, "{}{}", run.out, run.err);
+    assert!(!run.out.contains("0 entries not active"), "{}", run.out);
+    assert!(
+        run.err
+            .contains("2 entries are not active: a (conflict), b (conflict)"),
+        "{}",
+        run.err
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Regression (issue 40, finding 15): `stress merge` took a shard report whose `"digest"` was
+/// null as agreeing (a hand-edited file, or one written by something else). It is refused,
+/// naming the file.
+#[test]
+fn a_shard_report_with_a_null_digest_is_refused_naming_the_file() {
+    let dir = temp("null-digest");
+    let report = shard(&dir, 0, 1, 6);
+    let mut json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    json["digest"] = serde_json::Value::Null;
+    std::fs::write(&report, json.to_string()).unwrap();
+    let merged = cordis(&["stress", "merge", &report], &[]);
+    assert_eq!(merged.code, 2, "{}{}", merged.out, merged.err);
+    assert!(
+        merged.err.contains(&format!(
+            "cordis: {report} is not a consistent shard report: \"digest\" is null, yet it ran 6 seeds without a failure"
+        )),
+        "{}",
+        merged.err
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -332,8 +332,7 @@ fn a_key_typed_ahead_never_answers_and_always_grants_the_parsed_command_for_the_
     );
     let dir = fresh_dir("typed-ahead", &shell_agent(responses, true));
     let mut term = Pty::spawn_controlling(cordis(&dir, &["run", "--session", "a"]));
-    let status =
-        "allow bash? [y]es once, [a]lways `git status` this session, [N]o (or type why not)";
+    let status = "allow bash? [y]es once, [a]lways `git status` this session (read-only), [N]o (or type why not)";
     term.wait_for("> ", LIMIT);
     term.send("go\r");
     term.wait_for("Thinking", LIMIT);
@@ -575,5 +574,62 @@ fn ctrl_d_typed_while_a_turn_runs_ends_the_run_after_it() {
         "{}",
         term.screen()
     );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A composition whose model writes `notes.txt` over the file that is there (`write_file`
+/// asks), then answers.
+const WRITE_AGENT: &str = "\
+- {id: system-prompt, name: system-prompt}
+- {id: tools, name: tools}
+- id: llm
+  name: llm
+  config:
+    adapter: scripted
+    model: m
+    responses:
+      - toolCalls: [{name: write_file, arguments: {path: notes.txt, content: \"keep\\nnew line\\n\"}}]
+      - text: Written.
+- {id: sessions, name: sessions, config: {root: .sessions}}
+- {id: agent-loop, name: agent-loop}
+- {id: workspace, name: workspace, config: {root: .}}
+- {id: fs, name: tool-fs}
+- {id: approvals, name: approvals}
+- {id: presenter, name: presenter}
+";
+
+#[test]
+fn a_write_over_a_file_asks_with_what_it_replaces_and_a_change_while_asked_is_kept() {
+    // The card used to show the file as new (`--- /dev/null`, only `+` lines), and a change
+    // made while the question was open was overwritten.
+    let dir = fresh_dir("write-over", WRITE_AGENT);
+    std::fs::write(dir.join("notes.txt"), "keep\nold line\n").unwrap();
+    let mut term = Pty::spawn(cordis(&dir, &["run", "--session", "w"]));
+    term.wait_for("> ", LIMIT);
+    term.send("write the notes\r");
+    term.wait_for("allow write_file? [y]es once", LIMIT);
+    let screen = term.screen();
+    assert!(
+        screen.contains("--- a/notes.txt\r\n+++ b/notes.txt\r\n@@ -1,2 +1,2 @@\r\n keep\r\n-old line\r\n+new line\r\n"),
+        "{screen}"
+    );
+    assert!(!screen.contains("/dev/null"), "{screen}");
+    // Someone changes the file while the question is open; the yes that follows writes nothing.
+    std::fs::write(dir.join("notes.txt"), "someone else's text\n").unwrap();
+    term.send("y");
+    term.wait_for("Written.", LIMIT);
+    assert!(
+        term.screen()
+            .contains("\"notes.txt\" changed after the write was shown for approval"),
+        "{}",
+        term.screen()
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("notes.txt")).unwrap(),
+        "someone else's text\n"
+    );
+    term.wait_for_count("> ", 2, LIMIT);
+    term.send("\x04");
+    assert_eq!(term.wait_exit(LIMIT), Some(0), "{}", term.screen());
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -235,7 +235,7 @@ fn at_a_terminal_the_edit_is_shown_and_asked_and_no_denies_it() {
     );
     term.send("y\r");
     term.wait_for(
-        "allow bash? [y]es once, [a]lways `grep -c final notes.txt` this session, [N]o",
+        "allow bash? [y]es once, [a]lways `grep -c final notes.txt` this session (read-only), [N]o",
         limit,
     );
     assert!(

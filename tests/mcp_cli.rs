@@ -526,3 +526,151 @@ fn an_mcp_servers_form_is_filled_in_at_the_terminal_field_by_field_and_declined_
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Regression (issue 40, finding 8): a 3 MB text result went whole into the next model request
+/// (and the log, and one ACP message). Now the model and the log get its head and tail within
+/// `maxResultText` (64 KiB by default), saying how much was cut.
+#[test]
+fn a_three_megabyte_mcp_result_reaches_the_model_and_the_log_cut_to_the_bound() {
+    use serde_json::json;
+    let delta = |d: serde_json::Value| json!({"choices": [{"index": 0, "delta": d}]});
+    let finish = |why: &str| json!({"choices": [{"index": 0, "delta": {}, "finish_reason": why}]});
+    let (base, server) = common::openai_serving(vec![
+        vec![
+            delta(
+                json!({"role": "assistant", "tool_calls": [{"index": 0, "id": "c1", "type": "function",
+                "function": {"name": "mcp__fx__big", "arguments": "{\"bytes\": 3000000}"}}]}),
+            ),
+            finish("tool_calls"),
+        ],
+        vec![delta(json!({"content": "Long."})), finish("stop")],
+    ]);
+    let fixture = crate::mcp_determinism::fixture_server();
+    let dir = project(
+        "mcp-big",
+        &format!(
+            "- {{id: system-prompt, name: system-prompt}}\n- {{id: tools, name: tools}}\n\
+             - id: llm\n  name: llm\n  config: {{adapter: openai, baseUrl: \"{base}\", apiKey: k, model: m}}\n\
+             - {{id: sessions, name: sessions, config: {{root: .sessions}}}}\n- {{id: agent-loop, name: agent-loop}}\n\
+             - id: fx\n  name: mcp\n  config: {{transport: stdio, server: fx, command: {}, args: [--tools, big]}}\n",
+            fixture.display()
+        ),
+    );
+    let (code, out, err) = common::piped(
+        &dir,
+        &["run", "--session", "big", "--approve", "mcp__fx__big"],
+        "how long is it?\n",
+    );
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    let bodies = server.join().unwrap();
+    let tool = bodies[1]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .expect("the tool result is sent")["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let bound = cordis_tools::MAX_RESULT_TEXT + 256;
+    assert!(tool.len() <= bound, "{} bytes reach the model", tool.len());
+    assert!(
+        tool.contains("BEGINxxx")
+            && tool.contains("xxxEND")
+            && tool.contains("bytes omitted; 3000000 bytes in all"),
+        "{}",
+        &tool[..200]
+    );
+    let logged = tool_results(&dir, "big");
+    assert_eq!(logged.len(), 1, "{logged:?}");
+    assert!(
+        logged[0].len() <= bound + 1024,
+        "{} bytes logged",
+        logged[0].len()
+    );
+    assert!(logged[0].contains("bytes omitted; 3000000 bytes in all"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Regression (issue 40, finding 15): an answer over `maxMessageBytes` was skipped and the call
+/// waited out `callTimeoutMs` with a message that never named the limit.
+#[test]
+fn an_mcp_answer_over_max_message_bytes_fails_the_call_naming_the_limit() {
+    let fixture = crate::mcp_determinism::fixture_server();
+    let dir = project(
+        "mcp-over-limit",
+        &format!(
+            "- {{id: system-prompt, name: system-prompt}}\n- {{id: tools, name: tools}}\n\
+             - id: fx\n  name: mcp\n  config: {{transport: stdio, server: fx, command: {}, args: [--tools, big], maxMessageBytes: 1048576, callTimeoutMs: 20000}}\n",
+            fixture.display()
+        ),
+    );
+    let file = dir.join("cordis.yml").display().to_string();
+    let run = cordis(
+        &["call", &file, "mcp__fx__big", r#"{"bytes": 2000000}"#],
+        &[],
+    );
+    assert_ne!(run.code, 0, "{}\n{}", run.out, run.err);
+    let all = format!("{}{}", run.out, run.err);
+    assert!(
+        all.contains("the server's answer is over the maxMessageBytes limit of 1048576 bytes"),
+        "{all}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Regression (issue 40, finding 14): a server that failed to start said only "handshake
+/// failed: connection closed"; its stderr (the real reason) showed only with `RUST_LOG=debug`.
+#[test]
+fn a_server_that_fails_to_start_is_pending_with_the_last_lines_of_its_stderr() {
+    let fixture = crate::mcp_determinism::fixture_server();
+    let dir = project(
+        "mcp-stderr",
+        &format!(
+            "- {{id: system-prompt, name: system-prompt}}\n- {{id: tools, name: tools}}\n\
+             - id: db\n  name: mcp\n  config: {{transport: stdio, server: db, command: {}, args: [--stderr, \"fatal: DATABASE_URL is not set\"]}}\n",
+            fixture.display()
+        ),
+    );
+    let file = dir.join("cordis.yml").display().to_string();
+    let check = cordis(&["check", &file], &[]);
+    assert_eq!(check.code, 0, "{}\n{}", check.out, check.err);
+    let row = check.out.lines().find(|l| l.starts_with("db ")).unwrap();
+    assert!(row.contains(" pending "), "{row}");
+    assert!(
+        row.contains(
+            "mcp(db): cannot connect: handshake failed: the server closed the connection; the server's stderr ended with: fatal: DATABASE_URL is not set; retry 1 of 10"
+        ),
+        "{row}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Regression (issue 40, finding 13): server `a`'s prompt `b__c` and server `a__b`'s prompt `c`
+/// both became `/mcp__a__b__c`, one silently hiding the other. Now the command name is a claim:
+/// both entries report the conflict and neither offers the command.
+#[test]
+fn two_servers_prompts_that_make_one_command_name_are_a_conflict_both_entries_report() {
+    let fixture = crate::mcp_determinism::fixture_server();
+    let config = format!(
+        "- {{id: system-prompt, name: system-prompt}}\n- {{id: tools, name: tools}}\n\
+         - id: llm\n  name: llm\n  config: {{adapter: scripted, model: m, responses: [{{text: Ok.}}], repeat: true}}\n\
+         - {{id: sessions, name: sessions}}\n- {{id: agent-loop, name: agent-loop}}\n\
+         - id: one\n  name: mcp\n  config: {{transport: stdio, server: a, command: {bin}, args: [--tools, add, --catalog, --prompts, \"b__c,mine\"]}}\n\
+         - id: two\n  name: mcp\n  config: {{transport: stdio, server: a__b, command: {bin}, args: [--tools, add, --catalog, --prompts, c]}}\n",
+        bin = fixture.display()
+    );
+    let dir = project("mcp-prompt-clash", &config);
+    let file = dir.join("cordis.yml").display().to_string();
+    let check = cordis(&["check", &file], &[]);
+    assert_eq!(check.code, 1, "{}\n{}", check.out, check.err);
+    let said = "prompt command \"mcp__a__b__c\" is claimed by entries \"one\" and \"two\", so none of them gets it";
+    for id in ["one ", "two "] {
+        let row = check.out.lines().find(|l| l.starts_with(id)).unwrap();
+        assert!(row.contains(" conflict ") && row.contains(said), "{row}");
+    }
+    let (_, out, err) = common::piped(&dir, &["run"], "/help\n");
+    assert!(err.contains("  /mcp__a__mine  "), "{out}\n{err}");
+    assert!(!err.contains("/mcp__a__b__c"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

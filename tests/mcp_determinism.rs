@@ -284,3 +284,65 @@ fn a_stdio_server_cannot_read_the_hosts_environment_through_proc() {
     );
     assert_eq!(std::fs::read_to_string(&seen).unwrap(), "0\n");
 }
+
+/// Regression (issue 40, finding 13): a server whose tool list changes right after the client
+/// connected (its first `tools/list` answers the old list, the list changes before that answer
+/// is sent, `list_changed` follows) booted one way or the other by the wall clock: whether the
+/// re-sync landed before the boot's report. Now the boot confirms each list it took, so every
+/// seed boots with the final list, one digest.
+#[test]
+fn a_tool_list_that_changes_right_after_connecting_boots_one_way_under_every_seed() {
+    let bin = fixture_server().display().to_string();
+    let source = format!(
+        "- {{id: system-prompt, name: system-prompt}}\n- {{id: tools, name: tools}}\n\
+         - id: srv\n  name: mcp\n  config: {{transport: stdio, server: srv, command: \"{bin}\", args: [--tools, \"add,greet\", --change-at-start], failOnStartupError: true}}\n"
+    );
+    let file = std::env::temp_dir()
+        .join("cordis-mcp-change-at-start.yml")
+        .display()
+        .to_string();
+    let mut digests = std::collections::BTreeSet::new();
+    let mut tool_sets = std::collections::BTreeSet::new();
+    for seed in 0..40u64 {
+        let plan = load_plan(
+            &source,
+            &file,
+            &|_: &str| None,
+            &cordis::builtins::standard(),
+            &PlanOptions::default(),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let (report, live) = boot_blocking(&plan, Schedule::new(Policy::Random, seed)).unwrap();
+        assert!(report.all_active(), "seed {seed}: {:?}", report.entries);
+        assert!(live.is_zero(), "seed {seed}: {live:?} left after dispose");
+        let tools: Vec<String> = report.assembly["tools"]
+            .as_array()
+            .map(|t| {
+                t.iter()
+                    .filter_map(|t| t.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default();
+        tool_sets.insert(tools);
+        digests.insert(report.digest);
+    }
+    assert_eq!(
+        tool_sets,
+        std::collections::BTreeSet::from([vec![
+            "mcp__srv__add".to_owned(),
+            "mcp__srv__greet".to_owned(),
+            "mcp__srv__late".to_owned()
+        ]]),
+        "every seed boots with the final list"
+    );
+    assert_eq!(digests.len(), 1, "one digest: {digests:?}");
+    // What a person runs: stress agrees over its seeds, and a seed's replay boots the same.
+    std::fs::write(&file, &source).unwrap();
+    let stress = cordis(&["stress", &file, "--seeds", "20"], &[]);
+    assert_eq!(stress.code, 0, "{}\n{}", stress.out, stress.err);
+    assert!(stress.out.contains("20 seeds agree"), "{}", stress.out);
+    let check = cordis(&["check", &file, "--seed", "3"], &[]);
+    assert!(check.out.contains("mcp__srv__late"), "{}", check.out);
+    assert_eq!(digest_line(&check.out), digest_line(&stress.out));
+    let _ = std::fs::remove_file(&file);
+}

@@ -1013,3 +1013,90 @@ fn an_mcp_servers_form_is_filled_in_the_page_and_a_value_it_does_not_take_is_sai
     );
     drop(page);
 }
+
+#[test]
+fn the_pages_question_for_a_write_over_a_file_carries_the_files_text_to_diff_against() {
+    // The question's card used to have no `oldText`: the page drew every line as added, the
+    // file as new.
+    let dir = scratch("write-over");
+    std::fs::write(dir.join("notes.txt"), "keep\nold line\n").unwrap();
+    let script = dir.join("script.json");
+    std::fs::write(
+        &script,
+        serde_json::json!([
+            {"toolCalls": [{"id": "w1", "name": "write_file",
+                            "arguments": {"path": "notes.txt", "content": "keep\nnew line\n"}}]},
+            {"text": "Asked."}
+        ])
+        .to_string(),
+    )
+    .unwrap();
+    let fixture = common::fixture("acp/agent.yml");
+    let mut cmd = common::cordis_command(&dir, &["serve", &fixture, "--port", "0"]);
+    cmd.env("ACP_SCRIPT", &script).env("CORDIS_WORKSPACE", &dir);
+    let mut child = cmd.spawn().unwrap();
+    let stdout = common::lines(child.stdout.take().unwrap());
+    let stderr = common::lines(child.stderr.take().unwrap());
+    let url = stdout
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .expect("cordis serve prints its URL");
+    let rest = url.strip_prefix("http://127.0.0.1:").unwrap();
+    let (port, token) = rest.split_once("/?token=").unwrap();
+    let server = Server {
+        child,
+        port: port.parse().unwrap(),
+        token: token.to_owned(),
+        url: url.clone(),
+        stderr,
+    };
+    let auth = [
+        ("x-cordis-token", server.token.as_str()),
+        ("content-type", "application/json"),
+    ];
+    let (status, body) = http(server.port, "POST", "/api/agents/sessions", &auth, "{}");
+    assert_eq!(status, 200, "{body}");
+    let id = serde_json::from_str::<Value>(&body).unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (status, body) = http(
+        server.port,
+        "POST",
+        &format!("/api/agents/sessions/{id}/prompt"),
+        &auth,
+        r#"{"text":"write the notes"}"#,
+    );
+    assert_eq!(status, 202, "{body}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let question = loop {
+        let (_, body) = http(server.port, "GET", "/api/agents", &auth, "");
+        let overview: Value = serde_json::from_str(&body).unwrap();
+        if let Some(q) = overview["approvals"].as_array().and_then(|a| a.first()) {
+            break q.clone();
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no question reached the page: {overview}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert_eq!(question["tool"], "write_file", "{question}");
+    assert_eq!(
+        question["view"]["card"],
+        serde_json::json!({"type": "diff", "path": "notes.txt",
+                           "oldText": "keep\nold line\n", "newText": "keep\nnew line\n"}),
+        "{question}"
+    );
+    let (status, _) = http(
+        server.port,
+        "POST",
+        &format!("/api/approvals/{}", question["id"]),
+        &auth,
+        r#"{"answer":"deny"}"#,
+    );
+    assert_eq!(status, 200);
+    assert_eq!(
+        std::fs::read_to_string(dir.join("notes.txt")).unwrap(),
+        "keep\nold line\n"
+    );
+}

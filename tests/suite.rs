@@ -10,6 +10,7 @@ mod common;
 #[path = "../plugins/mcp/tests/support/oauth.rs"]
 mod oauth_fixture;
 
+mod approvals_unasked;
 mod cli_acp;
 mod cli_acp_props;
 mod cli_call;

@@ -444,3 +444,314 @@ fn the_python_guest_built_with_componentize_py_answers() {
         json!({"label": "counted", "words": 3, "chars": 16})
     );
 }
+
+/// The events of every session log under `dir/.sessions`, and the logs' total size in bytes.
+fn session_events(dir: &Path) -> (Vec<Value>, u64) {
+    let (mut events, mut bytes) = (Vec::new(), 0);
+    for entry in std::fs::read_dir(dir.join(".sessions")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "jsonl") {
+            let text = std::fs::read_to_string(&path).unwrap();
+            bytes += text.len() as u64;
+            events.extend(
+                text.lines()
+                    .skip(1)
+                    .map(|l| serde_json::from_str::<Value>(l).unwrap()),
+            );
+        }
+    }
+    (events, bytes)
+}
+
+/// Regression (issue 40, finding 6): a guest granted `workspace: write` whose tool declares
+/// `read` wrote a file unasked in `ask` mode, because its own declaration decided. The grants
+/// decide now: the tool is an edit, so a piped run (no approver) denies it and nothing is
+/// written.
+#[test]
+fn a_guest_granted_workspace_write_is_asked_whatever_effect_it_declares() {
+    let dir = temp("effect");
+    let ws = dir.join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    // The probe guest's tool declares `read`, and creates `new.txt` when it can.
+    write_guest(&dir, "probe.wasm", &guests::files());
+    std::fs::write(
+        dir.join("cordis.yml"),
+        format!(
+            "{BASE}- id: llm\n  name: llm\n  config:\n    adapter: scripted\n    model: m\n    responses:\n      - toolCalls: [{{name: probe, arguments: {{}}}}]\n      - text: Probed.\n\
+             - {{id: sessions, name: sessions, config: {{root: .sessions}}}}\n\
+             - {{id: agent-loop, name: agent-loop}}\n\
+             - {{id: workspace, name: workspace, config: {{root: {ws}}}}}\n\
+             - {{id: approvals, name: approvals, config: {{mode: ask}}}}\n\
+             - id: probe\n  name: ./probe.wasm\n  config:\n    capabilities: {{workspace: write}}\n",
+            ws = ws.display()
+        ),
+    )
+    .unwrap();
+    let (code, out, err) = common::piped(&dir, &["run", "cordis.yml"], "probe the workspace\n");
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    assert!(out.contains("Probed."), "{out}\n{err}");
+    assert!(
+        !ws.join("new.txt").exists(),
+        "the guest wrote without being asked"
+    );
+    let (events, _) = session_events(&dir);
+    let decisions: Vec<_> = events
+        .iter()
+        .filter(|e| e["type"] == "tool/approval")
+        .map(|e| (e["data"]["by"].clone(), e["data"]["allowed"].clone()))
+        .collect();
+    assert_eq!(
+        decisions,
+        [(json!("no-approver"), json!(false))],
+        "{events:#?}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// What runs without a question cannot write: a guest granted `workspace: write` whose tool is
+/// allowed by a per-tool `allow` runs with a read-only workspace (on an instance of its own);
+/// `tools: {NAME: write}` says in so many words that it may write.
+#[test]
+fn a_wasm_tool_allowed_without_a_question_runs_with_a_read_only_workspace_unless_its_rule_says_write()
+ {
+    for (policy, writes) in [("allow", false), ("write", true)] {
+        let dir = temp(&format!("clearance-{policy}"));
+        let ws = dir.join("ws");
+        std::fs::create_dir_all(&ws).unwrap();
+        write_guest(&dir, "probe.wasm", &guests::files());
+        std::fs::write(
+            dir.join("cordis.yml"),
+            format!(
+                "{BASE}- id: llm\n  name: llm\n  config:\n    adapter: scripted\n    model: m\n    responses:\n      - toolCalls: [{{name: probe, arguments: {{}}}}]\n      - text: Probed.\n\
+                 - {{id: sessions, name: sessions, config: {{root: .sessions}}}}\n\
+                 - {{id: agent-loop, name: agent-loop}}\n\
+                 - {{id: workspace, name: workspace, config: {{root: {ws}}}}}\n\
+                 - {{id: approvals, name: approvals, config: {{mode: ask, tools: {{probe: {policy}}}}}}}\n\
+                 - id: probe\n  name: ./probe.wasm\n  config:\n    capabilities: {{workspace: write}}\n",
+                ws = ws.display()
+            ),
+        )
+        .unwrap();
+        let (code, out, err) = common::piped(&dir, &["run", "cordis.yml"], "probe the workspace\n");
+        assert_eq!(code, Some(0), "{out}\n{err}");
+        assert!(out.contains("Probed."), "{out}\n{err}");
+        assert_eq!(
+            ws.join("new.txt").exists(),
+            writes,
+            "{policy}: {out}\n{err}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+/// Regression (issue 40, finding 15): a guest's tool names outside `[A-Za-z0-9_-]{1,64}` were
+/// accepted. The entry fails at load, naming itself and the name; the others stay.
+#[test]
+fn a_wasm_tool_name_outside_the_plain_identifier_rule_fails_its_entry_at_load() {
+    let dir = temp("names");
+    write_guest(&dir, "dotted.wasm", &guests::echo("read.file"));
+    write_guest(&dir, "echo.wasm", &guests::echo("echo"));
+    std::fs::write(
+        dir.join("cordis.yml"),
+        format!("{BASE}- id: dotted\n  name: ./dotted.wasm\n- id: echo\n  name: ./echo.wasm\n"),
+    )
+    .unwrap();
+    let file = dir.join("cordis.yml").display().to_string();
+    let check = cordis(&["check", &file, "--json"], &[]);
+    assert_eq!(check.code, 1, "{}{}", check.out, check.err);
+    let report: Value = serde_json::from_str(&check.out).unwrap();
+    let entry = |id: &str| {
+        report["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["id"] == id)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(entry("echo")["status"], "active");
+    assert_eq!(entry("dotted")["status"], "failed");
+    let why = entry("dotted").to_string();
+    assert!(
+        why.contains(
+            r#"dotted.wasm: describe failed: describe returned an invalid tool name \"read.file\": a WebAssembly tool's name is 1 to 64 of [A-Za-z0-9_-]"#
+        ),
+        "{why}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The size of the hostile result of
+/// [`a_50_mb_wasm_result_reaches_the_model_and_the_log_cut_and_memory_stays_bounded`].
+const HUGE_RESULT: u32 = 50_000_000;
+/// The peak resident set that run may reach, in KiB: what the process needs without the result
+/// (96 MiB for a debug build; about 90 MiB measured with a 200 KB result), plus the guest's
+/// linear memory holding the result (at most its 64 MiB limit), plus the host's one copy of the
+/// lifted result (no longer than that memory), dropped as soon as it is cut. Measured: 172 MiB.
+/// Before the bound the result was also parsed, logged, kept in the conversation and sent whole
+/// (458 MiB measured here; 524 MB in the report).
+const HUGE_RESULT_PEAK_KIB: u64 = (96 + 2 * 64) * 1024;
+
+/// One OpenAI-compatible answer: the tool call `big`, then (after the test says so) `Done.`.
+/// Sends each request's body to the test; holds the second answer until `go` is told, so the
+/// test can read the process's peak memory after the result was logged and sent.
+fn holding_server(
+    bodies: std::sync::mpsc::Sender<Value>,
+    go: std::sync::mpsc::Receiver<()>,
+) -> (String, std::thread::JoinHandle<()>) {
+    use std::io::{Read as _, Write as _};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let delta = |d: Value| json!({"choices": [{"index": 0, "delta": d}]});
+    let finish = |why: &str| json!({"choices": [{"index": 0, "delta": {}, "finish_reason": why}]});
+    let answers = vec![
+        vec![
+            delta(
+                json!({"role": "assistant", "tool_calls": [{"index": 0, "id": "c1",
+                "type": "function", "function": {"name": "big", "arguments": "{}"}}]}),
+            ),
+            finish("tool_calls"),
+        ],
+        vec![delta(json!({"content": "Done."})), finish("stop")],
+    ];
+    let server = std::thread::spawn(move || {
+        for (i, events) in answers.into_iter().enumerate() {
+            let (mut sock, _) = listener.accept().unwrap();
+            let mut seen = Vec::new();
+            let mut buf = vec![0u8; 1 << 16];
+            let body: Value = loop {
+                let n = sock.read(&mut buf).unwrap();
+                assert!(n > 0, "the request ended early");
+                seen.extend_from_slice(&buf[..n]);
+                let Some(end) = seen.windows(4).position(|w| w == b"\r\n\r\n") else {
+                    continue;
+                };
+                let head = String::from_utf8_lossy(&seen[..end]).into_owned();
+                let length: usize = head
+                    .lines()
+                    .find_map(|l| {
+                        let (k, v) = l.split_once(':')?;
+                        k.eq_ignore_ascii_case("content-length")
+                            .then(|| v.trim().parse().ok())?
+                    })
+                    .unwrap_or(0);
+                if seen.len() >= end + 4 + length {
+                    break serde_json::from_slice(&seen[end + 4..end + 4 + length]).unwrap();
+                }
+            };
+            let _ = bodies.send(body);
+            if i == 1 && go.recv().is_err() {
+                return;
+            }
+            let mut stream: String = events.iter().map(|e| format!("data: {e}\n\n")).collect();
+            stream.push_str("data: [DONE]\n\n");
+            let head = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                stream.len()
+            );
+            sock.write_all(head.as_bytes()).unwrap();
+            sock.write_all(stream.as_bytes()).unwrap();
+        }
+    });
+    (base, server)
+}
+
+/// A line of `/proc/PID/status`, in KiB (`None` where there is no `/proc`).
+fn status_kib(pid: u32, field: &str) -> Option<u64> {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()?
+        .lines()
+        .find(|l| l.starts_with(field))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+/// Regression (issue 40, finding 8): a guest answering 50 MB made a 52 MB session log and
+/// 524 MB RSS, and the result went whole into every later request. The answer is cut to its
+/// head and tail (`cordis_tools::MAX_RESULT_TEXT`, saying how much was cut) before it reaches
+/// the registry: the next request and the log hold the cut text, and the process's peak
+/// resident set stays under [`HUGE_RESULT_PEAK_KIB`] (measured after the result was logged and
+/// sent, before the run ends).
+#[test]
+fn a_50_mb_wasm_result_reaches_the_model_and_the_log_cut_and_memory_stays_bounded() {
+    let dir = temp("huge");
+    write_guest(&dir, "big.wasm", &guests::big(HUGE_RESULT));
+    let (bodies_tx, bodies) = std::sync::mpsc::channel();
+    let (go, go_rx) = std::sync::mpsc::channel();
+    let (base, server) = holding_server(bodies_tx, go_rx);
+    std::fs::write(
+        dir.join("cordis.yml"),
+        format!(
+            "{BASE}- id: llm\n  name: llm\n  config: {{adapter: openai, model: m, baseUrl: \"{base}\", apiKeyEnv: CORDIS_TEST_KEY}}\n\
+             - {{id: sessions, name: sessions, config: {{root: .sessions}}}}\n\
+             - {{id: agent-loop, name: agent-loop}}\n\
+             - id: big\n  name: ./big.wasm\n  config: {{fuel: 1000000000}}\n"
+        ),
+    )
+    .unwrap();
+    let mut cmd = common::cordis_command(&dir, &["run", "cordis.yml"]);
+    let _ = cmd.env("CORDIS_TEST_KEY", "k");
+    let mut child = cmd.spawn().unwrap();
+    {
+        use std::io::Write as _;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(b"fetch it\n")
+            .unwrap();
+    }
+    let first: Value = bodies.recv().unwrap();
+    assert!(first.to_string().len() < 64 * 1024);
+    // The second request carries the tool's result; the process waits for its answer.
+    let second: Value = bodies.recv().unwrap();
+    let peak = status_kib(child.id(), "VmHWM:");
+    eprintln!("peak resident set of the run: {peak:?} KiB");
+    go.send(()).unwrap();
+    let ran = child.wait_with_output().unwrap();
+    server.join().unwrap();
+    let (out, err) = (
+        String::from_utf8_lossy(&ran.stdout),
+        String::from_utf8_lossy(&ran.stderr),
+    );
+    assert_eq!(ran.status.code(), Some(0), "{out}\n{err}");
+    assert!(out.contains("Done."), "{out}\n{err}");
+
+    let bound = cordis_tools::MAX_RESULT_TEXT as u64;
+    let sent = second.to_string();
+    assert!(
+        (sent.len() as u64) < 2 * bound,
+        "the next request is {} bytes",
+        sent.len()
+    );
+    assert!(
+        sent.contains(&format!("bytes omitted; {HUGE_RESULT} bytes in all")),
+        "{}",
+        &sent[..sent.len().min(2000)]
+    );
+    let (events, log_bytes) = session_events(&dir);
+    assert!(
+        log_bytes < 2 * bound,
+        "the session log is {log_bytes} bytes"
+    );
+    let result = events
+        .iter()
+        .find(|e| e["type"] == "tool/result")
+        .unwrap_or_else(|| panic!("{events:#?}"))
+        .to_string();
+    assert!(result.contains("xxxx"), "{result}");
+    assert!(
+        result.contains(&format!("bytes omitted; {HUGE_RESULT} bytes in all")),
+        "{result}"
+    );
+    match peak {
+        Some(peak) => assert!(
+            peak < HUGE_RESULT_PEAK_KIB,
+            "peak resident set {peak} KiB, bound {HUGE_RESULT_PEAK_KIB} KiB"
+        ),
+        None => eprintln!("SKIP the memory bound: no /proc"),
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

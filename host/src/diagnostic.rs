@@ -229,6 +229,15 @@ pub enum Problem {
     /// An include or one of its patches (see [`crate::include`]).
     #[error("{0}")]
     Include(crate::include::IncludeProblem),
+    /// A reload would let something run without a question that did not before.
+    #[error(
+        "a running session does not take this change: {}; permissions never widen by themselves (restart to use it, or change it back)",
+        Shown(what)
+    )]
+    Widens {
+        /// What would widen.
+        what: String,
+    },
 }
 
 fn codepoint(c: char) -> String {

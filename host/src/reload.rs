@@ -30,7 +30,7 @@ use serde_json::json;
 
 use crate::builtins::Builtins;
 use crate::config::RawEntry;
-use crate::diagnostic::ConfigErrors;
+use crate::diagnostic::{ConfigErrors, Diagnostic, Problem};
 use crate::digest::digest;
 use crate::include::IncludedFiles;
 use crate::loader::{BootReport, report, start_entries};
@@ -50,6 +50,8 @@ pub struct LiveConfig {
     reloads: u64,
     /// The files the live configuration includes, as reached.
     included: Vec<std::path::PathBuf>,
+    /// Whether a reload may widen permissions (only where no session runs: `check --watch`).
+    widening_allowed: bool,
 }
 
 /// A configuration read and resolved, not yet applied.
@@ -148,6 +150,72 @@ async fn with_library_hashes(plan: &LoadPlan, mut fingerprints: Vec<String>) -> 
     fingerprints
 }
 
+/// What going from `old` to `new` would let happen without a question that did not before, as
+/// diagnostics naming the entry (where it is in `new`, or in `old` for one removed), each plugin
+/// judging its own entries ([`cordis_runtime::Plugin::widens`]).
+///
+/// Entries are matched by id; an entry removed and another of the same plugin added are
+/// compared with each other (in file order), so renaming an entry is no way around its rules.
+pub fn widenings(old: &LoadPlan, new: &LoadPlan) -> Vec<Diagnostic> {
+    use crate::plan::{PlannedEntry, Step};
+    let prepared = |e: &PlannedEntry| match &e.step {
+        Step::Plugin { prepared, .. } => Some(prepared.clone()),
+        _ => None,
+    };
+    let live = |plan: &LoadPlan| -> Vec<(usize, cordis_runtime::Prepared)> {
+        plan.entries
+            .iter()
+            .enumerate()
+            .filter_map(|(i, e)| prepared(e).map(|p| (i, p)))
+            .collect()
+    };
+    let (before, after) = (live(old), live(new));
+    let same = |a: &PlannedEntry,
+                pa: &cordis_runtime::Prepared,
+                b: &PlannedEntry,
+                pb: &cordis_runtime::Prepared| {
+        a.id == b.id && pa.plugin.name() == pb.plugin.name()
+    };
+    let mut out = Vec::new();
+    let mut say = |entry: &PlannedEntry, lines: Vec<String>| {
+        out.extend(lines.into_iter().map(|what| Diagnostic {
+            file: entry.file.clone(),
+            pos: entry.pos,
+            entry: Some(entry.id.clone()),
+            problem: Problem::Widens { what },
+        }));
+    };
+    let mut removed: Vec<&(usize, cordis_runtime::Prepared)> = before
+        .iter()
+        .filter(|(i, p)| {
+            !after
+                .iter()
+                .any(|(j, q)| same(&old.entries[*i], p, &new.entries[*j], q))
+        })
+        .collect();
+    for (j, q) in &after {
+        let b = &new.entries[*j];
+        let kept = before.iter().find(|(i, p)| same(&old.entries[*i], p, b, q));
+        let paired = kept.or_else(|| {
+            let at = removed
+                .iter()
+                .position(|(_, p)| p.plugin.name() == q.plugin.name())?;
+            Some(removed.remove(at))
+        });
+        let lines = q
+            .plugin
+            .widens_erased(paired.map(|(_, p)| &*p.config), Some(&*q.config));
+        say(b, lines);
+    }
+    for (i, p) in removed {
+        say(
+            &old.entries[*i],
+            p.plugin.widens_erased(Some(&*p.config), None),
+        );
+    }
+    out
+}
+
 fn fingerprint_all(entries: &[RawEntry], parent: &str, out: &mut BTreeMap<String, String>) {
     for e in entries {
         let fp = digest(&json!({
@@ -205,6 +273,7 @@ impl LiveConfig {
             handles,
             reloads: 0,
             included,
+            widening_allowed: false,
         };
         Ok((live, boot))
     }
@@ -269,7 +338,20 @@ impl LiveConfig {
         env: &(dyn Fn(&str) -> Option<String> + Sync),
     ) -> Result<ReloadSummary, ConfigErrors> {
         let resolved = self.read(source, env).await?;
+        if !self.widening_allowed {
+            let widens = widenings(&self.plan, &resolved.plan);
+            if !widens.is_empty() {
+                return Err(ConfigErrors(widens));
+            }
+        }
         Ok(self.apply(resolved).await)
+    }
+
+    /// Lets reloads widen permissions (a new permission mode, allow rules, a sandbox, a server
+    /// to start): for a host where no session runs, such as `cordis check --watch`. Otherwise a
+    /// reload that widens anything ([`widenings`]) is refused, naming each widening.
+    pub fn allow_widening(&mut self) {
+        self.widening_allowed = true;
     }
 
     /// Reconciles the live entries with a resolved configuration (see [`LiveConfig::reload`]).

@@ -160,6 +160,26 @@ pub trait Plugin: Send + Sync + 'static {
         Vec::new()
     }
 
+    /// What changing this entry's config from `old` to `new` while a session runs would let
+    /// happen without a question that did not before, one line each (empty: nothing widens).
+    /// `old` is `None` for a new entry, `new` `None` for one removed or disabled. A host refuses
+    /// a reload that widens anything: permissions never widen by themselves (a command of the
+    /// agent's could have written the file).
+    ///
+    /// The default: what the entry [`starts`](Plugin::starts) (a command, a library) that it did
+    /// not start before. A plugin that decides or grants permissions says more.
+    fn widens(&self, old: Option<&Self::Config>, new: Option<&Self::Config>) -> Vec<String> {
+        let Some(new) = new else {
+            return Vec::new();
+        };
+        let before = old.map(|o| self.starts(o)).unwrap_or_default();
+        self.starts(new)
+            .into_iter()
+            .filter(|s| !before.contains(s))
+            .map(|s| format!("it would start {s}"))
+            .collect()
+    }
+
     /// Applies the plugin in `ctx`'s scope: register listeners, services, tools, tasks.
     ///
     /// # Errors
@@ -207,6 +227,12 @@ pub trait ErasedPlugin: Send + Sync + 'static {
     fn needs_erased(&self, config: &(dyn Any + Send + Sync)) -> Vec<String>;
     /// See [`Plugin::starts`]; a config of another type starts nothing.
     fn starts_erased(&self, config: &(dyn Any + Send + Sync)) -> Vec<String>;
+    /// See [`Plugin::widens`]; configs of another type widen nothing.
+    fn widens_erased(
+        &self,
+        old: Option<&(dyn Any + Send + Sync)>,
+        new: Option<&(dyn Any + Send + Sync)>,
+    ) -> Vec<String>;
     /// See [`Plugin::preload`]; a config of another type preloads nothing.
     fn preload_erased<'a>(
         &'a self,
@@ -263,6 +289,16 @@ impl<P: Plugin> ErasedPlugin for P {
             .downcast_ref::<P::Config>()
             .map(|c| Plugin::starts(self, c))
             .unwrap_or_default()
+    }
+
+    fn widens_erased(
+        &self,
+        old: Option<&(dyn Any + Send + Sync)>,
+        new: Option<&(dyn Any + Send + Sync)>,
+    ) -> Vec<String> {
+        let old = old.and_then(|c| c.downcast_ref::<P::Config>());
+        let new = new.and_then(|c| c.downcast_ref::<P::Config>());
+        Plugin::widens(self, old, new)
     }
 
     fn preload_erased<'a>(

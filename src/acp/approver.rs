@@ -1,7 +1,9 @@
 //! `ask` answered by the editor: `session/request_permission` with "Allow once", "Always
 //! allow …" (when the call can be granted for the rest of the session: the approvals service's
 //! grants, logged with the decision), "Reject" and "Always reject …" (the same patterns, held as
-//! the session's refusals: denied without asking from then on).
+//! the session's refusals: denied without asking from then on). A change to a file is asked with
+//! its diff as the tool worked it out against the file as it is (`oldText` the current text of a
+//! file a write replaces; none for a new file), replacing the card the call was announced with.
 
 use std::sync::Arc;
 
@@ -11,7 +13,7 @@ use futures_util::future::BoxFuture;
 
 use super::protocol::{
     PermissionOption, RequestPermissionOutcome, RequestPermissionRequest,
-    RequestPermissionResponse, ToolCallUpdate,
+    RequestPermissionResponse, ToolCallContent, ToolCallUpdate,
 };
 use super::rpc::Connection;
 
@@ -32,17 +34,27 @@ pub struct EditorApprover {
     pub session_id: String,
     /// How calls are described (the session composition's presenters), if it has any.
     pub presenters: Option<Arc<Presenters>>,
+    /// The session's workspace root (diff paths are sent absolute against it).
+    pub cwd: std::path::PathBuf,
 }
 
 impl Approver for EditorApprover {
     fn approve(&self, request: &ApprovalRequest) -> BoxFuture<'static, Answer> {
         let call = &request.call;
-        let (title, input) = match &self.presenters {
+        let (title, input, content) = match &self.presenters {
             Some(p) => {
                 let shown = p.present_approval(&call.name, &call.arguments);
-                (shown.title, shown.input)
+                // A change is asked with the diff its tool worked out against the file as it
+                // is (a write over a file: its current text), replacing the call's card,
+                // which came from the arguments alone; with what the card leaves out.
+                let content = super::updates::diff_content(&self.cwd, &shown.card).map(|diff| {
+                    let mut content = vec![diff];
+                    content.extend(shown.text.map(ToolCallContent::text));
+                    content
+                });
+                (shown.title, shown.input, content)
             }
-            None => (call.name.clone(), call.arguments.clone()),
+            None => (call.name.clone(), call.arguments.clone(), None),
         };
         let question = RequestPermissionRequest {
             session_id: self.session_id.clone(),
@@ -50,7 +62,7 @@ impl Approver for EditorApprover {
                 tool_call_id: call.call_id.clone(),
                 title: Some(title),
                 status: None,
-                content: None,
+                content,
                 raw_input: Some(input),
                 meta: None,
             },

@@ -1330,7 +1330,7 @@ async fn attach(
     let root = booted.root().clone();
     let presenters: Option<Arc<Presenters>> = root.get::<Presenters>();
     let window = root.get::<Llm>().and_then(|llm| llm.context_window());
-    let mut mapper = UpdateMapper::new(cwd)
+    let mut mapper = UpdateMapper::new(cwd.clone())
         .with_terminal_meta(terminal_output)
         .with_context_window(window)
         .titled(
@@ -1497,6 +1497,7 @@ async fn attach(
         connection: connection.clone(),
         session_id: id.clone(),
         presenters,
+        cwd,
     };
     if let Err(e) = root.provide(ApproverService(Arc::new(approver))) {
         tracing::warn!(session = %id, "cannot provide the editor approver: {e}");

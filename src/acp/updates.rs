@@ -468,6 +468,31 @@ impl UpdateMapper {
     }
 }
 
+/// A diff card as the `diff` content an editor shows (its path made absolute against `cwd`);
+/// `None` for other cards. An approval question carries it (see `approver`): what the call
+/// replaces, worked out by the tool before it was asked.
+pub(crate) fn diff_content(cwd: &Path, card: &Card) -> Option<ToolCallContent> {
+    let Card::Diff {
+        path,
+        old_text,
+        new_text,
+        ..
+    } = card
+    else {
+        return None;
+    };
+    let p = Path::new(path);
+    Some(ToolCallContent::Diff {
+        path: if p.is_absolute() {
+            p.to_owned()
+        } else {
+            cwd.join(p)
+        },
+        old_text: old_text.clone(),
+        new_text: new_text.clone(),
+    })
+}
+
 /// A result's text: a string as is, anything else as compact JSON.
 fn content_text(content: &Value) -> String {
     match content {

@@ -91,6 +91,16 @@ fn check_preset(
         Ok(report) => report,
         Err(message) => {
             writeln!(io.err, "cordis: {}", super::render::safe_lines(&message))?;
+            // A script reading `--json` gets an answer whatever happened: the error, as JSON.
+            if args.json {
+                let failed = serde_json::json!({
+                    "seed": seed,
+                    "schedule": policy.to_string(),
+                    "preset": preset,
+                    "error": message,
+                });
+                writeln!(io.out, "{}", serde_json::to_string_pretty(&failed)?)?;
+            }
             return Ok(EXIT_FAILURE);
         }
     };
@@ -107,11 +117,12 @@ fn check_preset(
 }
 
 /// An entry not as configured: id, status, error.
-type EntryFailure = (String, String, Option<String>);
+pub(crate) type EntryFailure = (String, String, Option<String>);
 
 /// What went wrong in a boot, comparable across seeds: the entries not as configured and the
-/// assembly error.
-fn failures(report: &BootReport) -> (Vec<EntryFailure>, Option<String>) {
+/// assembly error. Empty and `None` exactly when `cordis check` passes the boot (`stress`
+/// fails a run on the same).
+pub(crate) fn failures(report: &BootReport) -> (Vec<EntryFailure>, Option<String>) {
     let entries = report
         .entries
         .iter()

@@ -320,6 +320,14 @@ fn check_consistent(path: &Path, r: &ShardReport, planned: u64) -> Result<(), Me
             "\"coveredBelow\" {} is past the planned {planned} seeds",
             r.covered_below
         ))
+    } else if r.digest.is_none() && r.runs > 0 && r.failure.is_none() {
+        // Seeds that ran and agreed agreed on a digest; without it nothing shows this shard
+        // agrees with the others.
+        Some(format!(
+            "\"digest\" is null, yet it ran {} seed{} without a failure",
+            r.runs,
+            if r.runs == 1 { "" } else { "s" }
+        ))
     } else {
         let ran = shard_indices_below(r.covered_below, r.shard_index, r.shard_count);
         (r.runs != ran).then(|| {
@@ -524,7 +532,7 @@ mod tests {
     #[test]
     fn inconsistent_reports_are_refused_with_what_does_not_add_up() {
         type Break = fn(&mut ShardReport);
-        let cases: [(Break, &str); 4] = [
+        let cases: [(Break, &str); 5] = [
             (
                 |r| r.runs = 0,
                 "claims the indices below 100 (50 of shard 0/2) but \"runs\" is 0",
@@ -538,6 +546,10 @@ mod tests {
                 |r| r.covered_below = 101,
                 "\"coveredBelow\" 101 is past the planned 100 seeds",
             ),
+            (
+                |r| r.digest = None,
+                "\"digest\" is null, yet it ran 50 seeds without a failure",
+            ),
         ];
         for (break_it, why) in cases {
             let mut r = shard(0, 2, 100, "d");
@@ -547,6 +559,23 @@ mod tests {
             assert!(err.contains(why), "{err}");
             assert!(err.starts_with("shard-"), "{err}");
         }
+    }
+
+    #[test]
+    fn a_null_digest_is_accepted_only_from_a_shard_that_ran_nothing_or_failed() {
+        let mut empty = shard(3, 4, 3, "d");
+        empty.1.seeds = Some(3);
+        empty.1.digest = None;
+        let mut rest: Vec<_> = (0..3).map(|i| shard(i, 4, 3, "d")).collect();
+        for r in &mut rest {
+            r.1.seeds = Some(3);
+        }
+        rest.push(empty);
+        assert!(merge(&rest).unwrap().passed());
+        let mut failed = shard(0, 1, 100, "d");
+        failed.1.digest = None;
+        failed.1.failure = Some(serde_json::json!({"kind": "leak"}));
+        assert!(!merge(&[failed]).unwrap().passed());
     }
 
     #[test]

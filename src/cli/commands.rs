@@ -105,7 +105,9 @@ pub(crate) fn permissions(
             if now.grants.is_empty() {
                 lines.push("no grants in this session".to_owned());
             } else {
-                lines.push("grants of this session (\"always\" answers):".to_owned());
+                lines.push(
+                    "grants of this session (\"always\" answers; they run read-only):".to_owned(),
+                );
                 for (i, g) in now.grants.iter().enumerate() {
                     lines.push(format!("  {}. {}", i + 1, safe(&g.to_string())));
                 }
@@ -122,7 +124,11 @@ pub(crate) fn permissions(
                 ));
             }
             let rules = &approvals.config().commands;
-            for (word, list) in [("allow", &rules.allow), ("deny", &rules.deny)] {
+            for (word, list) in [
+                ("allow (read-only)", &rules.allow),
+                ("write", &rules.write),
+                ("deny", &rules.deny),
+            ] {
                 if !list.is_empty() {
                     let shown: Vec<String> = list
                         .iter()

@@ -756,6 +756,16 @@ pub(crate) fn print_rejected_reload(
     io: &mut Io<'_>,
 ) -> std::io::Result<()> {
     let n = print_diagnostics(errors, io)?;
+    let widens = errors
+        .diagnostics()
+        .iter()
+        .all(|d| matches!(d.problem, cordis_host::diagnostic::Problem::Widens { .. }));
+    if widens {
+        return writeln!(
+            io.err,
+            "cordis: reload refused: it would let more run without a question; still running the last configuration"
+        );
+    }
     writeln!(
         io.err,
         "cordis: reload rejected ({n} configuration error{}); still running the last good configuration",

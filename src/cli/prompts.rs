@@ -28,10 +28,6 @@ pub(crate) struct PromptCommand {
     pub input: Option<String>,
 }
 
-fn command_name(server: &str, prompt: &str) -> String {
-    format!("mcp__{server}__{prompt}")
-}
-
 fn usage_of(prompt: &PromptInfo) -> Option<String> {
     let words: Vec<String> = prompt
         .arguments
@@ -54,7 +50,7 @@ pub(crate) fn prompt_commands(scope: &Context) -> Vec<PromptCommand> {
         .iter()
         .flat_map(|server| {
             server.prompts().into_iter().map(|p| PromptCommand {
-                name: command_name(server.name(), &p.name),
+                name: cordis_mcp::prompt_command(server.name(), &p.name),
                 what: p
                     .description
                     .clone()

@@ -81,7 +81,8 @@ fn always_text(grants: &[cordis_approvals::Grant]) -> String {
     match (grants.is_empty(), commands.is_empty()) {
         (true, _) => "[a] once too (this command cannot be granted for later)".to_owned(),
         (false, true) => "[a]lways this session".to_owned(),
-        (false, false) => format!("[a]lways {} this session", commands.join(", ")),
+        // Granted commands run unasked later, so read-only (a person saw only this one).
+        (false, false) => format!("[a]lways {} this session (read-only)", commands.join(", ")),
     }
 }
 
@@ -471,7 +472,7 @@ async fn run_session(
         terminal.remember(user_messages(&agent));
         Input::Terminal(terminal)
     } else {
-        Input::Lines(spawn_reader())
+        Input::Lines(spawn_reader(interactive))
     };
     let mut conversation = Conversation {
         args,
@@ -690,7 +691,7 @@ const DOUBLE_INTERRUPT: Duration = Duration::from_secs(2);
 /// stdin, or a terminal whose output is redirected).
 enum Input {
     Terminal(Terminal),
-    Lines(mpsc::UnboundedReceiver<Typed>),
+    Lines(super::input::Lines),
 }
 
 impl Input {
@@ -1557,8 +1558,11 @@ impl Conversation<'_> {
                             self.answer_question(question, io).await?;
                         }
                         stop = self.signals.next() => self.on_signal(stop, io)?,
-                        // Typed while the turn runs: the next message, not an answer.
-                        Some(event) = self.input.next() => self.typed_in_turn(event, io)?,
+                        // Typed while the turn runs: the next message, not an answer (piped
+                        // input waits until the turn ends: see `input`).
+                        Some(event) = self.input.next(), if self.interactive => {
+                            self.typed_in_turn(event, io)?
+                        }
                         r = &mut turn => break r,
                     }
                 }

@@ -18,6 +18,7 @@ use serde_json::{Value, json};
 
 use crate::exercise::{ExerciseScript, exercise_plan};
 
+use super::check::EntryFailure;
 use super::ci::{self, JunitCase, SHARD_REPORT_VERSION, ShardReport, github_error, junit_xml};
 use super::render::{diff, safe, safe_lines};
 use super::{
@@ -41,6 +42,69 @@ struct Baseline {
     digest: String,
     /// A plain boot's report, compared field by field with later boots' reports.
     report: Option<BootReport>,
+    /// Entries not as configured (deferred ones included), counted from the boot report.
+    inactive: usize,
+    /// Why `cordis check` fails this boot (every agreeing seed's too), if it does.
+    check: Option<CheckFailure>,
+}
+
+/// What `cordis check` fails a boot for: the entries not active (id, status, error) and the
+/// assembly's error. Every seed that agrees with the first fails the same way.
+struct CheckFailure {
+    entries: Vec<EntryFailure>,
+    assembly_error: Option<String>,
+}
+
+impl CheckFailure {
+    /// The failure of `report` (`None` when `check` would pass it).
+    fn of(report: &BootReport) -> Option<CheckFailure> {
+        let (entries, assembly_error) = super::check::failures(report);
+        (!entries.is_empty() || assembly_error.is_some()).then_some(CheckFailure {
+            entries,
+            assembly_error,
+        })
+    }
+
+    /// One line per problem, as `check` words them: the entries not active, each conflict
+    /// once, the assembly error.
+    fn lines(&self) -> Vec<String> {
+        let mut lines = Vec::new();
+        if !self.entries.is_empty() {
+            let n = self.entries.len();
+            let ids: Vec<String> = self
+                .entries
+                .iter()
+                .map(|(id, status, _)| format!("{} ({status})", safe(id)))
+                .collect();
+            lines.push(format!(
+                "{n} entr{} not active: {}",
+                if n == 1 { "y is" } else { "ies are" },
+                ids.join(", ")
+            ));
+        }
+        let reasons: Vec<String> = self
+            .entries
+            .iter()
+            .filter_map(|(id, status, error)| {
+                let error = safe(error.as_deref()?);
+                Some(if status == EntryStatus::Conflict.as_str() {
+                    format!("conflict: {error}")
+                } else {
+                    format!("entry \"{}\" is {status}: {error}", safe(id))
+                })
+            })
+            .collect();
+        // Each conflict once (every claimant reports the same text).
+        for reason in reasons {
+            if !lines.contains(&reason) {
+                lines.push(reason);
+            }
+        }
+        if let Some(error) = &self.assembly_error {
+            lines.push(format!("assembling the request failed: {}", safe(error)));
+        }
+        lines
+    }
 }
 
 /// What one seed produced: a plain boot's report (its outcome JSON is built only when needed),
@@ -146,19 +210,38 @@ fn run_seeds(
             break;
         }
         let seed = args.start.wrapping_add(k);
-        let (seen, digest, leaked) = match exercise {
+        // The first seed's boot is judged as `check` judges it (later seeds agree or diverge).
+        let first = verdict.baseline.is_none();
+        let judge = |report: &BootReport| {
+            first.then(|| {
+                let inactive = report
+                    .entries
+                    .iter()
+                    .filter(|e| !e.status.is_as_configured())
+                    .count();
+                (inactive, CheckFailure::of(report))
+            })
+        };
+        let (seen, digest, leaked, judged) = match exercise {
             None => match &args.preset {
                 None => {
                     let (report, leaked) =
                         runtime.block_on(boot_and_dispose(plan, Schedule::new(policy, seed)));
                     let digest = report.digest.clone();
-                    (Seen::Boot(report), digest, leaked)
+                    let judged = judge(&report);
+                    (Seen::Boot(report), digest, leaked, judged)
                 }
                 Some(preset) => {
                     let schedule = Schedule::new(policy, seed);
                     match super::presets::boot_joined(plan, schedule, preset)? {
                         (Ok(report), leaked) => {
-                            (Seen::Outcome(report.outcome()), report.digest, leaked)
+                            let judged = judge(&report);
+                            (
+                                Seen::Outcome(report.outcome()),
+                                report.digest,
+                                leaked,
+                                judged,
+                            )
                         }
                         (Err(why), _) => {
                             progress.finish();
@@ -191,6 +274,7 @@ fn run_seeds(
                             Seen::Outcome(run.comparable()),
                             run.report.digest.clone(),
                             run.live_after,
+                            judge(&run.report),
                         )
                     }
                     Err(e) => {
@@ -240,12 +324,15 @@ fn run_seeds(
                     Seen::Outcome(_) => None,
                 };
                 let outcome = seen.into_outcome();
+                let (inactive, check) = judged.unwrap_or_default();
                 verdict.baseline = Some(Baseline {
                     seed,
                     bytes: canonical_bytes(&outcome),
                     outcome,
                     digest,
                     report,
+                    inactive,
+                    check,
                 });
             }
             Some(first) if !agrees => {
@@ -280,7 +367,72 @@ fn run_seeds(
     }
     progress.finish();
     cordis_host::shutdown::end(runtime);
+    // The seeds agree; the outcome they agree on must also be one `check` passes.
+    let failed_check = match (&verdict.failure, &verdict.baseline) {
+        (None, Some(first)) => first.check.as_ref().map(|check| (first.seed, check)),
+        _ => None,
+    };
+    if let Some((seed, check)) = failed_check {
+        let replay = check_replay(args, seed, policy);
+        let reasons = check.lines();
+        writeln!(
+            io.err,
+            "cordis: {} seed{} agree, but on a boot `cordis check` fails (schedule {policy}):",
+            verdict.runs,
+            if verdict.runs == 1 { "" } else { "s" }
+        )?;
+        for reason in &reasons {
+            writeln!(io.err, "  {reason}")?;
+        }
+        writeln!(io.err, "replay:\n  {replay}")?;
+        let entries: Vec<String> = check.entries.iter().map(|(id, ..)| id.clone()).collect();
+        verdict.failure = Some(json!({
+            "kind": "check",
+            "seed": seed,
+            "entries": entries,
+            "reasons": reasons,
+            "replay": [replay],
+        }));
+        verdict.failing_entries = entries;
+    }
     Ok(verdict)
+}
+
+/// The `cordis check` command that shows one seed's boot (with the run's preset).
+fn check_replay(args: &StressArgs, seed: u64, policy: Policy) -> String {
+    let preset = args
+        .preset
+        .as_deref()
+        .map_or_else(String::new, |p| format!(" --preset {}", shell_word(p)));
+    format!(
+        "{}{preset}",
+        replay_command(&args.config.file, seed, policy)
+    )
+}
+
+/// A failure as a JUnit failure's text: what failed (the first line, the message), the reasons
+/// (for a failed check), and the replay commands.
+fn junit_failure(failure: &Value, policy: Policy) -> String {
+    let kind = failure["kind"].as_str().unwrap_or("failure");
+    let strings = |key: &str| -> Vec<String> {
+        failure[key]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .map(str::to_owned)
+            .collect()
+    };
+    let reasons = strings("reasons");
+    let mut text = format!("{kind} under schedule {policy}");
+    if let Some(first) = reasons.first() {
+        text.push_str(&format!(": {first}"));
+    }
+    for reason in reasons.iter().skip(1) {
+        text.push_str(&format!("\n{reason}"));
+    }
+    text.push_str(&format!("\nreplay:\n  {}", strings("replay").join("\n  ")));
+    text
 }
 
 /// The command that replays one seed: `cordis check` for a boot, `cordis stress --exercise
@@ -291,10 +443,7 @@ fn replay(args: &StressArgs, seed: u64, policy: Policy) -> String {
         .as_deref()
         .map_or_else(String::new, |p| format!(" --preset {}", shell_word(p)));
     match &args.exercise {
-        None => format!(
-            "{}{preset}",
-            replay_command(&args.config.file, seed, policy)
-        ),
+        None => check_replay(args, seed, policy),
         Some(script) => format!(
             "cordis stress {} --exercise {}{preset} --schedule {policy} --start {seed} --seeds 1 --print-log",
             shell_word(&args.config.file.display().to_string()),
@@ -348,20 +497,6 @@ fn differing_entries(a: &Value, b: &Value) -> Vec<String> {
     ids.sort();
     ids.dedup();
     ids
-}
-
-/// How many entries are not as configured in an outcome (the same in every agreeing seed).
-fn inactive_entries(outcome: &Value) -> usize {
-    outcome["entries"].as_object().map_or(0, |m| {
-        m.values()
-            .filter(|e| {
-                !e["status"]
-                    .as_str()
-                    .and_then(EntryStatus::from_name)
-                    .is_some_and(EntryStatus::is_as_configured)
-            })
-            .count()
-    })
 }
 
 pub(crate) fn run(args: &StressArgs, io: &mut Io<'_>, builtins: &Builtins) -> anyhow::Result<u8> {
@@ -426,19 +561,7 @@ pub(crate) fn run(args: &StressArgs, io: &mut Io<'_>, builtins: &Builtins) -> an
             .with_context(|| format!("writing the shard report {}", path.display()))?;
     }
     if let Some(path) = &args.junit {
-        let failure = verdict.failure.as_ref().map(|f| {
-            let kind = f["kind"].as_str().unwrap_or("failure");
-            let replays: Vec<&str> = f["replay"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_str)
-                .collect();
-            format!(
-                "{kind} under schedule {policy}\nreplay:\n  {}",
-                replays.join("\n  ")
-            )
-        });
+        let failure = verdict.failure.as_ref().map(|f| junit_failure(f, policy));
         let case = JunitCase {
             name: format!("shard {index}/{count}, seeds {range}, {} run", verdict.runs),
             seconds,
@@ -469,7 +592,7 @@ pub(crate) fn run(args: &StressArgs, io: &mut Io<'_>, builtins: &Builtins) -> an
         };
         match &verdict.baseline {
             Some(first) => {
-                let inactive = inactive_entries(&first.outcome);
+                let inactive = first.inactive;
                 writeln!(
                     io.out,
                     "{} seeds agree: digest {}; {} entr{} not active in every run{cut}",

@@ -47,9 +47,11 @@ pub struct Simple {
     /// Its literal words, the program first.
     pub words: Words,
     /// True when it does something its words do not show: it redirects output into a file
-    /// (other than `/dev/null`), or sets variables for the program (`GIT_CONFIG_*=… git status`,
+    /// (other than `/dev/null`), or passes an option known to write a file (`--output=FILE`,
+    /// `sort -o FILE`), or sets variables for the program (`GIT_CONFIG_*=… git status`,
     /// `LD_PRELOAD=…`), or is only an assignment or a redirection (`PATH=.`, `> file`). An
-    /// allow rule or a grant on its words never covers it.
+    /// allow rule or a grant on its words never covers it. This is the second line: what a rule
+    /// or grant lets run unasked runs read-only anyway, so an option missing here writes nothing.
     pub beyond_words: bool,
 }
 
@@ -185,6 +187,9 @@ fn simple_command(
             )));
         }
     }
+    if writes_by_option(&words.words) {
+        words.beyond_words = true;
+    }
     if simple.word_or_name.is_none() && words.words.is_empty() {
         // Only assignments or redirections: it changes the shell (`PATH=.`) or a file.
         words.beyond_words = true;
@@ -253,6 +258,36 @@ fn redirect(r: &IoRedirect, options: &brush_parser::ParserOptions) -> Result<boo
             }
         }
     }
+}
+
+/// Long options (and every longer option they begin, and their `=value` forms) that make a
+/// program write a file: `git diff --output=FILE`, `--out-file`, `--log-file`.
+const WRITING_LONG_OPTIONS: &[&str] = &["--out", "--log-file", "--dump", "--save", "--write"];
+
+/// Short options that make one program write a file (as a word of their own or with the value
+/// attached: `sort -oFILE`).
+const WRITING_SHORT_OPTIONS: &[(&str, &[&str])] = &[
+    ("curl", &["-o", "-O", "-D", "-c"]),
+    ("git", &["-o"]),
+    ("sort", &["-o"]),
+    ("wget", &["-o", "-O", "-a"]),
+];
+
+/// True when one of `words` (the program first) is an option known to write a file.
+fn writes_by_option(words: &[String]) -> bool {
+    let Some((program, rest)) = words.split_first() else {
+        return false;
+    };
+    let base = program.rsplit('/').next().unwrap_or(program);
+    let short = WRITING_SHORT_OPTIONS
+        .iter()
+        .find(|(p, _)| *p == base)
+        .map_or(&[][..], |(_, o)| *o);
+    rest.iter().take_while(|w| w.as_str() != "--").any(|w| {
+        let name = w.split('=').next().unwrap_or(w);
+        WRITING_LONG_OPTIONS.iter().any(|o| name.starts_with(o))
+            || short.iter().any(|o| w.starts_with(o))
+    })
 }
 
 /// Interpreters (any version: `python3.12`): their arguments are programs.
@@ -515,6 +550,27 @@ mod tests {
             "a redirection alone"
         );
         assert_eq!(writes("find . -name '*.rs'"), [false]);
+        // Options that write a file, whatever their spelling.
+        for line in [
+            "git diff --output=important.txt",
+            "git log --output .git/config",
+            "git diff --output-indicator-new=x --stat",
+            "git format-patch -o out HEAD~1",
+            "sort -o sorted.txt in.txt",
+            "sort -osorted.txt in.txt",
+            "curl -O https://example.com/x",
+            "cargo build --out-dir x",
+        ] {
+            assert_eq!(writes(line), [true], "{line}");
+        }
+        for line in [
+            "git diff --stat",
+            "grep -o x f",
+            "git log -- --output",
+            "ls --all",
+        ] {
+            assert_eq!(writes(line), [false], "{line}");
+        }
     }
 
     fn pattern(text: &str) -> CommandPattern {

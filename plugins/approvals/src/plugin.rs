@@ -5,7 +5,9 @@ use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use cordis_runtime::{BoxError, Context, Event, Inject, Plugin, Service};
-use cordis_tools::{ApprovalStage, Effect, ScopeKey, ToolCall, ToolDefinition, ToolRegistry};
+use cordis_tools::{
+    ApprovalStage, Clearance, Effect, ScopeKey, ToolCall, ToolDefinition, ToolRegistry,
+};
 use futures_util::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 
@@ -27,8 +29,10 @@ pub enum DecidedBy {
     Policy,
     /// The permission mode (`auto` or `never-ask` on a confined or unconfined call).
     Mode,
-    /// A command rule (`commands.allow` / `commands.deny`).
+    /// A command rule (`commands.allow` / `commands.deny`): an allowed command runs read-only.
     Rule,
+    /// A rule that says its calls may write: `commands.write`, or `tools: {NAME: write}`.
+    WriteRule,
     /// A grant an earlier "always" answer made in this session.
     Grant,
     /// The approver answered.
@@ -43,13 +47,31 @@ pub enum DecidedBy {
 }
 
 impl DecidedBy {
-    /// The name the session log uses: `policy`, `mode`, `rule`, `grant`, `approver`,
-    /// `approver-always`, `no-approver`.
+    /// What an allowed call decided this way is cleared for: only a person's answer (or their
+    /// up-front `--yes`/`--approve`, which an approver stands for) and a rule that says its
+    /// commands may write clear it fully; whatever ran without a question runs read-only.
+    pub fn clearance(self) -> Clearance {
+        match self {
+            DecidedBy::Approver | DecidedBy::ApproverAlways | DecidedBy::WriteRule => {
+                Clearance::Full
+            }
+            DecidedBy::Policy
+            | DecidedBy::Mode
+            | DecidedBy::Rule
+            | DecidedBy::Grant
+            | DecidedBy::Refusal
+            | DecidedBy::NoApprover => Clearance::ReadOnly,
+        }
+    }
+
+    /// The name the session log uses: `policy`, `mode`, `rule`, `write-rule`, `grant`,
+    /// `approver`, `approver-always`, `refusal`, `no-approver`.
     pub fn as_str(self) -> &'static str {
         match self {
             DecidedBy::Policy => "policy",
             DecidedBy::Mode => "mode",
             DecidedBy::Rule => "rule",
+            DecidedBy::WriteRule => "write-rule",
             DecidedBy::Grant => "grant",
             DecidedBy::Refusal => "refusal",
             DecidedBy::Approver => "approver",
@@ -380,16 +402,24 @@ impl Approvals {
             );
         }
         // After the deny rules: `tools: {bash: allow}` does not lift them.
-        if self.config.tool_policy(name) == Some(Policy::Allow) {
-            return Verdict::Allow(Policy::Allow, DecidedBy::Policy);
+        match self.config.tool_policy(name) {
+            Some(Policy::Allow) => return Verdict::Allow(Policy::Allow, DecidedBy::Policy),
+            Some(Policy::Write) => return Verdict::Allow(Policy::Allow, DecidedBy::WriteRule),
+            _ => {}
         }
         let held = self.grants(scope);
         match &commands {
             Some(Ok(cmds)) if !cmds.is_empty() => {
                 // A rule or grant covers a command's words, never a file it writes.
                 let granted = |s: &Simple| held.iter().any(|g| g.covers(name, s));
-                let ruled =
-                    |s: &Simple| !s.beyond_words && rules.allow.iter().any(|r| r.allows(&s.words));
+                let writes =
+                    |s: &Simple| !s.beyond_words && rules.write.iter().any(|r| r.allows(&s.words));
+                let ruled = |s: &Simple| {
+                    writes(s) || (!s.beyond_words && rules.allow.iter().any(|r| r.allows(&s.words)))
+                };
+                if cmds.iter().all(writes) {
+                    return Verdict::Allow(Policy::Allow, DecidedBy::WriteRule);
+                }
                 if cmds.iter().all(ruled) {
                     return Verdict::Allow(Policy::Allow, DecidedBy::Rule);
                 }
@@ -404,7 +434,11 @@ impl Approvals {
         }
         let covered = |s: &Simple| {
             !s.beyond_words
-                && (rules.allow.iter().any(|r| r.allows(&s.words))
+                && (rules
+                    .allow
+                    .iter()
+                    .chain(&rules.write)
+                    .any(|r| r.allows(&s.words))
                     || held.iter().any(|g| g.covers(name, s)))
         };
         let grants = || match &commands {
@@ -467,7 +501,7 @@ impl Approvals {
         call: ToolCall,
         scope: Option<ScopeKey>,
         verdict: Verdict,
-    ) -> Result<(), String> {
+    ) -> Result<Clearance, String> {
         let name = call.name.clone();
         let mut refusals = Vec::new();
         let (policy, by, reason, grants) = match verdict {
@@ -539,7 +573,7 @@ impl Approvals {
         };
         self.record(&ctx, decision);
         match reason {
-            None => Ok(()),
+            None => Ok(by.clearance()),
             Some(reason) => Err(reason),
         }
     }
@@ -577,7 +611,7 @@ impl ApprovalStage for Stage {
         call: &ToolCall,
         scope: Option<ScopeKey>,
         tool: &ToolDefinition,
-    ) -> BoxFuture<'static, Result<(), String>> {
+    ) -> BoxFuture<'static, Result<Clearance, String>> {
         let chain = match (scope, self.ctx.get::<ToolRegistry>()) {
             (Some(s), Some(registry)) => registry.chain(s),
             (Some(s), None) => vec![s],
@@ -615,6 +649,16 @@ impl Plugin for ApprovalsPlugin {
 
     fn open_claims(&self, _config: &Self::Config) -> Option<Vec<&'static str>> {
         Some(Vec::new())
+    }
+
+    fn widens(&self, old: Option<&ApprovalsConfig>, new: Option<&ApprovalsConfig>) -> Vec<String> {
+        match (old, new) {
+            (Some(old), Some(new)) => old.widened_by(new),
+            (Some(_), None) => {
+                vec!["without the approvals entry every call runs without a question".to_owned()]
+            }
+            (None, _) => Vec::new(),
+        }
     }
 
     async fn apply(&self, ctx: Context, config: &ApprovalsConfig) -> Result<(), BoxError> {

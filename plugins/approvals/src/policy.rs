@@ -12,8 +12,12 @@ use crate::command::CommandPattern;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Policy {
-    /// Runs without asking.
+    /// Runs without asking; an `execute` tool's call runs read-only (see
+    /// [`cordis_tools::Clearance`]).
     Allow,
+    /// Runs without asking and may write: the configuration says so in so many words (a
+    /// command in the entry's own sandbox, or an editor's terminal).
+    Write,
     /// Runs only if the approver says yes; with no approver, denied.
     Ask,
     /// Never runs.
@@ -24,6 +28,7 @@ impl fmt::Display for Policy {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             Policy::Allow => "allow",
+            Policy::Write => "write",
             Policy::Ask => "ask",
             Policy::Deny => "deny",
         })
@@ -87,8 +92,12 @@ impl FromStr for Mode {
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct CommandRules {
-    /// A line whose every simple command begins with one of these runs without asking.
+    /// A line whose every simple command begins with one of these runs without asking, in a
+    /// read-only sandbox: no option a rule's reader misses can make it write.
     pub allow: Vec<CommandPattern>,
+    /// Like `allow`, and the commands may write where the sandbox lets them (the workspace): a
+    /// line runs so when every simple command begins with one of these.
+    pub write: Vec<CommandPattern>,
     /// A line with a simple command matching one of these is denied (options and their values
     /// before the subcommand do not hide it).
     pub deny: Vec<CommandPattern>,
@@ -119,6 +128,51 @@ impl ApprovalsConfig {
     pub fn tool_policy(&self, tool: &str) -> Option<Policy> {
         self.tools.get(tool).copied()
     }
+
+    /// What `new` lets run without a question that `self` did not, one line each: a mode that
+    /// runs more unasked, a per-tool policy that asks less, an allow or write rule added, a deny
+    /// rule dropped.
+    pub fn widened_by(&self, new: &ApprovalsConfig) -> Vec<String> {
+        // How much runs unasked: `auto` and `never-ask` both run confined calls.
+        let unasked = |m: Mode| u8::from(m != Mode::Ask);
+        // No policy lets the effect class and the mode decide: between ask and allow.
+        let rank = |p: Option<Policy>| match p {
+            Some(Policy::Deny) => 0,
+            Some(Policy::Ask) => 1,
+            None => 2,
+            Some(Policy::Allow) => 3,
+            Some(Policy::Write) => 4,
+        };
+        let word = |p: Option<Policy>| p.map_or("(none)".to_owned(), |p| p.to_string());
+        let mut out = Vec::new();
+        if unasked(new.mode) > unasked(self.mode) {
+            out.push(format!(
+                "the permission mode {} → {} runs confined calls without a question",
+                self.mode, new.mode
+            ));
+        }
+        let tools: std::collections::BTreeSet<&String> =
+            self.tools.keys().chain(new.tools.keys()).collect();
+        for tool in tools {
+            let (was, is) = (self.tool_policy(tool), new.tool_policy(tool));
+            if rank(is) > rank(was) {
+                out.push(format!("tool `{tool}`: {} → {}", word(was), word(is)));
+            }
+        }
+        let (old, now) = (&self.commands, &new.commands);
+        for p in &now.allow {
+            if !old.allow.contains(p) && !old.write.contains(p) {
+                out.push(format!("commands.allow adds `{p}`"));
+            }
+        }
+        for p in now.write.iter().filter(|p| !old.write.contains(p)) {
+            out.push(format!("commands.write adds `{p}`"));
+        }
+        for p in old.deny.iter().filter(|p| !now.deny.contains(p)) {
+            out.push(format!("commands.deny drops `{p}`"));
+        }
+        out
+    }
 }
 
 #[cfg(test)]
@@ -137,6 +191,36 @@ mod tests {
             e.to_string(),
             "unknown permission mode \"yolo\": choose ask, auto or never-ask"
         );
+    }
+
+    #[test]
+    fn a_change_that_lets_more_run_unasked_is_named_and_one_that_narrows_is_not() {
+        let read = |v: serde_json::Value| -> ApprovalsConfig { serde_json::from_value(v).unwrap() };
+        let old = read(serde_json::json!({
+            "mode": "ask",
+            "tools": {"bash": "ask", "fetch": "deny"},
+            "commands": {"allow": ["git status"], "write": ["cargo test"], "deny": ["git push"]}
+        }));
+        let wider = read(serde_json::json!({
+            "mode": "auto",
+            "tools": {"fetch": "ask", "write_file": "allow"},
+            "commands": {"allow": ["git status", "cargo test", "rm"], "write": ["make"], "deny": []}
+        }));
+        assert_eq!(
+            old.widened_by(&wider),
+            [
+                "the permission mode ask → auto runs confined calls without a question",
+                "tool `bash`: ask → (none)",
+                "tool `fetch`: deny → ask",
+                "tool `write_file`: (none) → allow",
+                "commands.allow adds `rm`",
+                "commands.write adds `make`",
+                "commands.deny drops `git push`",
+            ]
+        );
+        // Back again narrows everything but one: `cargo test` goes from read-only to writing.
+        assert_eq!(wider.widened_by(&old), ["commands.write adds `cargo test`"]);
+        assert!(old.widened_by(&old).is_empty());
     }
 
     #[test]

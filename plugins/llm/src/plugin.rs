@@ -160,6 +160,29 @@ impl Plugin for LlmPlugin {
         out
     }
 
+    /// A conversation (and the API key) sent somewhere new: an agent's command could have
+    /// pointed the entry at its own server.
+    fn widens(&self, old: Option<&LlmConfig>, new: Option<&LlmConfig>) -> Vec<String> {
+        let Some(new) = new.filter(|n| n.adapter == AdapterKind::Openai) else {
+            return Vec::new();
+        };
+        let endpoint = |c: &LlmConfig| {
+            (
+                c.adapter,
+                c.base_url.clone(),
+                c.api_key_env.clone(),
+                c.api_key.clone(),
+            )
+        };
+        if old.is_some_and(|o| endpoint(o) == endpoint(new)) {
+            return Vec::new();
+        }
+        vec![format!(
+            "the conversation and its API key would go to {}",
+            new.base_url.as_deref().unwrap_or(DEFAULT_BASE_URL)
+        )]
+    }
+
     async fn apply(&self, ctx: Context, config: &LlmConfig) -> Result<(), BoxError> {
         let adapter: Arc<dyn LlmAdapter> = match config.adapter {
             AdapterKind::Scripted => {

@@ -122,6 +122,15 @@ pub struct McpConfig {
     /// larger HTTP message fails its request, instead of growing without bound.
     #[serde(default = "default_max_message")]
     pub max_message_bytes: usize,
+    /// The most bytes of one tool result's text that reach the model and the session log
+    /// (default [`cordis_tools::MAX_RESULT_TEXT`], 64 KiB, at least 1 KiB): a longer result
+    /// keeps its head and tail, saying how much was cut (see the `result` module).
+    #[serde(default = "default_max_result_text")]
+    pub max_result_text: usize,
+}
+
+fn default_max_result_text() -> usize {
+    cordis_tools::MAX_RESULT_TEXT
 }
 
 /// The default of [`McpConfig::max_message_bytes`].
@@ -231,6 +240,7 @@ impl McpConfig {
             sampling: true,
             reconnect: Reconnect::default(),
             max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
+            max_result_text: cordis_tools::MAX_RESULT_TEXT,
         }
     }
 
@@ -301,6 +311,9 @@ impl McpConfig {
         }
         if self.max_message_bytes < 1024 {
             return Err(McpError::config(s, "maxMessageBytes must be at least 1024"));
+        }
+        if self.max_result_text < 1024 {
+            return Err(McpError::config(s, "maxResultText must be at least 1024"));
         }
         match self.transport {
             TransportKind::Stdio => {

@@ -10,7 +10,8 @@
 //! # Determinism
 //! [`servers`] is sorted by server name, and a name two live entries share under one parent
 //! (their claim is contested) is left out, whichever started first: the answer is a function of
-//! the set of entries.
+//! the set of entries. So is a prompt whose command name another entry's prompt makes too
+//! ([`McpServer::prompts`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, Weak};
@@ -96,9 +97,14 @@ impl McpServer {
         &self.name
     }
 
-    /// Its prompts, by name (empty while disconnected or when it offers none).
+    /// Its prompts, by name (empty while disconnected or when it offers none), without those
+    /// whose command name another entry's prompt makes too (`a`'s `b__c` and `a__b`'s `c` are
+    /// both `/mcp__a__b__c`): a contested command is withheld from every view, and both
+    /// entries report the conflict (see [`crate::prompt_command_claim`]).
     pub fn prompts(&self) -> Vec<PromptInfo> {
-        crate::lock(&self.link.catalog).prompts.clone()
+        let mut prompts = crate::lock(&self.link.catalog).prompts.clone();
+        prompts.retain(|p| !self.link.prompt_contested(&p.name));
+        prompts
     }
 
     /// Its resources, by URI.

@@ -7,7 +7,12 @@
 //!    environment, see [`PASSED_ENV`]), runs the MCP handshake, lists every page of
 //!    `tools/list`, and registers the whole set with `register_scheduled` from the entry's own
 //!    context, as `mcp__<server>__<tool>` ([`public_name`]). Registration is all-or-nothing: a
-//!    conflict disposes what was registered of that set.
+//!    conflict disposes what was registered of that set. Each list the server says may change
+//!    (`listChanged`) is then listed again until an answer confirms the one taken (at most
+//!    [`MAX_CONFIRM_LISTS`] times), so a server whose list changes right after a client
+//!    connects boots with its final list under every seed, not whichever list the wall clock
+//!    let the boot see. A stdio server that fails to start has the last lines of its stderr in
+//!    the reason ([`MAX_STDERR_TAIL_LINES`], [`MAX_STDERR_TAIL_BYTES`]).
 //! 3. Only then is the entry active. With `failOnStartupError: false` (the default) a server that
 //!    is down makes the entry *pending with the reason* ([`cordis_runtime::Deferred`]): the
 //!    runtime applies it again after the reconnect policy's backoff, and after `maxAttempts`
@@ -31,7 +36,11 @@
 //! is `{"content": [...blocks], "structuredContent": …}` (the latter when the server sent one);
 //! image and audio blocks stay (at most [`MAX_RESULT_MEDIA`], each at most
 //! [`MAX_MEDIA_CHARS`]: the model adapter sends them to a model that takes them and names them
-//! to others); those past the bounds become a text block naming what was dropped.
+//! to others); those past the bounds become a text block naming what was dropped. The text
+//! of a result (and of a failed call) reaches the model and the session log cut to
+//! `maxResultText` (default [`cordis_tools::MAX_RESULT_TEXT`], 64 KiB): its head and tail
+//! around the marker saying how much was cut, as a command's output is (the `result` module).
+//! An answer over `maxMessageBytes` is never held: its request fails at once naming the limit.
 //!
 //! # What the client declares
 //! `roots` (answered with the workspace root as a `file://` URI, see [`file_uri`]) and form
@@ -55,7 +64,10 @@
 //! connect and again on their `list_changed`, canonically ordered and bounded ([`Catalog`], [`MAX_CATALOG_ITEMS`]),
 //! offered to front ends through [`servers`] ([`McpServer`]: `prompts()`, `get_prompt`,
 //! `resources()`, `read_resource`); the model reads one through the server's own read-only
-//! tool `mcp__<server>__read_resource` ([`READ_RESOURCE`]).
+//! tool `mcp__<server>__read_resource` ([`READ_RESOURCE`]). A prompt's command name
+//! (`mcp__<server>__<prompt>`, [`prompt_command`]) is a claim like a tool name: two entries
+//! whose prompts make one name (`a`'s `b__c`, `a__b`'s `c`) both report the conflict, and
+//! neither offers the command.
 
 pub mod auth;
 mod catalog;
@@ -68,6 +80,7 @@ mod http;
 mod naming;
 mod output;
 mod progress;
+mod result;
 mod roots;
 mod sampling;
 mod stdio;
@@ -120,6 +133,7 @@ pub use sampling::{
     MAX_SAMPLING_ANSWER, MAX_SAMPLING_BYTES, MAX_SAMPLING_MESSAGES, MAX_SAMPLING_TOKENS,
     TRACE_SAMPLING,
 };
+pub use stdio::{MAX_STDERR_TAIL_BYTES, MAX_STDERR_TAIL_LINES};
 
 /// The host variables a stdio server inherits; everything else (API keys, tokens) is dropped
 /// unless the entry's `env` sets it. Enough to find programs, a home, a locale and a terminal.
@@ -136,6 +150,15 @@ pub const TRACE_CATALOG: &str = "mcp-catalog";
 
 /// The most pages one list follows (a server whose cursors never end is refused).
 const MAX_PAGES: usize = 1_000;
+
+/// How long a stdio server that failed to start may take to close its stderr after its
+/// process group was killed (only a grandchild that left the group and kept the pipe open
+/// takes this long; its stderr is then quoted as far as it was read).
+const STDERR_WAIT: Duration = Duration::from_secs(2);
+
+/// The most times a connect lists a changing list again before it keeps the last answer (the
+/// supervisor follows later changes).
+pub const MAX_CONFIRM_LISTS: usize = 4;
 
 /// The raw name of the tool each server with resources gets: it reads one by URI.
 pub const READ_RESOURCE: &str = "read_resource";
@@ -233,6 +256,9 @@ impl Plugin for McpPlugin {
                 has_resources: AtomicBool::new(false),
                 call_timeout: config.call_timeout(),
                 asking: tokio::sync::watch::Sender::new(0),
+                max_result_text: config.max_result_text,
+                ctx: ctx.clone(),
+                prompt_claims: Mutex::new(Vec::new()),
             }),
             current: Mutex::new(Generation::default()),
         });
@@ -348,6 +374,22 @@ pub fn server_claim(server: &str, parent: Option<ScopeId>) -> Claim {
 /// The kind of claim an `mcp` entry makes on its `server` name.
 pub const SERVER_CLAIM: &str = "mcp server";
 
+/// The kind of claim an `mcp` entry makes on the command name of each prompt its server lists.
+pub const PROMPT_CLAIM: &str = "prompt command";
+
+/// The claim of the command `/mcp__<server>__<prompt>` ([`prompt_command`]) among the entries
+/// under one parent scope: `a`'s prompt `b__c` and `a__b`'s prompt `c` claim one name, and both
+/// entries report the conflict instead of one command silently hiding the other.
+pub fn prompt_command_claim(server: &str, prompt: &str, parent: Option<ScopeId>) -> Claim {
+    Claim::new(PROMPT_CLAIM, prompt_command(server, prompt)).in_space(parent.map(|p| p.0))
+}
+
+/// The command name of prompt `prompt` of `server`, without the slash: `mcp__<server>__<prompt>`
+/// (the tools' naming).
+pub fn prompt_command(server: &str, prompt: &str) -> String {
+    format!("mcp__{server}__{prompt}")
+}
+
 /// The longest tool description taken from a server: it goes into every model request.
 pub const MAX_DESCRIPTION_BYTES: usize = 16 << 10;
 
@@ -400,9 +442,48 @@ struct Link {
     call_timeout: Duration,
     /// How many elicitations of this server wait for the user (waits are paused meanwhile).
     asking: tokio::sync::watch::Sender<usize>,
+    /// The most bytes of one result's text for the model and the log (`maxResultText`).
+    max_result_text: usize,
+    /// The entry's context: its prompt commands are claimed here.
+    ctx: Context,
+    /// The claims on the prompt commands of the current prompt list.
+    prompt_claims: Mutex<Vec<EffectHandle>>,
 }
 
 impl Link {
+    /// Claims the command name of each listed prompt ([`prompt_command_claim`]) in place of the
+    /// previous list's: two entries whose prompts make one command name both report the
+    /// conflict, and neither offers that command ([`McpServer::prompts`]).
+    fn claim_prompt_commands(&self) {
+        let names: Vec<String> = lock(&self.catalog)
+            .prompts
+            .iter()
+            .map(|p| p.name.clone())
+            .collect();
+        let parent = self.ctx.parent_id();
+        let fresh: Vec<EffectHandle> = names
+            .iter()
+            .map(|name| {
+                self.ctx
+                    .claim(prompt_command_claim(&self.server, name, parent))
+            })
+            .collect();
+        let old = std::mem::replace(&mut *lock(&self.prompt_claims), fresh);
+        for handle in old {
+            handle.dispose();
+        }
+    }
+
+    /// Whether the command of prompt `name` is contested (another entry's prompt makes the
+    /// same command name).
+    fn prompt_contested(&self, name: &str) -> bool {
+        self.ctx.is_contested(&prompt_command_claim(
+            &self.server,
+            name,
+            self.ctx.parent_id(),
+        ))
+    }
+
     fn peer(&self) -> Option<Peer<RoleClient>> {
         lock(&self.peer).clone()
     }
@@ -553,7 +634,7 @@ impl Link {
             tool: raw.to_owned(),
             last: None,
         };
-        let result = match self.request(&peer, request, Some(waiting)).await? {
+        let mut result = match self.request(&peer, request, Some(waiting)).await? {
             ServerResult::CallToolResult(result) => result,
             ServerResult::InputRequiredResult(_) | ServerResult::CreateTaskResult(_) => {
                 return Err(format!(
@@ -570,26 +651,22 @@ impl Link {
             }
         };
         let mut images = 0;
-        let content: Vec<Value> = result
-            .content
-            .iter()
-            .map(|block| {
-                media(
-                    serde_json::to_value(block).unwrap_or(Value::Null),
-                    &mut images,
-                )
-            })
+        // Each block of rmcp's copy is dropped once converted: a large answer is not held twice.
+        let content: Vec<Value> = std::mem::take(&mut result.content)
+            .into_iter()
+            .map(|block| media(block_value(block), &mut images))
             .collect();
         if result.is_error == Some(true) {
             let text: Vec<&str> = content
                 .iter()
                 .filter_map(|b| b.get("text").and_then(Value::as_str))
                 .collect();
-            return Err(if text.is_empty() {
+            let text = if text.is_empty() {
                 Value::Array(content.clone()).to_string()
             } else {
                 text.join("\n")
-            });
+            };
+            return Err(result::bound_error(text, self.max_result_text));
         }
         if let Some(schema) = output {
             let Some(structured) = &result.structured_content else {
@@ -608,6 +685,9 @@ impl Link {
         let mut out = json!({ "content": content });
         if let Some(structured) = result.structured_content {
             out["structuredContent"] = structured;
+        }
+        if result::bound(&mut out, self.max_result_text) {
+            tracing::debug!(server = %self.server, tool = raw, limit = self.max_result_text, "mcp tool result cut to maxResultText");
         }
         Ok(ToolOutput::new(out))
     }
@@ -787,6 +867,20 @@ fn is_reader(tool: &Tool) -> bool {
             .meta
             .as_ref()
             .is_some_and(|m| m.get(READER_MARK) == Some(&Value::Bool(true)))
+}
+
+/// A content block as JSON, its text moved rather than copied (a large text is then held once,
+/// not twice, until it is cut).
+fn block_value(mut block: rmcp::model::ContentBlock) -> Value {
+    let text = match &mut block {
+        rmcp::model::ContentBlock::Text(t) => Some(std::mem::take(&mut t.text)),
+        _ => None,
+    };
+    let mut value = serde_json::to_value(&block).unwrap_or(Value::Null);
+    if let Some(text) = text {
+        value["text"] = Value::String(text);
+    }
+    value
 }
 
 /// SIGKILL to the process group `pgid`.
@@ -1128,7 +1222,70 @@ impl Bridge {
             }
         })
         .await;
+        self.confirm_lists(&peer, capabilities.as_ref()).await?;
         Ok(connection)
+    }
+
+    /// Lists again each list the server says may change (`listChanged`), until an answer
+    /// confirms the one taken (at most [`MAX_CONFIRM_LISTS`] times): a server whose list
+    /// changes right after a client connects (its first answer is already stale) boots with
+    /// its final list, whatever the wall clock did with its `list_changed` notification. A
+    /// change made before the server answers the confirming list is part of the boot; one made
+    /// later is a re-sync of the running entry (`mcp-sync`).
+    async fn confirm_lists(
+        &self,
+        peer: &Peer<RoleClient>,
+        capabilities: Option<&rmcp::model::ServerCapabilities>,
+    ) -> Result<(), McpError> {
+        let changes = |kind: Option<bool>| kind == Some(true);
+        let tools = capabilities
+            .and_then(|c| c.tools.as_ref())
+            .is_some_and(|t| changes(t.list_changed));
+        let prompts = capabilities
+            .and_then(|c| c.prompts.as_ref())
+            .is_some_and(|p| changes(p.list_changed));
+        let resources = capabilities
+            .and_then(|c| c.resources.as_ref())
+            .is_some_and(|r| changes(r.list_changed));
+        for _ in 0..MAX_CONFIRM_LISTS {
+            let mut changed = false;
+            if tools {
+                let listed = match tokio::time::timeout(self.config.call_timeout(), self.list(peer))
+                    .await
+                {
+                    Ok(listed) => listed?,
+                    Err(_) => {
+                        return Err(McpError::List {
+                            server: self.server().to_owned(),
+                            reason: format!("no answer within {} ms", self.config.call_timeout_ms),
+                        });
+                    }
+                };
+                changed |= self.install(listed).await?;
+            }
+            let before = {
+                let catalog = lock(&self.link.catalog);
+                (catalog.prompts.clone(), catalog.resources.clone())
+            };
+            self.telling_prompt_changes(async {
+                if prompts {
+                    self.relist(peer, Change::Prompts).await;
+                }
+                if resources {
+                    self.relist(peer, Change::Resources).await;
+                }
+            })
+            .await;
+            {
+                let catalog = lock(&self.link.catalog);
+                changed |= (&catalog.prompts, &catalog.resources) != (&before.0, &before.1);
+            }
+            if !changed {
+                return Ok(());
+            }
+        }
+        tracing::warn!(server = %self.server(), "mcp server's lists kept changing while it connected; keeping the last answers");
+        Ok(())
     }
 
     async fn connect(&self) -> Result<Connection, McpError> {
@@ -1140,9 +1297,11 @@ impl Bridge {
             sampling: self.config.sampling,
         };
         let limit = self.config.call_timeout();
+        let mut stderr = None;
         let handshake = match self.config.transport {
             TransportKind::Stdio => {
-                let transport = self.spawn_stdio()?;
+                let (transport, tail) = self.spawn_stdio()?;
+                stderr = Some(tail);
                 tokio::time::timeout(limit, handler.serve(transport)).await
             }
             TransportKind::Http => {
@@ -1150,22 +1309,40 @@ impl Bridge {
                 tokio::time::timeout(limit, handler.serve(transport)).await
             }
         };
-        let service = match handshake {
-            Ok(Ok(service)) => service,
-            Ok(Err(e)) => {
-                return Err(self.connect_error(format!("handshake failed: {}", innermost(&e))));
+        let failure = match handshake {
+            Ok(Ok(service)) => {
+                return Ok(Connection {
+                    service,
+                    changes: rx,
+                });
             }
-            Err(_) => {
-                return Err(self.connect_error(format!(
-                    "no handshake within {} ms",
-                    self.config.call_timeout_ms
-                )));
+            // A stdio server that went away during the handshake: a write to its closed stdin
+            // or the end of its stdout, whichever the operating system noticed first; one
+            // reason either way (its stderr says why).
+            Ok(Err(
+                rmcp::service::ClientInitializeError::ConnectionClosed(_)
+                | rmcp::service::ClientInitializeError::TransportError { .. },
+            )) if stderr.is_some() => {
+                "handshake failed: the server closed the connection".to_owned()
             }
+            Ok(Err(e)) => format!("handshake failed: {}", innermost(&e)),
+            Err(_) => format!("no handshake within {} ms", self.config.call_timeout_ms),
         };
-        Ok(Connection {
-            service,
-            changes: rx,
-        })
+        Err(self.connect_error(self.with_stderr(failure, stderr).await))
+    }
+
+    /// `failure` and, for a stdio server, the last lines it wrote to stderr (where a server
+    /// says why it would not start): its process group is killed first, so its stderr ends.
+    async fn with_stderr(&self, failure: String, stderr: Option<stdio::StderrTail>) -> String {
+        let Some(tail) = stderr else {
+            return failure;
+        };
+        self.link.kill();
+        tail.ended(STDERR_WAIT).await;
+        match tail.text() {
+            Some(said) => format!("{failure}; the server's stderr ended with: {said}"),
+            None => format!("{failure} (the server wrote nothing to stderr)"),
+        }
     }
 
     fn connect_error(&self, reason: String) -> McpError {
@@ -1178,7 +1355,7 @@ impl Bridge {
     /// Starts the server process: its own process group, the scrubbed environment, stderr to
     /// the debug log, and process scoping (it cannot read the host's memory or
     /// `/proc/PID/environ`, nor `ptrace` it).
-    fn spawn_stdio(&self) -> Result<stdio::ChildTransport, McpError> {
+    fn spawn_stdio(&self) -> Result<(stdio::ChildTransport, stdio::StderrTail), McpError> {
         let program = self.config.command.clone().unwrap_or_default();
         let mut command = tokio::process::Command::new(&program);
         command.args(&self.config.args).env_clear();
@@ -1208,11 +1385,17 @@ impl Bridge {
             return Err(self.connect_error("the entry was disposed".to_owned()));
         }
         let _ = self.ctx.spawn(copy);
-        if let Some(stderr) = stderr {
-            let server = self.server().to_owned();
-            let _ = self.ctx.spawn(stdio::log_stderr(stderr, server));
+        let tail = stdio::StderrTail::default();
+        match stderr {
+            Some(stderr) => {
+                let server = self.server().to_owned();
+                let _ = self
+                    .ctx
+                    .spawn(stdio::log_stderr(stderr, server, tail.clone()));
+            }
+            None => tail.end(),
         }
-        Ok(transport)
+        Ok((transport, tail))
     }
 
     fn http_transport(&self) -> Result<StreamableHttpClientTransport<http::HttpClient>, McpError> {
@@ -1262,13 +1445,14 @@ impl Bridge {
     }
 
     /// Registers `tools` as the current generation, replacing the previous one; on a conflict
-    /// the new set is disposed whole and the previous one registered again.
+    /// the new set is disposed whole and the previous one registered again. True when the set
+    /// changed.
     ///
     /// The entry's `tools` filter applies first (a tool listed twice is refused even when
     /// filtered out: the list is invalid). A server offering resources also gets
     /// [`READ_RESOURCE`], unless it lists a tool of that name itself (the server's own wins) or
     /// the filter leaves it out.
-    async fn install(&self, tools: Vec<Tool>) -> Result<(), McpError> {
+    async fn install(&self, tools: Vec<Tool>) -> Result<bool, McpError> {
         let mut named: Vec<(String, Tool)> = Vec::with_capacity(tools.len() + 1);
         let mut raw_seen = BTreeSet::new();
         for tool in tools {
@@ -1304,7 +1488,7 @@ impl Bridge {
             !current.handles.is_empty() && sorted(&current.tools) == sorted(&named)
         };
         if same {
-            return Ok(());
+            return Ok(false);
         }
         let previous = std::mem::take(&mut *lock(&self.current));
         for handle in &previous.handles {
@@ -1316,7 +1500,7 @@ impl Bridge {
                     tools: named,
                     handles,
                 };
-                Ok(())
+                Ok(true)
             }
             Err(error) => {
                 if !previous.tools.is_empty() {
@@ -1526,6 +1710,7 @@ impl Bridge {
         let before = lock(&self.link.catalog).prompts.clone();
         let out = work.await;
         if lock(&self.link.catalog).prompts != before {
+            self.link.claim_prompt_commands();
             self.ctx.emit(McpPromptsChanged {
                 server: self.server().to_owned(),
             });
@@ -1645,7 +1830,7 @@ impl Bridge {
         let outcome = match tokio::time::timeout(self.config.call_timeout(), self.list(peer)).await
         {
             Ok(Ok(tools)) => match self.install(tools).await {
-                Ok(()) => "applied".to_owned(),
+                Ok(_) => "applied".to_owned(),
                 Err(error @ McpError::Register { .. }) => {
                     tracing::warn!(server = %self.server(), %error, "re-sync rolled back; keeping the previous tools");
                     format!("rolled back ({error})")

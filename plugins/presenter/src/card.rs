@@ -40,7 +40,9 @@ pub enum Card {
     Diff {
         /// The file, as the tool was given it.
         path: String,
-        /// The replaced text; `None` for a new (or wholly rewritten) file.
+        /// The replaced text; `None` for a new file, or for a write whose file is not known
+        /// (a transcript's card, made from the arguments alone: an approval's card comes from
+        /// the tool's plan, with the file's text).
         old_text: Option<String>,
         /// The new text.
         new_text: String,

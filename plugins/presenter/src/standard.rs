@@ -74,6 +74,9 @@ impl ToolPresenter for ReadFile {
     }
 }
 
+/// `write_file` from its arguments alone (a transcript, replayed): the content, as a new file.
+/// The question before a write shows `tool-fs`'s presenter instead: the change against the
+/// file's current text, worked out before it asks.
 struct WriteFile;
 impl ToolPresenter for WriteFile {
     fn present_call(&self, args: &Value) -> Result<Presentation, PresentError> {

@@ -6,9 +6,11 @@
 //! everything it starts), so the host itself is never restricted and everything the command
 //! starts inherits them:
 //!
-//! - **Filesystem** (Landlock): read and execute anywhere the user can; write only in the
-//!   private temp dir, the workspace root (in `workspace-write`), the configured extra roots, and
-//!   the terminal devices (`/dev/null`, `/dev/tty`, …). Landlock binds paths by their opened
+//! - **Filesystem** (Landlock): read and execute anywhere the user can outside `/dev`; write
+//!   only in the private temp dir, the workspace root (in `workspace-write`), the configured
+//!   extra roots, and [`WRITABLE_DEVICES`] (`/dev/null`, `/dev/zero`, `/dev/full`); of `/dev`,
+//!   read only [`READABLE_DEVICES`]. No terminal (a command's output reaches the user only
+//!   through cordis, escaped), no `/dev/shm` (another program's shared memory). Landlock binds paths by their opened
 //!   directories, so a symlink inside the workspace that points out leads to a place the rules do
 //!   not cover, and `cd /` changes nothing.
 //! - **Network** (unless allowed): seccomp refuses `socket()` for IPv4, IPv6 and packet sockets
@@ -36,7 +38,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-pub use rules::landlock_abi;
+pub use rules::{READABLE_DEVICES, WRITABLE_DEVICES, landlock_abi};
 
 /// What a sandboxed command may write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]

@@ -18,15 +18,20 @@ use crate::{Confinement, Sandbox, SandboxError, SandboxMode};
 /// The newest ABI whose rights this crate asks for; newer kernels enforce these too.
 const TESTED: ABI = ABI::V6;
 
-/// Devices every command may write (redirections to `/dev/null`, a terminal).
-const DEVICES: &[&str] = &[
+/// Devices every sandboxed command may write: exactly what a command needs (`> /dev/null`).
+/// Not `/dev/shm` (another program's shared memory, and RAM pinned after the call), nor a
+/// terminal (`/dev/pts/N` is the user's, and a command's output reaches them only through
+/// cordis, escaped); a command has no controlling terminal, so `/dev/tty` opens nothing.
+pub const WRITABLE_DEVICES: &[&str] = &["/dev/null", "/dev/zero", "/dev/full"];
+
+/// Devices a sandboxed command may read: the rest of `/dev` (terminals, shared memory, disks)
+/// is neither read nor written.
+pub const READABLE_DEVICES: &[&str] = &[
     "/dev/null",
     "/dev/zero",
     "/dev/full",
-    "/dev/tty",
-    "/dev/ptmx",
-    "/dev/pts",
-    "/dev/shm",
+    "/dev/random",
+    "/dev/urandom",
 ];
 
 /// The Landlock ABI the running kernel reports (`None`: no Landlock, or it is disabled).
@@ -129,12 +134,38 @@ fn ruleset(sandbox: &Sandbox) -> Result<RulesetCreated, SandboxError> {
     ruleset
         .create()
         .map_err(e)?
-        .add_rules(path_beneath_rules(["/"], AccessFs::from_read(TESTED)))
+        // Listing any directory (names only), reading everything outside `/dev`.
+        .add_rules(path_beneath_rules(["/"], AccessFs::ReadDir))
         .map_err(e)?
-        .add_rules(path_beneath_rules(DEVICES, all))
+        .add_rules(path_beneath_rules(
+            readable_roots(),
+            AccessFs::from_read(TESTED),
+        ))
+        .map_err(e)?
+        .add_rules(path_beneath_rules(
+            READABLE_DEVICES,
+            AccessFs::from_read(TESTED),
+        ))
+        .map_err(e)?
+        .add_rules(path_beneath_rules(WRITABLE_DEVICES, all))
         .map_err(e)?
         .add_rules(path_beneath_rules(writable, all))
         .map_err(e)
+}
+
+/// Every entry of `/` but `/dev`: a command reads anywhere the user can except the devices
+/// (Landlock only adds rights, so `/dev` is left out by naming its siblings).
+fn readable_roots() -> Vec<std::path::PathBuf> {
+    let Ok(entries) = std::fs::read_dir("/") else {
+        return Vec::new();
+    };
+    let mut roots: Vec<_> = entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p != Path::new("/dev"))
+        .collect();
+    roots.sort();
+    roots
 }
 
 /// The seccomp program of a sandbox: without network, `socket()` of any family but Unix and

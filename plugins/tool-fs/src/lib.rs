@@ -10,9 +10,11 @@ pub mod ops;
 mod plugin;
 mod preflight;
 mod routed;
+mod shown;
 
 pub use config::FsConfig;
 pub use plugin::{FsPlugin, fs_tools};
+pub use shown::{MAX_SHOWN_BYTES, MAX_SHOWN_LINES};
 
 /// `read_file`.
 pub const READ_FILE: &str = "read_file";

@@ -68,13 +68,29 @@ pub enum FsError {
     /// An edit that cannot do anything.
     #[error("{0}")]
     UselessEdit(&'static str),
-    /// The file changed between the approval (which showed its diff) and the edit.
+    /// The file changed between the approval (which showed its diff) and the edit or write.
     #[error(
-        "\"{path}\" changed after the edit was shown for approval; nothing was written: read the file again and retry"
+        "\"{path}\" {change} after the {action} was shown for approval; nothing was written: read the file again and retry"
     )]
     ChangedSinceShown {
         /// The file.
         path: String,
+        /// `edit` or `write`.
+        action: &'static str,
+        /// What happened to it: `changed`, `was created` or `was deleted`.
+        change: &'static str,
+    },
+    /// A write over a file too large to be shown (or compared) before it is replaced.
+    #[error(
+        "\"{path}\" is {size} bytes, over the limit of {limit} (`maxFileBytes`): write_file cannot show what it would replace; nothing was written"
+    )]
+    ReplacesTooLarge {
+        /// The path as given.
+        path: String,
+        /// Its size.
+        size: u64,
+        /// The limit.
+        limit: u64,
     },
     /// The edited file would exceed `max_file_bytes` (checked before it is built).
     #[error(
@@ -304,6 +320,85 @@ pub fn write_file(ws: &Workspace, arguments: Value) -> Result<Value, FsError> {
         "bytes": outcome.bytes,
         "created": outcome.created,
     }))
+}
+
+/// What a file held when a write was worked out (and must still hold when it applies).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Before {
+    /// No file at the path.
+    Absent,
+    /// A text file, as read (through the editor when it has the file).
+    Text(String),
+    /// A file that is not text: its bytes.
+    Bytes(Vec<u8>),
+}
+
+impl Before {
+    /// Bytes held.
+    pub fn len(&self) -> usize {
+        match self {
+            Before::Absent => 0,
+            Before::Text(t) => t.len(),
+            Before::Bytes(b) => b.len(),
+        }
+    }
+
+    /// True when nothing is held.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// How `now` differs from `self`, in words (`None`: it does not).
+    pub fn change_to(&self, now: &Before) -> Option<&'static str> {
+        match (self, now) {
+            _ if self == now => None,
+            (Before::Absent, _) => Some("was created"),
+            (_, Before::Absent) => Some("was deleted"),
+            _ => Some("changed"),
+        }
+    }
+}
+
+/// `bytes` as text when they are text (as [`text`] decides), else as bytes.
+pub(crate) fn before_of(bytes: Vec<u8>) -> Before {
+    if bytes.contains(&0) {
+        return Before::Bytes(bytes);
+    }
+    match String::from_utf8(bytes) {
+        Ok(t) => Before::Text(t),
+        Err(e) => Before::Bytes(e.into_bytes()),
+    }
+}
+
+/// A `write_file` call worked out without writing: the file as it is and as it would be.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WritePlan {
+    /// The file.
+    pub path: cordis_workspace::WorkspacePath,
+    /// What it holds now.
+    pub before: Before,
+    /// Its content after the write.
+    pub after: String,
+}
+
+/// What the file at `path` holds now: absent, text or bytes, within `max_file_bytes`.
+///
+/// # Errors
+/// Escapes, something other than a regular file, a file over the limit
+/// ([`FsError::ReplacesTooLarge`]), I/O failures.
+pub(crate) fn read_before(
+    ws: &Workspace,
+    config: &FsConfig,
+    path: &cordis_workspace::WorkspacePath,
+) -> Result<Before, FsError> {
+    match ws.read_limited(path, config.max_file_bytes) {
+        Ok(bytes) => Ok(before_of(bytes)),
+        Err(WorkspaceError::NotFound { .. }) => Ok(Before::Absent),
+        Err(WorkspaceError::TooLarge { path, size, limit }) => {
+            Err(FsError::ReplacesTooLarge { path, size, limit })
+        }
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// `edit_file` arguments.

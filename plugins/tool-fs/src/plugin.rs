@@ -22,7 +22,7 @@ pub struct FsPlugin;
 const INJECT: &[Inject] = &[
     Inject::required(ToolRegistry::NAME),
     Inject::required(Workspace::NAME),
-    // For the approval card of an edit: its whole-file diff (see `preflight`).
+    // For the approval card of an edit or a write: the change against the file (see `preflight`).
     Inject::optional(<cordis_presenter::Presenters as Service>::NAME),
 ];
 
@@ -125,10 +125,10 @@ fn edit_tool(
     let (ws, config, plans) = (ws.clone(), config.clone(), plans.clone());
     ToolDefinition::new(SCHEMAS[0].clone(), move |args, call| {
         let (ws, config) = (ws.clone(), config.clone());
-        let planned = plans.take(call.scope, &call.call_id, &args);
+        let planned = plans.take(call.scope, &call.call_id, crate::EDIT_FILE, &args);
         let route = routed::route_of(ctx.as_ref());
         async move {
-            preflight::run(route, &ws, &config, planned, args)
+            preflight::run_edit(route, &ws, &config, planned, args)
                 .await
                 .map(ToolOutput::new)
                 .map_err(|e| e.to_string())
@@ -137,10 +137,12 @@ fn edit_tool(
 }
 
 /// `read_file` and `write_file`, through the composition's file route when it has one (asked
-/// at each call: a front end provides it after the tools registered).
+/// at each call: a front end provides it after the tools registered); `write_file` applies the
+/// plan it was shown with when `plans` has one for the call.
 fn routed_tools(
     ws: &Workspace,
     config: &Arc<FsConfig>,
+    plans: &Plans,
     ctx: Option<Context>,
 ) -> [ToolDefinition; 2] {
     let (read_ws, read_config, read_ctx) = (ws.clone(), config.clone(), ctx.clone());
@@ -154,12 +156,13 @@ fn routed_tools(
                 .map_err(|e| e.to_string())
         }
     });
-    let write_ws = ws.clone();
-    let write = ToolDefinition::new(SCHEMAS[3].clone(), move |args, _call| {
-        let ws = write_ws.clone();
+    let (write_ws, write_config, plans) = (ws.clone(), config.clone(), plans.clone());
+    let write = ToolDefinition::new(SCHEMAS[3].clone(), move |args, call| {
+        let (ws, config) = (write_ws.clone(), write_config.clone());
+        let planned = plans.take(call.scope, &call.call_id, crate::WRITE_FILE, &args);
         let route = routed::route_of(ctx.as_ref());
         async move {
-            routed::write_file(route, ws, args)
+            preflight::run_write(route, &ws, &config, planned, args)
                 .await
                 .map(ToolOutput::new)
                 .map_err(|e| e.to_string())
@@ -168,7 +171,7 @@ fn routed_tools(
     [read, write]
 }
 
-/// [`fs_tools`], `edit_file` applying the plans of `plans`, reads and writes through the file
+/// [`fs_tools`], `edit_file` and `write_file` applying the plans of `plans`, reads and writes through the file
 /// route of `ctx`'s composition when it has one.
 fn fs_tools_with(
     ws: &Workspace,
@@ -176,7 +179,7 @@ fn fs_tools_with(
     plans: &Plans,
     ctx: Option<Context>,
 ) -> Vec<ToolDefinition> {
-    let [read, write] = routed_tools(ws, &config, ctx.clone());
+    let [read, write] = routed_tools(ws, &config, plans, ctx.clone());
     vec![
         // Every path resolves beneath the workspace root (`RESOLVE_BENEATH`): confined.
         edit_tool(ws, &config, plans, ctx)
@@ -186,6 +189,13 @@ fn fs_tools_with(
         read.read_only(),
         write.with_effect(Effect::Edit).confined(),
     ]
+}
+
+/// The tool of `name` when its calls are planned before approval.
+fn planned_tool(name: &str) -> Option<&'static str> {
+    [crate::EDIT_FILE, crate::WRITE_FILE]
+        .into_iter()
+        .find(|t| *t == name)
 }
 
 impl Plugin for FsPlugin {
@@ -215,14 +225,17 @@ impl Plugin for FsPlugin {
         let ws = ctx.require::<Workspace>()?;
         let config = Arc::new(config.clone());
         let plans = Plans::default();
-        // Planned before the approvals' listener (at the back) asks anyone.
+        // Planned before the approval stage (after pre-execute) asks anyone.
         let (planning, plan_ws, plan_config) = (plans.clone(), ws.clone(), config.clone());
         let plan_ctx = ctx.clone();
         let _ = ctx.on_waterfall::<ToolsPreExecute, _, _>(Position::Front, move |mut v, next| {
             let (plans, ws, config) = (planning.clone(), plan_ws.clone(), plan_config.clone());
             let route = routed::route_of(Some(&plan_ctx));
             async move {
-                if v.call.name == crate::EDIT_FILE && v.decision == Decision::Allow {
+                let tool = planned_tool(&v.call.name);
+                if let Some(tool) = tool
+                    && v.decision == Decision::Allow
+                {
                     let planned = preflight::plan(
                         &plans,
                         route.as_ref(),
@@ -230,6 +243,7 @@ impl Plugin for FsPlugin {
                         &config,
                         v.scope,
                         &v.call.call_id,
+                        tool,
                         &v.call.arguments,
                     )
                     .await;
@@ -238,29 +252,35 @@ impl Plugin for FsPlugin {
                     }
                 }
                 let v = next.run(v).await;
-                // Denied later (the user said no): no call will take the plan.
-                if v.call.name == crate::EDIT_FILE && matches!(v.decision, Decision::Deny(_)) {
-                    let _ = plans.take(v.scope, &v.call.call_id, &v.call.arguments);
+                // Denied later: no call will take the plan.
+                if let Some(tool) = tool
+                    && matches!(v.decision, Decision::Deny(_))
+                {
+                    let _ = plans.take(v.scope, &v.call.call_id, tool, &v.call.arguments);
                 }
                 v
             }
         });
         let ended = plans.clone();
-        // A call stopped after planning (a guard, bad arguments) leaves its plan here.
+        // A call stopped after planning (a guard, bad arguments, the user's no) leaves its plan
+        // here.
         let _ = ctx.on_waterfall::<ToolsPostExecute, _, _>(Position::Front, move |v, next| {
-            if v.call.name == crate::EDIT_FILE {
-                let _ = ended.take(v.scope, &v.call.call_id, &v.call.arguments);
+            if let Some(tool) = planned_tool(&v.call.name) {
+                let _ = ended.take(v.scope, &v.call.call_id, tool, &v.call.arguments);
             }
             next.run(v)
         });
-        if let Some(presenters) = ctx.get::<cordis_presenter::Presenters>()
-            && let Some(standard) = cordis_presenter::Presenters::standard().get(crate::EDIT_FILE)
-        {
-            let presenter = preflight::EditPresenter {
-                plans: plans.clone(),
-                standard,
-            };
-            let _ = presenters.register(&ctx, crate::EDIT_FILE, Arc::new(presenter))?;
+        if let Some(presenters) = ctx.get::<cordis_presenter::Presenters>() {
+            for tool in [crate::EDIT_FILE, crate::WRITE_FILE] {
+                if let Some(standard) = cordis_presenter::Presenters::standard().get(tool) {
+                    let presenter = preflight::PlannedPresenter {
+                        tool,
+                        plans: plans.clone(),
+                        standard,
+                    };
+                    let _ = presenters.register(&ctx, tool, Arc::new(presenter))?;
+                }
+            }
         }
         for def in fs_tools_with(&ws, config, &plans, Some(ctx.clone())) {
             let _ = registry.register_scheduled(&ctx, def).await?;
@@ -349,5 +369,223 @@ mod tests {
         assert!(reg.schemas(None).is_empty(), "withdrawn with the workspace");
         root.dispose();
         assert!(root.live().is_zero());
+    }
+
+    /// Boots the file tools with presenters over `dir`, questions answered by `stage`.
+    async fn booted(dir: &std::path::Path, stage: Arc<dyn cordis_tools::ApprovalStage>) -> Context {
+        let root = Context::root();
+        root.plugin(SystemPromptPlugin, SystemPromptConfig::default());
+        root.plugin(ToolsPlugin, ToolsConfig::default());
+        root.plugin(
+            cordis_presenter::PresenterPlugin,
+            cordis_presenter::PresenterConfig::default(),
+        );
+        root.plugin(
+            WorkspacePlugin,
+            WorkspaceConfig {
+                root: Some(dir.to_path_buf()),
+            },
+        );
+        root.plugin(FsPlugin, FsConfig::default());
+        root.idle().await;
+        let reg = root.get::<ToolRegistry>().unwrap();
+        let _ = reg.set_approval(&root, stage).unwrap();
+        root
+    }
+
+    type Answered = std::pin::Pin<
+        Box<dyn std::future::Future<Output = Result<cordis_tools::Clearance, String>> + Send>,
+    >;
+
+    /// An approval stage: keeps each question's card (as a terminal prints it), runs `meanwhile`
+    /// while the question is open, then answers `allow`.
+    struct Asking {
+        presenters: std::sync::Mutex<Option<Arc<cordis_presenter::Presenters>>>,
+        shown: std::sync::Mutex<Vec<String>>,
+        meanwhile: Box<dyn Fn() + Send + Sync>,
+        allow: bool,
+    }
+
+    impl Asking {
+        fn new(allow: bool, meanwhile: impl Fn() + Send + Sync + 'static) -> Arc<Self> {
+            Arc::new(Asking {
+                presenters: std::sync::Mutex::default(),
+                shown: std::sync::Mutex::default(),
+                meanwhile: Box::new(meanwhile),
+                allow,
+            })
+        }
+    }
+
+    impl cordis_tools::ApprovalStage for Asking {
+        fn approve(
+            &self,
+            call: &ToolCall,
+            _scope: Option<cordis_tools::ScopeKey>,
+            _tool: &ToolDefinition,
+        ) -> Answered {
+            if let Some(p) = self.presenters.lock().unwrap().as_ref() {
+                let shown = p.present_approval(&call.name, &call.arguments);
+                let mut text = cordis_presenter::render_card(&shown.card);
+                if let Some(more) = shown.text {
+                    text.push_str(&more);
+                }
+                self.shown.lock().unwrap().push(text);
+            }
+            (self.meanwhile)();
+            let allow = self.allow;
+            Box::pin(async move {
+                if allow {
+                    Ok(cordis_tools::Clearance::Full)
+                } else {
+                    Err("the user said no".to_owned())
+                }
+            })
+        }
+    }
+
+    fn write_call(id: &str, path: &str, content: &str) -> ToolCall {
+        ToolCall {
+            call_id: id.into(),
+            name: crate::WRITE_FILE.into(),
+            arguments: json!({"path": path, "content": content}),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_write_over_a_file_is_asked_with_the_diff_against_its_text_and_a_new_file_as_new() {
+        // The card used to be `--- /dev/null` and only `+` lines for a file that exists.
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(tmp.path().join("notes.txt"), "keep\nold line\n").unwrap();
+        std::fs::write(tmp.path().join("blob.bin"), [0u8, 1, 2]).unwrap();
+        let asking = Asking::new(false, || {});
+        let root = booted(tmp.path(), asking.clone()).await;
+        *asking.presenters.lock().unwrap() = root.get::<cordis_presenter::Presenters>();
+        let reg = root.get::<ToolRegistry>().unwrap();
+        for call in [
+            write_call("w1", "notes.txt", "keep\nnew line\n"),
+            write_call("w2", "fresh.txt", "hello\n"),
+            write_call("w3", "blob.bin", "text now\n"),
+        ] {
+            let r = reg.execute(call, None).await;
+            assert_eq!(r.code.as_deref(), Some(codes::DENIED), "{r:?}");
+        }
+        assert_eq!(
+            asking.shown.lock().unwrap().as_slice(),
+            [
+                "--- a/notes.txt\n+++ b/notes.txt\n@@ -1,2 +1,2 @@\n keep\n-old line\n+new line\n",
+                "--- /dev/null\n+++ b/fresh.txt\n@@ -0,0 +1 @@\n+hello\n",
+                "--- a/blob.bin\n+++ b/blob.bin\n@@ -0,0 +1 @@\n+text now\nreplaces a binary file of 3 bytes (not shown)",
+            ]
+        );
+        assert_eq!(
+            std::fs::read_to_string(tmp.path().join("notes.txt")).unwrap(),
+            "keep\nold line\n"
+        );
+        // The transcript's card (replayed from the arguments alone) is unchanged.
+        let p = root.get::<cordis_presenter::Presenters>().unwrap();
+        let call = p.present_call(
+            crate::WRITE_FILE,
+            &json!({"path": "notes.txt", "content": "x\n"}),
+        );
+        assert!(matches!(
+            call.card,
+            cordis_presenter::Card::Diff { old_text: None, .. }
+        ));
+        root.dispose();
+        assert!(root.live().is_zero(), "{:?}", root.live());
+    }
+
+    #[tokio::test]
+    async fn a_write_whose_file_changed_while_it_was_asked_writes_nothing_and_names_the_change() {
+        // It used to overwrite the change silently (only edit_file checked).
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().to_path_buf();
+        std::fs::write(dir.join("a.txt"), "shown\n").unwrap();
+        std::fs::write(dir.join("gone.txt"), "shown\n").unwrap();
+        let changes = dir.clone();
+        let asking = Asking::new(true, move || {
+            std::fs::write(changes.join("a.txt"), "changed meanwhile\n").unwrap();
+            std::fs::write(changes.join("new.txt"), "appeared meanwhile\n").unwrap();
+            let _ = std::fs::remove_file(changes.join("gone.txt"));
+        });
+        let root = booted(&dir, asking).await;
+        let reg = root.get::<ToolRegistry>().unwrap();
+        for (id, path, change) in [
+            ("w1", "a.txt", "changed"),
+            ("w2", "new.txt", "was created"),
+            ("w3", "gone.txt", "was deleted"),
+        ] {
+            // As shown: each question changes all three.
+            std::fs::write(dir.join("a.txt"), "shown\n").unwrap();
+            std::fs::write(dir.join("gone.txt"), "shown\n").unwrap();
+            let _ = std::fs::remove_file(dir.join("new.txt"));
+            let r = reg.execute(write_call(id, path, "mine\n"), None).await;
+            assert_eq!(r.code.as_deref(), Some(codes::TOOL_ERROR), "{r:?}");
+            assert_eq!(
+                r.content,
+                json!(format!(
+                    "\"{path}\" {change} after the write was shown for approval; nothing was written: read the file again and retry"
+                ))
+            );
+        }
+        assert_eq!(
+            std::fs::read_to_string(dir.join("a.txt")).unwrap(),
+            "changed meanwhile\n"
+        );
+        assert_eq!(
+            std::fs::read_to_string(dir.join("new.txt")).unwrap(),
+            "appeared meanwhile\n"
+        );
+        assert!(!dir.join("gone.txt").exists());
+        // Unchanged while asked: written.
+        std::fs::write(dir.join("b.txt"), "shown\n").unwrap();
+        let quiet = Asking::new(true, || {});
+        root.dispose();
+        let root = booted(&dir, quiet).await;
+        let reg = root.get::<ToolRegistry>().unwrap();
+        let r = reg.execute(write_call("w4", "b.txt", "mine\n"), None).await;
+        assert!(!r.is_error, "{r:?}");
+        assert_eq!(r.content["created"], false);
+        assert_eq!(
+            std::fs::read_to_string(dir.join("b.txt")).unwrap(),
+            "mine\n"
+        );
+        root.dispose();
+    }
+
+    #[tokio::test]
+    async fn an_edit_or_write_with_arguments_its_schema_refuses_is_invalid_arguments_not_denied() {
+        // The edit's plan ran before the argument check and turned its decoding error into a
+        // denial.
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(tmp.path().join("a.txt"), "a\n").unwrap();
+        let asking = Asking::new(true, || {});
+        let root = booted(tmp.path(), asking).await;
+        let reg = root.get::<ToolRegistry>().unwrap();
+        for (name, args) in [
+            (
+                crate::EDIT_FILE,
+                json!({"path": "a.txt", "old_string": "a"}),
+            ),
+            (
+                crate::EDIT_FILE,
+                json!({"path": 7, "old_string": "a", "new_string": "b"}),
+            ),
+            (crate::WRITE_FILE, json!({"path": "a.txt"})),
+        ] {
+            let call = ToolCall {
+                call_id: "1".into(),
+                name: name.into(),
+                arguments: args,
+            };
+            let r = reg.execute(call, None).await;
+            assert_eq!(r.code.as_deref(), Some(codes::INVALID_ARGUMENTS), "{r:?}");
+        }
+        assert_eq!(
+            std::fs::read_to_string(tmp.path().join("a.txt")).unwrap(),
+            "a\n"
+        );
+        root.dispose();
     }
 }

@@ -107,7 +107,7 @@ pub(crate) async fn read_file(
     ops::read_file_of(&config, &a, &path, &content)
 }
 
-/// `write_file` through the route.
+/// `write_file` through the route, unguarded (a call nobody planned: see [`apply_write`]).
 pub(crate) async fn write_file(
     route: Option<Arc<dyn FileRoute>>,
     ws: Workspace,
@@ -118,6 +118,83 @@ pub(crate) async fn write_file(
     let (bytes, created) = write_text(route.as_ref(), &ws, &path, a.content).await?;
     Ok(json!({
         "path": path.to_string(),
+        "bytes": bytes,
+        "created": created,
+    }))
+}
+
+/// What `path` holds now (see [`ops::read_before`]); a text file's text from the route when it
+/// has the file (what a write through it replaces).
+pub(crate) async fn read_before(
+    route: Option<&Arc<dyn FileRoute>>,
+    ws: &Workspace,
+    config: &Arc<FsConfig>,
+    path: &WorkspacePath,
+) -> Result<ops::Before, FsError> {
+    let (disk_ws, disk_config, disk_path) = (ws.clone(), config.clone(), path.clone());
+    let disk = blocking(move || ops::read_before(&disk_ws, &disk_config, &disk_path)).await?;
+    let (Some(route), ops::Before::Text(_)) = (route, &disk) else {
+        return Ok(disk);
+    };
+    match route.read_text(ws.absolute(path)).await {
+        Ok(Some(text)) if text.len() as u64 > config.max_file_bytes => {
+            Err(FsError::ReplacesTooLarge {
+                path: path.given().to_owned(),
+                size: text.len() as u64,
+                limit: config.max_file_bytes,
+            })
+        }
+        Ok(Some(text)) => Ok(ops::Before::Text(text)),
+        Ok(None) => Ok(disk),
+        Err(message) => Err(FsError::Route {
+            action: "read",
+            path: path.given().to_owned(),
+            message,
+        }),
+    }
+}
+
+/// Works out a `write_file` call: what the file holds now and what it would hold.
+pub(crate) async fn plan_write(
+    route: Option<&Arc<dyn FileRoute>>,
+    ws: &Workspace,
+    config: &Arc<FsConfig>,
+    arguments: Value,
+) -> Result<ops::WritePlan, FsError> {
+    let request_ws = ws.clone();
+    let (a, path) = blocking(move || ops::write_request(&request_ws, arguments)).await?;
+    let before = read_before(route, ws, config, &path).await?;
+    Ok(ops::WritePlan {
+        path,
+        before,
+        after: a.content,
+    })
+}
+
+/// Applies `plan` if the file still holds what it held when the write was worked out (and
+/// shown); else fails naming the change, writing nothing.
+pub(crate) async fn apply_write(
+    route: Option<&Arc<dyn FileRoute>>,
+    ws: &Workspace,
+    config: &Arc<FsConfig>,
+    plan: &ops::WritePlan,
+) -> Result<Value, FsError> {
+    let change = match read_before(route, ws, config, &plan.path).await {
+        Ok(now) => plan.before.change_to(&now),
+        // It was within the limit when planned: it grew since.
+        Err(FsError::ReplacesTooLarge { .. }) => Some("changed"),
+        Err(e) => return Err(e),
+    };
+    if let Some(change) = change {
+        return Err(FsError::ChangedSinceShown {
+            path: plan.path.to_string(),
+            action: "write",
+            change,
+        });
+    }
+    let (bytes, created) = write_text(route, ws, &plan.path, plan.after.clone()).await?;
+    Ok(json!({
+        "path": plan.path.to_string(),
         "bytes": bytes,
         "created": created,
     }))
@@ -148,6 +225,8 @@ pub(crate) async fn apply_edit(
     if now != plan.before {
         return Err(FsError::ChangedSinceShown {
             path: plan.path.to_string(),
+            action: "edit",
+            change: "changed",
         });
     }
     let _ = write_text(route, ws, &plan.path, plan.after.clone()).await?;
@@ -290,5 +369,63 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(read["content"], "     1\ton disk\n");
+    }
+
+    #[tokio::test]
+    async fn a_write_over_a_file_too_large_to_show_is_refused_before_anyone_is_asked() {
+        let (tmp, ws) = workspace();
+        std::fs::write(tmp.path().join("root/big.txt"), "0123456789").unwrap();
+        let small = Arc::new(FsConfig {
+            max_file_bytes: 4,
+            ..FsConfig::default()
+        });
+        let refused = plan_write(
+            None,
+            &ws,
+            &small,
+            json!({"path": "big.txt", "content": "x"}),
+        )
+        .await
+        .unwrap_err();
+        assert_eq!(
+            refused.to_string(),
+            "\"big.txt\" is 10 bytes, over the limit of 4 (`maxFileBytes`): write_file cannot show what it would replace; nothing was written"
+        );
+        // Through an editor whose buffer is over the limit: the same.
+        let big: Arc<dyn FileRoute> = Arc::new(Buffers {
+            text: Some("0123456789".into()),
+            ..Default::default()
+        });
+        std::fs::write(tmp.path().join("root/tiny.txt"), "abc").unwrap();
+        let refused = plan_write(
+            Some(&big),
+            &ws,
+            &small,
+            json!({"path": "tiny.txt", "content": "x"}),
+        )
+        .await
+        .unwrap_err();
+        assert!(matches!(
+            refused,
+            FsError::ReplacesTooLarge {
+                size: 10,
+                limit: 4,
+                ..
+            }
+        ));
+        // The editor's buffer is what a write through it replaces.
+        let route: Arc<dyn FileRoute> = Arc::new(Buffers {
+            text: Some("unsaved\n".into()),
+            ..Default::default()
+        });
+        let plan = plan_write(
+            Some(&route),
+            &ws,
+            &Arc::new(FsConfig::default()),
+            json!({"path": "a.txt", "content": "x"}),
+        )
+        .await
+        .unwrap();
+        assert_eq!(plan.before, ops::Before::Text("unsaved\n".into()));
     }
 }

@@ -64,6 +64,41 @@ impl ShellConfig {
         }
     }
 
+    /// What `new` lets commands do that `self` did not, one line each: a wider sandbox, the
+    /// network, more writable roots or environment variables, another shell.
+    pub fn widened_by(&self, new: &ShellConfig) -> Vec<String> {
+        let rank = |m: SandboxMode| match m {
+            SandboxMode::ReadOnly => 0,
+            SandboxMode::WorkspaceWrite => 1,
+            SandboxMode::FullAccess => 2,
+        };
+        let mut out = Vec::new();
+        if rank(new.sandbox) > rank(self.sandbox) {
+            out.push(format!("the sandbox {} → {}", self.sandbox, new.sandbox));
+        }
+        if new.network && !self.network {
+            out.push("commands reach the network".to_owned());
+        }
+        for root in new
+            .writable_roots
+            .iter()
+            .filter(|r| !self.writable_roots.contains(r))
+        {
+            out.push(format!("commands may write in {}", root.display()));
+        }
+        for name in new.env.iter().filter(|n| !self.env.contains(n)) {
+            out.push(format!("commands get the environment variable `{name}`"));
+        }
+        if new.shell != self.shell {
+            out.push(format!(
+                "commands run with {} instead of {}",
+                new.shell.display(),
+                self.shell.display()
+            ));
+        }
+        out
+    }
+
     /// True when commands cannot write outside the workspace nor reach the network.
     pub fn is_confined(&self) -> bool {
         self.sandbox != SandboxMode::FullAccess && !self.network

@@ -4,7 +4,8 @@ use std::path::PathBuf;
 use std::sync::{Arc, LazyLock};
 
 use cordis_runtime::{BoxError, Context, Inject, Plugin, Service};
-use cordis_tools::{Effect, ToolDefinition, ToolOutput, ToolRegistry, ToolSchema};
+use cordis_sandbox::SandboxMode;
+use cordis_tools::{Clearance, Effect, ToolDefinition, ToolOutput, ToolRegistry, ToolSchema};
 use cordis_workspace::Workspace;
 use serde_json::json;
 
@@ -68,16 +69,27 @@ fn bash_tool_in(root: PathBuf, config: ShellConfig, ctx: Option<Context>) -> Too
     let root = Arc::new(root);
     let config = Arc::new(config);
     let schema = SCHEMA.clone();
+    // What runs without a question runs read-only, whatever the entry's sandbox.
+    let read_only = Arc::new(ShellConfig {
+        sandbox: SandboxMode::ReadOnly,
+        ..(*config).clone()
+    });
     let def = ToolDefinition::new(schema, move |args, call| {
         let root = root.clone();
-        let config = config.clone();
+        let narrowed =
+            call.clearance == Clearance::ReadOnly && config.sandbox != SandboxMode::ReadOnly;
+        let config = if narrowed {
+            read_only.clone()
+        } else {
+            config.clone()
+        };
         let ctx = ctx
             .clone()
             .filter(|c| c.listener_count::<CommandOutput>() > 0);
         // A full-access command may run in the front end's terminal (see `host`).
         let host = ctx
             .as_ref()
-            .filter(|_| config.sandbox == cordis_sandbox::SandboxMode::FullAccess)
+            .filter(|_| config.sandbox == SandboxMode::FullAccess)
             .and_then(|c| c.get::<crate::host::CommandHostService>());
         async move {
             if let Some(host) = host {
@@ -93,14 +105,28 @@ fn bash_tool_in(root: PathBuf, config: ShellConfig, ctx: Option<Context>) -> Too
                 }
             };
             let live = crate::run::Live::new(&sink);
-            run_bash_live(&root, &config, args, ctx.as_ref().map(|_| &live))
+            let mut result = run_bash_live(&root, &config, args, ctx.as_ref().map(|_| &live))
                 .await
-                .map(ToolOutput::new)
-                .map_err(|e| e.to_string())
+                .map_err(|e| e.to_string())?;
+            if narrowed {
+                say_read_only(&mut result);
+            }
+            Ok(ToolOutput::new(result))
         }
     })
     .with_effect(Effect::Execute);
     if confined { def.confined() } else { def }
+}
+
+/// Tells the model a command ran read-only because nobody was asked, so a refused write is not
+/// a mystery it retries blindly.
+fn say_read_only(result: &mut serde_json::Value) {
+    const WHY: &str = "it ran without a question (an allow rule, a grant or the permission mode), so in a read-only sandbox: it could write nothing but its $TMPDIR";
+    result["sandbox"] = json!(SandboxMode::ReadOnly.as_str());
+    result["note"] = match result.get("note").and_then(|n| n.as_str()) {
+        Some(note) => json!(format!("{note}; {WHY}")),
+        None => json!(WHY),
+    };
 }
 
 /// `bash` through a command host.
@@ -168,6 +194,14 @@ impl Plugin for ShellPlugin {
 
     fn open_claims(&self, _config: &Self::Config) -> Option<Vec<&'static str>> {
         Some(Vec::new())
+    }
+
+    fn widens(&self, old: Option<&ShellConfig>, new: Option<&ShellConfig>) -> Vec<String> {
+        match (old, new) {
+            (Some(old), Some(new)) => old.widened_by(new),
+            (None, Some(new)) => vec![format!("it adds the bash tool ({} sandbox)", new.sandbox)],
+            (_, None) => Vec::new(),
+        }
     }
 
     async fn apply(&self, ctx: Context, config: &ShellConfig) -> Result<(), BoxError> {

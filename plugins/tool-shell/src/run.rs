@@ -1,7 +1,6 @@
 //! Running one command: spawn it in its sandbox under a reaper (in a process group of its own),
 //! read both pipes with caps, wait with a deadline, stop the whole tree.
 
-use std::collections::VecDeque;
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::Stdio;
@@ -11,6 +10,8 @@ use rustix::process::{Pid, Signal};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncReadExt};
+
+use cordis_tools::HeadTail;
 
 use crate::config::ShellConfig;
 
@@ -81,77 +82,29 @@ impl Drop for Group {
     }
 }
 
-/// The first and last bytes of a stream, and its total length.
-struct Capped {
-    head: Vec<u8>,
-    tail: VecDeque<u8>,
-    total: usize,
-    half: usize,
-}
-
-impl Capped {
-    fn new(cap: usize) -> Self {
-        Capped {
-            head: Vec::new(),
-            tail: VecDeque::new(),
-            total: 0,
-            half: cap / 2,
+/// Reads `stream` to its end into `kept` (its head and tail), sending it to `live` as it comes.
+async fn fill(kept: &mut HeadTail, mut stream: impl AsyncRead + Unpin, live: Option<&Live<'_>>) {
+    let mut buf = [0u8; 8192];
+    // The end of a character split between two reads waits for the next one.
+    let mut carry: Vec<u8> = Vec::new();
+    while let Ok(n) = stream.read(&mut buf).await {
+        if n == 0 {
+            break;
+        }
+        kept.push(&buf[..n]);
+        if let Some(live) = live {
+            carry.extend_from_slice(&buf[..n]);
+            let whole = match std::str::from_utf8(&carry) {
+                Ok(_) => carry.len(),
+                Err(e) if e.error_len().is_none() => e.valid_up_to(),
+                Err(_) => carry.len(),
+            };
+            live.send(&String::from_utf8_lossy(&carry[..whole]));
+            carry.drain(..whole);
         }
     }
-
-    fn push(&mut self, mut bytes: &[u8]) {
-        self.total += bytes.len();
-        let room = self.half.saturating_sub(self.head.len());
-        let take = room.min(bytes.len());
-        self.head.extend_from_slice(&bytes[..take]);
-        bytes = &bytes[take..];
-        self.tail.extend(bytes);
-        while self.tail.len() > self.half {
-            self.tail.pop_front();
-        }
-    }
-
-    async fn fill(&mut self, mut stream: impl AsyncRead + Unpin, live: Option<&Live<'_>>) {
-        let mut buf = [0u8; 8192];
-        // The end of a character split between two reads waits for the next one.
-        let mut carry: Vec<u8> = Vec::new();
-        while let Ok(n) = stream.read(&mut buf).await {
-            if n == 0 {
-                break;
-            }
-            self.push(&buf[..n]);
-            if let Some(live) = live {
-                carry.extend_from_slice(&buf[..n]);
-                let whole = match std::str::from_utf8(&carry) {
-                    Ok(_) => carry.len(),
-                    Err(e) if e.error_len().is_none() => e.valid_up_to(),
-                    Err(_) => carry.len(),
-                };
-                live.send(&String::from_utf8_lossy(&carry[..whole]));
-                carry.drain(..whole);
-            }
-        }
-        if let Some(live) = live.filter(|_| !carry.is_empty()) {
-            live.send(&String::from_utf8_lossy(&carry));
-        }
-    }
-
-    fn kept(&self) -> usize {
-        self.head.len() + self.tail.len()
-    }
-
-    fn render(&self) -> String {
-        let mut out = String::from_utf8_lossy(&self.head).into_owned();
-        if self.kept() < self.total {
-            out.push_str(&format!(
-                "\n[… {} bytes omitted; {} bytes in all …]\n",
-                self.total - self.kept(),
-                self.total
-            ));
-        }
-        let tail: Vec<u8> = self.tail.iter().copied().collect();
-        out.push_str(&String::from_utf8_lossy(&tail));
-        out
+    if let Some(live) = live.filter(|_| !carry.is_empty()) {
+        live.send(&String::from_utf8_lossy(&carry));
     }
 }
 
@@ -305,17 +258,17 @@ pub async fn run_bash_live(
     let mut group = Group(leader);
     let stdout = child.stdout.take();
     let stderr = child.stderr.take();
-    let mut out = Capped::new(config.max_output_bytes);
-    let mut err = Capped::new(config.max_output_bytes);
+    let mut out = HeadTail::new(config.max_output_bytes);
+    let mut err = HeadTail::new(config.max_output_bytes);
     let status = {
         let reading = async {
             if let Some(s) = stdout {
-                out.fill(s, live).await;
+                fill(&mut out, s, live).await;
             }
         };
         let reading_err = async {
             if let Some(s) = stderr {
-                err.fill(s, live).await;
+                fill(&mut err, s, live).await;
             }
         };
         let reading = async { tokio::join!(reading, reading_err) };

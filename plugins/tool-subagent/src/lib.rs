@@ -11,20 +11,39 @@
 //!    a tool error naming how it ended.
 //!
 //! The tool name is configurable (`toolName`), so the plugin can be loaded more than once, e.g.
-//! as `subagent` and `subagent_fork` with different descriptions. `maxDepth` bounds nesting
-//! (a subagent calling the tool again).
+//! as `subagent` and `subagent_fork` with different descriptions.
+//!
+//! # Fan-out
+//! A model can ask for any number of subagents, and each of them for as many more: a script
+//! answering every request with 50 calls once made thousands of sessions in two minutes. So:
+//! - `maxDepth` bounds nesting (a subagent calling the tool again);
+//! - `maxPerResponse` bounds the calls one model response makes (`run_code` sub-calls count
+//!   with the response of their `run_code` call), `maxPerTurn` the calls one agent makes in one
+//!   turn (a subagent runs one turn), so one user turn starts at most
+//!   `maxPerTurn + maxPerTurn²` sessions at the default depth of 2;
+//! - in flight: an agent runs its subagent calls one at a time (the tool is mutating), so at
+//!   most `maxDepth` run at once under one session.
+//!
+//! A call past a bound fails without starting anything, naming the bound.
+//!
+//! # Determinism
+//! A call's place among its response's and its turn's calls is read from the caller's session
+//! log (its `tool/call`, or its `run_code` sub-call start), which is logged before any tool
+//! runs, so which calls run never depends on which finished first.
 //!
 //! ```yaml
 //! - id: subagent
 //!   name: tool-subagent
-//!   config: {toolName: subagent, maxDepth: 2}
+//!   config: {toolName: subagent, maxDepth: 2, maxPerResponse: 4, maxPerTurn: 8}
 //! ```
 
 use std::sync::{Arc, LazyLock};
 
 use cordis_agent_loop::{AgentLoop, AgentOptions};
 use cordis_runtime::{BoxError, Context, Inject, Plugin, Service};
-use cordis_session::{AssistantMessageData, SessionEvent, TurnEndReason};
+use cordis_session::{
+    AssistantMessageData, SessionEvent, ToolCallData, ToolCodeDispatchStartData, TurnEndReason,
+};
 use cordis_tools::{
     Restriction, ToolCallContext, ToolDefinition, ToolOutput, ToolRegistry, ToolSchema,
 };
@@ -39,6 +58,20 @@ fn default_tool_name() -> String {
 
 fn default_depth() -> usize {
     2
+}
+
+/// The default of `maxPerResponse`.
+pub const DEFAULT_MAX_PER_RESPONSE: usize = 4;
+
+/// The default of `maxPerTurn`.
+pub const DEFAULT_MAX_PER_TURN: usize = 8;
+
+fn default_per_response() -> usize {
+    DEFAULT_MAX_PER_RESPONSE
+}
+
+fn default_per_turn() -> usize {
+    DEFAULT_MAX_PER_TURN
 }
 
 /// Configuration of `tool-subagent`.
@@ -57,6 +90,12 @@ pub struct SubagentConfig {
     /// How deep subagents may nest (1: a subagent cannot start another).
     #[serde(default = "default_depth")]
     pub max_depth: usize,
+    /// How many subagent calls of one model response run; later ones fail.
+    #[serde(default = "default_per_response")]
+    pub max_per_response: usize,
+    /// How many subagent calls one agent makes in one turn; later ones fail.
+    #[serde(default = "default_per_turn")]
+    pub max_per_turn: usize,
 }
 
 impl Default for SubagentConfig {
@@ -66,6 +105,8 @@ impl Default for SubagentConfig {
             description: None,
             model: None,
             max_depth: default_depth(),
+            max_per_response: DEFAULT_MAX_PER_RESPONSE,
+            max_per_turn: DEFAULT_MAX_PER_TURN,
         }
     }
 }
@@ -139,6 +180,56 @@ fn final_message(events: &[SessionEvent]) -> String {
         .unwrap_or_default()
 }
 
+/// Why call `call_id` of tool `tool` may not start, read from `events` (its caller's log): the
+/// calls of the tool before it in its response (all of them) and in its turn (those that
+/// started) against the bounds. `None`: it may start, or it is not in the log.
+fn over_bound(events: &[SessionEvent], config: &SubagentConfig, call_id: &str) -> Option<String> {
+    let tool = config.tool_name.as_str();
+    // (turn, step, call id) of every call of the tool, in log order.
+    let calls: Vec<(u64, u64, String)> = events
+        .iter()
+        .filter_map(|e| {
+            if e.is::<ToolCallData>() {
+                let c = e.data_as::<ToolCallData>().ok()?;
+                (c.name == tool).then_some((c.turn, c.step, c.call_id))
+            } else if e.is::<ToolCodeDispatchStartData>() {
+                let c = e.data_as::<ToolCodeDispatchStartData>().ok()?;
+                (c.name == tool).then_some((c.turn, c.step, c.sub_call_id))
+            } else {
+                None
+            }
+        })
+        .collect();
+    // The call running now is the latest one logged with its id.
+    let at = calls.iter().rposition(|(_, _, id)| id == call_id)?;
+    let (turn, step, _) = &calls[at];
+    let mut started = 0;
+    // Replay the bounds over the turn's calls before this one, in log order.
+    let mut per_step: std::collections::BTreeMap<u64, usize> = std::collections::BTreeMap::new();
+    for (_, s, _) in calls[..at].iter().filter(|(t, _, _)| t == turn) {
+        let n = per_step.entry(*s).or_default();
+        if *n < config.max_per_response && started < config.max_per_turn {
+            started += 1;
+        }
+        *n += 1;
+    }
+    let in_response = per_step.get(step).copied().unwrap_or(0);
+    if in_response >= config.max_per_response {
+        return Some(format!(
+            "{tool}: at most {} subagent calls of one response run (maxPerResponse); this is call {} of this response, so it did not run",
+            config.max_per_response,
+            in_response + 1
+        ));
+    }
+    if started >= config.max_per_turn {
+        return Some(format!(
+            "{tool}: at most {} subagents start in one turn (maxPerTurn), and this turn started them all, so this call did not run",
+            config.max_per_turn
+        ));
+    }
+    None
+}
+
 async fn run_child(
     agents: Arc<AgentLoop>,
     config: Arc<SubagentConfig>,
@@ -159,6 +250,13 @@ async fn run_child(
             "{tool}: subagents nest at most {} deep",
             config.max_depth
         ));
+    }
+    let refused = parent.as_ref().and_then(|p| {
+        p.session()
+            .with_events(|events| over_bound(events, &config, &cx.call_id))
+    });
+    if let Some(why) = refused {
+        return Err(why);
     }
     let model = config
         .model
@@ -361,6 +459,102 @@ mod tests {
         let header = child.request_header().unwrap().unwrap();
         let names: Vec<String> = header.tools.unwrap().into_iter().map(|t| t.name).collect();
         assert_eq!(names, vec!["echo"]);
+        root.dispose();
+    }
+
+    #[tokio::test]
+    async fn a_model_asking_for_fifty_subagents_at_every_step_starts_a_bounded_number() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = Context::root();
+        let fifty: Vec<cordis_llm::ScriptedToolCall> = (0..50)
+            .map(|i| cordis_llm::ScriptedToolCall {
+                id: None,
+                name: "subagent".into(),
+                arguments: Some(serde_json::json!({"task": format!("fan out {i}")})),
+            })
+            .collect();
+        root.plugin(
+            LlmPlugin,
+            LlmConfig {
+                responses: Some(vec![ScriptedResponse {
+                    tool_calls: fifty,
+                    ..ScriptedResponse::default()
+                }]),
+                repeat: true,
+                ..Default::default()
+            },
+        );
+        root.plugin(
+            SessionPlugin::default(),
+            SessionConfig {
+                root: Some(dir.path().to_path_buf()),
+                ..SessionConfig::default()
+            },
+        );
+        root.plugin(SystemPromptPlugin, SystemPromptConfig::default());
+        root.plugin(ToolsPlugin, ToolsConfig::default());
+        root.plugin(
+            AgentLoopPlugin,
+            AgentLoopConfig {
+                max_steps: 3,
+                ..Default::default()
+            },
+        );
+        root.plugin(SubagentPlugin, SubagentConfig::default());
+        root.idle().await;
+        let agents = root.get::<AgentLoop>().unwrap();
+        let main = agents
+            .create_agent(AgentOptions::new("main", "m"))
+            .await
+            .unwrap();
+        let _ = main.run_turn("go").await.unwrap();
+        let results: Vec<ToolResultData> = main
+            .session()
+            .events()
+            .iter()
+            .filter_map(|e| e.data_as::<ToolResultData>().ok())
+            .collect();
+        // Three steps of 50 calls: 4 run in the first two responses, then the turn's 8 are spent.
+        assert_eq!(results.len(), 150);
+        let ran: Vec<(u64, usize)> = (1..=3)
+            .map(|step| {
+                let n = results
+                    .iter()
+                    .filter(|r| {
+                        r.step == step && !r.content.as_str().unwrap_or("").contains("did not run")
+                    })
+                    .count();
+                (step, n)
+            })
+            .collect();
+        assert_eq!(ran, [(1, 4), (2, 4), (3, 0)], "{:?}", &results[50..55]);
+        let refused = results[4].content.as_str().unwrap();
+        assert!(
+            refused.contains(
+                "at most 4 subagent calls of one response run (maxPerResponse); this is call 5"
+            ),
+            "{refused}"
+        );
+        let spent = results[100].content.as_str().unwrap();
+        assert!(
+            spent.contains(
+                "at most 8 subagents start in one turn (maxPerTurn), and this turn started them all"
+            ),
+            "{spent}"
+        );
+        // Every child spends its own turn's 8 on grandchildren, which may not nest further:
+        // 8 children and 64 grandchildren, and not one session more.
+        let sessions = std::fs::read_dir(dir.path())
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .path()
+                    .extension()
+                    .is_some_and(|x| x == "jsonl")
+            })
+            .count();
+        assert_eq!(sessions, 1 + 8 + 64);
         root.dispose();
     }
 }

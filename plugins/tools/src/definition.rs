@@ -19,6 +19,40 @@ pub struct ToolCallContext {
     pub call_id: String,
     /// The scope the call was dispatched for; `None` for a global call.
     pub scope: Option<ScopeKey>,
+    /// What the approval stage cleared the call for: a call that ran without a question is
+    /// [`Clearance::ReadOnly`], and a tool that can confine itself (a command's sandbox) must.
+    pub clearance: Clearance,
+}
+
+/// What an approved call may do beyond what its arguments show.
+///
+/// A person who approves a call sees its arguments (a command line, a diff), not every file a
+/// program may write behind an option nobody parsed (`git diff --output=FILE`). So a call that
+/// ran without a question (an allow rule, a grant, the permission mode) is cleared read-only, and
+/// a tool whose effects are not all in its arguments (a shell command) must then run so that it
+/// cannot write. Only a person's yes, or a rule that says in so many words that it may write,
+/// clears a call fully.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum Clearance {
+    /// Approved as a person saw it, or by a rule that says it may write: it may do what its
+    /// tool does. Also every call of a registry without an approval stage.
+    #[default]
+    Full,
+    /// Ran without a question: it may read, and write nothing a person did not see.
+    ReadOnly,
+}
+
+impl Clearance {
+    /// The word logs and messages use: `full` or `read-only`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Clearance::Full => "full",
+            Clearance::ReadOnly => "read-only",
+        }
+    }
 }
 
 /// A successful tool output.

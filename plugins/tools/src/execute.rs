@@ -14,7 +14,7 @@ use cordis_schema::ScopeKey;
 use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
 
-use crate::definition::{ToolCall, ToolCallContext, ToolDefinition, ToolResult, codes};
+use crate::definition::{Clearance, ToolCall, ToolCallContext, ToolDefinition, ToolResult, codes};
 use crate::presentation::PresentationMode;
 use crate::registry::{RUN_CODE, Registered, ToolRegistry};
 
@@ -72,7 +72,8 @@ use cordis_runtime::panic_message as panic_text;
 /// which every guard let through, before it runs; it may ask a person. One per registry
 /// ([`ToolRegistry::set_approval`]); without one every admitted call runs.
 pub trait ApprovalStage: Send + Sync + 'static {
-    /// `Ok` runs the call; `Err(reason)` refuses it (`DENIED`, the reason for the model).
+    /// `Ok(clearance)` runs the call cleared that far (a call that ran without a question is
+    /// [`Clearance::ReadOnly`]); `Err(reason)` refuses it (`DENIED`, the reason for the model).
     ///
     /// # Cancel safety
     /// The future may be dropped (the call was cancelled); nothing may depend on it finishing.
@@ -81,7 +82,7 @@ pub trait ApprovalStage: Send + Sync + 'static {
         call: &ToolCall,
         scope: Option<ScopeKey>,
         tool: &ToolDefinition,
-    ) -> BoxFuture<'static, Result<(), String>>;
+    ) -> BoxFuture<'static, Result<Clearance, String>>;
 }
 
 /// How far a call got before `tools/post-execute`.
@@ -136,7 +137,7 @@ impl ToolRegistry {
         };
         let result = match self.admit(&call, scope) {
             Ok(tool) => match self.approve(&call, scope, &tool).await {
-                Ok(()) => run(&tool, &call, scope).await,
+                Ok(clearance) => run(&tool, &call, scope, clearance).await,
                 Err(result) => result,
             },
             Err(result) => result,
@@ -195,7 +196,7 @@ impl ToolRegistry {
             return Err(ToolResult::error(
                 call,
                 codes::UNKNOWN_TOOL,
-                format!("unknown tool \"{}\"", call.name),
+                self.unknown_message(&call.name, scope),
             ));
         };
         tool.arguments
@@ -214,15 +215,40 @@ impl ToolRegistry {
 }
 
 impl ToolRegistry {
+    /// Why `name` is not a tool `scope` can call: a name two entries contest is named as such
+    /// (with the entries), so neither the model nor a person takes it for a missing tool.
+    fn unknown_message(&self, name: &str, scope: Option<ScopeKey>) -> String {
+        let spaces = std::iter::once(None).chain(
+            scope
+                .map(|s| self.chain(s))
+                .unwrap_or_default()
+                .into_iter()
+                .map(|k| Some(k.0)),
+        );
+        for space in spaces {
+            let holders = self
+                .inner
+                .ctx
+                .claim_holders(&cordis_runtime::Claim::tool(name).in_space(space));
+            if holders.len() > 1 {
+                return format!(
+                    "tool \"{name}\" is contested: entries {} each register it, so neither is offered until one of them leaves (cordis check names them)",
+                    holders.join(" and ")
+                );
+            }
+        }
+        format!("unknown tool \"{name}\"")
+    }
+
     /// The approval stage's verdict on an admitted call (a panicking stage fails closed).
     async fn approve(
         &self,
         call: &ToolCall,
         scope: Option<ScopeKey>,
         tool: &Registered,
-    ) -> Result<(), ToolResult> {
+    ) -> Result<Clearance, ToolResult> {
         let Some(stage) = self.inner.approval() else {
-            return Ok(());
+            return Ok(Clearance::Full);
         };
         let verdict = catch_unwind(AssertUnwindSafe(|| stage.approve(call, scope, &tool.def)));
         let verdict = match verdict {
@@ -230,7 +256,7 @@ impl ToolRegistry {
             Err(payload) => Err(payload),
         };
         match verdict {
-            Ok(Ok(())) => Ok(()),
+            Ok(Ok(clearance)) => Ok(clearance),
             Ok(Err(reason)) => Err(ToolResult::error(call, codes::DENIED, reason)),
             Err(payload) => Err(ToolResult::error(
                 call,
@@ -242,10 +268,16 @@ impl ToolRegistry {
 }
 
 /// Runs the handler with its timeout, containing panics.
-async fn run(tool: &Registered, call: &ToolCall, scope: Option<ScopeKey>) -> ToolResult {
+async fn run(
+    tool: &Registered,
+    call: &ToolCall,
+    scope: Option<ScopeKey>,
+    clearance: Clearance,
+) -> ToolResult {
     let cx = ToolCallContext {
         call_id: call.call_id.clone(),
         scope,
+        clearance,
     };
     let handler = tool.def.handler.clone();
     let args = call.arguments.clone();

@@ -24,6 +24,7 @@
 //! plugin that only registers tools is a [`ToolSet`] served by [`ToolSetPlugin`].
 
 mod arguments;
+pub mod bounded;
 mod definition;
 mod error;
 mod execute;
@@ -35,10 +36,11 @@ mod tool_set;
 mod turns;
 mod typed;
 
+pub use bounded::{HeadTail, MAX_RESULT_TEXT, cut_text};
 pub use cordis_schema::{ScopeKey, ToolSchema};
 pub use definition::{
-    Concurrency, Effect, MAX_TOOL_NAME, ToolCall, ToolCallContext, ToolDefinition, ToolHandler,
-    ToolOutput, ToolResult, check_tool_name, codes,
+    Clearance, Concurrency, Effect, MAX_TOOL_NAME, ToolCall, ToolCallContext, ToolDefinition,
+    ToolHandler, ToolOutput, ToolResult, check_tool_name, codes,
 };
 pub use error::RegisterError;
 pub use execute::{

@@ -920,6 +920,18 @@ mod tests {
                 "{err}"
             );
             assert_eq!(root.claim_holders(&claim), ["one", "two"]);
+            // A call of it says it is contested, and by whom, not that no such tool exists.
+            let call = ToolCall {
+                call_id: "c".into(),
+                name: "echo".into(),
+                arguments: serde_json::json!({}),
+            };
+            let r = reg.execute(call, None).await;
+            assert_eq!(r.code.as_deref(), Some(crate::codes::UNKNOWN_TOOL));
+            assert_eq!(
+                r.content,
+                "tool \"echo\" is contested: entries one and two each register it, so neither is offered until one of them leaves (cordis check names them)"
+            );
             two.dispose();
             assert_eq!(names(&reg.schemas(None)), ["echo", "own_one"]);
             assert_eq!(reg.get("echo", None).unwrap().description, "echo tool");

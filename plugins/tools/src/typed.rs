@@ -231,6 +231,7 @@ mod tests {
         let cx = ToolCallContext {
             call_id: "c".into(),
             scope: None,
+            clearance: crate::Clearance::Full,
         };
         let out = (def.handler)(
             serde_json::json!({"items": [{"n": 1}, {"n": 2}]}),

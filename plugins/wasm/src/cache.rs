@@ -10,8 +10,13 @@
 //! - its name is the sha256 of the component's sha256 *and* of
 //!   [`wasmtime::Engine::precompile_compatibility_hash`], so another wasmtime version or engine
 //!   setting never finds it;
-//! - its file starts with [`MAGIC`] and the sha256 of the rest, verified before loading (a
-//!   truncated or altered file is recompiled and replaced, never loaded).
+//! - its file starts with [`MAGIC`], the sha256 of the component it was compiled from, and the
+//!   sha256 of that source hash and the machine code together, verified before loading (a
+//!   truncated or altered file is recompiled and replaced, never loaded);
+//! - the recorded source hash must be the component's being loaded: an artifact copied (or
+//!   renamed) over another component's file is another program, so it is recompiled and
+//!   replaced, never run for the entry whose pin it does not match. The name alone binds
+//!   nothing: anyone who can write the directory can put any file under any name.
 //!
 //! `cordis cache prune` removes artifacts like library copies (same `<sha256>-<name>` names).
 
@@ -19,8 +24,19 @@ use std::hash::{Hash, Hasher};
 
 use sha2::{Digest, Sha256};
 
-/// The first bytes of an artifact file.
-pub const MAGIC: &[u8; 16] = b"cordis-cwasm-v1\n";
+/// The first bytes of an artifact file (`v2`: the source hash is recorded inside).
+pub const MAGIC: &[u8; 16] = b"cordis-cwasm-v2\n";
+
+/// Why a cached artifact is not loaded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Refused {
+    /// Not an artifact, or its bytes do not match their hash.
+    Corrupt,
+    /// An artifact of another version of this format (an older cordis wrote it).
+    Format,
+    /// A sound artifact, compiled from another component (its recorded source hash).
+    OtherSource([u8; 32]),
+}
 
 /// The name of an artifact file in the cache.
 pub(crate) fn artifact_name(component_sha256: &[u8; 32], engine: &wasmtime::Engine) -> String {
@@ -46,20 +62,48 @@ impl Hasher for ShaHasher {
     }
 }
 
-/// The bytes of an artifact file holding `compiled`.
-pub(crate) fn wrap(compiled: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(MAGIC.len() + 32 + compiled.len());
+/// The integrity hash of an artifact: over its source hash and its machine code, so neither
+/// can be swapped without the other.
+fn seal(source: &[u8; 32], compiled: &[u8]) -> [u8; 32] {
+    let mut h = Sha256::new();
+    h.update(source);
+    h.update(compiled);
+    h.finalize().into()
+}
+
+/// The bytes of an artifact file holding `compiled`, compiled from the component whose sha256
+/// is `source`.
+pub(crate) fn wrap(source: &[u8; 32], compiled: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(MAGIC.len() + 64 + compiled.len());
     out.extend_from_slice(MAGIC);
-    out.extend_from_slice(&Sha256::digest(compiled));
+    out.extend_from_slice(source);
+    out.extend_from_slice(&seal(source, compiled));
     out.extend_from_slice(compiled);
     out
 }
 
-/// The compiled bytes of an artifact file, if its header and hash check out.
-pub(crate) fn unwrap(file: &[u8]) -> Option<&[u8]> {
-    let rest = file.strip_prefix(MAGIC.as_slice())?;
-    let (hash, compiled) = rest.split_at_checked(32)?;
-    (Sha256::digest(compiled).as_slice() == hash).then_some(compiled)
+/// The compiled bytes of an artifact file, if its header and hash check out and it was
+/// compiled from the component whose sha256 is `source`.
+pub(crate) fn unwrap<'a>(file: &'a [u8], source: &[u8; 32]) -> Result<&'a [u8], Refused> {
+    let Some(rest) = file.strip_prefix(MAGIC.as_slice()) else {
+        // `cordis-cwasm-v` and another version: an older (or newer) cordis's artifact.
+        let other = file.starts_with(&MAGIC[..MAGIC.len() - 3]);
+        return Err(if other {
+            Refused::Format
+        } else {
+            Refused::Corrupt
+        });
+    };
+    let (recorded, rest) = rest.split_at_checked(32).ok_or(Refused::Corrupt)?;
+    let (hash, compiled) = rest.split_at_checked(32).ok_or(Refused::Corrupt)?;
+    let recorded: [u8; 32] = recorded.try_into().map_err(|_| Refused::Corrupt)?;
+    if seal(&recorded, compiled).as_slice() != hash {
+        return Err(Refused::Corrupt);
+    }
+    if &recorded != source {
+        return Err(Refused::OtherSource(recorded));
+    }
+    Ok(compiled)
 }
 
 /// Lower-case hex.
@@ -77,17 +121,36 @@ mod tests {
 
     #[test]
     fn an_artifact_is_loaded_only_when_its_header_and_hash_check_out() {
-        let file = wrap(b"machine code");
-        assert_eq!(unwrap(&file), Some(&b"machine code"[..]));
+        let source = [7; 32];
+        let file = wrap(&source, b"machine code");
+        assert_eq!(unwrap(&file, &source), Ok(&b"machine code"[..]));
         let mut flipped = file.clone();
         *flipped.last_mut().unwrap() ^= 1;
-        assert_eq!(unwrap(&flipped), None);
-        assert_eq!(unwrap(&file[..file.len() - 1]), None);
-        assert_eq!(unwrap(&file[..20]), None);
+        assert_eq!(unwrap(&flipped, &source), Err(Refused::Corrupt));
         assert_eq!(
-            unwrap(b"\x7fELF and more bytes than a header is long"),
-            None
+            unwrap(&file[..file.len() - 1], &source),
+            Err(Refused::Corrupt)
         );
+        assert_eq!(unwrap(&file[..20], &source), Err(Refused::Corrupt));
+        assert_eq!(
+            unwrap(b"\x7fELF and more bytes than a header is long", &source),
+            Err(Refused::Corrupt)
+        );
+        // The version 1 format (no source hash) is not loaded.
+        let mut v1 = b"cordis-cwasm-v1\n".to_vec();
+        v1.extend_from_slice(&Sha256::digest(b"machine code"));
+        v1.extend_from_slice(b"machine code");
+        assert_eq!(unwrap(&v1, &source), Err(Refused::Format));
+    }
+
+    #[test]
+    fn an_artifact_is_loaded_only_for_the_component_it_was_compiled_from() {
+        let file = wrap(&[1; 32], b"machine code of one");
+        assert_eq!(unwrap(&file, &[2; 32]), Err(Refused::OtherSource([1; 32])));
+        // Rewriting the recorded source breaks the seal.
+        let mut relabeled = file.clone();
+        relabeled[MAGIC.len()..MAGIC.len() + 32].copy_from_slice(&[2; 32]);
+        assert_eq!(unwrap(&relabeled, &[2; 32]), Err(Refused::Corrupt));
     }
 
     #[test]

@@ -146,21 +146,37 @@ impl WasmEngine {
         };
         let name = crate::cache::artifact_name(sha256, self.engine());
         if let Some(file) = cache.read(&name) {
-            if let Some(compiled) = crate::cache::unwrap(&file)
-                && let Ok(component) = self.deserialize(compiled)
-            {
-                return Ok((component, Origin::Cached));
+            match crate::cache::unwrap(&file, sha256) {
+                Ok(compiled) => match self.deserialize(compiled) {
+                    Ok(component) => return Ok((component, Origin::Cached)),
+                    Err(e) => tracing::warn!(
+                        cache = %cache.path().display(),
+                        "replacing {name} in the artifact cache: {e}"
+                    ),
+                },
+                // Another component's sound artifact under this one's name: not this
+                // component's code, whatever its pin says. Compiled again from the pinned bytes.
+                Err(crate::cache::Refused::OtherSource(recorded)) => tracing::debug!(
+                    cache = %cache.path().display(),
+                    "recompiling {name}: the cached artifact was compiled from component {}, not {}",
+                    crate::cache::hex(&recorded),
+                    crate::cache::hex(sha256)
+                ),
+                Err(crate::cache::Refused::Format) => tracing::debug!(
+                    cache = %cache.path().display(),
+                    "recompiling {name}: the cached artifact is of another format version"
+                ),
+                Err(crate::cache::Refused::Corrupt) => tracing::warn!(
+                    cache = %cache.path().display(),
+                    "replacing {name} in the artifact cache: it does not check out"
+                ),
             }
-            tracing::warn!(
-                cache = %cache.path().display(),
-                "replacing {name} in the artifact cache: it does not check out"
-            );
         }
         let compiled = self
             .engine()
             .precompile_component(bytes)
             .map_err(|e| LoadError::Compile(format!("{e:#}")))?;
-        if let Err(e) = cache.store(&name, &crate::cache::wrap(&compiled)) {
+        if let Err(e) = cache.store(&name, &crate::cache::wrap(sha256, &compiled)) {
             tracing::warn!("cannot store a compiled artifact: {e}");
         }
         Ok((self.deserialize(&compiled)?, Origin::Compiled))
@@ -169,7 +185,8 @@ impl WasmEngine {
     #[allow(unsafe_code)]
     fn deserialize(&self, compiled: &[u8]) -> Result<Component, LoadError> {
         // SAFETY: `compiled` is either what `precompile_component` of this engine just returned,
-        // or the payload of a cache file whose header and SHA-256 were verified just now, read
+        // or the payload of a cache file whose header and SHA-256 (over the recorded source hash
+        // and the code) were verified just now, recorded as compiled from this component, read
         // through a descriptor of the per-user cache directory (0700, owned by this user, never
         // through a symlink: see `cordis_dylib::cache`), under a name keyed by this engine's
         // compatibility hash. wasmtime also checks the artifact's own header and engine settings.

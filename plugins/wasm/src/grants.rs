@@ -16,7 +16,15 @@
 //!
 //! A component importing anything else is refused **at load**, naming the import and the grant
 //! that would allow it, so a guest never finds out at call time that it has less than it asked.
+//!
+//! # Effects come from capabilities
+//! What a guest's calls can change is decided by what its entry grants, not by the effect its
+//! `describe` declares: a guest granted `workspace: write` can write files whatever its tools
+//! say, so each of its tools is at least [`Effect::Edit`] for approvals (a grant of network, were
+//! one possible, at least [`Effect::Network`]). A declared effect can only make a tool more
+//! cautious ([`Capabilities::effect_of`]).
 
+use cordis_tools::Effect;
 use serde::{Deserialize, Serialize};
 
 /// Access to the workspace root.
@@ -69,6 +77,26 @@ impl Capabilities {
     /// True when the guest needs WASI at all (the host links it only then).
     pub fn any(&self) -> bool {
         self.workspace.is_some() || self.env.is_some() || self.clock || self.random
+    }
+
+    /// The least effect a tool of a guest granted these capabilities has: what the grants let
+    /// it change (`workspace: write` edits files; network reaches it), whatever it declares.
+    /// Reading the workspace, variables, clocks or randomness changes nothing.
+    pub fn least_effect(&self) -> Effect {
+        if self.network.is_some() {
+            Effect::Network
+        } else if self.workspace == Some(FsAccess::Write) {
+            Effect::Edit
+        } else {
+            Effect::Read
+        }
+    }
+
+    /// The effect a tool declaring `declared` has under these grants: the more cautious of the
+    /// two ([`Effect`]'s order runs from `read` to `unknown`), so a declaration can raise the
+    /// effect the grants imply but never lower it.
+    pub fn effect_of(&self, declared: Effect) -> Effect {
+        declared.max(self.least_effect())
     }
 }
 
@@ -178,6 +206,34 @@ mod tests {
         };
         assert!(check_import("wasi:clocks/monotonic-clock@0.2.0", &clock).is_ok());
         assert!(check_import("wasi:random/random@0.2.0", &clock).is_err());
+    }
+
+    #[test]
+    fn a_declared_effect_can_raise_but_never_lower_what_the_grants_imply() {
+        let write = Capabilities {
+            workspace: Some(FsAccess::Write),
+            ..Capabilities::default()
+        };
+        assert_eq!(write.effect_of(Effect::Read), Effect::Edit);
+        assert_eq!(write.effect_of(Effect::State), Effect::Edit);
+        assert_eq!(write.effect_of(Effect::Dispatch), Effect::Edit);
+        assert_eq!(write.effect_of(Effect::Execute), Effect::Execute);
+        assert_eq!(write.effect_of(Effect::Unknown), Effect::Unknown);
+        let network = Capabilities {
+            network: Some(NoNetwork),
+            ..write.clone()
+        };
+        assert_eq!(network.effect_of(Effect::Read), Effect::Network);
+        assert_eq!(network.effect_of(Effect::Edit), Effect::Network);
+        let read_only = Capabilities {
+            workspace: Some(FsAccess::Read),
+            env: Some(vec!["HOME".to_owned()]),
+            clock: true,
+            random: true,
+            network: None,
+        };
+        assert_eq!(read_only.effect_of(Effect::Read), Effect::Read);
+        assert_eq!(read_only.effect_of(Effect::Edit), Effect::Edit);
     }
 
     #[test]

@@ -198,7 +198,7 @@ pub(crate) fn described(list: &[wasmtime::component::Val]) -> Result<Vec<Describ
             _ => Err(format!("describe returned a tool without `{name}`")),
         };
         let name = text("name")?;
-        cordis_tools::check_tool_name(&name)
+        check_name(&name)
             .map_err(|e| format!("describe returned an invalid tool name {name:?}: {e}"))?;
         if out.iter().any(|d| d.name == name) {
             return Err(format!("describe returned tool \"{name}\" twice"));
@@ -219,6 +219,26 @@ pub(crate) fn described(list: &[wasmtime::component::Val]) -> Result<Vec<Describ
     Ok(out)
 }
 
+/// The longest name a guest's tool may have, in bytes (the world's rule: `[A-Za-z0-9_-]{1,64}`).
+pub(crate) const MAX_TOOL_NAME: usize = 64;
+
+/// Checks a described tool's name against the world's rule, `[A-Za-z0-9_-]{1,64}`, stricter
+/// than the registry's (which takes any 128 bytes without whitespace): a guest's names reach
+/// the model, the terminal and the log, so they are plain identifiers. The registry's reserved
+/// names are refused too.
+///
+/// # Errors
+/// Why the name is refused.
+pub(crate) fn check_name(name: &str) -> Result<(), String> {
+    let plain = |b: u8| b.is_ascii_alphanumeric() || b == b'_' || b == b'-';
+    if name.is_empty() || name.len() > MAX_TOOL_NAME || !name.bytes().all(plain) {
+        return Err(format!(
+            "a WebAssembly tool's name is 1 to {MAX_TOOL_NAME} of [A-Za-z0-9_-]"
+        ));
+    }
+    cordis_tools::check_tool_name(name).map_err(|e| e.to_string())
+}
+
 fn effect(name: &str) -> Result<cordis_tools::Effect, String> {
     use cordis_tools::Effect;
     Ok(match name {
@@ -236,6 +256,30 @@ fn effect(name: &str) -> Result<cordis_tools::Effect, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_tool_name_is_1_to_64_of_letters_digits_underscore_and_dash_and_not_reserved() {
+        for ok in ["a", "wasm_hello", "A-b_9", &"x".repeat(64)] {
+            assert_eq!(check_name(ok), Ok(()), "{ok}");
+        }
+        for refused in [
+            "",
+            "a.b",
+            "a/b",
+            "has space",
+            "caf\u{e9}",
+            "a\u{1b}[31m",
+            "mcp:x",
+            &"x".repeat(65),
+        ] {
+            let why = check_name(refused).unwrap_err();
+            assert!(
+                why.contains("1 to 64 of [A-Za-z0-9_-]"),
+                "{refused:?}: {why}"
+            );
+        }
+        assert!(check_name("run_code").unwrap_err().contains("reserved"));
+    }
 
     #[test]
     fn every_0_1_patch_is_accepted_and_nothing_else() {

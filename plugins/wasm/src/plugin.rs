@@ -4,8 +4,15 @@
 //!
 //! # Config
 //! The entry's `config` holds the host's keys — `capabilities` (see [`crate::grants`]), `fuel`
-//! (per call), `memory_mib`, `timeout_ms` (each call's deadline) — and anything else, which is
-//! the guest's own config: passed to its `init` as JSON, the host's keys removed.
+//! (per call), `memory_mib`, `timeout_ms` (each call's deadline), `max_result_bytes` (how much
+//! of one answer reaches the model and the log) — and anything else, which is the guest's own
+//! config: passed to its `init` as JSON, the host's keys removed.
+//!
+//! # What the model and approvals see
+//! Each tool's effect is the more cautious of what it declares and what its entry's
+//! capabilities let it do ([`Capabilities::effect_of`]): a guest granted `workspace: write` asks
+//! like an edit even if it says `read`. An answer over `max_result_bytes` keeps its head and
+//! tail (see `call` in this module).
 //!
 //! # Determinism
 //! Tools are registered in the order the guest describes them, each after the schedule's
@@ -32,6 +39,8 @@ use crate::runner::{Runner, RunnerOptions};
 
 /// A call's deadline when the entry sets no `timeout_ms`.
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(30);
+/// The least `max_result_bytes` can be: room for a head, the marker and a tail.
+const MIN_RESULT_BYTES: usize = 256;
 /// How much longer the registry waits than the epoch deadline, so the guest is stopped by the
 /// deadline (with its reason) rather than abandoned by the registry.
 const REGISTRY_MARGIN: Duration = Duration::from_secs(1);
@@ -51,6 +60,10 @@ pub struct WasmConfig {
     /// Each call's wall-clock deadline, in milliseconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_ms: Option<u64>,
+    /// The most bytes of one call's result (or error) that reach the model and the session
+    /// log (default [`cordis_tools::MAX_RESULT_TEXT`]); a longer one keeps its head and tail.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_result_bytes: Option<usize>,
     /// The guest's config.
     #[serde(flatten)]
     pub guest: serde_json::Map<String, Value>,
@@ -69,6 +82,13 @@ impl WasmConfig {
     pub fn deadline(&self) -> Duration {
         self.timeout_ms
             .map_or(DEFAULT_CALL_TIMEOUT, Duration::from_millis)
+    }
+
+    /// The most bytes of one call's result that reach the model and the log.
+    pub fn max_result(&self) -> usize {
+        self.max_result_bytes
+            .unwrap_or(cordis_tools::MAX_RESULT_TEXT)
+            .max(MIN_RESULT_BYTES)
     }
 
     /// The guest's config as JSON text (`{}` when there is none).
@@ -150,23 +170,56 @@ impl WasmPlugin {
 
 const INJECT: &[Inject] = ToolRegistry::INJECT;
 
+/// Calls `tool` and turns the guest's answer into the tool's output, cut to `max_result`
+/// bytes.
+///
+/// # Bounds
+/// The component model lifts the guest's whole answer into one host string before this sees
+/// it (wasmtime offers no way to look at a returned string's length first that survives the
+/// guest's post-return), so that one copy is bounded by the guest's memory limit
+/// (`memory_mib`), not by `max_result`. It lives only here: an answer over `max_result` is cut
+/// to its head and tail ([`cordis_tools::cut_text`]) and dropped at once, never parsed, so
+/// nothing past the bound reaches the registry, the model, the session log or the next request.
 async fn call(
     runner: Arc<Runner>,
     entry: Arc<str>,
     tool: String,
     args: Value,
+    max_result: usize,
+    clearance: cordis_tools::Clearance,
 ) -> Result<ToolOutput, String> {
-    match runner.call(&tool, &args.to_string()).await {
-        Ok(text) => serde_json::from_str::<Value>(&text)
-            .map(ToolOutput::new)
+    let read_only = clearance == cordis_tools::Clearance::ReadOnly;
+    match runner.call_as(&tool, &args.to_string(), read_only).await {
+        Ok(text) => answer(text, max_result)
             .map_err(|e| format!("{entry}: tool \"{tool}\" returned invalid JSON: {e}")),
         // A trap is the guest's panic: the registry reports `TOOL_PANICKED` (`resume_unwind`
         // skips the panic hook). The runner already dropped the instance.
         Err(CallError::Trap(m)) => {
             std::panic::resume_unwind(Box::new(format!("{entry}: tool \"{tool}\" trapped: {m}")))
         }
+        // The guest's own error text is as long as it likes: cut like an answer.
+        Err(CallError::Failed(m)) => Err(format!(
+            "{entry}: {}",
+            cordis_tools::cut_text(&m, max_result)
+        )),
         Err(e) => Err(format!("{entry}: {e}")),
     }
+}
+
+/// The output of a guest's answer `text` (JSON text): parsed when it is at most `max_result`
+/// bytes; otherwise, unparsed, its head and tail around the marker saying how much was cut, as
+/// one JSON string (the model reads the cut text; the whole is never held past this call).
+fn answer(text: String, max_result: usize) -> Result<ToolOutput, serde_json::Error> {
+    if text.len() <= max_result {
+        return serde_json::from_str::<Value>(&text).map(ToolOutput::new);
+    }
+    tracing::debug!(
+        "a wasm tool's answer of {} bytes was cut to {max_result}",
+        text.len()
+    );
+    let cut = cordis_tools::cut_text(&text, max_result).into_owned();
+    drop(text);
+    Ok(ToolOutput::new(Value::String(cut)))
 }
 
 impl Plugin for WasmPlugin {
@@ -246,6 +299,7 @@ impl Plugin for WasmPlugin {
         let seeded = schedule.policy() != Policy::Fifo || schedule.seed() != 0;
         let entry: Arc<str> = Arc::from(ctx.label().unwrap_or(&name));
         let deadline = config.deadline();
+        let max_result = config.max_result();
         let runner = Arc::new(Runner::new(
             guest,
             RunnerOptions {
@@ -259,17 +313,34 @@ impl Plugin for WasmPlugin {
             },
         ));
         for tool in tools {
+            // The grants, not the guest's word, decide how cautious approvals are.
+            let effect = config.capabilities.effect_of(tool.effect);
+            if effect != tool.effect {
+                tracing::debug!(
+                    entry = %entry,
+                    "tool \"{}\" declares effect {}, but its entry's capabilities make it {effect}",
+                    tool.name,
+                    tool.effect
+                );
+            }
             let schema = ToolSchema {
                 name: tool.name.clone(),
                 description: tool.description,
                 parameters: tool.parameters.into(),
             };
             let (runner, entry, tool_name) = (runner.clone(), entry.clone(), tool.name);
-            let handler = move |args: Value, _: ToolCallContext| {
-                call(runner.clone(), entry.clone(), tool_name.clone(), args)
+            let handler = move |args: Value, cx: ToolCallContext| {
+                call(
+                    runner.clone(),
+                    entry.clone(),
+                    tool_name.clone(),
+                    args,
+                    max_result,
+                    cx.clearance,
+                )
             };
             let def = ToolDefinition::new(schema, handler)
-                .with_effect(tool.effect)
+                .with_effect(effect)
                 .with_timeout(deadline + REGISTRY_MARGIN);
             def.validate().map_err(|e| {
                 format!("{name}: describe returned a tool the registry refuses: {e}")
@@ -281,5 +352,38 @@ impl Plugin for WasmPlugin {
                 .map_err(|e| format!("{name}: {e}"))?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_answer_within_the_bound_is_parsed_and_a_longer_one_keeps_its_head_and_tail() {
+        let small = answer(r#"{"a":1}"#.to_owned(), 1024).unwrap();
+        assert_eq!(small.content, serde_json::json!({"a": 1}));
+        assert!(answer("{not json".to_owned(), 1024).is_err());
+        let text = format!("{{\"data\":\"{}\"}}", "x".repeat(100_000));
+        let cut = answer(text, 1024).unwrap();
+        let Value::String(cut) = cut.content else {
+            panic!("a cut answer is its text");
+        };
+        assert!(cut.len() <= 1024 + 64, "{}", cut.len());
+        assert!(cut.starts_with("{\"data\":\"xxx"), "{cut}");
+        assert!(cut.ends_with("xxx\"}"), "{cut}");
+        assert!(cut.contains("bytes omitted; 100011 bytes in all"), "{cut}");
+    }
+
+    #[test]
+    fn the_result_bound_defaults_to_the_registry_wide_one_and_has_a_floor() {
+        let config: WasmConfig =
+            serde_json::from_value(serde_json::json!({"units": "metric"})).unwrap();
+        assert_eq!(config.max_result(), cordis_tools::MAX_RESULT_TEXT);
+        assert_eq!(config.guest_json(), r#"{"units":"metric"}"#);
+        let set: WasmConfig =
+            serde_json::from_value(serde_json::json!({"max_result_bytes": 1})).unwrap();
+        assert_eq!(set.max_result(), MIN_RESULT_BYTES);
+        assert_eq!(set.guest_json(), "{}", "a host key is not the guest's");
     }
 }

@@ -92,7 +92,9 @@ impl Runner {
         self.generation.load(Ordering::Relaxed)
     }
 
-    fn store(&self) -> Result<Store<State>, String> {
+    /// A store for one instance; `read_only` preopens the workspace read-only whatever the
+    /// grant says.
+    fn store(&self, read_only: bool) -> Result<Store<State>, String> {
         let generation = self.generation.fetch_add(1, Ordering::Relaxed);
         let grants = &self.options.grants;
         let mut wasi = WasiCtxBuilder::new();
@@ -113,8 +115,8 @@ impl Runner {
         }
         if let (Some(access), Some(root)) = (grants.workspace, &self.options.workspace) {
             let perms = match access {
-                FsAccess::Read => FsPerms::ReadOnly,
-                FsAccess::Write => FsPerms::ReadWrite,
+                FsAccess::Write if !read_only => FsPerms::ReadWrite,
+                _ => FsPerms::ReadOnly,
             };
             wasi.preopened_dir(root, "/", perms)
                 .map_err(|e| format!("cannot open the workspace {}: {e}", root.display()))?;
@@ -181,8 +183,8 @@ impl Runner {
     }
 
     /// A new instance with `init` run.
-    async fn instantiate(&self) -> Result<Live, CallError> {
-        let mut store = self.store().map_err(CallError::Instance)?;
+    async fn instantiate(&self, read_only: bool) -> Result<Live, CallError> {
+        let mut store = self.store(read_only).map_err(CallError::Instance)?;
         self.arm(&mut store).map_err(CallError::Instance)?;
         let instance = match self.guest.pre.instantiate_async(&mut store).await {
             Ok(i) => i,
@@ -221,10 +223,13 @@ impl Runner {
         let mut slot = self.live.lock().await;
         let mut live = match slot.take() {
             Some(live) => live,
-            None => self.instantiate().await.map_err(|e| LoadError::Stage {
-                stage: "instantiate",
-                reason: e.to_string(),
-            })?,
+            None => self
+                .instantiate(false)
+                .await
+                .map_err(|e| LoadError::Stage {
+                    stage: "instantiate",
+                    reason: e.to_string(),
+                })?,
         };
         let stage = |reason: String| LoadError::Stage {
             stage: "describe",
@@ -255,6 +260,18 @@ impl Runner {
         self.live.lock().await.take();
     }
 
+    /// Calls tool `name` with `arguments` (JSON text) as granted; the guest's answer (JSON
+    /// text). See [`Runner::call_as`].
+    ///
+    /// # Errors
+    /// See [`CallError`].
+    ///
+    /// # Cancel safety
+    /// As [`Runner::call_as`].
+    pub async fn call(&self, name: &str, arguments: &str) -> Result<String, CallError> {
+        self.call_as(name, arguments, false).await
+    }
+
     /// Calls tool `name` with `arguments` (JSON text); the guest's answer (JSON text).
     ///
     /// # Errors
@@ -264,12 +281,27 @@ impl Runner {
     /// # Cancel safety
     /// Cancel safe: a dropped call drops its instance (a guest stopped mid-call cannot be
     /// entered again), and the next call makes a new one.
-    pub async fn call(&self, name: &str, arguments: &str) -> Result<String, CallError> {
+    ///
+    /// A `read_only` call (one that ran without a question: [`cordis_tools::Clearance`]) of a
+    /// guest granted workspace writes runs on an instance of its own whose workspace is
+    /// read-only, made for the call and dropped after it, so it writes nothing and leaves the
+    /// guest's usual instance as it was.
+    pub async fn call_as(
+        &self,
+        name: &str,
+        arguments: &str,
+        read_only: bool,
+    ) -> Result<String, CallError> {
         let mut slot = self.live.lock().await;
+        let narrowed = read_only && self.options.grants.workspace == Some(FsAccess::Write);
         // Taken out while the guest runs: if this future is dropped, the slot stays empty.
         let mut live = match slot.take() {
-            Some(live) => live,
-            None => self.instantiate().await?,
+            Some(live) if !narrowed => live,
+            Some(live) => {
+                *slot = Some(live);
+                self.instantiate(true).await?
+            }
+            None => self.instantiate(narrowed).await?,
         };
         self.arm(&mut live.store).map_err(CallError::Instance)?;
         let func = live
@@ -281,7 +313,9 @@ impl Runner {
             .map_err(|e| CallError::Instance(format!("call has the wrong type: {e:#}")))?;
         match func.call_async(&mut live.store, (name, arguments)).await {
             Ok((answer,)) => {
-                *slot = Some(live);
+                if !narrowed {
+                    *slot = Some(live);
+                }
                 answer.map_err(CallError::Failed)
             }
             Err(e) => Err(self.classify(&live.store, &e)),

@@ -85,6 +85,24 @@ impl Plugin for WorkspacePlugin {
         vec![<crate::Workspace as cordis_runtime::Service>::NAME.to_owned()]
     }
 
+    fn widens(&self, old: Option<&WorkspaceConfig>, new: Option<&WorkspaceConfig>) -> Vec<String> {
+        let shown = |c: &WorkspaceConfig| {
+            c.root.as_ref().map_or_else(
+                || "the current directory".to_owned(),
+                |r| r.display().to_string(),
+            )
+        };
+        match (old, new) {
+            (Some(old), Some(new)) if old.root != new.root => vec![format!(
+                "the workspace tools would act in {} instead of {}",
+                shown(new),
+                shown(old)
+            )],
+            (None, Some(new)) => vec![format!("it opens a workspace in {}", shown(new))],
+            _ => Vec::new(),
+        }
+    }
+
     async fn preload(&self, _root: &Context, config: &WorkspaceConfig) {
         // Opened here, before the seeded applies, so the apply finds it in `recent`; a failure
         // is reported by the apply, which tries again.

@@ -663,3 +663,114 @@ async fn deny_rules_hold_under_an_allow_policy_and_a_whole_command_grant_is_exac
     );
     h.root.dispose();
 }
+
+/// The clearance each way of deciding gives a command: only a person's yes and a `write` rule
+/// clear it fully; an allow rule, a grant and the mode run it read-only.
+#[tokio::test]
+async fn what_runs_without_a_question_is_cleared_read_only() {
+    let config: ApprovalsConfig = serde_json::from_value(json!({
+        "commands": {"allow": ["git diff"], "write": ["cargo test"]}
+    }))
+    .unwrap();
+    let root = Context::root();
+    root.plugin(SystemPromptPlugin, SystemPromptConfig::default());
+    root.plugin(ToolsPlugin, ToolsConfig::default());
+    let _approvals = root.plugin(ApprovalsPlugin, config);
+    root.idle().await;
+    let reg = (*root.get::<ToolRegistry>().unwrap()).clone();
+    let schema = ToolSchema {
+        name: "sh".into(),
+        description: "sh".into(),
+        parameters: json!({"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}).into(),
+    };
+    let tool = ToolDefinition::new(schema, |_, cx| async move {
+        Ok(ToolOutput::new(cx.clearance.as_str()))
+    })
+    .with_effect(Effect::Execute)
+    .confined();
+    let _ = reg.register(&root, tool).unwrap();
+    let cleared = |line: &'static str, id: &'static str, scope: Option<ScopeKey>| {
+        let reg = reg.clone();
+        async move {
+            let r = reg.execute(command("sh", id, line), scope).await;
+            assert!(!r.is_error, "{r:?}");
+            r.content.as_str().unwrap().to_owned()
+        }
+    };
+    let approvals = root.get::<Approvals>().unwrap();
+    // An allow rule: read-only, whatever options follow (`--output=FILE` included).
+    assert_eq!(cleared("git diff --stat", "c1", None).await, "read-only");
+    assert_eq!(
+        approvals.take_decision(None, "c1").unwrap().by,
+        DecidedBy::Rule
+    );
+    // A write rule says in so many words that its commands may write.
+    assert_eq!(cleared("cargo test -q", "c2", None).await, "full");
+    assert_eq!(
+        approvals.take_decision(None, "c2").unwrap().by,
+        DecidedBy::WriteRule
+    );
+    // A line mixing both is only as cleared as its least cleared command.
+    assert_eq!(
+        cleared("cargo test && git diff", "c3", None).await,
+        "read-only"
+    );
+    // A person's yes ("always") clears the call they saw; the grant it made runs later calls
+    // read-only.
+    let approver = Counting::new(Answer::AllowAlways);
+    let _a = approve_with(&root, approver.clone());
+    assert_eq!(cleared("make all", "c4", Some(ScopeKey(1))).await, "full");
+    assert_eq!(
+        cleared("make all", "c5", Some(ScopeKey(1))).await,
+        "read-only"
+    );
+    assert_eq!(approver.asked(), ["make all"]);
+    assert_eq!(
+        approvals.take_decision(Some(ScopeKey(1)), "c5").unwrap().by,
+        DecidedBy::Grant
+    );
+    // A per-tool `allow` runs it read-only; `write` says it may write.
+    for (policy, clearance, by) in [
+        ("allow", "read-only", DecidedBy::Policy),
+        ("write", "full", DecidedBy::WriteRule),
+    ] {
+        let config: ApprovalsConfig =
+            serde_json::from_value(json!({"tools": {"sh": policy}})).unwrap();
+        let other = Context::root();
+        other.plugin(SystemPromptPlugin, SystemPromptConfig::default());
+        other.plugin(ToolsPlugin, ToolsConfig::default());
+        other.plugin(ApprovalsPlugin, config);
+        other.idle().await;
+        let reg2 = (*other.get::<ToolRegistry>().unwrap()).clone();
+        let schema = ToolSchema {
+            name: "sh".into(),
+            description: "sh".into(),
+            parameters: json!({"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}).into(),
+        };
+        let tool = ToolDefinition::new(schema, |_, cx| async move {
+            Ok(ToolOutput::new(cx.clearance.as_str()))
+        })
+        .with_effect(Effect::Execute);
+        let _ = reg2.register(&other, tool).unwrap();
+        let r = reg2.execute(command("sh", "p1", "make"), None).await;
+        assert_eq!(r.content, clearance, "{policy}");
+        let d = other
+            .get::<Approvals>()
+            .unwrap()
+            .take_decision(None, "p1")
+            .unwrap();
+        assert_eq!(d.by, by, "{policy}");
+        other.dispose();
+    }
+    // The permission mode's confinement rule runs it read-only too.
+    approvals.set_mode(ScopeKey(2), Mode::Auto);
+    assert_eq!(
+        cleared("rm -rf build", "c6", Some(ScopeKey(2))).await,
+        "read-only"
+    );
+    assert_eq!(
+        approvals.take_decision(Some(ScopeKey(2)), "c6").unwrap().by,
+        DecidedBy::Mode
+    );
+    root.dispose();
+}

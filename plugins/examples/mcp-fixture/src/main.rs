@@ -13,7 +13,7 @@
 //! at that URI) and `duplicatePrompt` (the prompt list repeats a name), each followed by its
 //! `list_changed` notification.
 //!
-//! With `--tools` only: `audio` (an empty WAV clip), `structured` (an `outputSchema`; `mode` good, bad or missing
+//! With `--tools` only: `big` (a text of `bytes` bytes: `BEGIN`, `x`s, `END`), `audio` (an empty WAV clip), `structured` (an `outputSchema`; `mode` good, bad or missing
 //! structuredContent), `sample` (sends `sampling/createMessage` with `prompt`, `maxTokens` and a
 //! model `hint`, answering the client's result), `ask` (sends `elicitation/create`: a fixed form, `form` when given, or
 //! URL mode with `url: true`, and answers the client's result as JSON), `progress` (reports `steps` progress notifications `everyMs` apart on the call's
@@ -36,7 +36,14 @@
 //!   `review`, `summarize`), resources
 //!   (`mem://readme`, `mem://logo` a PNG blob, `mem://big` 300 KiB of text) and the template
 //!   `mem://notes/{id}`, listed in the seed's order and paged like tools;
-//! - `--extra-catalog N`: adds prompts `p_00` … and resources `mem://r/00` ….
+//! - `--extra-catalog N`: adds prompts `p_00` … and resources `mem://r/00` …;
+//! - `--prompts a,b`: with `--catalog`, these prompts instead of the three above;
+//! - `--change-at-start`: the first `tools/list` answers the list as it is, then the list
+//!   changes (tool `late` is added) before that answer is sent, and
+//!   `notifications/tools/list_changed` follows: a server whose list changes right after the
+//!   client connected;
+//! - `--stderr TEXT`: writes `TEXT` (and a line per `--stderr-lines N` more) to stderr and exits
+//!   with status 1 before the handshake: a server that fails to start and says why.
 
 use std::collections::BTreeSet;
 use std::io::Write;
@@ -79,6 +86,10 @@ struct Options {
     linger: bool,
     catalog: bool,
     extra_catalog: usize,
+    prompts: Option<Vec<String>>,
+    change_at_start: bool,
+    stderr: Option<String>,
+    stderr_lines: usize,
 }
 
 fn parse_args() -> Result<Options, String> {
@@ -108,6 +119,20 @@ fn parse_args() -> Result<Options, String> {
             "--extra-catalog" => {
                 o.extra_catalog = usize::try_from(number(value()?)?).unwrap_or(0);
             }
+            "--prompts" => {
+                o.prompts = Some(
+                    value()?
+                        .split(',')
+                        .filter(|s| !s.is_empty())
+                        .map(str::to_owned)
+                        .collect(),
+                );
+            }
+            "--change-at-start" => o.change_at_start = true,
+            "--stderr" => o.stderr = Some(value()?),
+            "--stderr-lines" => {
+                o.stderr_lines = usize::try_from(number(value()?)?).unwrap_or(0);
+            }
             other => return Err(format!("unknown flag {other}")),
         }
     }
@@ -135,6 +160,8 @@ struct State {
     resources: BTreeSet<String>,
     /// Lists one prompt twice.
     duplicate_prompt: bool,
+    /// `--change-at-start` and the first `tools/list` is still to come.
+    change_pending: bool,
 }
 
 #[derive(Clone)]
@@ -293,6 +320,10 @@ fn tool(name: &str) -> Tool {
         "image" => (
             "Returns a 1x1 PNG and a caption.",
             json!({"type": "object"}),
+        ),
+        "big" => (
+            "Returns a text of `bytes` bytes: BEGIN, x characters, END.",
+            json!({"type": "object", "properties": {"bytes": {"type": "integer"}}, "required": ["bytes"]}),
         ),
         "audio" => (
             "Returns an empty WAV clip and a caption.",
@@ -523,10 +554,10 @@ impl ServerHandler for Fixture {
     async fn list_tools(
         &self,
         request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         self.delay().await;
-        let (mut names, duplicate) = {
+        let (mut names, duplicate, changed) = {
             let mut st = self.lock();
             if st.fail_list {
                 st.fail_list = false;
@@ -535,8 +566,20 @@ impl ServerHandler for Fixture {
                     None,
                 ));
             }
-            (st.tools.iter().cloned().collect::<Vec<_>>(), st.duplicate)
+            let names = st.tools.iter().cloned().collect::<Vec<_>>();
+            // The list changes as soon as it was read once: before this answer is sent.
+            let changed = std::mem::take(&mut st.change_pending);
+            if changed {
+                st.tools.insert("late".to_owned());
+            }
+            (names, st.duplicate, changed)
         };
+        if changed {
+            let peer = context.peer.clone();
+            tokio::spawn(async move {
+                let _ = peer.notify_tool_list_changed().await;
+            });
+        }
         if duplicate && let Some(first) = names.first().cloned() {
             names.push(first);
         }
@@ -601,6 +644,11 @@ impl ServerHandler for Fixture {
                 text_result("crashing", false, None)
             }
             "admin.reset" => text_result("reset", false, None),
+            "big" => {
+                let bytes = usize::try_from(args["bytes"].as_u64().unwrap_or(0)).unwrap_or(0);
+                let middle = bytes.saturating_sub("BEGINEND".len());
+                text_result(format!("BEGIN{}END", "x".repeat(middle)), false, None)
+            }
             "slow" => {
                 let ms = args["ms"].as_u64().unwrap_or(60_000);
                 self.log("slow started");
@@ -801,9 +849,20 @@ async fn main() {
         tools.insert(format!("extra_{i:02}"));
     }
     let linger = options.linger;
+    let change_pending = options.change_at_start;
     let (mut prompts, mut resources) = (BTreeSet::new(), BTreeSet::new());
+    if let Some(reason) = &options.stderr {
+        eprintln!("{reason}");
+        for i in 0..options.stderr_lines {
+            eprintln!("stderr line {i:05}");
+        }
+        std::process::exit(1);
+    }
     if options.catalog {
-        prompts.extend(["greeting", "review", "summarize"].map(str::to_owned));
+        match &options.prompts {
+            Some(names) => prompts.extend(names.iter().cloned()),
+            None => prompts.extend(["greeting", "review", "summarize"].map(str::to_owned)),
+        }
         resources.extend(["mem://readme", "mem://logo", "mem://big"].map(str::to_owned));
         for i in 0..options.extra_catalog {
             prompts.insert(format!("p_{i:02}"));
@@ -819,6 +878,7 @@ async fn main() {
             prompts,
             resources,
             duplicate_prompt: false,
+            change_pending,
         })),
         requests: Arc::new(AtomicU64::new(0)),
     };

@@ -470,3 +470,106 @@ async fn live_output_arrives_whole_characters_and_stops_at_its_limit() {
         seen.len()
     );
 }
+
+#[tokio::test]
+async fn a_command_reads_and_writes_no_shared_memory_and_no_terminal() {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let ws = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(ws.path()).unwrap();
+    let c = mode(cordis_sandbox::SandboxMode::WorkspaceWrite, false);
+    if !landlock() {
+        return;
+    }
+    // Another program's private shared memory.
+    let shm = format!("/dev/shm/cordis-test-{}", std::process::id());
+    let _ = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&shm)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, b"theirs"));
+    let fresh = format!("{shm}-new");
+    // A terminal: a pseudo-terminal this test opens, standing for the user's.
+    let master =
+        rustix::pty::openpt(rustix::pty::OpenptFlags::RDWR | rustix::pty::OpenptFlags::NOCTTY)
+            .unwrap();
+    rustix::pty::grantpt(&master).unwrap();
+    rustix::pty::unlockpt(&master).unwrap();
+    let pts = rustix::pty::ptsname(&master, Vec::new()).unwrap();
+    let pts = pts.to_str().unwrap().to_owned();
+    for (what, line) in [
+        ("overwrite shm", format!("echo x > {shm}")),
+        ("read shm", format!("cat {shm}")),
+        ("new shm", format!("head -c 1000000 /dev/zero > {fresh}")),
+        ("write pts", format!("printf '\\033]0;evil\\007' > {pts}")),
+        ("read pts", format!("head -c 0 < {pts}")),
+        ("ptmx", "exec 3<> /dev/ptmx".to_owned()),
+        ("tty", "echo x > /dev/tty".to_owned()),
+    ] {
+        let r = bash(&root, &c, &line).await;
+        assert_ne!(r["exit_code"], 0, "{what}: {r}");
+    }
+    assert_eq!(std::fs::read(&shm).unwrap(), b"theirs");
+    assert!(!std::path::Path::new(&fresh).exists());
+    let _ = std::fs::remove_file(&shm);
+    // What a command needs of /dev still works.
+    let r = bash(
+        &root,
+        &c,
+        "echo x > /dev/null && head -c 4 /dev/urandom | wc -c && head -c 2 /dev/zero | wc -c",
+    )
+    .await;
+    assert_eq!(r["stdout"], "4\n2\n", "{r}");
+}
+
+#[tokio::test]
+async fn a_call_cleared_read_only_runs_in_a_read_only_sandbox_and_is_told_so() {
+    let ws = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(ws.path()).unwrap();
+    let tool = crate::bash_tool(root.clone(), config());
+    let call = |clearance| cordis_tools::ToolCallContext {
+        call_id: "c".into(),
+        scope: None,
+        clearance,
+    };
+    let run = |clearance, line: &str| (tool.handler)(json!({"command": line}), call(clearance));
+    if !landlock() {
+        assert!(
+            run(cordis_tools::Clearance::ReadOnly, "true")
+                .await
+                .is_err()
+        );
+        return;
+    }
+    std::fs::write(root.join("kept.txt"), "kept\n").unwrap();
+    let r = run(
+        cordis_tools::Clearance::ReadOnly,
+        "echo gone > kept.txt; echo x > new.txt",
+    )
+    .await
+    .unwrap()
+    .content;
+    assert_ne!(r["exit_code"], 0, "{r}");
+    assert_eq!(r["sandbox"], "read-only", "{r}");
+    assert!(
+        r["note"].as_str().unwrap().contains("without a question"),
+        "{r}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("kept.txt")).unwrap(),
+        "kept\n"
+    );
+    assert!(!root.join("new.txt").exists());
+    // A person's yes runs it in the entry's own sandbox.
+    let r = run(cordis_tools::Clearance::Full, "echo x > new.txt")
+        .await
+        .unwrap()
+        .content;
+    assert_eq!(
+        (r["exit_code"].clone(), r.get("sandbox")),
+        (json!(0), None),
+        "{r}"
+    );
+    assert!(root.join("new.txt").exists());
+}

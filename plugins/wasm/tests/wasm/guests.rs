@@ -489,3 +489,36 @@ pub fn env() -> Spec {
         ..Spec::default()
     }
 }
+
+/// Tool `big`: answers `{"data":"xxx…"}`, `size` bytes of JSON in all (a hostile result: the
+/// bound on what reaches the model and the log is tested with 50 MB).
+pub fn big(size: u32) -> Spec {
+    assert!(size >= 16, "room for the JSON around the data");
+    Spec {
+        tools: one("big", "Answers a result of a fixed, large size.", OBJECT),
+        strings: vec![
+            ("pre", "{\"data\":\"".to_owned()),
+            ("post", "\"}".to_owned()),
+        ],
+        call: format!(
+            r#"
+    (local.set $p (call $alloc (i32.const {size}) (i32.const 1)))
+    (memory.fill (local.get $p) (i32.const 120) (i32.const {size}))
+    (memory.copy (local.get $p) {{pre}})
+    (memory.copy (i32.add (local.get $p) (i32.const {end})) {{post}})
+    (call $ok (local.get $p) (i32.const {size}))"#,
+            end = size - 2
+        ),
+        ..Spec::default()
+    }
+}
+
+/// Tool `other`: answers `{"me":"other"}` (a guest whose code differs from [`echo`]'s).
+pub fn other() -> Spec {
+    Spec {
+        tools: one("other", "Answers who it is.", OBJECT),
+        strings: vec![("me", "{\"me\":\"other\"}".to_owned())],
+        call: "(call $ok {me})".to_owned(),
+        ..Spec::default()
+    }
+}

@@ -114,6 +114,70 @@ fn the_artifact_cache_compiles_once_and_never_loads_a_file_that_does_not_check_o
     );
 }
 
+/// Regression (issue 40, finding 7): the artifact of one component copied over another's cache
+/// file was loaded and run for the second entry (its header and hash checked out, and the pin
+/// checks only the `.wasm`). The artifact records the component it was compiled from, so the
+/// entry recompiles and runs its own code.
+#[test]
+fn an_artifact_copied_over_another_components_cache_file_is_recompiled_and_never_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("cache");
+    let cache = cordis_dylib::Cache::open(&path).unwrap();
+    let engine = WasmEngine::shared().unwrap();
+    let none = Capabilities::default();
+    let artifacts = || -> Vec<std::path::PathBuf> {
+        let mut files: Vec<_> = std::fs::read_dir(&path)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        files.sort();
+        files
+    };
+    let compile = |spec: &Spec| {
+        let bytes = guests::component(spec);
+        let sha: [u8; 32] = Sha256::digest(&bytes).into();
+        let guest = cordis_wasm::Guest::new(&engine, &bytes, sha, &none, Some(&cache)).unwrap();
+        (bytes, sha, guest)
+    };
+    let (_, _, echo) = compile(&guests::echo("echo"));
+    assert!(!echo.from_cache());
+    let echo_file = artifacts().pop().unwrap();
+    let (other_bytes, other_sha, other) = compile(&guests::other());
+    assert!(!other.from_cache());
+    let other_file = artifacts().into_iter().find(|f| *f != echo_file).unwrap();
+    // The echo guest's sound artifact under the other guest's name.
+    std::fs::copy(&echo_file, &other_file).unwrap();
+    let again =
+        cordis_wasm::Guest::new(&engine, &other_bytes, other_sha, &none, Some(&cache)).unwrap();
+    assert!(!again.from_cache(), "the foreign artifact was loaded");
+    let runner = cordis_wasm::Runner::new(
+        std::sync::Arc::new(again),
+        cordis_wasm::RunnerOptions {
+            entry: "other".into(),
+            limits: cordis_wasm::Limits::default(),
+            grants: none.clone(),
+            workspace: None,
+            config: "{}".to_owned(),
+            seed: None,
+            deadline: std::time::Duration::from_secs(30),
+        },
+    );
+    let tools = crate::block_on(runner.describe()).unwrap();
+    assert_eq!(tools[0].name, "other");
+    assert_eq!(
+        crate::block_on(runner.call("other", r#"{"k":1}"#)).unwrap(),
+        r#"{"me":"other"}"#
+    );
+    // Replaced by its own artifact, which loads from now on.
+    let cached =
+        cordis_wasm::Guest::new(&engine, &other_bytes, other_sha, &none, Some(&cache)).unwrap();
+    assert!(cached.from_cache());
+    assert_ne!(
+        std::fs::read(&other_file).unwrap(),
+        std::fs::read(&echo_file).unwrap()
+    );
+}
+
 /// A runner of `spec` (no grants, default limits).
 fn runner_of(spec: &Spec) -> cordis_wasm::Runner {
     crate::runner(
@@ -168,9 +232,19 @@ fn an_init_that_fails_or_traps_fails_the_load_with_its_reason() {
 
 #[test]
 fn described_tools_the_registry_would_refuse_fail_the_load() {
+    // Regression (issue 40, finding 15): names outside `[A-Za-z0-9_-]{1,64}` were accepted.
+    let long: &'static str = Box::leak("x".repeat(65).into_boxed_str());
     for (name, why) in [
         ("run_code", "is reserved"),
         ("has space", "invalid tool name \"has space\""),
+        (
+            "a.b",
+            "invalid tool name \"a.b\": a WebAssembly tool's name is 1 to 64 of [A-Za-z0-9_-]",
+        ),
+        ("a/b", "invalid tool name \"a/b\""),
+        ("caf\u{e9}", "1 to 64 of [A-Za-z0-9_-]"),
+        ("", "invalid tool name \"\""),
+        (long, "1 to 64 of [A-Za-z0-9_-]"),
     ] {
         let spec = Spec {
             tools: guests::one(name, "x", guests::OBJECT),

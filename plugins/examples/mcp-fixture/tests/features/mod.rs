@@ -18,6 +18,7 @@ use serde_json::{Value, json};
 
 use super::{DEADLINE, call, cfg, eventually, log_lines, names, root_with_tools, settle, text};
 
+mod bounds;
 mod sampling;
 
 fn only_server(root: &Context) -> McpServer {
