@@ -178,10 +178,10 @@ fn a_reload_that_would_widen_permissions_is_refused_while_a_session_runs() {
         - {id: workspace, name: workspace}\n- {id: fs, name: tool-fs}\n\
         - id: shell\n  name: tool-shell\n  config: {sandbox: workspace-write}\n\
         - id: approvals\n  name: approvals\n  config: {mode: auto}\n";
-    // What the model (prompt-injected) writes over cordis.yml: no sandbox, and bash allowed.
+    // What the model (prompt-injected) writes over cordis.yml: no sandbox, and bash allowed to write.
     let widened = config
         .replace("{sandbox: workspace-write}", "{sandbox: full-access}")
-        .replace("{mode: auto}", "{mode: auto, tools: {bash: allow}}");
+        .replace("{mode: auto}", "{mode: auto, tools: {bash: write}}");
     let escape = format!("echo escaped > {}/escaped", outside.display());
     let script = json!([
         {"toolCalls": [{"id": "w1", "name": "write_file",
@@ -217,7 +217,7 @@ fn a_reload_that_would_widen_permissions_is_refused_while_a_session_runs() {
     );
     let approvals = common::wait_for(&err, "entry \"approvals\"");
     assert!(
-        approvals.contains("tool `bash`: (none) → allow"),
+        approvals.contains("tool `bash`: (none) → write"),
         "{approvals}"
     );
     common::wait_for(&err, "reload refused");

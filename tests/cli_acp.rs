@@ -1315,6 +1315,20 @@ fn with_watch_an_edit_reaches_open_sessions_between_prompts_and_a_broken_one_cha
         "does not load; sessions keep the last good configuration",
     );
     assert_eq!(acp.prompt(&s, "three")["result"]["stopReason"], "end_turn");
+    // An edit that would let more run without a question (an agent's `write_file` could have
+    // made it) is taken neither by open sessions nor by new ones.
+    let wider = terse.replace(
+        "config: {env: [PATH, HOME]}",
+        "config: {env: [PATH, HOME], sandbox: full-access}",
+    );
+    assert_ne!(wider, terse, "the fixture's shell entry");
+    std::fs::write(dir.join("agent.yml"), &wider).unwrap();
+    common::wait_for(&stderr, "changed but would let more run without a question");
+    let named = common::wait_for(&stderr, "entry \"shell\"");
+    assert!(
+        named.contains("the sandbox workspace-write → full-access"),
+        "{named}"
+    );
     assert_eq!(acp.close(), 0);
     // The editor saw every answer, the reloaded agent's too.
     assert_eq!(said(&acp.updates(&s)), "One.Two.Three.");

@@ -61,6 +61,13 @@ pub struct Resolved {
     included: Vec<std::path::PathBuf>,
 }
 
+impl Resolved {
+    /// The resolved plan.
+    pub fn plan(&self) -> &LoadPlan {
+        &self.plan
+    }
+}
+
 /// What one reload changed, by entry id (each list sorted).
 pub type ReloadSummary = ConfigReloaded;
 

@@ -56,7 +56,9 @@ pub use event::{Event, Handler, Position};
 pub use host_event::{ConfigReloaded, Offered};
 pub use introspect::{EffectCounts, EventFootprint, Incident, LiveCounts, ScopeInfo, TraceEvent};
 pub use order::OrderKey;
-pub use plugin::{ErasedPlugin, FnPlugin, Inject, Plugin, PluginOptions, Prepared, prepare};
+pub use plugin::{
+    ErasedPlugin, FnPlugin, Inject, Plugin, PluginOptions, Prepared, prepare, started_anew,
+};
 pub use schedule::{Policy, PolicyParseError, Schedule};
 pub use scope::{FailureKind, ScopeFailure, ScopeHandle, ScopeId, ScopeStatus, lock};
 pub use service::Service;

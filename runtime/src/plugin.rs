@@ -169,15 +169,10 @@ pub trait Plugin: Send + Sync + 'static {
     /// The default: what the entry [`starts`](Plugin::starts) (a command, a library) that it did
     /// not start before. A plugin that decides or grants permissions says more.
     fn widens(&self, old: Option<&Self::Config>, new: Option<&Self::Config>) -> Vec<String> {
-        let Some(new) = new else {
-            return Vec::new();
-        };
-        let before = old.map(|o| self.starts(o)).unwrap_or_default();
-        self.starts(new)
-            .into_iter()
-            .filter(|s| !before.contains(s))
-            .map(|s| format!("it would start {s}"))
-            .collect()
+        match new {
+            Some(new) => started_anew(old.map(|o| self.starts(o)), self.starts(new)),
+            None => Vec::new(),
+        }
     }
 
     /// Applies the plugin in `ctx`'s scope: register listeners, services, tools, tasks.
@@ -195,6 +190,17 @@ pub trait Plugin: Send + Sync + 'static {
         ctx: Context,
         config: &'a Self::Config,
     ) -> impl Future<Output = Result<(), BoxError>> + Send + 'a;
+}
+
+/// The lines of [`Plugin::widens`] for what `after` starts that `before` (an entry's earlier
+/// [`Plugin::starts`], `None` for a new entry) did not.
+pub fn started_anew(before: Option<Vec<String>>, after: Vec<String>) -> Vec<String> {
+    let before = before.unwrap_or_default();
+    after
+        .into_iter()
+        .filter(|s| !before.contains(s))
+        .map(|s| format!("it would start {s}"))
+        .collect()
 }
 
 /// A type-erased plugin, so a host can instantiate plugins by name from config values.

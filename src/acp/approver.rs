@@ -118,21 +118,11 @@ fn options(grants: &[Grant]) -> Vec<PermissionOption> {
         kind: "allow_once".to_owned(),
     }];
     let mut always = None;
-    if !grants.is_empty() {
-        let commands: Vec<String> = grants
-            .iter()
-            .filter_map(|g| g.command.as_ref())
-            .map(|c| format!("`{c}`"))
-            .collect();
-        let what = if commands.is_empty() {
-            let tools: Vec<&str> = grants.iter().map(|g| g.tool.as_str()).collect();
-            tools.join(", ")
-        } else {
-            commands.join(", ")
-        };
+    if let Some(grants) = cordis_approvals::Always::of(grants) {
+        let what = grants.describe(str::to_owned);
         options.push(PermissionOption {
             option_id: ALLOW_ALWAYS.to_owned(),
-            name: format!("Always allow {what} in this session"),
+            name: format!("Always allow {what} in this session{}", grants.suffix()),
             kind: "allow_always".to_owned(),
         });
         always = Some(what);

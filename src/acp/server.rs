@@ -422,10 +422,16 @@ impl<'c> Server<'c> {
             Err(errors) => {
                 let lines: Vec<String> =
                     errors.diagnostics().iter().map(|d| d.to_string()).collect();
-                note(&format!(
-                    "{file} changed but does not load; sessions keep the last good configuration:\n{}",
-                    lines.join("\n")
-                ));
+                let widens = errors
+                    .diagnostics()
+                    .iter()
+                    .all(|d| matches!(d.problem, cordis_host::diagnostic::Problem::Widens { .. }));
+                let why = if widens {
+                    "would let more run without a question; new and open sessions keep the last configuration"
+                } else {
+                    "does not load; sessions keep the last good configuration"
+                };
+                note(&format!("{file} changed but {why}:\n{}", lines.join("\n")));
             }
         }
     }

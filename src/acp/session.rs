@@ -188,20 +188,34 @@ impl Composition<'_> {
         }
     }
 
-    /// Takes `source` as the file's text from now on if it loads (`--watch`); else the
-    /// configuration errors, and the last good text stays.
+    /// Takes `source` as the file's text from now on if it loads (`--watch`) and lets nothing
+    /// more run without a question than the text it replaces (an agent's own write could have
+    /// made the edit: permissions never widen by themselves, for open sessions or new ones);
+    /// else the errors, and the last good text stays.
     ///
     /// # Errors
-    /// Every configuration error of `source`.
+    /// Every configuration error of `source`, or each widening
+    /// ([`cordis_host::reload::widenings`]).
     pub async fn adopt(&self, source: String) -> Result<(), cordis_host::ConfigErrors> {
-        cordis_host::reload::load_blocking(
-            &source,
-            &self.file,
-            self.env,
-            &self.builtins,
-            &self.options,
-        )
-        .await?;
+        let load = |text: String| async move {
+            cordis_host::reload::load_blocking(
+                &text,
+                &self.file,
+                self.env,
+                &self.builtins,
+                &self.options,
+            )
+            .await
+        };
+        let new = load(source.clone()).await?;
+        // The text in force loaded when it was adopted; should it not now (an include gone),
+        // nothing is compared against it and the new text must stand on its own.
+        if let Ok(old) = load(self.source()).await {
+            let widens = cordis_host::reload::widenings(old.plan(), new.plan());
+            if !widens.is_empty() {
+                return Err(cordis_host::ConfigErrors(widens));
+            }
+        }
         *cordis_runtime::lock(&self.source) = source;
         Ok(())
     }

@@ -73,16 +73,14 @@ fn question(root: &Context, request: &ApprovalRequest) -> String {
 
 /// What `a` answers, from the grants it would make.
 fn always_text(grants: &[cordis_approvals::Grant]) -> String {
-    let commands: Vec<String> = grants
-        .iter()
-        .filter_map(|g| g.command.as_ref())
-        .map(|c| format!("`{}`", safe(&c.to_string())))
-        .collect();
-    match (grants.is_empty(), commands.is_empty()) {
-        (true, _) => "[a] once too (this command cannot be granted for later)".to_owned(),
-        (false, true) => "[a]lways this session".to_owned(),
-        // Granted commands run unasked later, so read-only (a person saw only this one).
-        (false, false) => format!("[a]lways {} this session (read-only)", commands.join(", ")),
+    match cordis_approvals::Always::of(grants) {
+        None => "[a] once too (this command cannot be granted for later)".to_owned(),
+        Some(always) if !always.commands => "[a]lways this session".to_owned(),
+        Some(always) => format!(
+            "[a]lways {} this session{}",
+            always.describe(|c| safe(c).into_owned()),
+            always.suffix()
+        ),
     }
 }
 

@@ -184,6 +184,8 @@ impl Approver for PageApprover {
             "tool": request.call.name,
             "view": card,
             "grants": request.grants,
+            "always": cordis_approvals::Always::of(&request.grants)
+                .map(|a| format!("Always {} (this session){}", a.describe(str::to_owned), a.suffix())),
         });
         let (reply, answer) = oneshot::channel();
         if !inner.wait(id, "approval", question, Reply::Approval(reply)) {

@@ -264,8 +264,8 @@ fn redirect(r: &IoRedirect, options: &brush_parser::ParserOptions) -> Result<boo
 /// program write a file: `git diff --output=FILE`, `--out-file`, `--log-file`.
 const WRITING_LONG_OPTIONS: &[&str] = &["--out", "--log-file", "--dump", "--save", "--write"];
 
-/// Short options that make one program write a file (as a word of their own or with the value
-/// attached: `sort -oFILE`).
+/// Short options that make one program write a file (as a word of their own, with the value
+/// attached, `sort -oFILE`, or in a cluster, `sort -uo FILE`, `curl -sSo FILE`).
 const WRITING_SHORT_OPTIONS: &[(&str, &[&str])] = &[
     ("curl", &["-o", "-O", "-D", "-c"]),
     ("git", &["-o"]),
@@ -285,8 +285,15 @@ fn writes_by_option(words: &[String]) -> bool {
         .map_or(&[][..], |(_, o)| *o);
     rest.iter().take_while(|w| w.as_str() != "--").any(|w| {
         let name = w.split('=').next().unwrap_or(w);
+        let cluster = w
+            .strip_prefix('-')
+            .filter(|c| !c.starts_with('-'))
+            .unwrap_or_default();
         WRITING_LONG_OPTIONS.iter().any(|o| name.starts_with(o))
-            || short.iter().any(|o| w.starts_with(o))
+            || short
+                .iter()
+                .filter_map(|o| o.strip_prefix('-'))
+                .any(|letter| cluster.contains(letter))
     })
 }
 
@@ -559,6 +566,9 @@ mod tests {
             "sort -o sorted.txt in.txt",
             "sort -osorted.txt in.txt",
             "curl -O https://example.com/x",
+            "curl -sSo out.html https://example.com/x",
+            "sort -uo sorted.txt in.txt",
+            "wget -qO page.html https://example.com/x",
             "cargo build --out-dir x",
         ] {
             assert_eq!(writes(line), [true], "{line}");

@@ -34,6 +34,6 @@ mod policy;
 pub use approver::{AllowAll, AllowListed, Answer, ApprovalRequest, Approver, ApproverService};
 pub use command::{CommandPattern, EmptyPattern, Opaque, Simple, simple_commands};
 pub use plugin::{
-    ApprovalDecided, Approvals, ApprovalsPlugin, DecidedBy, Grant, MAX_GRANTS, grant_from,
+    Always, ApprovalDecided, Approvals, ApprovalsPlugin, DecidedBy, Grant, MAX_GRANTS, grant_from,
 };
 pub use policy::{ApprovalsConfig, CommandRules, Mode, Policy, UnknownMode};

@@ -133,6 +133,63 @@ impl fmt::Display for Grant {
     }
 }
 
+/// What an "always" answer to a question would grant, as every front end words it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Always {
+    /// The command patterns it grants (`git status`), or else the tools.
+    pub what: Vec<String>,
+    /// True when `what` are command patterns: the commands a grant lets run later run without
+    /// a question, so read-only (only this call was seen).
+    pub commands: bool,
+}
+
+impl Always {
+    /// The "always" of a question whose answer would make `grants`; `None` when it would make
+    /// none ("always" then allows this call once).
+    pub fn of(grants: &[Grant]) -> Option<Always> {
+        if grants.is_empty() {
+            return None;
+        }
+        let commands: Vec<String> = grants
+            .iter()
+            .filter_map(|g| g.command.as_ref().map(ToString::to_string))
+            .collect();
+        Some(if commands.is_empty() {
+            Always {
+                what: grants.iter().map(|g| g.tool.clone()).collect(),
+                commands: false,
+            }
+        } else {
+            Always {
+                what: commands,
+                commands: true,
+            }
+        })
+    }
+
+    /// The grants as a person reads them, each passed through `escape` first: commands quoted
+    /// (`` `git status`, `cargo test` ``), tools as they are.
+    pub fn describe(&self, escape: impl Fn(&str) -> String) -> String {
+        let words: Vec<String> = self
+            .what
+            .iter()
+            .map(|w| {
+                if self.commands {
+                    format!("`{}`", escape(w))
+                } else {
+                    escape(w)
+                }
+            })
+            .collect();
+        words.join(", ")
+    }
+
+    /// What a person reads after the grants: ` (read-only)` for commands, else nothing.
+    pub fn suffix(&self) -> &'static str {
+        if self.commands { " (read-only)" } else { "" }
+    }
+}
+
 /// One approval decision (`approvals/decision`), emitted for every call that reaches the stage.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]

@@ -46,7 +46,8 @@ pub enum Mode {
     #[default]
     Ask,
     /// Calls confined to the workspace (the file tools, sandboxed commands without network) run
-    /// without asking; the rest (`full-access` commands, network, undeclared tools) ask.
+    /// without asking, commands read-only; the rest (`full-access` commands, network,
+    /// undeclared tools) ask.
     Auto,
     /// Nothing asks (CI): confined calls run, the rest are denied with the reason.
     NeverAsk,

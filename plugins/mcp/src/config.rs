@@ -133,6 +133,51 @@ fn default_max_result_text() -> usize {
     cordis_tools::MAX_RESULT_TEXT
 }
 
+impl McpConfig {
+    /// What `new` lets this server do or be told that `self` did not, one line each (the
+    /// process or endpoint itself is [`cordis_runtime::Plugin::starts`]'s): trusting its
+    /// annotations (its `readOnlyHint` tools then run without a question), secrets passed to it
+    /// (`env` values, `headers`), more of its tools, sampling.
+    pub fn widened_by(&self, new: &McpConfig) -> Vec<String> {
+        let server = &new.server;
+        let mut out = Vec::new();
+        if new.trust_annotations && !self.trust_annotations {
+            out.push(format!(
+                "server {server}'s annotations would be trusted (its read-only tools run without a question)"
+            ));
+        }
+        for (name, value) in &new.env {
+            if self.env.get(name) != Some(value) {
+                out.push(format!(
+                    "server {server} would get another value of `{name}`"
+                ));
+            }
+        }
+        for (name, value) in &new.headers {
+            if self.headers.get(name) != Some(value) {
+                out.push(format!(
+                    "server {server} would be sent another `{name}` header"
+                ));
+            }
+        }
+        let narrower = |old: &ToolFilter, new: &ToolFilter| {
+            let allow_within = match (&old.allow, &new.allow) {
+                (None, _) => true,
+                (Some(_), None) => false,
+                (Some(o), Some(n)) => n.is_subset(o),
+            };
+            allow_within && old.deny.is_subset(&new.deny)
+        };
+        if !narrower(&self.tools, &new.tools) {
+            out.push(format!("more of server {server}'s tools would be offered"));
+        }
+        if new.sampling && !self.sampling {
+            out.push(format!("server {server} could ask the model (sampling)"));
+        }
+        out
+    }
+}
+
 /// The default of [`McpConfig::max_message_bytes`].
 pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 16 << 20;
 
@@ -391,6 +436,28 @@ mod tests {
                 .unwrap_err()
                 .to_string()
                 .contains("belong to transport \"stdio\"")
+        );
+    }
+
+    #[test]
+    fn a_change_that_trusts_tells_or_offers_a_server_more_is_named() {
+        let old = McpConfig::stdio("fx", "srv", vec![]);
+        assert!(old.widened_by(&old).is_empty());
+        let mut new = old.clone();
+        new.trust_annotations = true;
+        let _ = new.env.insert("TOKEN".into(), "secret".into());
+        new.tools.deny.insert("x".into());
+        assert_eq!(
+            old.widened_by(&new),
+            [
+                "server fx's annotations would be trusted (its read-only tools run without a question)",
+                "server fx would get another value of `TOKEN`",
+            ]
+        );
+        // Denying a tool narrows; lifting the denial, or an allow list, widens.
+        assert!(
+            new.widened_by(&old)
+                .contains(&"more of server fx's tools would be offered".to_owned())
         );
     }
 

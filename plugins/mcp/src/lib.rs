@@ -199,6 +199,19 @@ impl Plugin for McpPlugin {
         Some(vec!["tool"])
     }
 
+    /// What it would start anew ([`Plugin::starts`]), and what a changed entry would let the
+    /// server do or be told ([`McpConfig::widened_by`]).
+    fn widens(&self, old: Option<&McpConfig>, new: Option<&McpConfig>) -> Vec<String> {
+        let Some(new) = new else {
+            return Vec::new();
+        };
+        let mut out = cordis_runtime::started_anew(old.map(|o| self.starts(o)), self.starts(new));
+        if let Some(old) = old {
+            out.extend(old.widened_by(new));
+        }
+        out
+    }
+
     /// The server process it runs (with its directory and the variables it sets), or the
     /// endpoint it connects to.
     fn starts(&self, config: &McpConfig) -> Vec<String> {
@@ -1485,7 +1498,9 @@ impl Bridge {
         };
         let same = {
             let current = lock(&self.current);
-            !current.handles.is_empty() && sorted(&current.tools) == sorted(&named)
+            // Registered (or nothing to register: an empty list is the same as an empty one).
+            (!current.handles.is_empty() || named.is_empty())
+                && sorted(&current.tools) == sorted(&named)
         };
         if same {
             return Ok(false);

@@ -49,7 +49,15 @@ struct TailState {
 }
 
 impl StderrTail {
-    fn push(&self, line: String) {
+    fn push(&self, mut line: String) {
+        // One line longer than the whole tail keeps its end (the reason is often last).
+        if line.len() > MAX_STDERR_TAIL_BYTES {
+            let mut start = line.len() - (MAX_STDERR_TAIL_BYTES - '…'.len_utf8());
+            while !line.is_char_boundary(start) {
+                start += 1;
+            }
+            line = format!("…{}", &line[start..]);
+        }
         let mut st = crate::lock(&self.inner);
         st.bytes += line.len();
         st.lines.push_back(line);
@@ -555,7 +563,15 @@ mod tests {
         assert!(text.ends_with("line 99 | bad \\u{1b}[31mred"), "{text}");
         tail.push("y".repeat(MAX_STDERR_TAIL_BYTES));
         assert_eq!(tail.text().unwrap(), "y".repeat(MAX_STDERR_TAIL_BYTES));
-        tail.push("z".repeat(3 * MAX_STDERR_TAIL_BYTES));
-        assert_eq!(tail.text(), None, "one line over the bound is not kept");
+        tail.push(format!(
+            "{}the reason",
+            "z".repeat(3 * MAX_STDERR_TAIL_BYTES)
+        ));
+        let kept = tail.text().unwrap();
+        assert!(
+            kept.starts_with('…') && kept.ends_with("zzthe reason"),
+            "a line over the bound keeps its end: {kept}"
+        );
+        assert!(kept.len() <= MAX_STDERR_TAIL_BYTES, "{}", kept.len());
     }
 }

@@ -80,6 +80,15 @@ pub enum FsError {
         /// What happened to it: `changed`, `was created` or `was deleted`.
         change: &'static str,
     },
+    /// A write over a file whose plan (what the approval showed it replacing) is gone: pushed
+    /// out by newer questions, or its arguments rewritten after it was made.
+    #[error(
+        "\"{path}\" exists, and what the write would replace is no longer held as shown for approval; nothing was written: retry the write"
+    )]
+    ShownGone {
+        /// The path as given.
+        path: String,
+    },
     /// A write over a file too large to be shown (or compared) before it is replaced.
     #[error(
         "\"{path}\" is {size} bytes, over the limit of {limit} (`maxFileBytes`): write_file cannot show what it would replace; nothing was written"

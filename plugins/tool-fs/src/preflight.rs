@@ -160,7 +160,8 @@ pub(crate) async fn run_edit(
 }
 
 /// Runs a `write_file` call: the plan it was shown with when there is one (refused when the
-/// file changed since, was created or was deleted), else written now.
+/// file changed since, was created or was deleted), else written now if it creates a file, and
+/// refused if it would replace one (what it replaces was never shown, or is no longer held).
 pub(crate) async fn run_write(
     route: Option<Arc<dyn FileRoute>>,
     ws: &Workspace,
@@ -170,7 +171,14 @@ pub(crate) async fn run_write(
 ) -> Result<Value, FsError> {
     match planned.as_deref() {
         Some(Plan::Write(plan)) => routed::apply_write(route.as_ref(), ws, config, plan).await,
-        _ => routed::write_file(route, ws.clone(), args).await,
+        _ => match routed::plan_write(route.as_ref(), ws, config, args.clone()).await {
+            Ok(plan) if !matches!(plan.before, crate::ops::Before::Absent) => {
+                Err(FsError::ShownGone {
+                    path: args["path"].as_str().unwrap_or_default().to_owned(),
+                })
+            }
+            _ => routed::write_file(route, ws.clone(), args).await,
+        },
     }
 }
 

@@ -372,6 +372,41 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_write_without_the_plan_it_was_shown_with_creates_a_file_but_replaces_none() {
+        let (tmp, ws) = workspace();
+        let config = Arc::new(FsConfig::default());
+        // The plan is gone (pushed out by newer questions, or its arguments rewritten): what
+        // the write replaces cannot be known to have been shown.
+        let refused = crate::preflight::run_write(
+            None,
+            &ws,
+            &config,
+            None,
+            json!({"path": "a.txt", "content": "over"}),
+        )
+        .await
+        .unwrap_err();
+        assert!(matches!(refused, FsError::ShownGone { .. }), "{refused}");
+        assert_eq!(
+            std::fs::read_to_string(tmp.path().join("root/a.txt")).unwrap(),
+            "on disk\n"
+        );
+        let _ = crate::preflight::run_write(
+            None,
+            &ws,
+            &config,
+            None,
+            json!({"path": "new.txt", "content": "fresh"}),
+        )
+        .await
+        .unwrap();
+        assert_eq!(
+            std::fs::read_to_string(tmp.path().join("root/new.txt")).unwrap(),
+            "fresh"
+        );
+    }
+
+    #[tokio::test]
     async fn a_write_over_a_file_too_large_to_show_is_refused_before_anyone_is_asked() {
         let (tmp, ws) = workspace();
         std::fs::write(tmp.path().join("root/big.txt"), "0123456789").unwrap();

@@ -182,7 +182,7 @@ fn final_message(events: &[SessionEvent]) -> String {
 
 /// Why call `call_id` of tool `tool` may not start, read from `events` (its caller's log): the
 /// calls of the tool before it in its response (all of them) and in its turn (those that
-/// started) against the bounds. `None`: it may start, or it is not in the log.
+/// started) against the bounds, or its absence from the log. `None`: it may start.
 fn over_bound(events: &[SessionEvent], config: &SubagentConfig, call_id: &str) -> Option<String> {
     let tool = config.tool_name.as_str();
     // (turn, step, call id) of every call of the tool, in log order.
@@ -200,8 +200,13 @@ fn over_bound(events: &[SessionEvent], config: &SubagentConfig, call_id: &str) -
             }
         })
         .collect();
-    // The call running now is the latest one logged with its id.
-    let at = calls.iter().rposition(|(_, _, id)| id == call_id)?;
+    // The call running now is the latest one logged with its id; one that is not there cannot
+    // be placed, so it is not run (fail closed).
+    let Some(at) = calls.iter().rposition(|(_, _, id)| id == call_id) else {
+        return Some(format!(
+            "{tool}: call {call_id} is not in its session's log, so its place among its response's and its turn's calls is unknown; it did not run"
+        ));
+    };
     let (turn, step, _) = &calls[at];
     let mut started = 0;
     // Replay the bounds over the turn's calls before this one, in log order.

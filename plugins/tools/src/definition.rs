@@ -29,9 +29,13 @@ pub struct ToolCallContext {
 /// A person who approves a call sees its arguments (a command line, a diff), not every file a
 /// program may write behind an option nobody parsed (`git diff --output=FILE`). So a call that
 /// ran without a question (an allow rule, a grant, the permission mode) is cleared read-only, and
-/// a tool whose effects are not all in its arguments (a shell command) must then run so that it
-/// cannot write. Only a person's yes, or a rule that says in so many words that it may write,
-/// clears a call fully.
+/// a tool whose writes are not all in its arguments must then run so that it cannot write:
+/// `bash` runs in a read-only sandbox, a WebAssembly guest gets a read-only workspace. Tools
+/// whose arguments are the whole write (`write_file`, `edit_file`: the diff a person would be
+/// shown, logged) write what they say; tools that cannot confine themselves (MCP servers,
+/// dylibs) are never confined by the workspace, so no mode runs them without a question unless
+/// a rule names them. Only a person's yes, or a rule that says in so many words that it may
+/// write, clears a call fully.
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize,
 )]
@@ -41,7 +45,7 @@ pub enum Clearance {
     /// tool does. Also every call of a registry without an approval stage.
     #[default]
     Full,
-    /// Ran without a question: it may read, and write nothing a person did not see.
+    /// Ran without a question: a tool that can confine itself writes nothing.
     ReadOnly,
 }
 

@@ -311,7 +311,7 @@ function approvalCard(q) {
     post(`/api/approvals/${q.id}`, { answer, reason: reason.value })
       .then(refreshAgents)
       .catch(showError);
-  const always = q.grants && q.grants.length ? "Always (this session)" : null;
+  const always = q.always || null;
   return el(
     "div",
     { class: "approval", "data-approval": String(q.id), "data-tool": q.tool },
