@@ -599,9 +599,6 @@ fn holding_server(
     bodies: std::sync::mpsc::Sender<Value>,
     go: std::sync::mpsc::Receiver<()>,
 ) -> (String, std::thread::JoinHandle<()>) {
-    use std::io::{Read as _, Write as _};
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
     let delta = |d: Value| json!({"choices": [{"index": 0, "delta": d}]});
     let finish = |why: &str| json!({"choices": [{"index": 0, "delta": {}, "finish_reason": why}]});
     let answers = vec![
@@ -614,46 +611,10 @@ fn holding_server(
         ],
         vec![delta(json!({"content": "Done."})), finish("stop")],
     ];
-    let server = std::thread::spawn(move || {
-        for (i, events) in answers.into_iter().enumerate() {
-            let (mut sock, _) = listener.accept().unwrap();
-            let mut seen = Vec::new();
-            let mut buf = vec![0u8; 1 << 16];
-            let body: Value = loop {
-                let n = sock.read(&mut buf).unwrap();
-                assert!(n > 0, "the request ended early");
-                seen.extend_from_slice(&buf[..n]);
-                let Some(end) = seen.windows(4).position(|w| w == b"\r\n\r\n") else {
-                    continue;
-                };
-                let head = String::from_utf8_lossy(&seen[..end]).into_owned();
-                let length: usize = head
-                    .lines()
-                    .find_map(|l| {
-                        let (k, v) = l.split_once(':')?;
-                        k.eq_ignore_ascii_case("content-length")
-                            .then(|| v.trim().parse().ok())?
-                    })
-                    .unwrap_or(0);
-                if seen.len() >= end + 4 + length {
-                    break serde_json::from_slice(&seen[end + 4..end + 4 + length]).unwrap();
-                }
-            };
-            let _ = bodies.send(body);
-            if i == 1 && go.recv().is_err() {
-                return;
-            }
-            let mut stream: String = events.iter().map(|e| format!("data: {e}\n\n")).collect();
-            stream.push_str("data: [DONE]\n\n");
-            let head = format!(
-                "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
-                stream.len()
-            );
-            sock.write_all(head.as_bytes()).unwrap();
-            sock.write_all(stream.as_bytes()).unwrap();
-        }
-    });
-    (base, server)
+    common::openai_serving_with(answers, move |i, body| {
+        let _ = bodies.send(body);
+        i != 1 || go.recv().is_ok()
+    })
 }
 
 /// A line of `/proc/PID/status`, in KiB (`None` where there is no `/proc`).

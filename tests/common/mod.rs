@@ -147,35 +147,51 @@ pub fn cordis_command(dir: &std::path::Path, args: &[&str]) -> std::process::Com
 pub fn openai_serving(
     answers: Vec<Vec<serde_json::Value>>,
 ) -> (String, std::thread::JoinHandle<Vec<serde_json::Value>>) {
+    let (tx, rx) = mpsc::channel();
+    let (base, server) = openai_serving_with(answers, move |_, body| tx.send(body).is_ok());
+    let bodies = std::thread::spawn(move || {
+        server.join().unwrap();
+        rx.iter().collect()
+    });
+    (base, bodies)
+}
+
+/// [`openai_serving`], calling `seen(i, body)` with request `i` before answering it (false: stop
+/// without answering), so a test can hold an answer back.
+pub fn openai_serving_with(
+    answers: Vec<Vec<serde_json::Value>>,
+    mut seen: impl FnMut(usize, serde_json::Value) -> bool + Send + 'static,
+) -> (String, std::thread::JoinHandle<()>) {
     use std::io::{Read as _, Write as _};
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let server = std::thread::spawn(move || {
-        let mut bodies = Vec::new();
-        for events in answers {
+        for (i, events) in answers.into_iter().enumerate() {
             let (mut sock, _) = listener.accept().unwrap();
-            let mut seen = Vec::new();
-            let mut buf = [0u8; 65536];
-            let body = loop {
+            let mut got = Vec::new();
+            let mut buf = vec![0u8; 1 << 16];
+            let body: serde_json::Value = loop {
                 let n = sock.read(&mut buf).unwrap();
                 assert!(n > 0, "the request ended early");
-                seen.extend_from_slice(&buf[..n]);
-                let text = String::from_utf8_lossy(&seen).into_owned();
-                if let Some(end) = text.find("\r\n\r\n") {
-                    let length: usize = text[..end]
-                        .lines()
-                        .find_map(|l| {
-                            let (k, v) = l.split_once(':')?;
-                            k.eq_ignore_ascii_case("content-length")
-                                .then(|| v.trim().parse().ok())?
-                        })
-                        .unwrap_or(0);
-                    if seen.len() >= end + 4 + length {
-                        break serde_json::from_slice(&seen[end + 4..end + 4 + length]).unwrap();
-                    }
+                got.extend_from_slice(&buf[..n]);
+                let Some(end) = got.windows(4).position(|w| w == b"\r\n\r\n") else {
+                    continue;
+                };
+                let length: usize = String::from_utf8_lossy(&got[..end])
+                    .lines()
+                    .find_map(|l| {
+                        let (k, v) = l.split_once(':')?;
+                        k.eq_ignore_ascii_case("content-length")
+                            .then(|| v.trim().parse().ok())?
+                    })
+                    .unwrap_or(0);
+                if got.len() >= end + 4 + length {
+                    break serde_json::from_slice(&got[end + 4..end + 4 + length]).unwrap();
                 }
             };
-            bodies.push(body);
+            if !seen(i, body) {
+                return;
+            }
             let mut stream: String = events.iter().map(|e| format!("data: {e}\n\n")).collect();
             stream.push_str("data: [DONE]\n\n");
             let head = format!(
@@ -185,7 +201,6 @@ pub fn openai_serving(
             sock.write_all(head.as_bytes()).unwrap();
             sock.write_all(stream.as_bytes()).unwrap();
         }
-        bodies
     });
     (base, server)
 }

@@ -664,18 +664,13 @@ async fn deny_rules_hold_under_an_allow_policy_and_a_whole_command_grant_is_exac
     h.root.dispose();
 }
 
-/// The clearance each way of deciding gives a command: only a person's yes and a `write` rule
-/// clear it fully; an allow rule, a grant and the mode run it read-only.
-#[tokio::test]
-async fn what_runs_without_a_question_is_cleared_read_only() {
-    let config: ApprovalsConfig = serde_json::from_value(json!({
-        "commands": {"allow": ["git diff"], "write": ["cargo test"]}
-    }))
-    .unwrap();
+/// A registry under the approvals plugin with `config` and one `execute` tool `sh` (confined)
+/// that answers with the clearance its call got.
+async fn clearance_probe(config: serde_json::Value) -> (Context, ToolRegistry) {
     let root = Context::root();
     root.plugin(SystemPromptPlugin, SystemPromptConfig::default());
     root.plugin(ToolsPlugin, ToolsConfig::default());
-    let _approvals = root.plugin(ApprovalsPlugin, config);
+    root.plugin(ApprovalsPlugin, serde_json::from_value(config).unwrap());
     root.idle().await;
     let reg = (*root.get::<ToolRegistry>().unwrap()).clone();
     let schema = ToolSchema {
@@ -689,6 +684,16 @@ async fn what_runs_without_a_question_is_cleared_read_only() {
     .with_effect(Effect::Execute)
     .confined();
     let _ = reg.register(&root, tool).unwrap();
+    (root, reg)
+}
+
+/// The clearance each way of deciding gives a command: only a person's yes and a `write` rule
+/// clear it fully; an allow rule, a grant and the mode run it read-only.
+#[tokio::test]
+async fn what_runs_without_a_question_is_cleared_read_only() {
+    let (root, reg) =
+        clearance_probe(json!({"commands": {"allow": ["git diff"], "write": ["cargo test"]}}))
+            .await;
     let cleared = |line: &'static str, id: &'static str, scope: Option<ScopeKey>| {
         let reg = reg.clone();
         async move {
@@ -734,24 +739,7 @@ async fn what_runs_without_a_question_is_cleared_read_only() {
         ("allow", "read-only", DecidedBy::Policy),
         ("write", "full", DecidedBy::WriteRule),
     ] {
-        let config: ApprovalsConfig =
-            serde_json::from_value(json!({"tools": {"sh": policy}})).unwrap();
-        let other = Context::root();
-        other.plugin(SystemPromptPlugin, SystemPromptConfig::default());
-        other.plugin(ToolsPlugin, ToolsConfig::default());
-        other.plugin(ApprovalsPlugin, config);
-        other.idle().await;
-        let reg2 = (*other.get::<ToolRegistry>().unwrap()).clone();
-        let schema = ToolSchema {
-            name: "sh".into(),
-            description: "sh".into(),
-            parameters: json!({"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}).into(),
-        };
-        let tool = ToolDefinition::new(schema, |_, cx| async move {
-            Ok(ToolOutput::new(cx.clearance.as_str()))
-        })
-        .with_effect(Effect::Execute);
-        let _ = reg2.register(&other, tool).unwrap();
+        let (other, reg2) = clearance_probe(json!({"tools": {"sh": policy}})).await;
         let r = reg2.execute(command("sh", "p1", "make"), None).await;
         assert_eq!(r.content, clearance, "{policy}");
         let d = other
