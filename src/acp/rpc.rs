@@ -12,6 +12,7 @@ use std::io::{BufRead, Write};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, mpsc as std_mpsc};
 
+use cordis_schema::Envelope;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
@@ -281,113 +282,6 @@ fn write_lines(lines: std_mpsc::Receiver<Out>) {
 /// and skipped (a 1 GiB line used to take 2 GB of memory).
 pub(crate) const MAX_LINE_BYTES: usize = 16 << 20;
 
-/// The longest id an over-limit message's envelope keeps (see [`Envelope`]); a longer one is
-/// not an id this agent could have sent.
-const MAX_ENVELOPE_ID_BYTES: usize = 64;
-
-/// What the top level of a message says of itself, read byte by byte as the message streams
-/// past without being kept: whether it names a method, and its id. A message over
-/// [`MAX_LINE_BYTES`] is skipped, but its envelope still says whom it answers: a request is
-/// answered with its own id, and an answer to one of the agent's requests fails that request
-/// at once (it would otherwise wait forever).
-///
-/// Keys are compared as written: an id whose key is spelled with escapes is not found, and the
-/// message is then answered as one without an id.
-#[derive(Debug, Default)]
-struct Envelope {
-    /// Nesting of objects and arrays outside strings (1: inside the top-level object).
-    depth: u32,
-    in_string: bool,
-    escaped: bool,
-    /// At depth 1, the next string is a key.
-    expect_key: bool,
-    /// The top-level key being read or just read (bytes as written, at most 8 kept).
-    key: Option<Vec<u8>>,
-    /// The raw bytes of the top-level `id` value while it is read (at most one more than
-    /// [`MAX_ENVELOPE_ID_BYTES`] kept).
-    value: Option<Vec<u8>>,
-    /// The top-level `id`: `Some(None)` when present but too long or not JSON.
-    id: Option<Option<Value>>,
-    /// A top-level `method` key was seen.
-    method: bool,
-}
-
-impl Envelope {
-    /// Reads the next bytes of the message.
-    fn feed(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.byte(b);
-        }
-    }
-
-    fn byte(&mut self, b: u8) {
-        let structural = !self.in_string;
-        // The id's value ends at a top-level comma or the top level's closing brace.
-        if structural
-            && self.depth == 1
-            && matches!(b, b',' | b'}')
-            && let Some(raw) = self.value.take()
-        {
-            let id = (raw.len() <= MAX_ENVELOPE_ID_BYTES)
-                .then(|| serde_json::from_slice(raw.trim_ascii()).ok())
-                .flatten();
-            self.id = Some(id);
-        }
-        if let Some(raw) = &mut self.value
-            && raw.len() <= MAX_ENVELOPE_ID_BYTES
-        {
-            raw.push(b);
-        }
-        if self.in_string {
-            if self.escaped {
-                self.escaped = false;
-            } else if b == b'\\' {
-                self.escaped = true;
-            } else if b == b'"' {
-                self.in_string = false;
-                return;
-            }
-            if self.depth == 1
-                && let Some(key) = &mut self.key
-                && key.len() <= 8
-            {
-                key.push(b);
-            }
-            return;
-        }
-        match b {
-            b'"' => {
-                self.in_string = true;
-                if self.depth == 1 && self.expect_key {
-                    self.key = Some(Vec::new());
-                }
-            }
-            b'{' | b'[' => {
-                self.depth += 1;
-                if self.depth == 1 {
-                    self.expect_key = b == b'{';
-                }
-            }
-            b'}' | b']' => self.depth = self.depth.saturating_sub(1),
-            b':' if self.depth == 1 => {
-                self.expect_key = false;
-                match self.key.take().as_deref() {
-                    Some(b"id") => self.value = Some(Vec::new()),
-                    Some(b"method") => self.method = true,
-                    _ => {}
-                }
-            }
-            b',' if self.depth == 1 => self.expect_key = true,
-            _ => {}
-        }
-    }
-
-    /// The id, when the message had one that JSON-RPC allows (a string, a number or null).
-    fn valid_id(&self) -> Option<&Value> {
-        self.id.as_ref()?.as_ref().filter(|id| valid_id(id))
-    }
-}
-
 /// A line over the limit: its length and what its envelope said.
 #[derive(Debug)]
 struct Skipped {
@@ -447,18 +341,13 @@ fn read_bounded_line(
     })))
 }
 
-/// Whether JSON-RPC 2.0 allows `id` as a request's id: a string, a number or null.
-fn valid_id(id: &Value) -> bool {
-    matches!(id, Value::String(_) | Value::Number(_) | Value::Null)
-}
-
 /// Answers or settles a message skipped for its size: a request gets the error under its own
 /// id, an answer to an open request of the agent fails that request (its caller sees the limit
 /// named), anything else gets the error with a null id.
 fn skip_over_limit(connection: &Connection, skipped: &Skipped) {
     let Skipped { len, envelope } = skipped;
-    let id = envelope.valid_id();
-    if !envelope.method
+    let id = envelope.id();
+    if !envelope.has_method()
         && let Some(n) = id.and_then(Value::as_u64)
         && let Some(tx) = cordis_runtime::lock(&connection.pending).remove(&n)
     {
@@ -467,7 +356,7 @@ fn skip_over_limit(connection: &Connection, skipped: &Skipped) {
         ))));
         return;
     }
-    let id = if envelope.method {
+    let id = if envelope.has_method() {
         id.cloned().unwrap_or(Value::Null)
     } else {
         Value::Null
@@ -551,7 +440,7 @@ fn classify(connection: &Connection, line: &str) -> Option<Incoming> {
     // An id JSON-RPC does not allow (an object, an array, a boolean) is never echoed back or
     // taken as a request's: the message is refused as an Invalid Request, with a null id.
     if method.is_some()
-        && let Some(id) = id.as_ref().filter(|id| !valid_id(id))
+        && let Some(id) = id.as_ref().filter(|id| !cordis_schema::is_valid_id(id))
     {
         let kind = match id {
             Value::Object(_) => "an object",
@@ -621,10 +510,7 @@ mod tests {
 
     fn envelope(text: &str) -> Envelope {
         let mut e = Envelope::default();
-        // In uneven pieces, as a skipped line arrives.
-        for piece in text.as_bytes().chunks(3) {
-            e.feed(piece);
-        }
+        e.feed(text.as_bytes());
         e
     }
 
@@ -650,34 +536,6 @@ mod tests {
     }
 
     #[test]
-    fn an_envelope_finds_the_top_level_id_before_or_after_a_result_and_not_one_inside_it() {
-        let first =
-            envelope(r#"{"id": 7, "jsonrpc": "2.0", "result": {"id": 99, "content": "x"}}"#);
-        assert_eq!(first.valid_id(), Some(&json!(7)));
-        assert!(!first.method);
-        let last = envelope(
-            r#"{"jsonrpc":"2.0","result":{"content":"a \"id\": 5, } ] {","id":[1]},"id":12}"#,
-        );
-        assert_eq!(last.valid_id(), Some(&json!(12)));
-        let request = envelope(r#"{"method": "session/prompt", "params": {"id": 1}, "id": "r-1"}"#);
-        assert!(request.method);
-        assert_eq!(request.valid_id(), Some(&json!("r-1")));
-    }
-
-    #[test]
-    fn an_envelope_keeps_no_id_that_is_too_long_or_not_one_json_rpc_allows() {
-        let long = format!(r#"{{"id": "{}", "result": 1}}"#, "x".repeat(100));
-        assert_eq!(envelope(&long).id, Some(None));
-        assert_eq!(
-            envelope(r#"{"id": {"a": 1}, "result": 1}"#).valid_id(),
-            None
-        );
-        assert_eq!(envelope(r#"{"result": 1}"#).id, None);
-        // Cut short (the rest never came): no id was finished.
-        assert_eq!(envelope(r#"{"result": 1, "id": 4"#).id, None);
-    }
-
-    #[test]
     fn an_over_limit_line_is_skipped_whole_and_the_next_line_read() {
         let text = format!("{{\"result\": \"{}\", \"id\": 3}}\nnext\n", "y".repeat(100));
         let mut input = std::io::BufReader::with_capacity(8, text.as_bytes());
@@ -686,7 +544,7 @@ mod tests {
             panic!("the line is over the limit");
         };
         assert_eq!(skipped.len, text.find('\n').unwrap());
-        assert_eq!(skipped.envelope.valid_id(), Some(&json!(3)));
+        assert_eq!(skipped.envelope.id(), Some(&json!(3)));
         assert!(matches!(
             read_bounded_line(&mut input, 16, &mut buf),
             Ok(Some(Ok(())))

@@ -130,14 +130,21 @@ pub(crate) async fn log_stderr(stderr: ChildStderr, server: String, tail: Stderr
                 tracing::debug!(server = %server, "{text}");
                 tail.push(text.to_owned());
             }
-            Ok(Line::Over(head, mut rest)) => {
-                if skip_line(&mut reader, &mut rest).await.is_err() {
-                    tail.end();
-                    return;
+            Ok(Line::Over(mut skipping)) => {
+                loop {
+                    match skipping.more(&mut reader).await {
+                        Ok(true) => {}
+                        Ok(false) => break,
+                        Err(_) => {
+                            tail.end();
+                            return;
+                        }
+                    }
                 }
                 tracing::debug!(server = %server, "(a stderr line over {MAX_STDERR_LINE} bytes)");
-                let head = String::from_utf8_lossy(&head[..head.len().min(256)]).into_owned();
-                tail.push(format!("{head}… (a line of {} bytes)", rest.total));
+                let head = &skipping.head[..skipping.head.len().min(256)];
+                let head = String::from_utf8_lossy(head);
+                tail.push(format!("{head}… (a line of {} bytes)", skipping.total));
             }
             Ok(Line::End) | Err(_) => {
                 tail.end();
@@ -211,31 +218,57 @@ pub(crate) fn spawn(
 enum Line {
     /// A line (with its newline, unless the stream ended without one).
     Read,
-    /// A line longer than the limit: its first bytes, and its last bytes so far. The rest of it
-    /// is still to be skipped ([`skip_line`]).
-    Over(Vec<u8>, Tail),
+    /// A line longer than the limit: what was read of it so far. The rest of it is still to be
+    /// skipped ([`Skipping::more`]).
+    Over(Skipping),
     /// The end of the stream.
     End,
 }
 
-/// How much of the start and of the end of a line over the limit is kept to find the request
-/// it answers.
+/// How much of the start of a line over the limit is kept (for a stderr line's message).
 const EDGE_BYTES: usize = 4 * 1024;
 
-/// The last [`EDGE_BYTES`] bytes of a line being skipped, and its length.
-#[derive(Default)]
-struct Tail {
-    bytes: VecDeque<u8>,
+/// A line over the limit being skipped, never held: its first bytes, its length so far, and
+/// its JSON-RPC envelope ([`cordis_schema::Envelope`]), which says as soon as it can which
+/// request the line answers.
+struct Skipping {
+    head: Vec<u8>,
     total: u64,
+    envelope: cordis_schema::Envelope,
 }
 
-impl Tail {
+impl Skipping {
+    fn new(read: &[u8]) -> Self {
+        let mut skipping = Skipping {
+            head: Vec::new(),
+            total: 0,
+            envelope: cordis_schema::Envelope::default(),
+        };
+        skipping.push(read);
+        skipping
+    }
+
     fn push(&mut self, bytes: &[u8]) {
+        let room = EDGE_BYTES.saturating_sub(self.head.len());
+        self.head.extend_from_slice(&bytes[..room.min(bytes.len())]);
         self.total += bytes.len() as u64;
-        let keep = &bytes[bytes.len().saturating_sub(EDGE_BYTES)..];
-        self.bytes.extend(keep);
-        let over = self.bytes.len().saturating_sub(EDGE_BYTES);
-        drop(self.bytes.drain(..over));
+        self.envelope.feed(bytes);
+    }
+
+    /// Skips the next piece of the line; false once the line (or the stream) has ended.
+    async fn more(
+        &mut self,
+        reader: &mut (impl tokio::io::AsyncBufRead + Unpin),
+    ) -> std::io::Result<bool> {
+        let available = reader.fill_buf().await?;
+        if available.is_empty() {
+            return Ok(false);
+        }
+        let newline = available.iter().position(|b| *b == b'\n');
+        let take = newline.map_or(available.len(), |i| i + 1);
+        self.push(&available[..take]);
+        reader.consume(take);
+        Ok(newline.is_none())
     }
 }
 
@@ -258,15 +291,10 @@ async fn read_line(
         let newline = available.iter().position(|b| *b == b'\n');
         let take = newline.map_or(available.len(), |i| i + 1);
         if line.len() + take > max {
-            // Left in the reader for `skip_line`; what `line` held is remembered.
-            let mut head = line.clone();
-            head.truncate(EDGE_BYTES);
-            let room = EDGE_BYTES - head.len();
-            head.extend_from_slice(&available[..take.min(room)]);
-            let mut tail = Tail::default();
-            tail.push(line);
+            // The rest, `available` included, is left in the reader for `Skipping::more`.
+            let skipping = Skipping::new(line);
             line.clear();
-            return Ok(Line::Over(head, tail));
+            return Ok(Line::Over(skipping));
         }
         line.extend_from_slice(&available[..take]);
         reader.consume(take);
@@ -274,107 +302,6 @@ async fn read_line(
             return Ok(Line::Read);
         }
     }
-}
-
-/// Skips the rest of a line over the limit, keeping its last bytes in `tail`.
-async fn skip_line(
-    reader: &mut (impl tokio::io::AsyncBufRead + Unpin),
-    tail: &mut Tail,
-) -> std::io::Result<()> {
-    loop {
-        let available = reader.fill_buf().await?;
-        if available.is_empty() {
-            return Ok(());
-        }
-        let newline = available.iter().position(|b| *b == b'\n');
-        let take = newline.map_or(available.len(), |i| i + 1);
-        tail.push(&available[..take]);
-        reader.consume(take);
-        if newline.is_some() {
-            return Ok(());
-        }
-    }
-}
-
-/// What the first bytes of a line over the limit say: `None` unless it is a JSON-RPC
-/// response (its first large member is `result` or `error`, and it has no `method`: a
-/// server's request or notification is not answered for); else its id when that came before
-/// the large member (`{"jsonrpc":"2.0","id":7,"result":…`), as rmcp and most servers write it.
-fn response_head(head: &[u8]) -> Option<Option<Value>> {
-    let text = String::from_utf8_lossy(head);
-    let mut rest = text.trim_start().strip_prefix('{')?;
-    let mut id = None;
-    // Members before the large one are short scalars (`"jsonrpc":"2.0"`): walk them.
-    for _ in 0..8 {
-        let (key, after) = json_string(rest.trim_start())?;
-        let after = after.trim_start().strip_prefix(':')?.trim_start();
-        if after.starts_with('{') || after.starts_with('[') {
-            return (key == "result" || key == "error").then_some(id);
-        }
-        let (value, after) = scalar(after)?;
-        match key.as_str() {
-            "method" => return None,
-            "id" => id = valid_id(value),
-            _ => {}
-        }
-        rest = after.trim_start().strip_prefix(',')?;
-    }
-    None
-}
-
-/// The id of the JSON-RPC response a line answers, from its last bytes: a top-level `"id"`
-/// member that ends the object (`…,"id":7}`).
-fn id_in_tail(tail: &[u8]) -> Option<Value> {
-    let text = String::from_utf8_lossy(tail);
-    let body = text.trim_end().strip_suffix('}')?.trim_end();
-    // The value: a number or a string without quotes inside, at the very end.
-    let (value, before) = if let Some(inner) = body.strip_suffix('"') {
-        let start = inner.rfind('"')?;
-        (&body[start..], &inner[..start])
-    } else {
-        let start = body.rfind(|c: char| !(c.is_ascii_digit() || c == '-'))? + 1;
-        (&body[start..], &body[..start])
-    };
-    let before = before.trim_end().strip_suffix(':')?.trim_end();
-    let before = before.strip_suffix("\"id\"")?.trim_end();
-    before.strip_suffix(',')?;
-    valid_id(serde_json::from_str(value).ok()?)
-}
-
-/// A JSON-RPC id: a number or a string.
-fn valid_id(value: Value) -> Option<Value> {
-    (value.is_number() || value.is_string()).then_some(value)
-}
-
-/// A JSON string at the start of `text`: its value and what follows.
-fn json_string(text: &str) -> Option<(String, &str)> {
-    let body = text.strip_prefix('"')?;
-    let mut escaped = false;
-    for (i, c) in body.char_indices() {
-        match c {
-            _ if escaped => escaped = false,
-            '\\' => escaped = true,
-            '"' => {
-                let value = serde_json::from_str(&text[..i + 2]).ok()?;
-                return Some((value, &body[i + 1..]));
-            }
-            _ => {}
-        }
-    }
-    None
-}
-
-/// A JSON scalar (a string, a number, `true`, `false`, `null`) at the start of `text`.
-fn scalar(text: &str) -> Option<(Value, &str)> {
-    if text.starts_with('"') {
-        let (s, rest) = json_string(text)?;
-        return Some((Value::String(s), rest));
-    }
-    let end = text
-        .find(|c: char| c == ',' || c == '}' || c.is_whitespace())
-        .unwrap_or(text.len());
-    let value: Value = serde_json::from_str(&text[..end]).ok()?;
-    (!value.is_object() && !value.is_array()).then_some((value, &text[end..]))
 }
 
 /// The line rmcp reads in place of an answer over the limit: a JSON-RPC error for request
@@ -396,7 +323,7 @@ fn over_limit_answer(id: &Value, server: &str, max: usize, size: Option<u64>) ->
 
 /// Copies the server's stdout to rmcp's reader, a line at a time through the guard, until
 /// either side is gone. An answer over the limit becomes an error answer naming it: at once
-/// when its id is in its first bytes, else when it ends.
+/// as soon as its envelope names the request it answers.
 async fn copy_lines(stdout: ChildStdout, mut out: DuplexStream, server: String, max: usize) {
     let mut reader = BufReader::new(stdout);
     let mut line = Vec::new();
@@ -405,32 +332,29 @@ async fn copy_lines(stdout: ChildStdout, mut out: DuplexStream, server: String, 
         line.clear();
         match read_line(&mut reader, &mut line, max).await {
             Ok(Line::Read) => {}
-            Ok(Line::Over(head, mut tail)) => {
-                let response = response_head(&head);
-                let early = response.clone().flatten();
-                if let Some(id) = &early
-                    && out
-                        .write_all(&over_limit_answer(id, &server, max, None))
-                        .await
-                        .is_err()
-                {
-                    return;
-                }
-                if skip_line(&mut reader, &mut tail).await.is_err() {
-                    return;
+            Ok(Line::Over(mut skipping)) => {
+                // Answered as soon as the envelope names the request: at once when the id comes
+                // first, else when it is read (its size known if the line has ended by then).
+                let mut answered = false;
+                loop {
+                    let going = match skipping.more(&mut reader).await {
+                        Ok(going) => going,
+                        Err(_) => return,
+                    };
+                    if !answered && let Some(id) = skipping.envelope.answers() {
+                        answered = true;
+                        let size = (!going).then_some(skipping.total);
+                        let answer = over_limit_answer(id, &server, max, size);
+                        if out.write_all(&answer).await.is_err() {
+                            return;
+                        }
+                    }
+                    if !going {
+                        break;
+                    }
                 }
                 if crate::depth::worth_warning(&skipped) {
-                    tracing::warn!(server = %server, max, bytes = tail.total, skipped = skipped.load(std::sync::atomic::Ordering::Relaxed), "an MCP message longer than maxMessageBytes was skipped");
-                }
-                let (a, b) = tail.bytes.as_slices();
-                if response.is_some_and(|id| id.is_none())
-                    && let Some(id) = id_in_tail(&[a, b].concat())
-                    && out
-                        .write_all(&over_limit_answer(&id, &server, max, Some(tail.total)))
-                        .await
-                        .is_err()
-                {
-                    return;
+                    tracing::warn!(server = %server, max, bytes = skipping.total, skipped = skipped.load(std::sync::atomic::Ordering::Relaxed), "an MCP message longer than maxMessageBytes was skipped");
                 }
                 continue;
             }
@@ -490,53 +414,75 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    #[test]
-    fn a_response_names_its_id_in_its_first_bytes_and_a_request_does_not() {
-        let head = br#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"xxxx"#;
-        assert_eq!(response_head(head), Some(Some(json!(7))));
-        let named = br#" { "id" : "a\"b", "jsonrpc":"2.0", "error": {"code": 1"#;
-        assert_eq!(response_head(named), Some(Some(json!("a\"b"))));
-        let late = br#"{"jsonrpc":"2.0","result":{"content":[{"type":"text","text":"xx"#;
-        assert_eq!(response_head(late), Some(None));
-        let request = br#"{"jsonrpc":"2.0","id":3,"method":"sampling/createMessage","params":{"#;
-        assert_eq!(response_head(request), None);
-        assert_eq!(response_head(b"not json at all"), None);
-    }
-
-    #[test]
-    fn an_id_that_ends_the_line_is_found_in_its_last_bytes() {
-        assert_eq!(id_in_tail(br#"xxxx"}]},"id":12}"#), Some(json!(12)));
-        assert_eq!(
-            id_in_tail(b"xx\"}]} , \"id\" : \"r-1\" }\n"),
-            Some(json!("r-1"))
-        );
-        // A nested `id` is not the response's.
-        assert_eq!(id_in_tail(br#"xxxx","id":12}}"#), None);
-        assert_eq!(id_in_tail(br#"xxxx"}]}}"#), None);
+    /// Skips the rest of an over-limit line; the pieces read before its envelope named the
+    /// request it answers (`None`: it never did), and whether the line had ended then.
+    async fn skip(
+        reader: &mut (impl tokio::io::AsyncBufRead + Unpin),
+        skipping: &mut Skipping,
+    ) -> (Option<(usize, bool)>, Value) {
+        let mut named = None;
+        let mut pieces = 0;
+        loop {
+            let going = skipping.more(reader).await.unwrap();
+            pieces += 1;
+            if named.is_none() && skipping.envelope.answers().is_some() {
+                named = Some((pieces, going));
+            }
+            if !going {
+                let id = skipping.envelope.answers().cloned().unwrap_or(Value::Null);
+                return (named, id);
+            }
+        }
     }
 
     #[tokio::test]
-    async fn a_line_over_the_limit_is_reported_at_once_and_skipped_holding_only_its_edges() {
+    async fn a_line_over_the_limit_names_its_request_at_once_and_is_skipped_holding_only_its_start()
+    {
         let big = format!(
             "{{\"jsonrpc\":\"2.0\",\"id\":5,\"result\":{{\"text\":\"{}\"}}}}\nnext\n",
             "x".repeat(100_000)
         );
         let mut reader = tokio::io::BufReader::with_capacity(1024, big.as_bytes());
         let mut line = Vec::new();
-        let Line::Over(head, mut tail) = read_line(&mut reader, &mut line, 10_000).await.unwrap()
+        let Line::Over(mut skipping) = read_line(&mut reader, &mut line, 10_000).await.unwrap()
         else {
             panic!("not over");
         };
-        assert!(head.len() <= EDGE_BYTES && line.is_empty());
-        assert_eq!(response_head(&head), Some(Some(json!(5))));
-        skip_line(&mut reader, &mut tail).await.unwrap();
-        assert_eq!(tail.total, big.len() as u64 - "next\n".len() as u64);
-        assert!(tail.bytes.len() <= EDGE_BYTES);
+        assert!(line.is_empty());
+        // The id came first: named with the first pieces, long before the line ends.
+        let (named, id) = skip(&mut reader, &mut skipping).await;
+        assert_eq!((named, id), (Some((1, true)), json!(5)));
+        assert_eq!(skipping.total, big.len() as u64 - "next\n".len() as u64);
+        assert_eq!(skipping.head.len(), EDGE_BYTES);
         assert!(matches!(
             read_line(&mut reader, &mut line, 10_000).await.unwrap(),
             Line::Read
         ));
         assert_eq!(line, b"next\n");
+        // The id ends the line: named when it is read, with the line's end; a request (it has a
+        // method) is never taken for an answer.
+        for (text, expected) in [
+            (
+                r#"{"jsonrpc":"2.0","result":{"text":"BIG"},"id":"r-1"}"#,
+                json!("r-1"),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":3,"method":"sampling/createMessage","params":{"text":"BIG"}}"#,
+                Value::Null,
+            ),
+        ] {
+            let text = format!("{}\n", text.replace("BIG", &"y".repeat(50_000)));
+            let mut reader = tokio::io::BufReader::with_capacity(1024, text.as_bytes());
+            let Line::Over(mut skipping) = read_line(&mut reader, &mut line, 10_000).await.unwrap()
+            else {
+                panic!("not over");
+            };
+            let (named, id) = skip(&mut reader, &mut skipping).await;
+            assert_eq!(id, expected, "{}", &text[..80]);
+            if !expected.is_null() {
+                assert_eq!(named.map(|(_, going)| going), Some(false));
+            }
+        }
     }
 
     #[test]

@@ -7,6 +7,8 @@
 //!   keys sorted by their UTF-8 bytes, no whitespace), used for request headers, session logs and
 //!   digests alike.
 //! - [`hex`]: lowercase hex of bytes, for hashes.
+//! - [`Envelope`]: what a JSON-RPC message too large to hold says of itself (its id, whether it
+//!   answers).
 //! - [`compare_utf16`]: the one name order (UTF-16 code units, as JavaScript sorts).
 //! - [`RequestConfig`]: the default call configuration of a model request, as a service.
 //! - [`IdentityMemo`] and [`shared_canonical_bytes`]: what is derived from a shared schema,
@@ -21,6 +23,7 @@
 //! ```
 
 mod canonical;
+pub mod envelope;
 mod hex;
 pub mod memo;
 mod order;
@@ -29,6 +32,7 @@ mod scope;
 mod tool;
 
 pub use canonical::{canonical_bytes, canonical_json, canonicalize, is_canonical};
+pub use envelope::{Envelope, is_valid_id};
 pub use hex::hex;
 pub use memo::{IdentityMemo, shared_canonical_bytes};
 pub use order::compare_utf16;
