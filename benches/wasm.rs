@@ -26,7 +26,10 @@ fn main() {
     // Every entry's artifact goes to (and comes from) a cache of the bench's own.
     let cache = std::env::temp_dir().join(format!("cordis-wasm-bench-{}", std::process::id()));
     // SAFETY: set before any thread starts (divan's workers start in `divan::main`).
-    #[allow(unsafe_code)]
+    #[allow(
+        unsafe_code,
+        reason = "`set_var` is unsafe in edition 2024; no other thread runs yet"
+    )]
     unsafe {
         std::env::set_var("CORDIS_DYLIB_CACHE", &cache)
     };

@@ -10,17 +10,21 @@ use cordis_host::Builtins;
 use cordis_host::plan::PlanOptions;
 
 mod composer;
+mod wasm;
 
 pub use composer::HostComposer;
+pub use wasm::WasmKind;
 
 /// Every built-in plugin `cordis` offers: the host's (`tools`, `system-prompt`, `debug/*`) and
 /// `tool-todo`, `tool-declare`, `llm`, `sessions`, `agent-loop`, `agent-core`, `tool-subagent`,
 /// and the workspace tools: `workspace`, `tool-fs`, `tool-search`, `tool-shell`, `approvals`,
 /// `presenter`, Code Mode's `code-runtime` and `tool-presentation`, and agent presets'
 /// `agent-presets` with its rows `persona`, `tool-order`, `tool-restrict` and `tool-cordis`,
-/// and `mcp` (one MCP server's tools per entry).
+/// and `mcp` (one MCP server's tools per entry); and the entry kind of `.wasm` files
+/// ([`WasmKind`]: WebAssembly component tool plugins).
 pub fn standard() -> Builtins {
     let mut table = Builtins::host();
+    table.insert_kind(WasmKind);
     table.insert(cordis_tool_todo::TodoPlugin::default());
     table.insert(cordis_tool_declare::DeclarePlugin);
     table.insert(cordis_llm::LlmPlugin);

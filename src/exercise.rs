@@ -272,18 +272,11 @@ pub async fn exercise_with_preset(
     let model = agents.llm().default_model().unwrap_or("default").to_owned();
     let mut options = AgentOptions::new(EXERCISE_ID, model);
     options.session_id = Some(EXERCISE_ID.to_owned());
-    // With a roster, the agent joins a preset (an unjoined agent could not assemble).
-    let created = match root.get::<cordis_agent_presets::AgentPresets>() {
-        Some(roster) => roster
-            .create_agent(&agents, options, preset)
-            .await
-            .map(|(agent, _)| agent)
-            .map_err(|e| e.to_string()),
-        None => agents
-            .create_agent(options)
-            .await
-            .map_err(|e| e.to_string()),
-    };
+    // With a roster, the agent joins a preset (an unjoined agent could not assemble); a preset
+    // asked for without one is refused, not ignored.
+    let created = crate::session::open::join_agent(&root, options, preset)
+        .await
+        .map_err(|e| e.to_string());
     let agent = match created {
         Ok(agent) => agent,
         Err(e) => {

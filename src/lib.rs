@@ -7,6 +7,7 @@ pub mod builtins;
 pub mod cli;
 pub mod exercise;
 pub mod serve;
+pub mod session;
 pub mod testing;
 
 pub use cordis_host as host;

@@ -798,7 +798,7 @@ fn load_replays_the_session_as_it_was_streamed_live() {
         ]
     );
     assert_eq!(
-        agent,
+        cli_acp_common::story(&agent),
         cli_acp_common::story(&live),
         "replay differs from live"
     );
@@ -1389,7 +1389,11 @@ fn reasoning_streams_as_thought_chunks_and_a_load_replays_them() {
         .into_iter()
         .filter(|u| u["sessionUpdate"] != "user_message_chunk")
         .collect();
-    assert_eq!(replayed, cli_acp_common::story(&live), "replay == live");
+    assert_eq!(
+        cli_acp_common::story(&replayed),
+        cli_acp_common::story(&live),
+        "replay == live"
+    );
     assert_eq!(acp.close(), 0);
 }
 

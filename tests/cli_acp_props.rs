@@ -373,7 +373,7 @@ fn run_case(turns: &[Turn]) -> Result<(), TestCaseError> {
         .filter(|u| u["sessionUpdate"] != "user_message_chunk")
         .collect();
     prop_assert_eq!(
-        replayed,
+        cli_acp_common::story(&replayed),
         cli_acp_common::story(&streamed),
         "replay differs from live"
     );

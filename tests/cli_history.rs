@@ -90,9 +90,9 @@ fn history_shows_a_run_session_with_messages_and_tool_cards_and_pages_back_to_th
         "> hello\n",
         "> second\n",
         "This is the offline demo",
-        "[call read_file] Read notes.txt\n",
-        "[result read_file] ",
-        "[call todo_write {\"todos\"",
+        // As the run showed them live: each call's line, its result under it.
+        "⏺ Read notes.txt\n  ⎿ 1 line\n",
+        "⏺ todo_write {\"todos\"",
         "Noted. Every turn of this demo replays these steps",
         "todos:\n  [~] Set CORDIS_LLM=openai and DEEPSEEK_API_KEY to talk to a real model\n",
     ] {
@@ -316,6 +316,11 @@ fn history_in_a_terminal_escapes_what_the_log_holds() {
         screen.contains("> clear \\u{001B}[2J the screen"),
         "{screen}"
     );
-    assert!(!screen.contains('\u{1b}'), "{screen:?}");
+    // The log's escape is shown, never sent: the only escapes are the transcript's colours.
+    assert!(!screen.contains("\u{1b}[2J"), "{screen:?}");
+    assert!(
+        screen.contains("\u{1b}[1m⏺"),
+        "coloured on a terminal: {screen:?}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

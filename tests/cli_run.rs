@@ -382,9 +382,20 @@ fn sessions_are_listed_newest_first_and_continue_takes_the_newest() {
         .unwrap();
     assert_eq!(none.status.code(), Some(0), "{}", text(&none.stderr));
     assert_eq!(text(&none.stdout).trim(), "[]");
-    let first = run(&dir, &["--continue"], "", &[]);
+    // With no session of this directory yet, --continue starts one (in another state
+    // directory here, so the listing below holds only the two named sessions).
+    let elsewhere = dir.join(".state-first");
+    let first = run(
+        &dir,
+        &["--continue"],
+        "",
+        &[("XDG_STATE_HOME", elsewhere.to_str().unwrap())],
+    );
+    assert_eq!(first.status.code(), Some(0), "{}", text(&first.stderr));
     assert!(
-        text(&first.stderr).contains("no session to continue yet"),
+        text(&first.stderr).contains(
+            "yet (--continue resumes the newest session started in this directory); starting one"
+        ),
         "{}",
         text(&first.stderr)
     );
@@ -432,7 +443,7 @@ fn sessions_are_listed_newest_first_and_continue_takes_the_newest() {
     assert!(stdout.contains("      1  the first question\n"), "{stdout}");
     assert!(
         stderr
-            .contains("cordis: continue one with: cordis run --resume ID (the newest: --continue)"),
+            .contains("cordis: continue one with: cordis run --resume ID (the newest of this directory: --continue)"),
         "{stderr}"
     );
 
@@ -446,6 +457,65 @@ fn sessions_are_listed_newest_first_and_continue_takes_the_newest() {
     let both = run(&dir, &["--continue", "--resume", "older"], "", &[]);
     assert_eq!(both.status.code(), Some(2));
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn continue_in_another_directory_never_resumes_the_first_directorys_session() {
+    // One config file, one sessions root, two projects: a session in A, then --continue in B.
+    let base = fresh_dir("projects");
+    let (a, b) = (base.join("a"), base.join("b"));
+    std::fs::create_dir_all(&a).unwrap();
+    std::fs::create_dir_all(&b).unwrap();
+    let state = base.join(".state");
+    let env = [("XDG_STATE_HOME", state.to_str().unwrap())];
+    let file = base.join("cordis.yml");
+    let file = file.to_str().unwrap();
+    let in_a = run(&a, &[file, "--session", "in-a"], "about project a\n", &env);
+    assert_eq!(in_a.status.code(), Some(0), "{}", text(&in_a.stderr));
+
+    let in_b = run(&b, &[file, "--continue"], "about project b\n", &env);
+    let stderr = text(&in_b.stderr);
+    assert_eq!(in_b.status.code(), Some(0), "{stderr}");
+    assert!(
+        !stderr.contains("in-a"),
+        "B continued A's session: {stderr}"
+    );
+    assert!(stderr.contains("starting one"), "{stderr}");
+    let again = run(&b, &[file, "--continue"], "more about b\n", &env);
+    let stderr = text(&again.stderr);
+    assert!(stderr.contains("resuming session"), "{stderr}");
+    assert!(!stderr.contains("in-a"), "{stderr}");
+
+    // Each directory lists its own terminal sessions; A's log kept its one turn.
+    let listed = |dir: &Path| -> Vec<(String, u64)> {
+        let out = Command::new(env!("CARGO_BIN_EXE_cordis"))
+            .env("XDG_STATE_HOME", &state)
+            .args(["sessions", file, "--json", "--cwd"])
+            .arg(dir)
+            .env("RUST_LOG", "off")
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        rows.as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                (
+                    r["id"].as_str().unwrap().to_owned(),
+                    r["turns"].as_u64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(listed(&a), [("in-a".to_owned(), 1)]);
+    let in_b = listed(&b);
+    assert_eq!(in_b.len(), 1, "{in_b:?}");
+    assert_eq!(
+        in_b[0].1, 2,
+        "B's one session holds both of B's turns: {in_b:?}"
+    );
+    let _ = std::fs::remove_dir_all(&base);
 }
 
 #[test]

@@ -324,11 +324,22 @@ fn converse(term: &mut common::pty::Pty, dialogue: &[(&str, usize, &str)]) {
     }
 }
 
+/// How long the form test waits for the terminal and for the run to end.
+#[cfg(unix)]
+const FORM_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// `cordis run` on `session` of the form test's project, its `ask` tool allowed.
+#[cfg(unix)]
+fn form_run(dir: &std::path::Path, session: &str) -> std::process::Command {
+    common::cordis_command(
+        dir,
+        &["run", "--session", session, "--approve", "mcp__fx__ask"],
+    )
+}
+
 #[cfg(unix)]
 #[test]
 fn an_mcp_servers_form_is_filled_in_at_the_terminal_field_by_field_and_declined_when_piped() {
-    use common::pty::Pty;
-    const LIMIT: std::time::Duration = std::time::Duration::from_secs(60);
     let server = crate::mcp_determinism::fixture_server();
     let dir = project(
         "mcp-form",
@@ -349,13 +360,17 @@ fn an_mcp_servers_form_is_filled_in_at_the_terminal_field_by_field_and_declined_
             server.display()
         ),
     );
-    let run = |session: &str| {
-        common::cordis_command(
-            &dir,
-            &["run", "--session", session, "--approve", "mcp__fx__ask"],
-        )
-    };
-    let mut term = Pty::spawn_controlling(run("f"));
+    forms_are_filled_in_at_the_terminal_field_by_field(&dir);
+    fields_are_read_as_lines_with_the_transcript_in_a_file(&dir);
+    a_piped_run_declines_the_form(&dir);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// At a terminal: forms asked during a turn and between turns, a page to open, and Ctrl-C
+/// both while a server holds a prompt command and at a form's field.
+#[cfg(unix)]
+fn forms_are_filled_in_at_the_terminal_field_by_field(dir: &std::path::Path) {
+    let mut term = common::pty::Pty::spawn_controlling(form_run(dir, "f"));
     // The dialogue: what the screen shows (the n-th time, counted from the start), then what
     // is typed.
     let dialogue: &[(&str, usize, &str)] = &[
@@ -404,7 +419,7 @@ fn an_mcp_servers_form_is_filled_in_at_the_terminal_field_by_field_and_declined_
     ];
     converse(&mut term, dialogue);
     // Ctrl-C while a server holds a prompt command: the run stops waiting, nothing is sent.
-    let deadline = std::time::Instant::now() + LIMIT;
+    let deadline = std::time::Instant::now() + FORM_WAIT;
     while !std::fs::read_to_string(dir.join("fx.log"))
         .unwrap_or_default()
         .contains("greeting wait")
@@ -430,8 +445,8 @@ fn an_mcp_servers_form_is_filled_in_at_the_terminal_field_by_field_and_declined_
     ];
     converse(&mut term, dialogue);
     term.send("\x04");
-    assert_eq!(term.wait_exit(LIMIT), Some(0), "{}", term.screen());
-    let users: Vec<String> = log_events(&dir, "f")
+    assert_eq!(term.wait_exit(FORM_WAIT), Some(0), "{}", term.screen());
+    let users: Vec<String> = log_events(dir, "f")
         .iter()
         .filter(|e| e["type"] == "user/message")
         .map(|e| e["data"]["content"].as_str().unwrap().to_owned())
@@ -446,7 +461,7 @@ fn an_mcp_servers_form_is_filled_in_at_the_terminal_field_by_field_and_declined_
             "once more"
         ]
     );
-    let results = tool_results(&dir, "f");
+    let results = tool_results(dir, "f");
     // What the server got: the values typed, the form's default for the field left empty.
     assert!(
         results[0].contains(
@@ -466,21 +481,24 @@ fn an_mcp_servers_form_is_filled_in_at_the_terminal_field_by_field_and_declined_
         results.get(3).is_none_or(|r| !r.contains("accept")),
         "{results:?}"
     );
+}
 
-    // At a terminal with the transcript redirected to a file, fields are read as lines.
+/// At a terminal with the transcript redirected to a file, fields are read as lines.
+#[cfg(unix)]
+fn fields_are_read_as_lines_with_the_transcript_in_a_file(dir: &std::path::Path) {
     let mut line_mode = std::process::Command::new("sh");
     line_mode
-        .current_dir(&dir)
+        .current_dir(dir)
         .args(["-c", "exec \"$0\" \"$@\" > transcript.txt"])
-        .args(run("l").get_program().to_str())
-        .args(run("l").get_args());
-    for (key, value) in run("l").get_envs() {
+        .args(form_run(dir, "l").get_program().to_str())
+        .args(form_run(dir, "l").get_args());
+    for (key, value) in form_run(dir, "l").get_envs() {
         match value {
             Some(value) => line_mode.env(key, value),
             None => line_mode.env_remove(key),
         };
     }
-    let mut term = Pty::spawn(line_mode);
+    let mut term = common::pty::Pty::spawn(line_mode);
     converse(
         &mut term,
         &[
@@ -496,8 +514,8 @@ fn an_mcp_servers_form_is_filled_in_at_the_terminal_field_by_field_and_declined_
         ],
     );
     term.send("\x04");
-    assert_eq!(term.wait_exit(LIMIT), Some(0), "{}", term.screen());
-    let results = tool_results(&dir, "l");
+    assert_eq!(term.wait_exit(FORM_WAIT), Some(0), "{}", term.screen());
+    let results = tool_results(dir, "l");
     assert!(
         results[0].contains(
             r#"{\"action\":\"accept\",\"content\":{\"color\":\"blue\",\"name\":\"Ada\"}}"#
@@ -510,21 +528,23 @@ fn an_mcp_servers_form_is_filled_in_at_the_terminal_field_by_field_and_declined_
             .contains("Hello there."),
         "the transcript went to the file"
     );
+}
 
-    // Piped, nobody can be asked: the form is declined and the call goes on.
+/// Piped, nobody can be asked: the form is declined and the call goes on.
+#[cfg(unix)]
+fn a_piped_run_declines_the_form(dir: &std::path::Path) {
     let (code, out, err) = common::piped(
-        &dir,
+        dir,
         &["run", "--session", "p", "--approve", "mcp__fx__ask"],
         "who am I?\n",
     );
     assert_eq!(code, Some(0), "{out}\n{err}");
     assert!(!err.contains("asks:"), "{err}");
-    let results = tool_results(&dir, "p");
+    let results = tool_results(dir, "p");
     assert!(
         results[0].contains(r#"{\"action\":\"decline\"}"#),
         "{results:?}"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Regression (issue 40, finding 8): a 3 MB text result went whole into the next model request

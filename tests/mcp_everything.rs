@@ -6,6 +6,7 @@
 
 use crate::common;
 
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use common::cordis;
@@ -35,21 +36,7 @@ fn the_reference_server_everything_lists_and_answers_through_cordis() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let install = Command::new("npm")
-        .args(["install", "--no-audit", "--no-fund", "--silent", "--prefix"])
-        .arg(dir.path())
-        .arg(PACKAGE)
-        .output()
-        .expect("running npm");
-    assert!(
-        install.status.success(),
-        "npm install {PACKAGE} failed:\n{}",
-        String::from_utf8_lossy(&install.stderr)
-    );
-    let entry = dir
-        .path()
-        .join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
-    assert!(entry.is_file(), "{} is missing", entry.display());
+    let entry = install(dir.path());
     let file = dir.path().join("cordis.yml");
     std::fs::write(
         &file,
@@ -74,11 +61,37 @@ fn the_reference_server_everything_lists_and_answers_through_cordis() {
         "at least 8 tools, got {listed}:\n{}",
         check.out
     );
+    tools_answer_over_stdio(&file);
+    progress_keeps_a_long_call_alive(dir.path(), &file);
+    prompts_are_commands_of_cordis_run(dir.path(), &file, &check.out);
+    the_same_server_answers_over_http(dir.path(), &entry);
+}
 
+/// Installs the pinned server into `dir`; its entry script.
+fn install(dir: &Path) -> PathBuf {
+    let install = Command::new("npm")
+        .args(["install", "--no-audit", "--no-fund", "--silent", "--prefix"])
+        .arg(dir)
+        .arg(PACKAGE)
+        .output()
+        .expect("running npm");
+    assert!(
+        install.status.success(),
+        "npm install {PACKAGE} failed:\n{}",
+        String::from_utf8_lossy(&install.stderr)
+    );
+    let entry = dir.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    assert!(entry.is_file(), "{} is missing", entry.display());
+    entry
+}
+
+/// Tools over stdio: echo and sum answer; the server offers resources, so it gets the
+/// reader; image content comes back as it came.
+fn tools_answer_over_stdio(file: &str) {
     let echo = cordis(
         &[
             "call",
-            &file,
+            file,
             "mcp__everything__echo",
             r#"{"message":"hello"}"#,
         ],
@@ -88,12 +101,7 @@ fn the_reference_server_everything_lists_and_answers_through_cordis() {
     assert!(echo.out.contains("Echo: hello"), "{}", echo.out);
 
     let sum = cordis(
-        &[
-            "call",
-            &file,
-            "mcp__everything__get-sum",
-            r#"{"a":3,"b":7}"#,
-        ],
+        &["call", file, "mcp__everything__get-sum", r#"{"a":3,"b":7}"#],
         &[],
     );
     assert_eq!(sum.code, 0, "{}\n{}", sum.out, sum.err);
@@ -104,7 +112,7 @@ fn the_reference_server_everything_lists_and_answers_through_cordis() {
     let read = cordis(
         &[
             "call",
-            &file,
+            file,
             "mcp__everything__read_resource",
             r#"{"uri":"demo://resource/dynamic/text/1"}"#,
         ],
@@ -121,7 +129,7 @@ fn the_reference_server_everything_lists_and_answers_through_cordis() {
     // Image content: passed on as it came (a model that takes images gets it after the tool
     // results; others get it named).
     let image = cordis(
-        &["call", &file, "mcp__everything__get-tiny-image", "{}"],
+        &["call", file, "mcp__everything__get-tiny-image", "{}"],
         &[],
     );
     assert_eq!(image.code, 0, "{}\n{}", image.out, image.err);
@@ -130,13 +138,15 @@ fn the_reference_server_everything_lists_and_answers_through_cordis() {
         "{}",
         image.out
     );
+}
 
-    // Progress: a 3 s operation reporting every 0.5 s outlives a 1.5 s callTimeoutMs, since
-    // each report starts the wait again.
-    let slow_file = dir.path().join("progress.yml");
+/// Progress: a 3 s operation reporting every 0.5 s outlives a 1.5 s `callTimeoutMs`, since
+/// each report starts the wait again.
+fn progress_keeps_a_long_call_alive(dir: &Path, file: &str) {
+    let slow_file = dir.join("progress.yml");
     std::fs::write(
         &slow_file,
-        std::fs::read_to_string(&file).unwrap().replace(
+        std::fs::read_to_string(file).unwrap().replace(
             "failOnStartupError: true",
             "failOnStartupError: true\n    callTimeoutMs: 1500",
         ),
@@ -157,20 +167,21 @@ fn the_reference_server_everything_lists_and_answers_through_cordis() {
         "{}",
         long.out
     );
+}
 
-    // Prompts: the catalog is digested, and each prompt is a slash command of `cordis run`
-    // whose rendering is the user's message.
-    assert!(check.out.contains("\ncatalog: "), "{}", check.out);
-    let agent_file = dir.path().join("agent.yml");
+/// Prompts: the catalog is digested (`check_out`, what `cordis check` printed), and each prompt
+/// is a slash command of `cordis run` whose rendering is the user's message.
+fn prompts_are_commands_of_cordis_run(dir: &Path, file: &str, check_out: &str) {
+    assert!(check_out.contains("\ncatalog: "), "{}", check_out);
+    let agent_file = dir.join("agent.yml");
     std::fs::write(
         &agent_file,
-        std::fs::read_to_string(&file).unwrap()
+        std::fs::read_to_string(file).unwrap()
             + "- id: llm\n  name: llm\n  config: {adapter: scripted, model: m, responses: [{text: Noted.}], repeat: true}\n\
                - {id: sessions, name: sessions}\n- {id: agent-loop, name: agent-loop}\n",
     )
     .unwrap();
-    let run =
-        |input: &str| common::piped(dir.path(), &["run", agent_file.to_str().unwrap()], input);
+    let run = |input: &str| common::piped(dir, &["run", agent_file.to_str().unwrap()], input);
     let (code, _, help) = run("/help\n");
     assert_eq!(code, Some(0), "{help}");
     let prompts: Vec<&str> = help
@@ -190,16 +201,18 @@ fn the_reference_server_everything_lists_and_answers_through_cordis() {
         out.contains("Noted."),
         "the prompt reached the model:\n{out}\n{err}"
     );
+}
 
-    // The same server over streamable HTTP, on a port nobody else uses; the header's value
-    // comes through `${{ env.… }}` interpolation.
+/// The same server over streamable HTTP, on a port nobody else uses; the header's value comes
+/// through `${{ env.… }}` interpolation.
+fn the_same_server_answers_over_http(dir: &Path, entry: &Path) {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
         .unwrap()
         .port();
     let server = Command::new("node")
-        .arg(&entry)
+        .arg(entry)
         .arg("streamableHttp")
         .env("PORT", port.to_string())
         .stdout(Stdio::null())
@@ -215,7 +228,7 @@ fn the_reference_server_everything_lists_and_answers_through_cordis() {
         );
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
-    let http_file = dir.path().join("http.yml");
+    let http_file = dir.join("http.yml");
     std::fs::write(
         &http_file,
         format!(

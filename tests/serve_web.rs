@@ -352,25 +352,34 @@ fn the_page_in_headless_chromium_shows_the_composition_its_digest_and_a_session(
     assert!(edges > 10, "{composition}");
     assert!(dom.contains(&format!(r#"data-edges="{edges}""#)), "{dom}");
     assert!(dom.contains(r#"data-edge="llm to agent-loop""#));
-    // The session's history, as the history service gives it to every front end.
+    // The session's transcript, as the transcript model gives it to every front end.
     let dom = browse(
         &browser,
         &format!("{still}#sessions/{session}"),
         "session.png",
     );
-    let mut history =
-        common::cordis_command(&dir, &["history", &session, "--json", "--max", "2000"]);
-    history.env("SERVE_TEST_KEY", SECRET);
-    let page: Value = serde_json::from_slice(&history.output().unwrap().stdout).unwrap();
-    let events = page["events"].as_array().unwrap().len();
-    assert!(events > 0);
+    let (_, transcript) = http(
+        s.port,
+        "GET",
+        &format!("/api/sessions/{session}"),
+        &[("x-cordis-token", s.token.as_str())],
+        "",
+    );
+    let transcript: Value = serde_json::from_str(&transcript).unwrap();
+    let items = transcript["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["type"] != "usage")
+        .count();
+    assert!(items > 0, "{transcript}");
     assert_eq!(
         dom.matches(r#"data-kind=""#).count(),
-        events,
-        "one card per event of `cordis history`"
+        items,
+        "one card per item of the transcript"
     );
     assert!(
-        dom.contains(r#"<div class="card user" data-kind="user/message" data-seq="#),
+        dom.contains(r#"<div class="card user" data-kind="user" data-seq="#),
         "{dom}"
     );
 }
@@ -596,6 +605,87 @@ fn new_session_in_page(binary: &Path, url: &str) -> (Browser, String) {
     (page, session)
 }
 
+/// Through the API alone: a prompt to a session not open here, and a bad answer, are refused.
+fn the_api_refuses_an_unknown_session_and_a_bad_answer(port: u16, token: &str) {
+    let auth = [
+        ("x-cordis-token", token),
+        ("content-type", "application/json"),
+    ];
+    let (status, _) = http(
+        port,
+        "POST",
+        "/api/agents/sessions/nope/prompt",
+        &auth,
+        r#"{"text":"hi"}"#,
+    );
+    assert_eq!(status, 404);
+    let (status, _) = http(
+        port,
+        "POST",
+        "/api/approvals/1",
+        &auth,
+        r#"{"answer":"maybe"}"#,
+    );
+    assert_eq!(status, 400);
+}
+
+/// `cordis history` reads the same log as the page: the page showed (`shown`, by sequence
+/// number) each message and call it reads, and the decision is logged.
+fn history_reads_what_the_page_showed(
+    dir: &Path,
+    session: &str,
+    fixture: &str,
+    script: &Path,
+    shown: &[u64],
+) {
+    let mut history = common::cordis_command(
+        dir,
+        &["history", session, fixture, "--json", "--max", "2000"],
+    );
+    history
+        .env("ACP_SCRIPT", script)
+        .env("CORDIS_WORKSPACE", dir);
+    let out = history.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let logged: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let seqs: Vec<u64> = logged["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| {
+            let kind = e["event"]["type"].as_str().unwrap();
+            let text = e["event"]["data"]["content"].as_str().unwrap_or_default();
+            matches!(kind, "user/message" | "tool/call")
+                || (kind == "assistant/message" && !text.trim().is_empty())
+                || (kind == "turn/end" && e["event"]["data"]["reason"]["kind"] != "completed")
+        })
+        .map(|e| e["event"]["seq"].as_u64().unwrap())
+        .collect();
+    assert_eq!(
+        shown, seqs,
+        "the page shows every message, call and unfinished turn cordis history reads"
+    );
+    let kinds: Vec<&str> = logged["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["event"]["type"].as_str().unwrap())
+        .collect();
+    assert!(kinds.contains(&"tool/approval"), "{kinds:?}");
+    let approval = logged["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["event"]["type"] == "tool/approval")
+        .unwrap();
+    assert_eq!(approval["event"]["data"]["allowed"], true, "{approval}");
+    assert_eq!(approval["event"]["data"]["by"], "approver", "{approval}");
+}
+
 #[test]
 fn a_session_started_in_the_page_asks_there_and_its_log_is_the_one_cordis_history_reads() {
     let dir = scratch("agent");
@@ -636,27 +726,7 @@ fn a_session_started_in_the_page_asks_there_and_its_log_is_the_one_cordis_histor
         stderr: _stderr,
     };
 
-    // Through the API alone: a prompt to a session not open here, and a bad answer, are refused.
-    let auth = [
-        ("x-cordis-token", token.as_str()),
-        ("content-type", "application/json"),
-    ];
-    let (status, _) = http(
-        port,
-        "POST",
-        "/api/agents/sessions/nope/prompt",
-        &auth,
-        r#"{"text":"hi"}"#,
-    );
-    assert_eq!(status, 404);
-    let (status, _) = http(
-        port,
-        "POST",
-        "/api/approvals/1",
-        &auth,
-        r#"{"answer":"maybe"}"#,
-    );
-    assert_eq!(status, 400);
+    the_api_refuses_an_unknown_session_and_a_bad_answer(port, &token);
 
     let Some(binary) = chromium() else {
         eprintln!(
@@ -702,54 +772,15 @@ fn a_session_started_in_the_page_asks_there_and_its_log_is_the_one_cordis_histor
     );
     page.eval("document.getElementById('cancel').click()");
     page.wait_for(
-        "document.getElementById('turn-state').dataset.busy === 'false' && [...document.querySelectorAll('[data-kind=\"turn/end\"] pre')].some(p => p.textContent.includes('aborted'))",
-        "the turn ended as aborted",
+        "document.getElementById('turn-state').dataset.busy === 'false' && [...document.querySelectorAll('[data-kind=\"notice\"] pre')].some(p => p.textContent.includes('cancelled'))",
+        "the turn ended as cancelled",
     );
     let shown: Vec<u64> = serde_json::from_value(page.eval(
-        "[...document.querySelectorAll('#session-view [data-seq]')].map(c => Number(c.dataset.seq))",
+        "[...document.querySelectorAll('#transcript > [data-seq]')].map(c => Number(c.dataset.seq))",
     ))
     .unwrap();
 
-    // `cordis history` reads the same log: the same events, the decision logged.
-    let mut history = common::cordis_command(
-        &dir,
-        &["history", &session, &fixture, "--json", "--max", "2000"],
-    );
-    history
-        .env("ACP_SCRIPT", &script)
-        .env("CORDIS_WORKSPACE", &dir);
-    let out = history.output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let logged: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let seqs: Vec<u64> = logged["events"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["event"]["seq"].as_u64().unwrap())
-        .collect();
-    assert_eq!(
-        shown, seqs,
-        "the page shows every event cordis history reads"
-    );
-    let kinds: Vec<&str> = logged["events"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["event"]["type"].as_str().unwrap())
-        .collect();
-    assert!(kinds.contains(&"tool/approval"), "{kinds:?}");
-    let approval = logged["events"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|e| e["event"]["type"] == "tool/approval")
-        .unwrap();
-    assert_eq!(approval["event"]["data"]["allowed"], true, "{approval}");
-    assert_eq!(approval["event"]["data"]["by"], "approver", "{approval}");
+    history_reads_what_the_page_showed(&dir, &session, &fixture, &script, &shown);
     drop(page);
     let _ = server.child.kill();
     let _ = &mut server;
@@ -1099,4 +1130,279 @@ fn the_pages_question_for_a_write_over_a_file_carries_the_files_text_to_diff_aga
         std::fs::read_to_string(dir.join("notes.txt")).unwrap(),
         "keep\nold line\n"
     );
+}
+
+/// The session id a run names on stderr (`cordis: new session ID (…)`).
+fn session_named(stderr: &str) -> String {
+    stderr
+        .split_whitespace()
+        .skip_while(|w| *w != "session")
+        .nth(1)
+        .expect("the run names its session")
+        .trim_end_matches([',', '.', ')'])
+        .to_owned()
+}
+
+#[test]
+fn the_page_follows_a_terminal_run_in_another_process_without_a_reload() {
+    let dir = scratch("follow");
+    config_in(&dir);
+    let s = serve(&dir, &[]);
+    let Some(binary) = chromium() else {
+        eprintln!("SKIP: no chromium on this machine (run .ci/install-browser)");
+        return;
+    };
+    let mut page = Browser::open(&binary, &s.url);
+    page.wait_for("document.body.dataset.ready === 'true'", "the page ready");
+
+    // A terminal run in another process, started after the page opened.
+    let mut run = common::cordis_command(&dir, &["run", "--session", "from-terminal", "--yes"]);
+    run.env("SERVE_TEST_KEY", SECRET);
+    let mut term = common::pty::Pty::spawn_controlling(run);
+    let limit = std::time::Duration::from_secs(60);
+    term.wait_for("> ", limit);
+    term.send("the first turn\r");
+    term.wait_for("Noted.", limit);
+    // The session list shows it without a reload.
+    page.wait_for(
+        "document.querySelector('[data-session=\"from-terminal\"]')",
+        "the terminal's session in the list",
+    );
+    page.eval("location.hash = '#sessions/from-terminal'");
+    page.wait_for(
+        "[...document.querySelectorAll('.card.user pre')].some(p => p.textContent === 'the first turn')",
+        "the first turn on the page",
+    );
+    let held = page.wait_for(
+        "document.getElementById('held-by') && document.getElementById('held-by').textContent",
+        "where the session's questions are answered",
+    );
+    assert!(held.as_str().unwrap().contains("answered there"), "{held}");
+    let users_before = page.eval("document.querySelectorAll('.card.user').length");
+    assert_eq!(users_before, 1);
+
+    // A new turn in the terminal shows on the open page: no reload, no click.
+    term.send("a second turn\r");
+    page.wait_for(
+        "[...document.querySelectorAll('.card.user pre')].some(p => p.textContent === 'a second turn') && document.querySelectorAll('.card.assistant pre').length >= 6",
+        "the terminal's second turn, answered, on the page",
+    );
+    page.screenshot("follow-terminal.png");
+    term.send("\x04");
+    assert_eq!(term.wait_exit(limit), Some(0), "{}", term.screen());
+}
+
+/// Whether `text` holds each of `tokens` in order (each after the one before); the first one
+/// missing.
+fn in_order<'a>(text: &str, tokens: &'a [String]) -> Result<(), &'a str> {
+    let mut at = 0;
+    for token in tokens {
+        match text[at..].find(token.as_str()) {
+            Some(i) => at += i + token.len(),
+            None => return Err(token),
+        }
+    }
+    Ok(())
+}
+
+/// What every renderer must show, in order: each message's text, each call's title, and the
+/// command's output (`Status: final`) after its call.
+fn tokens_of(transcript: &Value) -> Vec<String> {
+    let mut tokens = Vec::new();
+    for item in transcript["items"].as_array().unwrap() {
+        match item["type"].as_str().unwrap() {
+            "user" | "assistant" => tokens.push(item["text"].as_str().unwrap().to_owned()),
+            "call" => {
+                tokens.push(item["view"]["title"].as_str().unwrap().to_owned());
+                assert!(
+                    item["result"].is_object(),
+                    "every call has its result: {item}"
+                );
+                // The command's result: its output.
+                if item["name"] == "bash" {
+                    tokens.push("Status: final".to_owned());
+                }
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(tokens.len(), 10, "{tokens:?}");
+    tokens
+}
+
+/// Two messages a page, the newest first; `before` reads back to the first item, and the pages
+/// put together are the whole transcript.
+fn pages_put_together_are_the_whole_transcript(s: &Server, session: &str, transcript: &Value) {
+    let page_of = |query: &str| -> Value {
+        let (status, body) = http(
+            s.port,
+            "GET",
+            &format!("/api/sessions/{session}{query}"),
+            &[("x-cordis-token", s.token.as_str())],
+            "",
+        );
+        assert_eq!(status, 200, "{body}");
+        serde_json::from_str(&body).unwrap()
+    };
+    let mut query = "?max=2".to_owned();
+    let mut paged: Vec<Value> = Vec::new();
+    for _ in 0..20 {
+        let page = page_of(&query);
+        let messages = page["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|i| i["type"] == "user" || i["type"] == "assistant")
+            .count();
+        assert!(messages <= 2, "{page}");
+        let mut items = page["items"].as_array().unwrap().clone();
+        items.append(&mut paged);
+        paged = items;
+        if page["hasMore"] != true {
+            break;
+        }
+        query = format!("?max=2&before={}", page["firstSeq"]);
+    }
+    assert_eq!(
+        serde_json::to_string(&paged).unwrap(),
+        serde_json::to_string(&transcript["items"]).unwrap(),
+        "the pages, put together, are the whole transcript"
+    );
+}
+
+/// The text an editor is shown by `session/load` of `session`: messages, call titles, results.
+fn loaded_in_an_editor(dir: &Path, session: &str) -> String {
+    let mut acp = common::cordis_command(dir, &["acp"]);
+    acp.env("SERVE_TEST_KEY", SECRET);
+    let mut acp = acp.spawn().unwrap();
+    let replies = common::lines(acp.stdout.take().unwrap());
+    let mut to_acp = acp.stdin.take().unwrap();
+    for request in [
+        serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": 1, "clientCapabilities": {}}}),
+        serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "session/load",
+            "params": {"sessionId": session, "cwd": dir, "mcpServers": []}}),
+    ] {
+        writeln!(to_acp, "{request}").unwrap();
+    }
+    let mut editor = String::new();
+    loop {
+        let line = replies
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .expect("cordis acp answers session/load");
+        let message: Value = serde_json::from_str(&line).unwrap();
+        if message["id"] == 2 {
+            assert!(message.get("error").is_none(), "{message}");
+            break;
+        }
+        let update = &message["params"]["update"];
+        match update["sessionUpdate"].as_str().unwrap_or_default() {
+            "user_message_chunk" | "agent_message_chunk" => {
+                editor.push_str(update["content"]["text"].as_str().unwrap_or_default());
+            }
+            "tool_call" => {
+                editor.push('\n');
+                editor.push_str(update["title"].as_str().unwrap_or_default());
+                editor.push('\n');
+            }
+            "tool_call_update" => {
+                editor.push_str(&update["content"].to_string().replace("\\n", "\n"));
+                editor.push('\n');
+            }
+            _ => {}
+        }
+    }
+    drop(to_acp);
+    let _ = acp.wait();
+    editor
+}
+
+/// The text of the page's view of `session` in a real browser (empty without Chromium).
+fn shown_in_the_page(s: &Server, session: &str) -> String {
+    match chromium() {
+        Some(binary) => {
+            let mut page = Browser::open(&binary, &format!("{}#sessions/{session}", s.url));
+            page.wait_for(
+                "document.querySelectorAll('#transcript .card.assistant').length >= 3",
+                "the session's transcript",
+            );
+            page.eval("document.getElementById('transcript').innerText")
+                .as_str()
+                .unwrap()
+                .to_owned()
+        }
+        None => {
+            eprintln!("SKIP: no chromium; the page's view was not compared");
+            String::new()
+        }
+    }
+}
+
+#[test]
+fn one_session_reads_the_same_in_history_on_resume_in_the_page_and_in_an_editor() {
+    let dir = scratch("golden");
+    config_in(&dir);
+    // The scripted session: the bundled demo's turn (a write, a read, an edit, a command, a
+    // todo), every call allowed.
+    let mut run = common::cordis_command(&dir, &["run", "--yes", "--color", "never"]);
+    run.env("SERVE_TEST_KEY", SECRET);
+    let mut child = run.spawn().unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"show me the demo\n")
+        .unwrap();
+    let ran = child.wait_with_output().unwrap();
+    let live = String::from_utf8_lossy(&ran.stdout).into_owned();
+    let session = session_named(&String::from_utf8_lossy(&ran.stderr));
+
+    // The transcript model, as the page's API serves it: what every renderer must show.
+    let s = serve(&dir, &[]);
+    let (status, body) = http(
+        s.port,
+        "GET",
+        &format!("/api/sessions/{session}"),
+        &[("x-cordis-token", s.token.as_str())],
+        "",
+    );
+    assert_eq!(status, 200, "{body}");
+    let transcript: Value = serde_json::from_str(&body).unwrap();
+    let tokens = tokens_of(&transcript);
+    pages_put_together_are_the_whole_transcript(&s, &session, &transcript);
+    let history = common::cordis_command(&dir, &["history", &session, "--color", "never"])
+        .env("SERVE_TEST_KEY", SECRET)
+        .output()
+        .unwrap();
+    let history = String::from_utf8_lossy(&history.stdout).into_owned();
+    let mut resume =
+        common::cordis_command(&dir, &["run", "--resume", &session, "--color", "never"]);
+    resume.env("SERVE_TEST_KEY", SECRET);
+    let resumed = resume.output().unwrap();
+    let resumed = String::from_utf8_lossy(&resumed.stderr).into_owned();
+    let resumed = resumed
+        .split_once("left off")
+        .map(|(_, rest)| rest.to_owned())
+        .unwrap_or_default();
+
+    let editor = loaded_in_an_editor(&dir, &session);
+
+    let page_text = shown_in_the_page(&s, &session);
+
+    for (renderer, text) in [
+        ("the live run", &live),
+        ("cordis history", &history),
+        ("the resume view", &resumed),
+        ("ACP session/load", &editor),
+        ("the page", &page_text),
+    ] {
+        if text.is_empty() && renderer == "the page" {
+            continue;
+        }
+        if let Err(missing) = in_order(text, &tokens) {
+            panic!(
+                "{renderer} does not show {missing:?} in order:\n{text}\n(expected, in order: {tokens:?})"
+            );
+        }
+    }
 }

@@ -7,7 +7,7 @@
 //! `<id>.jsonl` per other session the runs logged (subagents), and `transcript.txt` (stdout of
 //! every run, in order).
 //!
-//! Normalization: `time` and `createdAt` become 0. Only `text-turn` pins the full system prompt
+//! Normalization: `time` and `createdAt` become 0, a header's `cwd` `{{cwd}}`. Only `text-turn` pins the full system prompt
 //! and tool list of its `request/header`s; every other scenario stores them as `"{{system}}"`
 //! and `"{{tools}}"`, and the test checks that each of its headers equals the pinned one before
 //! scrubbing. `CORDIS_SNAPSHOT=record` re-records every scenario instead of comparing.
@@ -145,6 +145,11 @@ fn normalize(log: &str, scrub: bool) -> (String, Vec<Value>) {
         let mut v: Value = serde_json::from_str(line).unwrap();
         if v.get("createdAt").is_some() {
             v["createdAt"] = json!(0);
+        }
+        // The header's project is the scratch directory of the run: present, and the same
+        // everywhere once replaced.
+        if v["type"] == "session" && v.get("cwd").is_some() {
+            v["cwd"] = json!("{{cwd}}");
         }
         if v.get("time").is_some() {
             v["time"] = json!(0);

@@ -1,6 +1,9 @@
 //! Peak-memory measurements for the benches that print them (included with `#[path]`): each
 //! size runs in a fresh process, so one size's freed memory does not hide the next one's.
-#![allow(dead_code)] // each bench takes what it needs
+#![allow(
+    dead_code,
+    reason = "included by several benches; each uses only some of it"
+)]
 
 /// A line of `/proc/self/status`, in KiB (`VmRSS:`, `VmHWM:`).
 pub fn status_kib(field: &str) -> u64 {

@@ -2,7 +2,8 @@
 //!
 //! The host finds plugins through this table, never through linker tricks. An application (the
 //! root package's `cordis`, or a test) starts from [`Builtins::host`] and [`Builtins::insert`]s the
-//! plugin crates it links.
+//! plugin crates it links. The table also holds the [`EntryKind`]s the application registers
+//! ([`Builtins::insert_kind`]): the plugin files, beside shared libraries, it can load.
 //!
 //! # Determinism
 //! The table is a `BTreeMap`, so listings and suggestions come out in name order.
@@ -13,11 +14,14 @@ use std::sync::Arc;
 use cordis_runtime::ErasedPlugin;
 
 use crate::config::GROUP_NAMES;
+use crate::entry_kind::EntryKind;
 
-/// Built-in plugins by name.
+/// Built-in plugins by name, and the registered entry kinds.
 #[derive(Clone, Default)]
 pub struct Builtins {
     plugins: BTreeMap<String, Arc<dyn ErasedPlugin>>,
+    /// In registration order: the first that recognizes a name loads it.
+    kinds: Vec<Arc<dyn EntryKind>>,
 }
 
 impl std::fmt::Debug for Builtins {
@@ -56,6 +60,22 @@ impl Builtins {
     pub fn insert_arc(&mut self, plugin: Arc<dyn ErasedPlugin>) -> &mut Self {
         self.plugins.insert(plugin.name().to_owned(), plugin);
         self
+    }
+
+    /// Registers (or, for a kind of the same label, replaces) an entry kind: entries whose
+    /// name it recognizes load their vetted file through it.
+    pub fn insert_kind(&mut self, kind: impl EntryKind + 'static) -> &mut Self {
+        let kind: Arc<dyn EntryKind> = Arc::new(kind);
+        match self.kinds.iter_mut().find(|k| k.label() == kind.label()) {
+            Some(slot) => *slot = kind,
+            None => self.kinds.push(kind),
+        }
+        self
+    }
+
+    /// The first registered entry kind that recognizes the entry name `name`.
+    pub fn kind_for(&self, name: &str) -> Option<Arc<dyn EntryKind>> {
+        self.kinds.iter().find(|k| k.recognizes(name)).cloned()
     }
 
     /// The plugin called `name`.

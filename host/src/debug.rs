@@ -74,7 +74,10 @@ pub struct Provide;
 /// One of [`MARKER_NAMES`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
-#[allow(missing_docs)]
+#[allow(
+    missing_docs,
+    reason = "placeholder marker names, documented as a set by `MARKER_NAMES`"
+)]
 pub enum MarkerName {
     Alpha,
     Beta,

@@ -189,6 +189,19 @@ pub enum Problem {
         /// The allowed directories.
         allowed: String,
     },
+    /// A plugin file of a well-known kind (`.wasm`) no registered entry kind loads.
+    #[error(
+        "\"{}\" is a {kind} (\"{suffix}\"), but no entry kind for it is registered in this host, so it cannot be loaded; the application must register one (`Builtins::insert_kind`)",
+        Shown(name)
+    )]
+    NoEntryKind {
+        /// The name as written.
+        name: String,
+        /// What the file is (`WebAssembly component`).
+        kind: &'static str,
+        /// The name suffix that says so (`.wasm`).
+        suffix: &'static str,
+    },
     /// `sha256` on an entry that is not a dylib.
     #[error(
         "key \"sha256\" pins a plugin library file; \"{}\" is a built-in plugin",

@@ -5,8 +5,10 @@
 //!
 //! Configuration runs in two phases: [`config`] reads the raw model (file:line errors attach
 //! there; [`include`](mod@include) loads other files into it), [`plan`] resolves it against the
-//! [`builtins`] table and vets shared-library paths ([`dylib`] turns those into plugins). [`loader`] boots a plan and
-//! reports on every entry; [`digest`] makes that report comparable across seeds.
+//! [`builtins`] table and vets plugin file paths: [`dylib`] turns shared libraries into plugins,
+//! and [entry kinds](entry_kind) the application registers turn other files (`.wasm`) into
+//! plugins, so this crate links no plugin engine. [`loader`] boots a plan and reports on every
+//! entry; [`digest`] makes that report comparable across seeds.
 
 pub mod assembly;
 pub mod builtins;
@@ -18,6 +20,7 @@ pub mod diagnostic;
 pub mod digest;
 pub mod dylib;
 pub mod echo;
+pub mod entry_kind;
 pub mod env;
 pub mod fault;
 pub mod hidden;
@@ -34,6 +37,7 @@ pub use builtins::Builtins;
 pub use config::{RawConfig, RawEntry};
 pub use config::{include, yaml};
 pub use diagnostic::{ConfigErrors, Diagnostic, Pos, Problem};
+pub use entry_kind::EntryKind;
 pub use loader::{
     BootReport, EntryReport, EntryStatus, boot, boot_blocking, entry_report, start_under,
 };

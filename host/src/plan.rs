@@ -1,7 +1,8 @@
 //! Phase two of configuration: resolve the raw model into a load plan.
 //!
-//! Resolution looks every entry's `name` up in the [`Builtins`] table (or recognises a shared
-//! library path, see [`EntrySource`] and [Dylib entries](#dylib-entries)), checks that ids are unique across the whole tree, parses
+//! Resolution looks every entry's `name` up in the [`Builtins`] table (or recognises a plugin
+//! file: a registered [entry kind](crate::entry_kind) or a shared library, see [`EntrySource`]
+//! and [Dylib entries](#dylib-entries)), checks that ids are unique across the whole tree, parses
 //! each config with the plugin's own config type, and applies disabled groups to their children.
 //! Like parsing, it never stops at the first problem.
 //!
@@ -16,10 +17,12 @@
 //! the config's directory or a plugin directory; otherwise the entry is a configuration error.
 //! Problems only loading can find (handshake, `describe`, a `sha256` mismatch) fail the entry.
 //!
-//! # Wasm entries
-//! A name ending in `.wasm` names a WebAssembly component tool plugin ([`cordis_wasm`]): it is
-//! found and vetted exactly like a library (same directories, symlinks resolved, `sha256` pin),
-//! and runs sandboxed with only the `capabilities` its config grants.
+//! # Entries of registered kinds
+//! A name an [`EntryKind`] of the table recognizes (the `cordis` application registers `.wasm`,
+//! WebAssembly component tool plugins) names a file of that kind: it is found and vetted
+//! exactly like a library (same directories, symlinks resolved, `sha256` pin), and the kind
+//! builds its plugin from the vetted path. A `.wasm` name with no such kind registered is a
+//! configuration error ([`Problem::NoEntryKind`]), not a library.
 //!
 //! # Determinism
 //! The plan is flat and in file order (a group before its children); the loader applies entries
@@ -36,6 +39,7 @@ use crate::builtins::Builtins;
 use crate::config::{RawConfig, RawEntry, parse_with};
 use crate::diagnostic::{ConfigErrors, Diagnostic, Pos, Problem};
 use crate::dylib::DylibPlugin;
+use crate::entry_kind::{EntryKind, well_known};
 use crate::include::IncludedFiles;
 
 /// The apply timeout when neither the entry nor the command line sets one.
@@ -48,15 +52,20 @@ pub enum EntrySource {
     Builtin(Arc<dyn ErasedPlugin>),
     /// A shared library at this path, as written (see [`crate::dylib`]).
     Dylib(PathBuf),
-    /// A WebAssembly component at this path, as written (see [`cordis_wasm`]).
-    Wasm(PathBuf),
+    /// A file of a registered entry kind at this path, as written (see [`crate::entry_kind`]).
+    Kind(Arc<dyn EntryKind>, PathBuf),
 }
 
 impl EntrySource {
-    /// Finds the source of `name`: a shared-library path, or a built-in; `None` if neither.
+    /// Finds the source of `name`: a file of a registered entry kind, a shared-library path, or
+    /// a built-in; `None` if none (a name of a [well-known](crate::entry_kind::WELL_KNOWN) kind
+    /// no registered kind recognizes is never taken for a library).
     pub fn lookup(name: &str, builtins: &Builtins) -> Option<EntrySource> {
-        if looks_like_wasm(name) {
-            return Some(EntrySource::Wasm(PathBuf::from(name)));
+        if let Some(kind) = builtins.kind_for(name) {
+            return Some(EntrySource::Kind(kind, PathBuf::from(name)));
+        }
+        if well_known(name).is_some() {
+            return None;
         }
         if looks_like_dylib(name) {
             return Some(EntrySource::Dylib(PathBuf::from(name)));
@@ -65,14 +74,8 @@ impl EntrySource {
     }
 }
 
-/// True for names that are paths to a WebAssembly component (checked before
-/// [`looks_like_dylib`], which also takes every `./…` path).
-pub fn looks_like_wasm(name: &str) -> bool {
-    name.ends_with(".wasm")
-}
-
-/// True for names that are paths to a shared library (or, see [`looks_like_wasm`], a
-/// component).
+/// True for names that are paths to a shared library (or to a file of an entry kind, which
+/// [`EntrySource::lookup`] asks first: this takes every `./…` path).
 pub fn looks_like_dylib(name: &str) -> bool {
     name.starts_with("./")
         || name.starts_with("../")
@@ -124,7 +127,7 @@ impl std::fmt::Debug for EntrySource {
         match self {
             EntrySource::Builtin(p) => write!(f, "Builtin({:?})", p.name()),
             EntrySource::Dylib(path) => write!(f, "Dylib({path:?})"),
-            EntrySource::Wasm(path) => write!(f, "Wasm({path:?})"),
+            EntrySource::Kind(kind, path) => write!(f, "Kind({:?}, {path:?})", kind.label()),
         }
     }
 }
@@ -145,7 +148,7 @@ pub struct PlannedEntry {
     pub parent: Option<usize>,
     /// What to do.
     pub step: Step,
-    /// For a dylib or wasm entry: the vetted file its plugin loads.
+    /// For a dylib entry or one of a registered kind: the vetted file its plugin loads.
     pub library: Option<PathBuf>,
 }
 
@@ -350,20 +353,17 @@ impl<'a> Resolver<'a> {
             self.seen.insert(&entry.id, (origin, id_pos));
         }
         let name = entry.name.clone().unwrap_or_default();
-        let step = if entry.disabled {
-            Some(Step::Disabled)
+        let (step, library) = if entry.disabled {
+            (Some(Step::Disabled), None)
         } else if entry.is_group {
-            Some(Step::Group)
+            (Some(Step::Group), None)
         } else if entry.name.is_none() {
-            None
+            (None, None)
         } else {
-            self.plugin_step(entry, &name)
-        };
-        let library = match &step {
-            Some(Step::Plugin { .. }) if looks_like_dylib(&name) || looks_like_wasm(&name) => {
-                self.locate(&name).ok()
+            match self.plugin_step(entry, &name) {
+                Some((step, library)) => (Some(step), library),
+                None => (None, None),
             }
-            _ => None,
         };
         let index = self.entries.len();
         self.entries.push(PlannedEntry {
@@ -380,55 +380,13 @@ impl<'a> Resolver<'a> {
         }
     }
 
-    fn plugin_step(&mut self, entry: &RawEntry, name: &str) -> Option<Step> {
-        let name_pos = entry.marks.name.unwrap_or(entry.pos);
-        let plugin = match EntrySource::lookup(name, self.builtins) {
-            Some(EntrySource::Builtin(plugin)) => {
-                if entry.sha256.is_some() {
-                    self.error(
-                        entry,
-                        entry.marks.sha256.unwrap_or(name_pos),
-                        Problem::Sha256OnBuiltin {
-                            name: name.to_owned(),
-                        },
-                    );
-                    return None;
-                }
-                plugin
-            }
-            Some(source @ (EntrySource::Dylib(_) | EntrySource::Wasm(_))) => {
-                match self.locate(name) {
-                    Ok(path) => {
-                        let pin = entry.sha256.as_deref().map(parse_sha256);
-                        if matches!(source, EntrySource::Wasm(_)) {
-                            Arc::new(cordis_wasm::WasmPlugin::new(name, path, pin))
-                                as Arc<dyn ErasedPlugin>
-                        } else {
-                            Arc::new(DylibPlugin::new(name, path, pin)) as Arc<dyn ErasedPlugin>
-                        }
-                    }
-                    Err(problem) => {
-                        self.error(entry, name_pos, problem);
-                        return None;
-                    }
-                }
-            }
-            None => {
-                let suggestions = self.builtins.suggest(name);
-                self.error(
-                    entry,
-                    name_pos,
-                    Problem::UnknownPlugin {
-                        name: name.to_owned(),
-                        suggestions,
-                    },
-                );
-                return None;
-            }
-        };
+    /// The plugin of `entry` (named `name`) with its config, and the vetted file it loads
+    /// (for a dylib entry or one of a registered kind).
+    fn plugin_step(&mut self, entry: &RawEntry, name: &str) -> Option<(Step, Option<PathBuf>)> {
+        let (plugin, library) = self.plugin_of(entry, name)?;
         // A config with interpolation errors was already reported.
         let value = entry.config.as_ref()?;
-        match prepare(plugin, value) {
+        let step = match prepare(plugin, value) {
             Ok(prepared) => Some(Step::Plugin {
                 // The entry's own `inject` plus what the plugin needs with this config, so the
                 // entry itself waits (and `check` names the service) instead of a hidden part.
@@ -456,12 +414,61 @@ impl<'a> Resolver<'a> {
                 });
                 None
             }
-        }
+        };
+        step.map(|step| (step, library))
+    }
+
+    /// The plugin `name` stands for, and the vetted file it loads, if it is a file; reports why
+    /// there is none.
+    fn plugin_of(
+        &mut self,
+        entry: &RawEntry,
+        name: &str,
+    ) -> Option<(Arc<dyn ErasedPlugin>, Option<PathBuf>)> {
+        let name_pos = entry.marks.name.unwrap_or(entry.pos);
+        let problem = match EntrySource::lookup(name, self.builtins) {
+            Some(EntrySource::Builtin(plugin)) => {
+                if entry.sha256.is_none() {
+                    return Some((plugin, None));
+                }
+                let pos = entry.marks.sha256.unwrap_or(name_pos);
+                let problem = Problem::Sha256OnBuiltin {
+                    name: name.to_owned(),
+                };
+                self.error(entry, pos, problem);
+                return None;
+            }
+            Some(source) => match self.locate(name) {
+                Ok(path) => {
+                    let pin = entry.sha256.as_deref().map(parse_sha256);
+                    let plugin = match source {
+                        EntrySource::Kind(kind, _) => kind.plugin(name, path.clone(), pin),
+                        _ => Arc::new(DylibPlugin::new(name, path.clone(), pin)),
+                    };
+                    return Some((plugin, Some(path)));
+                }
+                Err(problem) => problem,
+            },
+            None => match well_known(name) {
+                Some((suffix, kind)) => Problem::NoEntryKind {
+                    name: name.to_owned(),
+                    kind,
+                    suffix,
+                },
+                None => Problem::UnknownPlugin {
+                    name: name.to_owned(),
+                    suggestions: self.builtins.suggest(name),
+                },
+            },
+        };
+        self.error(entry, name_pos, problem);
+        None
     }
 }
 
 impl Resolver<'_> {
-    /// Finds a dylib entry's library and checks that it lies in an allowed directory.
+    /// Finds a plugin file (a dylib entry's library, or a file of a registered kind) and checks
+    /// that it lies in an allowed directory.
     fn locate(&self, name: &str) -> Result<PathBuf, Problem> {
         let written = Path::new(name);
         let written = written.strip_prefix(".").unwrap_or(written);
@@ -573,6 +580,49 @@ mod tests {
             lines[3],
             "c.yml:9:9: entry \"d\": plugin library \"./libthing.so\" not found (looked for ./libthing.so)"
         );
+    }
+
+    /// A kind of `.wasm` files whose plugin is `debug/noop`, recording the path it was given.
+    struct NoopKind(Arc<std::sync::Mutex<Vec<PathBuf>>>);
+
+    impl EntryKind for NoopKind {
+        fn label(&self) -> &str {
+            "WebAssembly component"
+        }
+
+        fn recognizes(&self, name: &str) -> bool {
+            name.ends_with(".wasm")
+        }
+
+        fn plugin(&self, _: &str, path: PathBuf, _: Option<[u8; 32]>) -> Arc<dyn ErasedPlugin> {
+            self.0.lock().unwrap().push(path);
+            Arc::new(crate::debug::Noop)
+        }
+    }
+
+    #[test]
+    fn a_wasm_entry_loads_through_a_registered_kind_and_is_an_error_without_one() {
+        let d = dir(
+            "kind",
+            &[("a.yml", "- id: w\n  name: ./w.wasm\n"), ("w.wasm", "")],
+        );
+        assert_eq!(
+            plan_at(&d).unwrap_err(),
+            [
+                "a.yml:2:9: entry \"w\": \"./w.wasm\" is a WebAssembly component (\".wasm\"), but no entry kind for it is registered in this host, so it cannot be loaded; the application must register one (`Builtins::insert_kind`)"
+            ]
+        );
+        let given = Arc::default();
+        let mut table = Builtins::host();
+        table.insert_kind(NoopKind(Arc::clone(&given)));
+        let file = d.join("a.yml").display().to_string();
+        let text = std::fs::read_to_string(&file).unwrap();
+        let plan = load_plan(&text, &file, &|_| None, &table, &PlanOptions::default()).unwrap();
+        let vetted = d.join("w.wasm").canonicalize().unwrap();
+        assert_eq!(plan.entries[0].library.as_ref(), Some(&vetted));
+        assert_eq!(*given.lock().unwrap(), [vetted]);
+        assert!(matches!(plan.entries[0].step, Step::Plugin { .. }));
+        let _ = std::fs::remove_dir_all(&d);
     }
 
     #[test]

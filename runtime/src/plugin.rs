@@ -1010,7 +1010,7 @@ mod tests {
 
         async fn a_config_value_is_parsed_with_the_field_path_in_errors() {
             #[derive(serde::Deserialize, Clone)]
-            #[allow(dead_code)]
+            #[allow(dead_code, reason = "the fields exist to be deserialized; only the error is read")]
             struct Cfg { timeout: u64, #[serde(default)] name: String }
             let plugin: Arc<dyn ErasedPlugin> = Arc::new(FnPlugin::new("cfg", |_, _: Cfg| async { Ok(()) }));
             let err = prepare(plugin.clone(), &serde_json::json!({"timeout": "soon"})).err().unwrap();

@@ -5,7 +5,7 @@ macro_rules! both_runtimes {
     ($(async fn $name:ident() $body:block)*) => {
         $(
             mod $name {
-                #[allow(unused_imports)]
+                #[allow(unused_imports, reason = "a test body may use nothing from the enclosing module")]
                 use super::*;
                 #[test]
                 fn current_thread() {

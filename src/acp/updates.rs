@@ -36,7 +36,9 @@ use std::path::{Path, PathBuf};
 use cordis_history::ToolView;
 use cordis_llm::Chunk;
 use cordis_presenter::{Card, Presentation, Presenters, parse_arguments_text};
-use cordis_session::{EventView, SessionEvent, ToolResultData};
+use cordis_session::{EventView, SessionEvent};
+
+use crate::session::transcript::Item;
 use cordis_tool_todo::{TODO_WRITE, TodoStatus, TodoWriteArgs};
 use cordis_tools::{ScopeKey, ToolRegistry};
 use serde::Deserialize;
@@ -245,27 +247,7 @@ impl UpdateMapper {
     pub fn map(&mut self, event: &SessionEvent, view: Option<&ToolView>) -> Vec<SessionUpdate> {
         let view = view.map(|v| v.view.clone());
         match event.view() {
-            EventView::UserMessage(user) => {
-                // The first prompt titles the session (as the sessions index does).
-                let title = (!self.titled)
-                    .then(|| cordis_session::index::title_of(&user.content))
-                    .flatten();
-                self.titled |= title.is_some();
-                let mut updates: Vec<SessionUpdate> = match user.prompt {
-                    // The blocks the client sent, one chunk each, as it sent them.
-                    Some(blocks) => blocks
-                        .into_iter()
-                        .map(|block| SessionUpdate::UserMessageChunk {
-                            content: ContentBlock::Sent(block),
-                        })
-                        .collect(),
-                    None => vec![SessionUpdate::UserMessageChunk {
-                        content: ContentBlock::text(user.content),
-                    }],
-                };
-                updates.extend(title.map(|title| SessionUpdate::SessionInfoUpdate { title }));
-                updates
-            }
+            EventView::UserMessage(user) => self.user_message(&user.content, user.prompt),
             EventView::AssistantChunk(chunk) => match chunk.chunk {
                 Chunk::Text { delta } if !delta.is_empty() => {
                     vec![SessionUpdate::AgentMessageChunk {
@@ -311,7 +293,8 @@ impl UpdateMapper {
                     text: Some(content_text(&result.content)),
                     ..cordis_presenter::generic(&name, &args)
                 });
-                let mut update = self.tool_call_update(&result.call_id, &result, p);
+                let mut update =
+                    self.tool_call_update(&result.call_id, (result.is_error, &result.content), p);
                 if streamed && let Some(meta) = update.meta.as_mut().and_then(Value::as_object_mut)
                 {
                     // The terminal shows the output streamed while it ran; sent again, it
@@ -344,6 +327,94 @@ impl UpdateMapper {
             | EventView::PermissionsRevoke(_)
             | EventView::Unknown { .. }
             | EventView::Malformed(_) => Vec::new(),
+        }
+    }
+
+    /// The user's message: the blocks the client sent, one chunk each (else its text), and the
+    /// session's title from the first one (as the sessions index titles it).
+    fn user_message(&mut self, text: &str, blocks: Option<Vec<Value>>) -> Vec<SessionUpdate> {
+        let title = (!self.titled)
+            .then(|| cordis_session::index::title_of(text))
+            .flatten();
+        self.titled |= title.is_some();
+        let mut updates: Vec<SessionUpdate> = match blocks {
+            Some(blocks) => blocks
+                .into_iter()
+                .map(|block| SessionUpdate::UserMessageChunk {
+                    content: ContentBlock::Sent(block),
+                })
+                .collect(),
+            None => vec![SessionUpdate::UserMessageChunk {
+                content: ContentBlock::text(text.to_owned()),
+            }],
+        };
+        updates.extend(title.map(|title| SessionUpdate::SessionInfoUpdate { title }));
+        updates
+    }
+
+    /// The updates of one item of the session's transcript (`session/load`'s replay), each with
+    /// the seq of the event the live stream sent it for: what the live stream sent, its message
+    /// chunks joined into one. A call's result is at its own seq, so a replay sorted by seq
+    /// (stable) tells parallel calls as they happened: the calls, then their results.
+    pub fn map_item(&mut self, item: &Item) -> Vec<(u64, SessionUpdate)> {
+        match item {
+            Item::User {
+                seq, text, blocks, ..
+            } => at(*seq, self.user_message(text, blocks.clone())),
+            Item::Thought { seq, text } => vec![(
+                *seq,
+                SessionUpdate::AgentThoughtChunk {
+                    content: ContentBlock::text(text.clone()),
+                },
+            )],
+            Item::Assistant { seq, text } => vec![(
+                *seq,
+                SessionUpdate::AgentMessageChunk {
+                    content: ContentBlock::text(text.clone()),
+                },
+            )],
+            Item::Usage {
+                seq,
+                input_tokens,
+                output_tokens,
+            } => self
+                .context_window
+                .map(|size| {
+                    (
+                        *seq,
+                        SessionUpdate::UsageUpdate {
+                            used: input_tokens.saturating_add(*output_tokens),
+                            size,
+                        },
+                    )
+                })
+                .into_iter()
+                .collect(),
+            Item::Call(call) => {
+                let mut updates = vec![(
+                    call.seq,
+                    SessionUpdate::ToolCall(self.tool_call(&call.call_id, call.view.clone())),
+                )];
+                if let Some(result) = &call.result {
+                    updates.push((
+                        result.seq,
+                        SessionUpdate::ToolCallUpdate(self.tool_call_update(
+                            &call.call_id,
+                            (result.is_error, &result.content),
+                            result.view.clone(),
+                        )),
+                    ));
+                }
+                updates
+            }
+            Item::Plan { seq, todos } => vec![(
+                *seq,
+                SessionUpdate::Plan {
+                    entries: todos.iter().cloned().map(plan_entry).collect(),
+                },
+            )],
+            // Editors have no place for them; the transcript's other renderers show them.
+            Item::Notice { .. } => Vec::new(),
         }
     }
 
@@ -408,13 +479,13 @@ impl UpdateMapper {
     fn tool_call_update(
         &self,
         call_id: &str,
-        result: &ToolResultData,
+        (is_error, logged): (bool, &Value),
         p: Presentation,
     ) -> ToolCallUpdate {
         let mut content = Vec::new();
         let mut meta = None;
         match &p.card {
-            Card::Terminal { output, exit_code } if self.terminal_meta && !result.is_error => {
+            Card::Terminal { output, exit_code } if self.terminal_meta && !is_error => {
                 meta = Some(serde_json::json!({
                     "terminal_output": {"terminal_id": call_id, "data": output},
                     "terminal_exit": {"terminal_id": call_id, "exit_code": exit_code, "signal": null},
@@ -425,12 +496,12 @@ impl UpdateMapper {
                 old_text,
                 new_text,
                 ..
-            } if !result.is_error => content.push(ToolCallContent::Diff {
+            } if !is_error => content.push(ToolCallContent::Diff {
                 path: self.absolute(path),
                 old_text: old_text.clone(),
                 new_text: new_text.clone(),
             }),
-            Card::Terminal { output, exit_code } if !result.is_error => {
+            Card::Terminal { output, exit_code } if !is_error => {
                 let mut body = output.trim_end_matches('\n').to_owned();
                 if let Some(code) = exit_code.filter(|c| *c != 0) {
                     if !body.is_empty() {
@@ -441,16 +512,13 @@ impl UpdateMapper {
                 content.push(ToolCallContent::text(format!("```console\n{body}\n```")));
             }
             _ => {
-                let text = p
-                    .text
-                    .clone()
-                    .unwrap_or_else(|| content_text(&result.content));
+                let text = p.text.clone().unwrap_or_else(|| content_text(logged));
                 if !text.is_empty() {
                     content.push(ToolCallContent::text(text));
                 }
             }
         }
-        let status = if result.is_error {
+        let status = if is_error {
             ToolCallStatus::Failed
         } else {
             ToolCallStatus::Completed
@@ -516,19 +584,25 @@ fn kind(kind: cordis_presenter::ToolKind) -> ToolKind {
 /// arguments are not a todo list.
 fn plan_of(args: &Value) -> Option<Vec<PlanEntry>> {
     let TodoWriteArgs { todos } = TodoWriteArgs::deserialize(args).ok()?;
-    let entries = todos
-        .into_iter()
-        .map(|todo| PlanEntry {
-            content: todo.content,
-            priority: PlanEntryPriority::Medium,
-            status: match todo.status {
-                TodoStatus::Pending => PlanEntryStatus::Pending,
-                TodoStatus::InProgress => PlanEntryStatus::InProgress,
-                TodoStatus::Completed => PlanEntryStatus::Completed,
-            },
-        })
-        .collect();
-    Some(entries)
+    Some(todos.into_iter().map(plan_entry).collect())
+}
+
+/// Each of `updates` at `seq`.
+fn at(seq: u64, updates: Vec<SessionUpdate>) -> Vec<(u64, SessionUpdate)> {
+    updates.into_iter().map(|u| (seq, u)).collect()
+}
+
+/// A todo as a plan entry (every entry `medium`).
+fn plan_entry(todo: cordis_tool_todo::Todo) -> PlanEntry {
+    PlanEntry {
+        content: todo.content,
+        priority: PlanEntryPriority::Medium,
+        status: match todo.status {
+            TodoStatus::Pending => PlanEntryStatus::Pending,
+            TodoStatus::InProgress => PlanEntryStatus::InProgress,
+            TodoStatus::Completed => PlanEntryStatus::Completed,
+        },
+    }
 }
 
 #[cfg(test)]

@@ -6,16 +6,18 @@
 //! session's lock, so it works while `cordis run` is writing the session in another process.
 
 use clap::Args;
-use cordis_history::{History, HistoryEntry, HistoryError, HistoryPage, ViewFor};
-use cordis_presenter::{Card, render_card};
+use cordis_history::{History, HistoryError, HistoryPage};
+use cordis_presenter::Presenters;
 use cordis_runtime::Schedule;
-use cordis_session::{EventView, SessionStore, TurnEndReason};
+use cordis_session::SessionStore;
 use cordis_tool_todo::{Todo, TodoStatus};
 use serde::Deserialize;
 use serde_json::Value;
 
 use super::render::{safe, safe_lines};
+use super::transcript::{Style, write_items};
 use super::{ConfigArgs, EXIT_CONFIG, EXIT_FAILURE, EXIT_NOT_FOUND, EXIT_OK, Exit, Io};
+use crate::session::transcript::TranscriptPage;
 
 /// Arguments of `cordis history`: `ID [FILE]`.
 #[derive(Debug, Clone, Args)]
@@ -35,6 +37,9 @@ pub struct HistoryArgs {
     /// Print the page as one JSON object (`{events: [{event, view?}], hasMore, projections?}`).
     #[arg(long)]
     pub json: bool,
+    /// Colour the transcript: auto (a terminal without NO_COLOR), always or never.
+    #[arg(long, value_enum, default_value_t = super::ColorChoice::Auto)]
+    pub color: super::ColorChoice,
 }
 
 pub(crate) fn run(
@@ -42,6 +47,15 @@ pub(crate) fn run(
     io: &mut Io<'_>,
     builtins: &cordis_host::Builtins,
 ) -> anyhow::Result<u8> {
+    let style = Style {
+        color: match args.color {
+            super::ColorChoice::Always => true,
+            super::ColorChoice::Never => false,
+            super::ColorChoice::Auto => {
+                std::io::IsTerminal::is_terminal(&std::io::stdout()) && !super::no_color(io.env)
+            }
+        },
+    };
     let rt = cordis_host::shutdown::current_thread()?;
     let result = rt.block_on(async {
         let schedule = Schedule::new(cordis_runtime::Policy::Fifo, 0);
@@ -63,13 +77,14 @@ pub(crate) fn run(
         let history = History::of(&root);
         let max = args.max.map(|m| usize::try_from(m).unwrap_or(usize::MAX));
         let page = history.history(&args.session, args.before, max).await;
+        let presenters = root.get::<Presenters>();
         root.dispose();
         match page {
             Ok(page) => {
                 if args.json {
                     writeln!(io.out, "{}", serde_json::to_string_pretty(&page)?)?;
                 } else {
-                    print_page(&args.session, &page, io)?;
+                    print_page(&args.session, &page, presenters.as_deref(), style, io)?;
                 }
                 Ok(EXIT_OK)
             }
@@ -102,16 +117,15 @@ fn clip(s: &str, max: usize) -> String {
     }
 }
 
-fn text_of(content: &Value) -> String {
-    match content {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    }
-}
-
-/// The page for a person: messages as `cordis run` shows them, tool calls as cards, then
-/// where the page sits and how to read further back.
-fn print_page(session: &str, page: &HistoryPage, io: &mut Io<'_>) -> std::io::Result<()> {
+/// The page for a person: its transcript as `cordis run` showed it live (messages, each call's
+/// line with its result under it), then where the page sits and how to read further back.
+fn print_page(
+    session: &str,
+    page: &HistoryPage,
+    presenters: Option<&Presenters>,
+    style: Style,
+    io: &mut Io<'_>,
+) -> std::io::Result<()> {
     let (Some(first), Some(last)) = (page.events.first(), page.events.last()) else {
         writeln!(io.out, "session {}: no events", safe(session))?;
         return Ok(());
@@ -123,9 +137,8 @@ fn print_page(session: &str, page: &HistoryPage, io: &mut Io<'_>) -> std::io::Re
         first.event.seq,
         last.event.seq
     )?;
-    for entry in &page.events {
-        print_entry(entry, io.out)?;
-    }
+    let transcript = TranscriptPage::of(page, presenters);
+    write_items(&transcript.items, style, io.out)?;
     if let Some(p) = &page.projections {
         if let Some(preset) = p.values.get("agentPreset").and_then(Value::as_str) {
             writeln!(io.out, "preset: {}", safe(preset))?;
@@ -150,127 +163,6 @@ fn print_page(session: &str, page: &HistoryPage, io: &mut Io<'_>) -> std::io::Re
             safe(session),
             first.event.seq
         )?;
-    }
-    Ok(())
-}
-
-/// One event of a page, as `cordis run` shows it (events that are not messages, calls,
-/// results, preset switches or failed turns print nothing).
-pub(crate) fn print_entry(
-    entry: &HistoryEntry,
-    out: &mut dyn std::io::Write,
-) -> std::io::Result<()> {
-    match entry.event.view() {
-        EventView::UserMessage(user) => {
-            for line in user.content.lines() {
-                writeln!(out, "> {}", safe(line))?;
-            }
-        }
-        EventView::AssistantMessage(message) => {
-            if !message.content.is_empty() {
-                writeln!(out, "{}", safe_lines(message.content.trim_end()))?;
-            }
-        }
-        EventView::ToolCall(call) => {
-            match entry.view.as_ref().filter(|v| v.for_ == ViewFor::Call) {
-                Some(view) => writeln!(
-                    out,
-                    "[call {}] {}",
-                    safe(&call.name),
-                    clip(&view.view.title, 160)
-                )?,
-                None => writeln!(
-                    out,
-                    "[call {} {}]",
-                    safe(&call.name),
-                    clip(&call.arguments, 160)
-                )?,
-            }
-        }
-        EventView::ToolResult(result) => {
-            let content = text_of(&result.content);
-            if result.is_error {
-                writeln!(
-                    out,
-                    "[error {} {}] {}",
-                    safe(&result.name),
-                    safe(result.code.as_deref().unwrap_or_default()),
-                    clip(&content, 200)
-                )?;
-            } else {
-                writeln!(
-                    out,
-                    "[result {}] {}",
-                    safe(&result.name),
-                    clip(&content, 200)
-                )?;
-            }
-            if let Some(view) = entry.view.as_ref().filter(|v| v.for_ == ViewFor::Result)
-                && !matches!(view.view.card, Card::Generic)
-            {
-                for line in render_card(&view.view.card).lines() {
-                    writeln!(out, "  {}", safe(line))?;
-                }
-            }
-        }
-        EventView::AgentPresetSelected(switch) => {
-            writeln!(out, "(switched to preset {})", safe(&switch.agent_preset))?;
-        }
-        EventView::PermissionsMode(mode) => {
-            writeln!(out, "(permission mode {})", safe(&mode.mode))?;
-        }
-        EventView::PermissionsRevoke(revoked) => {
-            let grant = &revoked.grant;
-            let command = grant
-                .command
-                .as_deref()
-                .map(|c| format!(" `{c}`"))
-                .unwrap_or_default();
-            writeln!(
-                out,
-                "(revoked the grant {}{})",
-                safe(&grant.tool),
-                safe(&command)
-            )?;
-        }
-        EventView::TurnEnd(end) => {
-            let turn = end.turn;
-            match end.reason {
-                TurnEndReason::Completed => {}
-                TurnEndReason::Error { step, message } => writeln!(
-                    out,
-                    "(turn {turn} failed at step {step}: {})",
-                    safe_lines(&message)
-                )?,
-                TurnEndReason::MaxSteps { steps } => {
-                    writeln!(out, "(turn {turn} stopped after {steps} steps)")?;
-                }
-                TurnEndReason::Aborted { reason } => writeln!(
-                    out,
-                    "(turn {turn} aborted{})",
-                    reason
-                        .map(|r| format!(": {}", safe(&r)))
-                        .unwrap_or_default()
-                )?,
-                TurnEndReason::Disposed => writeln!(out, "(turn {turn} ended: agent disposed)")?,
-                TurnEndReason::Interrupted => {
-                    writeln!(out, "(turn {turn} interrupted: the process ended)")?;
-                }
-            }
-        }
-        // Not shown: the loop's bookkeeping, the stream (the message holds its text),
-        // approvals and `run_code` sub-calls. Unknown kinds and payloads that do not fit their
-        // kind are skipped too (the JSON output has them as logged).
-        EventView::TurnStart(_)
-        | EventView::StepStart(_)
-        | EventView::RequestHeader(_)
-        | EventView::AssistantChunk(_)
-        | EventView::ToolApproval(_)
-        | EventView::ToolCodeDispatchStart(_)
-        | EventView::ToolCodeDispatch(_)
-        | EventView::StepEnd(_)
-        | EventView::Unknown { .. }
-        | EventView::Malformed(_) => {}
     }
     Ok(())
 }

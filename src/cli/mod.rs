@@ -26,7 +26,6 @@ mod cache;
 mod call;
 mod check;
 pub mod ci;
-pub(crate) mod commands;
 mod form;
 mod history;
 mod input;
@@ -34,8 +33,7 @@ mod mcp;
 mod mentions;
 mod permute;
 mod presets;
-pub(crate) mod prompts;
-mod render;
+pub(crate) mod render;
 pub(crate) mod run;
 mod serve;
 pub(crate) mod sessions;
@@ -387,7 +385,8 @@ pub struct RunArgs {
     /// Colour the transcript: `auto` when stdout is a terminal and NO_COLOR is unset.
     #[arg(long, value_enum, value_name = "WHEN", default_value = "auto")]
     pub color: ColorChoice,
-    /// Continue the most recently written session of FILE's `sessions` entry.
+    /// Continue the newest session started in this directory (its project), or start one when
+    /// it has none; never another directory's.
     #[arg(long = "continue", conflicts_with_all = ["resume", "session"])]
     pub continue_last: bool,
     /// Start a new session with this ID instead of a generated one (it must not exist).

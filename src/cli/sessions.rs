@@ -27,46 +27,11 @@ pub struct SessionsArgs {
     pub json: bool,
 }
 
-/// `ms` since the Unix epoch as a UTC civil time: (year, month, day, hour, minute, second).
-pub(crate) fn civil(ms: u128) -> (i64, i64, i64, i64, i64, i64) {
-    let secs = (ms / 1000) as i64;
-    let days = secs.div_euclid(86_400);
-    let rem = secs.rem_euclid(86_400);
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d, rem / 3600, rem % 3600 / 60, rem % 60)
-}
+pub(crate) use crate::session::id::{civil, iso8601};
 
-/// A new session id no other process or call picks: `PREFIX-MS-PID-N` (milliseconds since the
-/// epoch, this process, a counter), so two front ends sharing a sessions root never collide.
-pub(crate) fn unique_session_id(prefix: &str) -> String {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis());
-    let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    format!("{prefix}-{ms}-{}-{n}", std::process::id())
-}
-
-/// A time as ISO 8601 in UTC, to the millisecond (`2026-12-02T15:51:16.123Z`).
-pub(crate) fn iso8601(time: std::time::SystemTime) -> String {
-    let ms = time
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis());
-    let (y, m, d, hh, mm, ss) = civil(ms);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{hh:02}:{mm:02}:{ss:02}.{:03}Z",
-        ms % 1000
-    )
+/// A new session id: [`crate::session::id::new_id`] (the one maker; `_front` is not part of it).
+pub(crate) fn unique_session_id(_front: &str) -> String {
+    crate::session::id::new_id()
 }
 
 /// When a session was last written, as `YYYY-MM-DD HH:MM UTC`.
@@ -155,14 +120,9 @@ pub(crate) fn run(
         let listed = match store_of(&root, &args.config.file) {
             Ok(store) => {
                 let mut query = cordis_session::ListQuery::first(limit);
-                query.cwd = args.cwd.as_ref().map(|dir| {
-                    // As a session records it: absolute, as given (a relative DIR is taken
-                    // from here).
-                    std::path::absolute(dir)
-                        .unwrap_or_else(|_| dir.clone())
-                        .display()
-                        .to_string()
-                });
+                // As a session records it: absolute, as given (a relative DIR is taken from
+                // here).
+                query.cwd = args.cwd.as_deref().map(crate::session::open::as_project);
                 store
                     .list(query)
                     .await

@@ -174,6 +174,24 @@ impl Progress {
     }
 }
 
+/// What one seed's boot (or exercise) showed, before it is compared with the first seed's.
+struct SeedRun {
+    seen: Seen,
+    digest: String,
+    leaked: cordis_runtime::LiveCounts,
+    /// The first seed's boot judged as `check` judges it: the entries not as configured, and
+    /// why `check` fails it (`None` for later seeds, which agree or diverge).
+    judged: Option<(usize, Option<CheckFailure>)>,
+}
+
+/// What every seed of a shard runs with.
+struct Seeds<'a> {
+    plan: &'a LoadPlan,
+    args: &'a StressArgs,
+    exercise: Option<&'a ExerciseScript>,
+    policy: Policy,
+}
+
 /// Boots every seed of the shard (until the time budget, if any, is spent), comparing each
 /// outcome with the first; stops at the first problem.
 fn run_seeds(
@@ -183,6 +201,12 @@ fn run_seeds(
     io: &mut Io<'_>,
 ) -> anyhow::Result<Verdict> {
     let policy = args.policy();
+    let seeds = Seeds {
+        plan,
+        args,
+        exercise,
+        policy,
+    };
     let (_, count, indices) = shard_indices(args);
     let total = args
         .seeds
@@ -210,6 +234,55 @@ fn run_seeds(
             break;
         }
         let seed = args.start.wrapping_add(k);
+        let Some(run) = seeds.run_seed(&runtime, seed, &progress, &mut verdict, io)? else {
+            break;
+        };
+        verdict.runs += 1;
+        verdict.covered_below = k.saturating_add(1);
+        let leaked = run.leaked;
+        if !leaked.is_zero() {
+            progress.finish();
+            writeln!(
+                io.err,
+                "cordis: seed {seed}: disposing the root left live resources {leaked:?}\n  replay: {}",
+                replay(args, seed, policy)
+            )?;
+            verdict.failure = Some(json!({
+                "kind": "leak",
+                "seed": seed,
+                "live": format!("{leaked:?}"),
+                "replay": [replay(args, seed, policy)],
+            }));
+            break;
+        }
+        if seeds.diverges(seed, run, &progress, &mut verdict, io)? {
+            break;
+        }
+        progress.done();
+    }
+    progress.finish();
+    cordis_host::shutdown::end(runtime);
+    seeds.check_agreed(&mut verdict, io)?;
+    Ok(verdict)
+}
+
+impl Seeds<'_> {
+    /// Boots (or exercises) `seed`. `None`: the seed could not run (a preset that does not
+    /// join, an exercise that fails); the problem is printed and recorded in `verdict`.
+    fn run_seed(
+        &self,
+        runtime: &tokio::runtime::Runtime,
+        seed: u64,
+        progress: &Progress,
+        verdict: &mut Verdict,
+        io: &mut Io<'_>,
+    ) -> anyhow::Result<Option<SeedRun>> {
+        let Seeds {
+            plan,
+            args,
+            exercise,
+            policy,
+        } = *self;
         // The first seed's boot is judged as `check` judges it (later seeds agree or diverge).
         let first = verdict.baseline.is_none();
         let judge = |report: &BootReport| {
@@ -252,7 +325,7 @@ fn run_seeds(
                                 "message": why,
                                 "replay": [replay(args, seed, policy)],
                             }));
-                            break;
+                            return Ok(None);
                         }
                     }
                 }
@@ -286,28 +359,41 @@ fn run_seeds(
                             "message": e.to_string(),
                             "replay": [replay(args, seed, policy)],
                         }));
-                        break;
+                        return Ok(None);
                     }
                 }
             }
         };
-        verdict.runs += 1;
-        verdict.covered_below = k.saturating_add(1);
-        if !leaked.is_zero() {
-            progress.finish();
-            writeln!(
-                io.err,
-                "cordis: seed {seed}: disposing the root left live resources {leaked:?}\n  replay: {}",
-                replay(args, seed, policy)
-            )?;
-            verdict.failure = Some(json!({
-                "kind": "leak",
-                "seed": seed,
-                "live": format!("{leaked:?}"),
-                "replay": [replay(args, seed, policy)],
-            }));
-            break;
-        }
+        Ok(Some(SeedRun {
+            seen,
+            digest,
+            leaked,
+            judged,
+        }))
+    }
+
+    /// Compares `seed`'s run with the first seed's (the first one becomes the baseline).
+    /// `true`: they diverge; the divergence is printed and recorded in `verdict`.
+    fn diverges(
+        &self,
+        seed: u64,
+        run: SeedRun,
+        progress: &Progress,
+        verdict: &mut Verdict,
+        io: &mut Io<'_>,
+    ) -> anyhow::Result<bool> {
+        let Seeds {
+            args,
+            exercise,
+            policy,
+            ..
+        } = *self;
+        let SeedRun {
+            seen,
+            digest,
+            judged,
+            ..
+        } = run;
         // A run's seeds are all plain boots or all not, so a boot meets a boot baseline.
         let agrees = match (&verdict.baseline, &seen) {
             (None, _) => true,
@@ -359,43 +445,46 @@ fn run_seeds(
                     "entries": verdict.failing_entries,
                     "replay": replays,
                 }));
-                break;
+                return Ok(true);
             }
             Some(_) => {}
         }
-        progress.done();
+        Ok(false)
     }
-    progress.finish();
-    cordis_host::shutdown::end(runtime);
-    // The seeds agree; the outcome they agree on must also be one `check` passes.
-    let failed_check = match (&verdict.failure, &verdict.baseline) {
-        (None, Some(first)) => first.check.as_ref().map(|check| (first.seed, check)),
-        _ => None,
-    };
-    if let Some((seed, check)) = failed_check {
-        let replay = check_replay(args, seed, policy);
-        let reasons = check.lines();
-        writeln!(
-            io.err,
-            "cordis: {} seed{} agree, but on a boot `cordis check` fails (schedule {policy}):",
-            verdict.runs,
-            if verdict.runs == 1 { "" } else { "s" }
-        )?;
-        for reason in &reasons {
-            writeln!(io.err, "  {reason}")?;
+
+    /// The seeds agree; the outcome they agree on must also be one `check` passes. Records
+    /// (and prints) the failure when it is not.
+    fn check_agreed(&self, verdict: &mut Verdict, io: &mut Io<'_>) -> std::io::Result<()> {
+        let Seeds { args, policy, .. } = *self;
+        let failed_check = match (&verdict.failure, &verdict.baseline) {
+            (None, Some(first)) => first.check.as_ref().map(|check| (first.seed, check)),
+            _ => None,
+        };
+        if let Some((seed, check)) = failed_check {
+            let replay = check_replay(args, seed, policy);
+            let reasons = check.lines();
+            writeln!(
+                io.err,
+                "cordis: {} seed{} agree, but on a boot `cordis check` fails (schedule {policy}):",
+                verdict.runs,
+                if verdict.runs == 1 { "" } else { "s" }
+            )?;
+            for reason in &reasons {
+                writeln!(io.err, "  {reason}")?;
+            }
+            writeln!(io.err, "replay:\n  {replay}")?;
+            let entries: Vec<String> = check.entries.iter().map(|(id, ..)| id.clone()).collect();
+            verdict.failure = Some(json!({
+                "kind": "check",
+                "seed": seed,
+                "entries": entries,
+                "reasons": reasons,
+                "replay": [replay],
+            }));
+            verdict.failing_entries = entries;
         }
-        writeln!(io.err, "replay:\n  {replay}")?;
-        let entries: Vec<String> = check.entries.iter().map(|(id, ..)| id.clone()).collect();
-        verdict.failure = Some(json!({
-            "kind": "check",
-            "seed": seed,
-            "entries": entries,
-            "reasons": reasons,
-            "replay": [replay],
-        }));
-        verdict.failing_entries = entries;
+        Ok(())
     }
-    Ok(verdict)
 }
 
 /// The `cordis check` command that shows one seed's boot (with the run's preset).

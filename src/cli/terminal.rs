@@ -24,8 +24,8 @@ use rustyline::validate::{ValidationContext, ValidationResult, Validator};
 use rustyline::{Config, Editor, Helper};
 use tokio::sync::mpsc;
 
-use super::commands::COMMANDS;
 use super::input::{FENCE, Typed, kept_notice};
+use crate::session::commands::COMMANDS;
 
 /// The prompt the line editor shows.
 pub(crate) const PROMPT: &str = "> ";

@@ -179,6 +179,11 @@ impl Transcript {
         }
     }
 
+    /// The style it writes in.
+    pub(crate) fn style(&self) -> Style {
+        self.style
+    }
+
     pub(crate) fn newline(&mut self, out: &mut dyn Write) -> std::io::Result<()> {
         if !self.at_line_start {
             writeln!(out)?;
@@ -371,6 +376,72 @@ impl Transcript {
         err.flush()?;
         Ok(())
     }
+}
+
+/// Writes transcript items (a page of [`crate::session::transcript`]) as the live run showed
+/// them: `> ` before the user's lines, the answers, each call's line with its result under it,
+/// notices in parentheses. Thoughts are left out, as the live run keeps them off stdout.
+pub(crate) fn write_items(
+    items: &[crate::session::transcript::Item],
+    style: Style,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    use crate::session::transcript::Item;
+    for item in items {
+        match item {
+            Item::User { text, .. } => {
+                for line in text.lines() {
+                    writeln!(out, "> {}", safe(line))?;
+                }
+            }
+            Item::Assistant { text, .. } if text.trim().is_empty() => {}
+            Item::Assistant { text, .. } => writeln!(out, "{}", safe_lines(text.trim_end()))?,
+            Item::Thought { .. } | Item::Usage { .. } => {}
+            Item::Call(call) => write_call(call, "", style, out)?,
+            Item::Plan { todos, .. } => {
+                for todo in todos {
+                    let mark = match todo.status {
+                        cordis_tool_todo::TodoStatus::Completed => "[x]",
+                        cordis_tool_todo::TodoStatus::InProgress => "[~]",
+                        cordis_tool_todo::TodoStatus::Pending => "[ ]",
+                    };
+                    writeln!(out, "  {mark} {}", clip(&todo.content, 200))?;
+                }
+            }
+            Item::Notice { text, .. } => writeln!(out, "({})", safe_lines(text))?,
+        }
+    }
+    Ok(())
+}
+
+/// One call's line, its sub-calls indented under it, then its result.
+fn write_call(
+    call: &crate::session::transcript::Call,
+    indent: &str,
+    style: Style,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    let line = call_line(&call.view, &call.name, &call.arguments);
+    writeln!(
+        out,
+        "{indent}{} {}",
+        style.paint("1", "⏺"),
+        style.paint("1", &line)
+    )?;
+    for sub in &call.sub_calls {
+        write_call(sub, "  ", style, out)?;
+    }
+    if let Some(result) = &call.result {
+        let failed = result
+            .is_error
+            .then(|| result.code.as_deref().unwrap_or_default());
+        let lines = result_lines(&result.view, &result.content, failed, style);
+        for (i, line) in lines.iter().enumerate() {
+            let lead = if i == 0 { "  ⎿ " } else { "    " };
+            writeln!(out, "{indent}{}{line}", style.paint("2", lead))?;
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

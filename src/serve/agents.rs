@@ -149,12 +149,6 @@ pub struct WebAgents {
     handles: Vec<EffectHandle>,
 }
 
-/// A session's id for one started in the page (see
-/// [`crate::cli::sessions::unique_session_id`]).
-fn new_session_id() -> String {
-    crate::cli::sessions::unique_session_id("web")
-}
-
 fn send(events: &broadcast::Sender<(&'static str, String)>, kind: &'static str, data: Value) {
     let _ = events.send((kind, data.to_string()));
 }
@@ -367,7 +361,7 @@ impl WebAgents {
                 return Err(AgentsError::Invalid(format!("{id:?} is not a session id")));
             }
             Some(id) => id,
-            None => new_session_id(),
+            None => crate::session::id::new_id(),
         };
         if let Some(agent) = lock(&self.inner.agents).get(&id)
             && agent.context().is_some()
@@ -394,20 +388,18 @@ impl WebAgents {
         };
         let mut options = AgentOptions::new(id.clone(), model);
         options.session_id = Some(id.clone());
-        let made = match root.get::<AgentPresets>() {
-            Some(roster) => roster
-                .create_agent(&loops, options, preset.as_deref())
-                .await
-                .map(|(agent, _)| agent)
-                .map_err(|e| e.to_string()),
-            None if preset.is_some() => {
-                Err("choosing a preset needs an `agent-presets` entry in the config".to_owned())
-            }
-            None => loops.create_agent(options).await.map_err(|e| e.to_string()),
-        };
+        options.cwd = crate::session::open::project_dir();
+        let made = crate::session::open::join_agent(root, options, preset.as_deref())
+            .await
+            .map_err(|e| e.to_string());
         let agent = made.map_err(AgentsError::Unavailable)?;
         lock(&self.inner.agents).insert(id.clone(), agent);
         Ok(id)
+    }
+
+    /// Session `id` is open in the page (this process runs its turns).
+    pub fn is_open(&self, id: &str) -> bool {
+        self.agent(id).is_ok()
     }
 
     fn agent(&self, id: &str) -> Result<Agent, AgentsError> {

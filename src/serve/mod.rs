@@ -10,8 +10,9 @@
 //!   order) and its digest — what `cordis check` reports, from the same [`BootReport`];
 //! - with `--watch`, each reload (added, removed, restarted, failed; or why an edit was
 //!   rejected while the last good composition kept running), live over server-sent events;
-//! - the sessions of the file's `sessions` entry (the sessions index) and each one's history
-//!   (the `history` service: the cards the terminal and editors show);
+//! - the sessions of the file's `sessions` entry (the sessions index) and each one's transcript
+//!   ([`crate::session::transcript`], paged), followed live whichever process writes them
+//!   ([`crate::session::follow`]);
 //! - the agent plane ([`agents`]): sessions started or continued in the page, prompts,
 //!   cancels, the approvals the page answers and the MCP servers' forms it fills in;
 //! - a line diff of two texts (two request headers: why did the prompt cache break), and a
@@ -49,8 +50,9 @@ const STYLE_CSS: &str = include_str!("web/style.css");
 
 /// How many reloads the page can look back on.
 const KEPT_RELOADS: usize = 50;
-/// The most events of one session's history a page shows at once.
-const HISTORY_PAGE: usize = 2000;
+/// The most user and assistant messages one page of a session's transcript holds (older pages
+/// on demand).
+const TRANSCRIPT_PAGE: usize = 50;
 /// The most sessions listed.
 const LISTED_SESSIONS: usize = 200;
 
@@ -67,6 +69,42 @@ pub struct Served {
     events: broadcast::Sender<(&'static str, String)>,
     /// The sessions started in the page, and the approvals it answers.
     pub agents: agents::WebAgents,
+    /// Follows the sessions root: any process's session written is told to the pages.
+    following: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        if let Some(task) = self.following.take() {
+            task.abort();
+        }
+    }
+}
+
+/// Tells the pages (`session`, `{ids}`) of each session any process writes, once a tick; a
+/// root that cannot be watched is logged and the page reloads on its own events only.
+fn follow_sessions(
+    root: &cordis_runtime::Context,
+    events: broadcast::Sender<(&'static str, String)>,
+) -> Option<tokio::task::JoinHandle<()>> {
+    let store = root.get::<cordis_session::SessionStore>()?;
+    let dir = store.root()?.to_owned();
+    let follower = match crate::session::follow::Follower::start(&dir) {
+        Ok(f) => f,
+        Err(e) => {
+            tracing::warn!(
+                "cannot follow {}: {e}; the page shows other processes' sessions on reload",
+                dir.display()
+            );
+            return None;
+        }
+    };
+    Some(tokio::spawn(async move {
+        loop {
+            let ids = follower.changed().await;
+            let _ = events.send(("session", json!({ "ids": ids }).to_string()));
+        }
+    }))
 }
 
 impl Served {
@@ -74,12 +112,14 @@ impl Served {
     pub fn new(live: LiveConfig, file: String) -> Self {
         let events = broadcast::channel(256).0;
         let agents = agents::WebAgents::new(live.root().clone(), events.clone());
+        let following = follow_sessions(live.root(), events.clone());
         Served {
             live: RwLock::new(live),
             file,
             reloads: Mutex::new(VecDeque::new()),
             events,
             agents,
+            following,
         }
     }
 
@@ -321,8 +361,8 @@ fn graph(plan: &cordis_host::plan::LoadPlan) -> std::collections::BTreeMap<Strin
         .collect()
 }
 
-/// `GET /api/events`: each reload (`reload`), and the page sessions' events (`agent`,
-/// `state`), approval questions and forms (`approval`, `form`, `answered`), as they happen
+/// `GET /api/events`: each reload (`reload`), the sessions any process wrote (`session`), and
+/// the page sessions' events (`agent`, `state`), approval questions and forms (`approval`, `form`, `answered`), as they happen
 /// (server-sent events).
 async fn events(State(served): State<Arc<Served>>) -> impl IntoResponse {
     let rx = served.events.subscribe();
@@ -367,7 +407,7 @@ async fn sessions(State(served): State<Arc<Served>>) -> Response {
                 "id": s.id,
                 "cwd": s.cwd,
                 "title": s.title,
-                "modified": crate::cli::sessions::iso8601(s.modified),
+                "modified": crate::session::id::iso8601(s.modified),
                 "turns": s.turns,
                 "preset": s.preset,
                 "model": s.model,
@@ -378,16 +418,49 @@ async fn sessions(State(served): State<Arc<Served>>) -> Response {
     }
 }
 
-/// `GET /api/sessions/{id}`: the session's history (its latest events, with their cards).
-async fn history(State(served): State<Arc<Served>>, Path(id): Path<String>) -> Response {
+/// `GET /api/sessions/{id}` query: page back from `before` (a seq), `max` messages a page.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TranscriptQuery {
+    #[serde(default)]
+    before: Option<u64>,
+    #[serde(default)]
+    max: Option<usize>,
+}
+
+/// `GET /api/sessions/{id}`: one page of the session's transcript (the newest by default;
+/// `before` pages back), and who holds it: `live` when the page runs it, else `heldBy` (the pid
+/// of the process that runs it, whose terminal or editor answers its questions).
+async fn history(
+    State(served): State<Arc<Served>>,
+    Path(id): Path<String>,
+    axum::extract::Query(query): axum::extract::Query<TranscriptQuery>,
+) -> Response {
     let root = served.live.read().await.root().clone();
-    match cordis_history::History::of(&root)
-        .history(&id, None, Some(HISTORY_PAGE))
+    let max = query
+        .max
+        .unwrap_or(TRANSCRIPT_PAGE)
+        .clamp(1, TRANSCRIPT_PAGE);
+    let page = match cordis_history::History::of(&root)
+        .history(&id, query.before, Some(max))
         .await
     {
-        Ok(page) => axum::Json(page).into_response(),
-        Err(e) => (StatusCode::NOT_FOUND, e.to_string()).into_response(),
+        Ok(page) => page,
+        Err(e) => return (StatusCode::NOT_FOUND, e.to_string()).into_response(),
+    };
+    let presenters = root.get::<cordis_presenter::Presenters>();
+    let transcript = crate::session::transcript::TranscriptPage::of(&page, presenters.as_deref());
+    let live = served.agents.is_open(&id);
+    let held_by = match root.get::<cordis_session::SessionStore>() {
+        Some(store) if !live => store.path_of(&id).and_then(|p| cordis_session::holder(&p)),
+        _ => None,
+    };
+    let mut body = serde_json::to_value(&transcript).unwrap_or_default();
+    body["live"] = Value::Bool(live);
+    if let Some(pid) = held_by.filter(|&pid| pid != std::process::id()) {
+        body["heldBy"] = json!(pid);
     }
+    axum::Json(body).into_response()
 }
 
 /// `GET /api/agents`: the page's live sessions, the presets a new one may join, and the

@@ -5,7 +5,6 @@
 //! github.com/agentclientprotocol/agent-client-protocol at b7f0005 (2026-08-22, Apache-2.0),
 //! copied unchanged: the agent's wire types are our own, so they are checked against the
 //! protocol's published schema rather than against themselves.
-#![allow(dead_code)]
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -152,18 +151,34 @@ pub fn is_progress(update: &Value) -> bool {
     update["sessionUpdate"] == "tool_call_update" && update.get("status").is_none()
 }
 
-/// The story `updates` tell, as a replay tells it: progress updates dropped, and the terminal
+/// The story `updates` tell, as a replay tells it: progress updates dropped, the terminal
 /// output a call streamed while it ran (Zed's `terminal_output` pieces) put back into its final
-/// update, where a replay has it whole.
+/// update, where a replay has it whole, and a message's (or thought's) text chunks joined into
+/// one, as a replay sends the message.
 pub fn story(updates: &[Value]) -> Vec<Value> {
     let mut streamed: std::collections::BTreeMap<String, String> = Default::default();
-    let mut out = Vec::new();
+    let mut out: Vec<Value> = Vec::new();
     for u in updates {
         let call = u["toolCallId"].as_str().unwrap_or_default().to_owned();
         if is_progress(u) {
             if let Some(data) = u["_meta"]["terminal_output"]["data"].as_str() {
                 streamed.entry(call).or_default().push_str(data);
             }
+            continue;
+        }
+        let kind = u["sessionUpdate"].as_str().unwrap_or_default();
+        if matches!(kind, "agent_message_chunk" | "agent_thought_chunk")
+            && u["content"]["type"] == "text"
+            && let Some(last) = out.last_mut()
+            && last["sessionUpdate"] == kind
+            && last["content"]["type"] == "text"
+        {
+            let joined = format!(
+                "{}{}",
+                last["content"]["text"].as_str().unwrap_or_default(),
+                u["content"]["text"].as_str().unwrap_or_default()
+            );
+            last["content"]["text"] = Value::String(joined);
             continue;
         }
         let mut u = u.clone();

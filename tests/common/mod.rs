@@ -1,5 +1,8 @@
 //! Helpers for root tests that spawn the `cordis` binary and read its output as it runs.
-#![allow(dead_code)]
+#![allow(
+    dead_code,
+    reason = "shared by several test binaries; each uses only some of it"
+)]
 
 pub mod brute;
 pub mod plugins;

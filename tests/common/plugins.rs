@@ -1,6 +1,5 @@
 //! Builds the fixture plugin libraries once per test binary: the C plugin in every mode (with
 //! `cc`) and the Rust example cdylibs (with `cargo build`), all copied into one fresh directory.
-#![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

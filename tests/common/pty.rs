@@ -1,7 +1,6 @@
 //! Runs a command in a pseudo-terminal, the way a person runs it: stdin, stdout and stderr are
 //! the terminal's slave side, so `is_terminal()` holds in the child and Ctrl-D is the line
 //! discipline's end of file, not a closed pipe.
-#![allow(dead_code)]
 
 use std::fs::File;
 use std::io::{Read, Write};

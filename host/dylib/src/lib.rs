@@ -11,7 +11,8 @@
 //! # Where libraries are loaded from
 //! Never from the configured path itself: its bytes are read once, hashed (and checked against
 //! the entry's pin), copied into the per-user [`Cache`], and loaded from the descriptor of that
-//! verified copy; see [`cache`] for the guarantees.
+//! verified copy; see [`cache`] (the `cordis-artifact-cache` crate, re-exported) for the
+//! guarantees.
 //!
 //! # Calls that never return
 //! Call a plugin through [`foreign::spawn`], not on a runtime's blocking pool: a call that
@@ -31,15 +32,19 @@
 //! let result_json = instance.invoke("reverse", r#"{"text": "abc"}"#)?;
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
-#![allow(unsafe_code)]
+#![allow(
+    unsafe_code,
+    reason = "loads plugin libraries and calls their C ABI; the host's only unsafe code"
+)]
 #![cfg(unix)]
 
-pub mod cache;
 mod call;
 pub mod foreign;
 mod library;
 mod mapped;
 
-pub use cache::{Cache, CacheError, PruneOutcome, file_sha256, read_library};
 pub use call::{CallError, Instance};
+/// The per-user artifact cache libraries are copied into (shared with the wasm loader).
+pub use cordis_artifact_cache as cache;
+pub use cordis_artifact_cache::{Cache, CacheError, PruneOutcome, file_sha256, read_library};
 pub use library::{Library, LoadError, open, open_in};

@@ -16,7 +16,7 @@ use std::mem::MaybeUninit;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use crate::cache::{Cache, CacheError, hex, read_library};
+use cordis_artifact_cache::{Cache, CacheError, hex, read_library};
 
 use cordis_plugin_sdk::abi::{
     ABI_MAJOR, ABI_MINOR, DESCRIPTOR_SYMBOL, DESCRIPTOR_V1_SIZE, Descriptor, FLAG_THREAD_SAFE,

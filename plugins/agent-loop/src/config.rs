@@ -33,6 +33,10 @@ pub struct AgentOptions {
     /// keeps its header); joining the preset is `parent_scope`'s job.
     #[serde(default)]
     pub agent_preset: Option<String>,
+    /// The working directory (the project) recorded in the header of a session this creates,
+    /// absolute: what `--continue` and listings by directory match.
+    #[serde(default)]
+    pub cwd: Option<String>,
 }
 
 impl AgentOptions {

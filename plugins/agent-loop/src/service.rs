@@ -120,6 +120,9 @@ impl AgentLoop {
         if let Some(preset) = &options.agent_preset {
             create = create.agent_preset(preset.clone());
         }
+        if let Some(cwd) = &options.cwd {
+            create = create.cwd(cwd.clone());
+        }
         let (session, report) = self
             .sessions
             .open_or_create_with(&session_id, create)

@@ -28,6 +28,9 @@ pub const MAX_CATALOG_ITEMS: usize = 10_000;
 /// The largest item (a prompt, a resource, a template) taken, as compact JSON.
 pub const MAX_ITEM_BYTES: usize = 16 << 10;
 
+/// The most pages one list follows (a server whose cursors never end is refused).
+pub(crate) const MAX_PAGES: usize = 1_000;
+
 /// `mcp/prompts-changed`: a server's prompt list changed (its `list_changed`, a reconnect,
 /// or the entry giving up on it): front ends that offer prompts as commands announce them
 /// again. Not logged.
@@ -140,6 +143,14 @@ pub struct Catalog {
     pub templates: Vec<ResourceTemplateInfo>,
 }
 
+/// Each item as JSON (what the catalog reads, whatever rmcp's types hold).
+pub(crate) fn to_values<T: Serialize>(items: &[T]) -> Vec<Value> {
+    items
+        .iter()
+        .map(|i| serde_json::to_value(i).unwrap_or(Value::Null))
+        .collect()
+}
+
 fn string(v: &Value, key: &str) -> Option<String> {
     v.get(key).and_then(Value::as_str).map(str::to_owned)
 }
@@ -236,7 +247,7 @@ where
     let mut cursor: Option<String> = None;
     let mut seen_cursors = BTreeSet::new();
     let mut listed = 0usize;
-    for _ in 0..crate::MAX_PAGES {
+    for _ in 0..MAX_PAGES {
         let (page, next) = fetch(cursor.clone()).await.map_err(error)?;
         listed += page.len();
         if listed > MAX_CATALOG_ITEMS {
@@ -270,7 +281,7 @@ where
             }
         }
     }
-    Err(error(format!("more than {} pages", crate::MAX_PAGES)))
+    Err(error(format!("more than {} pages", MAX_PAGES)))
 }
 
 #[cfg(test)]

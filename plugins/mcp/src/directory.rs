@@ -18,11 +18,11 @@ use std::sync::{Arc, Mutex, Weak};
 
 use cordis_runtime::{Context, ScopeId};
 
-use crate::Link;
 use crate::catalog::{
     PromptInfo, PromptMessages, ResourceContent, ResourceInfo, ResourceTemplateInfo,
 };
 use crate::error::McpError;
+use crate::link::Link;
 
 struct Listing {
     runtime: u64,

@@ -141,3 +141,19 @@ fn unprefixed(server: &str, error: &McpError) -> String {
     let prefix = format!("mcp({server}): ");
     text.strip_prefix(&prefix).unwrap_or(&text).to_owned()
 }
+
+/// The innermost cause of `e`: rmcp's transport errors name its generic types in their own
+/// text ("Transport [rmcp::transport::worker::WorkerTransport<…>] error"), while the root
+/// cause ("Connection refused", "connection closed") is what a person can act on.
+pub(crate) fn innermost(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut cause = e;
+    while let Some(next) = cause.source() {
+        cause = next;
+    }
+    let text = cause.to_string();
+    // Some of rmcp's errors keep their cause only in their text, after the type names.
+    match text.rfind("] error: ") {
+        Some(at) => text[at + "] error: ".len()..].to_owned(),
+        None => text,
+    }
+}

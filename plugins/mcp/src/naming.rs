@@ -1,4 +1,5 @@
-//! Public tool names: `mcp__<server>__<raw>`, normalized when the raw name does not fit.
+//! Public tool names: `mcp__<server>__<raw>`, normalized when the raw name does not fit; and
+//! prompt command names, which follow the tools' naming.
 
 use sha2::{Digest, Sha256};
 
@@ -38,6 +39,12 @@ pub fn public_name(server: &str, raw: &str) -> String {
     // `normalized` is ASCII, so any byte index is a char boundary.
     let keep = normalized.len().min(MAX_PUBLIC_NAME - HASH_LEN - 1);
     format!("{}_{}", &normalized[..keep], &hex[..HASH_LEN])
+}
+
+/// The command name of prompt `prompt` of `server`, without the slash: `mcp__<server>__<prompt>`
+/// (the tools' naming).
+pub fn prompt_command(server: &str, prompt: &str) -> String {
+    format!("mcp__{server}__{prompt}")
 }
 
 #[cfg(test)]

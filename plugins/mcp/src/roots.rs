@@ -1,7 +1,10 @@
 //! Roots: what a server may work on. The client answers `roots/list` with the workspace root.
 // Roots are deprecated by SEP-2577 for the stateless protocol; this client speaks the
 // initialize-handshake protocol, where servers (and the conformance suite) still use them.
-#![allow(deprecated)]
+#![allow(
+    deprecated,
+    reason = "roots are deprecated by SEP-2577 for the stateless protocol only"
+)]
 
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;

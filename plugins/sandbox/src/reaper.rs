@@ -5,7 +5,7 @@
 //! the command (which applies the sandbox, returns from `pre_exec` and execs), and never
 //! returns: it waits, kills, and exits. Between `fork` and `exec` of a multi-threaded program only async-signal-safe calls
 //! are allowed, so this module uses raw system calls, stack buffers and no allocation.
-#![allow(unsafe_code)]
+#![allow(unsafe_code, reason = "raw system calls between `fork` and `exec`")]
 
 use std::io;
 use std::os::fd::RawFd;

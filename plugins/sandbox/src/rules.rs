@@ -35,7 +35,7 @@ pub const READABLE_DEVICES: &[&str] = &[
 ];
 
 /// The Landlock ABI the running kernel reports (`None`: no Landlock, or it is disabled).
-#[allow(unsafe_code)]
+#[allow(unsafe_code, reason = "Landlock's ABI query is a raw system call")]
 pub fn landlock_abi() -> Option<i32> {
     // SAFETY: `landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION)` reads no
     // memory and creates nothing: it only returns the ABI version (or -1 with errno).

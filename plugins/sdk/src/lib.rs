@@ -38,7 +38,10 @@
 //!
 //! export_plugin!(Hello);
 //! ```
-#![allow(unsafe_code)]
+#![allow(
+    unsafe_code,
+    reason = "implements the C ABI plugins export: raw pointers and `extern \"C\"` entry points"
+)]
 
 pub mod abi;
 mod export;

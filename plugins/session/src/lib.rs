@@ -46,7 +46,7 @@ pub use event::{
     resolve_session_preset,
 };
 pub use index::{ListQuery, SessionPage, SessionSummary};
-pub use lock::settle;
+pub use lock::{holder, settle};
 pub use plugin::{
     Durability, SessionConfig, SessionPlugin, SessionRootError, project_key, state_dir,
 };

@@ -129,9 +129,24 @@ pub(crate) fn lock_path(path: &Path) -> PathBuf {
     path.with_extension("lock")
 }
 
-fn open_lock_file(path: &Path) -> io::Result<File> {
+/// The process that holds session file `path` open for writing, as its lock file records it:
+/// `None` when no lock file names a live process. Read without taking the lock (a reader must
+/// never make a writer's open fail), so it is a hint for people, not a decision.
+pub fn holder(path: &Path) -> Option<u32> {
+    let mut file = open_lock_file(&lock_path(path), false).ok()?;
+    let pid = recorded_pid(&mut file)?;
+    Path::new(&format!("/proc/{pid}")).exists().then_some(pid)
+}
+
+/// Opens a lock file: no symlink followed, a FIFO never blocks; `write` to take it (created
+/// when missing), else only to read its pid.
+fn open_lock_file(path: &Path, write: bool) -> io::Result<File> {
     let mut options = OpenOptions::new();
-    options.read(true).write(true).create(true).truncate(false);
+    options
+        .read(true)
+        .write(write)
+        .create(write)
+        .truncate(false);
     #[cfg(unix)]
     {
         use std::os::unix::fs::OpenOptionsExt;
@@ -187,7 +202,7 @@ pub(crate) fn acquire(path: &Path, id: &str, alive: &Arc<()>) -> Result<WriterLo
     let (mut attempts, mut stale) = (0, 0);
     loop {
         attempts += 1;
-        let mut file = open_lock_file(&lock_file).map_err(io)?;
+        let mut file = open_lock_file(&lock_file, true).map_err(io)?;
         let key = key.clone();
         match file.try_lock() {
             // Locked a file its last holder removed (or replaced) since it was opened here.

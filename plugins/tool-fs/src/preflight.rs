@@ -107,7 +107,10 @@ impl Plans {
 /// Arguments that do not decode are not a reason: the registry's check against the schema,
 /// next, refuses them as invalid arguments (a plan must not turn them into a denial). Nor is a
 /// write's path that does not resolve: the call fails with it when it runs, as without a plan.
-#[allow(clippy::too_many_arguments)]
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the plan needs the call, its tool and every piece of the plugin's state it reads"
+)]
 pub(crate) async fn plan(
     plans: &Plans,
     route: Option<&Arc<dyn FileRoute>>,

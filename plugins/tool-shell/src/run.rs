@@ -52,7 +52,10 @@ pub(crate) struct BashArgs {
     pub(crate) command: String,
     pub(crate) timeout_ms: Option<u64>,
     #[serde(default)]
-    #[allow(dead_code)]
+    #[allow(
+        dead_code,
+        reason = "accepted so a model may describe the command; never read"
+    )]
     description: Option<String>,
 }
 

@@ -3,9 +3,9 @@
 //! Compiling a component takes 5 ms to seconds (a JavaScript or Python guest: 1 to 9 s);
 //! loading its compiled artifact takes microseconds to milliseconds, so a second boot must not
 //! compile again. An artifact is machine code the host maps and runs, so it lives in the same
-//! per-user directory as the dylib cache ([`cordis_dylib::Cache`]: 0700, owned by this user,
-//! files 0600, every operation relative to the opened directory, never through a symlink) and
-//! is checked before it is deserialized:
+//! per-user directory as library copies ([`cordis_artifact_cache::Cache`]: 0700, owned by this
+//! user, files 0600, every operation relative to the opened directory, never through a symlink)
+//! and is checked before it is deserialized:
 //!
 //! - its name is the sha256 of the component's sha256 *and* of
 //!   [`wasmtime::Engine::precompile_compatibility_hash`], so another wasmtime version or engine

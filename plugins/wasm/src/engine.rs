@@ -31,7 +31,7 @@ struct Inner {
     /// Dropping it stops the ticker thread.
     _ticker: mpsc::Sender<()>,
     /// True while the ticker thread runs (what the tests watch to see it stop).
-    #[cfg_attr(not(test), allow(dead_code))]
+    #[cfg_attr(not(test), allow(dead_code, reason = "read only by the tests"))]
     ticking: Arc<AtomicBool>,
 }
 
@@ -139,7 +139,7 @@ impl WasmEngine {
         &self,
         bytes: &[u8],
         sha256: &[u8; 32],
-        cache: Option<&cordis_dylib::Cache>,
+        cache: Option<&cordis_artifact_cache::Cache>,
     ) -> Result<(Component, Origin), LoadError> {
         let Some(cache) = cache else {
             return Ok((self.compile(bytes)?, Origin::Compiled));
@@ -182,13 +182,16 @@ impl WasmEngine {
         Ok((self.deserialize(&compiled)?, Origin::Compiled))
     }
 
-    #[allow(unsafe_code)]
+    #[allow(
+        unsafe_code,
+        reason = "`Component::deserialize` trusts its bytes as this engine's compiled code"
+    )]
     fn deserialize(&self, compiled: &[u8]) -> Result<Component, LoadError> {
         // SAFETY: `compiled` is either what `precompile_component` of this engine just returned,
         // or the payload of a cache file whose header and SHA-256 (over the recorded source hash
         // and the code) were verified just now, recorded as compiled from this component, read
         // through a descriptor of the per-user cache directory (0700, owned by this user, never
-        // through a symlink: see `cordis_dylib::cache`), under a name keyed by this engine's
+        // through a symlink: see `cordis_artifact_cache`), under a name keyed by this engine's
         // compatibility hash. wasmtime also checks the artifact's own header and engine settings.
         unsafe { Component::deserialize(self.engine(), compiled) }
             .map_err(|e| LoadError::Cache(format!("cannot load a compiled artifact: {e:#}")))
@@ -199,10 +202,11 @@ impl WasmEngine {
     /// # Errors
     /// The file cannot be read or does not match the pin.
     pub fn read(path: &Path, pin: Option<&[u8; 32]>) -> Result<(Vec<u8>, [u8; 32]), LoadError> {
-        let (bytes, _) = cordis_dylib::read_library(path).map_err(|e| LoadError::Read {
-            path: path.to_owned(),
-            reason: e.to_string(),
-        })?;
+        let (bytes, _) =
+            cordis_artifact_cache::read_library(path).map_err(|e| LoadError::Read {
+                path: path.to_owned(),
+                reason: e.to_string(),
+            })?;
         let sha256: [u8; 32] = Sha256::digest(&bytes).into();
         if let Some(pin) = pin
             && pin != &sha256

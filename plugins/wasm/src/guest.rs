@@ -73,7 +73,7 @@ impl Guest {
         path: &Path,
         pin: Option<&[u8; 32]>,
         grants: &Capabilities,
-        cache: Option<&cordis_dylib::Cache>,
+        cache: Option<&cordis_artifact_cache::Cache>,
     ) -> Result<Guest, LoadError> {
         let (bytes, sha256) = WasmEngine::read(path, pin)?;
         Guest::new(engine, &bytes, sha256, grants, cache)
@@ -88,7 +88,7 @@ impl Guest {
         bytes: &[u8],
         sha256: [u8; 32],
         grants: &Capabilities,
-        cache: Option<&cordis_dylib::Cache>,
+        cache: Option<&cordis_artifact_cache::Cache>,
     ) -> Result<Guest, LoadError> {
         let (component, origin) = engine.component(bytes, &sha256, cache)?;
         Guest::vet(engine, component, sha256, origin, grants)

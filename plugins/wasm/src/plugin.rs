@@ -132,7 +132,7 @@ impl WasmPlugin {
         let (path, pin, grants) = (self.path.clone(), self.sha256, config.capabilities.clone());
         let guest = cordis_dylib::foreign::spawn(move || {
             let engine = WasmEngine::shared()?;
-            let cache = match cordis_dylib::Cache::from_env() {
+            let cache = match cordis_artifact_cache::Cache::from_env() {
                 Ok(cache) => Some(cache),
                 Err(e) => {
                     tracing::warn!("compiling without the artifact cache: {e}");

@@ -426,42 +426,103 @@ function formCard(q) {
   );
 }
 
-async function renderSession(id) {
-  const view = document.getElementById("session-view");
-  let page = null;
+// The shown session's transcript: its items by seq and type (the newest page, fetched again on each
+// change, and the older pages the reader asked for), so a live redraw keeps what was paged in.
+let shown = { id: null, items: new Map(), oldest: null, hasMore: false };
+
+// A result under its call: the card of the result's view, or its text (cut: the log has it all).
+function resultOf(result) {
+  const view = result.view || { title: "", card: { type: "generic" } };
+  const card = view.card || { type: "generic" };
+  const parts = [];
+  if (card.type === "diff" || card.type === "terminal") {
+    parts.push(...cardOf(view).slice(1));
+  } else {
+    let text = view.text;
+    if (text === undefined || text === null) text = typeof result.content === "string" ? result.content : JSON.stringify(result.content);
+    if (text.length > 4000) text = `${text.slice(0, 4000)}… (${text.length - 4000} more characters)`;
+    parts.push(el("pre", {}, text));
+  }
+  return el(
+    "div",
+    { class: result.isError ? "result failed" : "result", "data-seq": String(result.seq) },
+    el("span", { class: "lead" }, result.isError ? `⎿ error${result.code ? ` ${result.code}` : ""}` : "⎿"),
+    ...parts,
+  );
+}
+
+function callOf(call) {
+  return el(
+    "div",
+    { class: "card tool", "data-kind": "call", "data-seq": String(call.seq), "data-tool": call.name },
+    ...cardOf(call.view),
+    ...(call.subCalls || []).map((sub) => el("div", { class: "sub-call" }, callOf(sub))),
+    call.result ? resultOf(call.result) : el("div", { class: "result pending" }, "⎿ running…"),
+  );
+}
+
+// One item of the transcript model (src/session/transcript.rs) as a card.
+function itemOf(item) {
+  const seq = String(item.seq);
+  switch (item.type) {
+    case "user":
+      return el("div", { class: "card user", "data-kind": "user", "data-seq": seq }, el("pre", {}, item.text));
+    case "assistant":
+      return el("div", { class: "card assistant", "data-kind": "assistant", "data-seq": seq }, el("pre", {}, item.text));
+    case "thought":
+      return el("details", { class: "card thought", "data-kind": "thought", "data-seq": seq }, el("summary", {}, "thinking"), el("pre", {}, item.text));
+    case "call":
+      return callOf(item);
+    case "plan":
+      return el(
+        "div",
+        { class: "card plan", "data-kind": "plan", "data-seq": seq },
+        el("ul", {}, ...item.todos.map((t) => el("li", { "data-status": t.status }, `${t.status === "completed" ? "[x]" : t.status === "in_progress" ? "[~]" : "[ ]"} ${t.content}`))),
+      );
+    default:
+      return el("div", { class: item.failure ? "card notice failed" : "card notice", "data-kind": "notice", "data-seq": seq }, el("pre", {}, `(${item.text})`));
+  }
+}
+
+async function fetchTranscript(id, before) {
+  const q = before === undefined ? "" : `?before=${before}`;
   try {
-    page = await api(`/api/sessions/${encodeURIComponent(id)}`);
+    return await api(`/api/sessions/${encodeURIComponent(id)}${q}`);
   } catch (e) {
     // A session opened in the page has no log until its first event.
-    page = { events: [] };
+    return { items: [], hasMore: false, firstSeq: null, live: false };
   }
-  // One card per event: what a person reads first (the message, the tool's card), the event
-  // as logged one click away.
-  const cards = page.events.map((entry) => {
-    const e = entry.event;
-    let kind = "";
-    let shown = [];
-    if (e.type === "user/message") {
-      kind = "user";
-      shown = [el("pre", {}, e.data.content)];
-    } else if (e.type === "assistant/message") {
-      kind = "assistant";
-      shown = [el("pre", {}, e.data.content || "(tool calls only)")];
-    } else if (entry.view) {
-      kind = "tool";
-      shown = cardOf(entry.view.view);
-    }
-    // Bookkeeping events (turns, steps, chunks, headers) are one line each.
-    return el(
-      "div",
-      { class: kind ? `card ${kind}` : "card meta", "data-kind": e.type, "data-seq": String(e.seq) },
-      el("div", { class: "kind" }, `#${e.seq} ${e.type}`),
-      ...shown,
-      el("details", {}, el("summary", {}, "as logged"), el("pre", {}, JSON.stringify(e.data, null, 2))),
-    );
-  });
-  const live = agents.live.find((x) => x.id === id);
+}
+
+// Merges a page into the shown items: what the page covers (its first seq on) is replaced.
+// Items are keyed by seq and type: one answer is a thought, a message and its usage.
+function merge(page, newest) {
+  if (newest && page.firstSeq !== null && page.firstSeq !== undefined) {
+    for (const [key, item] of [...shown.items]) if (item.seq >= page.firstSeq) shown.items.delete(key);
+  }
+  for (const item of page.items) shown.items.set(`${item.seq}:${item.type}`, item);
+  if (!newest || shown.oldest === null) {
+    shown.oldest = page.firstSeq;
+    shown.hasMore = page.hasMore;
+  }
+}
+
+async function renderSession(id, older = false) {
+  const view = document.getElementById("session-view");
+  if (shown.id !== id) shown = { id, items: new Map(), oldest: null, hasMore: false };
+  const page = older ? await fetchTranscript(id, shown.oldest) : await fetchTranscript(id);
+  merge(page, !older);
+  // Usage is bookkeeping here (the agent bar's turn state says enough).
+  const items = [...shown.items.values()].filter((i) => i.type !== "usage").sort((a, b) => a.seq - b.seq);
+  const head = [el("h3", {}, `Session ${id}`)];
+  if (shown.hasMore) {
+    head.push(el("button", { type: "button", id: "older", onclick: () => renderSession(id, true).catch(showError) }, "Show older turns"));
+  }
+  if (items.length > 20) {
+    head.push(el("a", { href: "#", id: "to-latest", onclick: (e) => { e.preventDefault(); view.lastElementChild.scrollIntoView(); } }, "Jump to the latest"));
+  }
   let controls = null;
+  const live = agents.live.find((x) => x.id === id);
   if (live) {
     const text = el("textarea", { id: "prompt", placeholder: "Message the agent" });
     const send = () =>
@@ -476,6 +537,9 @@ async function renderSession(id) {
       el("button", { type: "button", id: "cancel", onclick: () => post(`/api/agents/sessions/${encodeURIComponent(id)}/cancel`, {}).catch(showError) }, "Cancel"),
       el("span", { id: "turn-state", class: live.busy ? "busy" : "", "data-busy": String(live.busy) }, live.busy ? "answering…" : "idle"),
     );
+  } else if (page.heldBy) {
+    // Another process runs it: the page follows its log; its questions are answered there.
+    controls = el("p", { id: "held-by", class: "hint" }, `Running in process ${page.heldBy} (a terminal or an editor): this view follows it live; its questions are answered there.`);
   } else if (agents.available) {
     controls = el(
       "button",
@@ -485,7 +549,7 @@ async function renderSession(id) {
   }
   const kept = document.getElementById("prompt");
   const draft = kept ? kept.value : "";
-  view.replaceChildren(el("h3", {}, `Session ${id}`), ...cards, controls);
+  view.replaceChildren(...head, el("div", { id: "transcript" }, ...items.map(itemOf)), controls);
   const fresh = document.getElementById("prompt");
   if (fresh && draft) fresh.value = draft;
 }
@@ -597,7 +661,8 @@ async function main() {
   if (new URLSearchParams(location.search).get("live") !== "0") {
     const events = new EventSource(`/api/events?token=${encodeURIComponent(token)}`);
     events.addEventListener("reload", () => renderComposition().catch(showError));
-    for (const kind of ["agent", "state", "approval", "form", "answered"]) {
+    // `session`: a log any process wrote (a terminal run, an editor, this page).
+    for (const kind of ["agent", "state", "approval", "form", "answered", "session"]) {
       events.addEventListener(kind, redrawSoon);
     }
   }

@@ -378,7 +378,10 @@ fn tool(name: &str) -> Tool {
 
 /// The `sample` tool: a `sampling/createMessage` to the client (deprecated by SEP-2577, still
 /// sent by servers), answering the client's result as JSON or its error.
-#[allow(deprecated)]
+#[allow(
+    deprecated,
+    reason = "sampling is deprecated by SEP-2577; the fixture still sends it, as servers do"
+)]
 async fn sample(peer: &rmcp::Peer<RoleServer>, args: &Value) -> CallToolResult {
     let mut params = json!({
         "messages": [{"role": "user", "content": {"type": "text", "text": args["prompt"].as_str().unwrap_or("Say hello.")}}],
@@ -400,6 +403,171 @@ async fn sample(peer: &rmcp::Peer<RoleServer>, args: &Value) -> CallToolResult {
         ),
         Ok(_) => text_result("an unexpected answer", true, None),
         Err(e) => text_result(format!("sampling/createMessage failed: {e}"), true, None),
+    }
+}
+
+/// The `ask` tool: an `elicitation/create` to the client (a form, or a page to open when
+/// `url` is set), answering the client's answer as JSON or its error.
+async fn ask(peer: &rmcp::Peer<RoleServer>, args: &Value) -> CallToolResult {
+    let form = args.get("form").cloned().unwrap_or_else(|| {
+        json!({
+            "type": "object",
+            "properties": {
+                "name": {"type": "string", "minLength": 1},
+                "age": {"type": "integer", "minimum": 0},
+                "color": {"type": "string", "enum": ["red", "blue"], "default": "red"}
+            },
+            "required": ["name"]
+        })
+    });
+    let page = match &args["url"] {
+        Value::String(url) => Some(url.clone()),
+        Value::Bool(true) => Some("https://example.test/x".to_owned()),
+        _ => None,
+    };
+    let params = if let Some(url) = page {
+        json!({"mode": "url", "message": "Open this", "url": url, "elicitationId": "e1"})
+    } else {
+        json!({"mode": "form", "message": "Who are you?", "requestedSchema": form})
+    };
+    let asked = serde_json::from_value(params)
+        .map_err(|e| e.to_string())
+        .map(|p| ServerRequest::ElicitRequest(ElicitRequest::new(p)));
+    match asked {
+        Err(e) => text_result(format!("cannot build the request: {e}"), true, None),
+        Ok(request) => match peer.send_request(request).await {
+            Ok(ClientResult::ElicitResult(answer)) => {
+                // A page the user said they would open: done at once here.
+                if args
+                    .get("url")
+                    .is_some_and(|u| !u.is_null() && u != &json!(false))
+                    && serde_json::to_value(&answer)
+                        .ok()
+                        .is_some_and(|a| a["action"] == "accept")
+                {
+                    let done = rmcp::model::CustomNotification::new(
+                        "notifications/elicitation/complete",
+                        Some(json!({"elicitationId": "e1"})),
+                    );
+                    let _ = peer
+                        .send_notification(rmcp::model::ServerNotification::CustomNotification(
+                            done,
+                        ))
+                        .await;
+                }
+                text_result(
+                    serde_json::to_string(&answer).unwrap_or_default(),
+                    false,
+                    None,
+                )
+            }
+            Ok(_) => text_result("an unexpected answer", true, None),
+            Err(e) => text_result(format!("elicitation/create failed: {e}"), true, None),
+        },
+    }
+}
+
+/// The `roots` tool: `roots/list` to a client that declared roots, answering them with the
+/// declared capabilities.
+#[allow(
+    deprecated,
+    reason = "roots are deprecated for the stateless protocol; the client speaks the initialize one"
+)]
+async fn roots(peer: &rmcp::Peer<RoleServer>) -> CallToolResult {
+    // As a real server does: ask only a client that declared roots.
+    let declared: Vec<String> = peer
+        .peer_info()
+        .and_then(|info| serde_json::to_value(&info.capabilities).ok())
+        .and_then(|c| c.as_object().map(|o| o.keys().cloned().collect()))
+        .unwrap_or_default();
+    if !declared.iter().any(|k| k == "roots") {
+        text_result(
+            format!("the client declared no roots: {declared:?}"),
+            true,
+            None,
+        )
+    } else {
+        match peer.list_roots().await {
+            Ok(roots) => text_result(
+                json!({"capabilities": declared, "roots": roots.roots}).to_string(),
+                false,
+                None,
+            ),
+            Err(e) => text_result(format!("roots/list failed: {e}"), true, None),
+        }
+    }
+}
+
+impl Fixture {
+    /// The `progress` tool: `steps` progress notifications `everyMs` apart, until cancelled.
+    async fn progress(&self, args: &Value, context: &RequestContext<RoleServer>) -> CallToolResult {
+        let steps = args["steps"].as_u64().unwrap_or(3);
+        let every = args["everyMs"].as_u64().unwrap_or(50);
+        let token = context.meta.get_progress_token();
+        self.log(&format!("progress token {}", token.is_some()));
+        for i in 1..=steps {
+            tokio::select! {
+                () = tokio::time::sleep(Duration::from_millis(every)) => {}
+                () = context.ct.cancelled() => {
+                    self.log("cancelled progress");
+                    return text_result("cancelled", true, None);
+                }
+            }
+            if let Some(token) = token.clone() {
+                let mut p = ProgressNotificationParam::new(token, i as f64);
+                p.total = Some(steps as f64);
+                p.message = Some(format!("step {i}"));
+                let _ = context.peer.notify_progress(p).await;
+            }
+        }
+        text_result(format!("done after {steps} steps"), false, None)
+    }
+
+    /// The `toggle` tool: adds prompts or resources (notifying their list's change), or else
+    /// changes the tool list and its failure modes (notifying unless `silent`).
+    async fn toggle(&self, args: &Value, peer: &rmcp::Peer<RoleServer>) -> CallToolResult {
+        let catalog_change = {
+            let mut st = self.lock();
+            let mut prompts = false;
+            let mut resources = false;
+            if let Some(p) = args["prompt"].as_str() {
+                st.prompts.insert(p.to_owned());
+                prompts = true;
+            }
+            if let Some(r) = args["resource"].as_str() {
+                st.resources.insert(r.to_owned());
+                resources = true;
+            }
+            if args.get("duplicatePrompt").is_some() {
+                st.duplicate_prompt = args["duplicatePrompt"].as_bool().unwrap_or(false);
+                prompts = true;
+            }
+            (prompts, resources)
+        };
+        if catalog_change.0 {
+            let _ = peer.notify_prompt_list_changed().await;
+        }
+        if catalog_change.1 {
+            let _ = peer.notify_resource_list_changed().await;
+        }
+        if catalog_change != (false, false) {
+            return text_result("toggled", false, None);
+        }
+        {
+            let mut st = self.lock();
+            for n in string_list(args.get("add")) {
+                st.tools.insert(n);
+            }
+            for n in string_list(args.get("remove")) {
+                st.tools.remove(&n);
+            }
+            st.fail_list = args["failList"].as_bool().unwrap_or(false);
+            st.duplicate = args["duplicate"].as_bool().unwrap_or(false);
+        }
+        if !args["silent"].as_bool().unwrap_or(false) {
+            let _ = peer.notify_tool_list_changed().await;
+        }
+        text_result("toggled", false, None)
     }
 }
 
@@ -606,8 +774,6 @@ impl ServerHandler for Fixture {
         Ok(result)
     }
 
-    // Roots are deprecated for the stateless protocol; the client speaks the initialize one.
-    #[allow(deprecated)]
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
@@ -683,152 +849,16 @@ impl ServerHandler for Fixture {
                 {"type": "audio", "mimeType": "audio/wav", "data": "UklGRiQAAABXQVZFZm10IBAAAAABAAEAQB8AAEAfAAABAAgAZGF0YQAAAAA="}
             ]}))
             .unwrap_or_else(|e| panic!("fixture audio: {e}")),
-            "progress" => {
-                let steps = args["steps"].as_u64().unwrap_or(3);
-                let every = args["everyMs"].as_u64().unwrap_or(50);
-                let token = context.meta.get_progress_token();
-                self.log(&format!("progress token {}", token.is_some()));
-                for i in 1..=steps {
-                    tokio::select! {
-                        () = tokio::time::sleep(Duration::from_millis(every)) => {}
-                        () = context.ct.cancelled() => {
-                            self.log("cancelled progress");
-                            return Ok(CallToolResponse::Complete(text_result("cancelled", true, None)));
-                        }
-                    }
-                    if let Some(token) = token.clone() {
-                        let mut p = ProgressNotificationParam::new(token, i as f64);
-                        p.total = Some(steps as f64);
-                        p.message = Some(format!("step {i}"));
-                        let _ = context.peer.notify_progress(p).await;
-                    }
-                }
-                text_result(format!("done after {steps} steps"), false, None)
-            }
-            // Deprecated for the stateless protocol; the client speaks the initialize one.
-            #[allow(deprecated)]
+            "progress" => self.progress(&args, &context).await,
             "structured" => match args["mode"].as_str().unwrap_or("good") {
                 "bad" => text_result("3", false, Some(json!({"sum": "3"}))),
                 "missing" => text_result("3", false, None),
                 _ => text_result("3", false, Some(json!({"sum": 3}))),
             },
-            "ask" => {
-                let form = args.get("form").cloned().unwrap_or_else(|| json!({
-                    "type": "object",
-                    "properties": {
-                        "name": {"type": "string", "minLength": 1},
-                        "age": {"type": "integer", "minimum": 0},
-                        "color": {"type": "string", "enum": ["red", "blue"], "default": "red"}
-                    },
-                    "required": ["name"]
-                }));
-                let page = match &args["url"] {
-                    Value::String(url) => Some(url.clone()),
-                    Value::Bool(true) => Some("https://example.test/x".to_owned()),
-                    _ => None,
-                };
-                let params = if let Some(url) = page {
-                    json!({"mode": "url", "message": "Open this", "url": url, "elicitationId": "e1"})
-                } else {
-                    json!({"mode": "form", "message": "Who are you?", "requestedSchema": form})
-                };
-                let asked = serde_json::from_value(params)
-                    .map_err(|e| e.to_string())
-                    .map(|p| ServerRequest::ElicitRequest(ElicitRequest::new(p)));
-                match asked {
-                    Err(e) => text_result(format!("cannot build the request: {e}"), true, None),
-                    Ok(request) => match context.peer.send_request(request).await {
-                        Ok(ClientResult::ElicitResult(answer)) => {
-                            // A page the user said they would open: done at once here.
-                            if args.get("url").is_some_and(|u| !u.is_null() && u != &json!(false))
-                                && serde_json::to_value(&answer).ok().is_some_and(|a| a["action"] == "accept")
-                            {
-                                let done = rmcp::model::CustomNotification::new(
-                                    "notifications/elicitation/complete",
-                                    Some(json!({"elicitationId": "e1"})),
-                                );
-                                let _ = context
-                                    .peer
-                                    .send_notification(rmcp::model::ServerNotification::CustomNotification(done))
-                                    .await;
-                            }
-                            text_result(
-                                serde_json::to_string(&answer).unwrap_or_default(),
-                                false,
-                                None,
-                            )
-                        }
-                        Ok(_) => text_result("an unexpected answer", true, None),
-                        Err(e) => text_result(format!("elicitation/create failed: {e}"), true, None),
-                    },
-                }
-            }
+            "ask" => ask(&context.peer, &args).await,
             "sample" => sample(&context.peer, &args).await,
-            "roots" => {
-                // As a real server does: ask only a client that declared roots.
-                let declared: Vec<String> = context
-                    .peer
-                    .peer_info()
-                    .and_then(|info| serde_json::to_value(&info.capabilities).ok())
-                    .and_then(|c| c.as_object().map(|o| o.keys().cloned().collect()))
-                    .unwrap_or_default();
-                if !declared.iter().any(|k| k == "roots") {
-                    text_result(format!("the client declared no roots: {declared:?}"), true, None)
-                } else {
-                    match context.peer.list_roots().await {
-                        Ok(roots) => text_result(
-                            json!({"capabilities": declared, "roots": roots.roots}).to_string(),
-                            false,
-                            None,
-                        ),
-                        Err(e) => text_result(format!("roots/list failed: {e}"), true, None),
-                    }
-                }
-            }
-            "toggle" => {
-                let catalog_change = {
-                    let mut st = self.lock();
-                    let mut prompts = false;
-                    let mut resources = false;
-                    if let Some(p) = args["prompt"].as_str() {
-                        st.prompts.insert(p.to_owned());
-                        prompts = true;
-                    }
-                    if let Some(r) = args["resource"].as_str() {
-                        st.resources.insert(r.to_owned());
-                        resources = true;
-                    }
-                    if args.get("duplicatePrompt").is_some() {
-                        st.duplicate_prompt = args["duplicatePrompt"].as_bool().unwrap_or(false);
-                        prompts = true;
-                    }
-                    (prompts, resources)
-                };
-                if catalog_change.0 {
-                    let _ = context.peer.notify_prompt_list_changed().await;
-                }
-                if catalog_change.1 {
-                    let _ = context.peer.notify_resource_list_changed().await;
-                }
-                if catalog_change != (false, false) {
-                    return Ok(CallToolResponse::Complete(text_result("toggled", false, None)));
-                }
-                {
-                    let mut st = self.lock();
-                    for n in string_list(args.get("add")) {
-                        st.tools.insert(n);
-                    }
-                    for n in string_list(args.get("remove")) {
-                        st.tools.remove(&n);
-                    }
-                    st.fail_list = args["failList"].as_bool().unwrap_or(false);
-                    st.duplicate = args["duplicate"].as_bool().unwrap_or(false);
-                }
-                if !args["silent"].as_bool().unwrap_or(false) {
-                    let _ = context.peer.notify_tool_list_changed().await;
-                }
-                text_result("toggled", false, None)
-            }
+            "roots" => roots(&context.peer).await,
+            "toggle" => self.toggle(&args, &context.peer).await,
             other => text_result(format!("{other} ran"), false, None),
         };
         Ok(CallToolResponse::Complete(result))

@@ -1,7 +1,10 @@
 //! A minimal hand-written streamable-HTTP MCP server (plain JSON answers), shared by the HTTP
 //! tests and the SSE memory bench: it can flood a call with an event that never ends, or
 //! answer one nested past the parser's limit.
-#![allow(dead_code)] // each user takes what it needs
+#![allow(
+    dead_code,
+    reason = "shared by the tests and a bench; each uses only some of it"
+)]
 
 pub mod oauth;
 

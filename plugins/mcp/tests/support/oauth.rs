@@ -7,7 +7,10 @@
 //! token and `403 insufficient_scope` for its `admin` tool without scope `mcp:admin`.
 //!
 //! Shared by the plugin's tests and the CLI's (`tests/mcp_auth.rs` includes this file).
-#![allow(dead_code)] // each user takes what it needs
+#![allow(
+    dead_code,
+    reason = "shared by the plugin's and the CLI's tests; each uses only some of it"
+)]
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};

@@ -7,7 +7,10 @@
 //! `cabi_realloc`, and `$ok`/`$err` write a `result<string, string>` to a fixed return area.
 //! A guest's call body is WAT with `{name}` placeholders for its strings.
 
-#![allow(dead_code)]
+#![allow(
+    dead_code,
+    reason = "shared by tests, a bench and an example; each uses only some guests"
+)]
 
 /// The host's world.
 pub const WORLD: &str = include_str!("../../wit/world.wit");

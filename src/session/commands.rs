@@ -74,7 +74,7 @@ pub(crate) fn editor_commands() -> impl Iterator<Item = &'static Command> {
 
 /// `/usage`: the tokens the model reported in the agent's session, from its log.
 pub(crate) fn usage_text(agent: &cordis_agent_loop::Agent) -> String {
-    let (messages, input, output) = super::run::usage_since(agent, 0);
+    let (messages, input, output) = crate::session::usage::usage_since(agent, 0);
     format!(
         "session {}: {input} tokens in, {output} tokens out, over {messages} model answers that reported usage",
         agent.session().id()
@@ -89,7 +89,7 @@ pub(crate) fn permissions(
     root: &cordis_runtime::Context,
     rest: &str,
 ) -> Result<Vec<String>, String> {
-    use super::render::safe;
+    use crate::cli::render::safe;
     let (Some(now), Some(approvals)) = (
         agent.permissions(),
         root.get::<cordis_approvals::Approvals>(),

@@ -1,13 +1,17 @@
 //! Host memory while an MCP server answers a 3 MB text result (issue 40, finding 8): the
 //! answer is read (it is under `maxMessageBytes`), parsed, cut to `maxResultText`, and only the
-//! cut result is kept: `cargo test -p cordis-mcp-fixture --test result_memory -- --nocapture`
-//! prints the numbers. Counted by a global allocator that tracks the bytes live on the heap:
+//! cut result is kept. Counted by a global allocator that tracks the bytes live on the heap:
 //! the peak growth of the call stays under [`PEAK_BOUND`], and what is still live after it,
-//! the result included, under [`KEPT_BOUND`].
+//! the result included, under [`KEPT_BOUND`]. This prints the numbers:
+//! `cargo test -p cordis-mcp-fixture --test client result_memory -- --nocapture`.
 //!
-//! A test binary of its own: nothing else runs in this process while it counts.
+//! Nothing else may run in the process while it counts, and the binary's other tests run in
+//! parallel: the test re-executes this binary with [`ENV_CHILD`] set and `--exact
+//! result_memory::measured_child`, which turns `measured_child` into the call alone in its
+//! process. Elsewhere `measured_child` returns at once; the allocator only observes.
 
 use std::alloc::{GlobalAlloc, Layout, System};
+use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
@@ -16,6 +20,9 @@ use cordis_runtime::prelude::*;
 use cordis_system_prompt::{SystemPromptConfig, SystemPromptPlugin};
 use cordis_tools::{ToolCall, ToolRegistry, ToolsConfig, ToolsPlugin};
 use serde_json::json;
+
+/// Set in the re-executed process: `measured_child` measures there.
+const ENV_CHILD: &str = "CORDIS_MCP_FIXTURE_MEASURE";
 
 /// The answer's size.
 const ANSWER: usize = 3_000_000;
@@ -44,7 +51,10 @@ fn grew(by: usize) {
 // SAFETY: every call is passed to `System` unchanged; the counters only observe. (A global
 // allocator is unsafe to implement; counting is the one way to see the heap, not the
 // allocator's retained pages, which `VmRSS` shows.)
-#[allow(unsafe_code)]
+#[allow(
+    unsafe_code,
+    reason = "a global allocator implements the unsafe `GlobalAlloc` trait"
+)]
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         // SAFETY: as the caller promised for `layout`.
@@ -75,8 +85,44 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static COUNTING: Counting = Counting;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_three_megabyte_mcp_result_is_cut_without_holding_more_than_the_bound() {
+#[test]
+fn a_three_megabyte_mcp_result_is_cut_without_holding_more_than_the_bound() {
+    let exe = std::env::current_exe().unwrap();
+    let out = Command::new(exe)
+        .args([
+            "--exact",
+            "result_memory::measured_child",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(ENV_CHILD, "1")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    print!("{stdout}");
+    eprint!("{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "the measured process failed");
+    assert!(
+        stdout.contains("heap peak"),
+        "the measured process ran no call"
+    );
+}
+
+#[test]
+fn measured_child() {
+    if std::env::var_os(ENV_CHILD).is_none() {
+        return; // not the measured process
+    }
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(measure());
+}
+
+/// The measured call, in a process where nothing else runs.
+async fn measure() {
     let root = Context::root();
     root.plugin(ToolsPlugin, ToolsConfig::default());
     root.plugin(SystemPromptPlugin, SystemPromptConfig::default());

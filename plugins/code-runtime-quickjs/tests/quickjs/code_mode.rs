@@ -2,6 +2,9 @@
 //! declares the scope's tools, the runtime runs the model's program against bindings, and the
 //! outcome becomes the one `run_code` result (the reference's golden turn: two sub-calls, then
 //! `"captured output\nCODE_ONE+CODE_TWO"`).
+//!
+//! A module of the engine's test binary, not a binary of `cordis-code-mode`'s own (one binary
+//! links faster than two).
 
 use std::sync::{Arc, Mutex};
 

@@ -1,4 +1,8 @@
-//! The per-user library cache: where a library's bytes are copied before they are loaded.
+//! The per-user artifact cache: where plugin files are copied (or compiled artifacts stored)
+//! before the host maps and runs them. Both loaders share it: `cordis-dylib` loads a verified
+//! copy of a library ([`Cache::materialize`]), `cordis-wasm` stores and reads compiled
+//! components ([`Cache::store`], [`Cache::read`]); both read the configured file with
+//! [`read_library`] (no symlink, no FIFO).
 //!
 //! # Why a copy, and why this way
 //! A library is never unloaded, and a second `dlopen` of the same path returns the old code, so
@@ -21,6 +25,7 @@
 //! # Location
 //! `CORDIS_DYLIB_CACHE` if set, else `$XDG_CACHE_HOME/cordis/dylib` (an absolute
 //! `XDG_CACHE_HOME`), else `$HOME/.cache/cordis/dylib`. The same checks apply to all three.
+#![cfg(unix)]
 
 use std::ffi::OsString;
 use std::fs::File;
@@ -268,9 +273,12 @@ impl Cache {
         Ok(outcome)
     }
 
-    /// A readable descriptor of a cache file holding exactly `bytes` (whose sha256 is `hash`):
-    /// the existing copy if it checks out, else a fresh one.
-    pub(crate) fn materialize(
+    /// A readable descriptor of a cache file holding exactly `bytes` (whose sha256 is `hash`),
+    /// named `<sha256>-<file_name>`: the existing copy if it checks out, else a fresh one.
+    ///
+    /// # Errors
+    /// The copy cannot be created or written, or its bytes changed while it was written.
+    pub fn materialize(
         &self,
         bytes: &[u8],
         hash: &[u8; 32],
@@ -444,7 +452,7 @@ pub fn file_sha256(path: &Path) -> std::io::Result<[u8; 32]> {
 }
 
 /// The sha256 of everything in `file`, read through its descriptor from offset 0.
-pub(crate) fn sha256_of(file: &File) -> std::io::Result<[u8; 32]> {
+fn sha256_of(file: &File) -> std::io::Result<[u8; 32]> {
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; 64 * 1024];
     let mut offset = 0u64;
@@ -459,7 +467,7 @@ pub(crate) fn sha256_of(file: &File) -> std::io::Result<[u8; 32]> {
 }
 
 /// Lower-case hex.
-pub(crate) fn hex(bytes: &[u8]) -> String {
+pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 

@@ -2,6 +2,9 @@
 //! rollback, crash and reconnect, timeouts and cancellation, the scrubbed environment, and
 //! disposal that leaves no process.
 //!
+//! One binary: these tests, the client's features beyond tools (`features`), and the heap bound
+//! of a large result (`result_memory`, which counts in a process of its own).
+//!
 //! Deadlines here only turn a hang into a failure; nothing measures speed.
 
 use std::path::Path;
@@ -16,6 +19,7 @@ use cordis_tools::{ToolsConfig, ToolsPlugin};
 use serde_json::{Value, json};
 
 mod features;
+mod result_memory;
 
 const DEADLINE: Duration = Duration::from_secs(30);
 
