@@ -796,3 +796,106 @@ fn every_piped_line_reaches_the_model_in_order_however_many_are_piped() {
     assert_eq!(stdout.matches("> message ").count(), 200, "{stdout}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `cordis run ARGS` in `dir` with nothing on stdin: its exit code, stdout and stderr.
+fn headless(dir: &Path, args: &[&str]) -> (Option<i32>, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_cordis"))
+        .env("XDG_STATE_HOME", dir.join(".state"))
+        .env_remove("CORDIS_LLM")
+        .env("RUST_LOG", "off")
+        .arg("run")
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    (out.status.code(), text(&out.stdout), text(&out.stderr))
+}
+
+#[test]
+fn a_headless_task_prints_one_json_result_with_its_answer_usage_and_denied_calls() {
+    let dir = fresh_dir("headless");
+    let (code, stdout, stderr) =
+        headless(&dir, &["-p", "show me the demo", "--output-format", "json"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(stdout.lines().count(), 1, "one object: {stdout}");
+    let result: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(result["status"], "completed", "{result}");
+    assert_eq!(
+        result["endReason"],
+        serde_json::json!({"kind": "completed"})
+    );
+    assert!(
+        result["answer"]
+            .as_str()
+            .unwrap()
+            .starts_with("Noted. Every turn of this demo"),
+        "{result}"
+    );
+    assert_eq!(result["usage"]["answers"], 6, "{result}");
+    // Nobody to ask: the write and the command were denied, and the result says by what.
+    let denied: Vec<(&str, &str)> = result["denied"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| (d["tool"].as_str().unwrap(), d["by"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        denied,
+        [("write_file", "no-approver"), ("bash", "no-approver")],
+        "{result}"
+    );
+    let session = result["sessionId"].as_str().unwrap();
+    assert!(
+        common::sessions_dir(&dir)
+            .join(format!("{session}.jsonl"))
+            .exists()
+    );
+
+    // stream-json: every line an object, the log's events in order, the result last.
+    let (code, stdout, stderr) = headless(
+        &dir,
+        &["-p", "again", "--output-format", "stream-json", "--yes"],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    let lines: Vec<serde_json::Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    assert_eq!(lines[0]["type"], "turn/start");
+    let seqs: Vec<u64> = lines[..lines.len() - 1]
+        .iter()
+        .map(|l| l["seq"].as_u64().unwrap())
+        .collect();
+    assert!(seqs.windows(2).all(|w| w[1] == w[0] + 1), "{seqs:?}");
+    let last = lines.last().unwrap();
+    assert_eq!(last["type"], "result");
+    assert_eq!(last["status"], "completed");
+    assert_eq!(
+        last["denied"],
+        serde_json::json!([]),
+        "--yes allowed every call"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_headless_task_stopped_by_its_step_limit_exits_5_and_bad_arguments_exit_2() {
+    let dir = fresh_dir("headless-limit");
+    let bundled = std::fs::read_to_string(dir.join("cordis.yml")).unwrap();
+    let limited = bundled.replacen("config: {maxSteps: 16}", "config: {maxSteps: 2}", 1);
+    assert_ne!(limited, bundled, "the bundled agent-loop entry");
+    std::fs::write(dir.join("cordis.yml"), limited).unwrap();
+    let (code, stdout, stderr) = headless(&dir, &["-p", "go", "--output-format", "json"]);
+    assert_eq!(code, Some(5), "{stderr}");
+    let result: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(result["status"], "turn-limit", "{result}");
+    assert_eq!(result["endReason"]["kind"], "max-steps", "{result}");
+
+    let (code, _, stderr) = headless(&dir, &["-p", "  "]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("--prompt is empty"), "{stderr}");
+    let (code, _, stderr) = headless(&dir, &["--output-format", "json"]);
+    assert_eq!(code, Some(2), "--output-format needs --prompt: {stderr}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

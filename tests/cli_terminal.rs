@@ -256,6 +256,8 @@ fn ctrl_c_cancels_the_turn_and_its_command_the_session_goes_on_and_twice_exits()
         "{}",
         term.screen()
     );
+    // Two turns cancelled by the person: neither is a failure.
+    assert!(!term.screen().contains("failed"), "{}", term.screen());
     let events = log_events(&dir, "c");
     let ends: Vec<&serde_json::Value> = events
         .iter()

@@ -735,6 +735,24 @@ fn a_session_started_in_the_page_asks_there_and_its_log_is_the_one_cordis_histor
         return;
     };
     let (mut page, session) = new_session_in_page(&binary, &url);
+    // The page lists the slash commands the session core answers, and answers one without a
+    // turn (nothing reaches the model: the script's first answer stays for the next prompt).
+    page.wait_for(
+        "document.querySelector('#commands [data-command=\"permissions\"]')",
+        "the commands listed",
+    );
+    page.eval("document.getElementById('prompt').value = '/permissions'; document.getElementById('send').click()");
+    let answered = page.wait_for(
+        "!document.getElementById('command-answer').hidden && document.getElementById('command-answer').textContent",
+        "the answer to /permissions",
+    );
+    assert!(
+        answered
+            .as_str()
+            .unwrap()
+            .starts_with("permission mode: ask"),
+        "{answered}"
+    );
     page.eval("document.getElementById('prompt').value = 'write the notes'; document.getElementById('send').click()");
     // The question comes to the page, with the edit's diff.
     page.wait_for(

@@ -2,13 +2,15 @@
 
 use std::path::{Path, PathBuf};
 
-use cordis_agent_loop::{Agent, AgentLoop, AgentOptions, CreateAgentError};
+use cordis_agent_loop::{Agent, AgentLoop, AgentOptions};
+
+use crate::session::open::OpenError;
 use cordis_agent_presets::{AgentPresets, PresetError};
 use cordis_host::Builtins;
 use cordis_host::plan::PlanOptions;
 use cordis_host::reload::LiveConfig;
 use cordis_runtime::{Context, Policy, Schedule};
-use cordis_session::{CreateOptions, Session, SessionError};
+use cordis_session::{Session, SessionError};
 
 use super::protocol::{SessionMode, SessionModeState};
 use super::rpc::RpcError as Error;
@@ -244,13 +246,15 @@ impl Composition<'_> {
         let root = booted.root().clone();
         let roster = root.get::<AgentPresets>();
         if booted.agent.context().is_none() {
-            let agents = root.get::<AgentLoop>().ok_or_else(|| {
-                internal(format!("{} provides no agent after the reload", self.file))
-            })?;
+            if root.get::<AgentLoop>().is_none() {
+                return Err(internal(format!(
+                    "{} provides no agent after the reload",
+                    self.file
+                )));
+            }
             let preset = booted.agent.session().preset();
             let (agent, _) = open_agent(
-                &agents,
-                roster.as_deref(),
+                &root,
                 preset.as_deref(),
                 &booted.cwd,
                 &Opening::Load(id.to_owned()),
@@ -359,7 +363,7 @@ impl Composition<'_> {
                 "cordis acp: an entry of the session's composition is not active"
             );
         }
-        let Some(agents) = root.get::<AgentLoop>() else {
+        if root.get::<AgentLoop>().is_none() {
             let problems: Vec<String> = report
                 .entries
                 .iter()
@@ -388,7 +392,7 @@ impl Composition<'_> {
                 "{} provides no agent (no `agent-loop` service): {why}",
                 self.file
             )));
-        };
+        }
         // The client's servers join this session's composition only; their tools register in
         // its registry before the agent exists (or the session log is created).
         if let Err(e) = connect_mcp(&root, cwd, mcp_servers).await {
@@ -396,15 +400,7 @@ impl Composition<'_> {
             return Err(e);
         }
         let roster = root.get::<AgentPresets>();
-        match open_agent(
-            &agents,
-            roster.as_deref(),
-            self.preset.as_deref(),
-            cwd,
-            opening,
-        )
-        .await
-        {
+        match open_agent(&root, self.preset.as_deref(), cwd, opening).await {
             Ok((agent, preset)) => {
                 let modes = match (&roster, preset) {
                     (Some(roster), Some(current)) => Some(modes(roster, current).await),
@@ -520,87 +516,25 @@ fn preset_error(e: PresetError) -> Error {
     }
 }
 
-/// Opens (or creates) the session log, checks its cwd, and creates the agent on it, joined to
-/// its preset when the file has a roster: `preset` (or the roster's default) for a new
-/// session, the one its log resolves to for a loaded one. Returns the agent and its preset.
+/// Opens (or creates) the session log, checks its cwd, and creates the agent on it through the
+/// session core ([`crate::session::open::join_agent`]), joined to its preset when the file has
+/// a roster: `preset` (or the roster's default) for a new session, the one its log records for
+/// a loaded one. Returns the agent and the preset it joined.
 async fn open_agent(
-    agents: &AgentLoop,
-    roster: Option<&AgentPresets>,
+    root: &Context,
     preset: Option<&str>,
     cwd: &Path,
     opening: &Opening,
 ) -> Result<(Agent, Option<String>), Error> {
-    let store = agents.sessions();
-    // Held until the agent has opened the same (shared) session, so its header is ours.
-    let (_session, standing): (Session, _) = match opening {
-        Opening::New(id) => {
-            let standing = match roster {
-                Some(roster) => Some(
-                    roster
-                        .standing_key_for(preset)
-                        .await
-                        .map_err(preset_error)?,
-                ),
-                None if preset.is_some() => {
-                    return Err(internal(
-                        "--preset needs an `agent-presets` entry in the config (see the bundled cordis.yml)",
-                    ));
-                }
-                None => None,
-            };
-            let mut create = CreateOptions::default().cwd(cwd.display().to_string());
-            if let Some(standing) = &standing {
-                create = create.agent_preset(standing.preset.clone());
-            }
-            let session = store
-                .create_with(id, create)
-                .await
-                .map_err(|e| internal(format!("cannot create session {id}: {e}")))?;
-            (session, standing)
-        }
+    let agents = crate::session::open::agent_loop(root).map_err(|e| internal(e.to_string()))?;
+    let (id, preset, _session): (&String, Option<String>, Option<Session>) = match opening {
+        Opening::New(id) => (id, preset.map(str::to_owned), None),
         Opening::Load(id) => {
-            let (session, _report) = store.open(id).await.map_err(|e| match e {
-                SessionError::NotFound { .. } | SessionError::InvalidId { .. } => {
-                    Error::not_found(format!("unknown session {id}"))
-                }
-                SessionError::SessionLocked { pid, .. } => {
-                    let holder = pid
-                        .map_or_else(|| "another process".to_owned(), |p| format!("process {p}"));
-                    invalid_params(format!("session {id} is open in {holder}"))
-                }
-                other => internal(format!("cannot open session {id}: {other}")),
-            })?;
-            // Checked before any agent exists, so a refused load starts nothing.
-            match session.header().cwd.as_deref().map(PathBuf::from) {
-                Some(saved) if saved.is_absolute() => {
-                    if saved != cwd {
-                        return Err(invalid_params(format!(
-                            "session {id} belongs to {}, not {}",
-                            saved.display(),
-                            cwd.display()
-                        )));
-                    }
-                }
-                _ => {
-                    return Err(invalid_params(format!(
-                        "session {id} records no absolute cwd, so it cannot be loaded into a workspace"
-                    )));
-                }
-            }
-            let standing = match roster {
-                Some(roster) => Some(
-                    roster
-                        .standing_key_for(session.preset().as_deref())
-                        .await
-                        .map_err(preset_error)?,
-                ),
-                None => None,
-            };
-            (session, standing)
+            // Held until the agent has opened the same (shared) session; checked before any
+            // agent exists, so a refused load starts nothing.
+            let session = open_checked(agents.sessions(), id, cwd).await?;
+            (id, session.preset(), Some(session))
         }
-    };
-    let id = match opening {
-        Opening::New(id) | Opening::Load(id) => id,
     };
     let model = agents
         .llm()
@@ -608,21 +542,56 @@ async fn open_agent(
         .map_or_else(|| "default".to_owned(), str::to_owned);
     let mut options = AgentOptions::new(AGENT_ID, model);
     options.session_id = Some(id.clone());
-    if let Some(standing) = &standing {
-        // What the roster's create_agent does, on the session created above with its cwd.
-        options.parent_scope = Some(standing.key.0);
-        options.agent_preset = Some(standing.preset.clone());
-    }
-    let agent = agents.create_agent(options).await.map_err(|e| match e {
-        CreateAgentError::Session {
-            source: SessionError::SessionLocked { pid, .. },
-            ..
-        } => {
+    options.cwd = Some(cwd.display().to_string());
+    let agent = crate::session::open::join_agent(root, options, preset.as_deref())
+        .await
+        .map_err(|e| match e {
+            e if e.is_unknown_preset() => invalid_params(e.to_string()),
+            OpenError::Locked { id, holder } => {
+                invalid_params(format!("session {id} is open in {holder}"))
+            }
+            OpenError::NoRoster => internal(
+                "--preset needs an `agent-presets` entry in the config (see the bundled cordis.yml)",
+            ),
+            OpenError::Create(why) => internal(format!("cannot start the agent: {why}")),
+            other => internal(other.to_string()),
+        })?;
+    let joined = crate::session::open::joined_preset(root, &agent);
+    Ok((agent, joined))
+}
+
+/// Opens persisted session `id` (taking its lock) and checks it belongs to `cwd`.
+async fn open_checked(
+    store: &cordis_session::SessionStore,
+    id: &str,
+    cwd: &Path,
+) -> Result<Session, Error> {
+    let (session, _report) = store.open(id).await.map_err(|e| match e {
+        SessionError::NotFound { .. } | SessionError::InvalidId { .. } => {
+            Error::not_found(format!("unknown session {id}"))
+        }
+        SessionError::SessionLocked { pid, .. } => {
             let holder =
                 pid.map_or_else(|| "another process".to_owned(), |p| format!("process {p}"));
             invalid_params(format!("session {id} is open in {holder}"))
         }
-        other => internal(format!("cannot start the agent: {other}")),
+        other => internal(format!("cannot open session {id}: {other}")),
     })?;
-    Ok((agent, standing.map(|s| s.preset)))
+    match session.header().cwd.as_deref().map(PathBuf::from) {
+        Some(saved) if saved.is_absolute() => {
+            if saved != cwd {
+                return Err(invalid_params(format!(
+                    "session {id} belongs to {}, not {}",
+                    saved.display(),
+                    cwd.display()
+                )));
+            }
+        }
+        _ => {
+            return Err(invalid_params(format!(
+                "session {id} records no absolute cwd, so it cannot be loaded into a workspace"
+            )));
+        }
+    }
+    Ok(session)
 }

@@ -423,6 +423,23 @@ pub struct RunArgs {
     /// Print only the conversation and errors: no session banner, no per-turn footer.
     #[arg(long, short = 'q', conflicts_with = "verbose")]
     pub quiet: bool,
+    /// Headless: run PROMPT as one task and exit (for scripts and CI). Nothing is read from
+    /// stdin; calls that would ask are denied unless --yes or --approve TOOL. Exit 0 done, 1
+    /// failed or cancelled, 2 configuration, 3 the session is open elsewhere, 5 the step limit.
+    #[arg(long, short = 'p', value_name = "PROMPT", conflicts_with = "watch")]
+    pub prompt: Option<String>,
+    /// With --prompt, what stdout holds: `text` (the answer, as a piped run prints it), `json`
+    /// (one object at the end: sessionId, status, endReason, answer, usage, denied), or
+    /// `stream-json` (every logged event as it happens, one JSON object a line, then that
+    /// object with "type": "result").
+    #[arg(
+        long,
+        value_enum,
+        value_name = "FORMAT",
+        default_value = "text",
+        requires = "prompt"
+    )]
+    pub output_format: run::headless::OutputFormat,
     /// Also log what cordis does (loading, model requests, tool calls) on stderr, at `info`
     /// (RUST_LOG, when set, decides instead).
     #[arg(long, short = 'v')]

@@ -329,8 +329,12 @@ impl WebAgents {
             .get::<AgentLoop>()
             .map(|l| l.llm().models())
             .unwrap_or_default();
+        let commands: Vec<Value> = crate::session::commands::editor_commands()
+            .map(|c| json!({"name": c.name(), "usage": c.usage, "what": c.what}))
+            .collect();
         json!({
             "available": self.inner.root.get::<AgentLoop>().is_some(),
+            "commands": commands,
             "models": models,
             "live": live,
             "presets": presets,
@@ -414,7 +418,7 @@ impl WebAgents {
     ///
     /// # Errors
     /// Not open here, busy, or an empty or too long prompt.
-    pub fn prompt(&self, id: &str, text: String) -> Result<(), AgentsError> {
+    pub fn prompt(&self, id: &str, text: String) -> Result<Option<String>, AgentsError> {
         if text.trim().is_empty() {
             return Err(AgentsError::Invalid("the prompt is empty".into()));
         }
@@ -424,6 +428,15 @@ impl WebAgents {
             )));
         }
         let agent = self.agent(id)?;
+        // A slash command is answered here, through the session core, and starts no turn.
+        if let Some(answer) = crate::session::commands::answer(
+            &text,
+            &agent,
+            &self.inner.root,
+            crate::session::commands::Front::Page,
+        ) {
+            return Ok(Some(answer));
+        }
         if agent.is_busy() {
             return Err(AgentsError::Busy(id.to_owned()));
         }
@@ -436,7 +449,7 @@ impl WebAgents {
                 tracing::warn!(%session, "the page's turn did not start: {e}");
             }
         });
-        Ok(())
+        Ok(None)
     }
 
     /// Cancels session `id`'s running turn; whether one was running.

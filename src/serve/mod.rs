@@ -463,8 +463,8 @@ async fn history(
     axum::Json(body).into_response()
 }
 
-/// `GET /api/agents`: the page's live sessions, the presets a new one may join, and the
-/// approval questions waiting.
+/// `GET /api/agents`: the page's live sessions, the presets a new one may join, the slash
+/// commands a prompt may be, and the approval questions waiting.
 async fn agents_overview(State(served): State<Arc<Served>>) -> Response {
     axum::Json(served.agents.overview().await).into_response()
 }
@@ -508,14 +508,16 @@ struct PromptRequest {
 }
 
 /// `POST /api/agents/sessions/{id}/prompt`: starts a turn (202; its events follow on
-/// `/api/events`).
+/// `/api/events`), or answers a slash command (200, `{answer}`).
 async fn prompt(
     State(served): State<Arc<Served>>,
     Path(id): Path<String>,
     axum::Json(request): axum::Json<PromptRequest>,
 ) -> Response {
     match served.agents.prompt(&id, request.text) {
-        Ok(()) => (StatusCode::ACCEPTED, axum::Json(json!({"started": true}))).into_response(),
+        Ok(None) => (StatusCode::ACCEPTED, axum::Json(json!({"started": true}))).into_response(),
+        // A slash command: its answer, no turn.
+        Ok(Some(answer)) => axum::Json(json!({"started": false, "answer": answer})).into_response(),
         Err(e) => refused(&e),
     }
 }

@@ -1,5 +1,7 @@
-//! The slash commands of `cordis run`: a line starting with `/` is a command for cordis, never
-//! a message to the model (`//` sends a message that starts with `/`).
+//! The slash commands, one registry for every front end: a line starting with `/` is a command
+//! for cordis, never a message to the model (`//` sends a message that starts with `/`). The
+//! terminal completes and runs them all; an editor (ACP) and the page are advertised, and
+//! answered ([`answer`]), the ones that mean something there.
 
 /// One slash command: how it is typed, what it does, and whether an editor session (ACP)
 /// accepts it (the rest are what an editor does itself: new sessions, history, modes).
@@ -67,7 +69,63 @@ pub(crate) const COMMANDS: &[Command] = &[
     },
 ];
 
-/// The commands an editor session accepts.
+/// A front end that answers commands through [`answer`] (the terminal runs its own).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Front {
+    /// An editor (`cordis acp`).
+    Editor,
+    /// The page (`cordis serve`).
+    Page,
+}
+
+/// The answer to a prompt that is a slash command in an editor or the page, or `None` for a
+/// message to the model. A mode set or a grant revoked is logged in the session.
+pub(crate) fn answer(
+    text: &str,
+    agent: &cordis_agent_loop::Agent,
+    root: &cordis_runtime::Context,
+    front: Front,
+) -> Option<String> {
+    let elsewhere = |editor: &str, page: &str| match front {
+        Front::Editor => editor.to_owned(),
+        Front::Page => page.to_owned(),
+    };
+    let answer = match parse(text) {
+        Line::Message(_) => return None,
+        Line::Help => {
+            let mut lines = vec!["Commands (a prompt starting with // is a message):".to_owned()];
+            lines.extend(editor_commands().map(|c| format!("- `{}`: {}", c.usage, c.what)));
+            lines.join("\n")
+        }
+        Line::Usage => usage_text(agent),
+        Line::Permissions(rest) => match permissions(agent, root, rest) {
+            Ok(lines) => lines.join("\n"),
+            Err(why) => why,
+        },
+        Line::Preset(_) => elsewhere(
+            "Switch presets with the editor's mode picker (`session/set_mode`).",
+            "Choose a preset when you open a new session (the preset picker beside New session).",
+        ),
+        Line::Clear => elsewhere(
+            "Start a new session from the editor.",
+            "Start a new session with New session.",
+        ),
+        Line::Resume(_) => elsewhere(
+            "Open a past session from the editor's history (`session/list`, `session/load`).",
+            "Open a past session from the list, then Continue this session here.",
+        ),
+        Line::Quit => elsewhere(
+            "Close the session in the editor.",
+            "Close the page; the session is saved.",
+        ),
+        Line::Unknown(word) => format!(
+            "Unknown command {word}; /help lists the commands (// sends a message that starts with /)."
+        ),
+    };
+    Some(answer)
+}
+
+/// The commands an editor session and the page accept.
 pub(crate) fn editor_commands() -> impl Iterator<Item = &'static Command> {
     COMMANDS.iter().filter(|c| c.editor)
 }

@@ -28,15 +28,21 @@ pub enum OpenError {
         /// `process PID`, or `another process`.
         holder: String,
     },
-    /// The preset cannot be joined (the roster's message says which and why).
-    #[error("{0}")]
-    Preset(String),
+    /// The preset cannot be joined (the roster's error says which and why).
+    #[error(transparent)]
+    Preset(Box<JoinError>),
     /// The agent could not be created on the session.
     #[error("{0}")]
     Create(String),
 }
 
 impl OpenError {
+    /// The preset asked for is not one of the roster's (the caller's mistake, not the
+    /// composition's).
+    pub fn is_unknown_preset(&self) -> bool {
+        matches!(self, OpenError::Preset(e) if matches!(**e, JoinError::Preset(cordis_agent_presets::PresetError::NotFound { .. })))
+    }
+
     fn of_create(e: CreateAgentError) -> OpenError {
         match e {
             CreateAgentError::Session {
@@ -50,6 +56,14 @@ impl OpenError {
             other => OpenError::Create(other.to_string()),
         }
     }
+}
+
+/// The preset the agent's scope is joined to now: its live chain, not the log's record (`None`
+/// without a roster).
+pub fn joined_preset(root: &Context, agent: &Agent) -> Option<String> {
+    root.get::<AgentPresets>()
+        .and_then(|roster| roster.composed_preset(agent.scope_key()))
+        .map(|s| s.preset)
 }
 
 /// The agent loop of the composition at `root`.
@@ -77,7 +91,7 @@ pub async fn join_agent(
         Some(roster) => match roster.create_agent(&agents, options, preset).await {
             Ok((agent, _)) => Ok(agent),
             Err(JoinError::Create(e)) => Err(OpenError::of_create(e)),
-            Err(other) => Err(OpenError::Preset(other.to_string())),
+            Err(other) => Err(OpenError::Preset(Box::new(other))),
         },
         None if preset.is_some() => Err(OpenError::NoRoster),
         None => agents

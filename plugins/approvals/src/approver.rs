@@ -7,7 +7,7 @@ use cordis_runtime::Service;
 use cordis_tools::{ScopeKey, ToolCall};
 use futures_util::future::BoxFuture;
 
-use crate::plugin::Grant;
+use crate::grant::Grant;
 use crate::policy::Policy;
 
 /// A call waiting for a yes or no.

@@ -28,12 +28,12 @@
 
 mod approver;
 mod command;
+mod grant;
 mod plugin;
 mod policy;
 
 pub use approver::{AllowAll, AllowListed, Answer, ApprovalRequest, Approver, ApproverService};
 pub use command::{CommandPattern, EmptyPattern, Opaque, Simple, simple_commands};
-pub use plugin::{
-    Always, ApprovalDecided, Approvals, ApprovalsPlugin, DecidedBy, Grant, MAX_GRANTS, grant_from,
-};
+pub use grant::{Always, Grant, grant_from};
+pub use plugin::{ApprovalDecided, Approvals, ApprovalsPlugin, DecidedBy, MAX_GRANTS};
 pub use policy::{ApprovalsConfig, CommandRules, Mode, Policy, UnknownMode};

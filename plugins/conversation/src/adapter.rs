@@ -4,7 +4,8 @@ use futures_util::StreamExt;
 use futures_util::stream::BoxStream;
 use serde::{Deserialize, Serialize};
 
-use crate::request::{AssistantToolCall, FrozenRequest};
+use crate::message::AssistantToolCall;
+use crate::request::FrozenRequest;
 
 /// Token usage of one call.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]

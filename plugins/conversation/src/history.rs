@@ -24,7 +24,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::request::Message;
+use crate::message::Message;
 
 /// Messages per shared chunk.
 pub const CHUNK: usize = 32;

@@ -14,6 +14,7 @@
 
 mod adapter;
 mod history;
+mod message;
 mod request;
 mod service;
 
@@ -21,5 +22,6 @@ pub use adapter::{
     Chunk, ChunkStream, Collected, FinishReason, LlmAdapter, LlmError, Usage, collect,
 };
 pub use history::{CHUNK, History, HistoryIter};
-pub use request::{AssistantToolCall, CallConfig, FrozenRequest, ImageInput, LlmRequest, Message};
+pub use message::{AssistantToolCall, ImageInput, Message};
+pub use request::{CallConfig, FrozenRequest, LlmRequest};
 pub use service::{Llm, LlmRequestHook, RequestCheck};

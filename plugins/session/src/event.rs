@@ -6,8 +6,6 @@ use cordis_schema::{ToolSchema, canonicalize};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use crate::project::ProjectionError;
-
 /// The session format version this crate reads and writes.
 pub const SESSION_VERSION: u32 = 0;
 
@@ -52,6 +50,18 @@ pub struct SessionEvent {
     /// Events this one was derived from (chunks of a message, the call of a result).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source_event_seqs: Option<Vec<u64>>,
+}
+
+/// An event's payload does not fit its kind.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{kind} at seq {seq}: {message}")]
+pub struct ProjectionError {
+    /// The event kind.
+    pub kind: String,
+    /// Its seq.
+    pub seq: u64,
+    /// What is wrong.
+    pub message: String,
 }
 
 impl SessionEvent {

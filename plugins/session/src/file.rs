@@ -1,6 +1,8 @@
-//! The JSONL file: atomic creation, reading with torn-tail repair, and the writer thread.
+//! The JSONL file: the ids that can name one, atomic creation, reading with torn-tail repair, and
+//! the writer thread.
 //!
-//! Everything here blocks; callers run it on `spawn_blocking` or the writer thread.
+//! Everything here but [`check_id`] blocks; callers run it on `spawn_blocking` or the writer
+//! thread.
 //!
 //! # Torn tails
 //! The writer appends whole lines, so the only damage a crash leaves is at the end: a final
@@ -13,9 +15,9 @@ use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 
+use crate::error::SessionError;
 use crate::event::{SESSION_VERSION, SessionEvent, SessionHeader};
 use crate::lock::WriterLock;
-use crate::session::SessionError;
 
 /// How the writer makes appends durable.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,6 +31,23 @@ pub(crate) enum Sync {
 pub(crate) enum Cmd {
     Line(Vec<u8>),
     Flush(tokio::sync::oneshot::Sender<Result<(), String>>),
+}
+
+/// Whether `id` can name a session file: letters, digits, `.`, `_` and `-`, not starting with `.`.
+///
+/// # Errors
+/// [`SessionError::InvalidId`] otherwise.
+pub fn check_id(id: &str) -> Result<(), SessionError> {
+    let ok = !id.is_empty()
+        && !id.starts_with('.')
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+    if ok {
+        Ok(())
+    } else {
+        Err(SessionError::InvalidId { id: id.to_owned() })
+    }
 }
 
 /// What a session root this store creates holds first: it keeps the logs out of `git status`

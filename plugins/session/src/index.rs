@@ -20,12 +20,11 @@ use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
+use crate::error::SessionError;
 use crate::event::{
     AgentPresetSelectedData, RequestHeaderData, SessionEvent, SessionHeader, UserMessageData, kinds,
 };
-use crate::file;
-use crate::session::SessionError;
-use crate::store::check_id;
+use crate::file::{self, check_id};
 
 /// The folder of the root holding the summaries.
 pub const INDEX_DIR: &str = ".index";

@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::time::{Duration, Instant};
 
-use crate::session::SessionError;
+use crate::error::SessionError;
 
 /// How long an opener waits for a writer of this process that is shutting down.
 const CLOSING_WAIT: Duration = Duration::from_secs(10);

@@ -10,18 +10,7 @@ use std::path::{Path, PathBuf};
 use cordis_runtime::{BoxError, Context, Plugin};
 use serde::Deserialize;
 
-use crate::store::SessionStore;
-
-/// How appends reach the disk.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Durability {
-    /// Group commit with `fsync` per batch (the default).
-    #[default]
-    Fsync,
-    /// Written, never synced: survives a process crash, not a power loss (benchmarks).
-    None,
-}
+use crate::store::{Durability, SessionStore};
 
 /// Configuration of the `sessions` plugin: `{root?: dir, memory?: bool, durability?: fsync | none}`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]

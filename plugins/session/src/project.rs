@@ -10,22 +10,10 @@ use cordis_conversation::Message;
 use serde::{Deserialize, Serialize};
 
 use crate::event::{
-    AgentPresetSelectedData, AssistantMessageData, EventData, RequestHeader, RequestHeaderData,
-    SessionEvent, SessionHeader, StepEndData, StepStartData, ToolCallData, ToolResultData,
-    TurnEndData, TurnEndReason, TurnStartData, UserMessageData, kinds,
+    AgentPresetSelectedData, AssistantMessageData, EventData, ProjectionError, RequestHeader,
+    RequestHeaderData, SessionEvent, SessionHeader, StepEndData, StepStartData, ToolCallData,
+    ToolResultData, TurnEndData, TurnEndReason, TurnStartData, UserMessageData, kinds,
 };
-
-/// An event's payload does not fit its kind.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{kind} at seq {seq}: {message}")]
-pub struct ProjectionError {
-    /// The event kind.
-    pub kind: String,
-    /// Its seq.
-    pub seq: u64,
-    /// What is wrong.
-    pub message: String,
-}
 
 fn parse<T: EventData>(event: &SessionEvent) -> Result<T, ProjectionError> {
     event.data_as()

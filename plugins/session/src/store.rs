@@ -5,14 +5,26 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use cordis_runtime::Service;
+use serde::Deserialize;
 
+use crate::error::SessionError;
 use crate::event::{SESSION_VERSION, SessionEvent, SessionHeader, TurnEndReason};
-use crate::file::{self, Sync};
+use crate::file::{self, Sync, check_id};
 use crate::index::{ListQuery, SessionPage, SessionSummary};
 use crate::lock;
-use crate::plugin::Durability;
 use crate::project::{Cut, Marks, cut_of};
-use crate::session::{Session, SessionError, WeakSession, Writer, now_ms};
+use crate::session::{Session, WeakSession, Writer, now_ms};
+
+/// How appends reach the disk.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Durability {
+    /// Group commit with `fsync` per batch (the default).
+    #[default]
+    Fsync,
+    /// Written, never synced: survives a process crash, not a power loss (benchmarks).
+    None,
+}
 
 /// What opening a session repaired.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -195,23 +207,6 @@ impl std::fmt::Debug for SessionStore {
 
 impl Service for SessionStore {
     const NAME: &'static str = "sessions";
-}
-
-/// Whether `id` can name a session file: letters, digits, `.`, `_` and `-`, not starting with `.`.
-///
-/// # Errors
-/// [`SessionError::InvalidId`] otherwise.
-pub fn check_id(id: &str) -> Result<(), SessionError> {
-    let ok = !id.is_empty()
-        && !id.starts_with('.')
-        && id
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
-    if ok {
-        Ok(())
-    } else {
-        Err(SessionError::InvalidId { id: id.to_owned() })
-    }
 }
 
 async fn blocking<T: Send + 'static>(

@@ -12,9 +12,8 @@ use std::sync::Arc;
 use cordis_runtime::Waterfall;
 use cordis_schema::ScopeKey;
 use futures_util::FutureExt;
-use futures_util::future::BoxFuture;
 
-use crate::definition::{Clearance, ToolCall, ToolCallContext, ToolDefinition, ToolResult, codes};
+use crate::definition::{Clearance, ToolCall, ToolCallContext, ToolResult, codes};
 use crate::presentation::PresentationMode;
 use crate::registry::{RUN_CODE, Registered, ToolRegistry};
 
@@ -67,23 +66,6 @@ impl Waterfall for ToolsPostExecute {
 }
 
 use cordis_runtime::panic_message as panic_text;
-
-/// The approval stage: decides a call whose tool is known, whose arguments match its schema and
-/// which every guard let through, before it runs; it may ask a person. One per registry
-/// ([`ToolRegistry::set_approval`]); without one every admitted call runs.
-pub trait ApprovalStage: Send + Sync + 'static {
-    /// `Ok(clearance)` runs the call cleared that far (a call that ran without a question is
-    /// [`Clearance::ReadOnly`]); `Err(reason)` refuses it (`DENIED`, the reason for the model).
-    ///
-    /// # Cancel safety
-    /// The future may be dropped (the call was cancelled); nothing may depend on it finishing.
-    fn approve(
-        &self,
-        call: &ToolCall,
-        scope: Option<ScopeKey>,
-        tool: &ToolDefinition,
-    ) -> BoxFuture<'static, Result<Clearance, String>>;
-}
 
 /// How far a call got before `tools/post-execute`.
 pub(crate) enum Dispatched {

@@ -43,15 +43,15 @@ pub use definition::{
     ToolHandler, ToolOutput, ToolResult, check_tool_name, codes,
 };
 pub use error::RegisterError;
-pub use execute::{
-    ApprovalStage, Decision, PostExecute, PreExecute, ToolsPostExecute, ToolsPreExecute,
-};
+pub use execute::{Decision, PostExecute, PreExecute, ToolsPostExecute, ToolsPreExecute};
 pub use plugin::{
     NoConfig, ToolPresentationConfig, ToolPresentationPlugin, ToolRestrictPlugin, ToolsConfig,
     ToolsConfigError, ToolsPlugin,
 };
 pub use presentation::{DEFAULT_MAX_PARALLEL_SUB_CALLS, Presentation, PresentationMode};
-pub use registry::{Guard, RUN_CODE, Restriction, ToolRegistry, ToolsChange, declaring_key};
+pub use registry::{
+    ApprovalStage, Guard, RUN_CODE, Restriction, ToolRegistry, ToolsChange, declaring_key,
+};
 pub use run_code::{CodeDispatch, DispatchOutcome, ToolsCodeDispatch};
 pub use tool_set::{ToolSet, ToolSetPlugin};
 pub use typed::{parameters_schema, parse_arguments};

@@ -31,12 +31,12 @@ use cordis_code_runtime::CodeRuntimeService;
 use cordis_runtime::{Claim, Context, EffectHandle, Event, Inject, Schedule, Service};
 use cordis_schema::{ScopeKey, ToolSchema};
 use cordis_system_prompt::{ToolProviderResult, sort_by_name_utf16};
+use futures_util::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 
 use crate::arguments::ArgumentSchema;
-use crate::definition::{ToolCall, ToolDefinition};
+use crate::definition::{Clearance, ToolCall, ToolDefinition};
 use crate::error::RegisterError;
-use crate::execute::ApprovalStage;
 use crate::presentation::{Presentation, PresentationMode};
 
 /// The name reserved for the Code Mode transport tool.
@@ -66,6 +66,23 @@ pub struct Restriction {
 
 /// A monotonic check after `tools/pre-execute`: `Some(reason)` denies; there is no "allow".
 pub type Guard = Arc<dyn Fn(&ToolCall, Option<ScopeKey>) -> Option<String> + Send + Sync>;
+
+/// The approval stage: decides a call whose tool is known, whose arguments match its schema and
+/// which every guard let through, before it runs; it may ask a person. One per registry
+/// ([`ToolRegistry::set_approval`]); without one every admitted call runs.
+pub trait ApprovalStage: Send + Sync + 'static {
+    /// `Ok(clearance)` runs the call cleared that far (a call that ran without a question is
+    /// [`Clearance::ReadOnly`]); `Err(reason)` refuses it (`DENIED`, the reason for the model).
+    ///
+    /// # Cancel safety
+    /// The future may be dropped (the call was cancelled); nothing may depend on it finishing.
+    fn approve(
+        &self,
+        call: &ToolCall,
+        scope: Option<ScopeKey>,
+        tool: &ToolDefinition,
+    ) -> BoxFuture<'static, Result<Clearance, String>>;
+}
 
 struct Compiled {
     allow: Option<BTreeSet<String>>,

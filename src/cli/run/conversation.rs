@@ -89,40 +89,8 @@ impl Conversation<'_> {
                     if !interactive {
                         writeln!(io.out, "> {}", safe_lines(message.trim()))?;
                     }
-                    match command {
-                        commands::Line::Preset(rest) => self.switch_preset(rest, io).await?,
-                        commands::Line::Help => {
-                            write!(io.err, "{}", commands::help())?;
-                            let prompts = crate::session::prompts::prompt_commands(&self.root);
-                            if !prompts.is_empty() {
-                                writeln!(io.err, "cordis: MCP prompts (sent as your message):")?;
-                                for p in prompts {
-                                    let usage = match &p.input {
-                                        Some(input) => format!("/{} {input}", p.name),
-                                        None => format!("/{}", p.name),
-                                    };
-                                    writeln!(io.err, "  {}  {}", safe(&usage), safe(&p.what))?;
-                                }
-                            }
-                        }
-                        commands::Line::Usage => self.usage(io)?,
-                        commands::Line::Permissions(rest) => self.permissions(rest, io)?,
-                        commands::Line::Clear => {
-                            let id = crate::session::id::new_id();
-                            self.switch_session(SessionChoice::New(id), io).await?;
-                        }
-                        commands::Line::Resume("") => self.list_sessions(io).await?,
-                        commands::Line::Resume(id) => {
-                            let choice = SessionChoice::Resume(id.to_owned());
-                            self.switch_session(choice, io).await?;
-                        }
-                        commands::Line::Quit => break,
-                        commands::Line::Unknown(word) => writeln!(
-                            io.err,
-                            "cordis: unknown command {}; /help lists them (start the line with // to send it to the model)",
-                            safe(word)
-                        )?,
-                        commands::Line::Message(_) => {}
+                    if !self.command(command, io).await? {
+                        break;
                     }
                     io.err.flush()?;
                     continue;
@@ -159,6 +127,50 @@ impl Conversation<'_> {
             io.err.flush()?;
         }
         Ok(())
+    }
+
+    /// Runs a slash command typed at the prompt; `false` when it ends the run (`/quit`).
+    async fn command(
+        &mut self,
+        command: commands::Line<'_>,
+        io: &mut Io<'_>,
+    ) -> anyhow::Result<bool> {
+        match command {
+            commands::Line::Preset(rest) => self.switch_preset(rest, io).await?,
+            commands::Line::Help => {
+                write!(io.err, "{}", commands::help())?;
+                let prompts = crate::session::prompts::prompt_commands(&self.root);
+                if !prompts.is_empty() {
+                    writeln!(io.err, "cordis: MCP prompts (sent as your message):")?;
+                    for p in prompts {
+                        let usage = match &p.input {
+                            Some(input) => format!("/{} {input}", p.name),
+                            None => format!("/{}", p.name),
+                        };
+                        writeln!(io.err, "  {}  {}", safe(&usage), safe(&p.what))?;
+                    }
+                }
+            }
+            commands::Line::Usage => self.usage(io)?,
+            commands::Line::Permissions(rest) => self.permissions(rest, io)?,
+            commands::Line::Clear => {
+                let id = crate::session::id::new_id();
+                self.switch_session(SessionChoice::New(id), io).await?;
+            }
+            commands::Line::Resume("") => self.list_sessions(io).await?,
+            commands::Line::Resume(id) => {
+                let choice = SessionChoice::Resume(id.to_owned());
+                self.switch_session(choice, io).await?;
+            }
+            commands::Line::Quit => return Ok(false),
+            commands::Line::Unknown(word) => writeln!(
+                io.err,
+                "cordis: unknown command {}; /help lists them (start the line with // to send it to the model)",
+                safe(word)
+            )?,
+            commands::Line::Message(_) => {}
+        }
+        Ok(true)
     }
 
     /// Waits at the prompt for the next message, applying config edits meanwhile; `None` ends

@@ -11,10 +11,11 @@
 //! transcript alone.
 
 mod conversation;
+pub mod headless;
 mod questions;
 mod session_commands;
 
-use crate::session::open::OpenError;
+use crate::session::open::{OpenError, joined_preset};
 use cordis_agent_loop::{Agent, AgentEvent, AgentLoop, AgentOptions, TurnError};
 use cordis_agent_presets::AgentPresets;
 use cordis_approvals::{Answer, ApprovalRequest};
@@ -225,7 +226,8 @@ async fn make_agent(
     session_id: &str,
     preset: Option<&str>,
 ) -> Result<(Agent, std::sync::Arc<SessionStore>), NoAgent> {
-    let agents = crate::session::open::agent_loop(root).map_err(NoAgent::Other)?;
+    let agents =
+        crate::session::open::agent_loop(root).map_err(|e| NoAgent::Other(e.to_string()))?;
     if let Some(existing) = agents.agent(&args.agent) {
         return Ok((existing, agents.sessions().clone()));
     }
@@ -240,11 +242,11 @@ async fn make_agent(
     match crate::session::open::join_agent(root, options, preset).await {
         Ok(agent) => Ok((agent, agents.sessions().clone())),
         Err(e @ OpenError::Locked { .. }) => Err(NoAgent::Locked(e)),
-        Err(OpenError::NoRoster) => Err(NoAgent::Other(OpenError::Preset(
+        Err(OpenError::NoRoster) => Err(NoAgent::Other(
             "--preset needs an `agent-presets` entry in the config (see the bundled cordis.yml)"
                 .into(),
-        ))),
-        Err(other) => Err(NoAgent::Other(other)),
+        )),
+        Err(other) => Err(NoAgent::Other(other.to_string())),
     }
 }
 
@@ -253,7 +255,7 @@ enum NoAgent {
     /// The session is open in another process (exit [`EXIT_LOCKED`]).
     Locked(OpenError),
     /// Anything else (exit [`EXIT_CONFIG`]).
-    Other(OpenError),
+    Other(String),
 }
 
 impl std::fmt::Display for NoAgent {
@@ -316,7 +318,14 @@ pub(crate) fn run(args: &RunArgs, io: &mut Io<'_>, builtins: &Builtins) -> anyho
         (None, None) => SessionChoice::New(crate::session::id::new_id()),
     };
     let rt = cordis_host::shutdown::current_thread()?;
-    let result = rt.block_on(run_session(args, choice, seed, io, builtins));
+    let result = match &args.prompt {
+        Some(prompt) if prompt.trim().is_empty() => {
+            writeln!(io.err, "cordis: --prompt is empty; give the task to run")?;
+            Ok(EXIT_CONFIG)
+        }
+        Some(prompt) => rt.block_on(headless::run(args, prompt, choice, seed, io, builtins)),
+        None => rt.block_on(run_session(args, choice, seed, io, builtins)),
+    };
     cordis_host::shutdown::end(rt);
     result
 }
@@ -751,14 +760,6 @@ fn choose_permissions(args: &RunArgs, agent: &Agent, io: &mut Io<'_>) -> std::io
         writeln!(io.err, "cordis: --permissions {mode}: {e}")?;
     }
     Ok(())
-}
-
-/// The preset the agent's scope is joined to now: its live chain, not the log's record
-/// (`None` without a roster).
-fn joined_preset(root: &Context, agent: &Agent) -> Option<String> {
-    root.get::<AgentPresets>()
-        .and_then(|roster| roster.composed_preset(agent.scope_key()))
-        .map(|s| s.preset)
 }
 
 /// The preset session `id`'s log records (`None` when it records none or cannot be read: then

@@ -428,7 +428,7 @@ function formCard(q) {
 
 // The shown session's transcript: its items by seq and type (the newest page, fetched again on each
 // change, and the older pages the reader asked for), so a live redraw keeps what was paged in.
-let shown = { id: null, items: new Map(), oldest: null, hasMore: false };
+let shown = { id: null, items: new Map(), oldest: null, hasMore: false, answer: null };
 
 // A result under its call: the card of the result's view, or its text (cut: the log has it all).
 function resultOf(result) {
@@ -509,7 +509,7 @@ function merge(page, newest) {
 
 async function renderSession(id, older = false) {
   const view = document.getElementById("session-view");
-  if (shown.id !== id) shown = { id, items: new Map(), oldest: null, hasMore: false };
+  if (shown.id !== id) shown = { id, items: new Map(), oldest: null, hasMore: false, answer: null };
   const page = older ? await fetchTranscript(id, shown.oldest) : await fetchTranscript(id);
   merge(page, !older);
   // Usage is bookkeeping here (the agent bar's turn state says enough).
@@ -524,10 +524,19 @@ async function renderSession(id, older = false) {
   let controls = null;
   const live = agents.live.find((x) => x.id === id);
   if (live) {
-    const text = el("textarea", { id: "prompt", placeholder: "Message the agent" });
+    const commands = (agents.commands || []).map((c) => `${c.usage}: ${c.what}`);
+    const text = el("textarea", { id: "prompt", placeholder: "Message the agent (/help lists the commands)", title: commands.join("\n") });
+    // Kept across redraws (a command that logs, like a mode set, redraws the session).
+    const answer = el("pre", { id: "command-answer", hidden: !shown.answer }, shown.answer || "");
     const send = () =>
       post(`/api/agents/sessions/${encodeURIComponent(id)}/prompt`, { text: text.value })
-        .then(() => { text.value = ""; })
+        .then((r) => {
+          text.value = "";
+          // A slash command is answered at once (the session core's answer); no turn runs.
+          shown.answer = r.answer || null;
+          answer.hidden = !r.answer;
+          answer.textContent = r.answer || "";
+        })
         .catch(showError);
     controls = el(
       "div",
@@ -536,6 +545,8 @@ async function renderSession(id, older = false) {
       el("button", { type: "button", id: "send", onclick: send }, "Send"),
       el("button", { type: "button", id: "cancel", onclick: () => post(`/api/agents/sessions/${encodeURIComponent(id)}/cancel`, {}).catch(showError) }, "Cancel"),
       el("span", { id: "turn-state", class: live.busy ? "busy" : "", "data-busy": String(live.busy) }, live.busy ? "answering…" : "idle"),
+      answer,
+      el("ul", { id: "commands", class: "hint" }, ...(agents.commands || []).map((c) => el("li", { "data-command": c.name }, el("code", {}, c.usage), ` ${c.what}`))),
     );
   } else if (page.heldBy) {
     // Another process runs it: the page follows its log; its questions are answered there.
