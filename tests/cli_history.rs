@@ -92,7 +92,7 @@ fn history_shows_a_run_session_with_messages_and_tool_cards_and_pages_back_to_th
         "This is the offline demo",
         // As the run showed them live: each call's line, its result under it.
         "⏺ Read notes.txt\n  ⎿ 1 line\n",
-        "⏺ todo_write {\"todos\"",
+        "⏺ Todos: 0 of 1 done, 1 in progress\n  ⎿ [~] Set CORDIS_LLM=openai and DEEPSEEK_API_KEY to talk to a real model\n",
         "Noted. Every turn of this demo replays these steps",
         "todos:\n  [~] Set CORDIS_LLM=openai and DEEPSEEK_API_KEY to talk to a real model\n",
     ] {

@@ -118,6 +118,28 @@ fn run_in_a_terminal_prompts_answers_and_ends_on_ctrl_d() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+#[test]
+fn ctrl_c_on_a_typed_line_clears_it_and_on_an_empty_line_ends_the_run() {
+    let dir = fresh_dir("clear", LOGGING);
+    let mut term = Pty::spawn(cordis(&dir, &["run", "--session", "k"]));
+    term.wait_for("> ", LIMIT);
+    term.send("a draft I do not want");
+    term.send("\x03");
+    term.send("hello\r");
+    term.wait_for("done", LIMIT);
+    term.wait_for_count("> ", 2, LIMIT);
+    // The cleared draft was never sent; the run goes on until Ctrl-C on the empty line.
+    term.send("\x03");
+    assert_eq!(term.wait_exit(LIMIT), Some(0), "{}", term.screen());
+    let sent: Vec<String> = log_events(&dir, "k")
+        .iter()
+        .filter(|e| e["type"] == "user/message")
+        .map(|e| e["data"]["content"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(sent, ["hello"]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 const LOGGING: &str = "\
 - {id: system-prompt, name: system-prompt}
 - {id: tools, name: tools}
@@ -282,6 +304,30 @@ fn ctrl_c_cancels_the_turn_and_its_command_the_session_goes_on_and_twice_exits()
     );
     let starts = events.iter().filter(|e| e["type"] == "turn/start").count();
     assert_eq!(starts, 3, "every turn is closed");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn closing_the_terminal_mid_turn_ends_the_turn_in_the_log_and_leaves_no_lock() {
+    // The window closed under a running turn: SIGHUP, and every later write fails (EIO). The
+    // turn used to stay open in the log, its lock file behind.
+    let responses = "      - toolCalls: [{name: bash, arguments: {command: 'echo $$ > one.pid; exec sleep 30'}}]\n";
+    let dir = fresh_dir("hangup", &shell_agent(responses, false));
+    let mut term = Pty::spawn_controlling(cordis(&dir, &["run", "--session", "h"]));
+    term.wait_for("> ", LIMIT);
+    term.send("go\r");
+    let command = pid_in(&dir.join("one.pid"));
+    term.hang_up();
+    let _ = term.wait_exit(LIMIT);
+    assert!(gone(command), "the command outlived its terminal");
+    let events = log_events(&dir, "h");
+    let last = events.last().unwrap();
+    assert_eq!(last["type"], "turn/end", "{events:?}");
+    assert_eq!(last["data"]["reason"]["kind"], "aborted", "{last}");
+    assert!(
+        !dir.join(".sessions/h.lock").exists(),
+        "the lock file stayed"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -370,7 +370,7 @@ fn the_page_in_headless_chromium_shows_the_composition_its_digest_and_a_session(
         .as_array()
         .unwrap()
         .iter()
-        .filter(|i| i["type"] != "usage")
+        .filter(|i| i["type"] != "usage" && i["type"] != "plan")
         .count();
     assert!(items > 0, "{transcript}");
     assert_eq!(

@@ -73,7 +73,7 @@ pub const EXIT_NOT_FOUND: u8 = 4;
 /// Run the AI agent a cordis.yml composes from plugins (`cordis run`), and prove the composition
 /// loads the same in every order (`check`, `stress`, `permute`).
 #[derive(Debug, Parser)]
-#[command(name = "cordis", version, long_about = None)]
+#[command(name = "cordis", version = env!("CORDIS_VERSION"), long_about = None)]
 pub struct Cli {
     /// The command to run.
     #[command(subcommand)]

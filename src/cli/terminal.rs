@@ -102,6 +102,21 @@ pub(crate) struct Terminal {
     original: Option<Termios>,
 }
 
+/// Ctrl-C on a line with text clears it; on an empty line it interrupts (rustyline's own).
+struct ClearOrInterrupt;
+
+impl rustyline::ConditionalEventHandler for ClearOrInterrupt {
+    fn handle(
+        &self,
+        _: &rustyline::Event,
+        _: rustyline::RepeatCount,
+        _: bool,
+        ctx: &rustyline::EventContext<'_>,
+    ) -> Option<rustyline::Cmd> {
+        (!ctx.line().is_empty()).then_some(rustyline::Cmd::Kill(rustyline::Movement::WholeBuffer))
+    }
+}
+
 impl Terminal {
     /// Starts reading the terminal on stdin.
     ///
@@ -118,6 +133,12 @@ impl Terminal {
         let mut editor: Editor<Messages, DefaultHistory> =
             Editor::with_config(config).map_err(std::io::Error::other)?;
         editor.set_helper(Some(Messages));
+        // Ctrl-C clears what is typed; on an empty line it is what it always was (it ends the
+        // run at the prompt, answers no to a question).
+        editor.bind_sequence(
+            rustyline::KeyEvent::ctrl('C'),
+            rustyline::EventHandler::Conditional(Box::new(ClearOrInterrupt)),
+        );
         let (requests, rx) = std_mpsc::channel();
         let (tx, events) = mpsc::unbounded_channel();
         // Set once, here: the line editor puts back the mode it found each time it returns, and

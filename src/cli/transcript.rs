@@ -398,16 +398,8 @@ pub(crate) fn write_items(
             Item::Assistant { text, .. } => writeln!(out, "{}", safe_lines(text.trim_end()))?,
             Item::Thought { .. } | Item::Usage { .. } => {}
             Item::Call(call) => write_call(call, "", style, out)?,
-            Item::Plan { todos, .. } => {
-                for todo in todos {
-                    let mark = match todo.status {
-                        cordis_tool_todo::TodoStatus::Completed => "[x]",
-                        cordis_tool_todo::TodoStatus::InProgress => "[~]",
-                        cordis_tool_todo::TodoStatus::Pending => "[ ]",
-                    };
-                    writeln!(out, "  {mark} {}", clip(&todo.content, 200))?;
-                }
-            }
+            // The call's result shows the list (its presenter's checklist).
+            Item::Plan { .. } => {}
             Item::Notice { text, .. } => writeln!(out, "({})", safe_lines(text))?,
         }
     }

@@ -13,14 +13,18 @@ use rustix::pty::{OpenptFlags, grantpt, openpt, ptsname, unlockpt};
 /// A child process on a pseudo-terminal, and everything it has written to it so far.
 pub struct Pty {
     child: Child,
-    master: File,
+    master: Option<File>,
     screen: Arc<Mutex<Vec<u8>>>,
+    /// Set by `hang_up`: the reader lets go of its copy of the master side.
+    closing: Arc<std::sync::atomic::AtomicBool>,
+    reader: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Pty {
     /// Starts `cmd` with the terminal as its stdin, stdout and stderr.
     pub fn spawn(mut cmd: Command) -> Pty {
-        let master = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY).expect("openpt");
+        let master =
+            openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC).expect("openpt");
         grantpt(&master).expect("grantpt");
         unlockpt(&master).expect("unlockpt");
         let name = ptsname(&master, Vec::new()).expect("ptsname");
@@ -35,23 +39,40 @@ impl Pty {
         let child = cmd.spawn().expect("spawn");
         let master = File::from(master);
         let screen = Arc::new(Mutex::new(Vec::new()));
-        let mut reader = master.try_clone().unwrap();
+        let reader = master.try_clone().unwrap();
         let sink = Arc::clone(&screen);
-        // Drains the terminal so the child never blocks on a full buffer; ends with EIO once
-        // every slave descriptor is closed.
-        std::thread::spawn(move || {
+        let closing = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stop = Arc::clone(&closing);
+        // Polls, so that `hang_up` can close every copy of the master side.
+        let reader = std::thread::spawn(move || {
+            let mut reader = reader;
             let mut buf = [0u8; 4096];
-            while let Ok(n) = reader.read(&mut buf) {
-                if n == 0 {
-                    break;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let mut fds = [rustix::event::PollFd::new(
+                    &reader,
+                    rustix::event::PollFlags::IN,
+                )];
+                let timeout = rustix::event::Timespec {
+                    tv_sec: 0,
+                    tv_nsec: 50_000_000,
+                };
+                match rustix::event::poll(&mut fds, Some(&timeout)) {
+                    Ok(0) => continue,
+                    Ok(_) => {}
+                    Err(_) => break,
                 }
-                sink.lock().unwrap().extend_from_slice(&buf[..n]);
+                match reader.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => sink.lock().unwrap().extend_from_slice(&buf[..n]),
+                }
             }
         });
         Pty {
             child,
-            master,
+            master: Some(master),
             screen,
+            closing,
+            reader: Some(reader),
         }
     }
 
@@ -83,8 +104,9 @@ impl Pty {
 
     /// Types `text` (use `"\x04"` for Ctrl-D at the start of a line).
     pub fn send(&mut self, text: &str) {
-        self.master.write_all(text.as_bytes()).unwrap();
-        self.master.flush().unwrap();
+        let master = self.master.as_mut().expect("the terminal was hung up");
+        master.write_all(text.as_bytes()).unwrap();
+        master.flush().unwrap();
     }
 
     /// Everything on the screen so far, as text.
@@ -130,6 +152,19 @@ impl Pty {
             "the process did not exit within {limit:?}; screen:\n{}",
             self.screen()
         );
+    }
+}
+
+impl Pty {
+    /// Closes the terminal, as closing its window does: the kernel hangs it up (SIGHUP to a
+    /// process it controls) and the process's reads and writes on it fail from then on.
+    pub fn hang_up(&mut self) {
+        self.closing
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(reader) = self.reader.take() {
+            let _ = reader.join();
+        }
+        self.master = None;
     }
 }
 

@@ -116,7 +116,7 @@ impl Presenters {
     }
 
     /// The presenters of the standard workspace tools (`bash`, `edit_file`, `grep`, `list_files`,
-    /// `read_file`, `write_file`) and of `run_code`.
+    /// `read_file`, `write_file`), of `todo_write` and of `run_code`.
     pub fn standard() -> Self {
         let presenters = Presenters::default();
         for (name, presenter) in crate::standard::presenters() {

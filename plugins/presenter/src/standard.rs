@@ -1,5 +1,6 @@
-//! Presenters of the standard workspace tools (`tool-fs`, `tool-search`, `tool-shell`) and of
-//! `run_code` (its description as the title, the program as the text).
+//! Presenters of the standard workspace tools (`tool-fs`, `tool-search`, `tool-shell`), of
+//! `todo_write` (a checklist) and of `run_code` (its description as the title, the program as
+//! the text).
 //!
 //! They live here rather than in the tool crates so that which presenter a tool has never
 //! depends on load order: the service starts with all of them.
@@ -341,6 +342,66 @@ impl ToolPresenter for RunCode {
     }
 }
 
+/// `todo_write` (the `tool-todo` plugin): the list as a checklist, `[x]` done, `[~]` in
+/// progress, `[ ]` pending; the title counts what is left.
+struct TodoWrite;
+impl ToolPresenter for TodoWrite {
+    fn present_call(&self, args: &Value) -> Result<Presentation, PresentError> {
+        let todos = args
+            .get("todos")
+            .and_then(Value::as_array)
+            .ok_or(PresentError::Argument("todos", "array"))?;
+        let mut lines = Vec::with_capacity(todos.len());
+        let (mut done, mut doing) = (0, 0);
+        for todo in todos {
+            let content = opt_str(todo, "content").unwrap_or_default();
+            let mark = match opt_str(todo, "status") {
+                Some("completed") => {
+                    done += 1;
+                    "[x]"
+                }
+                Some("in_progress") => {
+                    doing += 1;
+                    "[~]"
+                }
+                _ => "[ ]",
+            };
+            lines.push(format!("{mark} {content}"));
+        }
+        let title = match todos.len() {
+            0 => "Clear the todo list".to_owned(),
+            n => format!(
+                "Todos: {done} of {n} done{}",
+                if doing > 0 {
+                    format!(", {doing} in progress")
+                } else {
+                    String::new()
+                }
+            ),
+        };
+        Ok(Presentation {
+            title,
+            kind: ToolKind::Other,
+            input: args.clone(),
+            card: Card::Generic,
+            text: Some(lines.join("\n")),
+            locations: Vec::new(),
+        })
+    }
+    fn present_result(
+        &self,
+        args: &Value,
+        result: ResultView<'_>,
+    ) -> Result<Presentation, PresentError> {
+        let call = self.present_call(args)?;
+        Ok(if result.is_error {
+            failed(call, result)
+        } else {
+            call
+        })
+    }
+}
+
 pub(crate) fn presenters() -> Vec<(&'static str, Arc<dyn ToolPresenter>)> {
     vec![
         ("bash", Arc::new(Bash)),
@@ -349,6 +410,7 @@ pub(crate) fn presenters() -> Vec<(&'static str, Arc<dyn ToolPresenter>)> {
         ("list_files", Arc::new(ListFiles)),
         ("read_file", Arc::new(ReadFile)),
         ("run_code", Arc::new(RunCode)),
+        ("todo_write", Arc::new(TodoWrite)),
         ("write_file", Arc::new(WriteFile)),
     ]
 }

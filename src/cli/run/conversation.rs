@@ -290,30 +290,29 @@ impl Conversation<'_> {
             .interrupted_at
             .is_some_and(|t| t.elapsed() < DOUBLE_INTERRUPT);
         let reason = match stop {
-            Stop::Escape => {
-                writeln!(io.err, "\ncordis: cancelling the turn (Esc)")?;
-                "cancelled by the user (Esc)"
-            }
+            Stop::Escape => "cancelled by the user (Esc)",
+            Stop::Interrupt if !again => "cancelled by the user (Ctrl-C)",
+            Stop::Interrupt => "cancelled by the user (Ctrl-C twice: exiting)",
+            Stop::Terminate => "cordis was asked to exit",
+        };
+        // Cancelled before anything is written: a closed terminal (SIGHUP) cannot write.
+        self.agent.cancel(Some(reason.to_owned()));
+        let said = match stop {
+            Stop::Escape => "cancelling the turn (Esc)",
             Stop::Interrupt if !again => {
                 self.interrupted_at = Some(Instant::now());
-                writeln!(
-                    io.err,
-                    "\ncordis: cancelling the turn (Ctrl-C again to exit)"
-                )?;
-                "cancelled by the user (Ctrl-C)"
+                "cancelling the turn (Ctrl-C again to exit)"
             }
             Stop::Interrupt => {
                 self.exiting = true;
-                writeln!(io.err, "\ncordis: exiting")?;
-                "cancelled by the user (Ctrl-C twice: exiting)"
+                "exiting"
             }
             Stop::Terminate => {
                 self.exiting = true;
-                writeln!(io.err, "\ncordis: exiting (asked to by a signal)")?;
-                "cordis was asked to exit"
+                "exiting (asked to by a signal)"
             }
         };
-        self.agent.cancel(Some(reason.to_owned()));
+        writeln!(io.err, "\ncordis: {said}")?;
         io.err.flush()
     }
 
@@ -335,31 +334,50 @@ impl Conversation<'_> {
             let ended = {
                 let turn = current.run_turn(message.clone());
                 tokio::pin!(turn);
-                loop {
-                    tokio::select! {
+                // The first failure to write (a terminal closed under the run: EIO) cancels
+                // the turn, which is still driven to its end so the log closes it.
+                let mut lost: Option<anyhow::Error> = None;
+                let ended = loop {
+                    let step: anyhow::Result<()> = tokio::select! {
                         biased;
                         Some(e) = events.recv() => {
-                            if e.agent == current.id() {
+                            if e.agent == current.id() && lost.is_none() {
                                 let presenters = self.root.get::<Presenters>();
-                                self.transcript.event(&e.event, presenters.as_deref(), io.out, io.err)?;
+                                self.transcript
+                                    .event(&e.event, presenters.as_deref(), io.out, io.err)
+                                    .map_err(Into::into)
+                            } else {
+                                Ok(())
                             }
                         }
                         Some(line) = progress.recv() => {
-                            writeln!(io.err, "{line}")?;
-                            io.err.flush()?;
+                            writeln!(io.err, "{line}").and_then(|()| io.err.flush()).map_err(Into::into)
                         }
                         question = next_question(&mut self.asked, &mut self.elicited) => {
-                            self.answer_question(question, io).await?;
+                            self.answer_question(question, io).await.map_err(Into::into)
                         }
-                        stop = self.signals.next() => self.on_signal(stop, io)?,
+                        stop = self.signals.next() => self.on_signal(stop, io).map_err(Into::into),
                         // Typed while the turn runs: the next message, not an answer (piped
                         // input waits until the turn ends: see `input`).
-                        Some(event) = self.input.next(), if self.interactive => {
-                            self.typed_in_turn(event, io)?
+                        Some(event) = self.input.next(), if self.interactive && lost.is_none() => {
+                            self.typed_in_turn(event, io).map_err(Into::into)
                         }
                         r = &mut turn => break r,
+                    };
+                    if let Err(e) = step
+                        && lost.is_none()
+                    {
+                        current.cancel(Some(
+                            "cordis can no longer write to its terminal".to_owned(),
+                        ));
+                        self.exiting = true;
+                        lost = Some(e);
                     }
+                };
+                if let Some(e) = lost {
+                    return Err(e);
                 }
+                ended
             };
             // Reports that arrived as the call ended.
             while let Ok(line) = progress.try_recv() {

@@ -391,8 +391,12 @@ async fn run_session(
         interrupted_at: None,
         exiting: false,
     };
-    conversation.talk(watcher.as_mut(), io).await?;
-    finish(conversation, io).await
+    // Whatever ended the talk (a terminal that can no longer be written to, too), the session
+    // is flushed and the composition disposed before the error is told.
+    let talked = conversation.talk(watcher.as_mut(), io).await;
+    let finished = finish(conversation, io).await;
+    talked?;
+    finished
 }
 
 /// Settles the session choice and opens the run's agent on it. `Ok(Err(code))`: the run ends

@@ -512,8 +512,9 @@ async function renderSession(id, older = false) {
   if (shown.id !== id) shown = { id, items: new Map(), oldest: null, hasMore: false, answer: null };
   const page = older ? await fetchTranscript(id, shown.oldest) : await fetchTranscript(id);
   merge(page, !older);
-  // Usage is bookkeeping here (the agent bar's turn state says enough).
-  const items = [...shown.items.values()].filter((i) => i.type !== "usage").sort((a, b) => a.seq - b.seq);
+  // Usage is bookkeeping here (the agent bar's turn state says enough); a plan is shown by its
+  // todo_write call's checklist.
+  const items = [...shown.items.values()].filter((i) => i.type !== "usage" && i.type !== "plan").sort((a, b) => a.seq - b.seq);
   const head = [el("h3", {}, `Session ${id}`)];
   if (shown.hasMore) {
     head.push(el("button", { type: "button", id: "older", onclick: () => renderSession(id, true).catch(showError) }, "Show older turns"));
