@@ -1424,3 +1424,51 @@ fn one_session_reads_the_same_in_history_on_resume_in_the_page_and_in_an_editor(
         }
     }
 }
+
+#[test]
+fn the_page_fits_a_390_px_window_without_sideways_scrolling_and_has_an_icon() {
+    let dir = scratch("narrow");
+    config_in(&dir);
+    let mut run = common::cordis_command(&dir, &["run", "--yes"]);
+    run.env("SERVE_TEST_KEY", SECRET);
+    let mut child = run.spawn().unwrap();
+    child.stdin.take().unwrap().write_all(b"hello\n").unwrap();
+    let ran = child.wait_with_output().unwrap();
+    let session = session_named(&String::from_utf8_lossy(&ran.stderr));
+    let s = serve(&dir, &[]);
+    let (status, icon) = http(s.port, "GET", "/favicon.svg", &[], "");
+    assert_eq!(status, 200);
+    assert!(icon.starts_with("<svg"), "{icon}");
+    let Some(binary) = chromium() else {
+        eprintln!("SKIP: no chromium on this machine (run .ci/install-browser)");
+        return;
+    };
+    let mut page = Browser::open(&binary, "about:blank");
+    page.call(
+        "Emulation.setDeviceMetricsOverride",
+        serde_json::json!({"width": 390, "height": 844, "deviceScaleFactor": 1, "mobile": false}),
+    );
+    page.call(
+        "Page.navigate",
+        serde_json::json!({"url": format!("{}&live=0#sessions/{session}", s.url)}),
+    );
+    page.wait_for(
+        "document.body.dataset.ready === 'true' && document.querySelector('#transcript .card.assistant')",
+        "the page with the session's transcript",
+    );
+    let widths: Vec<u64> = serde_json::from_value(
+        page.eval("[document.documentElement.scrollWidth, window.innerWidth]"),
+    )
+    .unwrap();
+    page.screenshot("narrow.png");
+    let wide = page.eval(
+        "[...document.querySelectorAll('body *')].filter(e => { if (e.getBoundingClientRect().right <= window.innerWidth + 1) return false; for (let a = e.parentElement; a; a = a.parentElement) { if (getComputedStyle(a).overflowX !== 'visible') return false; } return true; }).slice(0, 8).map(e => e.tagName + '#' + e.id + '.' + e.className + ' ' + Math.round(e.getBoundingClientRect().right))",
+    );
+    assert!(
+        widths[0] <= widths[1],
+        "the page is {} px wide in a {} px window; wider: {wide}",
+        widths[0],
+        widths[1]
+    );
+    assert_eq!(widths[1], 390);
+}

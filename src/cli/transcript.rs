@@ -136,7 +136,8 @@ fn result_lines(
                 1 => format!("{exit}, 1 line"),
                 n => format!("{exit}, {n} lines"),
             }];
-            shown.extend(folded(&lines, SHOWN_OUTPUT_LINES, |l| clip(l, 200)));
+            // The end of a long output is where the error usually is: first and last lines.
+            shown.extend(head_and_tail(&lines, SHOWN_OUTPUT_LINES, |l| clip(l, 200)));
             shown
         }
         // A read is its size: the model has the text, the person knows the file.
@@ -156,6 +157,19 @@ fn result_lines(
             folded(&lines, SHOWN_OUTPUT_LINES, |l| clip(l, 200))
         }
     }
+}
+
+/// At most `max` of `lines`, each shown by `show`: the first half and the last half of them
+/// around how many were left out.
+fn head_and_tail(lines: &[&str], max: usize, show: impl Fn(&str) -> String) -> Vec<String> {
+    if lines.len() <= max {
+        return lines.iter().map(|l| show(l)).collect();
+    }
+    let (head, tail) = (max / 2, max - max / 2);
+    let mut shown: Vec<String> = lines[..head].iter().map(|l| show(l)).collect();
+    shown.push(format!("… {} lines left out …", lines.len() - max));
+    shown.extend(lines[lines.len() - tail..].iter().map(|l| show(l)));
+    shown
 }
 
 /// The first `max` of `lines`, each shown by `show`, then how many more there are.
@@ -516,9 +530,13 @@ mod tests {
             ),
             "{text:?}"
         );
+        // The first five lines, how many were left out, the last five.
         assert!(
-            text.ends_with("\x1b[0m10\n\x1b[2m    \x1b[0m… 2 more lines\n"),
+            text.contains(
+                "\x1b[0m5\n\x1b[2m    \x1b[0m… 2 lines left out …\n\x1b[2m    \x1b[0m8\n"
+            ),
             "{text:?}"
         );
+        assert!(text.ends_with("\x1b[0m12\n"), "{text:?}");
     }
 }

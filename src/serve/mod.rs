@@ -47,6 +47,7 @@ pub use guard::Guard;
 const INDEX_HTML: &str = include_str!("web/index.html");
 const APP_JS: &str = include_str!("web/app.js");
 const STYLE_CSS: &str = include_str!("web/style.css");
+const FAVICON_SVG: &str = include_str!("web/favicon.svg");
 
 /// How many reloads the page can look back on.
 const KEPT_RELOADS: usize = 50;
@@ -188,6 +189,10 @@ pub fn router(served: Arc<Served>, guard: Guard) -> Router {
         .route(
             "/style.css",
             get(|| async { page(STYLE_CSS, "text/css; charset=utf-8") }),
+        )
+        .route(
+            "/favicon.svg",
+            get(|| async { page(FAVICON_SVG, "image/svg+xml") }),
         )
         .route("/api/composition", get(composition))
         .route("/api/events", get(events))
