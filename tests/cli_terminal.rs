@@ -140,6 +140,66 @@ fn ctrl_c_on_a_typed_line_clears_it_and_on_an_empty_line_ends_the_run() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A model whose answer is markdown, streamed in two pieces that split a line.
+const MARKDOWN: &str = r##"
+- {id: system-prompt, name: system-prompt}
+- {id: tools, name: tools}
+- id: llm
+  name: llm
+  config:
+    adapter: scripted
+    model: m
+    repeat: true
+    responses:
+      - text: ["# Plan\n\nRun `cargo test` and **then**", " read it.\n\n- first step\n- second step\n\n```sh\ncargo test\n```\n"]
+- {id: sessions, name: sessions, config: {root: .sessions}}
+- {id: agent-loop, name: agent-loop}
+"##;
+
+#[test]
+fn an_answer_is_rendered_as_markdown_at_a_terminal_and_plain_under_no_color() {
+    let dir = fresh_dir("markdown", MARKDOWN);
+    let mut term = Pty::spawn_sized(cordis(&dir, &["run", "--session", "md"]), 80);
+    term.wait_for("> ", LIMIT);
+    term.send("plan it\r");
+    term.wait_for("╰─", LIMIT);
+    term.send("\x04");
+    assert_eq!(term.wait_exit(LIMIT), Some(0), "{}", term.screen());
+    let screen = term.screen();
+    // A heading without its `#`, inline code and bold styled, a bullet, the code framed.
+    assert!(screen.contains("\x1b[1;4mPlan\x1b[0m\r\n"), "{screen:?}");
+    assert!(!screen.contains("# Plan"), "{screen:?}");
+    assert!(
+        screen.contains("Run \x1b[36mcargo test\x1b[0m and \x1b[1mthen\x1b[0m read it."),
+        "{screen:?}"
+    );
+    assert!(
+        screen.contains("• first step\r\n• second step"),
+        "{screen:?}"
+    );
+    assert!(
+        screen.contains("╭─ sh\x1b[0m\r\n\x1b[2m│\x1b[0m \x1b[36mcargo test"),
+        "{screen:?}"
+    );
+
+    // The same answer plain: as the model wrote it.
+    let mut plain = cordis(&dir, &["run", "--session", "md-plain"]);
+    plain.env("NO_COLOR", "1");
+    let mut term = Pty::spawn_sized(plain, 80);
+    term.wait_for("> ", LIMIT);
+    term.send("plan it\r");
+    term.wait_for("```\r\n", LIMIT);
+    term.send("\x04");
+    assert_eq!(term.wait_exit(LIMIT), Some(0), "{}", term.screen());
+    let screen = term.screen();
+    assert!(
+        screen.contains("# Plan\r\n\r\nRun `cargo test` and **then** read it.\r\n\r\n- first step\r\n- second step\r\n\r\n```sh\r\ncargo test\r\n```"),
+        "{screen:?}"
+    );
+    assert!(!screen.contains("•"), "{screen:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 const LOGGING: &str = "\
 - {id: system-prompt, name: system-prompt}
 - {id: tools, name: tools}

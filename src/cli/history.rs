@@ -47,15 +47,13 @@ pub(crate) fn run(
     io: &mut Io<'_>,
     builtins: &cordis_host::Builtins,
 ) -> anyhow::Result<u8> {
-    let style = Style {
-        color: match args.color {
-            super::ColorChoice::Always => true,
-            super::ColorChoice::Never => false,
-            super::ColorChoice::Auto => {
-                std::io::IsTerminal::is_terminal(&std::io::stdout()) && !super::no_color(io.env)
-            }
-        },
-    };
+    let style = Style::for_stdout(match args.color {
+        super::ColorChoice::Always => true,
+        super::ColorChoice::Never => false,
+        super::ColorChoice::Auto => {
+            std::io::IsTerminal::is_terminal(&std::io::stdout()) && !super::no_color(io.env)
+        }
+    });
     let rt = cordis_host::shutdown::current_thread()?;
     let result = rt.block_on(async {
         let schedule = Schedule::new(cordis_runtime::Policy::Fifo, 0);

@@ -29,6 +29,7 @@ pub mod ci;
 mod form;
 mod history;
 mod input;
+mod markdown;
 mod mcp;
 mod mentions;
 mod permute;

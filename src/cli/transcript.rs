@@ -41,6 +41,21 @@ const SHOWN_DIFF_LINES: usize = 40;
 pub(crate) struct Style {
     /// ANSI colours on.
     pub color: bool,
+    /// Answers rendered as markdown, wrapped to this many columns (a terminal with colours).
+    pub width: Option<usize>,
+}
+
+impl Style {
+    /// The style of output to stdout: colours when `color`, and then, on a terminal, answers
+    /// rendered to its width.
+    pub(crate) fn for_stdout(color: bool) -> Style {
+        let width = color
+            .then(|| rustix::termios::tcgetwinsize(std::io::stdout()).ok())
+            .flatten()
+            .map(|size| usize::from(size.ws_col))
+            .filter(|&columns| columns > 0);
+        Style { color, width }
+    }
 }
 
 impl Style {
@@ -73,6 +88,9 @@ pub(crate) struct Transcript {
     /// them to describe a result (the path of an edit, the command of a run).
     pending: BTreeMap<String, Value>,
     style: Style,
+    /// The answer's markdown renderer (a terminal with colours), and the text of its line not
+    /// ended yet: lines are drawn once complete.
+    markdown: Option<(super::markdown::Markdown, String)>,
     /// Per depth (a call, a `run_code` sub-call), the call whose line was written last while
     /// nothing else at that depth has been: its result then sits right under it; any other
     /// result names its tool (parallel calls print their lines first, then their results).
@@ -186,6 +204,9 @@ impl Transcript {
     pub(crate) fn new(style: Style) -> Self {
         Transcript {
             at_line_start: true,
+            markdown: style
+                .width
+                .map(|w| (super::markdown::Markdown::new(w), String::new())),
             thinking: false,
             pending: BTreeMap::new(),
             style,
@@ -199,6 +220,16 @@ impl Transcript {
     }
 
     pub(crate) fn newline(&mut self, out: &mut dyn Write) -> std::io::Result<()> {
+        if let Some((markdown, partial)) = self.markdown.as_mut() {
+            let mut lines = Vec::new();
+            if !partial.is_empty() {
+                lines = markdown.line(&std::mem::take(partial));
+            }
+            lines.extend(markdown.finish());
+            for line in lines {
+                writeln!(out, "{line}")?;
+            }
+        }
         if !self.at_line_start {
             writeln!(out)?;
             self.at_line_start = true;
@@ -298,8 +329,18 @@ impl Transcript {
                     && !delta.is_empty()
                 {
                     self.last_call = [None, None];
-                    write!(out, "{}", safe_lines(&delta))?;
-                    self.at_line_start = delta.ends_with('\n');
+                    if let Some((markdown, partial)) = self.markdown.as_mut() {
+                        partial.push_str(&delta);
+                        while let Some(end) = partial.find('\n') {
+                            let line: String = partial.drain(..=end).collect();
+                            for shown in markdown.line(line.trim_end_matches('\n')) {
+                                writeln!(out, "{shown}")?;
+                            }
+                        }
+                    } else {
+                        write!(out, "{}", safe_lines(&delta))?;
+                        self.at_line_start = delta.ends_with('\n');
+                    }
                     out.flush()?;
                 }
                 Ok(())
@@ -409,7 +450,20 @@ pub(crate) fn write_items(
                 }
             }
             Item::Assistant { text, .. } if text.trim().is_empty() => {}
-            Item::Assistant { text, .. } => writeln!(out, "{}", safe_lines(text.trim_end()))?,
+            Item::Assistant { text, .. } => match style.width {
+                Some(width) => {
+                    let mut markdown = super::markdown::Markdown::new(width);
+                    for line in text.trim_end().lines() {
+                        for shown in markdown.line(line) {
+                            writeln!(out, "{shown}")?;
+                        }
+                    }
+                    for shown in markdown.finish() {
+                        writeln!(out, "{shown}")?;
+                    }
+                }
+                None => writeln!(out, "{}", safe_lines(text.trim_end()))?,
+            },
             Item::Thought { .. } | Item::Usage { .. } => {}
             Item::Call(call) => write_call(call, "", style, out)?,
             // The call's result shows the list (its presenter's checklist).
@@ -470,7 +524,15 @@ mod tests {
             text: None,
             locations: Vec::new(),
         };
-        let lines = result_lines(&p, &Value::Null, None, Style { color: false });
+        let lines = result_lines(
+            &p,
+            &Value::Null,
+            None,
+            Style {
+                color: false,
+                width: None,
+            },
+        );
         assert_eq!(lines.len(), SHOWN_DIFF_LINES + 1, "{lines:?}");
         // 3 header lines and 100 added ones.
         assert_eq!(lines.last().unwrap(), "… 63 more lines");
@@ -513,7 +575,10 @@ mod tests {
     #[test]
     fn calls_are_their_presenters_titles_and_results_summaries_in_colour_when_asked() {
         let presenters = Presenters::standard();
-        let mut t = Transcript::new(Style { color: true });
+        let mut t = Transcript::new(Style {
+            color: true,
+            width: None,
+        });
         let (mut out, mut err) = (Vec::new(), Vec::new());
         let call = serde_json::json!({"turn": 1, "step": 1, "callId": "c1", "name": "bash",
             "arguments": "{\"command\":\"seq 12\"}"});

@@ -22,11 +22,30 @@ pub struct Pty {
 
 impl Pty {
     /// Starts `cmd` with the terminal as its stdin, stdout and stderr.
-    pub fn spawn(mut cmd: Command) -> Pty {
+    /// `cmd` on a terminal `columns` wide (a fresh pseudo-terminal has no size: programs that
+    /// wrap to the width see none).
+    pub fn spawn_sized(cmd: Command, columns: u16) -> Pty {
+        Pty::spawn_with(cmd, Some(columns))
+    }
+
+    pub fn spawn(cmd: Command) -> Pty {
+        Pty::spawn_with(cmd, None)
+    }
+
+    fn spawn_with(mut cmd: Command, columns: Option<u16>) -> Pty {
         let master =
             openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC).expect("openpt");
         grantpt(&master).expect("grantpt");
         unlockpt(&master).expect("unlockpt");
+        if let Some(columns) = columns {
+            let size = rustix::termios::Winsize {
+                ws_row: 40,
+                ws_col: columns,
+                ws_xpixel: 0,
+                ws_ypixel: 0,
+            };
+            rustix::termios::tcsetwinsize(&master, size).expect("set the terminal's size");
+        }
         let name = ptsname(&master, Vec::new()).expect("ptsname");
         let slave = std::fs::OpenOptions::new()
             .read(true)
@@ -57,11 +76,12 @@ impl Pty {
                     tv_nsec: 50_000_000,
                 };
                 match rustix::event::poll(&mut fds, Some(&timeout)) {
-                    Ok(0) => continue,
+                    Ok(0) | Err(rustix::io::Errno::INTR) => continue,
                     Ok(_) => {}
                     Err(_) => break,
                 }
                 match reader.read(&mut buf) {
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                     Ok(0) | Err(_) => break,
                     Ok(n) => sink.lock().unwrap().extend_from_slice(&buf[..n]),
                 }

@@ -99,7 +99,7 @@ fn style_for(args: &RunArgs, io: &Io<'_>) -> Style {
             std::io::IsTerminal::is_terminal(&std::io::stdout()) && !super::no_color(io.env)
         }
     };
-    Style { color }
+    Style::for_stdout(color)
 }
 
 /// A progress report of an MCP call as the terminal shows it while the call runs:
