@@ -392,6 +392,36 @@ fn closing_the_terminal_mid_turn_ends_the_turn_in_the_log_and_leaves_no_lock() {
 }
 
 #[test]
+fn a_running_commands_output_shows_live_before_it_ends_and_its_last_line_after() {
+    // Three seconds of output, a line a second; the result's card shows the last line too.
+    let responses = concat!(
+        "      - toolCalls: [{name: bash, arguments: {command: 'for i in 1 2 3; do echo step $i; sleep 1; done; echo all done'}}]\n",
+        "      - text: Ran it.\n",
+    );
+    let dir = fresh_dir("live", &shell_agent(responses, false));
+    let mut term = Pty::spawn_sized(cordis(&dir, &["run", "--session", "l"]), 100);
+    term.wait_for("> ", LIMIT);
+    term.send("go\r");
+    term.wait_for("· step 1", LIMIT);
+    let logged = std::fs::read_to_string(dir.join(".sessions/l.jsonl")).unwrap();
+    assert!(
+        !logged.contains(r#""type":"tool/result""#),
+        "the output showed only after the command ended"
+    );
+    term.wait_for("Ran it.", LIMIT);
+    let screen = term.screen();
+    let (live, result) = (
+        screen.find("· step 1").unwrap(),
+        screen.find("  ⎿ ").unwrap(),
+    );
+    assert!(live < result, "{screen:?}");
+    assert!(screen[result..].contains("all done"), "{screen:?}");
+    term.send("\x04");
+    assert_eq!(term.wait_exit(LIMIT), Some(0), "{}", term.screen());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn sigterm_ends_the_run_cleanly_and_kills_what_the_turn_started() {
     let responses = "      - toolCalls: [{name: bash, arguments: {command: 'echo $$ > one.pid; exec sleep 30'}}]\n";
     let dir = fresh_dir("sigterm", &shell_agent(responses, false));

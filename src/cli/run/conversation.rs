@@ -18,6 +18,11 @@ impl Conversation<'_> {
         // MCP servers' progress on long calls, and pages they say are done, shown while the
         // call runs (not logged).
         let (ptx, mut progress) = mpsc::unbounded_channel::<String>();
+        // A running command's output, as it arrives (a terminal shows its last line live).
+        let (otx, mut outputs) = mpsc::unbounded_channel::<String>();
+        let _output_listener = self.root.on::<cordis_tool_shell::CommandOutput>(move |e| {
+            let _ = otx.send(e.text.clone());
+        });
         let page_tx = ptx.clone();
         let _progress_listener = self.root.on::<cordis_mcp::McpProgress>(move |e| {
             let _ = ptx.send(progress_line(e));
@@ -119,7 +124,8 @@ impl Conversation<'_> {
                 }
             };
             let (started, from) = (Instant::now(), self.agent.session().len());
-            self.turn(message, &mut events, &mut progress, io).await?;
+            self.turn(message, &mut events, (&mut progress, &mut outputs), io)
+                .await?;
             if interactive && !self.args.quiet {
                 self.footer(from, started, io)?;
             }
@@ -321,9 +327,16 @@ impl Conversation<'_> {
         &mut self,
         message: String,
         events: &mut mpsc::UnboundedReceiver<AgentEvent>,
-        progress: &mut mpsc::UnboundedReceiver<String>,
+        (progress, outputs): (
+            &mut mpsc::UnboundedReceiver<String>,
+            &mut mpsc::UnboundedReceiver<String>,
+        ),
         io: &mut Io<'_>,
     ) -> anyhow::Result<()> {
+        // Shown only where the line can be redrawn: the terminal's line editor is the input.
+        let at_terminal = matches!(self.input, Input::Terminal(_));
+        let mut live = super::live::LiveOutput::new(self.transcript.style().color);
+        let mut clock = tokio::time::interval(Duration::from_secs(1));
         // A Ctrl-C of an earlier turn does not make this turn's first one a second.
         self.interrupted_at = None;
         self.listen(true);
@@ -343,15 +356,30 @@ impl Conversation<'_> {
                         Some(e) = events.recv() => {
                             if e.agent == current.id() && lost.is_none() {
                                 let presenters = self.root.get::<Presenters>();
-                                self.transcript
-                                    .event(&e.event, presenters.as_deref(), io.out, io.err)
+                                let ended = e.event.kind == cordis_session::kinds::TOOL_RESULT;
+                                live.clear(ended, io.err)
+                                    .and_then(|()| {
+                                        self.transcript
+                                            .event(&e.event, presenters.as_deref(), io.out, io.err)
+                                    })
                                     .map_err(Into::into)
                             } else {
                                 Ok(())
                             }
                         }
+                        Some(text) = outputs.recv() => {
+                            if at_terminal && lost.is_none() {
+                                live.output(&text, io.err).map_err(Into::into)
+                            } else {
+                                Ok(())
+                            }
+                        }
+                        _ = clock.tick(), if live.active() => live.draw(io.err).map_err(Into::into),
                         Some(line) = progress.recv() => {
-                            writeln!(io.err, "{line}").and_then(|()| io.err.flush()).map_err(Into::into)
+                            live.clear(false, io.err)
+                                .and_then(|()| writeln!(io.err, "{line}"))
+                                .and_then(|()| io.err.flush())
+                                .map_err(Into::into)
                         }
                         question = next_question(&mut self.asked, &mut self.elicited) => {
                             self.answer_question(question, io).await.map_err(Into::into)
@@ -374,6 +402,9 @@ impl Conversation<'_> {
                         lost = Some(e);
                     }
                 };
+                if lost.is_none() {
+                    live.clear(true, io.err)?;
+                }
                 if let Some(e) = lost {
                     return Err(e);
                 }

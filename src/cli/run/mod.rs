@@ -12,6 +12,7 @@
 
 mod conversation;
 pub mod headless;
+mod live;
 mod questions;
 mod session_commands;
 
