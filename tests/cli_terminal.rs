@@ -91,9 +91,15 @@ fn run_in_a_terminal_prompts_answers_and_ends_on_ctrl_d() {
     );
     term.send("y");
     term.wait_for("allow edit_file? [y]es once", LIMIT);
+    // The diff in its colours, once: in the question.
     assert!(
-        term.screen()
+        without_sgr(&term.screen())
             .contains("@@ -1,3 +1,3 @@\r\n The offline demo wrote this file.\r\n-Status: draft\r\n+Status: final\r\n"),
+        "{}",
+        term.screen()
+    );
+    assert!(
+        term.screen().contains("\x1b[32m+Status: final\x1b[0m"),
         "{}",
         term.screen()
     );
@@ -104,6 +110,13 @@ fn run_in_a_terminal_prompts_answers_and_ends_on_ctrl_d() {
     // comes back. The scratch file is gone again.
     term.wait_for("Noted.", LIMIT);
     assert!(term.screen().contains("Status: final"), "{}", term.screen());
+    // The diffs asked about are not printed again under their calls: their size is.
+    assert!(
+        term.screen().contains("+3 −0 lines, as asked")
+            && term.screen().contains("+1 −1 lines, as asked"),
+        "{}",
+        term.screen()
+    );
     assert!(!dir.join("cordis-demo.txt").exists());
     term.wait_for(" s · 0 tokens in, 0 out\r\n", LIMIT);
     term.wait_for_count("> ", 2, LIMIT);
@@ -546,6 +559,27 @@ fn a_key_typed_ahead_never_answers_and_always_grants_the_parsed_command_for_the_
 }
 
 /// Whether `screen` holds a colour or style sequence (`ESC [ params m`).
+/// `screen` without its colours (SGR sequences, `ESC [ … m`).
+fn without_sgr(screen: &str) -> String {
+    let mut out = String::with_capacity(screen.len());
+    let mut rest = screen;
+    while let Some(at) = rest.find("\x1b[") {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 2..];
+        let params = after
+            .find(|c: char| !(c.is_ascii_digit() || c == ';'))
+            .unwrap_or(after.len());
+        if after[params..].starts_with('m') {
+            rest = &after[params + 1..];
+        } else {
+            out.push_str("\x1b[");
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
 fn has_sgr(screen: &str) -> bool {
     screen.split("\x1b[").skip(1).any(|rest| {
         let params = rest.find(|c: char| !(c.is_ascii_digit() || c == ';'));
@@ -746,7 +780,7 @@ fn a_write_over_a_file_asks_with_what_it_replaces_and_a_change_while_asked_is_ke
     term.wait_for("> ", LIMIT);
     term.send("write the notes\r");
     term.wait_for("allow write_file? [y]es once", LIMIT);
-    let screen = term.screen();
+    let screen = without_sgr(&term.screen());
     assert!(
         screen.contains("--- a/notes.txt\r\n+++ b/notes.txt\r\n@@ -1,2 +1,2 @@\r\n keep\r\n-old line\r\n+new line\r\n"),
         "{screen}"

@@ -68,7 +68,7 @@ impl Style {
     }
 
     /// A diff line in its colour: additions green, removals red, hunk headers cyan.
-    fn diff_line(self, line: &str) -> String {
+    pub(crate) fn diff_line(self, line: &str) -> String {
         match line.chars().next() {
             _ if line.starts_with("+++") || line.starts_with("---") => self.paint("1", line),
             Some('+') => self.paint("32", line),
@@ -88,6 +88,9 @@ pub(crate) struct Transcript {
     /// them to describe a result (the path of an edit, the command of a run).
     pending: BTreeMap<String, Value>,
     style: Style,
+    /// Calls a person was asked about here and allowed: their question showed the diff, so
+    /// the result sums it up instead of showing it again.
+    asked: std::collections::BTreeSet<String>,
     /// The answer's markdown renderer (a terminal with colours), and the text of its line not
     /// ended yet: lines are drawn once complete.
     markdown: Option<(super::markdown::Markdown, String)>,
@@ -177,6 +180,19 @@ fn result_lines(
     }
 }
 
+/// A diff's size in one line (`+3 −1 lines, as asked`).
+fn diff_summary(old: Option<&str>, new: &str) -> String {
+    let (mut added, mut removed) = (0, 0);
+    for change in similar::TextDiff::from_lines(old.unwrap_or_default(), new).iter_all_changes() {
+        match change.tag() {
+            similar::ChangeTag::Insert => added += 1,
+            similar::ChangeTag::Delete => removed += 1,
+            similar::ChangeTag::Equal => {}
+        }
+    }
+    format!("+{added} −{removed} lines, as asked")
+}
+
 /// At most `max` of `lines`, each shown by `show`: the first half and the last half of them
 /// around how many were left out.
 fn head_and_tail(lines: &[&str], max: usize, show: impl Fn(&str) -> String) -> Vec<String> {
@@ -204,6 +220,7 @@ impl Transcript {
     pub(crate) fn new(style: Style) -> Self {
         Transcript {
             at_line_start: true,
+            asked: std::collections::BTreeSet::new(),
             markdown: style
                 .width
                 .map(|w| (super::markdown::Markdown::new(w), String::new())),
@@ -212,6 +229,12 @@ impl Transcript {
             style,
             last_call: [None, None],
         }
+    }
+
+    /// Call `call_id`'s question showed its diff to the person, who allowed it: its result
+    /// sums the diff up instead of showing it again.
+    pub(crate) fn shown_when_asked(&mut self, call_id: &str) {
+        self.asked.insert(call_id.to_owned());
     }
 
     /// The style it writes in.
@@ -289,7 +312,14 @@ impl Transcript {
             |presenters| presenters.present_result(name, args, view),
         );
         let failed = is_error.then(|| code.unwrap_or_default());
-        let mut lines = result_lines(&p, content, failed, self.style);
+        let asked = self.asked.remove(id);
+        let mut lines = match &p.card {
+            // The question showed this diff a moment ago.
+            Card::Diff {
+                old_text, new_text, ..
+            } if asked && !is_error => vec![diff_summary(old_text.as_deref(), new_text)],
+            _ => result_lines(&p, content, failed, self.style),
+        };
         if !under_its_call && let Some(first) = lines.first_mut() {
             *first = format!("{}: {first}", safe(name));
         }
@@ -376,6 +406,7 @@ impl Transcript {
                 )
             }
             EventView::TurnEnd(end) => self.turn_end(end, out, err),
+            EventView::ToolApproval(_) => Ok(()),
             // Not shown: the user's own input, the loop's bookkeeping, the assembled message
             // (its chunks were streamed), approvals (asked on their own) and session settings.
             // Unknown kinds and payloads that do not fit their kind are skipped too (the log is
@@ -385,7 +416,6 @@ impl Transcript {
             | EventView::StepStart(_)
             | EventView::RequestHeader(_)
             | EventView::AssistantMessage(_)
-            | EventView::ToolApproval(_)
             | EventView::StepEnd(_)
             | EventView::AgentPresetSelected(_)
             | EventView::PermissionsMode(_)

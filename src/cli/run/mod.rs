@@ -49,18 +49,16 @@ use crate::session::commands;
 use cordis_runtime::shell_word;
 
 /// The question's text: the call's card (title and body) from its presenter.
-fn question(root: &Context, request: &ApprovalRequest) -> String {
+fn question(root: &Context, request: &ApprovalRequest, style: Style) -> String {
     let name = &request.call.name;
     let shown = match root.get::<Presenters>() {
         Some(presenters) => {
             let p = presenters.present_approval(name, &request.call.arguments);
             let mut text = format!("{}\n", safe(&p.title));
-            let card = render_card(&p.card);
-            if !card.is_empty() {
-                text.push_str(&safe_lines(&card));
-                if !card.ends_with('\n') {
-                    text.push('\n');
-                }
+            // A diff in its colours: shown here, once (the result then sums it up).
+            for line in render_card(&p.card).lines() {
+                text.push_str(&style.diff_line(&safe(line)));
+                text.push('\n');
             }
             if let Some(more) = p.text.as_deref().filter(|t| !t.is_empty()) {
                 text.push_str(&safe_lines(more));

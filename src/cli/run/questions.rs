@@ -10,7 +10,7 @@ impl Conversation<'_> {
         request: &ApprovalRequest,
         io: &mut Io<'_>,
     ) -> std::io::Result<Answer> {
-        let text = question(&self.root, request);
+        let text = question(&self.root, request, self.transcript.style());
         // At a terminal, its reading thread shows the question, after taking what was typed
         // before; with lines, a line counts when it was read after the question was written.
         let (question, shown) = match &mut self.input {
@@ -22,12 +22,16 @@ impl Conversation<'_> {
             }
         };
         let cancelled = || Answer::Deny(Some("the user cancelled the turn".to_owned()));
-        Ok(match self.await_reply(question, shown, &text, io).await? {
+        let answer = match self.await_reply(question, shown, &text, io).await? {
             Reply::Terminal(Event::Answer { answer, .. }) => answer,
             Reply::Line(text) => answer_of(&text),
             Reply::Interrupted | Reply::Terminal(_) => cancelled(),
             Reply::Eof => Answer::Deny(Some("the input ended before an answer".to_owned())),
-        })
+        };
+        if matches!(answer, Answer::Allow | Answer::AllowAlways) {
+            self.transcript.shown_when_asked(&request.call.call_id);
+        }
+        Ok(answer)
     }
 
     /// Waits for the reply to a question shown: the terminal's answer to question `question`,
