@@ -29,11 +29,6 @@ pub struct SessionsArgs {
 
 pub(crate) use crate::session::id::{civil, iso8601};
 
-/// A new session id: [`crate::session::id::new_id`] (the one maker; `_front` is not part of it).
-pub(crate) fn unique_session_id(_front: &str) -> String {
-    crate::session::id::new_id()
-}
-
 /// When a session was last written, as `YYYY-MM-DD HH:MM UTC`.
 fn when(summary: &SessionSummary) -> String {
     let ms = summary

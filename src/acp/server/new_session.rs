@@ -7,9 +7,9 @@ use crate::acp::protocol::{NewSessionRequest, NewSessionResponse};
 use crate::acp::rpc::{Reply, RpcError};
 use crate::acp::session::Opening;
 
-/// A new session id (see [`crate::cli::sessions::unique_session_id`]).
+/// A new session id (the session core's one maker).
 fn new_session_id() -> String {
-    crate::cli::sessions::unique_session_id("acp")
+    crate::session::id::new_id()
 }
 
 impl<'c> Server<'c> {
