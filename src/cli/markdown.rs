@@ -36,24 +36,16 @@ impl Markdown {
         let line = safe(raw);
         let trimmed = line.trim_start();
         if let Some(fence) = &self.fence {
-            if trimmed.starts_with(fence.as_str())
-                && trimmed.trim_end()
-                    == trimmed
-                        .trim_end()
-                        .chars()
-                        .take_while(|c| *c == '`' || *c == '~')
-                        .collect::<String>()
-            {
+            // A closing fence: the opening one's marks (or more), nothing after them.
+            let marks = fence_marks(trimmed);
+            if marks.starts_with(fence.as_str()) && marks == trimmed.trim_end() {
                 self.fence = None;
                 return vec![paint("2", "╰─")];
             }
             return vec![format!("{} {}", paint("2", "│"), paint("36", &line))];
         }
         if trimmed.starts_with("```") || trimmed.starts_with("~~~") {
-            let fence: String = trimmed
-                .chars()
-                .take_while(|c| *c == '`' || *c == '~')
-                .collect();
+            let fence = fence_marks(trimmed).to_owned();
             let lang = trimmed[fence.len()..].trim();
             self.fence = Some(fence);
             return vec![paint("2", format!("╭─ {lang}").trim_end())];
@@ -115,6 +107,14 @@ impl Markdown {
             None => Vec::new(),
         }
     }
+}
+
+/// The run of backticks or tildes a line starts with.
+fn fence_marks(line: &str) -> &str {
+    let end = line
+        .find(|c: char| c != '`' && c != '~')
+        .unwrap_or(line.len());
+    &line[..end]
 }
 
 /// `# Title` → (1, "Title"), up to six `#`.
