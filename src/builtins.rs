@@ -20,7 +20,8 @@ pub use wasm::WasmKind;
 /// and the workspace tools: `workspace`, `tool-fs`, `tool-search`, `tool-shell`, `approvals`,
 /// `presenter`, Code Mode's `code-runtime` and `tool-presentation`, and agent presets'
 /// `agent-presets` with its rows `persona`, `tool-order`, `tool-restrict` and `tool-cordis`,
-/// and `mcp` (one MCP server's tools per entry); and the entry kind of `.wasm` files
+/// and `mcp` (one MCP server's tools per entry), project `instructions` (`AGENTS.md`) and
+/// `skills` (`SKILL.md` folders); and the entry kind of `.wasm` files
 /// ([`WasmKind`]: WebAssembly component tool plugins).
 pub fn standard() -> Builtins {
     let mut table = Builtins::host();
@@ -50,6 +51,9 @@ pub fn standard() -> Builtins {
     );
     table.insert(cordis_mcp::McpPlugin);
     table.insert(cordis_history::HistoryPlugin);
+    table.insert(cordis_instructions::InstructionsPlugin::default());
+    table.insert(cordis_skills::SkillsPlugin::default());
+    table.insert(cordis_hooks::HooksPlugin::default());
     table
 }
 
@@ -64,7 +68,8 @@ pub fn shipped_presets() -> std::path::PathBuf {
 /// against the file's directory and puts the default one under the user's state directory
 /// (from `env`: `$XDG_STATE_HOME`, `$HOME`); its `agent-presets` plugin (when it has one)
 /// resolves relative roots against the file's directory, takes the user root from `env`
-/// (`$XDG_CONFIG_HOME`, `$HOME`), and mounts presets through `table` itself with `options`'
+/// (`$XDG_CONFIG_HOME`, `$HOME`; so do `instructions` and `skills` for the user's files), and
+/// mounts presets through `table` itself with `options`'
 /// timeouts and plugin directories.
 pub fn for_config(
     table: &Builtins,
@@ -80,6 +85,21 @@ pub fn for_config(
                 .with_base_dir(dir.clone())
                 .with_state_dir(cordis_session::state_dir(env)),
         );
+    }
+    // Project instructions and skills read the user's files from `env`, as presets do.
+    let user_dir = cordis_instructions::user_config_dir(env);
+    if table.get("instructions").is_some() {
+        table.insert(
+            cordis_instructions::InstructionsPlugin::default().with_user_dir(user_dir.clone()),
+        );
+    }
+    if table.get("skills").is_some() {
+        table.insert(cordis_skills::SkillsPlugin::default().with_user_dir(user_dir));
+    }
+    // Hooks from a file in the workspace run only in a trusted workspace: they learn where.
+    if table.get("hooks").is_some() {
+        let store = cordis_hooks::trust::store_path(env);
+        table.insert(cordis_hooks::HooksPlugin::default().with_origin(dir.clone(), store));
     }
     if table.get("agent-presets").is_none() {
         return table;

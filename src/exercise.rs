@@ -188,6 +188,9 @@ pub struct ExerciseOutcome {
     /// The order in which `debug/echo` tool calls completed (`who: tool`), to show that the
     /// log agrees even where completion order does not.
     pub completions: Vec<String>,
+    /// The cache-prefix contract of the session ([`cordis_session::contract`]): how many
+    /// requests were checked, or the checker's message for the first request that breaks it.
+    pub contract: Result<usize, String>,
 }
 
 impl ExerciseOutcome {
@@ -292,9 +295,11 @@ pub async fn exercise_with_preset(
         };
         turns.push(end);
     }
-    let mut log: Vec<Value> = agent
-        .session()
-        .events()
+    let events = agent.session().events();
+    let contract = cordis_session::contract::check_contract(agent.session().header(), &events)
+        .map(|report| report.requests)
+        .map_err(|e| e.to_string());
+    let mut log: Vec<Value> = events
         .into_iter()
         .map(|e| serde_json::to_value(e).unwrap_or(Value::Null))
         .collect();
@@ -311,7 +316,148 @@ pub async fn exercise_with_preset(
         turns,
         live_after,
         completions,
+        contract,
     })
+}
+
+/// One model response being gathered from a logged step, in the scripted format.
+#[derive(Default)]
+struct Recorded {
+    reasoning: Vec<String>,
+    text: Vec<String>,
+    calls: Vec<Value>,
+    usage: Option<Value>,
+    error: Option<String>,
+    finish: Option<&'static str>,
+    /// Anything was streamed (a step that failed before its first chunk has nothing).
+    streamed: bool,
+}
+
+impl Recorded {
+    fn take(&mut self, chunk: cordis_llm::Chunk) {
+        use cordis_llm::{Chunk, FinishReason};
+        self.streamed = true;
+        match chunk {
+            Chunk::Reasoning { delta } => self.reasoning.push(delta),
+            Chunk::Text { delta } => self.text.push(delta),
+            Chunk::ToolCall { call } => self.calls.push(serde_json::json!({
+                "id": call.id,
+                "name": call.name,
+                // A string is sent verbatim: the exact bytes the model produced.
+                "arguments": call.arguments,
+            })),
+            Chunk::Usage { usage } => self.usage = serde_json::to_value(usage).ok(),
+            Chunk::Finish { reason } => match reason {
+                FinishReason::Error { message } => self.error = Some(message),
+                FinishReason::Length => self.finish = Some("length"),
+                FinishReason::Aborted => self.finish = Some("aborted"),
+                // The scripted default: tool-calls with calls, else stop.
+                FinishReason::Stop if !self.calls.is_empty() => self.finish = Some("stop"),
+                FinishReason::ToolCalls if self.calls.is_empty() => {
+                    self.finish = Some("tool-calls");
+                }
+                FinishReason::Stop | FinishReason::ToolCalls => {}
+            },
+        }
+    }
+
+    fn response(self) -> Value {
+        let mut out = serde_json::Map::new();
+        if !self.reasoning.is_empty() {
+            out.insert("reasoning".into(), self.reasoning.into());
+        }
+        if !self.text.is_empty() {
+            out.insert("text".into(), self.text.into());
+        }
+        if !self.calls.is_empty() {
+            out.insert("toolCalls".into(), self.calls.into());
+        }
+        if let Some(usage) = self.usage {
+            out.insert("usage".into(), usage);
+        }
+        if let Some(error) = self.error {
+            out.insert("error".into(), error.into());
+        }
+        if let Some(finish) = self.finish {
+            out.insert("finish".into(), finish.into());
+        }
+        Value::Object(out)
+    }
+}
+
+/// The exercise script of a logged session (`cordis sessions export ID --exercise OUT`): its
+/// user turns, and the model's responses in the scripted format, one per model request in log
+/// order — each step's streamed chunks as they were logged (reasoning and text deltas, tool
+/// calls with their call ids and their arguments verbatim, usage, how it finished), and each
+/// `compaction`'s summary with its usage (the summary request is answered like any other).
+/// Replayed by `cordis stress COMPOSITION --exercise FILE`, the session's messages come back:
+/// the model's from the script, the tools' from running them again.
+///
+/// A step that failed before the model streamed anything becomes an `error` response with
+/// the turn's error message; a prompt's images are not kept (the script holds text turns).
+///
+/// # Errors
+/// A malformed payload of a kind the export reads.
+pub fn export_script(
+    events: &[cordis_session::SessionEvent],
+) -> Result<Value, cordis_session::ProjectionError> {
+    use cordis_session::{EventView, kinds};
+    /// The kinds the export reads (a malformed event of another kind is not its concern).
+    const READ: &[&str] = &[
+        kinds::USER_MESSAGE,
+        kinds::STEP_START,
+        kinds::ASSISTANT_CHUNK,
+        kinds::STEP_END,
+        kinds::TURN_END,
+        kinds::COMPACTION,
+    ];
+    let mut turns = Vec::new();
+    let mut responses = Vec::new();
+    let mut step: Option<Recorded> = None;
+    for event in events {
+        match event.view() {
+            EventView::UserMessage(d) => turns.push(Value::String(d.content)),
+            EventView::StepStart(_) => {
+                if let Some(r) = step.replace(Recorded::default()).filter(|r| r.streamed) {
+                    responses.push(r.response());
+                }
+            }
+            EventView::AssistantChunk(d) => {
+                if let Some(r) = &mut step {
+                    r.take(d.chunk);
+                }
+            }
+            EventView::StepEnd(_) => {
+                if let Some(r) = step.take().filter(|r| r.streamed) {
+                    responses.push(r.response());
+                }
+            }
+            EventView::TurnEnd(d) => {
+                if let Some(r) = step.take() {
+                    match (r.streamed, d.reason) {
+                        (true, _) => responses.push(r.response()),
+                        (false, cordis_session::TurnEndReason::Error { message, .. }) => {
+                            responses.push(serde_json::json!({"error": message}));
+                        }
+                        (false, _) => {}
+                    }
+                }
+            }
+            EventView::Compaction(d) => {
+                let mut r = serde_json::json!({"text": [d.summary]});
+                if let Some(usage) = d.usage.and_then(|u| serde_json::to_value(u).ok()) {
+                    r["usage"] = usage;
+                }
+                responses.push(r);
+            }
+            EventView::Malformed(e) if READ.contains(&e.kind.as_str()) => return Err(e),
+            _ => {}
+        }
+    }
+    if let Some(r) = step.take().filter(|r| r.streamed) {
+        responses.push(r.response());
+    }
+    Ok(serde_json::json!({"turns": turns, "responses": responses}))
 }
 
 /// The first event at which two logs differ: its index and each side (`None` past the end).
@@ -347,6 +493,99 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.starts_with("s.yml: not an exercise script"), "{err}");
+    }
+
+    #[test]
+    fn an_exported_log_is_one_scripted_response_per_model_request_in_log_order() {
+        use cordis_llm::{AssistantToolCall, Chunk, FinishReason, Usage};
+        use cordis_session::{
+            AssistantChunkData, CompactionData, CompactionTrigger, Session, StepEndData,
+            StepStartData, TurnEndData, TurnEndReason, UserMessageData,
+        };
+        let s = Session::in_memory("s");
+        let chunk = |chunk: Chunk| AssistantChunkData {
+            turn: 1,
+            step: 1,
+            chunk,
+        };
+        s.append(
+            &UserMessageData {
+                turn: 1,
+                content: "hi".into(),
+                prompt: None,
+            },
+            None,
+        )
+        .unwrap();
+        s.append(&StepStartData { turn: 1, step: 1 }, None).unwrap();
+        for c in [
+            Chunk::Reasoning { delta: "hm".into() },
+            Chunk::Text { delta: "a".into() },
+            Chunk::Text { delta: "b".into() },
+            Chunk::ToolCall {
+                call: AssistantToolCall {
+                    id: "x1".into(),
+                    name: "read_file".into(),
+                    arguments: "{\"path\": \"a\"}".into(),
+                },
+            },
+            Chunk::Usage {
+                usage: Usage {
+                    input_tokens: 5,
+                    output_tokens: 2,
+                    cached_input_tokens: None,
+                },
+            },
+            Chunk::Finish {
+                reason: FinishReason::ToolCalls,
+            },
+        ] {
+            s.append(&chunk(c), None).unwrap();
+        }
+        s.append(&StepEndData { turn: 1, step: 1 }, None).unwrap();
+        s.append(
+            &CompactionData {
+                summary: "said hi".into(),
+                trigger: CompactionTrigger::Auto,
+                focus: None,
+                through_seq: 9,
+                messages: 3,
+                dropped_tool_results: 0,
+                input_tokens: None,
+                usage: None,
+            },
+            None,
+        )
+        .unwrap();
+        s.append(&StepStartData { turn: 1, step: 2 }, None).unwrap();
+        s.append(
+            &TurnEndData {
+                turn: 1,
+                reason: TurnEndReason::Error {
+                    step: 2,
+                    message: "boom".into(),
+                },
+            },
+            None,
+        )
+        .unwrap();
+        let script = export_script(&s.events()).unwrap();
+        assert_eq!(
+            script,
+            serde_json::json!({
+                "turns": ["hi"],
+                "responses": [
+                    {"reasoning": ["hm"], "text": ["a", "b"],
+                     "toolCalls": [{"id": "x1", "name": "read_file", "arguments": "{\"path\": \"a\"}"}],
+                     "usage": {"inputTokens": 5, "outputTokens": 2}},
+                    {"text": ["said hi"]},
+                    {"error": "boom"},
+                ],
+            })
+        );
+        // The script reads back as an exercise script.
+        let parsed = ExerciseScript::parse(&script.to_string(), "export").unwrap();
+        assert_eq!(parsed.responses.map(|r| r.len()), Some(3));
     }
 
     #[test]

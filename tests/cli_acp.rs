@@ -813,7 +813,10 @@ fn close_ends_a_sessions_work_and_resume_opens_it_again_without_a_replay() {
     let dir = scratch("close-resume");
     let mut acp = Acp::start(&dir, &held_turn_script("sleep 30"));
     let caps = acp.initialize()["result"]["agentCapabilities"]["sessionCapabilities"].clone();
-    assert_eq!(caps, json!({"list": {}, "resume": {}, "close": {}}));
+    assert_eq!(
+        caps,
+        json!({"list": {}, "resume": {}, "close": {}, "fork": {}, "delete": {}, "additionalDirectories": {}})
+    );
     let s = acp.new_session(&dir);
     let other = acp.new_session(&dir);
     // A close while a prompt runs ends the prompt (as a cancel would) and frees the session.
@@ -977,8 +980,9 @@ fn slash_commands_are_announced_after_new_and_load_and_answered_without_the_mode
         .iter()
         .map(|c| c["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["help", "usage", "permissions"]);
-    assert_eq!(commands[2]["input"], json!({"hint": "[MODE | revoke N]"}));
+    assert_eq!(names, ["help", "usage", "compact", "permissions"]);
+    assert_eq!(commands[2]["input"], json!({"hint": "[FOCUS]"}));
+    assert_eq!(commands[3]["input"], json!({"hint": "[MODE | revoke N]"}));
     let answer = |acp: &mut Acp, prompt: &str| -> String {
         let before = acp.updates(&s).len();
         assert_eq!(acp.prompt(&s, prompt)["result"]["stopReason"], "end_turn");
@@ -1698,10 +1702,11 @@ fn with_an_editor_that_does_files_the_file_tools_read_its_buffers_and_write_thro
         std::fs::read_to_string(dir.join("sub/new.txt")).unwrap(),
         "new\n"
     );
+    // The results (an allowed write is first updated `in_progress`, then with its result).
     let results: Vec<String> = acp
         .updates(&s)
         .into_iter()
-        .filter(|u| u["sessionUpdate"] == "tool_call_update")
+        .filter(|u| u["sessionUpdate"] == "tool_call_update" && u["status"] != "in_progress")
         .map(|u| u.to_string())
         .collect();
     assert!(
@@ -2366,7 +2371,11 @@ fn an_mcp_servers_question_is_asked_through_the_editors_form_and_checked() {
     let result = acp
         .updates(&s)
         .into_iter()
-        .find(|u| u["sessionUpdate"] == "tool_call_update" && u.get("status").is_some())
+        .find(|u| {
+            u["sessionUpdate"] == "tool_call_update"
+                && u.get("status").is_some()
+                && u["status"] != "in_progress"
+        })
         .unwrap()
         .to_string();
     // The server got the answer, its default filled in by the checks.
@@ -2402,10 +2411,11 @@ fn a_sessions_mcp_servers_give_it_their_tools_and_a_broken_one_refuses_the_sessi
         acp.prompt(&with_mcp, "greet")["result"]["stopReason"],
         "end_turn"
     );
+    // Allowed, the call is updated `in_progress`, then with its result.
     let update = acp
         .updates(&with_mcp)
         .into_iter()
-        .find(|u| u["sessionUpdate"] == "tool_call_update")
+        .find(|u| u["sessionUpdate"] == "tool_call_update" && u["status"] != "in_progress")
         .unwrap();
     assert_eq!(update["status"], "completed", "{update}");
     assert!(update.to_string().contains("Hello, editor!"), "{update}");
@@ -2542,11 +2552,13 @@ fn presets_are_modes_and_a_blank_session_switches_between_them() {
     let r = set(&mut acp, "minimal");
     assert!(r.get("result").is_some(), "{r}");
     assert_eq!(acp.prompt(&s, "hi")["result"]["stopReason"], "end_turn");
-    // After a turn the session keeps its mode.
+    // After a turn the session switches too (the editor's picker stays live), and back.
     let r = set(&mut acp, "standard");
-    assert_eq!(r["error"]["code"], -32602, "{r}");
+    assert!(r.get("result").is_some(), "{r}");
+    let r = set(&mut acp, "minimal");
+    assert!(r.get("result").is_some(), "{r}");
     assert_eq!(acp.close(), 0);
-    // A load comes back in the mode its log records.
+    // A load comes back in the mode its log records last.
     let mut acp = Acp::start_args(&dir, &[&bundled]);
     acp.initialize();
     let id = acp.request(
@@ -2761,6 +2773,7 @@ fn an_mcp_servers_prompts_are_commands_the_editor_is_told_of_and_their_rendering
         [
             "help",
             "usage",
+            "compact",
             "permissions",
             "mcp__fixture__greeting",
             "mcp__fixture__review",
@@ -2768,7 +2781,7 @@ fn an_mcp_servers_prompts_are_commands_the_editor_is_told_of_and_their_rendering
         ]
     );
     assert_eq!(
-        announced[4],
+        announced[5],
         json!({"name": "mcp__fixture__review", "description": "Asks for a review of one file.",
                "input": {"hint": "file=… [focus=…]"}})
     );
@@ -2976,4 +2989,313 @@ fn a_request_id_that_is_an_object_an_array_or_a_boolean_is_an_invalid_request() 
     let s = acp.new_session(&dir);
     assert_eq!(acp.prompt(&s, "hello")["result"]["stopReason"], "end_turn");
     assert_eq!(acp.close(), 0);
+}
+
+#[test]
+fn compact_is_answered_as_a_command_and_replayed_as_one_item() {
+    let dir = scratch("compact");
+    let mut acp = Acp::start(&dir, &json!([text("Hello."), text("SUMMARY: greeted.")]));
+    acp.initialize();
+    let s = acp.new_session(&dir);
+    assert_eq!(acp.prompt(&s, "hi")["result"]["stopReason"], "end_turn");
+    let before = acp.updates(&s).len();
+    assert_eq!(
+        acp.prompt(&s, "/compact the greeting")["result"]["stopReason"],
+        "end_turn"
+    );
+    let updates = acp.updates(&s)[before..].to_vec();
+    assert!(
+        said(&updates)
+            .starts_with("conversation compacted (/compact): 2 messages replaced by a summary"),
+        "{updates:?}"
+    );
+    // The compaction itself, as one finished item with the summary.
+    let item = |updates: &[Value]| -> Value {
+        updates
+            .iter()
+            .find(|u| {
+                u["sessionUpdate"] == "tool_call"
+                    && u["toolCallId"]
+                        .as_str()
+                        .is_some_and(|id| id.starts_with("compaction-"))
+            })
+            .cloned()
+            .unwrap_or_else(|| panic!("no compaction item: {updates:?}"))
+    };
+    let live = item(&updates);
+    assert_eq!(live["status"], "completed");
+    assert_eq!(live["content"][0]["content"]["text"], "SUMMARY: greeted.");
+    assert_eq!(acp.close(), 0);
+    // Loaded again, the editor sees the same item.
+    let mut acp = Acp::start(&dir, &json!([]));
+    acp.initialize();
+    let id = acp.request(
+        "session/load",
+        json!({"sessionId": s, "cwd": dir, "mcpServers": []}),
+    );
+    assert!(acp.response(id).get("result").is_some());
+    assert_eq!(item(&acp.updates(&s)), live);
+    assert_eq!(acp.close(), 0);
+}
+
+/// The `request/header` events of session `s`'s log (under `sessions`): (reason, tool names).
+fn headers(sessions: &Path, s: &str) -> Vec<(String, Vec<String>)> {
+    let log = std::fs::read_to_string(sessions.join(format!("{s}.jsonl"))).unwrap();
+    log.lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["type"] == "request/header")
+        .map(|e| {
+            let tools = e["data"]["header"]["tools"]
+                .as_array()
+                .map(|t| {
+                    t.iter()
+                        .map(|t| t["name"].as_str().unwrap().to_owned())
+                        .collect()
+                })
+                .unwrap_or_default();
+            (e["data"]["reason"].as_str().unwrap().to_owned(), tools)
+        })
+        .collect()
+}
+
+#[test]
+fn a_mode_switch_after_a_prompt_takes_effect_on_the_next_request() {
+    // The bundled cordis.yml: `standard` and `minimal` offer different tools.
+    let bundled = Path::new(env!("CARGO_MANIFEST_DIR")).join("cordis.yml");
+    let bundled = bundled.display().to_string();
+    let dir = scratch("mode-later");
+    let mut acp = Acp::start_args(&dir, &[&bundled]);
+    acp.initialize();
+    let id = acp.request("session/new", json!({"cwd": dir, "mcpServers": []}));
+    let r = acp.response(id);
+    let s = r["result"]["sessionId"].as_str().unwrap().to_owned();
+    assert_eq!(r["result"]["modes"]["currentModeId"], "standard", "{r}");
+    assert_eq!(acp.prompt(&s, "hi")["result"]["stopReason"], "end_turn");
+    let id = acp.request(
+        "session/set_config_option",
+        json!({"sessionId": s, "configId": "mode", "value": "minimal"}),
+    );
+    let r = acp.response(id);
+    assert_eq!(
+        r["result"]["configOptions"][0]["currentValue"], "minimal",
+        "{r}"
+    );
+    assert_eq!(acp.prompt(&s, "again")["result"]["stopReason"], "end_turn");
+    assert_eq!(acp.close(), 0);
+    check_updates(&acp);
+    let sessions = common::sessions_of(&dir, Path::new(env!("CARGO_MANIFEST_DIR")));
+    let headers = headers(&sessions, &s);
+    let [(first, before), (second, after)] = &headers[..] else {
+        panic!("two headers: {headers:?}");
+    };
+    assert_eq!(first, "initial");
+    // The second request runs the new preset: its tools, logged as a change.
+    assert_eq!(second, "change", "{headers:?}");
+    assert_ne!(before, after, "the new preset's tools");
+    let mut acp = Acp::start_args(&dir, &[&bundled]);
+    acp.initialize();
+    let id = acp.request(
+        "session/load",
+        json!({"sessionId": s, "cwd": dir, "mcpServers": []}),
+    );
+    let r = acp.response(id);
+    assert_eq!(r["result"]["modes"]["currentModeId"], "minimal", "{r}");
+    assert_eq!(acp.close(), 0);
+}
+
+#[test]
+fn an_mcp_tools_resource_link_and_image_arrive_as_content_blocks_after_a_pending_question() {
+    let server = mcp_fixture_server();
+    let dir = scratch("mcp-content");
+    let script = json!([
+        {"toolCalls": [{"id": "l1", "name": "mcp__fixture__links", "arguments": {}}]},
+        text("Shown."),
+    ]);
+    let mut acp = Acp::start(&dir, &script);
+    acp.answer = Answer::Allow;
+    acp.initialize();
+    let id = acp.request(
+        "session/new",
+        json!({"cwd": dir, "mcpServers": [{"name": "fixture", "command": server,
+            "args": ["--tools", "links"], "env": []}]}),
+    );
+    let r = acp.response(id);
+    let s = r["result"]["sessionId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{r}"))
+        .to_owned();
+    assert_eq!(acp.prompt(&s, "show")["result"]["stopReason"], "end_turn");
+    assert_eq!(acp.close(), 0);
+    // Every message is the schema's (the blocks included).
+    check_updates(&acp);
+    // The call awaiting approval is `pending` in the question, `in_progress` once allowed.
+    let asked = acp
+        .seen
+        .iter()
+        .position(|m| m["method"] == "session/request_permission")
+        .expect("the editor was asked");
+    assert_eq!(
+        acp.seen[asked]["params"]["toolCall"]["status"], "pending",
+        "{}",
+        acp.seen[asked]
+    );
+    let statuses: Vec<&str> = acp.seen[asked..]
+        .iter()
+        .filter(|m| m["params"]["update"]["toolCallId"] == "l1")
+        .filter_map(|m| m["params"]["update"]["status"].as_str())
+        .collect();
+    assert_eq!(statuses, ["in_progress", "completed"]);
+    let update = acp
+        .updates(&s)
+        .into_iter()
+        .find(|u| u["sessionUpdate"] == "tool_call_update" && u["status"] == "completed")
+        .unwrap();
+    let png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
+    assert_eq!(
+        update["content"],
+        json!([
+            {"type": "content", "content": {"type": "text", "text": "two files"}},
+            {"type": "content", "content": {"type": "resource_link", "uri": "file:///project/notes.md",
+                "name": "notes.md", "mimeType": "text/markdown"}},
+            {"type": "content", "content": {"type": "image", "mimeType": "image/png", "data": png}},
+            {"type": "content", "content": {"type": "resource", "resource": {"uri": "mem://readme",
+                "mimeType": "text/plain", "text": "read me"}}},
+        ]),
+        "{update}"
+    );
+    // A load shows the same blocks.
+    let mut acp = Acp::start(&dir, &json!([]));
+    acp.initialize();
+    let id = acp.request(
+        "session/load",
+        json!({"sessionId": s, "cwd": dir, "mcpServers": []}),
+    );
+    assert!(acp.response(id).get("result").is_some());
+    assert_eq!(acp.close(), 0);
+    let replayed = acp
+        .updates(&s)
+        .into_iter()
+        .find(|u| u["sessionUpdate"] == "tool_call_update")
+        .unwrap();
+    assert_eq!(replayed["content"], update["content"]);
+}
+
+#[test]
+fn session_delete_removes_a_listed_session_and_refuses_one_open_anywhere() {
+    let dir = scratch("delete");
+    let mut acp = Acp::start(&dir, &json!([text("One."), text("Two.")]));
+    let caps = acp.initialize()["result"]["agentCapabilities"]["sessionCapabilities"].clone();
+    assert_eq!(caps["delete"], json!({}));
+    let gone = acp.new_session(&dir);
+    acp.prompt(&gone, "to delete");
+    let held = acp.new_session(&dir);
+    acp.prompt(&held, "to keep");
+    let delete = |acp: &mut Acp, s: &str| {
+        let id = acp.request("session/delete", json!({"sessionId": s}));
+        acp.response(id)
+    };
+    // Open here: close it first.
+    let r = delete(&mut acp, &gone);
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    let id = acp.request("session/close", json!({"sessionId": gone}));
+    acp.response(id);
+    assert_eq!(delete(&mut acp, &gone)["result"], json!({}));
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/acp");
+    let sessions = common::sessions_of(&dir, &fixtures);
+    assert!(sessions.join(format!("{held}.jsonl")).exists());
+    let listed: Vec<String> = std::fs::read_dir(&sessions)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(!listed.iter().any(|f| f.starts_with(&gone)), "{listed:?}");
+    let index: Vec<String> = std::fs::read_dir(sessions.join(".index"))
+        .map(|d| {
+            d.map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    assert!(!index.iter().any(|f| f.starts_with(&gone)), "{index:?}");
+    let id = acp.request("session/list", json!({}));
+    let r = acp.response(id);
+    let ids: Vec<&str> = r["result"]["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["sessionId"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, [held.as_str()], "{r}");
+    // Gone: unknown.
+    assert_eq!(delete(&mut acp, &gone)["error"]["code"], -32002);
+    // Open in another process: refused, naming it, and kept.
+    let mut other = Acp::start(&dir, &json!([text("Three.")]));
+    other.initialize();
+    let id = other.request("session/new", json!({"cwd": dir, "mcpServers": []}));
+    let theirs = other.response(id)["result"]["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    other.prompt(&theirs, "mine");
+    let r = delete(&mut acp, &theirs);
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("process {}", other.child.id())),
+        "{r}"
+    );
+    assert_eq!(other.close(), 0);
+    assert_eq!(acp.close(), 0);
+    check_updates(&acp);
+}
+
+#[test]
+fn cancel_request_ends_a_prompt_cancelled() {
+    let dir = scratch("cancel-request");
+    let mut acp = Acp::start(&dir, &held_turn_script("sleep 30"));
+    acp.initialize();
+    let s = acp.new_session(&dir);
+    let held = acp.send_prompt(&s, "hold on");
+    acp.until(|m| is_update(m, "tool_call"));
+    // A request id that names nothing running changes nothing.
+    acp.notify("$/cancel_request", json!({"requestId": 9999}));
+    acp.notify("$/cancel_request", json!({"requestId": held}));
+    assert_eq!(acp.response(held)["result"]["stopReason"], "cancelled");
+    // The session goes on.
+    assert_eq!(acp.prompt(&s, "more")["result"]["stopReason"], "end_turn");
+    assert_eq!(acp.close(), 0);
+    check_updates(&acp);
+}
+
+#[test]
+fn authenticate_refuses_a_method_it_never_offered_and_extra_directories_must_be_absolute() {
+    let dir = scratch("authenticate");
+    let mut acp = Acp::start(&dir, &json!([]));
+    let r = acp.initialize();
+    assert_eq!(r["result"]["authMethods"], json!([]), "{r}");
+    let id = acp.request("authenticate", json!({"methodId": "oauth"}));
+    let r = acp.response(id);
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("\"oauth\""),
+        "{r}"
+    );
+    let id = acp.request(
+        "session/new",
+        json!({"cwd": dir, "mcpServers": [], "additionalDirectories": ["relative"]}),
+    );
+    assert_eq!(acp.response(id)["error"]["code"], -32602);
+    let extra = dir.join("extra");
+    std::fs::create_dir_all(&extra).unwrap();
+    let id = acp.request(
+        "session/new",
+        json!({"cwd": dir, "mcpServers": [], "additionalDirectories": [extra]}),
+    );
+    let r = acp.response(id);
+    assert!(r["result"]["sessionId"].is_string(), "{r}");
+    assert_eq!(acp.close(), 0);
+    check_updates(&acp);
 }

@@ -292,6 +292,7 @@ fn the_bundled_config_prints_the_assembly_in_canonical_order() {
             "grep",
             "list_files",
             "read_file",
+            "skill",
             "subagent",
             "write_file"
         ]),
@@ -301,7 +302,7 @@ fn the_bundled_config_prints_the_assembly_in_canonical_order() {
     assert_eq!(ja["digest"], jb["digest"]);
     let text = cordis(&["check", file, "--seed", "3"], &[]);
     assert!(
-        text.out.contains("tools (canonical order, 8):"),
+        text.out.contains("tools (canonical order, 9):"),
         "{}",
         text.out
     );

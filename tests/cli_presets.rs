@@ -584,7 +584,7 @@ fn permute_with_a_preset_explores_its_interacting_rows_and_finds_one_outcome() {
         run.out
     );
     assert!(
-        run.out.contains("4 orders (every class) standing for all 355687428096000 orders of 17 entries: 1 distinct outcome"),
+        run.out.contains("4 orders (every class) standing for all 121645100408832000 orders of 19 entries: 1 distinct outcome"),
         "{}",
         run.out
     );
@@ -621,7 +621,7 @@ fn permute_with_a_preset_explores_rows_meeting_through_an_event() {
     let run = cordis(&["permute", &file, "--preset", "loud"], &env);
     assert!(
         run.err
-            .contains("permuting 17 plugin entries (1 interacting pair): 2 orders"),
+            .contains("permuting 19 plugin entries (1 interacting pair): 2 orders"),
         "{}",
         run.err
     );

@@ -906,3 +906,28 @@ fn a_headless_task_stopped_by_its_step_limit_exits_5_and_bad_arguments_exit_2() 
     assert_eq!(code, Some(2), "--output-format needs --prompt: {stderr}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn max_turns_limits_a_headless_tasks_model_steps_and_exits_5() {
+    // The bundled demo takes more than two steps (a write, an edit, a command, an answer).
+    let dir = fresh_dir("headless-max-turns");
+    let args = ["-p", "go", "--output-format", "json", "--yes"];
+    let (code, stdout, stderr) = headless(&dir, &[&args[..], &["--max-turns", "2"]].concat());
+    assert_eq!(code, Some(5), "{stderr}");
+    let result: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(result["status"], "turn-limit", "{result}");
+    assert_eq!(
+        result["endReason"],
+        serde_json::json!({"kind": "max-steps", "steps": 2}),
+        "{result}"
+    );
+    // The file is left as it was; without the flag the same task completes.
+    let bundled = std::fs::read_to_string(dir.join("cordis.yml")).unwrap();
+    assert!(bundled.contains("config: {maxSteps: 16}"));
+    let (code, stdout, stderr) = headless(&dir, &args);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stdout.contains("\"status\":\"completed\""), "{stdout}");
+    let (code, _, stderr) = headless(&dir, &["--max-turns", "2"]);
+    assert_eq!(code, Some(2), "--max-turns needs --prompt: {stderr}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

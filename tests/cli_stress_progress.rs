@@ -34,6 +34,8 @@ fn stress(seeds: &str) -> Command {
 fn on_a_terminal_stress_draws_a_bar_with_seeds_per_second_and_ends_with_the_summary() {
     let mut term = Pty::spawn(stress("3000"));
     assert_eq!(term.wait_exit(LIMIT), Some(0), "{}", term.screen());
+    // The reader may not have taken the last writes off the terminal when the process exits.
+    term.wait_for("3000 seeds agree: digest ", LIMIT);
     let screen = term.screen();
     // The bar's template: "{bar} {pos}/{len} seeds {per_sec} {eta}".
     assert!(screen.contains("/3000 seeds "), "{screen}");

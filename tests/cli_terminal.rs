@@ -118,7 +118,10 @@ fn run_in_a_terminal_prompts_answers_and_ends_on_ctrl_d() {
         term.screen()
     );
     assert!(!dir.join("cordis-demo.txt").exists());
-    term.wait_for(" s · 0 tokens in, 0 out\r\n", LIMIT);
+    term.wait_for(
+        " s · 0 tokens in, 0 out · context 0 of 128000 tokens (0.0%)\r\n",
+        LIMIT,
+    );
     term.wait_for_count("> ", 2, LIMIT);
     term.send("\x04");
     let code = term.wait_exit(LIMIT);
@@ -191,7 +194,7 @@ fn an_answer_is_rendered_as_markdown_at_a_terminal_and_plain_under_no_color() {
         "{screen:?}"
     );
     assert!(
-        screen.contains("╭─ sh\x1b[0m\r\n\x1b[2m│\x1b[0m \x1b[36mcargo test"),
+        screen.contains("╭─ sh\x1b[0m\r\n\x1b[2m│\x1b[0m cargo test\r\n"),
         "{screen:?}"
     );
 
@@ -803,5 +806,184 @@ fn a_write_over_a_file_asks_with_what_it_replaces_and_a_change_while_asked_is_ke
     term.wait_for_count("> ", 2, LIMIT);
     term.send("\x04");
     assert_eq!(term.wait_exit(LIMIT), Some(0), "{}", term.screen());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A model that answers every message the same (for sessions made to be picked).
+const ECHOING: &str = "\
+- {id: system-prompt, name: system-prompt}
+- {id: tools, name: tools}
+- id: llm
+  name: llm
+  config: {adapter: scripted, model: m, repeat: true, responses: [{text: Noted.}]}
+- {id: sessions, name: sessions, config: {root: .sessions}}
+- {id: agent-loop, name: agent-loop}
+";
+
+#[test]
+fn the_session_picker_resumes_the_second_newest_at_start_and_with_slash_resume() {
+    let dir = fresh_dir("picker", ECHOING);
+    for (id, first) in [("s1", "first"), ("s2", "second"), ("s3", "third")] {
+        let (code, out, err) = piped(
+            cordis(&dir, &["run", "--session", id]),
+            &format!("{first}\n"),
+        );
+        assert_eq!(code, Some(0), "{out}{err}");
+        // Newest first is by the time a log was written: one apart.
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let mut term = Pty::spawn_sized(cordis(&dir, &["run", "--resume"]), 100);
+    term.wait_for("resume which session?", LIMIT);
+    term.wait_for("(s1)", LIMIT);
+    let screen = term.screen();
+    let (third, second, first) = (
+        screen.find("third").unwrap(),
+        screen.find("second").unwrap(),
+        screen.find("first  (s1)").unwrap(),
+    );
+    assert!(third < second && second < first, "{screen:?}");
+    // The newest is selected; ↓ moves to the second-newest, Enter resumes it.
+    assert!(screen.contains("❯ just now    third  (s3)"), "{screen:?}");
+    term.send("\x1b[B");
+    term.wait_for("❯ just now    second  (s2)", LIMIT);
+    term.send("\r");
+    term.wait_for("resuming session s2", LIMIT);
+    // Its last turn is shown (`> second`), then the prompt.
+    term.wait_for("(end of the earlier turns)", LIMIT);
+    term.wait_for_count("> ", 2, LIMIT);
+    // `/resume` in the run: the same picker (the title was drawn twice above: at first and
+    // after ↓); ↓↓ Enter is the oldest.
+    term.send("/resume\r");
+    term.wait_for_count("resume which session?", 3, LIMIT);
+    term.send("\x1b[B");
+    term.send("\x1b[B");
+    term.send("\r");
+    term.wait_for("resuming session s1", LIMIT);
+    term.wait_for("(session s2 is saved: /resume s2)", LIMIT);
+    // Esc leaves it, staying on the session.
+    term.send("/resume\r");
+    term.wait_for_count("resume which session?", 6, LIMIT);
+    term.send("\x1b");
+    term.wait_for("no session chosen; staying on this one", LIMIT);
+    term.send("\x04");
+    assert_eq!(term.wait_exit(LIMIT), Some(0), "{}", term.screen());
+    assert!(
+        term.screen().contains("session s1 saved"),
+        "{}",
+        term.screen()
+    );
+
+    // Piped, a bare --resume lists them (no picker) and exits 2.
+    let (code, out, _) = piped(cordis(&dir, &["run", "--resume"]), "");
+    assert_eq!(code, Some(2));
+    assert!(out.contains("s2") && !out.contains("resume which"), "{out}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn expand_shows_a_calls_whole_output_through_the_pager_or_printed_when_piped() {
+    let responses = concat!(
+        "      - toolCalls: [{name: bash, arguments: {command: 'seq 1 30'}}]\n",
+        "      - text: Counted.\n",
+    );
+    let dir = fresh_dir("expand", &shell_agent(responses, false));
+    let mut cmd = cordis(&dir, &["run", "--session", "x"]);
+    cmd.env("PAGER", "cat > paged.txt");
+    let mut term = Pty::spawn_sized(cmd, 100);
+    term.wait_for("> ", LIMIT);
+    term.send("go\r");
+    term.wait_for("/expand 1 shows the whole output", LIMIT);
+    term.wait_for("Counted.", LIMIT);
+    // The card leaves the middle out; the pager gets all of it.
+    assert!(
+        !without_sgr(&term.screen()).contains("\r\n  15\r\n"),
+        "{}",
+        term.screen()
+    );
+    term.wait_for_count("> ", 2, LIMIT);
+    term.send("/expand 1\r");
+    let deadline = Instant::now() + LIMIT;
+    let want: String = (1..=30).map(|i| format!("{i}\n")).collect();
+    while std::fs::read_to_string(dir.join("paged.txt")).unwrap_or_default() != want {
+        assert!(Instant::now() < deadline, "the pager never got the output");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    term.wait_for_count("> ", 3, LIMIT);
+    term.send("/expand 2\r");
+    term.wait_for("/expand N takes a call's number, 1 to 1", LIMIT);
+    term.send("\x04");
+    assert_eq!(term.wait_exit(LIMIT), Some(0), "{}", term.screen());
+
+    // Piped: printed on stdout.
+    let (code, out, err) = piped(cordis(&dir, &["run", "--resume", "x"]), "/expand\n");
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        out.contains(&format!("> /expand\ncall 1 (bash), whole output:\n{want}")),
+        "{out}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A model whose answer holds fenced Rust, YAML and an unknown language.
+const CODE: &str = r##"
+- {id: system-prompt, name: system-prompt}
+- {id: tools, name: tools}
+- id: llm
+  name: llm
+  config:
+    adapter: scripted
+    model: m
+    repeat: true
+    responses:
+      - text: ["```rust\nfn main() { let n = 42; } // start\n```\n", "```yaml\nname: \"x\"\n```\n```cobol\nDISPLAY 'HI'.\n```\n"]
+- {id: sessions, name: sessions, config: {root: .sessions}}
+- {id: agent-loop, name: agent-loop}
+"##;
+
+#[test]
+fn fenced_code_is_highlighted_by_its_language_and_plain_under_no_color() {
+    let dir = fresh_dir("highlight", CODE);
+    let mut term = Pty::spawn_sized(cordis(&dir, &["run", "--session", "hl"]), 80);
+    term.wait_for("> ", LIMIT);
+    term.send("show code\r");
+    term.wait_for("DISPLAY", LIMIT);
+    term.wait_for_count("╰─", 3, LIMIT);
+    term.send("\x04");
+    assert_eq!(term.wait_exit(LIMIT), Some(0), "{}", term.screen());
+    let screen = term.screen();
+    let bar = "\x1b[2m│\x1b[0m ";
+    // Keywords magenta, numbers yellow, comments dim, keys blue, strings green; a language
+    // the highlighter does not know in one colour.
+    assert!(
+        screen.contains(&format!(
+            "{bar}\x1b[35mfn\x1b[0m main() {{ \x1b[35mlet\x1b[0m n = \x1b[33m42\x1b[0m; }} \x1b[2m// start\x1b[0m\r\n"
+        )),
+        "{screen:?}"
+    );
+    assert!(
+        screen.contains(&format!(
+            "{bar}\x1b[34mname\x1b[0m: \x1b[32m\"x\"\x1b[0m\r\n"
+        )),
+        "{screen:?}"
+    );
+    assert!(
+        screen.contains(&format!("{bar}\x1b[36mDISPLAY 'HI'.\x1b[0m\r\n")),
+        "{screen:?}"
+    );
+
+    let mut plain = cordis(&dir, &["run", "--session", "hl-plain"]);
+    plain.env("NO_COLOR", "1");
+    let mut term = Pty::spawn_sized(plain, 80);
+    term.wait_for("> ", LIMIT);
+    term.send("show code\r");
+    term.wait_for("DISPLAY 'HI'.\r\n```", LIMIT);
+    term.send("\x04");
+    assert_eq!(term.wait_exit(LIMIT), Some(0), "{}", term.screen());
+    let screen = term.screen();
+    assert!(
+        screen.contains("```rust\r\nfn main() { let n = 42; } // start\r\n```"),
+        "{screen:?}"
+    );
+    assert!(!has_sgr(&screen), "{screen:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }

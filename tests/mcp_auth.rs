@@ -2,7 +2,8 @@
 //! run as people run it: `cordis check` shows the entry pending with the command to run; the
 //! login prints the address, a headless "browser" approves, the grant lands in the user's data
 //! directory (0700/0600) and never in the workspace; `cordis call` then works with the token;
-//! logout revokes the tokens and forgets the grant; a wrong server name or a stdio server are refused naming the fix.
+//! logout revokes the tokens and forgets the grant; a wrong server name or a stdio server are refused naming the fix;
+//! a server that refuses only `tools/list` fails a strict check and is logged in to from that challenge.
 
 use std::io::{BufRead, BufReader};
 use std::os::unix::fs::PermissionsExt;
@@ -206,6 +207,46 @@ fn a_login_nobody_completes_times_out_and_stores_nothing() {
         "{err}"
     );
     assert!(!dir.join(".data/cordis/mcp-auth").exists() || walk(&dir.join(".data")).is_empty());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_server_refusing_only_tools_list_fails_a_strict_check_until_the_login_it_asks_for() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let fixture = rt.block_on(OAuthFixture::start());
+    fixture.knobs().list_only = true;
+    let dir = scratch("list-only");
+    let yml = |strict: bool| {
+        format!(
+            "- id: system-prompt\n  name: system-prompt\n- id: tools\n  name: tools\n\
+             - id: guarded\n  name: mcp\n  config:\n    transport: http\n    server: guarded\n    url: {}\n    failOnStartupError: {strict}\n",
+            fixture.mcp
+        )
+    };
+    // Waiting for a login: exit 0 by default, 1 with `failOnStartupError: true`.
+    std::fs::write(dir.join("cordis.yml"), yml(false)).unwrap();
+    let (code, out, err) = cordis(&dir, &["check"]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    std::fs::write(dir.join("cordis.yml"), yml(true)).unwrap();
+    let (code, out, err) = cordis(&dir, &["check"]);
+    assert_eq!(code, 1, "{out}\n{err}");
+    assert!(
+        err.contains(
+            "cordis: entry \"guarded\" sets `failOnStartupError: true` and is not active: mcp(guarded): the server needs authorization: run `cordis mcp login guarded [FILE]`"
+        ),
+        "{err}"
+    );
+
+    // The login finds the challenge `tools/list` received (it used to say "nothing to do").
+    let mut login = cordis_command(&dir, &["mcp", "login", "guarded", "--no-browser"]);
+    login.env("XDG_DATA_HOME", dir.join(".data"));
+    let (_, out) = login_headless(&rt, login);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("scopes mcp:read mcp:list"), "{stdout}");
+    let (code, out, err) = cordis(&dir, &["check"]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.contains("mcp__guarded__whoami"), "{out}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

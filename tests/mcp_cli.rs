@@ -109,7 +109,7 @@ fn an_mcp_prompt_is_a_slash_command_whose_rendering_is_the_message() {
     assert_eq!(code, Some(0), "{out}\n{err}");
     // /help lists the server's prompts, sorted, with their arguments.
     assert!(
-        err.contains("cordis: MCP prompts (sent as your message):\n  /mcp__fx__greeting [name=…]  Greets someone.\n  /mcp__fx__review file=… [focus=…]  Asks for a review of one file.\n  /mcp__fx__summarize  Summarizes the conversation.\n"),
+        err.contains("cordis: skills and MCP prompts (sent as your message):\n  /mcp__fx__greeting [name=…]  Greets someone.\n  /mcp__fx__review file=… [focus=…]  Asks for a review of one file.\n  /mcp__fx__summarize  Summarizes the conversation.\n"),
         "{err}"
     );
     // A missing required argument is named; nothing is sent.
@@ -692,5 +692,136 @@ fn two_servers_prompts_that_make_one_command_name_are_a_conflict_both_entries_re
     let (_, out, err) = common::piped(&dir, &["run"], "/help\n");
     assert!(err.contains("  /mcp__a__mine  "), "{out}\n{err}");
     assert!(!err.contains("/mcp__a__b__c"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A composition of two fixture servers with instructions, entries `b-docs` (server `alpha`)
+/// then `a-docs` (server `zeta`), the one named by `slow` answering `initialize` 400 ms late.
+fn instructed(slow: &str, zeta_says: &str) -> String {
+    let server = crate::mcp_determinism::fixture_server()
+        .display()
+        .to_string();
+    let delay = |id: &str| if id == slow { "400" } else { "0" };
+    format!(
+        "- {{id: system-prompt, name: system-prompt}}\n- {{id: tools, name: tools}}\n\
+         - id: llm\n  name: llm\n  config: {{adapter: scripted, model: m, responses: [{{text: Done.}}], repeat: true}}\n\
+         - {{id: sessions, name: sessions}}\n- {{id: agent-loop, name: agent-loop}}\n\
+         - id: b-docs\n  name: mcp\n  config: {{transport: stdio, server: alpha, command: {server}, args: [--tools, add, --instructions, 'Alpha: keep {{{{x}}}} literal.', --handshake-delay-ms, '{}'], failOnStartupError: true}}\n\
+         - id: a-docs\n  name: mcp\n  config: {{transport: stdio, server: zeta, command: {server}, args: [--tools, greet, --instructions, '{zeta_says}', --handshake-delay-ms, '{}'], failOnStartupError: true}}\n",
+        delay("b-docs"),
+        delay("a-docs"),
+    )
+}
+
+#[test]
+fn servers_instructions_are_prompt_sections_in_entry_order_whatever_order_they_connect_in() {
+    let mut views = Vec::new();
+    for slow in ["a-docs", "b-docs"] {
+        let dir = project(
+            &format!("mcp-instructions-{slow}"),
+            &instructed(slow, "Zeta first."),
+        );
+        let out = common::cordis_command(&dir, &["check", "--json", "--seed", "1"])
+            .output()
+            .unwrap();
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+        let sections: Vec<String> = report["assembly"]["sections"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["name"].as_str().unwrap().to_owned())
+            .filter(|n| n.starts_with("mcp:"))
+            .collect();
+        assert_eq!(sections, ["mcp:a-docs", "mcp:b-docs"], "slow {slow}");
+        views.push(report["digest"].clone());
+
+        // The request carries them, in that order, the server's text as text.
+        let (code, _, err) = common::piped(&dir, &["run", "--session", "i"], "hi\n");
+        assert_eq!(code, Some(0), "{err}");
+        let header = std::fs::read_to_string(common::sessions_dir(&dir).join("i.jsonl"))
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .find(|e| e["type"] == "request/header")
+            .expect("a request header");
+        let system = header["data"]["header"]["system"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let zeta = system
+            .find("## Instructions of MCP server \"zeta\"\n\nZeta first.")
+            .unwrap_or_else(|| panic!("{system}"));
+        let alpha = system
+            .find("## Instructions of MCP server \"alpha\"\n\nAlpha: keep {{x}} literal.")
+            .unwrap_or_else(|| panic!("{system}"));
+        assert!(zeta < alpha, "{system}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    assert_eq!(views[0], views[1], "one digest whichever server was first");
+
+    // Other instructions, another digest: they are part of what is digested.
+    let dir = project(
+        "mcp-instructions-other",
+        &instructed("a-docs", "Zeta second."),
+    );
+    let out = common::cordis_command(&dir, &["check", "--json", "--seed", "1"])
+        .output()
+        .unwrap();
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_ne!(report["digest"], views[0]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn cordis_call_interrupted_tells_the_server_the_request_is_cancelled_before_it_exits() {
+    let server = crate::mcp_determinism::fixture_server();
+    let dir = project("mcp-call-cancel", "");
+    let log = dir.join("server.log");
+    std::fs::write(
+        dir.join("cordis.yml"),
+        format!(
+            "- {{id: system-prompt, name: system-prompt}}\n- {{id: tools, name: tools}}\n\
+             - id: fx\n  name: mcp\n  config: {{transport: stdio, server: fx, command: {}, args: [--tools, slow, --log, {}], failOnStartupError: true, callTimeoutMs: 120000}}\n",
+            server.display(),
+            log.display()
+        ),
+    )
+    .unwrap();
+    let child = common::cordis_command(
+        &dir,
+        &[
+            "call",
+            "--yes",
+            "cordis.yml",
+            "mcp__fx__slow",
+            r#"{"ms": 60000}"#,
+        ],
+    )
+    .stdin(std::process::Stdio::null())
+    .spawn()
+    .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !std::fs::read_to_string(&log).is_ok_and(|l| l.contains("slow started")) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the call never reached the server"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let interrupted = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(interrupted.success());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(
+        err.contains("cordis: mcp__fx__slow cancelled (Ctrl-C); an MCP server was told"),
+        "{err}"
+    );
+    let said = std::fs::read_to_string(&log).unwrap();
+    assert!(said.contains("cancelled slow"), "{said}");
     let _ = std::fs::remove_dir_all(&dir);
 }

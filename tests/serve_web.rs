@@ -210,7 +210,7 @@ fn as_configured(entry: &Value) -> bool {
 }
 
 /// The Chromium to drive, if this machine has one.
-fn chromium() -> Option<PathBuf> {
+pub(crate) fn chromium() -> Option<PathBuf> {
     if let Ok(path) = std::env::var("CORDIS_CHROMIUM") {
         return Some(PathBuf::from(path));
     }
@@ -424,7 +424,7 @@ fn with_watch_a_broken_edit_shows_as_rejected_while_the_last_good_composition_st
 /// Chromium driven over the DevTools protocol on a pipe (`--remote-debugging-pipe`: commands
 /// on fd 3, answers on fd 4, each message ended by a NUL), `bash` mapping that pipe to the
 /// child's stdin and stdout. Clicks are the page's own buttons' `click()`.
-struct Browser {
+pub(crate) struct Browser {
     child: Child,
     commands: std::process::ChildStdin,
     messages: mpsc::Receiver<Value>,
@@ -442,7 +442,7 @@ impl Drop for Browser {
 
 impl Browser {
     /// A headless Chromium with one tab on `url`.
-    fn open(binary: &Path, url: &str) -> Browser {
+    pub(crate) fn open(binary: &Path, url: &str) -> Browser {
         let profile = tempfile::tempdir().unwrap();
         let mut child = Command::new("bash")
             .arg("-c")
@@ -543,14 +543,14 @@ impl Browser {
     }
 
     /// The value of `expression` in the page (promises awaited); it must not throw.
-    fn eval(&mut self, expression: &str) -> Value {
+    pub(crate) fn eval(&mut self, expression: &str) -> Value {
         self.try_eval(expression)
             .unwrap_or_else(|e| panic!("{expression}: {e}"))
     }
 
     /// Waits until `expression` is truthy in the page; its value. Fails after a minute, saying
     /// what it waited for and what the page showed.
-    fn wait_for(&mut self, expression: &str, what: &str) -> Value {
+    pub(crate) fn wait_for(&mut self, expression: &str, what: &str) -> Value {
         let start = std::time::Instant::now();
         loop {
             // A page still loading has no body yet: that is "not yet", not a failure.
@@ -569,7 +569,7 @@ impl Browser {
     }
 
     /// Saves a screenshot of the whole page as `target/serve-screens/NAME`.
-    fn screenshot(&mut self, name: &str) {
+    pub(crate) fn screenshot(&mut self, name: &str) {
         use base64::Engine;
         let shot = self.call(
             "Page.captureScreenshot",
@@ -586,7 +586,7 @@ impl Browser {
 
 /// The page at `url` in a browser, with a new session opened by its *New session* button; the
 /// session's id.
-fn new_session_in_page(binary: &Path, url: &str) -> (Browser, String) {
+pub(crate) fn new_session_in_page(binary: &Path, url: &str) -> (Browser, String) {
     let mut page = Browser::open(binary, url);
     page.wait_for("document.body.dataset.ready === 'true'", "the page ready");
     page.wait_for(
@@ -1471,4 +1471,68 @@ fn the_page_fits_a_390_px_window_without_sideways_scrolling_and_has_an_icon() {
         widths[1]
     );
     assert_eq!(widths[1], 390);
+}
+
+#[test]
+fn compact_in_the_page_answers_and_the_transcript_shows_the_summary() {
+    let dir = scratch("compact");
+    let script = dir.join("script.json");
+    std::fs::write(
+        &script,
+        serde_json::json!([{"text": "Hello."}, {"text": "SUMMARY: greeted."}]).to_string(),
+    )
+    .unwrap();
+    let fixture = common::fixture("acp/agent.yml");
+    let mut cmd = common::cordis_command(&dir, &["serve", &fixture, "--port", "0"]);
+    cmd.env("ACP_SCRIPT", &script).env("CORDIS_WORKSPACE", &dir);
+    let mut child = cmd.spawn().unwrap();
+    let stdout = common::lines(child.stdout.take().unwrap());
+    let stderr = common::lines(child.stderr.take().unwrap());
+    let url = stdout
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .expect("cordis serve prints its URL");
+    let _server = Server {
+        child,
+        url: url.clone(),
+        port: 0,
+        token: String::new(),
+        stderr,
+    };
+    let Some(binary) = chromium() else {
+        eprintln!("SKIP: no chromium on this machine (run .ci/install-browser)");
+        return;
+    };
+    let (mut page, session) = new_session_in_page(&binary, &url);
+    page.eval(
+        "document.getElementById('prompt').value = 'hi'; document.getElementById('send').click()",
+    );
+    page.wait_for(
+        "[...document.querySelectorAll('[data-kind=assistant]')].some(c => c.textContent.includes('Hello.'))",
+        "the answer",
+    );
+    page.wait_for(
+        "document.getElementById('turn-state') && document.getElementById('turn-state').dataset.busy === 'false'",
+        "the turn ended",
+    );
+    page.eval("document.getElementById('prompt').value = '/compact'; document.getElementById('send').click()");
+    let answered = page.wait_for(
+        "!document.getElementById('command-answer').hidden && document.getElementById('command-answer').textContent",
+        "the answer to /compact",
+    );
+    assert!(
+        answered
+            .as_str()
+            .unwrap()
+            .starts_with("conversation compacted (/compact): 2 messages replaced by a summary"),
+        "{answered}"
+    );
+    let card = page.wait_for(
+        "document.querySelector('[data-kind=compaction]') && document.querySelector('[data-kind=compaction]').textContent",
+        "the compaction in the transcript",
+    );
+    assert!(
+        card.as_str().unwrap().contains("SUMMARY: greeted."),
+        "{card}"
+    );
+    assert!(!session.is_empty());
 }

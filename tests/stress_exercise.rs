@@ -200,3 +200,66 @@ fn mutating_tools_run_one_at_a_time_in_call_order_so_the_race_is_gone() {
     }
     assert_eq!(logs.len(), 1);
 }
+
+/// `stress --exercise ARGS --jobs N --json`: (exit code, stdout with `seconds` scrubbed, stderr).
+fn exercise_with_jobs(composition: &str, extra: &[&str], jobs: &str) -> (u8, String, String) {
+    let script = fixture("exercise/script.yml");
+    let mut args = vec!["stress", composition, "--exercise", &script, "--jobs", jobs];
+    args.extend_from_slice(extra);
+    let run = cordis(&args, &[]);
+    let out = if extra.contains(&"--json") {
+        let mut value: serde_json::Value = serde_json::from_str(&run.out).unwrap();
+        value["seconds"] = 0.into();
+        serde_json::to_string_pretty(&value).unwrap()
+    } else {
+        run.out
+    };
+    (run.code, out, run.err)
+}
+
+#[test]
+fn an_exercise_on_one_or_two_workers_reports_the_same_and_prints_logs_in_seed_order() {
+    let parallel = fixture("exercise/parallel.yml");
+    let one = exercise_with_jobs(&parallel, &["--seeds", "40", "--json"], "1");
+    assert_eq!(one.0, 0, "{}", one.2);
+    assert!(one.1.contains("\"runs\": 40"), "{}", one.1);
+    assert_eq!(
+        exercise_with_jobs(&parallel, &["--seeds", "40", "--json"], "2"),
+        one
+    );
+    // Each seed's log, in seed order, whichever worker ran it.
+    let logs = ["--seeds", "6", "--print-log"];
+    let one = exercise_with_jobs(&parallel, &logs, "1");
+    assert_eq!(one.0, 0, "{}", one.2);
+    assert_eq!(
+        one.1.matches("\"type\":\"request/header\"").count(),
+        6,
+        "{}",
+        one.1
+    );
+    assert_eq!(exercise_with_jobs(&parallel, &logs, "3"), one);
+}
+
+#[test]
+fn a_racy_exercise_on_two_workers_names_the_seeds_one_worker_names() {
+    let racy = fixture("exercise/racy.yml");
+    for start in ["0", "7"] {
+        let args = [
+            "--seeds",
+            "200",
+            "--start",
+            start,
+            "--schedule",
+            "pct",
+            "--json",
+        ];
+        let one = exercise_with_jobs(&racy, &args, "1");
+        assert_eq!(one.0, 1, "{}", one.2);
+        assert!(one.2.contains("diverge"), "{}", one.2);
+        assert_eq!(
+            exercise_with_jobs(&racy, &args, "2"),
+            one,
+            "--start {start}"
+        );
+    }
+}

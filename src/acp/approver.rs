@@ -4,6 +4,9 @@
 //! the session's refusals: denied without asking from then on). A change to a file is asked with
 //! its diff as the tool worked it out against the file as it is (`oldText` the current text of a
 //! file a write replaces; none for a new file), replacing the card the call was announced with.
+//!
+//! The question marks the call `pending` (it does not run until answered); an allowed call is
+//! updated to `in_progress` as the answer comes back, before it runs.
 
 use std::sync::Arc;
 
@@ -13,7 +16,8 @@ use futures_util::future::BoxFuture;
 
 use super::protocol::{
     PermissionOption, RequestPermissionOutcome, RequestPermissionRequest,
-    RequestPermissionResponse, ToolCallContent, ToolCallUpdate,
+    RequestPermissionResponse, SessionNotification, SessionUpdate, ToolCallContent, ToolCallStatus,
+    ToolCallUpdate,
 };
 use super::rpc::Connection;
 
@@ -61,7 +65,8 @@ impl Approver for EditorApprover {
             tool_call: ToolCallUpdate {
                 tool_call_id: call.call_id.clone(),
                 title: Some(title),
-                status: None,
+                // Not running until answered.
+                status: Some(ToolCallStatus::Pending),
                 content,
                 raw_input: Some(input),
                 meta: None,
@@ -74,13 +79,18 @@ impl Approver for EditorApprover {
             .connection
             .request("session/request_permission", question);
         let grantable = !request.grants.is_empty();
+        let (connection, session_id, call_id) = (
+            self.connection.clone(),
+            self.session_id.clone(),
+            call.call_id.clone(),
+        );
         Box::pin(async move {
             let response = answer.await.and_then(|v| {
                 serde_json::from_value::<RequestPermissionResponse>(v).map_err(|e| {
                     super::rpc::RpcError::invalid_params(format!("a malformed answer: {e}"))
                 })
             });
-            match response {
+            let answer = match response {
                 Ok(response) => match response.outcome {
                     RequestPermissionOutcome::Selected { option_id } if option_id == ALLOW_ONCE => {
                         Answer::Allow
@@ -104,7 +114,25 @@ impl Approver for EditorApprover {
                     }
                 },
                 Err(e) => Answer::Deny(Some(format!("the editor did not answer: {e}"))),
+            };
+            // Allowed, the call runs now (a denied one fails with its result).
+            if matches!(answer, Answer::Allow | Answer::AllowAlways) {
+                connection.notify(
+                    "session/update",
+                    SessionNotification {
+                        session_id,
+                        update: SessionUpdate::ToolCallUpdate(ToolCallUpdate {
+                            tool_call_id: call_id,
+                            title: None,
+                            status: Some(ToolCallStatus::InProgress),
+                            content: None,
+                            raw_input: None,
+                            meta: None,
+                        }),
+                    },
+                );
             }
+            answer
         })
     }
 }

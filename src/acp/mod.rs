@@ -42,8 +42,10 @@
 //! When the file has an `agent-presets` roster, each usable preset is a session mode
 //! (`modes` in the `session/new` and `session/load` answers; the current one is the preset the
 //! session runs: `--preset`, else the roster's default, for a new session; the one its log
-//! records for a loaded one). `session/set_mode` switches a session that has no turn yet (the
-//! roster's rule: a history written under one preset is not re-read under another).
+//! records for a loaded one). `session/set_mode` switches an idle session, before or after its
+//! first turn (editors keep the picker live): the history stays, the next request carries the
+//! new preset's tools and persona and logs its `request/header` with reason `change`, and the
+//! switch is logged (`agent-preset/selected`), so a load rejoins the last preset chosen.
 //!
 //! # Updates
 //! Each session's agent events go through one [`updates::UpdateMapper`] as they are logged;
@@ -95,6 +97,9 @@ pub fn initialize_response(request: &InitializeRequest, images: bool) -> Initial
                 list: Supported {},
                 resume: Supported {},
                 close: Supported {},
+                fork: Supported {},
+                delete: Supported {},
+                additional_directories: Supported {},
             },
         },
         auth_methods: Vec::new(),

@@ -70,6 +70,22 @@ pub struct SessionCapabilities {
     pub resume: Supported,
     /// `session/close`: end a session's work and free what it holds.
     pub close: Supported,
+    /// `session/fork`: a new session whose history is another's (through its last complete
+    /// turn).
+    pub fork: Supported,
+    /// `session/delete`: a listed session's log and index entry removed.
+    pub delete: Supported,
+    /// `additionalDirectories` on `session/new`, `session/load` and `session/resume`.
+    #[serde(rename = "additionalDirectories")]
+    pub additional_directories: Supported,
+}
+
+/// `session/delete` params.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeleteSessionRequest {
+    /// The session to delete.
+    pub session_id: String,
 }
 
 /// A capability that has no options: `{}`.
@@ -161,7 +177,7 @@ pub struct NewSessionRequest {
     pub cwd: PathBuf,
     /// MCP servers the session should have.
     pub mcp_servers: Vec<Value>,
-    /// More directories (not supported: must be empty).
+    /// More workspace roots (absolute; accepted, but the tools stay confined to `cwd`).
     #[serde(default)]
     pub additional_directories: Vec<PathBuf>,
 }
@@ -279,7 +295,7 @@ pub struct LoadSessionRequest {
     /// MCP servers the session should have (`session/resume` may leave them out).
     #[serde(default)]
     pub mcp_servers: Vec<Value>,
-    /// More directories (not supported: must be empty).
+    /// More workspace roots (absolute; accepted, but the tools stay confined to `cwd`).
     #[serde(default)]
     pub additional_directories: Vec<PathBuf>,
 }
@@ -379,6 +395,25 @@ pub struct SessionNotification {
     pub update: SessionUpdate,
 }
 
+/// A session's cumulative cost (ACP `Cost`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Cost {
+    /// The amount.
+    pub amount: f64,
+    /// ISO 4217 currency code: always `USD` (prices are US dollars).
+    pub currency: String,
+}
+
+impl Cost {
+    /// `amount` US dollars.
+    pub fn usd(amount: f64) -> Self {
+        Cost {
+            amount,
+            currency: "USD".to_owned(),
+        }
+    }
+}
+
 /// One update of a session.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "sessionUpdate", rename_all = "snake_case")]
@@ -398,12 +433,16 @@ pub enum SessionUpdate {
         /// The text.
         content: ContentBlock,
     },
-    /// How full the model's context window is after the latest answer.
+    /// How full the model's context window is after the latest answer, and what the session
+    /// cost so far.
     UsageUpdate {
         /// Tokens in context: the latest request's input and its answer's output.
         used: u64,
         /// The window.
         size: u64,
+        /// The session's cumulative cost, when the `llm` entry's `prices` price its models.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        cost: Option<Cost>,
     },
     /// The slash commands the session accepts (sent after new, load and resume).
     #[serde(rename_all = "camelCase")]
@@ -459,6 +498,10 @@ pub enum ContentBlock {
     /// when it arrived, logged with the user's message), replayed by `session/load`.
     #[serde(untagged)]
     Sent(serde_json::Value),
+    /// A block of an MCP tool's result, mapped to the protocol's fields (see
+    /// [`crate::session::mcp_content::acp_blocks`]).
+    #[serde(untagged)]
+    Mcp(serde_json::Value),
 }
 
 impl ContentBlock {
@@ -544,6 +587,8 @@ impl ToolKind {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ToolCallStatus {
+    /// Not running yet: awaiting the user's approval.
+    Pending,
     /// Running.
     InProgress,
     /// Succeeded.

@@ -197,6 +197,11 @@ pub struct Reply {
 }
 
 impl Reply {
+    /// The id of the request this answers (what `$/cancel_request` names).
+    pub fn id(&self) -> &Value {
+        &self.id
+    }
+
     /// Sends `result` (or the error) as the answer.
     pub fn send<T: Serialize>(self, result: Result<T, RpcError>) {
         let (result, error) = match result {

@@ -13,6 +13,8 @@ mod cancel;
 mod close;
 mod commands;
 mod config;
+mod delete;
+mod fork;
 mod initialize;
 mod jobs;
 mod list;
@@ -48,6 +50,7 @@ use initialize::Editor;
 use jobs::{Job, job_of};
 use mode::switched_elsewhere;
 
+pub(crate) use fork::forked;
 pub use prompt_content::{MAX_IMAGE_BASE64, MAX_PROMPT_IMAGES, check_images, prompt_text};
 
 /// How long a disconnect waits for running turns and boots to wind down before giving up.
@@ -58,6 +61,8 @@ enum Done {
     Created(Result<Live, RpcError>, Reply),
     Loaded(String, Result<Live, RpcError>, Reply),
     Closed(Reply),
+    /// A `session/delete` of the session ended.
+    Deleted(String, Result<(), RpcError>, Reply),
     /// The `initialize` answer is ready.
     Initialized(InitializeResponse, Reply),
     /// A listing ended.
@@ -88,8 +93,9 @@ struct Live {
 
 /// A session's one piece of running work.
 enum Busy {
-    /// A prompt; sending on it cancels the prompt's turn.
-    Prompt(channel::Sender<bool>),
+    /// A prompt (and the id of its request, which `$/cancel_request` names); sending on it
+    /// cancels the prompt's turn.
+    Prompt(channel::Sender<bool>, serde_json::Value),
     /// A `session/set_mode` (the preset mounts, then the agent re-joins).
     Switching,
 }
@@ -111,6 +117,8 @@ pub struct Server<'c> {
     openings: u64,
     /// Ids being loaded (reserved before the async resume, so a second load is refused).
     loading: std::collections::BTreeSet<String>,
+    /// Ids being deleted (a load or another delete of one is refused meanwhile).
+    deleting: std::collections::BTreeSet<String>,
     work: FuturesUnordered<LocalBoxFuture<'c, Done>>,
     /// The config file's watcher (`cordis acp --watch`).
     watcher: Option<cordis_host::watch::ConfigWatcher>,
@@ -126,6 +134,7 @@ impl<'c> Server<'c> {
             editor: Editor::default(),
             openings: 0,
             loading: Default::default(),
+            deleting: Default::default(),
             work: FuturesUnordered::new(),
             watcher: None,
         }
@@ -191,9 +200,12 @@ impl<'c> Server<'c> {
             Job::New(req, reply) => self.new_session(req, reply),
             Job::Load(req, replay, reply) => self.load_session(req, replay, reply),
             Job::Close(req, reply) => self.close_session(req, reply),
+            Job::Delete(req, reply) => self.delete_session(req, reply),
+            Job::Fork(req, reply) => self.fork_session(req, reply),
             Job::List(req, reply) => self.list_sessions(req, reply),
             Job::Prompt(req, reply) => self.prompt(req, reply),
             Job::Cancel(note) => self.cancel(&note),
+            Job::CancelRequest(id) => self.cancel_request(&id),
             Job::SetModel(req, reply) => self.set_model(req, reply),
             Job::SetConfig(req, reply) => self.set_config_option(req, reply),
             Job::SetMode(req, options, reply) => self.set_mode(req, options, reply),
@@ -209,6 +221,10 @@ impl<'c> Server<'c> {
                 self.prompted(&id, opening, result, reply);
             }
             Done::Closed(reply) => reply.send(Ok(json!({}))),
+            Done::Deleted(id, result, reply) => {
+                self.deleting.remove(&id);
+                reply.send(result.map(|()| json!({})));
+            }
             Done::Listed(result, reply) => reply.send(result),
             Done::Initialized(answer, reply) => reply.send(Ok(answer)),
             Done::Switched(id, opening, mode, options, result, reply) => {
@@ -271,6 +287,7 @@ impl<'c> Server<'c> {
                         reply.send(result.map(|()| switched_elsewhere(options)));
                     }
                     Done::Closed(reply) => reply.send(Ok(json!({}))),
+                    Done::Deleted(_, result, reply) => reply.send(result.map(|()| json!({}))),
                     Done::Listed(result, reply) => reply.send(result),
                     Done::Initialized(answer, reply) => reply.send(Ok(answer)),
                     Done::Created(Err(_), _) | Done::Loaded(_, Err(_), _) => {}

@@ -100,6 +100,14 @@ pub enum Opening {
     New(String),
     /// A persisted session, resumed; its header's cwd must equal the requested one.
     Load(String),
+    /// A new session `id` forked from session `parent` (through its last complete turn),
+    /// logged with the cwd in its header.
+    Fork {
+        /// The session forked.
+        parent: String,
+        /// The new session's id.
+        id: String,
+    },
 }
 
 /// A booted session: the composition (its own runtime scope tree) and the agent on its log.
@@ -331,6 +339,34 @@ impl Composition<'_> {
         listed
     }
 
+    /// Deletes persisted session `id`: its log and its index summary, while holding its
+    /// writer lock (so a session open in another process is refused, naming it, and none can
+    /// open it while it goes). The file is booted with the current directory as the workspace
+    /// to find its store, and disposed again.
+    ///
+    /// # Errors
+    /// Configuration errors, a file without a persistent `sessions` entry, an unknown id, a
+    /// session open elsewhere, or a log that cannot be removed.
+    ///
+    /// # Cancel safety
+    /// Not cancel safe: a dropped deletion leaves its composition undisposed. The server always
+    /// awaits it.
+    pub async fn delete(&self, id: &str) -> Result<(), Error> {
+        let here = std::env::current_dir()
+            .map_err(|e| internal(format!("cannot read the current directory: {e}")))?;
+        let (config, _) = self.boot_config(&here).await?;
+        let root = config.root().clone();
+        let deleted = match root.get::<cordis_session::SessionStore>() {
+            None => Err(invalid_params(format!(
+                "{} has no `sessions` entry, so it keeps no sessions to delete",
+                self.file
+            ))),
+            Some(store) => delete_locked(&store, id).await,
+        };
+        root.dispose();
+        deleted
+    }
+
     /// Boots the file for a session working in `cwd` and opens its agent.
     ///
     /// # Errors
@@ -535,6 +571,10 @@ async fn open_agent(
             let session = open_checked(agents.sessions(), id, cwd).await?;
             (id, session.preset(), Some(session))
         }
+        Opening::Fork { parent, id } => {
+            let session = crate::acp::server::forked(agents.sessions(), parent, id, cwd).await?;
+            (id, session.preset(), Some(session))
+        }
     };
     let model = agents
         .llm()
@@ -558,6 +598,48 @@ async fn open_agent(
         })?;
     let joined = crate::session::open::joined_preset(root, &agent);
     Ok((agent, joined))
+}
+
+/// How long a deletion waits for the deleted session's writer to let go of its lock file.
+const DELETE_SETTLE: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Removes session `id`'s log and index summary from `store` under its writer lock.
+async fn delete_locked(store: &cordis_session::SessionStore, id: &str) -> Result<(), Error> {
+    let (Some(root), Some(path)) = (store.root().map(Path::to_owned), store.path_of(id)) else {
+        return Err(invalid_params(
+            "the `sessions` entry keeps sessions in memory; there is no log to delete",
+        ));
+    };
+    let (session, _report) = store.open(id).await.map_err(|e| match e {
+        SessionError::NotFound { .. } | SessionError::InvalidId { .. } => {
+            Error::not_found(format!("unknown session {id}"))
+        }
+        SessionError::SessionLocked { pid, .. } => {
+            let holder =
+                pid.map_or_else(|| "another process".to_owned(), |p| format!("process {p}"));
+            invalid_params(format!(
+                "session {id} is open in {holder}; close it there first"
+            ))
+        }
+        other => internal(format!("cannot open session {id}: {other}")),
+    })?;
+    let summary = root
+        .join(cordis_session::index::INDEX_DIR)
+        .join(format!("{id}.json"));
+    let removed = tokio::task::spawn_blocking(move || {
+        std::fs::remove_file(&path)?;
+        match std::fs::remove_file(&summary) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+            _ => Ok(()),
+        }
+    })
+    .await
+    .map_err(|e| internal(format!("deleting session {id} stopped: {e}")))?;
+    // The lock goes with the session, after its log: its writer removes the lock file as it
+    // ends, which the answer waits for (a bounded wait), so nothing of the session is left.
+    drop(session);
+    let _ = tokio::task::spawn_blocking(|| cordis_session::settle(DELETE_SETTLE)).await;
+    removed.map_err(|e| internal(format!("cannot delete session {id}: {e}")))
 }
 
 /// Opens persisted session `id` (taking its lock) and checks it belongs to `cwd`.

@@ -12,9 +12,9 @@
 //! | `user/message` | `user_message_chunk` (replay only: live, the editor shows what it sent); one per block of a prompt logged as sent |
 //! | `assistant/chunk` text | `agent_message_chunk` |
 //! | `assistant/chunk` reasoning | `agent_thought_chunk` |
-//! | `assistant/chunk` usage | `usage_update` against the `llm` entry's `contextWindow` (none without one) |
+//! | `assistant/chunk` usage | `usage_update` against the `llm` entry's `contextWindow` (none without one), with the session's cumulative `cost` in USD when the entry's `prices` price its models |
 //! | `tool/call` | `tool_call` (`in_progress`, the presenter's title, kind, input, card, locations) |
-//! | `tool/result` | `tool_call_update` (`completed` / `failed`, the result's card) |
+//! | `tool/result` | `tool_call_update` (`completed` / `failed`, the result's card; an MCP tool's result as its content blocks: see [`crate::session::mcp_content`]) |
 //! | `todo_write`'s result | also `plan` (its todos, every entry `medium`) |
 //!
 //! Everything else (steps, headers, approvals, `run_code` sub-calls) has no update.
@@ -39,13 +39,14 @@ use cordis_presenter::{Card, Presentation, Presenters, parse_arguments_text};
 use cordis_session::{EventView, SessionEvent};
 
 use crate::session::transcript::Item;
+use crate::session::usage::CostMeter;
 use cordis_tool_todo::{TODO_WRITE, TodoStatus, TodoWriteArgs};
 use cordis_tools::{ScopeKey, ToolRegistry};
 use serde::Deserialize;
 use serde_json::Value;
 
 use super::protocol::{
-    ContentBlock, PlanEntry, PlanEntryPriority, PlanEntryStatus, SessionUpdate, ToolCall,
+    ContentBlock, Cost, PlanEntry, PlanEntryPriority, PlanEntryStatus, SessionUpdate, ToolCall,
     ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolKind,
 };
 
@@ -61,6 +62,9 @@ pub struct UpdateMapper {
     /// The model's context window, when configured: each reported usage becomes a
     /// `usage_update` of the latest request against it.
     context_window: Option<u64>,
+    /// The session's running cost, when the `llm` entry prices its models: each
+    /// `usage_update` carries it.
+    costs: Option<CostMeter>,
     /// The session has its title (a first prompt went by): later prompts do not retitle it.
     titled: bool,
     /// Running commands' live output so far (the tail a plain client is shown), and when it
@@ -101,6 +105,7 @@ impl UpdateMapper {
             pending: BTreeMap::new(),
             terminal_meta: false,
             context_window: None,
+            costs: None,
             titled: false,
             live: BTreeMap::new(),
         }
@@ -219,6 +224,12 @@ impl UpdateMapper {
         self
     }
 
+    /// Sets the session's cost meter: `usage_update`s then carry the cumulative `cost`.
+    pub fn with_costs(mut self, costs: Option<CostMeter>) -> Self {
+        self.costs = costs;
+        self
+    }
+
     /// The updates of an event of the live stream, its view asked of [`cordis_history::views`]
     /// as a history read would (a result together with its call).
     pub fn map_live(&mut self, event: &SessionEvent, views: &LiveViews) -> Vec<SessionUpdate> {
@@ -246,6 +257,9 @@ impl UpdateMapper {
     /// history read's); without one a call is generic (its name as title, kind `other`).
     pub fn map(&mut self, event: &SessionEvent, view: Option<&ToolView>) -> Vec<SessionUpdate> {
         let view = view.map(|v| v.view.clone());
+        if let Some(meter) = self.costs.as_mut() {
+            meter.observe(event);
+        }
         match event.view() {
             EventView::UserMessage(user) => self.user_message(&user.content, user.prompt),
             EventView::AssistantChunk(chunk) => match chunk.chunk {
@@ -261,13 +275,17 @@ impl UpdateMapper {
                 }
                 // What the latest request and its answer hold, not a running total: the
                 // next request carries all of it again.
-                Chunk::Usage { usage } => match self.context_window {
-                    Some(size) => vec![SessionUpdate::UsageUpdate {
-                        used: usage.input_tokens.saturating_add(usage.output_tokens),
-                        size,
-                    }],
-                    None => Vec::new(),
-                },
+                Chunk::Usage { usage } => {
+                    let cost = self.costs.as_mut().and_then(|m| m.add(&usage));
+                    match self.context_window {
+                        Some(size) => vec![SessionUpdate::UsageUpdate {
+                            used: usage.input_tokens.saturating_add(usage.output_tokens),
+                            size,
+                            cost: cost.map(Cost::usd),
+                        }],
+                        None => Vec::new(),
+                    }
+                }
                 Chunk::Text { .. }
                 | Chunk::Reasoning { .. }
                 | Chunk::ToolCall { .. }
@@ -310,6 +328,9 @@ impl UpdateMapper {
                 }
                 updates
             }
+            EventView::Compaction(c) => vec![SessionUpdate::ToolCall(compaction_call(
+                event.seq, c.trigger, c.messages, &c.summary,
+            ))],
             // No update (the module's table): steps, headers, approvals, `run_code` sub-calls,
             // turn ends and session settings. Unknown kinds and payloads that do not fit their
             // kind are skipped, as the transcript does (the log is checked elsewhere).
@@ -318,6 +339,7 @@ impl UpdateMapper {
             | EventView::RequestHeader(_)
             | EventView::AssistantMessage(_)
             | EventView::ToolApproval(_)
+            | EventView::HookRun(_)
             | EventView::ToolCodeDispatchStart(_)
             | EventView::ToolCodeDispatch(_)
             | EventView::StepEnd(_)
@@ -377,6 +399,7 @@ impl UpdateMapper {
                 seq,
                 input_tokens,
                 output_tokens,
+                ..
             } => self
                 .context_window
                 .map(|size| {
@@ -385,6 +408,7 @@ impl UpdateMapper {
                         SessionUpdate::UsageUpdate {
                             used: input_tokens.saturating_add(*output_tokens),
                             size,
+                            cost: self.costs.as_ref().and_then(|m| m.at(*seq)).map(Cost::usd),
                         },
                     )
                 })
@@ -412,6 +436,16 @@ impl UpdateMapper {
                 SessionUpdate::Plan {
                     entries: todos.iter().cloned().map(plan_entry).collect(),
                 },
+            )],
+            Item::Compaction {
+                seq,
+                trigger,
+                messages,
+                summary,
+                ..
+            } => vec![(
+                *seq,
+                SessionUpdate::ToolCall(compaction_call(*seq, *trigger, *messages, summary)),
             )],
             // Editors have no place for them; the transcript's other renderers show them.
             Item::Notice { .. } => Vec::new(),
@@ -484,6 +518,11 @@ impl UpdateMapper {
     ) -> ToolCallUpdate {
         let mut content = Vec::new();
         let mut meta = None;
+        let mcp = (!is_error
+            && matches!(p.card, Card::Generic)
+            && p.text.as_ref().is_none_or(|t| *t == content_text(logged)))
+        .then(|| crate::session::mcp_content::acp_blocks(logged))
+        .flatten();
         match &p.card {
             Card::Terminal { output, exit_code } if self.terminal_meta && !is_error => {
                 meta = Some(serde_json::json!({
@@ -510,6 +549,17 @@ impl UpdateMapper {
                     body.push_str(&format!("[exit code {code}]"));
                 }
                 content.push(ToolCallContent::text(format!("```console\n{body}\n```")));
+            }
+            // An MCP tool's result, shown as its blocks (links, images, resources) rather than
+            // as its JSON, unless a presenter described it.
+            Card::Generic if mcp.is_some() => {
+                content.extend(
+                    mcp.into_iter()
+                        .flatten()
+                        .map(|block| ToolCallContent::Content {
+                            content: ContentBlock::Mcp(block),
+                        }),
+                );
             }
             _ => {
                 let text = p.text.clone().unwrap_or_else(|| content_text(logged));
@@ -602,6 +652,26 @@ fn plan_entry(todo: cordis_tool_todo::Todo) -> PlanEntry {
             TodoStatus::InProgress => PlanEntryStatus::InProgress,
             TodoStatus::Completed => PlanEntryStatus::Completed,
         },
+    }
+}
+
+/// A compaction as one finished item an editor shows: its line as the title, the summary
+/// as its content (live and replayed alike).
+fn compaction_call(
+    seq: u64,
+    trigger: cordis_session::CompactionTrigger,
+    messages: u64,
+    summary: &str,
+) -> ToolCall {
+    ToolCall {
+        tool_call_id: format!("compaction-{seq}"),
+        title: crate::session::transcript::compaction_line(trigger, messages),
+        kind: crate::acp::protocol::ToolKind::Other,
+        status: ToolCallStatus::Completed,
+        content: vec![ToolCallContent::text(summary.to_owned())],
+        locations: Vec::new(),
+        raw_input: Value::Null,
+        meta: None,
     }
 }
 

@@ -15,6 +15,12 @@ use cordis_tools::{ToolCall, ToolRegistry};
 use super::render::{safe, safe_lines};
 use super::{CallArgs, EXIT_CONFIG, EXIT_FAILURE, EXIT_OK, Exit, Io};
 
+/// How long an exiting `cordis call` waits for its cancellations to be sent.
+const CANCEL_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// The exit code after Ctrl-C (128 + SIGINT, as shells report it).
+const EXIT_INTERRUPTED: u8 = 130;
+
 pub(crate) fn run(args: &CallArgs, io: &mut Io<'_>, builtins: &Builtins) -> anyhow::Result<u8> {
     let (config, tool, json) = match args.split() {
         Ok(split) => split,
@@ -68,8 +74,22 @@ pub(crate) fn run(args: &CallArgs, io: &mut Io<'_>, builtins: &Builtins) -> anyh
             name: tool.clone(),
             arguments,
         };
-        let result = registry.execute(call, None).await;
+        // Ctrl-C stops waiting: the call is dropped, which tells an MCP server the request is
+        // cancelled; that notification is sent before the entries (and their servers) go.
+        let result = tokio::select! {
+            result = registry.execute(call, None) => Some(result),
+            _ = tokio::signal::ctrl_c() => None,
+        };
+        cordis_mcp::cancels_sent(CANCEL_WAIT).await;
         live.root().dispose();
+        let Some(result) = result else {
+            writeln!(
+                io.err,
+                "cordis: {} cancelled (Ctrl-C); an MCP server was told (notifications/cancelled)",
+                safe(&tool)
+            )?;
+            return Ok(EXIT_INTERRUPTED);
+        };
         let content = match &result.content {
             serde_json::Value::String(text) => text.clone(),
             other => serde_json::to_string_pretty(other)?,

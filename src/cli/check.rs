@@ -25,6 +25,9 @@ pub(crate) fn run(args: &CheckArgs, io: &mut Io<'_>, builtins: &Builtins) -> any
     if !args.json {
         print_included(&plan, &report, io)?;
     }
+    if strict_pending(&plan, &report, io)? {
+        code = EXIT_FAILURE;
+    }
     if !leaked.is_zero() {
         let replay = replay_command(&args.config.file, seed, policy);
         writeln!(
@@ -34,6 +37,37 @@ pub(crate) fn run(args: &CheckArgs, io: &mut Io<'_>, builtins: &Builtins) -> any
         code = EXIT_FAILURE;
     }
     Ok(code)
+}
+
+/// Whether an `mcp` entry with `failOnStartupError: true` is pending (saying which): such an
+/// entry fails on any startup error except one only a person can mend, a login, where it
+/// waits for the grant (so `cordis run --watch` picks it up) but does not pass the check.
+fn strict_pending(plan: &LoadPlan, report: &BootReport, io: &mut Io<'_>) -> std::io::Result<bool> {
+    let mut any = false;
+    for entry in report
+        .entries
+        .iter()
+        .filter(|e| e.status == EntryStatus::Pending && e.retrying)
+    {
+        let strict = plan.entries.iter().any(|p| {
+            p.id == entry.id
+                && matches!(&p.step, cordis_host::plan::Step::Plugin { prepared, .. }
+                    if prepared
+                        .config
+                        .downcast_ref::<cordis_mcp::McpConfig>()
+                        .is_some_and(|c| c.fail_on_startup_error))
+        });
+        if strict {
+            any = true;
+            writeln!(
+                io.err,
+                "cordis: entry \"{}\" sets `failOnStartupError: true` and is not active: {}",
+                super::render::safe(&entry.id),
+                super::render::safe(entry.error.as_deref().unwrap_or("pending"))
+            )?;
+        }
+    }
+    Ok(any)
 }
 
 /// Names the files entries were included from (`cordis/include`): one `included:` line per

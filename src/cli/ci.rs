@@ -294,9 +294,30 @@ pub enum MergeError {
         "{0} has no planned seed count (a --time-budget run without --seeds): merge needs --seeds to know the range"
     )]
     NoPlan(String),
+    /// A report is a shard of another count than `--expect` says.
+    #[error("{path} is a shard report of {count} shards, but --expect says {expected}")]
+    Expect {
+        /// The report.
+        path: String,
+        /// Its shard count.
+        count: u64,
+        /// The expected count.
+        expected: u64,
+    },
+    /// Two reports of one shard.
+    #[error("shard {shard} has two reports, {first} and {second}; merge one report per shard")]
+    Duplicate {
+        /// The shard index.
+        shard: u64,
+        /// One report.
+        first: String,
+        /// The other.
+        second: String,
+    },
     /// A report contradicts itself (a hand-edited or truncated file).
     #[error(
-        "{path} is not a consistent shard report: {why}; write it again with cordis stress --report FILE"
+        "{path} is not a consistent shard report: {why}; write it again with {program} stress --report FILE",
+        program = crate::cli::program::name()
     )]
     Inconsistent {
         /// The report.
@@ -425,6 +446,235 @@ pub fn merge(reports: &[(PathBuf, ShardReport)]) -> Result<Merged, MergeError> {
         reached: below,
         digests,
         failures,
+    })
+}
+
+/// One CI engine's variables for a job's place among the parallel copies of one job.
+struct Engine {
+    /// The engine, as people name it.
+    name: &'static str,
+    /// The job's index.
+    index: &'static str,
+    /// The number of parallel jobs, if the engine sets one.
+    count: Option<&'static str>,
+    /// Whether the index starts at 1.
+    one_based: bool,
+}
+
+/// The engines `--shard auto` reads, in the order their variables are named in errors.
+const ENGINES: [Engine; 4] = [
+    Engine {
+        name: "a Kubernetes Indexed Job",
+        index: "JOB_COMPLETION_INDEX",
+        count: None,
+        one_based: false,
+    },
+    Engine {
+        name: "GitLab",
+        index: "CI_NODE_INDEX",
+        count: Some("CI_NODE_TOTAL"),
+        one_based: true,
+    },
+    Engine {
+        name: "Buildkite",
+        index: "BUILDKITE_PARALLEL_JOB",
+        count: Some("BUILDKITE_PARALLEL_JOB_COUNT"),
+        one_based: false,
+    },
+    Engine {
+        name: "CircleCI",
+        index: "CIRCLE_NODE_INDEX",
+        count: Some("CIRCLE_NODE_TOTAL"),
+        one_based: false,
+    },
+];
+
+/// A shard index and count read from a CI engine's environment (`--shard auto`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AutoShard {
+    /// The shard index, from 0.
+    pub index: u64,
+    /// The shard count.
+    pub count: u64,
+    /// Where they came from, for the log: `GitLab (CI_NODE_INDEX=3, CI_NODE_TOTAL=4)`.
+    pub from: String,
+}
+
+/// Why `--shard auto` cannot tell this job's shard.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AutoShardError {
+    /// No engine's variables are set.
+    #[error(
+        "--shard auto: no CI engine says which parallel job this is (looked for JOB_COMPLETION_INDEX, CI_NODE_INDEX/CI_NODE_TOTAL, BUILDKITE_PARALLEL_JOB/BUILDKITE_PARALLEL_JOB_COUNT, CIRCLE_NODE_INDEX/CIRCLE_NODE_TOTAL); pass --shard I/N (GitHub Actions sets no variable for a matrix job's index: write --shard ${{{{ strategy.job-index }}}}/${{{{ strategy.job-total }}}})"
+    )]
+    Unset,
+    /// A variable is set to something that is not a shard index or count.
+    #[error("--shard auto: {var}={value:?} {why}")]
+    Bad {
+        /// The variable.
+        var: &'static str,
+        /// Its value.
+        value: String,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// Only the index is known.
+    #[error(
+        "--shard auto: {0} gives this job's index but not how many jobs there are; pass --shard-count N (for a Kubernetes Indexed Job, its completions)"
+    )]
+    NoCount(String),
+    /// Two sources disagree.
+    #[error(
+        "--shard auto: the CI variables disagree: {0} but {1}; unset the stray ones or pass --shard I/N"
+    )]
+    Contradiction(String, String),
+}
+
+/// The shard `--shard auto` runs: the index and count from the CI engine's variables (read
+/// through `env`), the count also from `--shard-count` (`count_given`). Refuses to guess when no
+/// engine's variables are set, and refuses sources that disagree.
+///
+/// # Errors
+/// [`AutoShardError`]: nothing set, a malformed value, no count, or a contradiction.
+pub fn auto_shard(
+    env: &dyn Fn(&str) -> Option<String>,
+    count_given: Option<u64>,
+) -> Result<AutoShard, AutoShardError> {
+    let number = |var: &'static str, value: &str| -> Result<u64, AutoShardError> {
+        value
+            .trim()
+            .parse::<u64>()
+            .map_err(|_| AutoShardError::Bad {
+                var,
+                value: value.to_owned(),
+                why: "is not a whole number".to_owned(),
+            })
+    };
+    // (what it says, index, count) per source that is set.
+    let mut indices: Vec<(String, u64)> = Vec::new();
+    let mut counts: Vec<(String, u64)> = Vec::new();
+    let mut names: Vec<String> = Vec::new();
+    for engine in &ENGINES {
+        let index = env(engine.index).filter(|v| !v.trim().is_empty());
+        let count = engine
+            .count
+            .and_then(|var| Some((var, env(var).filter(|v| !v.trim().is_empty())?)));
+        let (index_value, count) = match (index, count) {
+            (None, None) => continue,
+            // An engine that says "one job" without an index (CircleCI and GitLab set the
+            // total for every job) is shard 0 of 1; more jobs without an index is a mistake.
+            (None, Some((var, value))) => {
+                let n = number(var, &value)?;
+                if n != 1 {
+                    return Err(AutoShardError::Bad {
+                        var,
+                        value,
+                        why: format!("is set but {} is not", engine.index),
+                    });
+                }
+                let said = format!("{} ({var}={n})", engine.name);
+                indices.push((said.clone(), 0));
+                counts.push((said.clone(), 1));
+                names.push(said);
+                continue;
+            }
+            (Some(index), count) => (index, count),
+        };
+        let raw = number(engine.index, &index_value)?;
+        let index = if engine.one_based {
+            raw.checked_sub(1).ok_or_else(|| AutoShardError::Bad {
+                var: engine.index,
+                value: index_value.clone(),
+                why: "is 0, but it counts from 1".to_owned(),
+            })?
+        } else {
+            raw
+        };
+        let mut said = format!("{} ({}={raw}", engine.name, engine.index);
+        let count = match count {
+            Some((var, value)) => {
+                let n = number(var, &value)?;
+                said.push_str(&format!(", {var}={n}"));
+                Some(n)
+            }
+            None => None,
+        };
+        said.push(')');
+        indices.push((said.clone(), index));
+        if let Some(n) = count {
+            counts.push((said.clone(), n));
+        }
+        names.push(said);
+    }
+    if let Some(n) = count_given {
+        counts.push((format!("--shard-count {n}"), n));
+    }
+    let agreed = |values: &[(String, u64)], what: &str| -> Result<Option<u64>, AutoShardError> {
+        let Some((first, value)) = values.first() else {
+            return Ok(None);
+        };
+        match values.iter().find(|(_, v)| v != value) {
+            Some((other, v)) => Err(AutoShardError::Contradiction(
+                format!("{first} says {what} {value}"),
+                format!("{other} says {what} {v}"),
+            )),
+            None => Ok(Some(*value)),
+        }
+    };
+    let index = agreed(&indices, "shard index")?.ok_or(AutoShardError::Unset)?;
+    let count = agreed(&counts, "shard count")?
+        .ok_or_else(|| AutoShardError::NoCount(names.join(" and ")))?;
+    if count == 0 || index >= count {
+        return Err(AutoShardError::Contradiction(
+            format!("{} gives shard index {index}", names.join(" and ")),
+            format!("the shard count is {count}"),
+        ));
+    }
+    let mut from = names.join(", ");
+    if let Some(n) = count_given {
+        from.push_str(&format!(" with --shard-count {n}"));
+    }
+    Ok(AutoShard { index, count, from })
+}
+
+/// What `stress merge --expect N` finds wrong with the reports' shards.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Expected {
+    /// Shard indices below N that no report names, the first few.
+    pub missing: Vec<u64>,
+    /// How many are missing in all.
+    pub missing_count: u64,
+}
+
+/// Checks the reports of a merge against the expected shard count `n`: every report is a shard
+/// of `n`, no shard has two reports; returns the shards no report names.
+///
+/// # Errors
+/// [`MergeError::Expect`] when a report is a shard of another count, [`MergeError::Duplicate`]
+/// when two reports name one shard.
+pub fn expect_shards(reports: &[(PathBuf, ShardReport)], n: u64) -> Result<Expected, MergeError> {
+    let mut seen: BTreeMap<u64, &Path> = BTreeMap::new();
+    for (path, r) in reports {
+        if r.shard_count != n {
+            return Err(MergeError::Expect {
+                path: path.display().to_string(),
+                count: r.shard_count,
+                expected: n,
+            });
+        }
+        if let Some(other) = seen.insert(r.shard_index, path) {
+            return Err(MergeError::Duplicate {
+                shard: r.shard_index,
+                first: other.display().to_string(),
+                second: path.display().to_string(),
+            });
+        }
+    }
+    let missing_count = n - seen.len() as u64;
+    let missing = (0..n).filter(|i| !seen.contains_key(i)).take(20).collect();
+    Ok(Expected {
+        missing,
+        missing_count,
     })
 }
 

@@ -89,9 +89,10 @@ pub(crate) fn run(
             Err(HistoryError::NotFound { session }) => {
                 writeln!(
                     io.err,
-                    "cordis: no session \"{}\"{} (`cordis run` prints the id of each new session)",
+                    "cordis: no session \"{}\"{} (`{} run` prints the id of each new session)",
                     safe(&session),
-                    safe(&where_)
+                    safe(&where_),
+                    super::program::name()
                 )?;
                 Ok(EXIT_NOT_FOUND)
             }
@@ -157,7 +158,8 @@ fn print_page(
     if page.has_more {
         writeln!(
             io.out,
-            "older events: cordis history {} --before {}",
+            "older events: {} history {} --before {}",
+            super::program::name(),
             safe(session),
             first.event.seq
         )?;

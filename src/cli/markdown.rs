@@ -8,11 +8,16 @@ use pulldown_cmark::{Event, Parser, Tag, TagEnd};
 
 use super::render::safe;
 
+mod highlight;
+
 /// Renders one answer's lines; the state a fence carries from line to line.
 #[derive(Debug, Default)]
 pub(crate) struct Markdown {
     /// Inside a fenced code block: its fence (the backticks or tildes that close it).
     fence: Option<String>,
+    /// The fenced code's language, when the highlighter knows it, and what its last line left
+    /// open.
+    code: Option<(highlight::Lang, highlight::Carry)>,
     /// The terminal's width in columns.
     width: usize,
 }
@@ -27,6 +32,7 @@ impl Markdown {
     pub(crate) fn new(width: usize) -> Markdown {
         Markdown {
             fence: None,
+            code: None,
             width: width.max(20),
         }
     }
@@ -40,14 +46,20 @@ impl Markdown {
             let marks = fence_marks(trimmed);
             if marks.starts_with(fence.as_str()) && marks == trimmed.trim_end() {
                 self.fence = None;
+                self.code = None;
                 return vec![paint("2", "╰─")];
             }
-            return vec![format!("{} {}", paint("2", "│"), paint("36", &line))];
+            let code = match &mut self.code {
+                Some((lang, carry)) => highlight::line(*lang, carry, &line),
+                None => paint("36", &line),
+            };
+            return vec![format!("{} {code}", paint("2", "│"))];
         }
         if trimmed.starts_with("```") || trimmed.starts_with("~~~") {
             let fence = fence_marks(trimmed).to_owned();
             let lang = trimmed[fence.len()..].trim();
             self.fence = Some(fence);
+            self.code = highlight::lang_of(lang).map(|l| (l, highlight::Carry::default()));
             return vec![paint("2", format!("╭─ {lang}").trim_end())];
         }
         let indent = line.len() - trimmed.len();
@@ -102,6 +114,7 @@ impl Markdown {
 
     /// What an answer that ended inside a fence still owes: the frame's end.
     pub(crate) fn finish(&mut self) -> Vec<String> {
+        self.code = None;
         match self.fence.take() {
             Some(_) => vec![paint("2", "╰─")],
             None => Vec::new(),

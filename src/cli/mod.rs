@@ -34,6 +34,7 @@ mod mcp;
 mod mentions;
 mod permute;
 mod presets;
+pub mod program;
 pub(crate) mod render;
 pub(crate) mod run;
 mod serve;
@@ -90,11 +91,14 @@ pub enum Command {
     /// line that is exactly """ before and after it. EOF (Ctrl-D, or the end of a piped file)
     /// ends the run with exit code 0.
     ///
-    /// Output: the assistant's text streams to stdout; each tool call is one line (`⏺ Read
-    /// notes.txt`, `⏺ $ cargo test`) with its result summed up under it (`⎿ 12 lines`, an
-    /// edit's diff, a command's exit code and first lines, `⎿ error CODE: MESSAGE`), coloured
-    /// on a terminal (--color, NO_COLOR). Errors, the session id and reload summaries go to
-    /// stderr. Keys: Ctrl-C cancels the running turn (twice, or at the prompt, ends the run);
+    /// Output: the assistant's text streams to stdout (markdown rendered and wrapped on a
+    /// terminal, plain when piped); each tool call is one line (`⏺ Read notes.txt`, `⏺ $ cargo
+    /// test`) with its result summed up under it (`⎿ 12 lines`, an edit's diff, a command's
+    /// exit code with the first and last lines of its output, `⎿ error CODE: MESSAGE`; `/expand`
+    /// shows a call's whole output), coloured on a terminal (--color, NO_COLOR). A running
+    /// command's last line and elapsed time show on stderr while it runs. Errors, the session
+    /// id and reload summaries go to stderr. Keys: Esc or Ctrl-C cancels the running turn (a
+    /// second Ctrl-C ends the run); at the prompt Ctrl-C clears a typed line, else ends the run;
     /// an approval question is answered by the line typed after it (y, a for always, Enter for
     /// no, or a reason); lines starting with / are commands (/help).
     ///
@@ -105,7 +109,8 @@ pub enum Command {
     ///
     /// Exits 0 at EOF; 1 when stdin is not a terminal and a turn failed; 2 on configuration
     /// errors (including a config without `agent-loop`); 3 when the session is open in another
-    /// process (one writer per session).
+    /// process (one writer per session). With --prompt: 0 done, 1 failed, cancelled or over
+    /// budget, 2, 3 as above, 5 stopped by the step limit (--max-turns).
     Run(RunArgs),
     /// Boot a config once and print every entry's status, the assembly view and its digest.
     ///
@@ -133,7 +138,8 @@ pub enum Command {
     /// The call goes through the registry as a model's would (argument check against the tool's
     /// schema, guards and approvals, the handler), with the fifo schedule. Exits 0 when the tool
     /// succeeds (its result on stdout), 1 when it fails (the error on stderr), 2 on
-    /// configuration or usage errors. Example: cordis call cordis.yml todo_write '{"todos": []}'
+    /// configuration or usage errors, 130 after Ctrl-C (an MCP server is told the call was
+    /// cancelled before cordis exits). Example: cordis call cordis.yml todo_write '{"todos": []}'
     Call(CallArgs),
     /// Where third-party plugin libraries are copied before they load, and clearing it.
     ///
@@ -161,9 +167,13 @@ pub enum Command {
     /// whose approval policy is `ask` are asked through the editor. Exits 0 when the client
     /// closes stdin, 2 on configuration errors.
     Acp(acp::AcpArgs),
-    /// List the sessions of FILE's `sessions` entry, most recently written first: id, when,
-    /// turns, and the first message. `cordis run --resume ID` continues one, `cordis run
-    /// --continue` the newest. Exits 0, or 2 when FILE keeps no sessions on disk.
+    /// List the sessions of FILE's `sessions` entry, newest first; check or export one.
+    ///
+    /// Each line: id, when, turns, and the first message. `cordis run --resume ID` continues
+    /// one, `cordis run --continue` the newest, `cordis run --fork ID` starts a new session
+    /// from one. `--grep TEXT` lists only those whose messages contain TEXT; `sessions check
+    /// ID` proves a session's cache-prefix contract, `sessions export ID --exercise OUT`
+    /// writes it as an exercise script. Exits 0, or 2 when FILE keeps no sessions on disk.
     Sessions(sessions::SessionsArgs),
     /// Print one page of a session's history: its messages and tool cards, newest last.
     ///
@@ -177,6 +187,11 @@ pub enum Command {
     History(history::HistoryArgs),
     /// Serve a web view of FILE on 127.0.0.1: its entries and their states, the assembled
     /// request and its digest, its reloads (--watch), its sessions and their histories.
+    ///
+    /// The page also runs the agent: start a session or continue (or fork) one, send messages
+    /// and slash commands, follow the answer and running commands' output live, answer
+    /// approval questions and MCP servers' forms, read each session's usage. Sessions other
+    /// processes write are followed live.
     ///
     /// Prints the URL to open on stdout: it carries a random token, without which the API
     /// answers 401; requests naming another host or origin are refused (403), and posts take
@@ -227,7 +242,9 @@ pub struct CallArgs {
     /// Apply timeout in milliseconds for entries that set no `timeout` of their own.
     #[arg(long, value_name = "MS", default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(1..))]
     pub timeout_ms: u64,
-    /// Also allow plugin libraries from this directory (repeatable).
+    /// Also allow plugin libraries from this directory (repeatable). Directories in
+    /// CORDIS_PLUGIN_PATH (separated like PATH) are allowed too; the config file's directory
+    /// always is.
     #[arg(long = "plugin-dir", value_name = "DIR")]
     pub plugin_dirs: Vec<PathBuf>,
     /// How to schedule the boot [default: fifo].
@@ -256,10 +273,10 @@ impl CallArgs {
             [tool] => (PathBuf::from("cordis.yml"), tool.clone()),
             [file, tool] => (PathBuf::from(file), tool.clone()),
             _ => {
-                return Err(
-                    "give [FILE] TOOL [JSON], e.g. cordis call cordis.yml todo_write '{\"todos\": []}'"
-                        .to_owned(),
-                );
+                return Err(format!(
+                    "give [FILE] TOOL [JSON], e.g. {} call cordis.yml todo_write '{{\"todos\": []}}'",
+                    program::name()
+                ));
             }
         };
         let config = ConfigArgs {
@@ -291,7 +308,7 @@ pub struct ConfigArgs {
 #[derive(Debug, Clone, Copy, Args)]
 pub struct ScheduleArgs {
     /// Schedule policy: fifo (no perturbation), random (seeded yields), pct or pct:DEPTH
-    /// [default: random for check and stress, fifo for run].
+    /// [default: random for check and stress, fifo for run and call].
     #[arg(long, value_name = "POLICY")]
     pub schedule: Option<Policy>,
 }
@@ -380,7 +397,8 @@ pub struct RunArgs {
     /// Seed of the schedule [default: $CORDIS_SEED, else the clock].
     #[arg(long, value_name = "S")]
     pub seed: Option<u64>,
-    /// Continue the session ID (its log must exist); without ID, list the recent sessions.
+    /// Continue the session ID (its log must exist); without ID, pick one at a terminal
+    /// (this directory's sessions first, newest first), else list the recent sessions.
     #[arg(long, value_name = "ID", num_args = 0..=1, default_missing_value = "")]
     pub resume: Option<String>,
     /// Colour the transcript: `auto` when stdout is a terminal and NO_COLOR is unset.
@@ -390,6 +408,10 @@ pub struct RunArgs {
     /// it has none; never another directory's.
     #[arg(long = "continue", conflicts_with_all = ["resume", "session"])]
     pub continue_last: bool,
+    /// Start a new session whose history is session ID's through event SEQ (default: its
+    /// end), cut back to the last complete turn; the fork belongs to this directory.
+    #[arg(long, value_name = "ID[@SEQ]", conflicts_with_all = ["resume", "continue_last"])]
+    pub fork: Option<String>,
     /// Start a new session with this ID instead of a generated one (it must not exist).
     #[arg(long, value_name = "ID")]
     pub session: Option<String>,
@@ -410,6 +432,10 @@ pub struct RunArgs {
     /// Allow every tool call that would ask, without asking.
     #[arg(long)]
     pub yes: bool,
+    /// Trust this workspace: hooks from its own config file run (remembered for the directory;
+    /// without it, such hooks are not run and the log says so).
+    #[arg(long)]
+    pub trust: bool,
     /// Allow calls of TOOL without asking (repeatable). Without a terminal, calls that would
     /// ask and are not named here (or by --yes) are denied and the model is told so.
     #[arg(long = "approve", value_name = "TOOL")]
@@ -429,6 +455,11 @@ pub struct RunArgs {
     /// failed or cancelled, 2 configuration, 3 the session is open elsewhere, 5 the step limit.
     #[arg(long, short = 'p', value_name = "PROMPT", conflicts_with = "watch")]
     pub prompt: Option<String>,
+    /// With --prompt, the most model steps (requests) the task may take: it sets the
+    /// `agent-loop` entry's `maxSteps` for this run. A task that needs more ends with status
+    /// `turn-limit` and exit 5.
+    #[arg(long, value_name = "N", requires = "prompt", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_turns: Option<u64>,
     /// With --prompt, what stdout holds: `text` (the answer, as a piped run prints it), `json`
     /// (one object at the end: sessionId, status, endReason, answer, usage, denied), or
     /// `stream-json` (every logged event as it happens, one JSON object a line, then that
@@ -478,8 +509,21 @@ pub struct StressArgs {
     #[arg(long, value_name = "S", default_value_t = 0)]
     pub start: u64,
     /// Run only seed indices k with k mod N == I (e.g. `--shard 2/8` in CI job 2 of 8).
-    #[arg(long, value_name = "I/N")]
-    pub shard: Option<Shard>,
+    /// `--shard auto` takes I and N from the CI engine running this job: a Kubernetes Indexed
+    /// Job (`JOB_COMPLETION_INDEX`, with `--shard-count`), GitLab (`CI_NODE_INDEX`/
+    /// `CI_NODE_TOTAL`), Buildkite (`BUILDKITE_PARALLEL_JOB`/`_COUNT`) or CircleCI
+    /// (`CIRCLE_NODE_INDEX`/`CIRCLE_NODE_TOTAL`); none set, or two disagreeing, is an error.
+    #[arg(long, value_name = "I/N|auto")]
+    pub shard: Option<ShardArg>,
+    /// With `--shard auto`: the shard count, for engines that give only the index (a
+    /// Kubernetes Indexed Job's `completions`); where the engine gives one it must agree.
+    #[arg(long, value_name = "N", requires = "shard", value_parser = clap::value_parser!(u64).range(1..))]
+    pub shard_count: Option<u64>,
+    /// Run seeds on N worker threads, each with its own runtime (default: the machine's
+    /// available parallelism). The report, verdict and replay commands are the same for
+    /// every N: outcomes are weighed in seed order, and a failure names the lowest seed.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=256))]
+    pub jobs: Option<u64>,
     /// Print one JSON object on stdout.
     #[arg(long)]
     pub json: bool,
@@ -516,6 +560,10 @@ pub enum StressCommand {
         /// The shard reports.
         #[arg(value_name = "REPORT", required = true)]
         reports: Vec<PathBuf>,
+        /// The run had N shards: fail naming the shard indices with no report, and refuse
+        /// two reports of one shard.
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+        expect: Option<u64>,
     },
 }
 
@@ -523,6 +571,27 @@ impl StressArgs {
     /// The policy of every boot.
     pub fn policy(&self) -> Policy {
         self.schedule.policy_or(Policy::Random)
+    }
+}
+
+/// `--shard`: a slice given as `I/N`, or `auto` (from the CI engine's environment).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShardArg {
+    /// Read the index and count from the CI engine's variables.
+    Auto,
+    /// The slice given.
+    Fixed(Shard),
+}
+
+impl std::str::FromStr for ShardArg {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        if s.trim() == "auto" {
+            Ok(ShardArg::Auto)
+        } else {
+            s.parse().map(ShardArg::Fixed)
+        }
     }
 }
 
@@ -541,7 +610,7 @@ impl std::str::FromStr for Shard {
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let (i, n) = s
             .split_once('/')
-            .ok_or_else(|| format!("expected I/N (e.g. 0/4), found \"{s}\""))?;
+            .ok_or_else(|| format!("expected I/N (e.g. 0/4) or auto, found \"{s}\""))?;
         let index: u64 = i
             .trim()
             .parse()
@@ -654,6 +723,8 @@ where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
 {
+    let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
+    program::invoked_as(args.first().map(OsString::as_os_str));
     let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(e) => {
@@ -886,5 +957,6 @@ fn choose_seed(flag: Option<u64>, io: &mut Io<'_>) -> anyhow::Result<u64> {
 /// The command that replays one seed.
 pub fn replay_command(file: &std::path::Path, seed: u64, policy: Policy) -> String {
     let file = cordis_runtime::shell_word(&file.display().to_string());
-    format!("cordis check {file} --seed {seed} --schedule {policy}")
+    let program = program::name();
+    format!("{program} check {file} --seed {seed} --schedule {policy}")
 }

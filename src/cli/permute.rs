@@ -27,7 +27,11 @@ fn replay(file: &Path, ids: &[String], preset: Option<&str>) -> String {
     } else {
         ids.join(",")
     };
-    format!("cordis permute {}{preset} --order {order}", file.display())
+    format!(
+        "{} permute {}{preset} --order {order}",
+        super::program::name(),
+        file.display()
+    )
 }
 
 /// What a run permutes: the host plan's entries and, with `--preset`, the preset's rows.

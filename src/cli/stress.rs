@@ -5,6 +5,8 @@
 //! text or JSON on stdout, and for CI a shard report (`--report`, combined by `stress merge`),
 //! JUnit XML (`--junit`) and, under GitHub Actions, `::error` annotations at the entries' lines.
 
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
 
 use anyhow::Context as _;
@@ -22,16 +24,47 @@ use super::check::EntryFailure;
 use super::ci::{self, JunitCase, SHARD_REPORT_VERSION, ShardReport, github_error, junit_xml};
 use super::render::{diff, safe, safe_lines};
 use super::{
-    EXIT_CONFIG, EXIT_FAILURE, EXIT_OK, Exit, Io, StressArgs, StressCommand, load, replay_command,
+    EXIT_CONFIG, EXIT_FAILURE, EXIT_OK, Exit, Io, ShardArg, StressArgs, StressCommand, load,
+    replay_command,
 };
 
-/// The seed indices of this shard: `k` in `0..seeds` (unbounded with only a time budget) with
-/// `k % count == index`; seed `k` is `start + k`.
-fn shard_indices(args: &StressArgs) -> (u64, u64, Box<dyn Iterator<Item = u64>>) {
-    let (index, count) = args.shard.map_or((0, 1), |s| (s.index, s.count));
-    let limit = args.seeds.unwrap_or(u64::MAX);
-    let indices = (index..limit).step_by(usize::try_from(count).unwrap_or(usize::MAX));
-    (index, count, Box::new(indices))
+/// This shard's index and count: `--shard I/N`, `--shard auto` (from the CI engine's
+/// variables, said on stderr) or the whole range. `Err`: the problem is printed.
+fn resolve_shard(args: &StressArgs, io: &mut Io<'_>) -> anyhow::Result<(u64, u64)> {
+    match args.shard {
+        None => Ok((0, 1)),
+        Some(ShardArg::Fixed(shard)) => match args.shard_count {
+            Some(n) if n != shard.count => {
+                writeln!(
+                    io.err,
+                    "cordis: --shard {}/{} but --shard-count {n}; --shard-count goes with --shard auto",
+                    shard.index, shard.count
+                )?;
+                Err(Exit(EXIT_CONFIG).into())
+            }
+            _ => Ok((shard.index, shard.count)),
+        },
+        Some(ShardArg::Auto) => match ci::auto_shard(io.env, args.shard_count) {
+            Ok(auto) => {
+                writeln!(
+                    io.err,
+                    "cordis: shard {}/{} from {}",
+                    auto.index, auto.count, auto.from
+                )?;
+                Ok((auto.index, auto.count))
+            }
+            Err(e) => {
+                writeln!(io.err, "cordis: {e}")?;
+                Err(Exit(EXIT_CONFIG).into())
+            }
+        },
+    }
+}
+
+/// How many workers `--jobs` asks for (default: the machine's available parallelism).
+fn jobs(args: &StressArgs) -> u64 {
+    args.jobs
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get() as u64))
 }
 
 /// The first seed's outcome, which every later seed must match.
@@ -184,36 +217,79 @@ struct SeedRun {
     judged: Option<(usize, Option<CheckFailure>)>,
 }
 
+/// What one seed came to, weighed against the first seed's outcome by the worker that ran it.
+enum Outcome {
+    /// The first seed ran: it becomes the baseline.
+    First(Box<SeedRun>),
+    /// It ran and agrees with the first seed.
+    Agreed,
+    /// Disposing its root left live resources.
+    Leaked(cordis_runtime::LiveCounts),
+    /// It ran and its outcome differs from the first seed's.
+    Diverged(Box<Seen>),
+    /// It could not run (a preset that does not join, an exercise that fails): the line for
+    /// stderr and the failure for the report.
+    Failed { message: String, failure: Value },
+}
+
+/// One seed's outcome as a worker hands it over, to be settled in seed order.
+struct Done {
+    /// The seed's position in the shard (0: the first seed).
+    position: u64,
+    /// `--print-log`'s lines (empty without it), printed when the seed's turn comes.
+    log: String,
+    outcome: anyhow::Result<Outcome>,
+}
+
+/// How far ahead of the seeds settled so far a worker may claim: bounds the outcomes waiting
+/// to be settled (a few bytes each) when one seed is much slower than the others.
+const WINDOW: u64 = 1 << 16;
+
 /// What every seed of a shard runs with.
 struct Seeds<'a> {
     plan: &'a LoadPlan,
     args: &'a StressArgs,
     exercise: Option<&'a ExerciseScript>,
     policy: Policy,
+    /// This shard's index and count.
+    shard: (u64, u64),
+    /// How many seed indices the shard holds (`u64::MAX`-bounded without `--seeds`).
+    positions: u64,
+    started: Instant,
 }
 
-/// Boots every seed of the shard (until the time budget, if any, is spent), comparing each
-/// outcome with the first; stops at the first problem.
-fn run_seeds(
-    plan: &LoadPlan,
-    args: &StressArgs,
-    exercise: Option<&ExerciseScript>,
-    io: &mut Io<'_>,
-) -> anyhow::Result<Verdict> {
-    let policy = args.policy();
-    let seeds = Seeds {
-        plan,
-        args,
-        exercise,
-        policy,
-    };
-    let (_, count, indices) = shard_indices(args);
+/// What the workers share: the next position to claim, the positions worth claiming, the
+/// positions settled, and whether the time budget was seen spent.
+struct Claims {
+    next: AtomicU64,
+    /// Positions at or past this are not claimed (lowered at a problem, 0 to stop).
+    limit: AtomicU64,
+    settled: AtomicU64,
+    budget_seen: AtomicBool,
+}
+
+/// Stops every worker when one unwinds, so none waits on a seed that will never settle.
+struct StopOnPanic<'a>(&'a Claims);
+
+impl Drop for StopOnPanic<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.limit.store(0, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Boots every seed of the shard (until the time budget, if any, is spent) on `jobs` worker
+/// threads, comparing each outcome with the first seed's; settles the outcomes in seed order,
+/// so the verdict, the failure (the lowest failing seed) and every line printed are the same
+/// for every number of workers; stops at the first problem.
+fn run_seeds(seeds: &Seeds<'_>, jobs: u64, io: &mut Io<'_>) -> anyhow::Result<Verdict> {
+    let args = seeds.args;
     let total = args
         .seeds
         .filter(|_| args.time_budget.is_none())
-        .map(|n| usize::try_from(n.div_ceil(count)).unwrap_or(usize::MAX));
+        .map(|_| usize::try_from(seeds.positions).unwrap_or(usize::MAX));
     let progress = Progress::new(io, total);
-    let started = Instant::now();
     let mut verdict = Verdict {
         baseline: None,
         failure: None,
@@ -222,69 +298,225 @@ fn run_seeds(
         covered_below: args.seeds.unwrap_or(0),
         budget_spent: false,
     };
-    let runtime = cordis_host::shutdown::current_thread()?;
-    for k in indices {
-        // Every index of this shard below `k` ran; a failure at `k` leaves it uncovered.
-        verdict.covered_below = k;
-        if args
-            .time_budget
-            .is_some_and(|budget| started.elapsed() >= budget)
-        {
+    if seeds.positions > 0 {
+        if seeds.budget_spent() {
+            verdict.covered_below = seeds.index_at(0);
             verdict.budget_spent = true;
-            break;
+        } else {
+            // The first seed on this thread: every worker compares with it.
+            let runtime = cordis_host::shutdown::current_thread()?;
+            let done = seeds.run_one(&runtime, 0, None);
+            cordis_host::shutdown::end(runtime);
+            let (go_on, baseline) = seeds.settle(done, None, &mut verdict, &progress, io)?;
+            if go_on && let Some(first) = baseline {
+                let workers = jobs.min(seeds.positions - 1);
+                if workers > 0 {
+                    seeds.run_parallel(&first, workers, &mut verdict, &progress, io)?;
+                }
+                verdict.baseline = Some(first);
+            }
         }
-        let seed = args.start.wrapping_add(k);
-        let Some(run) = seeds.run_seed(&runtime, seed, &progress, &mut verdict, io)? else {
-            break;
-        };
-        verdict.runs += 1;
-        verdict.covered_below = k.saturating_add(1);
-        let leaked = run.leaked;
-        if !leaked.is_zero() {
-            progress.finish();
-            writeln!(
-                io.err,
-                "cordis: seed {seed}: disposing the root left live resources {leaked:?}\n  replay: {}",
-                replay(args, seed, policy)
-            )?;
-            verdict.failure = Some(json!({
-                "kind": "leak",
-                "seed": seed,
-                "live": format!("{leaked:?}"),
-                "replay": [replay(args, seed, policy)],
-            }));
-            break;
-        }
-        if seeds.diverges(seed, run, &progress, &mut verdict, io)? {
-            break;
-        }
-        progress.done();
     }
     progress.finish();
-    cordis_host::shutdown::end(runtime);
     seeds.check_agreed(&mut verdict, io)?;
     Ok(verdict)
 }
 
 impl Seeds<'_> {
-    /// Boots (or exercises) `seed`. `None`: the seed could not run (a preset that does not
-    /// join, an exercise that fails); the problem is printed and recorded in `verdict`.
+    /// Seed index of the shard's `position`-th seed.
+    fn index_at(&self, position: u64) -> u64 {
+        let (index, count) = self.shard;
+        index.saturating_add(position.saturating_mul(count))
+    }
+
+    fn budget_spent(&self) -> bool {
+        self.args
+            .time_budget
+            .is_some_and(|budget| self.started.elapsed() >= budget)
+    }
+
+    /// Runs positions 1.. on `workers` threads (each with its own runtime) and settles their
+    /// outcomes in seed order on this thread. Every thread is joined before it returns.
+    fn run_parallel(
+        &self,
+        first: &Baseline,
+        workers: u64,
+        verdict: &mut Verdict,
+        progress: &Progress,
+        io: &mut Io<'_>,
+    ) -> anyhow::Result<()> {
+        let claims = Claims {
+            next: AtomicU64::new(1),
+            limit: AtomicU64::new(self.positions),
+            settled: AtomicU64::new(1),
+            budget_seen: AtomicBool::new(false),
+        };
+        let (tx, rx) = std::sync::mpsc::channel::<Done>();
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..workers)
+                .map(|_| {
+                    let (tx, claims) = (tx.clone(), &claims);
+                    scope.spawn(move || self.work(first, claims, &tx))
+                })
+                .collect();
+            drop(tx);
+            let mut pending: BTreeMap<u64, Done> = BTreeMap::new();
+            let mut expected = 1u64;
+            let mut result = Ok(());
+            let mut stopped = false;
+            // Ends when every worker has ended (and dropped its sender).
+            for done in rx {
+                if stopped {
+                    continue;
+                }
+                pending.insert(done.position, done);
+                while let Some(done) = pending.remove(&expected) {
+                    match self.settle(done, Some(first), verdict, progress, io) {
+                        Ok((true, _)) => {
+                            expected += 1;
+                            claims.settled.store(expected, Ordering::Relaxed);
+                        }
+                        Ok((false, _)) => stopped = true,
+                        Err(e) => {
+                            stopped = true;
+                            result = Err(e);
+                        }
+                    }
+                    if stopped {
+                        claims.limit.store(0, Ordering::Relaxed);
+                        pending.clear();
+                        break;
+                    }
+                }
+            }
+            let mut lost = None;
+            for handle in handles {
+                match handle.join() {
+                    Ok(Ok(())) => {}
+                    Ok(Err(e)) => lost = lost.or(Some(e.to_string())),
+                    Err(_) => lost = lost.or(Some("a stress worker panicked".to_owned())),
+                }
+            }
+            result?;
+            if !stopped && expected < self.positions {
+                if claims.budget_seen.load(Ordering::Relaxed) && lost.is_none() {
+                    verdict.covered_below = self.index_at(expected);
+                    verdict.budget_spent = true;
+                } else {
+                    anyhow::bail!(
+                        "seed {} never ran: {}",
+                        self.args.start.wrapping_add(self.index_at(expected)),
+                        lost.unwrap_or_else(|| "its worker ended".to_owned())
+                    );
+                }
+            }
+            Ok(())
+        })
+    }
+
+    /// One worker: claims positions in order and sends each one's outcome, until the shard's
+    /// positions, the limit or the time budget run out.
+    fn work(
+        &self,
+        first: &Baseline,
+        claims: &Claims,
+        tx: &std::sync::mpsc::Sender<Done>,
+    ) -> std::io::Result<()> {
+        let _stop = StopOnPanic(claims);
+        let runtime = cordis_host::shutdown::current_thread()?;
+        loop {
+            // Not too far ahead of the seeds settled (a slow seed holds the others back).
+            while claims.next.load(Ordering::Relaxed)
+                >= claims
+                    .settled
+                    .load(Ordering::Relaxed)
+                    .saturating_add(WINDOW)
+                && claims.limit.load(Ordering::Relaxed) > 0
+            {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            if self.budget_spent() {
+                claims.budget_seen.store(true, Ordering::Relaxed);
+                break;
+            }
+            let position = claims.next.fetch_add(1, Ordering::Relaxed);
+            if position >= claims.limit.load(Ordering::Relaxed) {
+                break;
+            }
+            let done = self.run_one(&runtime, position, Some(first));
+            if !matches!(done.outcome, Ok(Outcome::Agreed)) {
+                // Seeds past a problem cannot change the verdict (the lowest one is reported).
+                claims.limit.fetch_min(position + 1, Ordering::Relaxed);
+            }
+            if tx.send(done).is_err() {
+                break;
+            }
+        }
+        cordis_host::shutdown::end(runtime);
+        Ok(())
+    }
+
+    /// Runs the seed at `position` and weighs it against `first` (`None`: it is the first).
+    fn run_one(
+        &self,
+        runtime: &tokio::runtime::Runtime,
+        position: u64,
+        first: Option<&Baseline>,
+    ) -> Done {
+        let seed = self.args.start.wrapping_add(self.index_at(position));
+        let mut log = String::new();
+        let outcome = self
+            .run_seed(runtime, seed, first.is_none(), &mut log)
+            .map(|run| {
+                run.map_or_else(
+                    |(message, failure)| Outcome::Failed { message, failure },
+                    |run| {
+                        if !run.leaked.is_zero() {
+                            return Outcome::Leaked(run.leaked);
+                        }
+                        match first {
+                            None => Outcome::First(Box::new(run)),
+                            Some(first) if agrees(first, &run.seen) => Outcome::Agreed,
+                            Some(_) => Outcome::Diverged(Box::new(run.seen)),
+                        }
+                    },
+                )
+            });
+        Done {
+            position,
+            log,
+            outcome,
+        }
+    }
+
+    /// Boots (or exercises) `seed`. `Err` inside: the seed could not run (a preset that does
+    /// not join, an exercise that fails): the line to print and the failure to record.
     fn run_seed(
         &self,
         runtime: &tokio::runtime::Runtime,
         seed: u64,
-        progress: &Progress,
-        verdict: &mut Verdict,
-        io: &mut Io<'_>,
-    ) -> anyhow::Result<Option<SeedRun>> {
+        first: bool,
+        log: &mut String,
+    ) -> anyhow::Result<Result<SeedRun, (String, Value)>> {
         let Seeds {
             plan,
             args,
             exercise,
             policy,
+            ..
         } = *self;
+        let failed = |kind: &str, message: String, line: String| {
+            Ok(Err((
+                line,
+                json!({
+                    "kind": kind,
+                    "seed": seed,
+                    "message": message,
+                    "replay": [replay(args, seed, policy)],
+                }),
+            )))
+        };
         // The first seed's boot is judged as `check` judges it (later seeds agree or diverge).
-        let first = verdict.baseline.is_none();
         let judge = |report: &BootReport| {
             first.then(|| {
                 let inactive = report
@@ -317,15 +549,8 @@ impl Seeds<'_> {
                             )
                         }
                         (Err(why), _) => {
-                            progress.finish();
-                            writeln!(io.err, "cordis: seed {seed}: {}", safe_lines(&why))?;
-                            verdict.failure = Some(json!({
-                                "kind": "preset",
-                                "seed": seed,
-                                "message": why,
-                                "replay": [replay(args, seed, policy)],
-                            }));
-                            return Ok(None);
+                            let line = format!("cordis: seed {seed}: {}", safe_lines(&why));
+                            return failed("preset", why, line);
                         }
                     }
                 }
@@ -340,8 +565,16 @@ impl Seeds<'_> {
                     Ok(run) => {
                         if args.print_log {
                             for event in &run.log {
-                                writeln!(io.out, "{}", serde_json::to_string(event)?)?;
+                                log.push_str(&serde_json::to_string(event)?);
+                                log.push('\n');
                             }
+                        }
+                        if let Err(why) = &run.contract {
+                            let line = format!(
+                                "cordis: seed {seed}: the session breaks the cache-prefix contract: {}",
+                                safe_lines(why)
+                            );
+                            return failed("contract", why.clone(), line);
                         }
                         (
                             Seen::Outcome(run.comparable()),
@@ -351,20 +584,13 @@ impl Seeds<'_> {
                         )
                     }
                     Err(e) => {
-                        progress.finish();
-                        writeln!(io.err, "cordis: seed {seed}: {e}")?;
-                        verdict.failure = Some(json!({
-                            "kind": "exercise",
-                            "seed": seed,
-                            "message": e.to_string(),
-                            "replay": [replay(args, seed, policy)],
-                        }));
-                        return Ok(None);
+                        let line = format!("cordis: seed {seed}: {e}");
+                        return failed("exercise", e.to_string(), line);
                     }
                 }
             }
         };
-        Ok(Some(SeedRun {
+        Ok(Ok(SeedRun {
             seen,
             digest,
             leaked,
@@ -372,86 +598,129 @@ impl Seeds<'_> {
         }))
     }
 
-    /// Compares `seed`'s run with the first seed's (the first one becomes the baseline).
-    /// `true`: they diverge; the divergence is printed and recorded in `verdict`.
-    fn diverges(
+    /// Settles one seed's outcome in seed order, as a run on one thread would: prints its log,
+    /// counts it, records (and prints) a problem. `(false, _)`: stop here; the first seed's
+    /// run comes back as the baseline.
+    fn settle(
         &self,
-        seed: u64,
-        run: SeedRun,
-        progress: &Progress,
+        done: Done,
+        first: Option<&Baseline>,
         verdict: &mut Verdict,
+        progress: &Progress,
         io: &mut Io<'_>,
-    ) -> anyhow::Result<bool> {
-        let Seeds {
-            args,
-            exercise,
-            policy,
-            ..
-        } = *self;
-        let SeedRun {
-            seen,
-            digest,
-            judged,
-            ..
-        } = run;
-        // A run's seeds are all plain boots or all not, so a boot meets a boot baseline.
-        let agrees = match (&verdict.baseline, &seen) {
-            (None, _) => true,
-            (Some(first), Seen::Boot(report)) => match &first.report {
-                Some(base) => base.same_outcome(report),
-                None => first.bytes == canonical_bytes(&report.outcome()),
-            },
-            (Some(first), Seen::Outcome(outcome)) => first.bytes == canonical_bytes(outcome),
-        };
-        match &verdict.baseline {
-            None => {
+    ) -> anyhow::Result<(bool, Option<Baseline>)> {
+        let Seeds { args, policy, .. } = *self;
+        let k = self.index_at(done.position);
+        let seed = args.start.wrapping_add(k);
+        // Every index of this shard below `k` ran; a failure at `k` leaves it uncovered.
+        verdict.covered_below = k;
+        io.out.write_all(done.log.as_bytes())?;
+        let outcome = done.outcome?;
+        if let Outcome::Failed { message, failure } = outcome {
+            progress.finish();
+            writeln!(io.err, "{message}")?;
+            verdict.failure = Some(failure);
+            return Ok((false, None));
+        }
+        verdict.runs += 1;
+        verdict.covered_below = k.saturating_add(1);
+        match outcome {
+            Outcome::Leaked(leaked) => {
+                progress.finish();
+                writeln!(
+                    io.err,
+                    "cordis: seed {seed}: disposing the root left live resources {leaked:?}\n  replay: {}",
+                    replay(args, seed, policy)
+                )?;
+                verdict.failure = Some(json!({
+                    "kind": "leak",
+                    "seed": seed,
+                    "live": format!("{leaked:?}"),
+                    "replay": [replay(args, seed, policy)],
+                }));
+                Ok((false, None))
+            }
+            Outcome::First(run) => {
+                let SeedRun {
+                    seen,
+                    digest,
+                    judged,
+                    ..
+                } = *run;
                 let report = match &seen {
                     Seen::Boot(report) => Some(report.clone()),
                     Seen::Outcome(_) => None,
                 };
                 let outcome = seen.into_outcome();
                 let (inactive, check) = judged.unwrap_or_default();
-                verdict.baseline = Some(Baseline {
-                    seed,
-                    bytes: canonical_bytes(&outcome),
-                    outcome,
-                    digest,
-                    report,
-                    inactive,
-                    check,
-                });
+                progress.done();
+                Ok((
+                    true,
+                    Some(Baseline {
+                        seed,
+                        bytes: canonical_bytes(&outcome),
+                        outcome,
+                        digest,
+                        report,
+                        inactive,
+                        check,
+                    }),
+                ))
             }
-            Some(first) if !agrees => {
-                let outcome = seen.into_outcome();
-                progress.finish();
-                writeln!(
-                    io.err,
-                    "cordis: seeds {} and {seed} diverge (schedule {policy}):",
-                    first.seed
-                )?;
-                explain(&first.outcome, first.seed, &outcome, seed, io)?;
-                let replays = [replay(args, first.seed, policy), replay(args, seed, policy)];
-                writeln!(io.err, "replay:")?;
-                for replay in &replays {
-                    writeln!(io.err, "  {replay}")?;
-                }
-                verdict.failing_entries = differing_entries(
-                    exercise.map_or(&first.outcome, |_| &first.outcome["boot"]),
-                    exercise.map_or(&outcome, |_| &outcome["boot"]),
-                );
-                verdict.failure = Some(json!({
-                    "kind": "divergence",
-                    "seeds": [first.seed, seed],
-                    "entries": verdict.failing_entries,
-                    "replay": replays,
-                }));
-                return Ok(true);
+            Outcome::Agreed => {
+                progress.done();
+                Ok((true, None))
             }
-            Some(_) => {}
+            Outcome::Diverged(seen) => {
+                let first = first.context("a seed diverged before the first seed ran")?;
+                self.report_divergence(first, seed, *seen, progress, verdict, io)?;
+                Ok((false, None))
+            }
+            Outcome::Failed { .. } => Ok((false, None)),
         }
-        Ok(false)
     }
 
+    /// Prints and records how `seed`'s outcome differs from the first seed's.
+    fn report_divergence(
+        &self,
+        first: &Baseline,
+        seed: u64,
+        seen: Seen,
+        progress: &Progress,
+        verdict: &mut Verdict,
+        io: &mut Io<'_>,
+    ) -> anyhow::Result<()> {
+        let Seeds {
+            args,
+            exercise,
+            policy,
+            ..
+        } = *self;
+        let outcome = seen.into_outcome();
+        progress.finish();
+        writeln!(
+            io.err,
+            "cordis: seeds {} and {seed} diverge (schedule {policy}):",
+            first.seed
+        )?;
+        explain(&first.outcome, first.seed, &outcome, seed, io)?;
+        let replays = [replay(args, first.seed, policy), replay(args, seed, policy)];
+        writeln!(io.err, "replay:")?;
+        for replay in &replays {
+            writeln!(io.err, "  {replay}")?;
+        }
+        verdict.failing_entries = differing_entries(
+            exercise.map_or(&first.outcome, |_| &first.outcome["boot"]),
+            exercise.map_or(&outcome, |_| &outcome["boot"]),
+        );
+        verdict.failure = Some(json!({
+            "kind": "divergence",
+            "seeds": [first.seed, seed],
+            "entries": verdict.failing_entries,
+            "replay": replays,
+        }));
+        Ok(())
+    }
     /// The seeds agree; the outcome they agree on must also be one `check` passes. Records
     /// (and prints) the failure when it is not.
     fn check_agreed(&self, verdict: &mut Verdict, io: &mut Io<'_>) -> std::io::Result<()> {
@@ -465,9 +734,10 @@ impl Seeds<'_> {
             let reasons = check.lines();
             writeln!(
                 io.err,
-                "cordis: {} seed{} agree, but on a boot `cordis check` fails (schedule {policy}):",
+                "cordis: {} seed{} agree, but on a boot `{} check` fails (schedule {policy}):",
                 verdict.runs,
-                if verdict.runs == 1 { "" } else { "s" }
+                if verdict.runs == 1 { "" } else { "s" },
+                super::program::name()
             )?;
             for reason in &reasons {
                 writeln!(io.err, "  {reason}")?;
@@ -484,6 +754,18 @@ impl Seeds<'_> {
             verdict.failing_entries = entries;
         }
         Ok(())
+    }
+}
+
+/// Whether a later seed's outcome is the first seed's. A run's seeds are all plain boots or all
+/// not, so a boot meets a boot baseline.
+fn agrees(first: &Baseline, seen: &Seen) -> bool {
+    match seen {
+        Seen::Boot(report) => match &first.report {
+            Some(base) => base.same_outcome(report),
+            None => first.bytes == canonical_bytes(&report.outcome()),
+        },
+        Seen::Outcome(outcome) => first.bytes == canonical_bytes(outcome),
     }
 }
 
@@ -534,7 +816,8 @@ fn replay(args: &StressArgs, seed: u64, policy: Policy) -> String {
     match &args.exercise {
         None => check_replay(args, seed, policy),
         Some(script) => format!(
-            "cordis stress {} --exercise {}{preset} --schedule {policy} --start {seed} --seeds 1 --print-log",
+            "{} stress {} --exercise {}{preset} --schedule {policy} --start {seed} --seeds 1 --print-log",
+            super::program::name(),
             shell_word(&args.config.file.display().to_string()),
             shell_word(&script.display().to_string())
         ),
@@ -589,18 +872,19 @@ fn differing_entries(a: &Value, b: &Value) -> Vec<String> {
 }
 
 pub(crate) fn run(args: &StressArgs, io: &mut Io<'_>, builtins: &Builtins) -> anyhow::Result<u8> {
-    if let Some(StressCommand::Merge { reports }) = &args.merge {
-        return merge(reports, io);
+    if let Some(StressCommand::Merge { reports, expect }) = &args.merge {
+        return merge(reports, *expect, io);
     }
     if args.seeds.is_none() && args.time_budget.is_none() {
         writeln!(
             io.err,
-            "cordis: stress needs --seeds N, --time-budget DURATION, or both (see cordis stress --help)"
+            "cordis: stress needs --seeds N, --time-budget DURATION, or both (see {} stress --help)",
+            super::program::name()
         )?;
         return Err(Exit(EXIT_CONFIG).into());
     }
     let policy: Policy = args.policy();
-    let (index, count, _) = shard_indices(args);
+    let (index, count) = resolve_shard(args, io)?;
     let range = args.seeds.map_or_else(
         || format!("{}..", args.start),
         |n| format!("{}..{}", args.start, args.start.wrapping_add(n)),
@@ -628,7 +912,16 @@ pub(crate) fn run(args: &StressArgs, io: &mut Io<'_>, builtins: &Builtins) -> an
         }
     };
     let started = Instant::now();
-    let verdict = run_seeds(&plan, args, script.as_ref(), io)?;
+    let seeds = Seeds {
+        plan: &plan,
+        args,
+        exercise: script.as_ref(),
+        policy,
+        shard: (index, count),
+        positions: ci::shard_indices_below(args.seeds.unwrap_or(u64::MAX), index, count),
+        started,
+    };
+    let verdict = run_seeds(&seeds, jobs(args), io)?;
     let seconds = started.elapsed().as_secs_f64();
     let digest = verdict.baseline.as_ref().map(|b| b.digest.clone());
     let report = ShardReport {
@@ -769,7 +1062,7 @@ fn describe_gap(gap: &ci::Gap) -> String {
 const MAX_REPORT_BYTES: u64 = 1 << 20;
 
 /// `cordis stress merge`: one verdict from shard reports.
-fn merge(paths: &[std::path::PathBuf], io: &mut Io<'_>) -> anyhow::Result<u8> {
+fn merge(paths: &[std::path::PathBuf], expect: Option<u64>, io: &mut Io<'_>) -> anyhow::Result<u8> {
     let mut reports = Vec::with_capacity(paths.len());
     for path in paths {
         let text = match cordis_host::include::read_regular(path, MAX_REPORT_BYTES) {
@@ -793,14 +1086,19 @@ fn merge(paths: &[std::path::PathBuf], io: &mut Io<'_>) -> anyhow::Result<u8> {
             Err(e) => {
                 writeln!(
                     io.err,
-                    "cordis: {} is not a shard report (write one with cordis stress --report FILE): {e}",
-                    path.display()
+                    "cordis: {} is not a shard report (write one with {} stress --report FILE): {e}",
+                    path.display(),
+                    super::program::name()
                 )?;
                 return Err(Exit(EXIT_CONFIG).into());
             }
         }
     }
-    let merged = match ci::merge(&reports) {
+    let checked = ci::merge(&reports).and_then(|merged| {
+        let expected = expect.map(|n| ci::expect_shards(&reports, n)).transpose()?;
+        Ok((merged, expected))
+    });
+    let (merged, expected) = match checked {
         Ok(m) => m,
         Err(e) => {
             writeln!(io.err, "cordis: {e}")?;
@@ -815,6 +1113,24 @@ fn merge(paths: &[std::path::PathBuf], io: &mut Io<'_>) -> anyhow::Result<u8> {
         merged.covered,
         merged.planned
     )?;
+    let missing = expected.as_ref().map_or(0, |e| e.missing_count);
+    if let Some(expected) = expected.as_ref().filter(|e| e.missing_count > 0) {
+        let mut list: Vec<String> = expected.missing.iter().map(u64::to_string).collect();
+        if expected.missing_count > list.len() as u64 {
+            list.push(format!(
+                "… ({} more)",
+                expected.missing_count - list.len() as u64
+            ));
+        }
+        writeln!(
+            io.out,
+            "missing: {} of {} expected shards sent no report: shard{} {}",
+            expected.missing_count,
+            merged.shard_count,
+            if expected.missing_count == 1 { "" } else { "s" },
+            list.join(", ")
+        )?;
+    }
     for gap in merged.gaps().take(20) {
         writeln!(io.out, "gap: {}", describe_gap(&gap))?;
     }
@@ -838,13 +1154,13 @@ fn merge(paths: &[std::path::PathBuf], io: &mut Io<'_>) -> anyhow::Result<u8> {
             safe(&failure.to_string())
         )?;
     }
-    if merged.passed() {
+    if merged.passed() && missing == 0 {
         writeln!(io.out, "verdict: the shards agree over the whole range")?;
         Ok(EXIT_OK)
     } else {
         writeln!(
             io.out,
-            "verdict: FAILED (gaps, divergences or disagreeing shards above)"
+            "verdict: FAILED (missing shards, gaps, divergences or disagreeing shards above)"
         )?;
         Ok(EXIT_FAILURE)
     }

@@ -27,6 +27,8 @@ use tokio::sync::mpsc;
 use super::input::{FENCE, Typed, kept_notice};
 use crate::session::commands::COMMANDS;
 
+pub(crate) mod picker;
+
 /// The prompt the line editor shows.
 pub(crate) const PROMPT: &str = "> ";
 
@@ -62,6 +64,10 @@ pub(crate) enum Event {
     PromptSkipped,
     /// The line entered for question `id` (see [`Terminal::read_line`]).
     Entered { id: u64, line: Entered },
+    /// The row chosen in picker `id` (see [`Terminal::pick`]); `None`: left with Esc.
+    Picked { id: u64, choice: Option<usize> },
+    /// Command `id` that had the terminal (see [`Terminal::hand_over`]) has ended.
+    HandedBack { id: u64 },
 }
 
 /// What was entered at a question's line (a form's field).
@@ -91,6 +97,18 @@ enum Request {
     Cancel,
     /// Recall these messages with arrow-up (a resumed session's, oldest first).
     Remember(Vec<String>),
+    /// Show a picker over `rows` under `title`: picker `id`.
+    Pick {
+        id: u64,
+        title: String,
+        rows: Vec<String>,
+        color: bool,
+    },
+    /// Give the terminal to `command` (a pager) until it exits: command `id`.
+    HandOver {
+        id: u64,
+        command: std::process::Command,
+    },
 }
 
 /// The terminal's reading thread, and the mode the terminal was in before it (put back on drop).
@@ -200,6 +218,29 @@ impl Terminal {
         let _ = self.requests.send(Request::Remember(messages));
     }
 
+    /// Shows a picker over `rows` under `title`; the choice arrives as [`Event::Picked`] with
+    /// the id returned here.
+    pub(crate) fn pick(&mut self, title: String, rows: Vec<String>, color: bool) -> u64 {
+        let id = self.next_question;
+        self.next_question += 1;
+        let _ = self.requests.send(Request::Pick {
+            id,
+            title,
+            rows,
+            color,
+        });
+        id
+    }
+
+    /// Runs `command` with the terminal in the mode it had before the run (a pager reads its
+    /// keys); [`Event::HandedBack`] with the id returned here says it has exited.
+    pub(crate) fn hand_over(&mut self, command: std::process::Command) -> u64 {
+        let id = self.next_question;
+        self.next_question += 1;
+        let _ = self.requests.send(Request::HandOver { id, command });
+        id
+    }
+
     /// The next thing the terminal reports (`None` once its thread has ended).
     ///
     /// # Cancel safety
@@ -229,6 +270,29 @@ fn keys_mode(mut termios: Termios) -> Termios {
     termios.special_codes[SpecialCodeIndex::VMIN] = 1;
     termios.special_codes[SpecialCodeIndex::VTIME] = 0;
     termios
+}
+
+/// Runs `command` on the terminal in its usual mode (line buffering and echo back, as before
+/// the run), then puts the run's key mode back.
+fn hand_over(mut command: std::process::Command) {
+    let stdin = std::io::stdin();
+    let run_mode = rustix::termios::tcgetattr(&stdin).ok();
+    if let Some(mut usual) = run_mode.clone() {
+        usual
+            .local_modes
+            .insert(LocalModes::ICANON | LocalModes::ECHO | LocalModes::ISIG);
+        let _ = rustix::termios::tcsetattr(&stdin, OptionalActions::Now, &usual);
+    }
+    if let Err(e) = command.status() {
+        let _ = writeln!(
+            std::io::stderr(),
+            "cordis: cannot run {}: {e}",
+            command.get_program().to_string_lossy()
+        );
+    }
+    if let Some(run_mode) = &run_mode {
+        let _ = rustix::termios::tcsetattr(&stdin, OptionalActions::Now, run_mode);
+    }
 }
 
 /// Waits at most `timeout` for stdin to be readable.
@@ -386,6 +450,25 @@ impl Reader {
                 Ok(Request::Remember(messages)) => {
                     for message in messages {
                         let _ = self.editor.add_history_entry(message);
+                    }
+                }
+                Ok(Request::Pick {
+                    id,
+                    title,
+                    rows,
+                    color,
+                }) => {
+                    let _ = self.take_typed();
+                    let choice = picker::pick(&title, rows, color).ok().flatten();
+                    if self.events.send(Event::Picked { id, choice }).is_err() {
+                        return;
+                    }
+                }
+                Ok(Request::HandOver { id, command }) => {
+                    let _ = self.take_typed();
+                    hand_over(command);
+                    if self.events.send(Event::HandedBack { id }).is_err() {
+                        return;
                     }
                 }
                 Err(std_mpsc::RecvTimeoutError::Timeout) => {

@@ -131,10 +131,11 @@ fn result_lines(
     failed: Option<&str>,
     style: Style,
 ) -> Vec<String> {
-    let text = p.text.clone().unwrap_or_else(|| match content {
+    let raw = || match content {
         Value::String(t) => t.clone(),
         v => v.to_string(),
-    });
+    };
+    let text = p.text.clone().unwrap_or_else(raw);
     if let Some(code) = failed {
         let label = if code.is_empty() {
             "error".to_owned()
@@ -143,6 +144,13 @@ fn result_lines(
         };
         return vec![style.paint("31", &format!("{label}: {}", clip(&text, 200)))];
     }
+    // A text of a presenter's own (not the result's JSON) is shown as it is.
+    let mcp = p
+        .text
+        .as_ref()
+        .is_none_or(|t| *t == raw())
+        .then(|| crate::session::mcp_content::lines(content))
+        .flatten();
     match &p.card {
         Card::Diff { .. } => {
             let diff = render_card(&p.card);
@@ -169,6 +177,16 @@ fn result_lines(
             } else {
                 format!("{lines} lines")
             }]
+        }
+        // An MCP tool's result: its blocks (a link as its URI and name, an image as its type
+        // and size), unless a presenter described it.
+        Card::Generic if mcp.is_some() => {
+            let shown = mcp.unwrap_or_default();
+            if shown.is_empty() {
+                return vec!["done".to_owned()];
+            }
+            let lines: Vec<&str> = shown.iter().map(String::as_str).collect();
+            folded(&lines, SHOWN_OUTPUT_LINES, |l| clip(l, 200))
         }
         Card::Generic => {
             let lines: Vec<&str> = text.lines().collect();
@@ -406,7 +424,24 @@ impl Transcript {
                 )
             }
             EventView::TurnEnd(end) => self.turn_end(end, out, err),
-            EventView::ToolApproval(_) => Ok(()),
+            EventView::Compaction(c) => {
+                self.newline(out)?;
+                write_compaction(c.trigger, c.messages, &c.summary, self.style, out)
+            }
+            // A hook that failed, timed out or was not trusted is told; its decisions are logged.
+            EventView::HookRun(h)
+                if matches!(h.decision.as_str(), "error" | "timeout" | "untrusted") =>
+            {
+                let why = h.reason.as_deref().unwrap_or(&h.decision);
+                writeln!(
+                    err,
+                    "cordis: {} hook `{}`: {}",
+                    h.event,
+                    safe(&h.command),
+                    safe(why)
+                )
+            }
+            EventView::ToolApproval(_) | EventView::HookRun(_) => Ok(()),
             // Not shown: the user's own input, the loop's bookkeeping, the assembled message
             // (its chunks were streamed), approvals (asked on their own) and session settings.
             // Unknown kinds and payloads that do not fit their kind are skipped too (the log is
@@ -449,6 +484,9 @@ impl Transcript {
                     err,
                     "cordis: turn {turn} stopped after {steps} steps (maxSteps)"
                 )?;
+            }
+            TurnEndReason::Budget { message } => {
+                writeln!(err, "cordis: turn {turn} stopped: {}", safe_lines(&message))?;
             }
             other => {
                 writeln!(
@@ -498,8 +536,30 @@ pub(crate) fn write_items(
             Item::Call(call) => write_call(call, "", style, out)?,
             // The call's result shows the list (its presenter's checklist).
             Item::Plan { .. } => {}
+            Item::Compaction {
+                trigger,
+                messages,
+                summary,
+                ..
+            } => write_compaction(*trigger, *messages, summary, style, out)?,
             Item::Notice { text, .. } => writeln!(out, "({})", safe_lines(text))?,
         }
+    }
+    Ok(())
+}
+
+/// A compaction: its line, then the summary the conversation goes on from, dimmed.
+fn write_compaction(
+    trigger: cordis_session::CompactionTrigger,
+    messages: u64,
+    summary: &str,
+    style: Style,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    let line = crate::session::transcript::compaction_line(trigger, messages);
+    writeln!(out, "({line})")?;
+    for l in summary.trim_end().lines() {
+        writeln!(out, "  {}", style.paint("2", &safe(l)))?;
     }
     Ok(())
 }
@@ -633,5 +693,27 @@ mod tests {
             "{text:?}"
         );
         assert!(text.ends_with("\x1b[0m12\n"), "{text:?}");
+    }
+
+    #[test]
+    fn an_mcp_results_link_and_image_are_drawn_as_such_not_as_json() {
+        let presenters = Presenters::standard();
+        let mut t = Transcript::default();
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let call = serde_json::json!({"turn": 1, "step": 1, "callId": "m1",
+            "name": "mcp__fixture__links", "arguments": "{}"});
+        let result = serde_json::json!({"turn": 1, "step": 1, "callId": "m1",
+            "name": "mcp__fixture__links", "isError": false, "content": {"content": [
+                {"type": "text", "text": "two things"},
+                {"type": "resource_link", "uri": "file:///w/notes.md", "name": "notes.md"},
+                {"type": "image", "mimeType": "image/png", "data": "iVBORw0KGgo="}]}});
+        for e in [event("tool/call", call), event("tool/result", result)] {
+            t.event(&e, Some(&presenters), &mut out, &mut err).unwrap();
+        }
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!(
+            text,
+            "⏺ mcp__fixture__links {}\n  ⎿ two things\n    [link] file:///w/notes.md (notes.md)\n    [image image/png, 8 bytes]\n"
+        );
     }
 }

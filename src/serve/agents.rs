@@ -23,6 +23,9 @@ use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, oneshot};
 
+use super::Outgoing;
+use super::live::Tails;
+
 /// The most questions (approvals and forms) waiting at once (further ones are denied, or
 /// declined, saying why).
 pub const MAX_WAITING_APPROVALS: usize = 64;
@@ -136,8 +139,11 @@ struct Inner {
     agents: Mutex<BTreeMap<String, Agent>>,
     waiting: Mutex<BTreeMap<u64, Waiting>>,
     next: AtomicU64,
-    /// To the pages listening (`agent`, `state`, `approval`, `answered` events).
-    events: broadcast::Sender<(&'static str, String)>,
+    /// To the pages listening (`agent`, `state`, `approval`, `answered` events; `delta` and
+    /// `output` to the pages showing their session).
+    events: broadcast::Sender<Outgoing>,
+    /// The page sessions' running commands' output.
+    tails: Arc<Tails>,
     /// The turns running, owned here (aborted after a settle on shutdown).
     turns: Mutex<tokio::task::JoinSet<()>>,
 }
@@ -147,10 +153,52 @@ pub struct WebAgents {
     inner: Arc<Inner>,
     /// The approver and the event listeners, undone when the server stops.
     handles: Vec<EffectHandle>,
+    /// Sends the running commands' output to the pages.
+    forwarding: Option<tokio::task::JoinHandle<()>>,
 }
 
-fn send(events: &broadcast::Sender<(&'static str, String)>, kind: &'static str, data: Value) {
-    let _ = events.send((kind, data.to_string()));
+fn send(events: &broadcast::Sender<Outgoing>, kind: &'static str, data: Value) {
+    let _ = events.send(Outgoing::all(kind, data.to_string()));
+}
+
+/// Tells the pages showing `session` (only them) `kind` with `data`.
+fn send_to(events: &broadcast::Sender<Outgoing>, session: &str, kind: &'static str, data: Value) {
+    let _ = events.send(Outgoing {
+        kind,
+        data: data.to_string(),
+        only: Some(session.to_owned()),
+    });
+}
+
+/// What the pages are told of a page session's logged event: `assistant/chunk` text as a
+/// `delta` (to the pages showing it: the answer grows as it streams; other chunks need no
+/// redraw), anything else as an `agent` event (a redraw). A result ends its call's live output.
+fn tell_event(inner: &Inner, e: &AgentEvent) {
+    use cordis_session::EventView;
+    match e.event.view() {
+        EventView::AssistantChunk(chunk) => {
+            let (text, thought) = match chunk.chunk {
+                cordis_llm::Chunk::Text { delta } => (delta, false),
+                cordis_llm::Chunk::Reasoning { delta } => (delta, true),
+                _ => return,
+            };
+            send_to(
+                &inner.events,
+                &e.agent,
+                "delta",
+                json!({"session": e.agent, "seq": e.event.seq, "turn": chunk.turn,
+                       "step": chunk.step, "text": text, "thought": thought}),
+            );
+            return;
+        }
+        EventView::ToolResult(result) => inner.tails.end(&result.call_id),
+        _ => {}
+    }
+    send(
+        &inner.events,
+        "agent",
+        json!({"session": e.agent, "seq": e.event.seq, "type": e.event.kind}),
+    );
 }
 
 /// Answers approvals through the page.
@@ -255,13 +303,18 @@ impl Elicitor for PageElicitor {
 impl WebAgents {
     /// The agent plane of the composition at `root`, its events sent on `events`. Provides the
     /// page's approver unless the composition has one of its own.
-    pub fn new(root: Context, events: broadcast::Sender<(&'static str, String)>) -> WebAgents {
+    pub fn new(root: Context, events: broadcast::Sender<Outgoing>) -> WebAgents {
+        let tails = Arc::new(Tails::default());
+        let forwarding = tokio::runtime::Handle::try_current()
+            .ok()
+            .map(|rt| rt.spawn(super::live::forward(tails.clone(), events.clone())));
         let inner = Arc::new(Inner {
             root: root.clone(),
             agents: Mutex::new(BTreeMap::new()),
             waiting: Mutex::new(BTreeMap::new()),
             next: AtomicU64::new(0),
             events,
+            tails,
             turns: Mutex::new(tokio::task::JoinSet::new()),
         });
         let mut handles = Vec::new();
@@ -278,11 +331,23 @@ impl WebAgents {
         let listening = inner.clone();
         handles.push(root.on::<AgentEvent>(move |e| {
             if lock(&listening.agents).contains_key(&e.agent) {
-                send(
-                    &listening.events,
-                    "agent",
-                    json!({"session": e.agent, "seq": e.event.seq, "type": e.event.kind}),
-                );
+                tell_event(&listening, e);
+            }
+        }));
+        // A page session's running command's output (bounded: see `live`).
+        let listening = inner.clone();
+        handles.push(root.on::<cordis_tool_shell::CommandOutput>(move |e| {
+            let session = e.scope.and_then(|key| {
+                listening
+                    .root
+                    .get::<AgentLoop>()
+                    .and_then(|loops| loops.agent_by_scope(key))
+                    .map(|a| a.id().to_owned())
+            });
+            if let Some(session) = session
+                && lock(&listening.agents).contains_key(&session)
+            {
+                listening.tails.push(&session, &e.call_id, &e.text);
             }
         }));
         let listening = inner.clone();
@@ -295,7 +360,11 @@ impl WebAgents {
                 );
             }
         }));
-        WebAgents { inner, handles }
+        WebAgents {
+            inner,
+            handles,
+            forwarding,
+        }
     }
 
     /// The page's live sessions and whether each is answering, and what a new one may choose.
@@ -401,6 +470,32 @@ impl WebAgents {
         Ok(id)
     }
 
+    /// Forks session `parent` through seq `at` (`None`: its end; a turn open there is left
+    /// out) into a new session of the served directory, and opens it in the page; its id.
+    ///
+    /// # Errors
+    /// No `agent-loop`, an unknown parent, `at` past its log or before its first complete
+    /// turn, or a fork that cannot be written or opened.
+    pub async fn fork(&self, parent: &str, at: Option<u64>) -> Result<String, AgentsError> {
+        let Some(loops) = self.inner.root.get::<AgentLoop>() else {
+            return Err(AgentsError::Unavailable(
+                "the composition provides no `agent-loop` service: add `llm`, `sessions` and `agent-loop` entries (see the bundled cordis.yml)".into(),
+            ));
+        };
+        let id = crate::session::id::new_id();
+        let cwd = crate::session::open::project_dir();
+        // Held until the agent has opened the same (shared) session.
+        let _forked = loops
+            .sessions()
+            .fork(parent, at, &id, cwd)
+            .await
+            .map_err(|e| match e {
+                cordis_session::ForkError::Session(e) => AgentsError::Unavailable(e.to_string()),
+                refused => AgentsError::Invalid(refused.to_string()),
+            })?;
+        self.open(Some(id), None, None).await
+    }
+
     /// Session `id` is open in the page (this process runs its turns).
     pub fn is_open(&self, id: &str) -> bool {
         self.agent(id).is_ok()
@@ -418,7 +513,7 @@ impl WebAgents {
     ///
     /// # Errors
     /// Not open here, busy, or an empty or too long prompt.
-    pub fn prompt(&self, id: &str, text: String) -> Result<Option<String>, AgentsError> {
+    pub async fn prompt(&self, id: &str, text: String) -> Result<Option<String>, AgentsError> {
         if text.trim().is_empty() {
             return Err(AgentsError::Invalid("the prompt is empty".into()));
         }
@@ -428,6 +523,16 @@ impl WebAgents {
             )));
         }
         let agent = self.agent(id)?;
+        // A skill or an MCP server's prompt: its rendering is the message.
+        let text = if crate::session::prompts::names_prompt(&self.inner.root, &text) {
+            match crate::session::prompts::expand(&self.inner.root, &text).await {
+                Some(Ok(expanded)) => expanded,
+                Some(Err(why)) => return Ok(Some(why)),
+                None => text,
+            }
+        } else {
+            text
+        };
         // A slash command is answered here, through the session core, and starts no turn.
         if let Some(answer) = crate::session::commands::answer(
             &text,
@@ -435,7 +540,22 @@ impl WebAgents {
             &self.inner.root,
             crate::session::commands::Front::Page,
         ) {
-            return Ok(Some(answer));
+            let focus = match answer {
+                crate::session::commands::Answer::Now(text) => return Ok(Some(text)),
+                crate::session::commands::Answer::Compact(focus) => focus,
+            };
+            if agent.is_busy() {
+                return Err(AgentsError::Busy(id.to_owned()));
+            }
+            // Owned by the turns set, not by this request: a page that goes away mid-summary
+            // does not leave the agent half-compacted (`Agent::compact` is not cancel safe).
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            lock(&self.inner.turns).spawn(async move {
+                let _ = tx.send(crate::session::commands::compact_text(&agent, &focus).await);
+            });
+            return Ok(Some(rx.await.unwrap_or_else(|_| {
+                "the compaction ended without an answer (the server is shutting down)".to_owned()
+            })));
         }
         if agent.is_busy() {
             return Err(AgentsError::Busy(id.to_owned()));
@@ -571,6 +691,9 @@ impl Drop for WebAgents {
     fn drop(&mut self) {
         for handle in self.handles.drain(..) {
             handle.dispose();
+        }
+        if let Some(task) = self.forwarding.take() {
+            task.abort();
         }
         lock(&self.inner.turns).abort_all();
     }

@@ -26,6 +26,7 @@
 pub mod agents;
 pub mod diff;
 pub mod guard;
+pub mod live;
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -65,9 +66,8 @@ pub struct Served {
     pub file: String,
     /// The latest reloads, oldest first.
     reloads: Mutex<VecDeque<Value>>,
-    /// Each reload and agent event as it happens, to the pages listening: (SSE event name,
-    /// its JSON data).
-    events: broadcast::Sender<(&'static str, String)>,
+    /// Each reload and agent event as it happens, to the pages listening.
+    events: broadcast::Sender<Outgoing>,
     /// The sessions started in the page, and the approvals it answers.
     pub agents: agents::WebAgents,
     /// Follows the sessions root: any process's session written is told to the pages.
@@ -82,11 +82,35 @@ impl Drop for Served {
     }
 }
 
+/// One event for the pages listening: its SSE name and JSON data, and, for what only a page
+/// showing one session may be sent (the answer streaming, a running command's output), that
+/// session.
+#[derive(Debug, Clone)]
+pub struct Outgoing {
+    /// The SSE event name.
+    pub kind: &'static str,
+    /// Its JSON data.
+    pub data: String,
+    /// Only for the pages showing this session (`None`: for every page).
+    pub only: Option<String>,
+}
+
+impl Outgoing {
+    /// An event for every page.
+    pub fn all(kind: &'static str, data: String) -> Outgoing {
+        Outgoing {
+            kind,
+            data,
+            only: None,
+        }
+    }
+}
+
 /// Tells the pages (`session`, `{ids}`) of each session any process writes, once a tick; a
 /// root that cannot be watched is logged and the page reloads on its own events only.
 fn follow_sessions(
     root: &cordis_runtime::Context,
-    events: broadcast::Sender<(&'static str, String)>,
+    events: broadcast::Sender<Outgoing>,
 ) -> Option<tokio::task::JoinHandle<()>> {
     let store = root.get::<cordis_session::SessionStore>()?;
     let dir = store.root()?.to_owned();
@@ -103,7 +127,7 @@ fn follow_sessions(
     Some(tokio::spawn(async move {
         loop {
             let ids = follower.changed().await;
-            let _ = events.send(("session", json!({ "ids": ids }).to_string()));
+            let _ = events.send(Outgoing::all("session", json!({ "ids": ids }).to_string()));
         }
     }))
 }
@@ -134,7 +158,7 @@ impl Served {
                 reloads.pop_front();
             }
         }
-        let _ = self.events.send(("reload", text));
+        let _ = self.events.send(Outgoing::all("reload", text));
     }
 
     /// The reload of the file with `source` (`--watch`): applied, or rejected with its errors
@@ -198,6 +222,7 @@ pub fn router(served: Arc<Served>, guard: Guard) -> Router {
         .route("/api/events", get(events))
         .route("/api/sessions", get(sessions))
         .route("/api/sessions/{id}", get(history))
+        .route("/api/sessions/{id}/fork", post(fork_session))
         .route("/api/diff", post(diff_texts))
         .route("/api/agents", get(agents_overview))
         .route("/api/agents/sessions", post(open_session))
@@ -366,18 +391,34 @@ fn graph(plan: &cordis_host::plan::LoadPlan) -> std::collections::BTreeMap<Strin
         .collect()
 }
 
-/// `GET /api/events`: each reload (`reload`), the sessions any process wrote (`session`), and
-/// the page sessions' events (`agent`, `state`), approval questions and forms (`approval`, `form`, `answered`), as they happen
-/// (server-sent events).
-async fn events(State(served): State<Arc<Served>>) -> impl IntoResponse {
+/// `GET /api/events` query: the session the page shows (its answer's text and its running
+/// commands' output are sent to this page only then).
+#[derive(Deserialize)]
+struct EventsQuery {
+    #[serde(default)]
+    session: Option<String>,
+}
+
+/// `GET /api/events`: each reload (`reload`), the sessions any process wrote (`session`), the
+/// page sessions' events (`agent`, `state`), approval questions and forms (`approval`, `form`,
+/// `answered`), and for the session `?session=` names, its answer as it streams (`delta`) and
+/// its running commands' output (`output`: [`agents`]), as they happen (server-sent events).
+async fn events(
+    State(served): State<Arc<Served>>,
+    axum::extract::Query(query): axum::extract::Query<EventsQuery>,
+) -> impl IntoResponse {
     let rx = served.events.subscribe();
-    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
+    let shows = query.session;
+    let stream = futures_util::stream::unfold((rx, shows), |(mut rx, shows)| async move {
         loop {
             match rx.recv().await {
-                Ok((kind, text)) => {
+                Ok(out) if out.only.is_some() && out.only != shows => {}
+                Ok(out) => {
                     return Some((
-                        Ok::<_, std::convert::Infallible>(Event::default().event(kind).data(text)),
-                        rx,
+                        Ok::<_, std::convert::Infallible>(
+                            Event::default().event(out.kind).data(out.data),
+                        ),
+                        (rx, shows),
                     ));
                 }
                 // A page that fell behind misses the oldest; it reloads the list anyway.
@@ -434,8 +475,11 @@ struct TranscriptQuery {
 }
 
 /// `GET /api/sessions/{id}`: one page of the session's transcript (the newest by default;
-/// `before` pages back), and who holds it: `live` when the page runs it, else `heldBy` (the pid
-/// of the process that runs it, whose terminal or editor answers its questions).
+/// `before` pages back; `streaming` when it ends mid-answer, its last item the answer so far),
+/// with the newest page the whole session's `usage` (tokens, cached
+/// tokens, context, cost: [`crate::session::usage::UsageSummary`]), and who holds it: `live`
+/// when the page runs it, else `heldBy` (the pid of the process that runs it, whose terminal
+/// or editor answers its questions).
 async fn history(
     State(served): State<Arc<Served>>,
     Path(id): Path<String>,
@@ -454,6 +498,11 @@ async fn history(
         Err(e) => return (StatusCode::NOT_FOUND, e.to_string()).into_response(),
     };
     let presenters = root.get::<cordis_presenter::Presenters>();
+    // The log ends mid-answer: the transcript's last item is what of it streamed so far.
+    let streaming = page
+        .events
+        .last()
+        .is_some_and(|e| e.event.kind == cordis_session::kinds::ASSISTANT_CHUNK);
     let transcript = crate::session::transcript::TranscriptPage::of(&page, presenters.as_deref());
     let live = served.agents.is_open(&id);
     let held_by = match root.get::<cordis_session::SessionStore>() {
@@ -462,6 +511,13 @@ async fn history(
     };
     let mut body = serde_json::to_value(&transcript).unwrap_or_default();
     body["live"] = Value::Bool(live);
+    body["streaming"] = Value::Bool(streaming);
+    // The whole session's usage (the page's usage panel), with the newest page only.
+    if query.before.is_none()
+        && let Some(usage) = crate::session::usage::UsageSummary::of_stored(&root, &id).await
+    {
+        body["usage"] = json!(usage);
+    }
     if let Some(pid) = held_by.filter(|&pid| pid != std::process::id()) {
         body["heldBy"] = json!(pid);
     }
@@ -505,6 +561,27 @@ async fn open_session(
     }
 }
 
+/// `POST /api/sessions/{id}/fork` body: the seq to fork through (none: the session's end).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ForkRequest {
+    #[serde(default)]
+    seq: Option<u64>,
+}
+
+/// `POST /api/sessions/{id}/fork`: forks the session (through its last complete turn at or
+/// before `seq`) into a new session opened in the page; `{id, parent}`.
+async fn fork_session(
+    State(served): State<Arc<Served>>,
+    Path(parent): Path<String>,
+    axum::Json(request): axum::Json<ForkRequest>,
+) -> Response {
+    match served.agents.fork(&parent, request.seq).await {
+        Ok(id) => axum::Json(json!({"id": id, "parent": parent})).into_response(),
+        Err(e) => refused(&e),
+    }
+}
+
 /// `POST /api/agents/sessions/{id}/prompt` body.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -519,7 +596,7 @@ async fn prompt(
     Path(id): Path<String>,
     axum::Json(request): axum::Json<PromptRequest>,
 ) -> Response {
-    match served.agents.prompt(&id, request.text) {
+    match served.agents.prompt(&id, request.text).await {
         Ok(None) => (StatusCode::ACCEPTED, axum::Json(json!({"started": true}))).into_response(),
         // A slash command: its answer, no turn.
         Ok(Some(answer)) => axum::Json(json!({"started": false, "answer": answer})).into_response(),

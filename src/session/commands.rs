@@ -58,6 +58,16 @@ pub(crate) const COMMANDS: &[Command] = &[
         editor: true,
     },
     Command {
+        usage: "/expand [N]",
+        what: "show call N's whole output (the last call's without N) through a pager",
+        editor: false,
+    },
+    Command {
+        usage: "/compact [FOCUS]",
+        what: "replace the conversation so far with a summary the model writes (FOCUS: what it must keep)",
+        editor: true,
+    },
+    Command {
         usage: "/permissions [MODE | revoke N]",
         what: "show the permission mode, grants and rules; set the mode (ask, auto, never-ask); revoke grant N",
         editor: true,
@@ -85,7 +95,7 @@ pub(crate) fn answer(
     agent: &cordis_agent_loop::Agent,
     root: &cordis_runtime::Context,
     front: Front,
-) -> Option<String> {
+) -> Option<Answer> {
     let elsewhere = |editor: &str, page: &str| match front {
         Front::Editor => editor.to_owned(),
         Front::Page => page.to_owned(),
@@ -98,6 +108,7 @@ pub(crate) fn answer(
             lines.join("\n")
         }
         Line::Usage => usage_text(agent),
+        Line::Compact(focus) => return Some(Answer::Compact(focus.to_owned())),
         Line::Permissions(rest) => match permissions(agent, root, rest) {
             Ok(lines) => lines.join("\n"),
             Err(why) => why,
@@ -122,7 +133,17 @@ pub(crate) fn answer(
             "Unknown command {word}; /help lists the commands (// sends a message that starts with /)."
         ),
     };
-    Some(answer)
+    Some(Answer::Now(answer))
+}
+
+/// How a front end answers a command: at once, or by compacting (a model call, which the
+/// front end runs where it runs turns, then shows [`compact_text`]'s answer).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Answer {
+    /// This text.
+    Now(String),
+    /// `/compact` with this focus (empty: none).
+    Compact(String),
 }
 
 /// The commands an editor session and the page accept.
@@ -130,13 +151,54 @@ pub(crate) fn editor_commands() -> impl Iterator<Item = &'static Command> {
     COMMANDS.iter().filter(|c| c.editor)
 }
 
+/// `/compact [FOCUS]`: compacts the agent's conversation and says what it did (or why not).
+pub(crate) async fn compact_text(agent: &cordis_agent_loop::Agent, focus: &str) -> String {
+    let focus = (!focus.trim().is_empty()).then(|| focus.trim().to_owned());
+    match agent.compact(focus).await {
+        Ok(done) => format!(
+            "{}; the conversation goes on from the summary ({} characters){}.",
+            crate::session::transcript::compaction_line(done.trigger, done.messages),
+            done.summary.chars().count(),
+            if done.dropped_tool_results > 0 {
+                format!(
+                    ", {} older tool results were cut from the summary request",
+                    done.dropped_tool_results
+                )
+            } else {
+                String::new()
+            }
+        ),
+        Err(cordis_agent_loop::CompactError::Turn(cordis_agent_loop::TurnError::Busy(_))) => {
+            "a turn is running: /compact when it has ended".to_owned()
+        }
+        Err(e) => e.to_string(),
+    }
+}
+
 /// `/usage`: the tokens the model reported in the agent's session, from its log.
 pub(crate) fn usage_text(agent: &cordis_agent_loop::Agent) -> String {
-    let (messages, input, output) = crate::session::usage::usage_since(agent, 0);
-    format!(
-        "session {}: {input} tokens in, {output} tokens out, over {messages} model answers that reported usage",
-        agent.session().id()
-    )
+    let usage = crate::session::usage::UsageSummary::of_agent(agent, 0);
+    let (input, output) = (usage.input_tokens, usage.output_tokens);
+    let mut text = format!(
+        "session {}: {input} tokens in, {output} tokens out, over {} model answers that reported usage",
+        agent.session().id(),
+        usage.answers
+    );
+    match usage.hit_ratio() {
+        Some(ratio) => text.push_str(&format!(
+            "; cached input: {} of {input} tokens ({ratio})",
+            usage.cached_input_tokens
+        )),
+        None if usage.answers > 0 => text.push_str("; cached input: not reported"),
+        None => {}
+    }
+    if let Some(context) = usage.context_text() {
+        text.push_str(&format!("; context: {context}"));
+    }
+    if let Some(cost) = usage.cost_text() {
+        text.push_str(&format!("; cost: {cost}"));
+    }
+    text
 }
 
 /// `/permissions [MODE | revoke N]` of the agent's session: its lines (an indented line is an
@@ -238,6 +300,8 @@ pub(crate) enum Line<'a> {
     Preset(&'a str),
     /// `/usage`.
     Usage,
+    /// `/compact [FOCUS]` (the focus, empty without one).
+    Compact(&'a str),
     /// `/permissions [MODE | revoke N]` (the rest, empty without one).
     Permissions(&'a str),
     /// `/clear`.
@@ -266,6 +330,7 @@ pub(crate) fn parse(line: &str) -> Line<'_> {
         "help" | "?" => Line::Help,
         "preset" => Line::Preset(rest),
         "usage" => Line::Usage,
+        "compact" => Line::Compact(rest),
         "permissions" => Line::Permissions(rest),
         "clear" | "new" => Line::Clear,
         "resume" => Line::Resume(rest),
@@ -295,7 +360,7 @@ mod tests {
         let usage = COMMANDS.iter().find(|c| c.name() == "usage").unwrap();
         assert_eq!(usage.input(), None);
         let names: Vec<&str> = editor_commands().map(Command::name).collect();
-        assert_eq!(names, ["help", "usage", "permissions"]);
+        assert_eq!(names, ["help", "usage", "compact", "permissions"]);
     }
 
     #[test]
@@ -306,6 +371,11 @@ mod tests {
         assert_eq!(parse("/help"), Line::Help);
         assert_eq!(parse("/quit"), Line::Quit);
         assert_eq!(parse("/usage"), Line::Usage);
+        assert_eq!(parse("/compact"), Line::Compact(""));
+        assert_eq!(
+            parse("/compact  keep the tests "),
+            Line::Compact("keep the tests")
+        );
         assert_eq!(parse("/permissions"), Line::Permissions(""));
         assert_eq!(
             parse("/permissions revoke 2"),

@@ -8,6 +8,7 @@
 pub mod commands;
 pub mod follow;
 pub mod id;
+pub mod mcp_content;
 pub mod open;
 pub mod prompts;
 pub mod transcript;

@@ -1,4 +1,5 @@
-//! MCP prompts as slash commands: each prompt of a connected server is
+//! MCP prompts and skills as slash commands: each skill is `/<name> [ARGS]` (its `SKILL.md`
+//! body is the message; see `cordis_skills`), and each prompt of a connected server is
 //! `/mcp__<server>__<prompt> [ARGS]` (the tools' naming, as Claude Code names prompt
 //! commands), in the terminal and in editors (ACP `available_commands_update`). Running one
 //! asks the server for the prompt (`prompts/get`) and sends what it returns as the user's
@@ -60,8 +61,40 @@ pub(crate) fn prompt_commands(scope: &Context) -> Vec<PromptCommand> {
             })
         })
         .collect();
+    // Skills after the built-in commands' names: a skill named `help` is left out.
+    let builtin = |name: &str| {
+        crate::session::commands::COMMANDS
+            .iter()
+            .any(|c| c.name() == name)
+    };
+    commands.extend(
+        cordis_skills::skill_commands(scope)
+            .into_iter()
+            .filter(|s| !builtin(&s.name) && !s.name.starts_with("mcp__"))
+            .map(|s| PromptCommand {
+                name: s.name,
+                what: s.what,
+                input: s.input,
+            }),
+    );
     commands.sort_by(|a, b| a.name.cmp(&b.name));
     commands
+}
+
+/// The skill a command word names (`/review`), if one does and no built-in command has its name.
+fn skill_named(scope: &Context, word: &str) -> Option<String> {
+    let name = word.strip_prefix('/')?;
+    if name.is_empty()
+        || crate::session::commands::COMMANDS
+            .iter()
+            .any(|c| c.name() == name)
+    {
+        return None;
+    }
+    cordis_skills::skill_commands(scope)
+        .into_iter()
+        .any(|s| s.name == name)
+        .then(|| name.to_owned())
 }
 
 /// The server and prompt a command word names, if it names one.
@@ -78,7 +111,8 @@ fn find(scope: &Context, word: &str) -> Option<(McpServer, PromptInfo)> {
 /// Whether `line` runs a prompt of a server under `scope`.
 pub(crate) fn names_prompt(scope: &Context, line: &str) -> bool {
     let word = line.split_whitespace().next().unwrap_or_default();
-    word.starts_with("/mcp__") && find(scope, word).is_some()
+    (word.starts_with("/mcp__") && find(scope, word).is_some())
+        || skill_named(scope, word).is_some()
 }
 
 /// The arguments of `prompt` from what followed the command.
@@ -176,13 +210,27 @@ pub(crate) fn flatten(rendered: &PromptMessages) -> String {
     text
 }
 
-/// When `line` runs a prompt of a server under `scope` (`/mcp__<server>__<prompt> ARGS`): the
-/// message it makes, or why none. `None`: the line names no prompt.
+/// When `line` runs a skill (`/<name> ARGS`) or a prompt of a server under `scope`
+/// (`/mcp__<server>__<prompt> ARGS`): the message it makes, or why none. `None`: the line names
+/// neither.
 pub(crate) async fn expand(scope: &Context, line: &str) -> Option<Result<String, String>> {
     let trimmed = line.trim();
     let (word, rest) = trimmed
         .split_once(char::is_whitespace)
         .unwrap_or((trimmed, ""));
+    if !word.starts_with("/mcp__")
+        && let Some(skill) = skill_named(scope, word)
+    {
+        // A skill's body is read from its file: off the async threads.
+        let (scope, rest) = (scope.clone(), rest.to_owned());
+        let read =
+            tokio::task::spawn_blocking(move || cordis_skills::expand(&scope, &skill, &rest)).await;
+        return Some(match read {
+            Ok(Some(text)) => Ok(text),
+            Ok(None) => Err(format!("the skill {word} is gone")),
+            Err(e) => Err(format!("reading the skill {word} failed: {e}")),
+        });
+    }
     let (server, prompt) = find(scope, word)?;
     let args = match arguments(&prompt, rest) {
         Ok(args) => args,

@@ -17,6 +17,15 @@ use cordis_tool_todo::{TODO_WRITE, Todo, TodoWriteArgs};
 use serde::Serialize;
 use serde_json::Value;
 
+/// How a compaction is told in one line.
+pub fn compaction_line(trigger: cordis_session::CompactionTrigger, messages: u64) -> String {
+    let how = match trigger {
+        cordis_session::CompactionTrigger::Manual => "/compact",
+        cordis_session::CompactionTrigger::Auto => "automatically, near the context window",
+    };
+    format!("conversation compacted ({how}): {messages} messages replaced by a summary")
+}
+
 /// One thing of a transcript.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "camelCase")]
@@ -55,6 +64,9 @@ pub enum Item {
         seq: u64,
         /// Prompt tokens of the request.
         input_tokens: u64,
+        /// Of the prompt tokens, those the provider's prompt cache served, when it said.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        cached_input_tokens: Option<u64>,
         /// Tokens of the answer.
         output_tokens: u64,
     },
@@ -66,6 +78,22 @@ pub enum Item {
         seq: u64,
         /// The list.
         todos: Vec<Todo>,
+    },
+    /// The conversation before it was replaced by a summary (`/compact`, or automatically
+    /// near the context window).
+    #[serde(rename_all = "camelCase")]
+    Compaction {
+        /// Its event's seq.
+        seq: u64,
+        /// `manual` or `auto`.
+        trigger: cordis_session::CompactionTrigger,
+        /// How many messages the summary replaced.
+        messages: u64,
+        /// The focus the user asked for.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        focus: Option<String>,
+        /// The summary the conversation goes on from.
+        summary: String,
     },
     /// Something about the session itself: a turn that did not complete, a preset switch, a
     /// permission change.
@@ -222,6 +250,7 @@ impl Fold {
                     self.items.push(Item::Usage {
                         seq,
                         input_tokens: usage.input_tokens,
+                        cached_input_tokens: usage.cached_input_tokens,
                         output_tokens: usage.output_tokens,
                     });
                 }
@@ -261,6 +290,13 @@ impl Fold {
                 text: format!("permission mode {}", mode.mode),
                 failure: false,
             }),
+            EventView::Compaction(c) => self.items.push(Item::Compaction {
+                seq,
+                trigger: c.trigger,
+                messages: c.messages,
+                focus: c.focus,
+                summary: c.summary,
+            }),
             EventView::PermissionsRevoke(revoked) => {
                 let grant = &revoked.grant;
                 let command = grant
@@ -287,10 +323,24 @@ impl Fold {
                     .1
                     .push_str(&delta);
             }
+            EventView::HookRun(h) if !matches!(h.decision.as_str(), "continue" | "allow") => {
+                self.items.push(Item::Notice {
+                    seq,
+                    failure: matches!(h.decision.as_str(), "error" | "timeout"),
+                    text: format!(
+                        "{} hook `{}`: {}{}",
+                        h.event,
+                        h.command,
+                        h.decision,
+                        h.reason.map(|r| format!(" ({r})")).unwrap_or_default()
+                    ),
+                })
+            }
             EventView::TurnStart(_)
             | EventView::StepStart(_)
             | EventView::RequestHeader(_)
             | EventView::ToolApproval(_)
+            | EventView::HookRun(_)
             | EventView::StepEnd(_)
             | EventView::Unknown { .. }
             | EventView::Malformed(_) => {}
@@ -434,6 +484,9 @@ pub fn turn_notice(turn: u64, reason: TurnEndReason) -> Option<(String, bool)> {
         TurnEndReason::Disposed => Some((format!("turn {turn} ended: agent disposed"), true)),
         TurnEndReason::Interrupted => {
             Some((format!("turn {turn} interrupted: the process ended"), true))
+        }
+        TurnEndReason::Budget { message } => {
+            Some((format!("turn {turn} stopped: {message}"), true))
         }
     }
 }

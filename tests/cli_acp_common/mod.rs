@@ -32,6 +32,7 @@ const SENT: &[&str] = &[
     "ListSessionsResponse",
     "ResumeSessionResponse",
     "CloseSessionResponse",
+    "DeleteSessionResponse",
     "WriteTextFileRequest",
     "ReadTextFileRequest",
     "CreateTerminalRequest",
@@ -136,6 +137,7 @@ pub fn check_messages(messages: &[Value], sent: &[(u64, String)]) -> Result<(), 
                     "session/list" => "ListSessionsResponse",
                     "session/resume" => "ResumeSessionResponse",
                     "session/close" => "CloseSessionResponse",
+                    "session/delete" => "DeleteSessionResponse",
                     _ => continue,
                 };
                 validate(def, result)?;
@@ -151,7 +153,15 @@ pub fn is_progress(update: &Value) -> bool {
     update["sessionUpdate"] == "tool_call_update" && update.get("status").is_none()
 }
 
-/// The story `updates` tell, as a replay tells it: progress updates dropped, the terminal
+/// True for the update that says an allowed call runs now (`in_progress`, nothing else): sent
+/// as the editor's answer arrives, not logged, so a replay (of calls that ran) has none.
+pub fn is_running(update: &Value) -> bool {
+    update["sessionUpdate"] == "tool_call_update"
+        && update["status"] == "in_progress"
+        && update.as_object().is_some_and(|u| u.len() == 3)
+}
+
+/// The story `updates` tell, as a replay tells it: progress and running updates dropped, the terminal
 /// output a call streamed while it ran (Zed's `terminal_output` pieces) put back into its final
 /// update, where a replay has it whole, and a message's (or thought's) text chunks joined into
 /// one, as a replay sends the message.
@@ -160,6 +170,9 @@ pub fn story(updates: &[Value]) -> Vec<Value> {
     let mut out: Vec<Value> = Vec::new();
     for u in updates {
         let call = u["toolCallId"].as_str().unwrap_or_default().to_owned();
+        if is_running(u) {
+            continue;
+        }
         if is_progress(u) {
             if let Some(data) = u["_meta"]["terminal_output"]["data"].as_str() {
                 streamed.entry(call).or_default().push_str(data);

@@ -64,6 +64,12 @@ pub struct AgentCoreConfig {
     /// See [`AgentLoopConfig::tool_timeout_ms`].
     #[serde(default)]
     pub tool_timeout_ms: Option<u64>,
+    /// See [`AgentLoopConfig::compaction`].
+    #[serde(default)]
+    pub compaction: cordis_agent_loop::CompactionConfig,
+    /// See [`AgentLoopConfig::budget`].
+    #[serde(default)]
+    pub budget: cordis_agent_loop::Budget,
 }
 
 impl AgentCoreConfig {
@@ -86,6 +92,8 @@ impl AgentCoreConfig {
             max_steps: self.max_steps.unwrap_or(defaults.max_steps),
             invariant: self.invariant,
             tool_timeout_ms: self.tool_timeout_ms,
+            compaction: self.compaction,
+            budget: self.budget,
         }
     }
 }

@@ -93,6 +93,75 @@ pub struct AgentLoopConfig {
     /// A timeout for every tool call on top of the tool's own (milliseconds).
     #[serde(default)]
     pub tool_timeout_ms: Option<u64>,
+    /// When and how a session's conversation is compacted.
+    #[serde(default)]
+    pub compaction: CompactionConfig,
+    /// What one session may spend.
+    #[serde(default)]
+    pub budget: Budget,
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn default_threshold() -> f64 {
+    0.8
+}
+
+fn share<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    let x = f64::deserialize(d)?;
+    if x > 0.0 && x <= 1.0 {
+        Ok(x)
+    } else {
+        Err(serde::de::Error::custom(format!(
+            "threshold must be a share of the context window, above 0 and at most 1 (0.8 is 80%), not {x}"
+        )))
+    }
+}
+
+fn default_kept_results() -> usize {
+    4
+}
+
+/// Compaction settings (`compaction:` of the agent loop).
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CompactionConfig {
+    /// Compact before a request when the last request's input tokens reached `threshold` of
+    /// the `llm` entry's `contextWindow` (never without a window).
+    #[serde(default = "yes")]
+    pub auto: bool,
+    /// The share of the context window that triggers it (0 < threshold ≤ 1; default 0.8).
+    #[serde(default = "default_threshold", deserialize_with = "share")]
+    pub threshold: f64,
+    /// The newest tool results sent whole to the summary request; older ones are cut to a
+    /// line (default 4).
+    #[serde(default = "default_kept_results")]
+    pub keep_tool_results: usize,
+}
+
+impl Default for CompactionConfig {
+    fn default() -> Self {
+        CompactionConfig {
+            auto: true,
+            threshold: default_threshold(),
+            keep_tool_results: default_kept_results(),
+        }
+    }
+}
+
+/// Per-session budgets (`budget:` of the agent loop): a turn that would go past one ends with
+/// `turn/end {kind: budget}` before its next request.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Budget {
+    /// Input plus output tokens the model may report over the session.
+    #[serde(default)]
+    pub max_tokens: Option<u64>,
+    /// US dollars the session may cost (priced by the `llm` entry's `prices`).
+    #[serde(default)]
+    pub max_cost_usd: Option<f64>,
 }
 
 impl Default for AgentLoopConfig {
@@ -103,12 +172,14 @@ impl Default for AgentLoopConfig {
             max_steps: default_steps(),
             invariant: None,
             tool_timeout_ms: None,
+            compaction: CompactionConfig::default(),
+            budget: Budget::default(),
         }
     }
 }
 
 /// The resolved loop settings every agent of a loop shares.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct LoopSettings {
     /// Parallel tool calls (≥ 1).
     pub max_parallel_tools: usize,
@@ -118,6 +189,10 @@ pub struct LoopSettings {
     pub invariant: bool,
     /// Extra timeout per tool call.
     pub tool_timeout: Option<Duration>,
+    /// Compaction.
+    pub compaction: CompactionConfig,
+    /// Budgets.
+    pub budget: Budget,
 }
 
 impl AgentLoopConfig {
@@ -128,6 +203,8 @@ impl AgentLoopConfig {
             max_steps: self.max_steps.max(1),
             invariant: self.invariant.unwrap_or(cfg!(debug_assertions)),
             tool_timeout: self.tool_timeout_ms.map(Duration::from_millis),
+            compaction: self.compaction,
+            budget: self.budget,
         }
     }
 }

@@ -23,6 +23,8 @@
 //! with a message naming the diverging field.
 
 mod agent;
+pub mod budget;
+pub mod compaction;
 mod config;
 mod events;
 mod invariant;
@@ -30,9 +32,9 @@ mod permissions;
 mod plugin;
 mod service;
 
-pub use agent::{Agent, TurnError};
-pub use config::{AgentLoopConfig, AgentOptions, LoopSettings};
-pub use events::{AgentError, AgentEvent, AgentState};
+pub use agent::{Agent, CompactError, TurnError};
+pub use config::{AgentLoopConfig, AgentOptions, Budget, CompactionConfig, LoopSettings};
+pub use events::{AgentError, AgentEvent, AgentHook, AgentNotice, AgentState, HookPoint, Moment};
 pub use invariant::check_request;
 pub use permissions::{Permissions, PermissionsError, grant_data, replay as replay_permissions};
 pub use plugin::AgentLoopPlugin;

@@ -46,6 +46,7 @@ impl Plugin for AgentLoopPlugin {
     }
 
     async fn apply(&self, ctx: Context, config: &AgentLoopConfig) -> Result<(), BoxError> {
+        crate::budget::check(&config.budget, &*ctx.require::<Llm>()?, &config.agents)?;
         let service = Arc::new(AgentLoop::new(
             ctx.clone(),
             ctx.require::<Llm>()?,

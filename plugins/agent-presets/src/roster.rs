@@ -486,10 +486,47 @@ impl AgentPresets {
     /// preset with nothing recorded in its session. The preset's mount is as a dropped
     /// [`AgentPresets::standing_key_for`] leaves it; calling again is equivalent.
     pub async fn switch(&self, agent: &Agent, preset: &str) -> Result<Standing, JoinError> {
-        self.check_blank(agent)?;
+        self.switch_when(agent, preset, true).await
+    }
+
+    /// Switches an idle agent to preset `preset` even after turns (an editor's mode picker
+    /// stays live): as [`AgentPresets::switch`], and the history written so far stays; the next
+    /// request carries the new preset's tools and persona, its `request/header` logged with
+    /// reason `change` (the header differs), and a load rejoins the last preset selected.
+    ///
+    /// # Errors
+    /// [`JoinError::MidTurn`], [`JoinError::Preset`] (the agent keeps its preset),
+    /// [`JoinError::Bind`], [`JoinError::Record`].
+    ///
+    /// # Cancel safety
+    /// As [`AgentPresets::switch`].
+    pub async fn switch_any(&self, agent: &Agent, preset: &str) -> Result<Standing, JoinError> {
+        self.switch_when(agent, preset, false).await
+    }
+
+    /// [`AgentPresets::switch`] (`blank`: only an agent whose session has no turn) or
+    /// [`AgentPresets::switch_any`].
+    async fn switch_when(
+        &self,
+        agent: &Agent,
+        preset: &str,
+        blank: bool,
+    ) -> Result<Standing, JoinError> {
+        let check = |agent: &Agent| {
+            if blank {
+                self.check_blank(agent)
+            } else if agent.is_busy() {
+                Err(JoinError::MidTurn {
+                    agent: agent.id().to_owned(),
+                })
+            } else {
+                Ok(())
+            }
+        };
+        check(agent)?;
         let standing = self.standing_key_for(Some(preset)).await?;
         // A turn may have started while the preset mounted.
-        self.check_blank(agent)?;
+        check(agent)?;
         agent
             .rejoin(standing.key)
             .map_err(|source| JoinError::Bind {

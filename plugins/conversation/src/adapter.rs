@@ -15,6 +15,11 @@ pub struct Usage {
     pub input_tokens: u64,
     /// Completion tokens.
     pub output_tokens: u64,
+    /// Of the prompt tokens, how many the provider served from its prompt cache (OpenAI
+    /// `prompt_tokens_details.cached_tokens`, DeepSeek `prompt_cache_hit_tokens`), when it
+    /// says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_input_tokens: Option<u64>,
 }
 
 /// Why a response ended.

@@ -24,4 +24,4 @@ pub use adapter::{
 pub use history::{CHUNK, History, HistoryIter};
 pub use message::{AssistantToolCall, ImageInput, Message};
 pub use request::{CallConfig, FrozenRequest, LlmRequest};
-pub use service::{Llm, LlmRequestHook, RequestCheck};
+pub use service::{Llm, LlmRequestHook, Price, RequestCheck};

@@ -39,7 +39,7 @@ mod scripted;
 pub use cordis_conversation::{
     AssistantToolCall, CHUNK, CallConfig, Chunk, ChunkStream, Collected, FinishReason,
     FrozenRequest, History, HistoryIter, Llm, LlmAdapter, LlmError, LlmRequest, LlmRequestHook,
-    Message, RequestCheck, Usage, collect,
+    Message, Price, RequestCheck, Usage, collect,
 };
 pub use openai::{
     DeltaAssembler, Inputs, MAX_RETRY_AFTER, MAX_TOOL_MEDIA, OpenAiAdapter, OpenAiSettings,

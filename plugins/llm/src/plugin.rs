@@ -1,5 +1,6 @@
 //! The `llm` plugin: builds the configured adapter and provides the [`Llm`] service.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,6 +12,7 @@ use crate::openai::{OpenAiAdapter, OpenAiSettings};
 use crate::scripted::{ScriptedAdapter, ScriptedResponse};
 use cordis_conversation::Llm;
 use cordis_conversation::LlmAdapter;
+use cordis_conversation::Price;
 
 /// Which adapter the plugin builds.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
@@ -89,6 +91,12 @@ pub struct LlmConfig {
     /// client can show how full it is (ACP `usage_update`); unset, no window is claimed.
     #[serde(default)]
     pub context_window: Option<u64>,
+    /// What each model's tokens cost, in US dollars per million tokens:
+    /// `{<model>: {input, cachedInput, output}}` (`cachedInput` defaults to `input`); `/usage`
+    /// and ACP show a cost for the models priced here, and the agent loop's
+    /// `budget.maxCostUsd` needs them.
+    #[serde(default)]
+    pub prices: BTreeMap<String, Price>,
 }
 
 /// The `llm` entry's configuration cannot build its adapter.
@@ -105,6 +113,35 @@ pub enum LlmConfigError {
     /// Both a fixture file and inline responses.
     #[error("llm: give either `script` or `responses`, not both")]
     ScriptAndResponses,
+    /// A price that is negative or not a finite number.
+    #[error(
+        "llm: prices.{model}.{field} must be a finite number of US dollars per million tokens, at least 0, not {value}"
+    )]
+    BadPrice {
+        /// The model priced.
+        model: String,
+        /// The field (`input`, `cachedInput`, `output`).
+        field: &'static str,
+        /// The value given, as written back.
+        value: String,
+    },
+}
+
+/// The price table of `config`, checked: every price finite and not negative.
+///
+/// # Errors
+/// [`LlmConfigError::BadPrice`] naming the first bad model and field.
+pub fn checked_prices(config: &LlmConfig) -> Result<BTreeMap<String, Price>, LlmConfigError> {
+    for (model, price) in &config.prices {
+        if let Some((field, value)) = price.invalid_field() {
+            return Err(LlmConfigError::BadPrice {
+                model: model.clone(),
+                field,
+                value: value.to_string(),
+            });
+        }
+    }
+    Ok(config.prices.clone())
 }
 
 /// The default API base URL.
@@ -184,6 +221,7 @@ impl Plugin for LlmPlugin {
     }
 
     async fn apply(&self, ctx: Context, config: &LlmConfig) -> Result<(), BoxError> {
+        let prices = checked_prices(config)?;
         let adapter: Arc<dyn LlmAdapter> = match config.adapter {
             AdapterKind::Scripted => {
                 if config.script.is_none()
@@ -222,7 +260,8 @@ impl Plugin for LlmPlugin {
             .with_models(config.models.clone())
             .with_thought_levels(config.thought_levels.clone())
             .with_image_input(config.image_input)
-            .with_context_window(config.context_window);
+            .with_context_window(config.context_window)
+            .with_prices(prices);
         let _ = ctx.provide(llm)?;
         Ok(())
     }
@@ -276,6 +315,66 @@ mod tests {
                 "llm: the API key variable {var} is not set: export {var} (or point apiKeyEnv of the llm entry at another variable)"
             )
         );
+    }
+
+    #[tokio::test]
+    async fn the_price_table_prices_the_models_it_names() {
+        let root = Context::root();
+        let config: LlmConfig = serde_json::from_value(serde_json::json!({
+            "model": "deepseek-chat",
+            "prices": {"deepseek-chat": {"input": 0.27, "cachedInput": 0.07, "output": 1.1}},
+        }))
+        .unwrap();
+        assert_eq!(
+            root.plugin(LlmPlugin, config).settled().await,
+            ScopeStatus::Active
+        );
+        let llm = root.get::<Llm>().unwrap();
+        let usage = cordis_conversation::Usage {
+            input_tokens: 2_000_000,
+            output_tokens: 1_000_000,
+            cached_input_tokens: Some(1_000_000),
+        };
+        // 1M fresh × 0.27 + 1M cached × 0.07 + 1M out × 1.1.
+        let cost = llm.cost("deepseek-chat", &usage).unwrap();
+        assert!((cost - 1.44).abs() < 1e-9, "{cost}");
+        assert_eq!(llm.cost("other", &usage), None);
+        root.dispose();
+    }
+
+    #[tokio::test]
+    async fn a_negative_price_is_refused_naming_the_model_and_field() {
+        let config: LlmConfig = serde_json::from_value(serde_json::json!({
+            "prices": {"m1": {"input": 1, "output": 1}, "m2": {"input": 1, "output": -2}},
+        }))
+        .unwrap();
+        assert_eq!(
+            checked_prices(&config).unwrap_err().to_string(),
+            "llm: prices.m2.output must be a finite number of US dollars per million tokens, at least 0, not -2"
+        );
+        let root = Context::root();
+        let h = root.plugin(LlmPlugin, config);
+        assert_eq!(h.settled().await, ScopeStatus::Failed);
+        assert!(h.failure().unwrap().message.contains("prices.m2.output"));
+        root.dispose();
+        let infinite = LlmConfig {
+            prices: BTreeMap::from([(
+                "m".to_owned(),
+                Price {
+                    input: 1.0,
+                    cached_input: Some(f64::INFINITY),
+                    output: 1.0,
+                },
+            )]),
+            ..Default::default()
+        };
+        assert!(matches!(
+            checked_prices(&infinite),
+            Err(LlmConfigError::BadPrice {
+                field: "cachedInput",
+                ..
+            })
+        ));
     }
 
     #[test]

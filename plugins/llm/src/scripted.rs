@@ -9,7 +9,7 @@
 //! - text: "Hello"            # one delta, or a list of deltas: ["Hel", "lo"]
 //!   toolCalls:               # optional; arguments may be an object or a raw JSON string
 //!     - {id: c1, name: read, arguments: {path: a.txt}}
-//!   usage: {inputTokens: 10, outputTokens: 3}
+//!   usage: {inputTokens: 10, outputTokens: 3, cachedInputTokens: 8}  # cached: optional
 //!   delayMs: 5               # wait before each chunk (abort and timeout tests)
 //!   error: "rate limited"    # after the text, the stream ends with finish {kind: error}
 //!   finish: length           # override the finish kind (default: tool-calls if any, else stop)
@@ -388,7 +388,7 @@ mod tests {
     async fn a_yaml_script_replays_text_tool_calls_usage_and_errors_in_order() {
         let yaml = r#"
 - text: ["Hel", "lo"]
-  usage: {inputTokens: 3, outputTokens: 2}
+  usage: {inputTokens: 3, outputTokens: 2, cachedInputTokens: 1}
 - toolCalls:
     - {name: read, arguments: {path: a}}
     - {id: x, name: raw, arguments: "{not json"}
@@ -400,6 +400,7 @@ mod tests {
         let one = collect(a.stream(request())).await.unwrap();
         assert_eq!(one.text, "Hello");
         assert_eq!(one.usage.unwrap().output_tokens, 2);
+        assert_eq!(one.usage.unwrap().cached_input_tokens, Some(1));
         assert_eq!(one.finish, Some(FinishReason::Stop));
         let two = collect(a.stream(request())).await.unwrap();
         assert_eq!(two.tool_calls[0].id, "call-1-0");

@@ -218,7 +218,8 @@ async fn text_streams_in_deltas_with_usage_and_a_stop_finish() {
             Chunk::Usage {
                 usage: Usage {
                     input_tokens: 12,
-                    output_tokens: 3
+                    output_tokens: 3,
+                    cached_input_tokens: None
                 }
             },
             Chunk::Finish {

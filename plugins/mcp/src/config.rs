@@ -78,6 +78,15 @@ pub struct McpConfig {
     /// stdio: the working directory (default: the host's).
     #[serde(default)]
     pub cwd: Option<PathBuf>,
+    /// stdio: run the server in a sandbox, as `tool-shell` runs commands: `read-only` (write
+    /// nowhere but a private temp dir), `workspace-write` (also in the composition's
+    /// `workspace` root) or `full-access` (no filesystem rules). Default: no sandbox (the server
+    /// only cannot read cordis's memory or environment).
+    #[serde(default)]
+    pub sandbox: Option<cordis_sandbox::SandboxMode>,
+    /// stdio, with `sandbox`: whether the server may reach the network (default: no).
+    #[serde(default)]
+    pub network: Option<bool>,
     /// http: the endpoint.
     #[serde(default)]
     pub url: Option<String>,
@@ -141,6 +150,27 @@ impl McpConfig {
     pub fn widened_by(&self, new: &McpConfig) -> Vec<String> {
         let server = &new.server;
         let mut out = Vec::new();
+        let rank = |c: &McpConfig| match c.sandbox {
+            Some(cordis_sandbox::SandboxMode::ReadOnly) => 0,
+            Some(cordis_sandbox::SandboxMode::WorkspaceWrite) => 1,
+            Some(cordis_sandbox::SandboxMode::FullAccess) => 2,
+            None => 3,
+        };
+        if rank(new) > rank(self) {
+            let name = |c: &McpConfig| c.sandbox.map_or("none", |m| m.as_str());
+            out.push(format!(
+                "server {server}'s sandbox {} → {}",
+                name(self),
+                name(new)
+            ));
+        }
+        if new.sandbox.is_some()
+            && self.sandbox.is_some()
+            && new.network == Some(true)
+            && self.network != Some(true)
+        {
+            out.push(format!("server {server} would reach the network"));
+        }
         if new.trust_annotations && !self.trust_annotations {
             out.push(format!(
                 "server {server}'s annotations would be trusted (its read-only tools run without a question)"
@@ -274,6 +304,8 @@ impl McpConfig {
             args,
             env: BTreeMap::new(),
             cwd: None,
+            sandbox: None,
+            network: None,
             url: None,
             headers: BTreeMap::new(),
             oauth: crate::auth::OAuthConfig::default(),
@@ -368,6 +400,12 @@ impl McpConfig {
                         "transport \"stdio\" needs `command` (the program that runs the server)",
                     ));
                 }
+                if self.network.is_some() && self.sandbox.is_none() {
+                    return Err(McpError::config(
+                        s,
+                        "`network` applies to a sandboxed server: set `sandbox` too (read-only, workspace-write or full-access)",
+                    ));
+                }
                 if self.url.is_some()
                     || !self.headers.is_empty()
                     || self.oauth != crate::auth::OAuthConfig::default()
@@ -390,10 +428,12 @@ impl McpConfig {
                     || !self.args.is_empty()
                     || !self.env.is_empty()
                     || self.cwd.is_some()
+                    || self.sandbox.is_some()
+                    || self.network.is_some()
                 {
                     return Err(McpError::config(
                         s,
-                        "`command`, `args`, `env` and `cwd` belong to transport \"stdio\"; remove them or set `transport: stdio`",
+                        "`command`, `args`, `env`, `cwd`, `sandbox` and `network` belong to transport \"stdio\"; remove them or set `transport: stdio`",
                     ));
                 }
             }

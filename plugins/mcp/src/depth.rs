@@ -60,6 +60,39 @@ pub enum Guarded<'a> {
 
 type Parts<'a> = BTreeMap<String, &'a RawValue>;
 
+/// The `_meta` key a tools list answer's tool carries when it requires task augmentation
+/// (`execution.taskSupport: "required"`): the client's tool type has no `execution`, so the
+/// guard copies what the bridge needs to know into the part it keeps.
+pub(crate) const TASK_REQUIRED_META: &str = "io.cordis/taskSupport";
+
+/// A `tools/list` answer whose tools requiring tasks are marked with [`TASK_REQUIRED_META`];
+/// `None` when it is not one or none does.
+fn mark_task_tools(message: &str) -> Option<String> {
+    let mut value: serde_json::Value = serde_json::from_str(message).ok()?;
+    let tools = value.get_mut("result")?.get_mut("tools")?.as_array_mut()?;
+    let mut marked = false;
+    for tool in tools.iter_mut() {
+        if tool
+            .pointer("/execution/taskSupport")
+            .and_then(|v| v.as_str())
+            != Some("required")
+        {
+            continue;
+        }
+        let Some(object) = tool.as_object_mut() else {
+            continue;
+        };
+        let meta = object
+            .entry("_meta")
+            .or_insert_with(|| serde_json::Value::Object(serde_json::Map::new()));
+        if let Some(meta) = meta.as_object_mut() {
+            meta.insert(TASK_REQUIRED_META.to_owned(), "required".into());
+            marked = true;
+        }
+    }
+    marked.then(|| value.to_string())
+}
+
 /// Parses one message from a server through [`guard`]: `Ok(None)` for a message dropped.
 ///
 /// # Errors
@@ -78,6 +111,11 @@ pub(crate) fn parse<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> serde_json:
 pub fn guard(message: &str) -> Guarded<'_> {
     let depth = nesting_depth(message.as_bytes());
     if depth <= MAX_MESSAGE_DEPTH {
+        if message.contains("\"taskSupport\"")
+            && let Some(marked) = mark_task_tools(message)
+        {
+            return Guarded::Parse(Cow::Owned(marked));
+        }
         return Guarded::Parse(Cow::Borrowed(message));
     }
     let Ok(parts) = serde_json::from_str::<Parts<'_>>(message) else {
@@ -295,5 +333,25 @@ mod tests {
         let count = AtomicU64::new(0);
         let logged = (0..1000).filter(|_| worth_warning(&count)).count();
         assert_eq!(logged, 10);
+    }
+
+    #[test]
+    fn tools_that_require_tasks_are_marked_in_meta_and_nothing_else_is_touched() {
+        let listed = r#"{"jsonrpc":"2.0","id":3,"result":{"tools":[{"name":"a","inputSchema":{},"execution":{"taskSupport":"required"}},{"name":"b","inputSchema":{},"execution":{"taskSupport":"optional"},"_meta":{"k":1}}]}}"#;
+        let Guarded::Parse(text) = guard(listed) else {
+            panic!("dropped")
+        };
+        let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(
+            value["result"]["tools"][0]["_meta"][TASK_REQUIRED_META],
+            "required"
+        );
+        assert_eq!(
+            value["result"]["tools"][1]["_meta"],
+            serde_json::json!({"k": 1})
+        );
+        // A message that only mentions the word is passed through as it is.
+        let other = r#"{"jsonrpc":"2.0","id":4,"result":{"content":[{"type":"text","text":"\"taskSupport\""}]}}"#;
+        assert!(matches!(guard(other), Guarded::Parse(Cow::Borrowed(_))));
     }
 }

@@ -53,6 +53,13 @@
 //! from the user's grants store, renewed as needed; without a usable grant the entry is
 //! pending with "run `cordis mcp login SERVER`" and waits for the stored grant to change.
 //!
+//! # Server instructions
+//! A server's `instructions` become a section of the system prompt, one per entry, by entry
+//! id whatever order the servers connect in, cut to [`MAX_INSTRUCTIONS_BYTES`] with a note
+//! (see the `instructions` module); being in the prompt, they are in the digest. A tool the
+//! server says can only be called as a task (`execution.taskSupport: "required"`) is left out
+//! with a warning naming it and its server.
+//!
 //! # Effects and the tool filter
 //! Without `trustAnnotations` every MCP tool is `unknown` (it asks). With it, the server's
 //! hints set the class (see `effect_of`): `readOnlyHint` → `read`; `destructiveHint: false` in
@@ -80,6 +87,7 @@ mod elicit;
 mod error;
 mod handler;
 mod http;
+mod instructions;
 mod link;
 mod naming;
 mod output;
@@ -113,13 +121,14 @@ pub use elicit::{
     TRACE_ELICITATION, check_answer, check_value, fields,
 };
 pub use error::McpError;
+pub use instructions::{INSTRUCTIONS_ORDER, MAX_INSTRUCTIONS_BYTES};
 pub use link::{
     MAX_ANSWER_ITEMS, MAX_MEDIA_CHARS, MAX_RESOURCE_TEXT, MAX_RESULT_MEDIA, MAX_URI_BYTES,
     READ_RESOURCE,
 };
 pub use naming::{MAX_PUBLIC_NAME, prompt_command, public_name};
 pub use plugin::McpPlugin;
-pub use progress::{MAX_PROGRESS_MESSAGE, McpProgress};
+pub use progress::{MAX_PROGRESS_MESSAGE, McpProgress, cancels_sent};
 pub use roots::file_uri;
 pub use sampling::{
     MAX_SAMPLING_ANSWER, MAX_SAMPLING_BYTES, MAX_SAMPLING_MESSAGES, MAX_SAMPLING_TOKENS,

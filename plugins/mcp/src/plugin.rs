@@ -13,6 +13,13 @@ use crate::error::McpError;
 use crate::link::Link;
 use crate::{auth, directory, lock};
 
+/// The tool registry it registers in, and the system prompt its server's instructions go to
+/// when there is one.
+const INJECT: &[Inject] = &[
+    Inject::required(<ToolRegistry as cordis_runtime::Service>::NAME),
+    Inject::optional(<cordis_system_prompt::SystemPrompt as cordis_runtime::Service>::NAME),
+];
+
 /// The `mcp` plugin.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct McpPlugin;
@@ -25,16 +32,28 @@ impl Plugin for McpPlugin {
     }
 
     fn inject(&self) -> &[Inject] {
-        ToolRegistry::INJECT
+        INJECT
     }
 
     fn claims(&self, config: &McpConfig) -> Vec<Claim> {
         vec![server_claim(&config.server, None)]
     }
 
-    /// Its tools are whatever the server lists.
+    /// A sandboxed server (but in `full-access`) writes in the composition's workspace: the
+    /// entry waits for it.
+    fn needs(&self, config: &McpConfig) -> Vec<String> {
+        match config.sandbox {
+            Some(mode) if mode != cordis_sandbox::SandboxMode::FullAccess => {
+                vec![<cordis_workspace::Workspace as cordis_runtime::Service>::NAME.to_owned()]
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// Its tools are whatever the server lists; its instructions' section and variable are
+    /// named after the entry id.
     fn open_claims(&self, _config: &McpConfig) -> Option<Vec<&'static str>> {
-        Some(vec!["tool"])
+        Some(vec!["tool", "section", "variable"])
     }
 
     /// What it would start anew ([`Plugin::starts`]), and what a changed entry would let the
@@ -69,6 +88,16 @@ impl Plugin for McpPlugin {
                     let names: Vec<&str> = config.env.keys().map(String::as_str).collect();
                     line.push_str(&format!(" (setting {})", names.join(", ")));
                 }
+                if let Some(mode) = config.sandbox {
+                    line.push_str(&format!(
+                        " in the {mode} sandbox{}",
+                        if config.network == Some(true) {
+                            ", with network"
+                        } else {
+                            ", without network"
+                        }
+                    ));
+                }
                 vec![line]
             }
             TransportKind::Http => vec![format!(
@@ -100,6 +129,7 @@ impl Plugin for McpPlugin {
             auth,
         ));
         directory::enlist(&ctx, &bridge.link);
+        crate::instructions::register(&ctx, &bridge.link)?;
         // The catalog is part of what a report digests (`cordis check`, `stress`, `permute`).
         let offering = bridge.link.clone();
         let _ = ctx.on_waterfall::<cordis_runtime::Offered, _, _>(

@@ -104,6 +104,24 @@ pub(crate) fn cut(mut text: String, max: usize) -> String {
     text
 }
 
+/// Cancellations being sent (by [`CancelOnDrop`]'s tasks), for [`cancels_sent`].
+static SENDING: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Waits (at most `bound`) until every `notifications/cancelled` of a dropped request has
+/// been handed to its transport: a process about to exit (`cordis call` after Ctrl-C or a
+/// timeout) calls it before disposing its entries, which kills their servers. True when none
+/// is left.
+pub async fn cancels_sent(bound: std::time::Duration) -> bool {
+    use std::sync::atomic::Ordering;
+    let waited = tokio::time::timeout(bound, async {
+        while SENDING.load(Ordering::SeqCst) > 0 {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+    })
+    .await;
+    waited.is_ok()
+}
+
 /// Sends `notifications/cancelled` for a request whose caller stopped waiting (the registry's
 /// ceiling, an aborted turn), and forgets the call; disarmed once the answer came.
 pub(crate) struct CancelOnDrop {
@@ -129,10 +147,17 @@ impl Drop for CancelOnDrop {
         // Drop cannot await: a short task sends and forgets. Without a runtime (the process
         // is exiting) the server goes with its process group anyway.
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            let counted = cancel.is_some();
+            if counted {
+                SENDING.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            }
             runtime.spawn(async move {
                 calls.lock().await.remove(&token);
                 if let Some(cancel) = cancel {
                     let _ = peer.send_notification(cancel).await;
+                }
+                if counted {
+                    SENDING.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
                 }
             });
         }

@@ -397,3 +397,172 @@ async fn client_credentials_get_and_renew_tokens_without_a_login_and_a_wrong_sec
         "{error}"
     );
 }
+
+/// The grant stored for the fixture's server.
+fn stored(store: &TokenStore, fixture: &OAuthFixture) -> cordis_mcp::auth::Grant {
+    store.load(&fixture.mcp).unwrap().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_refuses_only_tools_list_is_logged_in_to_from_that_challenge() {
+    let fixture = OAuthFixture::start().await;
+    fixture.knobs().list_only = true;
+    let tokens = tempfile::tempdir().unwrap();
+    let dir = tokens.path().join("mcp-auth");
+    let config = config(&fixture, &dir);
+    let root = root_with_tools();
+    let entry = root.plugin(McpPlugin, config.clone());
+    let reason = pending_reason(&entry).await;
+    assert_eq!(
+        reason,
+        "mcp(guarded): the server needs authorization: run `cordis mcp login guarded [FILE]`"
+    );
+
+    // The login is let in by `initialize` too, and finds the challenge of `tools/list`.
+    let store = TokenStore::new(&dir);
+    let outcome = log_in(&config, &store).await.unwrap();
+    let LoginOutcome::Stored { scopes, .. } = outcome else {
+        panic!("{outcome:?}: {:?}", fixture.log())
+    };
+    assert_eq!(
+        scopes,
+        ["mcp:read", "mcp:list"],
+        "the tools/list challenge's scope"
+    );
+    let status = tokio::time::timeout(Duration::from_secs(30), entry.wait_for(ScopeStatus::Active))
+        .await
+        .unwrap();
+    assert_eq!(status, ScopeStatus::Active);
+    let reg = root.get::<ToolRegistry>().unwrap();
+    let result = reg.execute(call("mcp__guarded__whoami"), None).await;
+    assert!(!result.is_error, "{result:?}");
+    root.dispose();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_secret_post_is_used_where_the_registration_says_so_for_codes_and_refreshes() {
+    let fixture = OAuthFixture::start().await;
+    fixture.knobs().secret_post = true;
+    let tokens = tempfile::tempdir().unwrap();
+    let dir = tokens.path().join("mcp-auth");
+    let config = config(&fixture, &dir);
+    let store = TokenStore::new(&dir);
+    log_in(&config, &store).await.unwrap();
+    let grant = stored(&store, &fixture);
+    assert_eq!(grant.token_auth.as_deref(), Some("client_secret_post"));
+    assert!(grant.client_secret.is_some());
+    assert_eq!(
+        (
+            fixture.count("token client_secret_post"),
+            fixture.count("token code")
+        ),
+        (1, 1),
+        "{:?}",
+        fixture.log()
+    );
+
+    // A refresh authenticates the same way.
+    let root = root_with_tools();
+    let entry = root.plugin(McpPlugin, config.clone());
+    tokio::time::timeout(Duration::from_secs(30), entry.wait_for(ScopeStatus::Active))
+        .await
+        .unwrap();
+    fixture.knobs().expire_access();
+    let reg = root.get::<ToolRegistry>().unwrap();
+    let result = reg.execute(call("mcp__guarded__whoami"), None).await;
+    assert!(!result.is_error, "{result:?}");
+    assert_eq!(fixture.count("token refresh"), 1, "{:?}", fixture.log());
+    assert_eq!(fixture.count("token refused"), 0, "{:?}", fixture.log());
+    root.dispose();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_2025_03_26_server_is_authorized_by_its_origin_metadata_else_the_default_endpoints() {
+    for metadata in [true, false] {
+        let fixture = OAuthFixture::start().await;
+        fixture.knobs().legacy = true;
+        fixture.knobs().legacy_metadata = metadata;
+        let tokens = tempfile::tempdir().unwrap();
+        let dir = tokens.path().join("mcp-auth");
+        let config = config(&fixture, &dir);
+        let store = TokenStore::new(&dir);
+        let outcome = log_in(&config, &store).await;
+        let Ok(LoginOutcome::Stored { issuer, scopes, .. }) = outcome else {
+            panic!("metadata {metadata}: {outcome:?}: {:?}", fixture.log())
+        };
+        assert_eq!(
+            issuer, fixture.base,
+            "the origin is the authorization server"
+        );
+        assert_eq!(scopes, ["mcp:read"]);
+        let grant = stored(&store, &fixture);
+        assert_eq!(grant.token_endpoint, format!("{}/token", fixture.base));
+        assert_eq!(grant.resource, fixture.mcp);
+        // With metadata its revocation endpoint is known; the defaults have none.
+        assert_eq!(grant.revocation_endpoint.is_some(), metadata);
+        let root = root_with_tools();
+        let entry = root.plugin(McpPlugin, config.clone());
+        tokio::time::timeout(Duration::from_secs(30), entry.wait_for(ScopeStatus::Active))
+            .await
+            .unwrap();
+        root.dispose();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn step_ups_stop_after_the_bound_with_a_clear_message() {
+    use cordis_mcp::auth::MAX_STEP_UPS;
+    let fixture = OAuthFixture::start().await;
+    // The authorization server never grants what the server asks for.
+    fixture.knobs().withhold = vec!["mcp:admin".into()];
+    let tokens = tempfile::tempdir().unwrap();
+    let dir = tokens.path().join("mcp-auth");
+    let config = config(&fixture, &dir);
+    let store = TokenStore::new(&dir);
+    log_in(&config, &store).await.unwrap();
+    assert_eq!(stored(&store, &fixture).step_ups, 0);
+    let root = root_with_tools();
+    let entry = root.plugin(McpPlugin, config.clone());
+    tokio::time::timeout(Duration::from_secs(30), entry.wait_for(ScopeStatus::Active))
+        .await
+        .unwrap();
+    let reg = root.get::<ToolRegistry>().unwrap();
+    let refused = |_: u32| {
+        let reg = reg.clone();
+        async move {
+            let result = reg.execute(call("mcp__guarded__admin"), None).await;
+            assert!(result.is_error, "{result:?}");
+            result.content.as_str().unwrap_or_default().to_owned()
+        }
+    };
+    for attempt in 1..=MAX_STEP_UPS {
+        let message = refused(attempt).await;
+        assert!(
+            message.contains("run `cordis mcp login"),
+            "{attempt}: {message}"
+        );
+        log_in(&config, &store).await.unwrap();
+        assert_eq!(stored(&store, &fixture).step_ups, attempt);
+    }
+    let message = refused(0).await;
+    assert!(
+        message.contains(&format!(
+            "still needs more scope (mcp:read mcp:admin) after {MAX_STEP_UPS} step-up logins"
+        )) && !message.contains("run `cordis mcp login"),
+        "{message}"
+    );
+    let e = log_in(&config, &store).await.unwrap_err().to_string();
+    assert!(
+        e.starts_with(&format!(
+            "refused after {MAX_STEP_UPS} step-up logins in a row"
+        )),
+        "{e}"
+    );
+    assert_eq!(
+        fixture.count("authorize scope="),
+        1 + MAX_STEP_UPS as usize,
+        "{:?}",
+        fixture.log()
+    );
+    root.dispose();
+}

@@ -367,3 +367,31 @@ async fn an_answer_nested_past_the_parser_limit_fails_its_call_at_once_with_the_
     root.dispose();
     server.abort();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_that_requires_task_augmentation_is_left_out_and_the_others_offered() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let seen: Seen = Arc::default();
+    let server = serve(listener, seen.clone());
+    let root = root_with_tools();
+    let config: McpConfig = serde_json::from_value(json!({
+        "transport": "http",
+        "server": "mini",
+        "url": url,
+        "headers": {"x-api-key": "tasks"},
+        "failOnStartupError": true
+    }))
+    .unwrap();
+    let entry = root.plugin(McpPlugin, config);
+    tokio::time::timeout(Duration::from_secs(30), root.idle())
+        .await
+        .unwrap();
+    assert_eq!(entry.status(), ScopeStatus::Active, "{:?}", entry.failure());
+    let reg = root.get::<ToolRegistry>().unwrap();
+    let names: Vec<String> = reg.schemas(None).into_iter().map(|s| s.name).collect();
+    // `background` has `execution.taskSupport: "required"`; `later` only "optional".
+    assert_eq!(names, ["mcp__mini__later", "mcp__mini__whoami"]);
+    root.dispose();
+    server.abort();
+}

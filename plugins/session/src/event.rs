@@ -28,6 +28,10 @@ pub struct SessionHeader {
     /// The session this one was forked from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent_session: Option<String>,
+    /// For a fork: how many of the parent's events it copied (its events from this seq on are
+    /// its own; its first request logs `request/header {reason: fork}`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forked_at: Option<u64>,
     /// The agent preset the session was created with (its creation value: a later switch is an
     /// `agent-preset/selected` event, so read [`resolve_session_preset`], not this field).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -144,6 +148,10 @@ kinds! {
     PERMISSIONS_MODE = "permissions/mode";
     /// The session revoked a grant (derives no model message).
     PERMISSIONS_REVOKE = "permissions/revoke";
+    /// The conversation before it was replaced by a summary (the messages restart from it).
+    COMPACTION = "compaction";
+    /// A hook command ran on an agent event, and what it decided (derives no model message).
+    HOOK_RUN = "hook/run";
 }
 
 /// Declares [`EventView`] and [`SessionEvent::view`] from one table of `Variant(Payload)`: the
@@ -249,6 +257,10 @@ event_view! {
     PermissionsMode(PermissionsModeData),
     /// `permissions/revoke`.
     PermissionsRevoke(GrantRevokedData),
+    /// `compaction`.
+    Compaction(CompactionData),
+    /// `hook/run`.
+    HookRun(HookRunData),
 }
 
 /// A typed event payload: written with [`crate::Session::append`], read back with
@@ -383,10 +395,67 @@ data!(/// `turn/end`.
 data!(/// `agent-preset/selected`: the session runs this preset from here on.
     AgentPresetSelectedData = kinds::AGENT_PRESET_SELECTED; { /// The preset id.
     agent_preset: String });
+data!(/// `compaction`: the messages before it are replaced by one user message carrying
+    /// `summary` (see [`crate::compaction_message`]); the next request logs
+    /// `request/header {reason: compaction}`.
+    CompactionData = kinds::COMPACTION; { /// The summary the model wrote.
+    summary: String, /// Why it ran.
+    trigger: CompactionTrigger, /// The focus the user asked the summary to keep (`/compact FOCUS`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    focus: Option<String>, /// The seq of the last event it replaces (the log before it).
+    through_seq: u64, /// How many messages it replaces.
+    messages: u64, /// How many old tool results were cut before the summary was asked for.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    dropped_tool_results: u64, /// The input tokens of the last request before it, when reported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    input_tokens: Option<u64>, /// What the summary request cost, when the model reported it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    usage: Option<Usage> });
+
+data!(/// `hook/run`: one hook command ran on an agent event (`PreToolUse`, `Stop`, …) and what
+    /// it decided. It derives no model message: context a hook adds reaches the model inside the
+    /// `tool/result` or `user/message` it belongs to, so the request bytes follow from the log.
+    HookRunData = kinds::HOOK_RUN; { /// The turn (0 outside one).
+    turn: u64, /// The hook event, as configured (`PreToolUse`).
+    event: String, /// The configuring entry and the hook's place: `hooks#2.1` (entry, matcher group, hook).
+    hook: String, /// The command it ran.
+    command: String, /// The tool call it ran on (tool events).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    call_id: Option<String>, /// The tool name (tool events).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    tool: Option<String>, /// The exit status (absent when it did not run or was killed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    exit_code: Option<i32>, /// What it decided: `continue`, `allow`, `deny`, `ask`, `block`, `error`,
+    /// `timeout` or `untrusted` (not run: the workspace is not trusted).
+    decision: String, /// Why (a block's reason, an error's message), as told to the model or the user.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    reason: Option<String>, /// The tool input it substituted (`updatedInput`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    updated_input: Option<serde_json::Value>, /// Context it added for the model (`additionalContext`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    context: Option<String> });
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// Why a compaction ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CompactionTrigger {
+    /// The user asked (`/compact`).
+    Manual,
+    /// The last request's input tokens reached the threshold of the context window.
+    Auto,
+}
+
 data!(/// `request/header`.
     RequestHeaderData = kinds::REQUEST_HEADER; { /// The full snapshot.
     header: RequestHeader, /// Why it was logged.
-    reason: HeaderReason });
+    reason: HeaderReason, /// For a `change`: the prompt sources that changed (section names such as
+    /// `instructions:AGENTS.md` or `skills:catalog`, then `tools` and `config`); absent in older logs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    changed: Vec<String> });
 
 /// The preset a session runs: the last `agent-preset/selected` event of `events`, else the
 /// header's creation value; `None` when neither names one (the caller's default applies).
@@ -445,6 +514,11 @@ pub enum TurnEndReason {
     },
     /// Synthesized by crash repair: the process died mid-turn.
     Interrupted,
+    /// A session budget (`budget.maxTokens`, `budget.maxCostUsd` of the agent loop) is spent.
+    Budget {
+        /// Which budget, and what was spent against it.
+        message: String,
+    },
 }
 
 /// Why a `request/header` was logged.
@@ -457,6 +531,10 @@ pub enum HeaderReason {
     Resume,
     /// The header differs from the last one logged (a pure tool reordering included).
     Change,
+    /// The first request after a `compaction` (the messages restarted from its summary).
+    Compaction,
+    /// The first request of a forked session (its messages are its parent's up to the fork).
+    Fork,
 }
 
 /// Everything a request carries besides messages: `{config, system?, tools?}`.
@@ -541,6 +619,7 @@ mod tests {
             sample(RequestHeaderData {
                 header: RequestHeader::new(CallConfig::default(), "sys".into(), Vec::new()),
                 reason: HeaderReason::Initial,
+                changed: Vec::new(),
             }),
             sample(AssistantChunkData {
                 turn: 1,
@@ -605,6 +684,29 @@ mod tests {
             }),
             sample(PermissionsModeData { mode: "ask".into() }),
             sample(GrantRevokedData { grant }),
+            sample(CompactionData {
+                summary: "s".into(),
+                trigger: CompactionTrigger::Manual,
+                focus: Some("tests".into()),
+                through_seq: 3,
+                messages: 2,
+                dropped_tool_results: 1,
+                input_tokens: Some(9),
+                usage: None,
+            }),
+            sample(HookRunData {
+                turn: 1,
+                event: "PreToolUse".into(),
+                hook: "hooks#0.0".into(),
+                command: "./check.sh".into(),
+                call_id: Some("c".into()),
+                tool: Some("bash".into()),
+                exit_code: Some(2),
+                decision: "block".into(),
+                reason: Some("no".into()),
+                updated_input: None,
+                context: None,
+            }),
         ]
     }
 
@@ -641,6 +743,8 @@ mod tests {
                 EventView::AgentPresetSelected(d) => serde_json::to_value(d),
                 EventView::PermissionsMode(d) => serde_json::to_value(d),
                 EventView::PermissionsRevoke(d) => serde_json::to_value(d),
+                EventView::Compaction(d) => serde_json::to_value(d),
+                EventView::HookRun(d) => serde_json::to_value(d),
                 EventView::Unknown { .. } | EventView::Malformed(_) => unreachable!(),
             };
             assert_eq!(payload.unwrap(), data, "{kind}");

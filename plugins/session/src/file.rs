@@ -86,8 +86,13 @@ fn private(options: &mut std::fs::OpenOptions) -> &mut std::fs::OpenOptions {
     options
 }
 
-/// Creates `path` holding only `header`: written to a temporary file, synced, renamed.
-pub(crate) fn create(path: &Path, header: &SessionHeader) -> Result<(), SessionError> {
+/// Creates `path` holding `header` and then `events` (a fork's copy of its parent's first
+/// events; none for a new session): written to a temporary file, synced, renamed.
+pub(crate) fn create(
+    path: &Path,
+    header: &SessionHeader,
+    events: &[SessionEvent],
+) -> Result<(), SessionError> {
     if path.exists() {
         return Err(SessionError::AlreadyExists {
             path: path.display().to_string(),
@@ -103,6 +108,10 @@ pub(crate) fn create(path: &Path, header: &SessionHeader) -> Result<(), SessionE
     let tmp = path.with_extension("jsonl.tmp");
     let mut line = serde_json::to_vec(header).map_err(|e| io(io::Error::other(e)))?;
     line.push(b'\n');
+    for event in events {
+        serde_json::to_writer(&mut line, event).map_err(|e| io(io::Error::other(e)))?;
+        line.push(b'\n');
+    }
     let mut f = private(
         std::fs::OpenOptions::new()
             .write(true)

@@ -228,14 +228,12 @@ fn summary_path(root: &Path, id: &str) -> PathBuf {
     root.join(INDEX_DIR).join(format!("{id}.json"))
 }
 
-/// Lists the sessions under `root` (blocking).
-pub(crate) fn list(root: &Path, query: &ListQuery) -> Result<SessionPage, SessionError> {
-    let cursor = query.cursor.as_deref().map(Cursor::parse).transpose()?;
-    let limit = query.limit.clamp(1, MAX_PAGE);
+/// The logs under `root`, newest first (a tie to the greater id); none for a root not made yet.
+fn logs(root: &Path) -> Result<Vec<(Cursor, SystemTime, PathBuf)>, SessionError> {
     let entries = match std::fs::read_dir(root) {
         Ok(entries) => entries,
         // The default root is made by the first session.
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(SessionPage::default()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(source) => {
             return Err(SessionError::Io {
                 path: root.display().to_string(),
@@ -267,6 +265,14 @@ pub(crate) fn list(root: &Path, query: &ListQuery) -> Result<SessionPage, Sessio
         })
         .collect();
     found.sort_by(|a, b| b.0.cmp(&a.0));
+    Ok(found)
+}
+
+/// Lists the sessions under `root` (blocking).
+pub(crate) fn list(root: &Path, query: &ListQuery) -> Result<SessionPage, SessionError> {
+    let cursor = query.cursor.as_deref().map(Cursor::parse).transpose()?;
+    let limit = query.limit.clamp(1, MAX_PAGE);
+    let found = logs(root)?;
     let mut page = SessionPage::default();
     let mut more = false;
     for (key, modified, path) in found {
@@ -346,6 +352,237 @@ fn refresh(root: &Path, id: &str, path: &Path) -> Option<Folded> {
         let _ = write_summary(&at, &folded);
     }
     Some(folded)
+}
+
+/// The longest event line a search reads whole (a longer message's text is not searched), so a
+/// search holds at most this much of a log in memory at once.
+pub const MAX_SEARCH_LINE: usize = 4 * 1024 * 1024;
+/// The characters an excerpt shows on each side of a match.
+const HIT_CONTEXT: usize = 30;
+
+/// What to search for: sessions whose user or assistant messages contain `text`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct GrepQuery {
+    /// The text, matched case-insensitively.
+    pub text: String,
+    /// Only sessions whose header names this working directory (exactly).
+    pub cwd: Option<String>,
+    /// The most sessions to return (at least 1, at most [`MAX_PAGE`]).
+    pub limit: usize,
+}
+
+impl GrepQuery {
+    /// The first `limit` sessions (newest first) whose messages contain `text`.
+    pub fn new(text: impl Into<String>, limit: usize) -> Self {
+        GrepQuery {
+            text: text.into(),
+            cwd: None,
+            limit,
+        }
+    }
+
+    /// Only the sessions of `cwd`.
+    #[must_use]
+    pub fn cwd(mut self, cwd: impl Into<String>) -> Self {
+        self.cwd = Some(cwd.into());
+        self
+    }
+}
+
+/// One session a search found, with its first matching message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct GrepHit {
+    /// The session, as a listing shows it.
+    pub summary: SessionSummary,
+    /// The seq of its first message that matched.
+    pub seq: u64,
+    /// Whose message it is: `user` or `assistant`.
+    pub role: &'static str,
+    /// The match with a little text around it, on one line.
+    pub excerpt: String,
+}
+
+/// What a search found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GrepResult {
+    /// The sessions found, newest first.
+    pub hits: Vec<GrepHit>,
+    /// How many logs were read.
+    pub searched: usize,
+    /// True when the limit cut the list: another session matches too.
+    pub cut: bool,
+}
+
+/// Searches the logs under `root`, newest first, for user and assistant messages containing
+/// `query.text` (case-insensitive), stopping once `query.limit` sessions are found and one more
+/// shows the list was cut (blocking).
+///
+/// Logs are read line by line, holding at most [`MAX_SEARCH_LINE`] bytes of one; only message
+/// lines are parsed, and a line that cannot contain the text (checked on its raw bytes when the
+/// text is ASCII without characters JSON escapes) is not. The sessions found are described
+/// through the index (their summaries), so a hit costs no second read of an indexed log.
+///
+/// # Errors
+/// The root cannot be read (a root not made yet holds none).
+pub fn grep(root: &Path, query: &GrepQuery) -> Result<GrepResult, SessionError> {
+    let limit = query.limit.clamp(1, MAX_PAGE);
+    let needle = Needle::new(&query.text);
+    let mut out = GrepResult::default();
+    let mut line = Vec::new();
+    for (key, modified, path) in logs(root)? {
+        let Some(found) = search_log(&path, &needle, query.cwd.as_deref(), &mut line) else {
+            continue;
+        };
+        out.searched += 1;
+        let Some((seq, role, excerpt)) = found else {
+            continue;
+        };
+        if out.hits.len() == limit {
+            out.cut = true;
+            break;
+        }
+        let Some(folded) = refresh(root, &key.id, &path) else {
+            continue;
+        };
+        out.hits.push(GrepHit {
+            summary: folded.summary(modified),
+            seq,
+            role,
+            excerpt,
+        });
+    }
+    Ok(out)
+}
+
+/// The text searched for, lowercased, and whether raw lines can be screened for it.
+struct Needle {
+    lower: String,
+    /// The ASCII bytes to screen raw lines with, when JSON writes the text verbatim.
+    raw: Option<Vec<u8>>,
+}
+
+impl Needle {
+    fn new(text: &str) -> Self {
+        let lower = text.to_lowercase();
+        let verbatim =
+            lower.is_ascii() && !lower.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20);
+        Needle {
+            raw: verbatim.then(|| lower.as_bytes().to_vec()),
+            lower,
+        }
+    }
+
+    /// False when `line` cannot hold the text.
+    fn may_match(&self, line: &[u8]) -> bool {
+        match &self.raw {
+            Some(raw) if !raw.is_empty() => {
+                line.windows(raw.len()).any(|w| w.eq_ignore_ascii_case(raw))
+            }
+            _ => true,
+        }
+    }
+
+    /// The excerpt around the text's first occurrence in `content`, if it occurs.
+    fn find(&self, content: &str) -> Option<String> {
+        let lower = content.to_lowercase();
+        let at = lower.find(&self.lower)?;
+        // Lowercasing kept the byte offsets (ASCII and most text): show the original.
+        let text = if lower.len() == content.len() && content.is_char_boundary(at) {
+            content
+        } else {
+            &lower
+        };
+        let before: Vec<char> = text[..at].chars().rev().take(HIT_CONTEXT).collect();
+        let rest = &text[at..];
+        let matched = self.lower.chars().count();
+        let after: String = rest.chars().take(matched + HIT_CONTEXT).collect();
+        let mut shown: String = before.into_iter().rev().collect();
+        let cut_front = shown.len() < at;
+        shown.push_str(&after);
+        let mut shown = shown.split_whitespace().collect::<Vec<_>>().join(" ");
+        if cut_front {
+            shown.insert(0, '…');
+        }
+        if after.len() < rest.len() {
+            shown.push('…');
+        }
+        Some(shown)
+    }
+}
+
+/// Searches one log: `None` when it is not a log this build reads or belongs to another
+/// `cwd`; else its first matching message (`seq`, role, excerpt), if any.
+fn search_log(
+    path: &Path,
+    needle: &Needle,
+    cwd: Option<&str>,
+    line: &mut Vec<u8>,
+) -> Option<Option<(u64, &'static str, String)>> {
+    const USER: &[u8] = br#"{"type":"user/message","#;
+    const ASSISTANT: &[u8] = br#"{"type":"assistant/message","#;
+    let mut reader = BufReader::new(file::open_for_reading(path).ok()?);
+    if bounded_line(&mut reader, line).ok()?? {
+        let (header, _) = file::parse_header(path, line).ok()?;
+        if cwd.is_some_and(|cwd| header.cwd.as_deref() != Some(cwd)) {
+            return None;
+        }
+    } else {
+        return None;
+    }
+    while let Some(whole) = bounded_line(&mut reader, line).ok()? {
+        let role = if line.starts_with(USER) {
+            "user"
+        } else if line.starts_with(ASSISTANT) {
+            "assistant"
+        } else {
+            continue;
+        };
+        if !whole || !needle.may_match(line) {
+            continue;
+        }
+        let Ok(event) = serde_json::from_slice::<SessionEvent>(line) else {
+            continue;
+        };
+        let content = match role {
+            "user" => event.data_as::<UserMessageData>().map(|d| d.content),
+            _ => event
+                .data_as::<crate::event::AssistantMessageData>()
+                .map(|d| d.content),
+        };
+        if let Some(excerpt) = content.ok().and_then(|c| needle.find(&c)) {
+            return Some(Some((event.seq, role, excerpt)));
+        }
+    }
+    Some(None)
+}
+
+/// Reads the next complete line into `line` (without its newline), keeping at most
+/// [`MAX_SEARCH_LINE`] bytes of it: `Some(true)` for a line read whole, `Some(false)` for a
+/// longer one (`line` then holds its first bytes only, enough to tell its kind), `None` at the
+/// end (a last line without its newline is still being written and is left out).
+fn bounded_line(reader: &mut impl BufRead, line: &mut Vec<u8>) -> std::io::Result<Option<bool>> {
+    line.clear();
+    let mut whole = true;
+    loop {
+        let buf = reader.fill_buf()?;
+        if buf.is_empty() {
+            return Ok(None);
+        }
+        let newline = buf.iter().position(|b| *b == b'\n');
+        let chunk = &buf[..newline.unwrap_or(buf.len())];
+        let room = MAX_SEARCH_LINE.saturating_sub(line.len());
+        if chunk.len() > room {
+            whole = false;
+        }
+        line.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        let used = newline.map_or(buf.len(), |i| i + 1);
+        reader.consume(used);
+        if newline.is_some() {
+            return Ok(Some(whole));
+        }
+    }
 }
 
 /// Reads one line (with its newline, when it has one) into `line`.
@@ -447,6 +684,83 @@ mod tests {
         let file = std::fs::File::options().append(true).open(path).unwrap();
         file.set_modified(SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(secs))
             .unwrap();
+    }
+
+    #[tokio::test]
+    async fn grep_finds_user_and_assistant_text_newest_first_and_says_when_the_limit_cut() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store(dir.path());
+        for (i, (id, text)) in [
+            ("old", "Fix the Parser please"),
+            ("mid", "nothing here"),
+            ("new", "the parser again"),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let s = store
+                .create_with(id, crate::CreateOptions::default())
+                .await
+                .unwrap();
+            user(&s, 1, text);
+            s.flush().await.unwrap();
+            touch(&dir.path().join(format!("{id}.jsonl")), 100 + i as u64);
+        }
+        let s = store
+            .create_with("answer", crate::CreateOptions::default())
+            .await
+            .unwrap();
+        user(&s, 1, "hello");
+        s.append(
+            &crate::AssistantMessageData {
+                turn: 1,
+                step: 1,
+                content: "I rewrote the PARSER \"module\"".into(),
+                tool_calls: Vec::new(),
+                usage: None,
+                reasoning: None,
+            },
+            None,
+        )
+        .unwrap();
+        s.flush().await.unwrap();
+        touch(&dir.path().join("answer.jsonl"), 50);
+
+        let found = grep(dir.path(), &GrepQuery::new("parser", 10)).unwrap();
+        let ids: Vec<&str> = found.hits.iter().map(|h| h.summary.id.as_str()).collect();
+        assert_eq!(ids, ["new", "old", "answer"]);
+        assert_eq!((found.searched, found.cut), (4, false));
+        assert_eq!(found.hits[1].excerpt, "Fix the Parser please");
+        assert_eq!((found.hits[2].role, found.hits[2].seq), ("assistant", 2));
+        // A text JSON escapes is still found (parsed, not screened on raw bytes).
+        let quoted = grep(dir.path(), &GrepQuery::new("parser \"MODULE\"", 10)).unwrap();
+        assert_eq!(quoted.hits.len(), 1);
+        // The cap: one more match exists.
+        let capped = grep(dir.path(), &GrepQuery::new("PARSER", 2)).unwrap();
+        assert_eq!(capped.hits.len(), 2);
+        assert!(capped.cut);
+        let exact = grep(dir.path(), &GrepQuery::new("PARSER", 3)).unwrap();
+        assert!(!exact.cut);
+        assert!(
+            grep(dir.path(), &GrepQuery::new("absent", 10))
+                .unwrap()
+                .hits
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn a_line_longer_than_the_cap_is_skipped_not_held() {
+        let long = vec![b'x'; MAX_SEARCH_LINE + 10];
+        let mut text = long.clone();
+        text.extend_from_slice(b"\nshort\npartial");
+        let mut reader = std::io::BufReader::new(&text[..]);
+        let mut line = Vec::new();
+        assert_eq!(bounded_line(&mut reader, &mut line).unwrap(), Some(false));
+        assert_eq!(line.len(), MAX_SEARCH_LINE);
+        assert_eq!(bounded_line(&mut reader, &mut line).unwrap(), Some(true));
+        assert_eq!(line, b"short");
+        assert_eq!(bounded_line(&mut reader, &mut line).unwrap(), None);
     }
 
     #[tokio::test]

@@ -28,6 +28,7 @@
 //! [`derive_messages`] and [`fold_request_header`] are pure functions of an event slice: the
 //! reconstructability invariant re-runs them on a fresh prefix of the log.
 
+pub mod contract;
 mod error;
 mod event;
 mod file;
@@ -40,23 +41,23 @@ mod store;
 
 pub use error::SessionError;
 pub use event::{
-    AgentPresetSelectedData, AssistantChunkData, AssistantMessageData, EventData, EventView,
-    GrantData, GrantRevokedData, HeaderReason, PermissionsModeData, ProjectionError, RequestHeader,
-    RequestHeaderData, SESSION_VERSION, SessionEvent, SessionHeader, StepEndData, StepStartData,
-    ToolApprovalData, ToolCallData, ToolCodeDispatchData, ToolCodeDispatchStartData,
-    ToolResultData, TurnEndData, TurnEndReason, TurnStartData, UserMessageData, kinds,
-    resolve_session_preset,
+    AgentPresetSelectedData, AssistantChunkData, AssistantMessageData, CompactionData,
+    CompactionTrigger, EventData, EventView, GrantData, GrantRevokedData, HeaderReason,
+    HookRunData, PermissionsModeData, ProjectionError, RequestHeader, RequestHeaderData,
+    SESSION_VERSION, SessionEvent, SessionHeader, StepEndData, StepStartData, ToolApprovalData,
+    ToolCallData, ToolCodeDispatchData, ToolCodeDispatchStartData, ToolResultData, TurnEndData,
+    TurnEndReason, TurnStartData, UserMessageData, kinds, resolve_session_preset,
 };
 pub use file::check_id;
 pub use index::{ListQuery, SessionPage, SessionSummary};
 pub use lock::{holder, settle};
 pub use plugin::{SessionConfig, SessionPlugin, SessionRootError, project_key, state_dir};
 pub use project::{
-    ClosingEvent, Cut, DEFAULT_MAX_MESSAGES, PageBounds, Projections, TODO_WRITE_TOOL,
-    closing_events, derive_messages, event_message, fold_request_header, last_turn, open_turn,
-    page_bounds, projection_values,
+    ClosingEvent, Cut, DEFAULT_MAX_MESSAGES, MessageEffect, PageBounds, Projections,
+    TODO_WRITE_TOOL, closing_events, compaction_message, derive_messages, event_message,
+    fold_request_header, header_reason_due, last_turn, open_turn, page_bounds, projection_values,
 };
 pub use session::Session;
 pub use store::{
-    CreateOptions, Durability, OpenReport, SessionSnapshot, SessionSource, SessionStore,
+    CreateOptions, Durability, ForkError, OpenReport, SessionSnapshot, SessionSource, SessionStore,
 };

@@ -10,9 +10,10 @@ use cordis_conversation::Message;
 use serde::{Deserialize, Serialize};
 
 use crate::event::{
-    AgentPresetSelectedData, AssistantMessageData, EventData, ProjectionError, RequestHeader,
-    RequestHeaderData, SessionEvent, SessionHeader, StepEndData, StepStartData, ToolCallData,
-    ToolResultData, TurnEndData, TurnEndReason, TurnStartData, UserMessageData, kinds,
+    AgentPresetSelectedData, AssistantMessageData, CompactionData, EventData, ProjectionError,
+    RequestHeader, RequestHeaderData, SessionEvent, SessionHeader, StepEndData, StepStartData,
+    ToolCallData, ToolResultData, TurnEndData, TurnEndReason, TurnStartData, UserMessageData,
+    kinds,
 };
 
 fn parse<T: EventData>(event: &SessionEvent) -> Result<T, ProjectionError> {
@@ -34,22 +35,65 @@ pub fn images_of(blocks: &[serde_json::Value]) -> Vec<cordis_conversation::Image
         .collect()
 }
 
-/// The message one event contributes to the conversation, if any.
+/// What one event does to the conversation.
+#[derive(Debug, Clone, PartialEq)]
+pub enum MessageEffect {
+    /// Nothing (bookkeeping, chunks, calls).
+    None,
+    /// Appends one message.
+    Append(Message),
+    /// Replaces every message so far with this one (a `compaction`'s summary).
+    Restart(Message),
+}
+
+impl MessageEffect {
+    /// Applies the effect to `messages`.
+    pub fn apply(self, messages: &mut cordis_conversation::History) {
+        match self {
+            MessageEffect::None => {}
+            MessageEffect::Append(m) => messages.push(m),
+            MessageEffect::Restart(m) => *messages = cordis_conversation::History::from(vec![m]),
+        }
+    }
+
+    /// Applies the effect to a plain list.
+    pub fn apply_to_vec(self, messages: &mut Vec<Message>) {
+        match self {
+            MessageEffect::None => {}
+            MessageEffect::Append(m) => messages.push(m),
+            MessageEffect::Restart(m) => {
+                messages.clear();
+                messages.push(m);
+            }
+        }
+    }
+}
+
+/// The user message a compaction's summary becomes: the first message of the conversation
+/// after it. Fixed text around the summary, so a replay sends the same bytes.
+pub fn compaction_message(summary: &str) -> Message {
+    Message::user(format!(
+        "The conversation so far was compacted to save context. This summary replaces it; \
+         continue from where it leaves off.\n\n{summary}"
+    ))
+}
+
+/// What one event does to the conversation.
 ///
 /// # Errors
 /// A [`ProjectionError`] when the payload does not fit the kind.
-pub fn event_message(event: &SessionEvent) -> Result<Option<Message>, ProjectionError> {
+pub fn event_message(event: &SessionEvent) -> Result<MessageEffect, ProjectionError> {
     Ok(match event.kind.as_str() {
         kinds::USER_MESSAGE => {
             let d: UserMessageData = parse(event)?;
-            Some(Message::User {
+            MessageEffect::Append(Message::User {
                 images: images_of(d.prompt.as_deref().unwrap_or_default()),
                 content: d.content,
             })
         }
         kinds::ASSISTANT_MESSAGE => {
             let d: AssistantMessageData = parse(event)?;
-            Some(Message::Assistant {
+            MessageEffect::Append(Message::Assistant {
                 content: d.content,
                 tool_calls: d.tool_calls,
                 reasoning: d.reasoning,
@@ -57,29 +101,52 @@ pub fn event_message(event: &SessionEvent) -> Result<Option<Message>, Projection
         }
         kinds::TOOL_RESULT => {
             let d: ToolResultData = parse(event)?;
-            Some(Message::Tool {
+            MessageEffect::Append(Message::Tool {
                 call_id: d.call_id,
                 name: d.name,
                 content: d.content,
                 is_error: d.is_error,
             })
         }
-        _ => None,
+        kinds::COMPACTION => {
+            let d: CompactionData = parse(event)?;
+            MessageEffect::Restart(compaction_message(&d.summary))
+        }
+        _ => MessageEffect::None,
     })
 }
 
-/// The conversation messages of `events`, in log order.
+/// The conversation messages of `events`, in log order (from the last `compaction` on).
 ///
 /// # Errors
 /// The first malformed payload.
 pub fn derive_messages(events: &[SessionEvent]) -> Result<Vec<Message>, ProjectionError> {
     let mut out = Vec::new();
     for e in events {
-        if let Some(m) = event_message(e)? {
-            out.push(m);
-        }
+        event_message(e)?.apply_to_vec(&mut out);
     }
     Ok(out)
+}
+
+/// Why the next request must log its `request/header` even when it is unchanged: a
+/// `compaction` after the last header logged (the messages restarted), or a fork that has
+/// logged no header of its own yet. `None` otherwise.
+pub fn header_reason_due(
+    header: &SessionHeader,
+    events: &[SessionEvent],
+) -> Option<crate::event::HeaderReason> {
+    use crate::event::HeaderReason;
+    for e in events.iter().rev() {
+        match e.kind.as_str() {
+            kinds::COMPACTION => return Some(HeaderReason::Compaction),
+            kinds::REQUEST_HEADER => {
+                let own = header.forked_at.is_none_or(|at| e.seq >= at);
+                return (!own).then_some(HeaderReason::Fork);
+            }
+            _ => {}
+        }
+    }
+    header.forked_at.map(|_| HeaderReason::Fork)
 }
 
 /// The latest `request/header` snapshot of `events` (full snapshots only: a legacy

@@ -79,7 +79,7 @@ impl Session {
     ) -> Result<Session, SessionError> {
         let mut messages = History::new();
         for e in &events {
-            messages.extend(event_message(e)?);
+            event_message(e)?.apply(&mut messages);
         }
         let marks = Marks::scan(&events);
         let (tx, alive) = writer.map(|w| (w.tx, w.alive)).unzip();
@@ -106,6 +106,7 @@ impl Session {
             created_at: now_ms(),
             cwd: None,
             parent_session: None,
+            forked_at: None,
             agent_preset: None,
         };
         Session::from_parts(header, Vec::new(), None).unwrap_or_else(|_| unreachable!())
@@ -161,7 +162,7 @@ impl Session {
                 .map_err(|_| SessionError::Writer("the writer thread is gone".into()))?;
         }
         let seq = event.seq;
-        st.messages.extend(message);
+        message.apply(&mut st.messages);
         let index = st.events.len();
         st.marks.note(index, &event);
         st.events.push(event);

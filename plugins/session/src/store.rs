@@ -140,6 +140,102 @@ impl SessionSnapshot {
     }
 }
 
+/// Why a session could not be forked ([`SessionStore::fork`]).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ForkError {
+    /// No session has the parent's id.
+    #[error("cannot fork session {id}: no such session")]
+    UnknownParent {
+        /// The parent id asked for.
+        id: String,
+    },
+    /// The seq asked for is past the parent's last event.
+    #[error("cannot fork session {id} at seq {seq}: {}", beyond(*len))]
+    BeyondLog {
+        /// The parent.
+        id: String,
+        /// The seq asked for.
+        seq: u64,
+        /// How many events the parent has.
+        len: u64,
+    },
+    /// The parent has no complete turn at or before the seq asked for.
+    #[error("cannot fork session {id}{}: it has no complete turn to fork{}", at_of(*seq), through(*seq))]
+    NothingToFork {
+        /// The parent.
+        id: String,
+        /// The seq asked for (`None`: the parent's end).
+        seq: Option<u64>,
+    },
+    /// Reading the parent or creating the fork failed.
+    #[error(transparent)]
+    Session(#[from] SessionError),
+}
+
+fn beyond(len: u64) -> String {
+    match len.checked_sub(1) {
+        Some(last) => format!("its log ends at seq {last}"),
+        None => "its log has no events".to_owned(),
+    }
+}
+
+fn at_of(seq: Option<u64>) -> String {
+    seq.map_or_else(String::new, |s| format!(" at seq {s}"))
+}
+
+fn through(seq: Option<u64>) -> String {
+    seq.map_or_else(String::new, |s| format!(" through seq {s}"))
+}
+
+/// How many of `events` a fork through `at` (`None`: the last event) copies: everything
+/// through `at`, except that a turn still open at `at` is left out whole (cut back to before
+/// its `turn/start`), so a fork never starts mid-turn. Events between turns (a preset or
+/// permission change, a compaction) are kept.
+///
+/// # Errors
+/// `at` past the last event, no complete turn in the copy, or a malformed turn event.
+pub(crate) fn fork_point(
+    id: &str,
+    events: &[SessionEvent],
+    at: Option<u64>,
+) -> Result<u64, ForkError> {
+    let len = events.len() as u64;
+    let nothing = || ForkError::NothingToFork {
+        id: id.to_owned(),
+        seq: at,
+    };
+    let end = match at {
+        Some(seq) if seq >= len => {
+            return Err(ForkError::BeyondLog {
+                id: id.to_owned(),
+                seq,
+                len,
+            });
+        }
+        Some(seq) => seq + 1,
+        None => len,
+    };
+    let mut prefix = &events[..end as usize];
+    if crate::project::open_turn(prefix)
+        .map_err(SessionError::from)?
+        .is_some()
+    {
+        let start = prefix
+            .iter()
+            .rposition(|e| e.kind == crate::event::kinds::TURN_START)
+            .ok_or_else(nothing)?;
+        prefix = &prefix[..start];
+    }
+    if !prefix
+        .iter()
+        .any(|e| e.kind == crate::event::kinds::TURN_END)
+    {
+        return Err(nothing());
+    }
+    Ok(prefix.len() as u64)
+}
+
 /// Where a session's history is read from.
 #[derive(Debug, Clone)]
 pub enum SessionSource {
@@ -307,6 +403,7 @@ impl SessionStore {
             created_at: now_ms(),
             cwd: options.cwd,
             parent_session: options.parent_session,
+            forked_at: None,
             agent_preset: options.agent_preset,
         };
         if self.live(id).is_some() {
@@ -321,7 +418,7 @@ impl SessionStore {
                 blocking(move || {
                     let alive = Arc::new(());
                     let lock = lock::acquire(&path, &header.id, &alive)?;
-                    file::create(&path, &header)?;
+                    file::create(&path, &header, &[])?;
                     let tx = file::writer(path, sync, lock)?;
                     Session::from_parts(header, Vec::new(), Some(Writer { tx, alive }))
                 })
@@ -423,6 +520,82 @@ impl SessionStore {
         Ok(SessionSource::Detached(SessionSnapshot { header, events }))
     }
 
+    /// Forks session `parent` into a new session `id` of working directory `cwd`: the new log
+    /// starts with a copy of the parent's events through seq `at` (`None`: its end), seqs and
+    /// times unchanged, and its header names the parent (`parentSession`) and how many events
+    /// it copied (`forkedAt`). A fork never starts mid-turn: a turn still open at `at` is left
+    /// out whole, so the copy ends with the last complete turn at or before `at` (and whatever
+    /// followed that turn up to `at` outside any turn). The parent is only read, never written
+    /// or locked: a parent open in another process forks as its file reads now.
+    ///
+    /// The fork's first request logs `request/header {reason: fork}`; its messages are the
+    /// parent's up to the fork, so its bytes extend the parent's last request's.
+    ///
+    /// # Errors
+    /// [`ForkError::UnknownParent`], [`ForkError::BeyondLog`] (`at` past the parent's last
+    /// event), [`ForkError::NothingToFork`] (no complete turn to copy), or, as
+    /// [`SessionStore::create`], an invalid or existing `id` and I/O.
+    ///
+    /// # Cancel safety
+    /// As [`SessionStore::create_with`]: a creation dropped part way may still leave the fork's
+    /// file.
+    pub async fn fork(
+        &self,
+        parent: &str,
+        at: Option<u64>,
+        id: &str,
+        cwd: Option<String>,
+    ) -> Result<Session, ForkError> {
+        check_id(id)?;
+        let source = match self.source(parent).await {
+            Ok(source) => source,
+            Err(SessionError::NotFound { .. }) => {
+                return Err(ForkError::UnknownParent {
+                    id: parent.to_owned(),
+                });
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let (parent_header, mut events) = match source {
+            SessionSource::Attached(s) => (s.header().clone(), s.events()),
+            SessionSource::Detached(s) => (s.header, s.events),
+        };
+        let n = fork_point(parent, &events, at)?;
+        events.truncate(n as usize);
+        let header = SessionHeader {
+            kind: "session".into(),
+            version: SESSION_VERSION,
+            id: id.to_owned(),
+            created_at: now_ms(),
+            cwd,
+            parent_session: Some(parent_header.id),
+            forked_at: Some(n),
+            agent_preset: parent_header.agent_preset,
+        };
+        if self.live(id).is_some() {
+            return Err(SessionError::AlreadyExists {
+                path: format!("(open in this process) {id}"),
+            }
+            .into());
+        }
+        let session = match self.path_of(id) {
+            None => Session::from_parts(header, events, None)?,
+            Some(path) => {
+                let sync = self.sync();
+                blocking(move || {
+                    let alive = Arc::new(());
+                    let lock = lock::acquire(&path, &header.id, &alive)?;
+                    file::create(&path, &header, &events)?;
+                    let tx = file::writer(path, sync, lock)?;
+                    Session::from_parts(header, events, Some(Writer { tx, alive }))
+                })
+                .await?
+            }
+        };
+        self.remember(&session);
+        Ok(session)
+    }
+
     /// A page of this store's sessions (see [`crate::index`]): newest first, filtered by
     /// working directory, from a cursor. An in-memory store lists none.
     ///
@@ -486,5 +659,191 @@ impl SessionStore {
                 },
             ))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::{
+        AssistantMessageData, PermissionsModeData, StepEndData, StepStartData, TurnEndData,
+        TurnStartData, UserMessageData,
+    };
+
+    /// Appends turn `turn`: its user message, one step answering `answer`, and (when `end`)
+    /// its `turn/end`.
+    fn turn(s: &Session, turn: u64, end: bool) {
+        s.append(&TurnStartData { turn }, None).unwrap();
+        s.append(
+            &UserMessageData {
+                turn,
+                content: format!("question {turn}"),
+                prompt: None,
+            },
+            None,
+        )
+        .unwrap();
+        s.append(&StepStartData { turn, step: 1 }, None).unwrap();
+        s.append(
+            &AssistantMessageData {
+                turn,
+                step: 1,
+                content: format!("answer {turn}"),
+                tool_calls: vec![],
+                usage: None,
+                reasoning: None,
+            },
+            None,
+        )
+        .unwrap();
+        if end {
+            s.append(&StepEndData { turn, step: 1 }, None).unwrap();
+            s.append(
+                &TurnEndData {
+                    turn,
+                    reason: TurnEndReason::Completed,
+                },
+                None,
+            )
+            .unwrap();
+        }
+    }
+
+    /// Two complete turns (seqs 0..=5 and 6..=11), then an open third (12..=15).
+    fn log() -> Vec<SessionEvent> {
+        let s = Session::in_memory("p");
+        turn(&s, 1, true);
+        turn(&s, 2, true);
+        turn(&s, 3, false);
+        s.events()
+    }
+
+    #[test]
+    fn a_fork_point_never_falls_mid_turn() {
+        let events = log();
+        // The end: the open third turn is left out.
+        assert_eq!(fork_point("p", &events, None).unwrap(), 12);
+        // On a turn/end: through it.
+        assert_eq!(fork_point("p", &events, Some(5)).unwrap(), 6);
+        assert_eq!(fork_point("p", &events, Some(11)).unwrap(), 12);
+        // Inside the second turn: cut back to the end of the first.
+        for seq in 6..=10 {
+            assert_eq!(fork_point("p", &events, Some(seq)).unwrap(), 6, "seq {seq}");
+        }
+        assert_eq!(fork_point("p", &events, Some(15)).unwrap(), 12);
+    }
+
+    #[test]
+    fn a_fork_point_keeps_what_follows_a_turn_outside_any_turn() {
+        let s = Session::in_memory("p");
+        turn(&s, 1, true);
+        let mode = s
+            .append(
+                &PermissionsModeData {
+                    mode: "auto".into(),
+                },
+                None,
+            )
+            .unwrap();
+        assert_eq!(fork_point("p", &s.events(), None).unwrap(), mode + 1);
+    }
+
+    #[test]
+    fn a_fork_point_past_the_log_or_without_a_complete_turn_is_refused() {
+        let events = log();
+        let beyond = fork_point("p", &events, Some(16)).unwrap_err();
+        assert!(
+            matches!(
+                beyond,
+                ForkError::BeyondLog {
+                    seq: 16,
+                    len: 16,
+                    ..
+                }
+            ),
+            "{beyond:?}"
+        );
+        assert_eq!(
+            beyond.to_string(),
+            "cannot fork session p at seq 16: its log ends at seq 15"
+        );
+        for at in [Some(0), Some(4)] {
+            let nothing = fork_point("p", &events, at).unwrap_err();
+            assert!(
+                matches!(nothing, ForkError::NothingToFork { .. }),
+                "{nothing:?}"
+            );
+        }
+        assert!(matches!(
+            fork_point("p", &[], None),
+            Err(ForkError::NothingToFork { seq: None, .. })
+        ));
+    }
+
+    #[tokio::test]
+    async fn a_fork_copies_the_parents_complete_turns_and_never_writes_the_parent() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SessionStore::new(Some(dir.path().to_owned()), Durability::None);
+        let parent = store
+            .create_with("p", CreateOptions::default().agent_preset("coder"))
+            .await
+            .unwrap();
+        turn(&parent, 1, true);
+        turn(&parent, 2, true);
+        turn(&parent, 3, false);
+        parent.flush().await.unwrap();
+        let parent_path = store.path_of("p").unwrap();
+        let before = std::fs::read(&parent_path).unwrap();
+        // Another store (as another process would) holds the parent's writer lock: forking
+        // only reads.
+        let other = SessionStore::new(Some(dir.path().to_owned()), Durability::None);
+        let fork = other
+            .fork("p", Some(8), "f", Some("/here".into()))
+            .await
+            .unwrap();
+        let header = fork.header();
+        assert_eq!(header.parent_session.as_deref(), Some("p"));
+        assert_eq!(header.forked_at, Some(6));
+        assert_eq!(header.cwd.as_deref(), Some("/here"));
+        assert_eq!(header.agent_preset.as_deref(), Some("coder"));
+        assert_eq!(fork.events(), parent.events()[..6].to_vec());
+        fork.flush().await.unwrap();
+        drop(fork);
+        // The file holds the copy with its seqs and reads back the same.
+        let (_, read) = file::read_only(&other.path_of("f").unwrap()).unwrap();
+        assert_eq!(read, parent.events()[..6].to_vec());
+        let whole = store.fork("p", None, "g", None).await.unwrap();
+        assert_eq!(whole.header().forked_at, Some(12));
+        assert_eq!(whole.messages(), {
+            let s = Session::in_memory("x");
+            turn(&s, 1, true);
+            turn(&s, 2, true);
+            s.messages()
+        });
+        assert_eq!(std::fs::read(&parent_path).unwrap(), before);
+    }
+
+    #[tokio::test]
+    async fn forking_an_unknown_session_or_onto_an_existing_one_fails_typed() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SessionStore::new(Some(dir.path().to_owned()), Durability::None);
+        let err = store.fork("nope", None, "f", None).await.unwrap_err();
+        assert!(matches!(err, ForkError::UnknownParent { .. }), "{err:?}");
+        assert_eq!(err.to_string(), "cannot fork session nope: no such session");
+        let parent = store.create("p", None, None).await.unwrap();
+        turn(&parent, 1, true);
+        parent.flush().await.unwrap();
+        store.create("taken", None, None).await.unwrap();
+        let err = store.fork("p", None, "taken", None).await.unwrap_err();
+        assert!(
+            matches!(err, ForkError::Session(SessionError::AlreadyExists { .. })),
+            "{err:?}"
+        );
+        // In memory: the parent is the live one.
+        let memory = SessionStore::new(None, Durability::None);
+        let parent = memory.create("p", None, None).await.unwrap();
+        turn(&parent, 1, true);
+        let fork = memory.fork("p", None, "f", None).await.unwrap();
+        assert_eq!(fork.events(), parent.events());
     }
 }

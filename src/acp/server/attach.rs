@@ -68,6 +68,7 @@ pub(super) async fn attach(
     let mut mapper = UpdateMapper::new(cwd.clone())
         .with_terminal_meta(editor.terminal_meta)
         .with_context_window(window)
+        .with_costs(crate::session::usage::CostMeter::of_agent(&booted.agent))
         .titled(
             !replay
                 && booted.agent.session().with_events(|events| {

@@ -27,7 +27,7 @@ pub(super) fn available_commands(scope: &cordis_runtime::Context) -> Vec<Availab
 }
 
 /// The answer to a prompt that is a slash command, or `None` for a message to the model.
-pub(super) fn command_answer(text: &str, live: &Live) -> Option<String> {
+pub(super) fn command_answer(text: &str, live: &Live) -> Option<crate::session::commands::Answer> {
     crate::session::commands::answer(
         text,
         live.agent(),

@@ -1,13 +1,13 @@
 //! Reading a message into the request it makes of the server ([`Job`]).
 
 use serde::de::DeserializeOwned;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::respond_error;
 use crate::acp::protocol::{
-    CancelNotification, CloseSessionRequest, InitializeRequest, ListSessionsRequest,
-    LoadSessionRequest, NewSessionRequest, PromptRequest, SetSessionConfigOptionRequest,
-    SetSessionModeRequest, SetSessionModelRequest,
+    CancelNotification, CloseSessionRequest, DeleteSessionRequest, InitializeRequest,
+    ListSessionsRequest, LoadSessionRequest, NewSessionRequest, PromptRequest,
+    SetSessionConfigOptionRequest, SetSessionModeRequest, SetSessionModelRequest,
 };
 use crate::acp::rpc::{Incoming, Reply, RpcError};
 use crate::acp::session::invalid_params;
@@ -19,9 +19,14 @@ pub(super) enum Job {
     /// `session/load` (with `true`: replay the log) and `session/resume` (`false`).
     Load(LoadSessionRequest, bool, Reply),
     Close(CloseSessionRequest, Reply),
+    Delete(DeleteSessionRequest, Reply),
+    /// `session/fork` (its params are `session/resume`'s).
+    Fork(LoadSessionRequest, Reply),
     List(ListSessionsRequest, Reply),
     Prompt(PromptRequest, Reply),
     Cancel(CancelNotification),
+    /// `$/cancel_request`: the id of the request to cancel.
+    CancelRequest(Value),
     /// `session/set_mode`, or `session/set_config_option` of the mode (`true`: answer with the
     /// options).
     SetMode(SetSessionModeRequest, bool, Reply),
@@ -47,36 +52,48 @@ pub(super) fn job_of(message: Incoming) -> Option<Job> {
             params: raw,
             reply,
         } => {
-            let job =
-                match method.as_str() {
-                    "initialize" => params(raw)
-                        .map(|r| -> Pending { Box::new(move |reply| Job::Initialize(r, reply)) }),
-                    "authenticate" => {
-                        // No authentication methods are advertised; accept whatever is asked.
-                        reply.send(Ok(json!({})));
-                        return None;
-                    }
-                    "session/new" => params(raw)
-                        .map(|r| -> Pending { Box::new(move |reply| Job::New(r, reply)) }),
-                    "session/load" => params(raw)
-                        .map(|r| -> Pending { Box::new(move |reply| Job::Load(r, true, reply)) }),
-                    "session/resume" => params(raw)
-                        .map(|r| -> Pending { Box::new(move |reply| Job::Load(r, false, reply)) }),
-                    "session/list" => params(raw)
-                        .map(|r| -> Pending { Box::new(move |reply| Job::List(r, reply)) }),
-                    "session/close" => params(raw)
-                        .map(|r| -> Pending { Box::new(move |reply| Job::Close(r, reply)) }),
-                    "session/prompt" => params(raw)
-                        .map(|r| -> Pending { Box::new(move |reply| Job::Prompt(r, reply)) }),
-                    "session/set_mode" => params(raw).map(|r| -> Pending {
-                        Box::new(move |reply| Job::SetMode(r, false, reply))
-                    }),
-                    "session/set_model" => params(raw)
-                        .map(|r| -> Pending { Box::new(move |reply| Job::SetModel(r, reply)) }),
-                    "session/set_config_option" => params(raw)
-                        .map(|r| -> Pending { Box::new(move |reply| Job::SetConfig(r, reply)) }),
-                    other => Err(RpcError::method_not_found(other)),
-                };
+            let job = match method.as_str() {
+                "initialize" => params(raw)
+                    .map(|r| -> Pending { Box::new(move |reply| Job::Initialize(r, reply)) }),
+                "authenticate" => {
+                    // No authentication methods are advertised (`authMethods` is empty), so
+                    // every method id is one this agent never offered.
+                    let method = raw.get("methodId").and_then(Value::as_str).unwrap_or("");
+                    reply.send::<Value>(Err(invalid_params(format!(
+                            "unknown authentication method \"{method}\": this agent offers none (it needs no login)"
+                        ))));
+                    return None;
+                }
+                "session/new" => {
+                    params(raw).map(|r| -> Pending { Box::new(move |reply| Job::New(r, reply)) })
+                }
+                "session/load" => params(raw)
+                    .map(|r| -> Pending { Box::new(move |reply| Job::Load(r, true, reply)) }),
+                "session/resume" => params(raw)
+                    .map(|r| -> Pending { Box::new(move |reply| Job::Load(r, false, reply)) }),
+                "session/list" => {
+                    params(raw).map(|r| -> Pending { Box::new(move |reply| Job::List(r, reply)) })
+                }
+                "session/fork" => {
+                    params(raw).map(|r| -> Pending { Box::new(move |reply| Job::Fork(r, reply)) })
+                }
+                "session/close" => {
+                    params(raw).map(|r| -> Pending { Box::new(move |reply| Job::Close(r, reply)) })
+                }
+                "session/delete" => {
+                    params(raw).map(|r| -> Pending { Box::new(move |reply| Job::Delete(r, reply)) })
+                }
+                "session/prompt" => {
+                    params(raw).map(|r| -> Pending { Box::new(move |reply| Job::Prompt(r, reply)) })
+                }
+                "session/set_mode" => params(raw)
+                    .map(|r| -> Pending { Box::new(move |reply| Job::SetMode(r, false, reply)) }),
+                "session/set_model" => params(raw)
+                    .map(|r| -> Pending { Box::new(move |reply| Job::SetModel(r, reply)) }),
+                "session/set_config_option" => params(raw)
+                    .map(|r| -> Pending { Box::new(move |reply| Job::SetConfig(r, reply)) }),
+                other => Err(RpcError::method_not_found(other)),
+            };
             match job {
                 Ok(job) => Some(job(reply)),
                 Err(e) => {
@@ -96,7 +113,14 @@ pub(super) fn job_of(message: Incoming) -> Option<Job> {
                     None
                 }
             },
-            // Other notifications (`$/cancel_request`, extensions) ask nothing of this agent.
+            "$/cancel_request" => match raw.get("requestId") {
+                Some(id) if !id.is_null() => Some(Job::CancelRequest(id.clone())),
+                _ => {
+                    tracing::debug!("cordis acp: a $/cancel_request without a requestId");
+                    None
+                }
+            },
+            // Other notifications (extensions) ask nothing of this agent.
             _ => None,
         },
     }

@@ -24,6 +24,12 @@ impl<'c> Server<'c> {
                 invalid_params(format!("session {id} is already open on this connection")),
             );
         }
+        if self.deleting.contains(&id) {
+            return respond_error(
+                reply,
+                invalid_params(format!("session {id} is being deleted")),
+            );
+        }
         self.loading.insert(id.clone());
         let composition = self.composition;
         let connection = self.connection.clone();

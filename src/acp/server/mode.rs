@@ -12,7 +12,8 @@ use crate::acp::session::{internal, invalid_params};
 
 impl<'c> Server<'c> {
     /// `session/set_mode` (`options`: asked as `session/set_config_option`, so answered with
-    /// the options): an idle session of a composition with presets switches, asynchronously.
+    /// the options): an idle session of a composition with presets switches, asynchronously,
+    /// whether or not it has turns.
     pub(super) fn set_mode(&mut self, req: SetSessionModeRequest, options: bool, reply: Reply) {
         let id = req.session_id.clone();
         let mode = req.mode_id.clone();
@@ -37,10 +38,11 @@ impl<'c> Server<'c> {
         let agent = live.agent().clone();
         let opening = live.opening;
         self.work.push(Box::pin(async move {
-            // The roster refuses a session that already has a turn (its history was
-            // written under the old preset) and an unknown or broken preset.
+            // Before or after the first turn (the editor's picker stays live): the history
+            // stays, the next request carries the new preset's tools and persona (its header
+            // logged with reason `change`). The roster refuses an unknown or broken preset.
             let switched = roster
-                .switch(&agent, &mode)
+                .switch_any(&agent, &mode)
                 .await
                 .map(drop)
                 .map_err(|e| invalid_params(e.to_string()));

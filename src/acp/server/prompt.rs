@@ -16,6 +16,7 @@ use crate::acp::protocol::{
 };
 use crate::acp::rpc::{Connection, Reply, RpcError};
 use crate::acp::session::{internal, invalid_params};
+use crate::session::commands::Answer;
 
 /// A prompt accepted for a turn: what the turn needs once it runs.
 struct Turn {
@@ -43,7 +44,7 @@ impl<'c> Server<'c> {
             return respond_error(reply, invalid_params(format!("unknown session {id}")));
         };
         match live.busy {
-            Some(Busy::Prompt(_)) => {
+            Some(Busy::Prompt(..)) => {
                 return respond_error(
                     reply,
                     invalid_params(format!("a prompt is already in flight in session {id}")),
@@ -82,10 +83,30 @@ impl<'c> Server<'c> {
             && !runs_prompt
             && let Some(answer) = command_answer(&text, live)
         {
-            say(&self.connection, &id, answer);
-            return reply.send(Ok(PromptResponse {
-                stop_reason: StopReason::EndTurn,
+            let focus = match answer {
+                Answer::Now(answer) => {
+                    say(&self.connection, &id, answer);
+                    return reply.send(Ok(PromptResponse {
+                        stop_reason: StopReason::EndTurn,
+                    }));
+                }
+                Answer::Compact(focus) => focus,
+            };
+            // A compaction is a model call: the session is busy with it as with a turn, and
+            // `session/cancel` cancels it.
+            let (cancel, cancelled) = watch::channel(false);
+            live.busy = Some(Busy::Prompt(cancel, reply.id().clone()));
+            let (agent, opening, connection) =
+                (live.agent().clone(), live.opening, self.connection.clone());
+            self.work.push(Box::pin(async move {
+                let text = compact(&agent, &focus, cancelled).await;
+                say(&connection, &id, text);
+                let ended = Ok(PromptResponse {
+                    stop_reason: StopReason::EndTurn,
+                });
+                Done::Prompted(id, opening, ended, reply)
             }));
+            return;
         }
         // `//…` is a message starting with `/`.
         let text = match crate::session::commands::parse(&text) {
@@ -99,7 +120,7 @@ impl<'c> Server<'c> {
             .any(|b| b.get("type").and_then(Value::as_str) != Some("text"))
             .then(|| req.prompt.clone());
         let (cancel, cancelled) = watch::channel(false);
-        live.busy = Some(Busy::Prompt(cancel));
+        live.busy = Some(Busy::Prompt(cancel, reply.id().clone()));
         let turn = Turn {
             id,
             opening: live.opening,
@@ -201,6 +222,23 @@ fn say(connection: &Connection, id: &str, text: String) {
     );
 }
 
+/// `/compact FOCUS` on `agent`, cancelled when `cancelled` turns true: the answer to show.
+async fn compact(agent: &Agent, focus: &str, mut cancelled: watch::Receiver<bool>) -> String {
+    let run = crate::session::commands::compact_text(agent, focus);
+    tokio::pin!(run);
+    loop {
+        tokio::select! {
+            text = &mut run => return text,
+            changed = cancelled.changed() => {
+                if changed.is_err() || *cancelled.borrow() {
+                    agent.cancel(Some("cancelled by the client".into()));
+                    return run.await;
+                }
+            }
+        }
+    }
+}
+
 /// Why a turn ended, as a prompt's answer.
 fn stop_reason(
     ended: Result<TurnEndReason, TurnError>,
@@ -224,6 +262,8 @@ fn stop_reason(
             }
         }
         Ok(TurnEndReason::MaxSteps { .. }) => StopReason::MaxTurnRequests,
+        // A spent session budget: the protocol's nearest reason (a limit, not a failure).
+        Ok(TurnEndReason::Budget { .. }) => StopReason::MaxTokens,
         Ok(
             TurnEndReason::Aborted { .. } | TurnEndReason::Disposed | TurnEndReason::Interrupted,
         ) => StopReason::Cancelled,

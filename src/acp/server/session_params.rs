@@ -1,5 +1,5 @@
 //! What `session/new` and `session/load` (and `session/list`) accept of a session's place:
-//! an absolute cwd, no additional directories, and the client's MCP servers.
+//! an absolute cwd, absolute additional directories, and the client's MCP servers.
 
 use std::path::PathBuf;
 
@@ -20,11 +20,22 @@ pub(super) fn absolute_cwd(cwd: &std::path::Path) -> Result<PathBuf, RpcError> {
     }
 }
 
-/// What `session/new` and `session/load` accept beyond the cwd: no additional directories,
-/// stdio MCP servers.
+/// What `session/new` and `session/load` accept beyond the cwd: additional directories that
+/// are absolute paths (accepted and noted: the `workspace` entry has one root, so the tools
+/// stay confined to the cwd), and the client's MCP servers.
 fn check_extras(dirs: &[PathBuf], mcp_servers: &[Value]) -> Result<Vec<McpServer>, RpcError> {
+    if let Some(relative) = dirs.iter().find(|d| !d.is_absolute()) {
+        return Err(invalid_params(format!(
+            "additionalDirectories must be absolute paths, got \"{}\"",
+            relative.display()
+        )));
+    }
     if !dirs.is_empty() {
-        return Err(invalid_params("additionalDirectories is not supported"));
+        let shown: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+        tracing::info!(
+            directories = %shown.join(", "),
+            "cordis acp: additional directories accepted; the workspace tools stay confined to the session's cwd (one workspace root)"
+        );
     }
     mcp_servers.iter().map(mcp_server).collect()
 }

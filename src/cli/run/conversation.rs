@@ -58,6 +58,15 @@ impl Conversation<'_> {
             if message.trim().is_empty() {
                 continue;
             }
+            if let Some(arg) = super::expand::parse(&message).filter(|_| !fenced) {
+                if !interactive {
+                    writeln!(io.out, "> {}", safe_lines(message.trim()))?;
+                }
+                self.expand(arg, io).await?;
+                io.out.flush()?;
+                io.err.flush()?;
+                continue;
+            }
             let line = if fenced {
                 commands::Line::Message(&message)
             } else {
@@ -147,7 +156,10 @@ impl Conversation<'_> {
                 write!(io.err, "{}", commands::help())?;
                 let prompts = crate::session::prompts::prompt_commands(&self.root);
                 if !prompts.is_empty() {
-                    writeln!(io.err, "cordis: MCP prompts (sent as your message):")?;
+                    writeln!(
+                        io.err,
+                        "cordis: skills and MCP prompts (sent as your message):"
+                    )?;
                     for p in prompts {
                         let usage = match &p.input {
                             Some(input) => format!("/{} {input}", p.name),
@@ -158,12 +170,13 @@ impl Conversation<'_> {
                 }
             }
             commands::Line::Usage => self.usage(io)?,
+            commands::Line::Compact(focus) => self.compact(focus, io).await?,
             commands::Line::Permissions(rest) => self.permissions(rest, io)?,
             commands::Line::Clear => {
                 let id = crate::session::id::new_id();
                 self.switch_session(SessionChoice::New(id), io).await?;
             }
-            commands::Line::Resume("") => self.list_sessions(io).await?,
+            commands::Line::Resume("") => self.pick_session(io).await?,
             commands::Line::Resume(id) => {
                 let choice = SessionChoice::Resume(id.to_owned());
                 self.switch_session(choice, io).await?;
@@ -177,6 +190,33 @@ impl Conversation<'_> {
             commands::Line::Message(_) => {}
         }
         Ok(true)
+    }
+
+    /// `/compact [FOCUS]`: the model summarizes the conversation (Ctrl-C cancels it, leaving
+    /// the conversation as it was); says what came of it.
+    async fn compact(&mut self, focus: &str, io: &mut Io<'_>) -> anyhow::Result<()> {
+        writeln!(
+            io.err,
+            "cordis: compacting the conversation: the model writes a summary (Ctrl-C cancels)"
+        )?;
+        io.err.flush()?;
+        let agent = self.agent.clone();
+        let work = commands::compact_text(&agent, focus);
+        tokio::pin!(work);
+        let said = loop {
+            tokio::select! {
+                biased;
+                said = &mut work => break said,
+                stop = self.signals.next() => {
+                    if stop == Stop::Terminate {
+                        self.exiting = true;
+                    }
+                    agent.cancel(Some("cancelled by the user".to_owned()));
+                }
+            }
+        };
+        writeln!(io.err, "cordis: {}", safe(&said))?;
+        Ok(())
     }
 
     /// Waits at the prompt for the next message, applying config edits meanwhile; `None` ends
@@ -214,7 +254,13 @@ impl Conversation<'_> {
                             }
                         }
                     },
-                    Some(Event::Escape | Event::Answer { .. } | Event::Entered { .. }) => {}
+                    Some(
+                        Event::Escape
+                        | Event::Answer { .. }
+                        | Event::Entered { .. }
+                        | Event::Picked { .. }
+                        | Event::HandedBack { .. },
+                    ) => {}
                     Some(Event::Interrupted | Event::Eof) | None => {
                         if matches!(self.input, Input::Terminal(_)) {
                             writeln!(io.err)?;
@@ -266,6 +312,8 @@ impl Conversation<'_> {
             | Event::Eof
             | Event::Answer { .. }
             | Event::Entered { .. }
+            | Event::Picked { .. }
+            | Event::HandedBack { .. }
             | Event::PromptSkipped => Ok(()),
         }
     }
@@ -362,6 +410,7 @@ impl Conversation<'_> {
                                         self.transcript
                                             .event(&e.event, presenters.as_deref(), io.out, io.err)
                                     })
+                                    .and_then(|()| expand_hint(at_terminal, &current, &e.event, io))
                                     .map_err(Into::into)
                             } else {
                                 Ok(())
@@ -419,6 +468,7 @@ impl Conversation<'_> {
                     let presenters = self.root.get::<Presenters>();
                     self.transcript
                         .event(&e.event, presenters.as_deref(), io.out, io.err)?;
+                    expand_hint(at_terminal, &current, &e.event, io)?;
                 }
             }
             // A reload that restarted the loop disposed the agent: make it again on the same
@@ -454,5 +504,21 @@ impl Conversation<'_> {
             }
         }
         Ok(())
+    }
+}
+
+/// Under a result whose card left lines out, at a terminal: `/expand N` shows them.
+fn expand_hint(
+    at_terminal: bool,
+    agent: &Agent,
+    event: &cordis_session::SessionEvent,
+    io: &mut Io<'_>,
+) -> std::io::Result<()> {
+    if !at_terminal || event.kind != cordis_session::kinds::TOOL_RESULT {
+        return Ok(());
+    }
+    match super::expand::hint(agent, event) {
+        Some(hint) => writeln!(io.out, "{hint}"),
+        None => Ok(()),
     }
 }

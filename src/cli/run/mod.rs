@@ -11,8 +11,10 @@
 //! transcript alone.
 
 mod conversation;
+mod expand;
 pub mod headless;
 mod live;
+mod pick;
 mod questions;
 mod session_commands;
 
@@ -126,16 +128,30 @@ fn progress_line(p: &cordis_mcp::McpProgress) -> String {
 enum SessionChoice {
     New(String),
     Resume(String),
+    /// `--fork PARENT[@SEQ]`: the new session `id`, forked once the store is booted.
+    Fork {
+        parent: String,
+        at: Option<u64>,
+        id: String,
+    },
+    /// The fork made; its session is held open until the agent joins it.
+    Forked {
+        id: String,
+        _held: cordis_session::Session,
+    },
     /// `--continue`: the most recently written session, found once the store is booted.
     Latest,
-    /// `--resume` without an id: list the recent sessions and stop.
+    /// `--resume` without an id: a picker at a terminal, else the recent sessions listed.
     List,
 }
 
 impl SessionChoice {
     fn id(&self) -> &str {
         match self {
-            SessionChoice::New(id) | SessionChoice::Resume(id) => id,
+            SessionChoice::New(id)
+            | SessionChoice::Resume(id)
+            | SessionChoice::Fork { id, .. }
+            | SessionChoice::Forked { id, .. } => id,
             SessionChoice::Latest | SessionChoice::List => "",
         }
     }
@@ -178,6 +194,22 @@ async fn resolve_choice(
                 }
             }
         }
+        SessionChoice::List if pick::at_terminal() && args.prompt.is_none() => {
+            let color = style_for(args, io).color;
+            match pick::pick_at_start(root, args, color, io).await? {
+                Ok(Some(id)) => Ok(Ok(SessionChoice::Resume(id))),
+                Ok(None) => {
+                    writeln!(
+                        io.err,
+                        "cordis: no session chosen; `{program} run{}` starts a new one",
+                        file_hint(args),
+                        program = crate::cli::program::name()
+                    )?;
+                    Ok(Err(EXIT_OK))
+                }
+                Err(code) => Ok(Err(code)),
+            }
+        }
         SessionChoice::List => {
             let recent =
                 match super::sessions::recent(root, &args.config.file, RECENT_SESSIONS).await {
@@ -190,20 +222,69 @@ async fn resolve_choice(
             if recent.is_empty() {
                 writeln!(
                     io.err,
-                    "cordis: no session to continue yet; `cordis run{}` starts one",
-                    file_hint(args)
+                    "cordis: no session to continue yet; `{program} run{}` starts one",
+                    file_hint(args),
+                    program = crate::cli::program::name()
                 )?;
             } else {
                 write!(io.out, "{}", super::sessions::lines(&recent))?;
                 writeln!(
                     io.err,
-                    "cordis: continue one with: cordis run --resume ID{} (the newest of this directory: --continue)",
-                    file_hint(args)
+                    "cordis: continue one with: {program} run --resume ID{} (the newest of this directory: --continue)",
+                    file_hint(args),
+                    program = crate::cli::program::name()
                 )?;
             }
             Ok(Err(EXIT_CONFIG))
         }
+        SessionChoice::Fork { parent, at, id } => fork(root, &parent, at, id, io).await,
         other => Ok(Ok(other)),
+    }
+}
+
+/// `--fork ID[@SEQ]` as its parent and seq.
+fn fork_spec(spec: &str) -> Result<(String, Option<u64>), String> {
+    match spec.split_once('@') {
+        None => Ok((spec.to_owned(), None)),
+        Some((parent, seq)) => match seq.parse::<u64>() {
+            Ok(seq) => Ok((parent.to_owned(), Some(seq))),
+            Err(_) => Err(format!(
+                "--fork {}: SEQ must be an event number ({program} history ID shows them)",
+                safe(spec),
+                program = crate::cli::program::name()
+            )),
+        },
+    }
+}
+
+/// Forks `parent` (through `at`) into the new session `id` of this directory, and says so.
+async fn fork(
+    root: &Context,
+    parent: &str,
+    at: Option<u64>,
+    id: String,
+    io: &mut Io<'_>,
+) -> anyhow::Result<Result<SessionChoice, u8>> {
+    let Ok(agents) = crate::session::open::agent_loop(root) else {
+        // No agent loop: the caller says so once the choice is checked.
+        return Ok(Ok(SessionChoice::New(id)));
+    };
+    let cwd = crate::session::open::project_dir();
+    match agents.sessions().fork(parent, at, &id, cwd).await {
+        Ok(session) => {
+            let copied = session.header().forked_at.unwrap_or(0);
+            writeln!(
+                io.err,
+                "cordis: forked session {} through seq {} into new session {id}",
+                safe(parent),
+                copied.saturating_sub(1)
+            )?;
+            Ok(Ok(SessionChoice::Forked { id, _held: session }))
+        }
+        Err(e) => {
+            writeln!(io.err, "cordis: {}", safe(&e.to_string()))?;
+            Ok(Err(EXIT_CONFIG))
+        }
     }
 }
 
@@ -301,20 +382,37 @@ fn print_boot_problems(report: &BootReport, io: &mut Io<'_>) -> std::io::Result<
 }
 
 pub(crate) fn run(args: &RunArgs, io: &mut Io<'_>, builtins: &Builtins) -> anyhow::Result<u8> {
+    cordis_hooks::trust_workspace_for_run(args.trust);
     let seed = choose_seed(args.seed, io)?;
-    let choice = match (&args.resume, &args.session) {
-        (Some(_), Some(_)) => {
+    let forked = match args.fork.as_deref().map(fork_spec) {
+        Some(Ok((parent, at))) => Some(SessionChoice::Fork {
+            parent,
+            at,
+            id: args
+                .session
+                .clone()
+                .unwrap_or_else(crate::session::id::new_id),
+        }),
+        Some(Err(why)) => {
+            writeln!(io.err, "cordis: {why}")?;
+            return Ok(EXIT_CONFIG);
+        }
+        None => None,
+    };
+    let choice = match (forked, &args.resume, &args.session) {
+        (Some(fork), _, _) => fork,
+        (None, Some(_), Some(_)) => {
             writeln!(
                 io.err,
                 "cordis: give either --resume or --session, not both"
             )?;
             return Ok(EXIT_CONFIG);
         }
-        (Some(id), None) if id.is_empty() => SessionChoice::List,
-        (Some(id), None) => SessionChoice::Resume(id.clone()),
-        (None, Some(id)) => SessionChoice::New(id.clone()),
-        (None, None) if args.continue_last => SessionChoice::Latest,
-        (None, None) => SessionChoice::New(crate::session::id::new_id()),
+        (None, Some(id), None) if id.is_empty() => SessionChoice::List,
+        (None, Some(id), None) => SessionChoice::Resume(id.clone()),
+        (None, None, Some(id)) => SessionChoice::New(id.clone()),
+        (None, None, None) if args.continue_last => SessionChoice::Latest,
+        (None, None, None) => SessionChoice::New(crate::session::id::new_id()),
     };
     let rt = cordis_host::shutdown::current_thread()?;
     let result = match &args.prompt {
@@ -471,10 +569,10 @@ async fn announce(
     let shown = store
         .path_of(agent.session().id())
         .map_or_else(|| "in memory".to_owned(), |p| p.display().to_string());
-    let verb = if matches!(choice, SessionChoice::Resume(_)) {
-        "resuming"
-    } else {
-        "new"
+    let verb = match choice {
+        SessionChoice::Resume(_) => "resuming",
+        SessionChoice::Forked { .. } => "forked",
+        _ => "new",
     };
     let joined = joined_preset(root, agent)
         .map(|p| format!("; preset {}", safe(&p)))
@@ -502,7 +600,11 @@ async fn announce(
                 .to_owned()),
         )?;
     }
-    if matches!(choice, SessionChoice::Resume(_)) && !args.quiet {
+    if matches!(
+        choice,
+        SessionChoice::Resume(_) | SessionChoice::Forked { .. }
+    ) && !args.quiet
+    {
         show_recent(root, agent.session().id(), style_for(args, io), io).await?;
     }
     if args.watch && !args.quiet {
@@ -549,8 +651,9 @@ async fn finish(conversation: Conversation<'_>, io: &mut Io<'_>) -> anyhow::Resu
     }
     writeln!(
         io.err,
-        "cordis: session {id} saved; continue it with: cordis run --resume {id}{}",
-        file_hint(args)
+        "cordis: session {id} saved; continue it with: {program} run --resume {id}{}",
+        file_hint(args),
+        program = crate::cli::program::name()
     )?;
     io.err.flush()?;
     // A script (stdin not a terminal) learns from the exit code that a turn failed; a person
@@ -571,7 +674,7 @@ async fn session_preset(
     choice: &SessionChoice,
     io: &mut Io<'_>,
 ) -> anyhow::Result<Result<Option<String>, u8>> {
-    let SessionChoice::Resume(id) = choice else {
+    let (SessionChoice::Resume(id) | SessionChoice::Forked { id, .. }) = choice else {
         return Ok(Ok(args.preset.clone()));
     };
     if root.get::<AgentPresets>().is_none() {
@@ -801,7 +904,10 @@ async fn show_recent(
         return Ok(());
     }
     let older = if older {
-        format!(" (earlier turns: cordis history {id})")
+        format!(
+            " (earlier turns: {} history {id})",
+            crate::cli::program::name()
+        )
     } else {
         String::new()
     };

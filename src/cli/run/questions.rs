@@ -85,7 +85,12 @@ impl Conversation<'_> {
                     self.on_signal(Stop::Interrupt, io)?;
                     return Ok(Reply::Interrupted);
                 }
-                Some(Event::Escape | Event::PromptSkipped) => {}
+                Some(
+                    Event::Escape
+                    | Event::PromptSkipped
+                    | Event::Picked { .. }
+                    | Event::HandedBack { .. },
+                ) => {}
                 Some(Event::Eof) | None => return Ok(Reply::Eof),
             }
         }

@@ -3,20 +3,33 @@
 use super::*;
 
 impl Conversation<'_> {
-    /// The line after a turn at a terminal: how long it took and the tokens its model calls
-    /// reported (the log's events from `from` on).
+    /// The line after a turn at a terminal: how long it took, the tokens its model calls
+    /// reported (the log's events from `from` on) with the cached share, the context used of
+    /// the window and the cost, when known.
     pub(super) fn footer(
         &self,
         from: usize,
         started: Instant,
         io: &mut Io<'_>,
     ) -> std::io::Result<()> {
-        let (calls, input, output) = crate::session::usage::usage_since(&self.agent, from);
-        let tokens = if calls == 0 {
-            String::new()
-        } else {
-            format!(" · {input} tokens in, {output} out")
-        };
+        let usage = crate::session::usage::UsageSummary::of_agent(&self.agent, from);
+        let mut tokens = String::new();
+        if usage.answers > 0 {
+            let cached = match usage.hit_ratio() {
+                Some(ratio) => format!(" ({} cached, {ratio})", usage.cached_input_tokens),
+                None => String::new(),
+            };
+            tokens = format!(
+                " · {} tokens in{cached}, {} out",
+                usage.input_tokens, usage.output_tokens
+            );
+            if let Some(context) = usage.context_text() {
+                tokens.push_str(&format!(" · context {context}"));
+            }
+            if let Some(cost) = usage.cost_text() {
+                tokens.push_str(&format!(" · {cost}"));
+            }
+        }
         writeln!(
             io.err,
             "cordis: {:.1} s{tokens}",

@@ -262,7 +262,8 @@ function cardOf(view) {
       .catch(showError);
   } else if (card.type === "terminal") {
     const code = card.exitCode === null || card.exitCode === undefined ? "" : `\n[exit code ${card.exitCode}]`;
-    parts.push(el("pre", { "data-card": "terminal" }, (card.output || "") + code));
+    // A command not run yet (a question, a call running) has no output box.
+    if (card.output || code) parts.push(el("pre", { "data-card": "terminal" }, (card.output || "") + code));
   }
   if (view.text) parts.push(el("pre", {}, view.text));
   return parts;
@@ -428,20 +429,55 @@ function formCard(q) {
 
 // The shown session's transcript: its items by seq and type (the newest page, fetched again on each
 // change, and the older pages the reader asked for), so a live redraw keeps what was paged in.
-let shown = { id: null, items: new Map(), oldest: null, hasMore: false, answer: null };
+// While it runs: the answer streaming (`stream`: [seq, text] deltas, sent as `delta` events),
+// the running commands' output by call id (`outputs`: their last lines, sent as `output`
+// events) and when each running call was first seen (`started`), and the newest page's last
+// seq (`lastSeq`: deltas after it are not in the fetched transcript yet).
+function freshShown(id) {
+  return { id, items: new Map(), oldest: null, hasMore: false, answer: null, stream: null, partial: false, outputs: new Map(), started: new Map(), lastSeq: -1 };
+}
+let shown = freshShown(null);
 
 // A result under its call: the card of the result's view, or its text (cut: the log has it all).
 function resultOf(result) {
   const view = result.view || { title: "", card: { type: "generic" } };
   const card = view.card || { type: "generic" };
   const parts = [];
+  const cut = (text) => (text.length > 4000 ? `${text.slice(0, 4000)}… (${text.length - 4000} more characters)` : text);
+  // An MCP tool's result ({content: [blocks], structuredContent?}) as its blocks, as the
+  // terminal draws them (src/acp/mcp_content.rs): a link as its URI and name, an image or audio
+  // clip as its type and size (its base64 never shown), an embedded resource as its URI and
+  // text. Null for anything else.
+  const mcpLines = (r) => {
+    if (!r || typeof r !== "object" || Array.isArray(r) || !Array.isArray(r.content)) return null;
+    if (!Object.keys(r).every((k) => ["content", "structuredContent", "isError", "_meta"].includes(k))) return null;
+    const bytes = (data) => Math.max(0, Math.floor(data.length / 4) * 3 - Math.min(2, (data.match(/=+$/) || [""])[0].length));
+    const str = (v) => typeof v === "string";
+    const lines = [];
+    for (const b of r.content) {
+      if (!b || typeof b !== "object") return null;
+      if (b.type === "text" && str(b.text)) lines.push(...cut(b.text).split("\n"));
+      else if ((b.type === "image" || b.type === "audio") && str(b.mimeType) && str(b.data)) lines.push(`[${b.type} ${b.mimeType}, ${bytes(b.data)} bytes]`);
+      else if (b.type === "resource_link" && str(b.uri) && str(b.name)) lines.push(`[link] ${b.uri} (${b.name})`);
+      else if (b.type === "resource" && b.resource && str(b.resource.uri) && (str(b.resource.text) || str(b.resource.blob))) {
+        const mime = str(b.resource.mimeType) ? ` ${b.resource.mimeType}` : "";
+        if (str(b.resource.text)) lines.push(`[resource ${b.resource.uri}${mime}]`, ...cut(b.resource.text).split("\n"));
+        else lines.push(`[resource ${b.resource.uri}${mime}, ${bytes(b.resource.blob)} bytes]`);
+      } else return null;
+    }
+    if (r.content.length === 0 && r.structuredContent !== undefined) lines.push(cut(JSON.stringify(r.structuredContent)));
+    return lines;
+  };
+  const raw = typeof result.content === "string" ? result.content : JSON.stringify(result.content);
+  const mcp = !result.isError && card.type === "generic" && (view.text === undefined || view.text === null || view.text === raw) ? mcpLines(result.content) : null;
   if (card.type === "diff" || card.type === "terminal") {
     parts.push(...cardOf(view).slice(1));
+  } else if (mcp) {
+    parts.push(el("pre", { class: "mcp-content" }, mcp.join("\n")));
   } else {
     let text = view.text;
-    if (text === undefined || text === null) text = typeof result.content === "string" ? result.content : JSON.stringify(result.content);
-    if (text.length > 4000) text = `${text.slice(0, 4000)}… (${text.length - 4000} more characters)`;
-    parts.push(el("pre", {}, text));
+    if (text === undefined || text === null) text = raw;
+    parts.push(el("pre", {}, cut(text)));
   }
   return el(
     "div",
@@ -454,11 +490,72 @@ function resultOf(result) {
 function callOf(call) {
   return el(
     "div",
-    { class: "card tool", "data-kind": "call", "data-seq": String(call.seq), "data-tool": call.name },
+    { class: "card tool", "data-kind": "call", "data-seq": String(call.seq), "data-tool": call.name, "data-call": call.callId },
     ...cardOf(call.view),
     ...(call.subCalls || []).map((sub) => el("div", { class: "sub-call" }, callOf(sub))),
-    call.result ? resultOf(call.result) : el("div", { class: "result pending" }, "⎿ running…"),
+    call.result ? resultOf(call.result) : runningOf(call.callId),
   );
+}
+
+// A call still running: "⎿ running… 3 s", with the last lines of its command's output as they
+// come (the server's `output` events, bounded there).
+function secondsSince(since) {
+  return `${Math.max(0, Math.floor((Date.now() - since) / 1000))} s`;
+}
+
+function runningOf(callId) {
+  const live = shown.outputs.get(callId);
+  if (!shown.started.has(callId)) shown.started.set(callId, Date.now());
+  let since = shown.started.get(callId);
+  if (live) since = Math.min(since, live.at - live.elapsedMs);
+  shown.started.set(callId, since);
+  return el(
+    "div",
+    { class: "result pending", "data-live": callId },
+    el("span", { class: "lead" }, "⎿ running… "),
+    el("span", { class: "elapsed", "data-since": String(since) }, secondsSince(since)),
+    live ? el("pre", { class: "live-tail", "data-card": "live", "data-bytes": String(live.bytes) }, live.tail) : null,
+  );
+}
+
+// A piece of a running command's output for the shown session: its call's card shows the new
+// tail at once (no transcript fetch).
+function onOutput(message) {
+  const o = JSON.parse(message.data);
+  if (o.session !== shown.id) return;
+  shown.outputs.set(o.call, { tail: o.tail, bytes: o.bytes, elapsedMs: o.elapsedMs, at: Date.now() });
+  const pending = [...document.querySelectorAll("#transcript [data-live]")].find((p) => p.dataset.live === o.call);
+  if (pending) pending.replaceWith(runningOf(o.call));
+}
+
+// The answer streaming: the fetched transcript's unfinished answer (its last item) and the
+// deltas that came after that fetch, in one growing card until the message is logged.
+function streamingCard(partial) {
+  const after = shown.stream.deltas.filter(([seq]) => seq > shown.lastSeq).map(([, text]) => text);
+  const text = (partial ? partial.text : "") + after.join("");
+  return el("div", { class: "card assistant streaming", "data-kind": "assistant", "data-streaming": "true" }, el("pre", {}, text));
+}
+
+function onDelta(message) {
+  const d = JSON.parse(message.data);
+  if (d.session !== shown.id) return;
+  // A thought shows whole when its message comes (the fetched transcript has it meanwhile).
+  if (d.thought) return redrawSoon();
+  if (!shown.stream) shown.stream = { deltas: [] };
+  shown.stream.deltas.push([d.seq, d.text]);
+  const transcript = document.getElementById("transcript");
+  if (!transcript) return;
+  const card = transcript.querySelector("[data-streaming]");
+  if (card) card.firstChild.textContent += d.seq > shown.lastSeq ? d.text : "";
+  else transcript.append(streamingCard(null));
+}
+
+// A logged event of a page session: the answer's message (or the step's or turn's end) ends
+// its stream; the transcript is fetched again.
+function onAgent(message) {
+  const e = JSON.parse(message.data);
+  if (e.session === shown.id && ["assistant/message", "step/start", "step/end", "turn/end"].includes(e.type)) shown.stream = null;
+  redrawSoon();
 }
 
 // One item of the transcript model (src/session/transcript.rs) as a card.
@@ -479,6 +576,15 @@ function itemOf(item) {
         { class: "card plan", "data-kind": "plan", "data-seq": seq },
         el("ul", {}, ...item.todos.map((t) => el("li", { "data-status": t.status }, `${t.status === "completed" ? "[x]" : t.status === "in_progress" ? "[~]" : "[ ]"} ${t.content}`))),
       );
+    case "compaction": {
+      const how = item.trigger === "manual" ? "/compact" : "automatically, near the context window";
+      return el(
+        "details",
+        { class: "card notice compaction", "data-kind": "compaction", "data-seq": seq },
+        el("summary", {}, `(conversation compacted (${how}): ${item.messages} messages replaced by a summary)`),
+        el("pre", {}, item.summary),
+      );
+    }
     default:
       return el("div", { class: item.failure ? "card notice failed" : "card notice", "data-kind": "notice", "data-seq": seq }, el("pre", {}, `(${item.text})`));
   }
@@ -507,15 +613,70 @@ function merge(page, newest) {
   }
 }
 
+// "Fork from here" on user message `i` of `items`: a new session holding the conversation
+// through that message's turn (POST /api/sessions/{id}/fork with the seq just before the next
+// user message, or none for the last: a fork never starts mid-turn), opened in the page.
+function forkButton(id, items, i) {
+  const next = items.slice(i + 1).find((x) => x.type === "user");
+  const seq = next ? next.seq - 1 : null;
+  const fork = () =>
+    post(`/api/sessions/${encodeURIComponent(id)}/fork`, { seq })
+      .then(async (forked) => {
+        await refreshAgents();
+        location.hash = `#sessions/${encodeURIComponent(forked.id)}`;
+      })
+      .catch(showError);
+  return el("button", { type: "button", class: "fork", title: "A new session with the conversation through this turn", onclick: fork }, "Fork from here");
+}
+
+// The session's usage (GET /api/sessions/{id}'s `usage`, the whole log): input tokens with the
+// share the provider's prompt cache served, output, the latest request against the context
+// window, and the cost when the llm entry prices the model.
+function percentOf(part, whole) {
+  return `${((part * 100) / whole).toFixed(1)}%`;
+}
+
+function usagePanel(u) {
+  if (!u || !u.answers) return null;
+  const parts = [el("span", { "data-usage": "input" }, `${u.inputTokens} tokens in`)];
+  if (u.cacheReported && u.inputTokens > 0) {
+    parts.push(el("span", { "data-usage": "cached" }, `${u.cachedInputTokens} cached (${percentOf(u.cachedInputTokens, u.inputTokens)})`));
+  }
+  parts.push(el("span", { "data-usage": "output" }, `${u.outputTokens} out`));
+  if (u.contextTokens !== null && u.contextTokens !== undefined && u.contextWindow) {
+    parts.push(el("span", { "data-usage": "context" }, `context ${u.contextTokens} of ${u.contextWindow} (${percentOf(u.contextTokens, u.contextWindow)})`));
+  }
+  if (u.costUsd !== null && u.costUsd !== undefined) {
+    const digits = u.costUsd !== 0 && Math.abs(u.costUsd) < 0.01 ? 6 : 4;
+    parts.push(el("span", { "data-usage": "cost" }, `$${u.costUsd.toFixed(digits)}`));
+  }
+  return el("div", { id: "usage", class: "usage-panel", title: `${u.answers} model answers reported usage` }, ...parts);
+}
+
 async function renderSession(id, older = false) {
   const view = document.getElementById("session-view");
-  if (shown.id !== id) shown = { id, items: new Map(), oldest: null, hasMore: false, answer: null };
+  if (shown.id !== id) shown = freshShown(id);
   const page = older ? await fetchTranscript(id, shown.oldest) : await fetchTranscript(id);
   merge(page, !older);
+  if (!older) {
+    shown.lastSeq = page.lastSeq === null || page.lastSeq === undefined ? -1 : page.lastSeq;
+    // The log ends mid-answer (the page opened while it streams, or a redraw in between).
+    if (page.streaming && !shown.stream) shown.stream = { deltas: [] };
+    // Every delta is in the log and the log no longer ends mid-answer: the stream is over
+    // (its end was missed, say while the event stream reconnected).
+    if (!page.streaming && shown.stream && shown.stream.deltas.every(([seq]) => seq <= shown.lastSeq)) shown.stream = null;
+    shown.partial = page.streaming;
+  }
+  if (page.usage) shown.usage = page.usage;
   // Usage is bookkeeping here (the agent bar's turn state says enough); a plan is shown by its
   // todo_write call's checklist.
   const items = [...shown.items.values()].filter((i) => i.type !== "usage" && i.type !== "plan").sort((a, b) => a.seq - b.seq);
+  // While the answer streams, the fetched transcript's last item is what of it was logged then.
+  const streaming = shown.stream !== null;
+  const partial = streaming && shown.partial && items.length && items[items.length - 1].type === "assistant" ? items.pop() : null;
   const head = [el("h3", {}, `Session ${id}`)];
+  const usage = usagePanel(shown.usage);
+  if (usage) head.push(usage);
   if (shown.hasMore) {
     head.push(el("button", { type: "button", id: "older", onclick: () => renderSession(id, true).catch(showError) }, "Show older turns"));
   }
@@ -561,7 +722,13 @@ async function renderSession(id, older = false) {
   }
   const kept = document.getElementById("prompt");
   const draft = kept ? kept.value : "";
-  view.replaceChildren(...head, el("div", { id: "transcript" }, ...items.map(itemOf)), controls);
+  const cards = items.map((item, i) => {
+    const card = itemOf(item);
+    if (item.type === "user" && agents.available) card.append(forkButton(id, items, i));
+    return card;
+  });
+  if (streaming) cards.push(streamingCard(partial));
+  view.replaceChildren(...head, el("div", { id: "transcript" }, ...cards), controls);
   const fresh = document.getElementById("prompt");
   if (fresh && draft) fresh.value = draft;
 }
@@ -641,7 +808,32 @@ async function compare() {
 
 async function route() {
   const id = shownSession();
+  listen();
   if (id) await renderSession(id).catch(showError);
+}
+
+// The server's events (`live=0` in the URL gives a still page: a stream left open would keep a
+// headless browser waiting for the page to settle). The stream names the session shown, so
+// its answer's text and its commands' output come to this page only while it shows it.
+let events = null;
+let listening = undefined;
+function listen() {
+  if (new URLSearchParams(location.search).get("live") === "0") return;
+  const id = shownSession();
+  if (events && listening === id) return;
+  if (events) events.close();
+  listening = id;
+  const only = id === null ? "" : `&session=${encodeURIComponent(id)}`;
+  events = new EventSource(`/api/events?token=${encodeURIComponent(token)}${only}`);
+  // Each reload as it happens (with `--watch`).
+  events.addEventListener("reload", () => renderComposition().catch(showError));
+  events.addEventListener("agent", onAgent);
+  events.addEventListener("delta", onDelta);
+  events.addEventListener("output", onOutput);
+  // `session`: a log any process wrote (a terminal run, an editor, this page).
+  for (const kind of ["state", "approval", "form", "answered", "session"]) {
+    events.addEventListener(kind, redrawSoon);
+  }
 }
 
 async function main() {
@@ -668,15 +860,11 @@ async function main() {
   await refreshAgents();
   await renderSessions();
   await route();
-  // Each reload as it happens (with `--watch`); `live=0` in the URL gives a still page (a
-  // stream left open would keep a headless browser waiting for the page to settle).
   if (new URLSearchParams(location.search).get("live") !== "0") {
-    const events = new EventSource(`/api/events?token=${encodeURIComponent(token)}`);
-    events.addEventListener("reload", () => renderComposition().catch(showError));
-    // `session`: a log any process wrote (a terminal run, an editor, this page).
-    for (const kind of ["agent", "state", "approval", "form", "answered", "session"]) {
-      events.addEventListener(kind, redrawSoon);
-    }
+    // The running calls' clocks.
+    setInterval(() => {
+      for (const span of document.querySelectorAll("[data-since]")) span.textContent = secondsSince(Number(span.dataset.since));
+    }, 1000);
   }
   document.body.setAttribute("data-ready", "true");
   // From navigation to a page with every part filled (what the benchmark reads).

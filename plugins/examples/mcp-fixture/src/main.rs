@@ -5,7 +5,8 @@
 //! (returns one environment variable), `pid`, `image` (a PNG block) and `toggle` (changes the
 //! tool list and sends `notifications/tools/list_changed`); with `--tools` only, `broken` (an
 //! invalid parameters schema), `deep` (a schema nesting 400 levels, past the JSON parser's
-//! limit) and `cwd` (the working directory).
+//! limit), `cwd` (the working directory), `write` (writes a file) and `connect` (opens a TCP
+//! connection): the last two for the sandbox tests.
 //!
 //! `toggle` takes `add` / `remove` (tool names), `failList` (the next `tools/list` fails),
 //! `duplicate` (lists one tool twice) and `silent` (change without notifying); with
@@ -42,6 +43,9 @@
 //!   changes (tool `late` is added) before that answer is sent, and
 //!   `notifications/tools/list_changed` follows: a server whose list changes right after the
 //!   client connected;
+//! - `--instructions TEXT`: the `instructions` of its `initialize` answer;
+//! - `--handshake-delay-ms N`: answers `initialize` after `N` ms (so servers connect in an
+//!   order a test chooses);
 //! - `--stderr TEXT`: writes `TEXT` (and a line per `--stderr-lines N` more) to stderr and exits
 //!   with status 1 before the handshake: a server that fails to start and says why.
 
@@ -57,7 +61,7 @@ use rmcp::model::{
     ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ReadResourceRequestParams,
     ReadResourceResponse, ServerCapabilities, ServerConfig, Tool,
 };
-use rmcp::model::{ClientResult, ElicitRequest, ServerRequest};
+use rmcp::model::{ClientResult, ElicitRequest, InitializeRequestParams, ServerRequest};
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ServerHandler, ServiceExt};
 use serde_json::{Value, json};
@@ -90,6 +94,8 @@ struct Options {
     change_at_start: bool,
     stderr: Option<String>,
     stderr_lines: usize,
+    instructions: Option<String>,
+    handshake_delay_ms: u64,
 }
 
 fn parse_args() -> Result<Options, String> {
@@ -129,6 +135,8 @@ fn parse_args() -> Result<Options, String> {
                 );
             }
             "--change-at-start" => o.change_at_start = true,
+            "--instructions" => o.instructions = Some(value()?),
+            "--handshake-delay-ms" => o.handshake_delay_ms = number(value()?)?,
             "--stderr" => o.stderr = Some(value()?),
             "--stderr-lines" => {
                 o.stderr_lines = usize::try_from(number(value()?)?).unwrap_or(0);
@@ -325,6 +333,10 @@ fn tool(name: &str) -> Tool {
             "Returns a text of `bytes` bytes: BEGIN, x characters, END.",
             json!({"type": "object", "properties": {"bytes": {"type": "integer"}}, "required": ["bytes"]}),
         ),
+        "links" => (
+            "Returns a text, a resource link, an image and an embedded resource.",
+            json!({"type": "object"}),
+        ),
         "audio" => (
             "Returns an empty WAV clip and a caption.",
             json!({"type": "object"}),
@@ -332,6 +344,14 @@ fn tool(name: &str) -> Tool {
         "cwd" => (
             "Returns the server's working directory.",
             json!({"type": "object"}),
+        ),
+        "write" => (
+            "Writes `text` to the file `path`: `wrote PATH`, or the error (isError).",
+            json!({"type": "object", "properties": {"path": {"type": "string"}, "text": {"type": "string"}}, "required": ["path"]}),
+        ),
+        "connect" => (
+            "Opens a TCP connection to `addr` (host:port): `connected`, or the error (isError).",
+            json!({"type": "object", "properties": {"addr": {"type": "string"}}, "required": ["addr"]}),
         ),
         "broken" => (
             "Its parameters schema is not an object schema.",
@@ -571,6 +591,17 @@ impl Fixture {
     }
 }
 
+/// The `links` tool's result: one block of each kind a front end shows as content.
+fn links() -> CallToolResult {
+    serde_json::from_value(json!({"content": [
+        {"type": "text", "text": "two files"},
+        {"type": "resource_link", "uri": "file:///project/notes.md", "name": "notes.md", "mimeType": "text/markdown"},
+        {"type": "image", "mimeType": "image/png", "data": "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="},
+        {"type": "resource", "resource": {"uri": "mem://readme", "mimeType": "text/plain", "text": "read me"}}
+    ]}))
+    .unwrap_or_else(|e| panic!("fixture links: {e}"))
+}
+
 fn text_result(
     text: impl Into<String>,
     is_error: bool,
@@ -603,7 +634,23 @@ impl ServerHandler for Fixture {
         }
         let capabilities: ServerCapabilities = serde_json::from_value(capabilities)
             .unwrap_or_else(|e| panic!("fixture capabilities: {e}"));
-        ServerConfig::new(capabilities)
+        let info = ServerConfig::new(capabilities);
+        match &self.options.instructions {
+            Some(text) => info.with_instructions(text.clone()),
+            None => info,
+        }
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ServerConfig, ErrorData> {
+        if self.options.handshake_delay_ms > 0 {
+            tokio::time::sleep(Duration::from_millis(self.options.handshake_delay_ms)).await;
+        }
+        context.peer.set_peer_info(request.clone());
+        self.negotiate_initialize(&request)
     }
 
     async fn list_prompts(
@@ -832,6 +879,20 @@ impl ServerHandler for Fixture {
                 text_result(value, false, None)
             }
             "pid" => text_result(std::process::id().to_string(), false, None),
+            "write" => {
+                let path = args["path"].as_str().unwrap_or_default();
+                match std::fs::write(path, args["text"].as_str().unwrap_or_default()) {
+                    Ok(()) => text_result(format!("wrote {path}"), false, None),
+                    Err(e) => text_result(format!("cannot write {path}: {e}"), true, None),
+                }
+            }
+            "connect" => {
+                let addr = args["addr"].as_str().unwrap_or_default();
+                match tokio::net::TcpStream::connect(addr).await {
+                    Ok(_) => text_result("connected", false, None),
+                    Err(e) => text_result(format!("cannot connect to {addr}: {e}"), true, None),
+                }
+            }
             "cwd" => text_result(
                 std::env::current_dir()
                     .map(|d| d.display().to_string())
@@ -849,6 +910,7 @@ impl ServerHandler for Fixture {
                 {"type": "audio", "mimeType": "audio/wav", "data": "UklGRiQAAABXQVZFZm10IBAAAAABAAEAQB8AAEAfAAABAAgAZGF0YQAAAAA="}
             ]}))
             .unwrap_or_else(|e| panic!("fixture audio: {e}")),
+            "links" => links(),
             "progress" => self.progress(&args, &context).await,
             "structured" => match args["mode"].as_str().unwrap_or("good") {
                 "bad" => text_result("3", false, Some(json!({"sum": "3"}))),

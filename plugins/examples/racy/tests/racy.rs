@@ -128,7 +128,7 @@ fn the_embedding_binary_catches_it_with_stress_exercise_and_replays_each_seed() 
         assert!(err.contains("completedBefore"), "{err}");
         let replays: Vec<Vec<&str>> = err
             .lines()
-            .filter_map(|l| l.trim().strip_prefix("cordis "))
+            .filter_map(|l| l.trim().strip_prefix("cordis-racy "))
             .map(|l| l.split(' ').collect())
             .collect();
         assert_eq!(replays.len(), 2, "{err}");
@@ -204,7 +204,7 @@ fn permute_reports_a_load_order_race_with_two_orders_whose_replays_reproduce_the
     assert_eq!(digests.len(), 2, "{differs}");
     let replays: Vec<Vec<&str>> = err
         .lines()
-        .filter_map(|l| l.trim().strip_prefix("replay: cordis "))
+        .filter_map(|l| l.trim().strip_prefix("replay: cordis-racy "))
         .map(|l| l.split(' ').collect())
         .collect();
     assert_eq!(replays.len(), 2, "{err}");

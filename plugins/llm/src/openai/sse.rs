@@ -98,9 +98,15 @@ impl DeltaAssembler {
         }
         if let Some(u) = v.get("usage").filter(|u| !u.is_null()) {
             let n = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
+            // OpenAI nests the cached count; DeepSeek reports hits (and misses) at the top.
+            let cached = u
+                .pointer("/prompt_tokens_details/cached_tokens")
+                .and_then(Value::as_u64)
+                .or_else(|| u.get("prompt_cache_hit_tokens").and_then(Value::as_u64));
             self.usage = Some(Usage {
                 input_tokens: n("prompt_tokens"),
                 output_tokens: n("completion_tokens"),
+                cached_input_tokens: cached,
             });
         }
         let mut out = Vec::new();
@@ -210,6 +216,64 @@ impl DeltaAssembler {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The usage chunk `close` gives after `event`.
+    fn usage_of(event: &str) -> Option<Usage> {
+        let mut a = DeltaAssembler::default();
+        a.event(event).unwrap();
+        a.close(None).into_iter().find_map(|c| match c {
+            Chunk::Usage { usage } => Some(usage),
+            _ => None,
+        })
+    }
+
+    #[test]
+    fn openai_cached_tokens_are_read_from_prompt_tokens_details() {
+        let usage = usage_of(
+            r#"{"choices":[],"usage":{"prompt_tokens":1200,"completion_tokens":40,"total_tokens":1240,"prompt_tokens_details":{"cached_tokens":1024}}}"#,
+        );
+        assert_eq!(
+            usage,
+            Some(Usage {
+                input_tokens: 1200,
+                output_tokens: 40,
+                cached_input_tokens: Some(1024),
+            })
+        );
+    }
+
+    #[test]
+    fn deepseek_cache_hit_tokens_are_the_cached_input() {
+        let usage = usage_of(
+            r#"{"choices":[],"usage":{"prompt_tokens":900,"completion_tokens":12,"prompt_cache_hit_tokens":640,"prompt_cache_miss_tokens":260}}"#,
+        );
+        assert_eq!(
+            usage,
+            Some(Usage {
+                input_tokens: 900,
+                output_tokens: 12,
+                cached_input_tokens: Some(640),
+            })
+        );
+    }
+
+    #[test]
+    fn a_usage_without_cache_fields_has_no_cached_count() {
+        // Neither shape, and OpenAI's details without the count: unknown, not zero.
+        for event in [
+            r#"{"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":2}}"#,
+            r#"{"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":2,"prompt_tokens_details":{"audio_tokens":0}}}"#,
+        ] {
+            let usage = usage_of(event).unwrap();
+            assert_eq!(usage.cached_input_tokens, None, "{event}");
+            assert_eq!((usage.input_tokens, usage.output_tokens), (5, 2));
+        }
+        // A zero count is a count: the cache missed.
+        let usage = usage_of(
+            r#"{"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":2,"prompt_tokens_details":{"cached_tokens":0}}}"#,
+        );
+        assert_eq!(usage.unwrap().cached_input_tokens, Some(0));
+    }
 
     #[test]
     fn reasoning_content_deltas_are_reasoning_chunks_before_the_text_of_the_same_event() {

@@ -160,6 +160,27 @@ pub struct AuthServer {
     /// Scopes it knows.
     #[serde(default)]
     pub scopes_supported: Vec<String>,
+    /// How clients may authenticate at its token endpoint (RFC 8414; absent means
+    /// `client_secret_basic`).
+    #[serde(default)]
+    pub token_endpoint_auth_methods_supported: Vec<String>,
+}
+
+impl AuthServer {
+    /// The token endpoint authentication a client with a secret uses: `client_secret_basic`
+    /// unless the server lists only `client_secret_post` of the two.
+    pub fn secret_method(&self) -> &'static str {
+        let listed = |m: &str| {
+            self.token_endpoint_auth_methods_supported
+                .iter()
+                .any(|x| x == m)
+        };
+        if listed("client_secret_post") && !listed("client_secret_basic") {
+            "client_secret_post"
+        } else {
+            "client_secret_basic"
+        }
+    }
 }
 
 /// `url` without its query and fragment, and without a trailing `/` unless it is the root.
@@ -185,18 +206,76 @@ pub fn covers(resource: &Url, server: &Url) -> bool {
     path == base || path.starts_with(&format!("{base}/")) || base.is_empty()
 }
 
-/// The protected resource metadata of the server at `server`: from the challenge's
-/// `resource_metadata`, else the well-known addresses (path-aware first, then the root).
+/// Who authorizes the server at `server`: its protected resource metadata and that names'
+/// authorization server; for a server that publishes none (and whose challenge names none),
+/// the 2025-03-26 way: the authorization server is the server's origin, its metadata at
+/// `/.well-known/oauth-authorization-server` there, else the default endpoints `/authorize`,
+/// `/token` and `/register`.
 ///
 /// # Errors
-/// No metadata found, or metadata naming another resource or no authorization server.
-pub async fn protected_resource(
+/// Metadata that is wrong (another resource, no PKCE, unsafe endpoints) or unreadable.
+pub async fn discover(
     client: &reqwest::Client,
     server: &Url,
     challenge: Option<&Challenge>,
-) -> Result<ProtectedResource, AuthError> {
+) -> Result<(ProtectedResource, AuthServer), AuthError> {
+    match find_protected_resource(client, server, challenge).await? {
+        Ok(resource) => {
+            let issuer = resource.authorization_servers[0].clone();
+            let metadata = authorization_server(client, &issuer).await?;
+            Ok((resource, metadata))
+        }
+        Err(_) => legacy(client, server).await,
+    }
+}
+
+/// The 2025-03-26 discovery: the server's origin is its authorization server.
+async fn legacy(
+    client: &reqwest::Client,
+    server: &Url,
+) -> Result<(ProtectedResource, AuthServer), AuthError> {
+    let origin = server.origin().ascii_serialization();
+    let resource = ProtectedResource {
+        resource: canonical(server),
+        authorization_servers: vec![origin.clone()],
+        scopes_supported: Vec::new(),
+    };
+    let metadata = match authorization_server(client, &origin).await {
+        Ok(metadata) => metadata,
+        Err(AuthError::Discovery { reason }) if reason.starts_with("no authorization server") => {
+            AuthServer {
+                issuer: origin.clone(),
+                authorization_endpoint: format!("{origin}/authorize"),
+                token_endpoint: format!("{origin}/token"),
+                registration_endpoint: Some(format!("{origin}/register")),
+                revocation_endpoint: None,
+                // The 2025-03-26 revision requires PKCE of every client and server.
+                code_challenge_methods_supported: vec!["S256".into()],
+                client_id_metadata_document_supported: false,
+                scopes_supported: Vec::new(),
+                token_endpoint_auth_methods_supported: Vec::new(),
+            }
+        }
+        Err(e) => return Err(e),
+    };
+    Ok((resource, metadata))
+}
+
+/// The protected resource metadata of the server at `server` (from the challenge's
+/// `resource_metadata`, else the well-known addresses, path-aware first, then the root), or
+/// the addresses tried when there is none and the challenge named none.
+///
+/// # Errors
+/// Metadata naming another resource or no authorization server, or none where the challenge
+/// said it is.
+async fn find_protected_resource(
+    client: &reqwest::Client,
+    server: &Url,
+    challenge: Option<&Challenge>,
+) -> Result<Result<ProtectedResource, Vec<String>>, AuthError> {
+    let named = challenge.and_then(|c| c.resource_metadata.as_deref());
     let mut candidates = Vec::new();
-    if let Some(url) = challenge.and_then(|c| c.resource_metadata.as_deref()) {
+    if let Some(url) = named {
         candidates.push(safe_url(url, "the resource metadata address")?);
     } else {
         let path = server.path().trim_end_matches('/');
@@ -232,17 +311,21 @@ pub async fn protected_resource(
                         reason: format!("{url} names no authorization server"),
                     });
                 }
-                return Ok(metadata);
+                return Ok(Ok(metadata));
             }
             None => tried.push(url.to_string()),
         }
     }
-    Err(AuthError::Discovery {
-        reason: format!(
-            "the server asks for authorization but publishes no protected resource metadata (tried {})",
-            tried.join(", ")
-        ),
-    })
+    if named.is_some() {
+        // The challenge named its metadata: no guessing past what the server said.
+        return Err(AuthError::Discovery {
+            reason: format!(
+                "the server's challenge names resource metadata at {} but there is none",
+                tried.join(", ")
+            ),
+        });
+    }
+    Ok(Err(tried))
 }
 
 /// The metadata of the authorization server `issuer`: RFC 8414 and OpenID Connect addresses,

@@ -11,8 +11,8 @@ use url::Url;
 
 use super::discovery::{self, AuthServer, Challenge, parse_challenge, safe_url};
 use super::{
-    AuthError, Grant, MAX_AUTH_BODY, TokenStore, apply_answer, on_disk, pkce_challenge, post_form,
-    random_token, waiting,
+    AuthError, ClientAuth, Grant, MAX_AUTH_BODY, TokenStore, apply_answer, on_disk, pkce_challenge,
+    post_form, random_token, waiting,
 };
 use crate::McpConfig;
 
@@ -50,7 +50,13 @@ struct Registered {
     client_id: String,
     #[serde(default)]
     client_secret: Option<String>,
+    #[serde(default)]
+    token_endpoint_auth_method: Option<String>,
 }
+
+/// A client to authorize as: its id, its secret if it has one, and how it authenticates at
+/// the token endpoint (`client_secret_basic` or `client_secret_post`).
+type Client = (String, Option<String>, Option<String>);
 
 fn http_error(what: String) -> impl FnOnce(reqwest::Error) -> AuthError {
     move |e| AuthError::Http {
@@ -59,49 +65,153 @@ fn http_error(what: String) -> impl FnOnce(reqwest::Error) -> AuthError {
     }
 }
 
-/// Asks the server with no token; its `401` challenge, or `None` when it lets the client in.
+/// What a refused request's response says: `Some(challenge)` for a `401` (the challenge, if
+/// it has a `Bearer` one) or a `403` with `insufficient_scope`; `None` otherwise.
+fn refusal(response: &reqwest::Response) -> Option<Option<Challenge>> {
+    let challenge = response
+        .headers()
+        .get(reqwest::header::WWW_AUTHENTICATE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(parse_challenge);
+    match response.status().as_u16() {
+        401 => Some(challenge),
+        403 if challenge
+            .as_ref()
+            .is_some_and(|c| c.error.as_deref() == Some("insufficient_scope")) =>
+        {
+            Some(challenge)
+        }
+        _ => None,
+    }
+}
+
+/// The first JSON-RPC message of an answer (JSON, or the first `data:` of an event stream
+/// that is JSON), read up to [`MAX_AUTH_BODY`] bytes.
+async fn first_message(response: reqwest::Response) -> serde_json::Value {
+    use futures_util::StreamExt;
+    let sse = response
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/event-stream"));
+    let mut body = Vec::new();
+    let mut stream = response.bytes_stream();
+    while let Some(Ok(chunk)) = stream.next().await {
+        body.extend_from_slice(&chunk);
+        if body.len() > MAX_AUTH_BODY {
+            break;
+        }
+        if sse {
+            let text = String::from_utf8_lossy(&body);
+            let found = text
+                .lines()
+                .filter_map(|l| l.strip_prefix("data:"))
+                .filter_map(|d| serde_json::from_str::<serde_json::Value>(d.trim()).ok())
+                .find(|m| m.get("id").is_some());
+            if let Some(message) = found {
+                return message;
+            }
+        }
+    }
+    serde_json::from_slice(&body).unwrap_or_default()
+}
+
+/// Asks the server with no token what a connection asks (`initialize`, then the lists of what
+/// it offers, as the entry's first sync does): the challenge of the first request it refuses,
+/// or `None` when it lets every one in.
 async fn probe(
     client: &reqwest::Client,
     config: &McpConfig,
     url: &Url,
 ) -> Result<Option<Option<Challenge>>, AuthError> {
+    let headers = config
+        .header_map()
+        .map_err(|e| AuthError::Unsupported(e.to_string()))?;
+    let post = |message: serde_json::Value, session: Option<(String, String)>| {
+        let mut request = client
+            .post(url.clone())
+            .header(
+                reqwest::header::ACCEPT,
+                "application/json, text/event-stream",
+            )
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(message.to_string());
+        for (name, value) in &headers {
+            request = request.header(name.clone(), value.clone());
+        }
+        if let Some((session, version)) = session {
+            if !session.is_empty() {
+                request = request.header("mcp-session-id", session);
+            }
+            request = request.header("mcp-protocol-version", version);
+        }
+        request.send()
+    };
     let initialize = json!({
         "jsonrpc": "2.0", "id": 0, "method": "initialize",
         "params": {"protocolVersion": "2025-06-18", "capabilities": {},
                    "clientInfo": {"name": "cordis", "version": env!("CARGO_PKG_VERSION")}}
     });
-    let mut request = client
-        .post(url.clone())
-        .header(
-            reqwest::header::ACCEPT,
-            "application/json, text/event-stream",
-        )
-        .header(reqwest::header::CONTENT_TYPE, "application/json")
-        .body(initialize.to_string());
-    let headers = config
-        .header_map()
-        .map_err(|e| AuthError::Unsupported(e.to_string()))?;
-    for (name, value) in headers {
-        request = request.header(name, value);
-    }
-    let response = request
-        .send()
+    let response = post(initialize, None)
         .await
         .map_err(http_error(format!("POST {url}")))?;
-    match response.status().as_u16() {
-        401 => Ok(Some(
-            response
-                .headers()
-                .get(reqwest::header::WWW_AUTHENTICATE)
-                .and_then(|v| v.to_str().ok())
-                .and_then(parse_challenge),
-        )),
-        s if (200..300).contains(&s) => Ok(None),
-        s => Err(AuthError::Http {
-            what: format!("POST {url}"),
-            reason: format!("HTTP {s} (expected 401 asking for authorization)"),
-        }),
+    if let Some(challenge) = refusal(&response) {
+        return Ok(Some(challenge));
     }
+    let status = response.status().as_u16();
+    if !(200..300).contains(&status) {
+        return Err(AuthError::Http {
+            what: format!("POST {url}"),
+            reason: format!("HTTP {status} (expected 401 asking for authorization)"),
+        });
+    }
+    let session = response
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
+    let answer = first_message(response).await;
+    let version = answer["result"]["protocolVersion"]
+        .as_str()
+        .unwrap_or("2025-06-18")
+        .to_owned();
+    let with = || Some((session.clone(), version.clone()));
+    let capabilities = &answer["result"]["capabilities"];
+    let mut requests = vec![json!({"jsonrpc": "2.0", "method": "notifications/initialized"})];
+    for (id, (capability, method)) in [
+        ("tools", "tools/list"),
+        ("prompts", "prompts/list"),
+        ("resources", "resources/list"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        if capabilities.get(capability).is_some() {
+            requests.push(json!({"jsonrpc": "2.0", "id": id + 1, "method": method}));
+        }
+    }
+    let mut refused = None;
+    for request in requests {
+        let response = post(request, with())
+            .await
+            .map_err(http_error(format!("POST {url}")))?;
+        if let Some(challenge) = refusal(&response) {
+            refused = Some(challenge);
+            break;
+        }
+    }
+    if !session.is_empty() {
+        // The probe's session ends here (a server that keeps none answers 405: fine).
+        let mut request = client
+            .delete(url.clone())
+            .header("mcp-session-id", session.as_str());
+        for (name, value) in &headers {
+            request = request.header(name.clone(), value.clone());
+        }
+        let _ = request.send().await;
+    }
+    Ok(refused)
 }
 
 /// The client id to use with `server`, registering one when nothing else serves.
@@ -111,10 +221,14 @@ async fn client_for(
     server: &AuthServer,
     redirect: &str,
     scope: &str,
-) -> Result<(String, Option<String>), AuthError> {
+) -> Result<Client, AuthError> {
     let oauth = &config.oauth;
     if let Some(id) = &oauth.client_id {
-        return Ok((id.clone(), oauth.client_secret.clone()));
+        let method = oauth
+            .client_secret
+            .as_ref()
+            .map(|_| server.secret_method().to_owned());
+        return Ok((id.clone(), oauth.client_secret.clone(), method));
     }
     if let Some(document) = &oauth.client_metadata_url
         && server.client_id_metadata_document_supported
@@ -127,7 +241,7 @@ async fn client_for(
                 "`oauth.clientMetadataUrl` must be an https URL".into(),
             ));
         }
-        return Ok((document.clone(), None));
+        return Ok((document.clone(), None, None));
     }
     let Some(endpoint) = &server.registration_endpoint else {
         return Err(AuthError::Unsupported(format!(
@@ -140,12 +254,20 @@ async fn client_for(
             }
         )));
     };
+    // A public client where the server takes one (or does not say), else the secret method
+    // it lists.
+    let methods = &server.token_endpoint_auth_methods_supported;
+    let method = if methods.is_empty() || methods.iter().any(|m| m == "none") {
+        "none"
+    } else {
+        server.secret_method()
+    };
     let mut metadata = json!({
         "client_name": "cordis",
         "redirect_uris": [redirect],
         "grant_types": ["authorization_code", "refresh_token"],
         "response_types": ["code"],
-        "token_endpoint_auth_method": "none",
+        "token_endpoint_auth_method": method,
     });
     if !scope.is_empty() {
         metadata["scope"] = json!(scope);
@@ -176,7 +298,22 @@ async fn client_for(
             error: format!("an answer without a client id ({e})"),
             description: None,
         })?;
-    Ok((registered.client_id, registered.client_secret))
+    // The registration's answer says how the client authenticates; else what was asked for
+    // (RFC 7591 §3.2.1), else what the server lists.
+    let method = registered.client_secret.as_ref().map(|_| {
+        registered
+            .token_endpoint_auth_method
+            .clone()
+            .filter(|m| m != "none")
+            .unwrap_or_else(|| {
+                if method == "none" {
+                    server.secret_method().to_owned()
+                } else {
+                    method.to_owned()
+                }
+            })
+    });
+    Ok((registered.client_id, registered.client_secret, method))
 }
 
 /// The scopes to ask for: the entry's, else what the server's challenge names plus what it
@@ -310,14 +447,26 @@ pub async fn login(
     let url_text = config.url.clone().unwrap_or_default();
     let url = safe_url(&url_text, "the server")?;
     let client = super::http_client()?;
-    let Some(challenge) = probe(&client, config, &url).await? else {
-        return Ok(LoginOutcome::NotNeeded);
-    };
-    let resource = discovery::protected_resource(&client, &url, challenge.as_ref()).await?;
-    let issuer = resource.authorization_servers[0].clone();
-    let server = discovery::authorization_server(&client, &issuer).await?;
     let key = url_text.clone();
     let previous = on_disk(store, move |s| s.load(&key)).await.ok().flatten();
+    // A step-up: the server refused the grant's token for want of scope.
+    let step_up = previous.as_ref().filter(|p| !p.wanted.is_empty());
+    if let Some(previous) = step_up
+        && previous.step_ups >= super::MAX_STEP_UPS
+    {
+        return Err(AuthError::Unsupported(format!(
+            "refused after {} step-up logins in a row: the server still asks for scope {} that the authorization server does not grant; ask its administrator, or run `cordis mcp logout` and log in again to start over",
+            super::MAX_STEP_UPS,
+            previous.wanted.join(" ")
+        )));
+    }
+    let challenge = match probe(&client, config, &url).await? {
+        Some(challenge) => challenge,
+        None if step_up.is_some() => None,
+        None => return Ok(LoginOutcome::NotNeeded),
+    };
+    let (resource, server) = discovery::discover(&client, &url, challenge.as_ref()).await?;
+    let issuer = server.issuer.clone();
     let scopes = scopes_for(config, challenge.as_ref(), previous.as_ref(), &resource);
     let scope = scopes.join(" ");
 
@@ -334,7 +483,7 @@ pub async fn login(
         .map_err(|e| AuthError::Unsupported(e.to_string()))?
         .port();
     let redirect = format!("http://127.0.0.1:{port}/callback");
-    let (client_id, client_secret) =
+    let (client_id, client_secret, token_auth) =
         client_for(&client, config, &server, &redirect, &scope).await?;
 
     let verifier = random_token(32)?;
@@ -372,23 +521,19 @@ pub async fn login(
         let _ = tokio::time::timeout(Duration::from_secs(1), child.wait()).await;
     }
 
-    let mut form = vec![
+    let form = [
         ("grant_type", "authorization_code"),
         ("code", code.as_str()),
         ("redirect_uri", redirect.as_str()),
         ("code_verifier", verifier.as_str()),
         ("resource", resource.resource.as_str()),
     ];
-    if client_secret.is_none() {
-        form.push(("client_id", client_id.as_str()));
-    }
-    let secret = client_secret.as_deref().map(|s| (client_id.as_str(), s));
     let body = post_form(
         &client,
         "token endpoint",
         &server.token_endpoint,
         &form,
-        secret,
+        ClientAuth::of(&client_id, client_secret.as_deref(), token_auth.as_deref()),
     )
     .await?;
     let mut grant = Grant {
@@ -404,6 +549,8 @@ pub async fn login(
         expires_at: None,
         scopes: scopes.clone(),
         wanted: Vec::new(),
+        token_auth,
+        step_ups: step_up.map_or(0, |p| p.step_ups + 1),
     };
     apply_answer(&mut grant, &body)?;
     let scopes = grant.scopes.clone();
@@ -475,18 +622,16 @@ async fn revoke(grant: &Grant) -> Revocation {
         .iter()
         .map(|t| (t.as_str(), "refresh_token"))
         .chain([(grant.access_token.as_str(), "access_token")]);
-    let secret = grant
-        .client_secret
-        .as_deref()
-        .map(|s| (grant.client_id.as_str(), s));
+    let auth = ClientAuth::of(
+        &grant.client_id,
+        grant.client_secret.as_deref(),
+        grant.token_auth.as_deref(),
+    );
     // Each token is revoked even when another could not be: the first failure is said.
     let mut failed = None;
     for (token, hint) in tokens {
-        let mut form = vec![("token", token), ("token_type_hint", hint)];
-        if secret.is_none() {
-            form.push(("client_id", grant.client_id.as_str()));
-        }
-        if let Err(e) = post_form(&client, "revocation endpoint", endpoint, &form, secret).await {
+        let form = [("token", token), ("token_type_hint", hint)];
+        if let Err(e) = post_form(&client, "revocation endpoint", endpoint, &form, auth).await {
             failed.get_or_insert(e.to_string());
         }
     }

@@ -41,6 +41,11 @@ const RENEW_MARGIN: Duration = Duration::from_secs(30);
 /// The least time between two renewals ahead of expiry (a refused token still renews at once).
 const RENEW_PAUSE: Duration = Duration::from_secs(10);
 
+/// How many step-up logins in a row (each after the server answered `insufficient_scope`) a
+/// grant may have: past it, the login refuses (the authorization server evidently does not
+/// grant what the server asks for) instead of asking the person again and again.
+pub const MAX_STEP_UPS: u32 = 3;
+
 /// How often a pending entry looks whether a login stored a new grant (a local file read; the
 /// server is not contacted until the grant changes).
 pub const LOGIN_POLL: Duration = Duration::from_secs(2);
@@ -336,16 +341,48 @@ struct ErrorAnswer {
     error_description: Option<String>,
 }
 
-/// `POST` a form to an OAuth endpoint, reading a JSON answer.
+/// How a client authenticates at the token (or revocation) endpoint.
+#[derive(Clone, Copy)]
+pub(crate) enum ClientAuth<'a> {
+    /// A public client: its `client_id` in the form.
+    Public(&'a str),
+    /// HTTP Basic with the id and secret (`client_secret_basic`).
+    Basic(&'a str, &'a str),
+    /// The id and secret in the form (`client_secret_post`).
+    Post(&'a str, &'a str),
+}
+
+impl<'a> ClientAuth<'a> {
+    /// The authentication of client `id` with `secret`, by `method` (a token endpoint auth
+    /// method name; anything but `client_secret_post` is HTTP Basic).
+    pub(crate) fn of(id: &'a str, secret: Option<&'a str>, method: Option<&str>) -> Self {
+        match (secret, method) {
+            (None, _) => ClientAuth::Public(id),
+            (Some(secret), Some("client_secret_post")) => ClientAuth::Post(id, secret),
+            (Some(secret), _) => ClientAuth::Basic(id, secret),
+        }
+    }
+}
+
+/// `POST` a form to an OAuth endpoint as the client `auth`, reading a JSON answer.
 async fn post_form(
     client: &reqwest::Client,
     endpoint: &'static str,
     url: &str,
     form: &[(&str, &str)],
-    secret: Option<(&str, &str)>,
+    auth: ClientAuth<'_>,
 ) -> Result<Vec<u8>, AuthError> {
+    let mut form = form.to_vec();
+    match auth {
+        ClientAuth::Public(id) => form.push(("client_id", id)),
+        ClientAuth::Post(id, secret) => {
+            form.push(("client_id", id));
+            form.push(("client_secret", secret));
+        }
+        ClientAuth::Basic(..) => {}
+    }
     let body = url::form_urlencoded::Serializer::new(String::new())
-        .extend_pairs(form)
+        .extend_pairs(&form)
         .finish();
     let mut request = client
         .post(url)
@@ -355,7 +392,7 @@ async fn post_form(
         )
         .header(reqwest::header::ACCEPT, "application/json")
         .body(body);
-    if let Some((id, secret)) = secret {
+    if let ClientAuth::Basic(id, secret) = auth {
         request = request.basic_auth(id, Some(secret));
     }
     let response = request.send().await.map_err(|e| AuthError::Http {
@@ -429,7 +466,11 @@ async fn by_credentials(
         "token endpoint",
         &grant.token_endpoint.clone(),
         &form,
-        Some((grant.client_id.as_str(), secret.as_str())),
+        ClientAuth::of(
+            &grant.client_id,
+            Some(secret.as_str()),
+            grant.token_auth.as_deref(),
+        ),
     )
     .await?;
     apply_answer(grant, &body)
@@ -445,24 +486,21 @@ async fn refresh(client: &reqwest::Client, grant: &mut Grant) -> Result<(), Auth
     let Some(token) = grant.refresh_token.clone() else {
         return Err(AuthError::Unsupported("no refresh token".into()));
     };
-    let mut form = vec![
+    let form = [
         ("grant_type", "refresh_token"),
         ("refresh_token", token.as_str()),
         ("resource", grant.resource.as_str()),
     ];
-    if grant.client_secret.is_none() {
-        form.push(("client_id", grant.client_id.as_str()));
-    }
-    let secret = grant
-        .client_secret
-        .as_deref()
-        .map(|s| (grant.client_id.as_str(), s));
     let body = post_form(
         client,
         "token endpoint",
         &grant.token_endpoint.clone(),
         &form,
-        secret,
+        ClientAuth::of(
+            &grant.client_id,
+            grant.client_secret.as_deref(),
+            grant.token_auth.as_deref(),
+        ),
     )
     .await?;
     apply_answer(grant, &body)
@@ -647,14 +685,13 @@ impl Authorizer {
             return Err(AuthError::Unsupported("no client credentials".into()));
         };
         let url = discovery::safe_url(&self.url, "the server")?;
-        let resource = discovery::protected_resource(&self.client, &url, challenge).await?;
-        let issuer = resource.authorization_servers[0].clone();
-        let server = discovery::authorization_server(&self.client, &issuer).await?;
+        let (resource, server) = discovery::discover(&self.client, &url, challenge).await?;
         let scopes = if creds.scopes.is_empty() {
             challenge.map(Challenge::scopes).unwrap_or_default()
         } else {
             creds.scopes.clone()
         };
+        let token_auth = Some(server.secret_method().to_owned());
         let mut grant = Grant {
             server: self.url.clone(),
             resource: resource.resource,
@@ -669,6 +706,8 @@ impl Authorizer {
             expires_at: None,
             scopes,
             wanted: Vec::new(),
+            token_auth,
+            step_ups: 0,
         };
         by_credentials(&self.client, &mut grant, creds).await?;
         self.save(grant.clone()).await;
@@ -789,7 +828,13 @@ impl Authorizer {
     pub(crate) async fn insufficient(&self, challenge: &Challenge) -> String {
         let wanted = challenge.scopes();
         let mut held = self.grant.lock().await;
+        // A login since this grant was read (a step-up) is the one to record against.
+        if let Ok(Some(stored)) = self.load().await {
+            *held = Some(stored);
+        }
+        let mut exhausted = false;
         if let Some(grant) = held.as_mut() {
+            exhausted = grant.step_ups >= MAX_STEP_UPS;
             for scope in &wanted {
                 if !grant.wanted.contains(scope) && !grant.scopes.contains(scope) {
                     grant.wanted.push(scope.clone());
@@ -799,14 +844,18 @@ impl Authorizer {
             drop(held);
             self.save(grant).await;
         }
-        self.login_reason(&format!(
-            "the server needs more scope ({})",
-            if wanted.is_empty() {
-                "unnamed".to_owned()
-            } else {
-                wanted.join(" ")
-            }
-        ))
+        let named = if wanted.is_empty() {
+            "unnamed".to_owned()
+        } else {
+            wanted.join(" ")
+        };
+        if exhausted {
+            return format!(
+                "mcp({}): the server still needs more scope ({named}) after {MAX_STEP_UPS} step-up logins: the authorization server does not grant it (no more step-ups are attempted; ask its administrator, or log out and in again to start over)",
+                self.server
+            );
+        }
+        self.login_reason(&format!("the server needs more scope ({named})"))
     }
 }
 

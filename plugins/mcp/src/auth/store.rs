@@ -58,6 +58,18 @@ pub struct Grant {
     /// Scopes a server asked for later (`insufficient_scope`): the next login asks for them too.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub wanted: Vec<String>,
+    /// How the client authenticates at the token endpoint when it has a secret
+    /// (`client_secret_basic`, the default, or `client_secret_post`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_auth: Option<String>,
+    /// Step-up logins in a row (each after an `insufficient_scope`): bounded by
+    /// [`super::MAX_STEP_UPS`]; a fresh login resets it.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub step_ups: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 impl std::fmt::Debug for Grant {
@@ -288,6 +300,8 @@ mod tests {
             expires_at: Some(10),
             scopes: vec!["mcp".into()],
             wanted: Vec::new(),
+            token_auth: None,
+            step_ups: 0,
         }
     }
 

@@ -110,20 +110,47 @@ impl Bridge {
         if let Some(cwd) = &self.config.cwd {
             command.current_dir(cwd);
         }
-        let armed = cordis_sandbox::arm(
-            &mut command,
-            &cordis_sandbox::Confinement::ScopeOnly,
-            cordis_sandbox::Reap::No,
-        )
-        .map_err(|e| self.connect_error(e.to_string()))?;
+        let sandbox = self.sandbox()?;
+        let (confinement, reap, temp) = match sandbox {
+            Some((sandbox, temp)) => {
+                command.env("TMPDIR", &temp);
+                (
+                    cordis_sandbox::Confinement::Sandbox(sandbox),
+                    cordis_sandbox::Reap::Tree,
+                    Some(temp),
+                )
+            }
+            None => (
+                cordis_sandbox::Confinement::ScopeOnly,
+                cordis_sandbox::Reap::No,
+                None,
+            ),
+        };
+        let armed = match cordis_sandbox::arm(&mut command, &confinement, reap) {
+            Ok(armed) => armed,
+            Err(e) => {
+                remove_temp(temp);
+                return Err(self.connect_error(sandbox_error(&e)));
+            }
+        };
+        let reaped = reap == cordis_sandbox::Reap::Tree;
         let mut wrap = CommandWrap::from(command);
-        wrap.wrap(ProcessGroup::leader()).wrap(KillOnDrop);
-        let (transport, stderr, copy) =
-            stdio::spawn(wrap, self.server(), self.config.max_message_bytes)
-                .map_err(|e| self.connect_error(format!("cannot start {program:?}: {e}")))?;
+        if !reaped {
+            wrap.wrap(ProcessGroup::leader()).wrap(KillOnDrop);
+        }
+        // Under the reaper (which leads a session and process group of its own), the server is
+        // stopped through it: it kills everything the server started, however it left the group.
+        let spawned = stdio::spawn(wrap, self.server(), self.config.max_message_bytes);
         drop(armed);
+        let (transport, stderr, copy) = match spawned {
+            Ok(spawned) => spawned,
+            Err(e) => {
+                remove_temp(temp);
+                return Err(self.connect_error(format!("cannot start {program:?}: {e}")));
+            }
+        };
         // Recorded before anything can fail, so dispose kills it from here on.
-        if !self.link.started(transport.id()) {
+        if !self.link.started(transport.id(), reaped, temp) {
             return Err(self.connect_error("the entry was disposed".to_owned()));
         }
         let _ = self.ctx.spawn(copy);
@@ -138,6 +165,40 @@ impl Bridge {
             None => tail.end(),
         }
         Ok((transport, tail))
+    }
+
+    /// The sandbox of the server (`sandbox` in its entry) and its private temp dir, created
+    /// here; `None` without one.
+    fn sandbox(&self) -> Result<Option<(cordis_sandbox::Sandbox, std::path::PathBuf)>, McpError> {
+        let Some(mode) = self.config.sandbox else {
+            return Ok(None);
+        };
+        let workspace = self
+            .ctx
+            .get::<cordis_workspace::Workspace>()
+            .map(|w| w.root().to_path_buf());
+        let workspace = match (workspace, mode) {
+            (Some(root), _) => root,
+            // Nothing is written there in full access; the rules are not built.
+            (None, cordis_sandbox::SandboxMode::FullAccess) => std::path::PathBuf::from("/"),
+            (None, _) => {
+                return Err(self.connect_error(format!(
+                    "`sandbox: {mode}` needs the composition's `workspace` entry (its root is the workspace the server may write in): add `{{id: workspace, name: workspace}}`"
+                )));
+            }
+        };
+        let temp = private_temp_dir(self.server())
+            .map_err(|e| self.connect_error(format!("cannot make the server's temp dir: {e}")))?;
+        Ok(Some((
+            cordis_sandbox::Sandbox {
+                mode,
+                network: self.config.network.unwrap_or(false),
+                workspace,
+                writable: Vec::new(),
+                temp: temp.clone(),
+            },
+            temp,
+        )))
     }
 
     fn http_transport(&self) -> Result<StreamableHttpClientTransport<http::HttpClient>, McpError> {
@@ -155,6 +216,38 @@ impl Bridge {
             },
             transport,
         ))
+    }
+}
+
+/// The reason a sandbox could not be set up, naming the entry's setting (not tool-shell's).
+fn sandbox_error(e: &cordis_sandbox::SandboxError) -> String {
+    match e {
+        cordis_sandbox::SandboxError::Unsupported { mode, detail } => format!(
+            "the {mode} sandbox cannot be enforced: {detail}; the server is not started rather than run unsandboxed (to run it without a sandbox, remove `sandbox` from its entry or set `sandbox: full-access`)"
+        ),
+        other => other.to_string(),
+    }
+}
+
+/// A private temp dir (0700) for one start of `server`: `cordis-mcp-<host pid>-<server>-<n>`.
+fn private_temp_dir(server: &str) -> std::io::Result<std::path::PathBuf> {
+    use std::os::unix::fs::DirBuilderExt;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "cordis-mcp-{}-{server}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::DirBuilder::new().mode(0o700).create(&dir)?;
+    Ok(dir)
+}
+
+/// Removes a server's temp dir (best effort).
+pub(crate) fn remove_temp(temp: Option<std::path::PathBuf>) {
+    if let Some(dir) = temp {
+        let _ = std::fs::remove_dir_all(dir);
     }
 }
 

@@ -112,6 +112,9 @@ impl Bridge {
             .has_resources
             .store(offers(|c| c.resources.is_some()), Ordering::SeqCst);
         *lock(&self.link.peer) = Some(peer.clone());
+        let instructions = peer.peer_info().and_then(|i| i.instructions.clone());
+        *lock(&self.link.instructions) =
+            crate::instructions::bounded(self.server(), instructions.as_deref());
         if let Err(error) = self.install(tools).await {
             *lock(&self.link.peer) = None;
             return Err(error);

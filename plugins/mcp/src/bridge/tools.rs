@@ -85,6 +85,9 @@ impl Bridge {
     /// filtered out: the list is invalid). A server offering resources also gets
     /// [`READ_RESOURCE`], unless it lists a tool of that name itself (the server's own wins) or
     /// the filter leaves it out.
+    ///
+    /// A tool that requires task augmentation (`execution.taskSupport: "required"`) is left
+    /// out with a warning: cordis cannot call it as a task yet, so every call would fail.
     pub(super) async fn install(&self, tools: Vec<Tool>) -> Result<bool, McpError> {
         let mut named: Vec<(String, Tool)> = Vec::with_capacity(tools.len() + 1);
         let mut raw_seen = BTreeSet::new();
@@ -94,6 +97,16 @@ impl Bridge {
                     server: self.server().to_owned(),
                     tool: tool.name.to_string(),
                 });
+            }
+            if requires_tasks(&tool) {
+                tracing::warn!(
+                    server = %self.server(),
+                    tool = %tool.name,
+                    "mcp({}): tool {:?} requires task augmentation (execution.taskSupport: required), which cordis does not support yet: it is left out of the tools offered",
+                    self.server(),
+                    tool.name
+                );
+                continue;
             }
             if self.config.tools.admits(&tool.name) {
                 named.push((public_name(self.server(), &tool.name), tool));
@@ -294,6 +307,15 @@ fn effect_of(tool: &Tool) -> cordis_tools::Effect {
     } else {
         cordis_tools::Effect::Unknown
     }
+}
+
+/// Whether the server said `tool` can only be called as a task (see
+/// [`crate::depth::TASK_REQUIRED_META`]).
+fn requires_tasks(tool: &Tool) -> bool {
+    tool.meta
+        .as_ref()
+        .and_then(|m| m.get(crate::depth::TASK_REQUIRED_META))
+        .is_some_and(|v| v == "required")
 }
 
 #[cfg(test)]

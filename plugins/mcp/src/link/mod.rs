@@ -33,6 +33,11 @@ use crate::{lock, progress};
 struct Process {
     /// The group's id (its leader's pid).
     pgid: Option<u32>,
+    /// The process is a sandbox's reaper: it is stopped through it (see
+    /// [`cordis_sandbox::stop`]), which kills everything the server started.
+    reaped: bool,
+    /// The sandboxed server's private temp dir, removed once it is stopped.
+    temp: Option<std::path::PathBuf>,
     disposed: bool,
 }
 
@@ -61,6 +66,9 @@ pub(crate) struct Link {
     ctx: Context,
     /// The claims on the prompt commands of the current prompt list.
     prompt_claims: Mutex<Vec<EffectHandle>>,
+    /// The server's `instructions` as the prompt shows them (see [`crate::instructions`]):
+    /// the last connection's, kept while it reconnects.
+    pub(crate) instructions: Mutex<Option<String>>,
 }
 
 impl Link {
@@ -79,6 +87,7 @@ impl Link {
             max_result_text: config.max_result_text,
             ctx: ctx.clone(),
             prompt_claims: Mutex::new(Vec::new()),
+            instructions: Mutex::new(None),
         }
     }
 
@@ -89,7 +98,11 @@ impl Link {
     /// Drops the peer and kills the process group, if any.
     pub(crate) fn kill(&self) {
         *lock(&self.peer) = None;
-        kill_group(lock(&self.process).pgid.take());
+        let (pgid, reaped, temp) = {
+            let mut process = lock(&self.process);
+            (process.pgid.take(), process.reaped, process.temp.take())
+        };
+        stop(pgid, reaped, temp);
     }
 
     /// [`Self::kill`], and any process recorded later too (the entry's dispose effect).
@@ -99,14 +112,22 @@ impl Link {
     }
 
     /// Records a started server; kills it at once if the entry is already disposed.
-    pub(crate) fn started(&self, pgid: Option<u32>) -> bool {
+    /// `reaped` says it runs under a sandbox's reaper, `temp` is its private temp dir.
+    pub(crate) fn started(
+        &self,
+        pgid: Option<u32>,
+        reaped: bool,
+        temp: Option<std::path::PathBuf>,
+    ) -> bool {
         let mut process = lock(&self.process);
         if process.disposed {
             drop(process);
-            kill_group(pgid);
+            stop(pgid, reaped, temp);
             return false;
         }
         process.pgid = pgid;
+        process.reaped = reaped;
+        process.temp = temp;
         true
     }
 
@@ -204,6 +225,28 @@ impl Link {
                 () = &mut idle, if *asking.borrow() == 0 => {
                     return Err(self.request_error(ServiceError::Timeout { timeout: self.call_timeout }));
                 }
+            }
+        }
+    }
+}
+
+/// Stops a server: through its reaper (`SIGTERM`: it kills the server's whole tree, then
+/// exits), else `SIGKILL` to its process group; then removes its temp dir.
+fn stop(pgid: Option<u32>, reaped: bool, temp: Option<std::path::PathBuf>) {
+    match pgid {
+        Some(pid) if reaped => cordis_sandbox::stop(pid),
+        _ => kill_group(pgid),
+    }
+    if let Some(temp) = temp {
+        // Off the caller's thread when there is a runtime (dispose is synchronous).
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => {
+                runtime.spawn_blocking(move || {
+                    let _ = std::fs::remove_dir_all(temp);
+                });
+            }
+            Err(_) => {
+                let _ = std::fs::remove_dir_all(temp);
             }
         }
     }

@@ -71,6 +71,15 @@ pub async fn answer_or_flood(stream: TcpStream, seen: Seen, flood: Option<Floode
                 "capabilities": {"tools": {}},
                 "serverInfo": {"name": "mini", "version": "1"}
             })),
+            // A client sending the key `tasks` is also offered a tool that can only be called
+            // as a task and one that may be.
+            "tools/list" if key == "tasks" => Some(json!({"tools": [
+                {"name": "whoami", "description": "The x-api-key it was sent.", "inputSchema": {"type": "object"}},
+                {"name": "background", "description": "Only as a task.", "inputSchema": {"type": "object"},
+                 "execution": {"taskSupport": "required"}},
+                {"name": "later", "description": "As a task or not.", "inputSchema": {"type": "object"},
+                 "execution": {"taskSupport": "optional"}}
+            ]})),
             "tools/list" => Some(json!({"tools": [
                 {"name": "whoami", "description": "The x-api-key it was sent.", "inputSchema": {"type": "object"}}
             ]})),

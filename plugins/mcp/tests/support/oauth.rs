@@ -38,6 +38,21 @@ pub struct Knobs {
     /// Accept client ids that are https URLs of client metadata documents (for any loopback
     /// redirect URI; a real server would fetch the document and check it lists the URI).
     pub metadata_documents: bool,
+    /// The MCP endpoint lets `initialize` (and notifications) in without a token and answers
+    /// `401` only from `tools/list` on, its challenge naming scope `mcp:read mcp:list`.
+    pub list_only: bool,
+    /// The authorization server takes only `client_secret_post`: registration issues a secret
+    /// and says so, and the token endpoint refuses HTTP Basic for such a client.
+    pub secret_post: bool,
+    /// The 2025-03-26 layout: no protected resource metadata and no `resource_metadata` in
+    /// the challenge; the authorization server is the server's origin, its metadata at
+    /// `/.well-known/oauth-authorization-server` (with `legacy_metadata`) or none (the
+    /// default endpoints `/authorize`, `/token`, `/register`).
+    pub legacy: bool,
+    /// With `legacy`: publish the origin's authorization server metadata.
+    pub legacy_metadata: bool,
+    /// Scopes the authorization endpoint never grants, whatever is asked.
+    pub withhold: Vec<String>,
     /// What happened, one line per request (`register`, `authorize`, `token code`, `token
     /// refresh`, `mcp 401`, `mcp initialize`…).
     pub log: Vec<String>,
@@ -51,6 +66,8 @@ pub struct Knobs {
     codes: BTreeMap<String, (String, String, String, Vec<String>, String)>,
     /// Registered clients and their redirect URIs.
     clients: BTreeMap<String, Vec<String>>,
+    /// Registered confidential clients' secrets (`secret_post`).
+    secrets: BTreeMap<String, String>,
     counter: u32,
     /// The base URL (`http://127.0.0.1:PORT`).
     base: String,
@@ -125,6 +142,9 @@ fn oauth_error(error: &str) -> Response {
 
 async fn resource_metadata(State(k): State<Shared>) -> Response {
     let k = k.lock().unwrap();
+    if k.legacy {
+        return StatusCode::NOT_FOUND.into_response();
+    }
     let resource = if k.wrong_resource {
         format!("{}/other", k.base)
     } else {
@@ -139,23 +159,40 @@ async fn resource_metadata(State(k): State<Shared>) -> Response {
 
 async fn server_metadata(State(k): State<Shared>) -> Response {
     let k = k.lock().unwrap();
-    let b = &k.base;
+    if k.legacy {
+        return StatusCode::NOT_FOUND.into_response();
+    }
+    metadata_at(&k, &format!("{}/as", k.base))
+}
+
+/// The 2025-03-26 metadata at the server's origin (with `legacy` and `legacy_metadata`).
+async fn origin_metadata(State(k): State<Shared>) -> Response {
+    let k = k.lock().unwrap();
+    if !(k.legacy && k.legacy_metadata) {
+        return StatusCode::NOT_FOUND.into_response();
+    }
+    metadata_at(&k, &k.base)
+}
+
+/// The authorization server metadata of issuer `issuer` (its endpoints under it).
+fn metadata_at(k: &Knobs, issuer: &str) -> Response {
     let methods: Vec<&str> = if k.no_pkce {
         vec!["plain"]
     } else {
         vec!["S256"]
     };
-    json_response(
-        StatusCode::OK,
-        json!({"issuer": format!("{b}/as"),
-               "authorization_endpoint": format!("{b}/as/authorize"),
-               "token_endpoint": format!("{b}/as/token"),
-               "revocation_endpoint": format!("{b}/as/revoke"),
-               "registration_endpoint": format!("{b}/as/register"),
-               "code_challenge_methods_supported": methods,
-               "client_id_metadata_document_supported": k.metadata_documents,
-               "response_types_supported": ["code"]}),
-    )
+    let mut metadata = json!({"issuer": issuer,
+           "authorization_endpoint": format!("{issuer}/authorize"),
+           "token_endpoint": format!("{issuer}/token"),
+           "revocation_endpoint": format!("{issuer}/revoke"),
+           "registration_endpoint": format!("{issuer}/register"),
+           "code_challenge_methods_supported": methods,
+           "client_id_metadata_document_supported": k.metadata_documents,
+           "response_types_supported": ["code"]});
+    if k.secret_post {
+        metadata["token_endpoint_auth_methods_supported"] = json!(["client_secret_post"]);
+    }
+    json_response(StatusCode::OK, metadata)
 }
 
 async fn register(State(k): State<Shared>, body: String) -> Response {
@@ -169,16 +206,29 @@ async fn register(State(k): State<Shared>, body: String) -> Response {
         })
         .unwrap_or_default();
     let mut k = k.lock().unwrap();
-    if uris.is_empty() || metadata["token_endpoint_auth_method"] != "none" {
+    let method = if k.secret_post {
+        "client_secret_post"
+    } else {
+        "none"
+    };
+    if uris.is_empty() || metadata["token_endpoint_auth_method"] != method {
+        k.log.push(format!(
+            "register refused: method {}",
+            metadata["token_endpoint_auth_method"]
+        ));
         return oauth_error("invalid_client_metadata");
     }
     let id = k.next("client");
     k.clients.insert(id.clone(), uris.clone());
     k.log.push(format!("register {id}"));
-    json_response(
-        StatusCode::CREATED,
-        json!({"client_id": id, "redirect_uris": uris}),
-    )
+    let mut answer = json!({"client_id": id, "redirect_uris": uris});
+    if k.secret_post {
+        let secret = k.next("secret");
+        k.secrets.insert(id.clone(), secret.clone());
+        answer["client_secret"] = json!(secret);
+        answer["token_endpoint_auth_method"] = json!("client_secret_post");
+    }
+    json_response(StatusCode::CREATED, answer)
 }
 
 async fn authorize(State(k): State<Shared>, Query(q): Query<BTreeMap<String, String>>) -> Response {
@@ -215,7 +265,11 @@ async fn authorize(State(k): State<Shared>, Query(q): Query<BTreeMap<String, Str
         format!("{redirect}?error={error}&state={state}")
     } else {
         let code = k.next("code");
-        let scopes = get("scope").split_whitespace().map(str::to_owned).collect();
+        let scopes = get("scope")
+            .split_whitespace()
+            .filter(|s| !k.withhold.iter().any(|w| w == s))
+            .map(str::to_owned)
+            .collect();
         k.codes.insert(
             code.clone(),
             (
@@ -277,6 +331,15 @@ async fn token(State(k): State<Shared>, headers: axum::http::HeaderMap, body: St
         .collect();
     let get = |n: &str| form.get(n).cloned().unwrap_or_default();
     let mut k = k.lock().unwrap();
+    // A client registered with a secret authenticates with it in the form, never HTTP Basic.
+    if let Some(secret) = k.secrets.get(&get("client_id")).cloned() {
+        let basic = headers.contains_key(axum::http::header::AUTHORIZATION);
+        if basic || get("client_secret") != secret {
+            k.log.push("token refused: not client_secret_post".into());
+            return oauth_error("invalid_client");
+        }
+        k.log.push("token client_secret_post".into());
+    }
     match get("grant_type").as_str() {
         "authorization_code" => {
             let Some((client, redirect, challenge, scopes, resource)) =
@@ -353,11 +416,24 @@ async fn mcp(State(k): State<Shared>, headers: HeaderMap, body: String) -> Respo
         .unwrap_or_default()
         .to_owned();
     let resource = format!("{}/mcp", k.base);
+    let message: Value = serde_json::from_str(&body).unwrap_or_default();
+    let method = message["method"].as_str().unwrap_or("-").to_owned();
+    let open = k.list_only && (method == "initialize" || message.get("id").is_none());
     let scopes = match k.access.get(&token) {
         Some((at, scopes, r)) if *at > now() && *r == resource => scopes.clone(),
+        _ if open => Vec::new(),
         _ => {
             k.log.push(format!("mcp 401 token={token}"));
-            let challenge = format!(r#"Bearer resource_metadata="{metadata}", scope="mcp:read""#);
+            let scope = if k.list_only {
+                "mcp:read mcp:list"
+            } else {
+                "mcp:read"
+            };
+            let challenge = if k.legacy {
+                format!(r#"Bearer scope="{scope}""#)
+            } else {
+                format!(r#"Bearer resource_metadata="{metadata}", scope="{scope}""#)
+            };
             return (
                 StatusCode::UNAUTHORIZED,
                 [(header::WWW_AUTHENTICATE, challenge)],
@@ -366,8 +442,6 @@ async fn mcp(State(k): State<Shared>, headers: HeaderMap, body: String) -> Respo
                 .into_response();
         }
     };
-    let message: Value = serde_json::from_str(&body).unwrap_or_default();
-    let method = message["method"].as_str().unwrap_or("-").to_owned();
     k.log.push(format!("mcp {method} token={token}"));
     let result = match method.as_str() {
         "initialize" => json!({"protocolVersion": "2025-06-18", "capabilities": {"tools": {}},
@@ -422,6 +496,14 @@ impl OAuthFixture {
             .route("/as/authorize", get(authorize))
             .route("/as/token", post(token))
             .route("/as/revoke", post(revoke))
+            // The 2025-03-26 layout (`legacy`): the origin is the authorization server.
+            .route(
+                "/.well-known/oauth-authorization-server",
+                get(origin_metadata),
+            )
+            .route("/register", post(register))
+            .route("/authorize", get(authorize))
+            .route("/token", post(token))
             .route(
                 "/mcp",
                 post(mcp).get(|| async { StatusCode::METHOD_NOT_ALLOWED }),

@@ -32,8 +32,15 @@ pub fn complete_turn(s: &Session, turn: u64, tools: Vec<cordis_schema::ToolSchem
     } else {
         HeaderReason::Change
     };
-    s.append(&RequestHeaderData { header, reason }, None)
-        .unwrap();
+    s.append(
+        &RequestHeaderData {
+            header,
+            reason,
+            changed: Vec::new(),
+        },
+        None,
+    )
+    .unwrap();
     let call = AssistantToolCall {
         id: format!("c{turn}"),
         name: "read".into(),

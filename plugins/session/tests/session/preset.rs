@@ -98,6 +98,7 @@ fn a_malformed_switch_is_skipped_for_an_older_valid_one() {
         created_at: 0,
         cwd: None,
         parent_session: None,
+        forked_at: None,
         agent_preset: Some("standard".into()),
     };
     let event = |seq, data| SessionEvent {

@@ -20,6 +20,7 @@ use super::{DEADLINE, call, cfg, eventually, log_lines, names, root_with_tools, 
 
 mod bounds;
 mod sampling;
+mod sandbox;
 
 fn only_server(root: &Context) -> McpServer {
     let mut all = servers(root);

@@ -13,8 +13,9 @@ use cordis_runtime::{Context, EffectHandle, ScopeHandle};
 use cordis_session::{
     AssistantChunkData, AssistantMessageData, EventData, HeaderReason, RequestHeader,
     RequestHeaderData, Session, StepEndData, StepStartData, ToolApprovalData, ToolCallData,
-    ToolResultData, TurnEndReason, TurnStartData, UserMessageData, last_turn,
+    ToolResultData, TurnEndReason, TurnStartData, UserMessageData, header_reason_due, last_turn,
 };
+use cordis_session::{CompactionData, CompactionTrigger};
 use cordis_session::{ToolCodeDispatchData, ToolCodeDispatchStartData};
 use cordis_system_prompt::{AssembleContext, ScopeKey, SystemPrompt};
 use cordis_tools::{
@@ -23,9 +24,19 @@ use cordis_tools::{
 use futures_util::StreamExt;
 use tokio::sync::watch;
 
+use crate::budget;
+use crate::compaction;
 use crate::config::LoopSettings;
-use crate::events::{AgentError, AgentEvent, AgentState};
+use crate::events::{
+    AgentError, AgentEvent, AgentHook, AgentNotice, AgentState, HookPoint, Moment,
+};
 use crate::invariant::check_request;
+
+mod compact;
+mod dispatch_log;
+mod hooks;
+
+pub use compact::CompactError;
 
 /// Why `run_turn` did not run a turn at all.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -73,9 +84,14 @@ struct Inner {
     settings: LoopSettings,
     busy: AtomicBool,
     disposed: AtomicBool,
+    /// True once this loop instance ran `SessionStart` hooks (its first turn).
+    started: AtomicBool,
     /// The last header this loop instance sent (`None` until its first request).
     /// The last request built, the baseline a new header is compared with (shared, not copied).
     baseline: Mutex<Option<FrozenRequest>>,
+    /// Each prompt section's fingerprint in the last request built (a `change` names those
+    /// that differ: an instructions file, the skills catalog).
+    prompt_sources: Mutex<BTreeMap<String, u64>>,
     stop: watch::Sender<Option<Stop>>,
     /// The binding of the agent's scope to its parent (a preset's standing key), replaced by
     /// [`Agent::rejoin`].
@@ -119,7 +135,9 @@ impl Agent {
                 settings,
                 busy: AtomicBool::new(false),
                 disposed: AtomicBool::new(false),
+                started: AtomicBool::new(false),
                 baseline: Mutex::new(None),
+                prompt_sources: Mutex::default(),
                 stop: watch::Sender::new(None),
                 parent_bind: Mutex::new(parent_bind),
             }),
@@ -237,6 +255,7 @@ impl Agent {
     /// Disposes the agent: a running turn ends with `turn/end {kind: disposed}`, its scope (and
     /// every registration on it) unwinds, and later turns are refused.
     pub fn dispose(&self) {
+        self.session_end();
         self.mark_disposed();
         self.inner.scope.dispose();
     }
@@ -402,7 +421,17 @@ impl Agent {
             .map_err(|e| fail(0)(e.to_string()))?
             + 1;
         *turn_out = turn;
+        // Compacted before the turn opens, the user's new message follows the summary.
+        self.compact_if_due(0).await?;
         self.log(&TurnStartData { turn }, None, 0)?;
+        let input = match self.prompt_hooks(turn, input).await? {
+            Ok(input) => input,
+            Err(reason) => {
+                return Ok(TurnEndReason::Aborted {
+                    reason: Some(reason),
+                });
+            }
+        };
         self.log(
             &UserMessageData {
                 turn,
@@ -413,6 +442,7 @@ impl Agent {
             0,
         )?;
         let mut step = 0;
+        let mut stop_hook_active = false;
         loop {
             step += 1;
             if step > inner.settings.max_steps {
@@ -420,8 +450,29 @@ impl Agent {
                     steps: inner.settings.max_steps,
                 });
             }
+            let model = self.call_config().model;
+            if let Some(message) = session
+                .with_events(|e| budget::spent(&inner.settings.budget, &inner.deps.llm, &model, e))
+            {
+                return Ok(TurnEndReason::Budget { message });
+            }
+            if step > 1 {
+                self.compact_if_due(step).await?;
+            }
             if !self.run_step(turn, step).await? {
-                return Ok(TurnEndReason::Completed);
+                match self.stop_hooks(turn, step, stop_hook_active).await? {
+                    Some(reason) if step < inner.settings.max_steps => {
+                        stop_hook_active = true;
+                        let content = format!("Stop hook feedback: {reason}");
+                        let data = UserMessageData {
+                            turn,
+                            content,
+                            prompt: None,
+                        };
+                        self.log(&data, None, step)?;
+                    }
+                    _ => return Ok(TurnEndReason::Completed),
+                }
             }
         }
     }
@@ -461,9 +512,11 @@ impl Agent {
         self.log(&StepStartData { turn, step }, None, step)?;
 
         let header = RequestHeader::new(self.call_config(), system, assembly.tools);
+        let due = session.with_events(|events| header_reason_due(session.header(), events));
         let reason = {
             let baseline = cordis_runtime::lock(&inner.baseline);
             match &*baseline {
+                _ if due.is_some() => due,
                 None => Some(
                     if session
                         .request_header()
@@ -479,10 +532,44 @@ impl Agent {
                 Some(_) => None,
             }
         };
+        // Each section's rendered text, fingerprinted, so a `change` names what changed.
+        let sources: BTreeMap<String, u64> = assembly
+            .sections
+            .iter()
+            .map(|s| {
+                let text = cordis_system_prompt::interpolate(&s.text, &s.name, &assembly.variables)
+                    .unwrap_or_else(|_| s.text.clone());
+                let mut hasher = std::hash::DefaultHasher::new();
+                std::hash::Hash::hash(&text, &mut hasher);
+                (s.name.clone(), std::hash::Hasher::finish(&hasher))
+            })
+            .collect();
+        let last = std::mem::replace(&mut *cordis_runtime::lock(&inner.prompt_sources), sources);
         if let Some(reason) = reason {
+            let mut changed = Vec::new();
+            if reason == HeaderReason::Change {
+                let now = cordis_runtime::lock(&inner.prompt_sources);
+                let names: std::collections::BTreeSet<&String> =
+                    last.keys().chain(now.keys()).collect();
+                changed.extend(
+                    names
+                        .into_iter()
+                        .filter(|n| last.get(*n) != now.get(*n))
+                        .cloned(),
+                );
+                if let Some(before) = &*cordis_runtime::lock(&inner.baseline) {
+                    if before.tools.as_slice() != header.tools.as_deref().unwrap_or_default() {
+                        changed.push("tools".to_owned());
+                    }
+                    if before.config != header.config {
+                        changed.push("config".to_owned());
+                    }
+                }
+            }
             let data = RequestHeaderData {
                 header: header.clone(),
                 reason,
+                changed,
             };
             self.log(&data, None, step)?;
         }
@@ -653,7 +740,18 @@ impl Agent {
             // A run_code call's sub-calls were logged as they passed; a failure to log one
             // ends the step here, before the parent's result.
             sub_calls.check()?;
-            self.log_approval(&call_id, &name, turn, step, call_seqs[index])?;
+            let source = call_seqs[index];
+            let moment = Moment::ToolResult {
+                call_id: call_id.clone(),
+            };
+            let runs = self.hook_point(turn, moment).await.map(|p| p.runs);
+            let (pre, post): (Vec<_>, Vec<_>) = runs
+                .unwrap_or_default()
+                .into_iter()
+                .partition(|r| r.event == "PreToolUse");
+            self.log_hook_runs(pre, step, Some(source))?;
+            self.log_approval(&call_id, &name, turn, step, source)?;
+            self.log_hook_runs(post, step, Some(source))?;
             let data = ToolResultData {
                 turn,
                 step,
@@ -667,166 +765,6 @@ impl Agent {
             index += 1;
         }
         Ok(())
-    }
-}
-
-impl Agent {
-    /// Logs the `run_code` sub-calls of this step's calls (`parents`: call id to its
-    /// `tool/call` seq) as they pass the dispatch waterfall, until the returned value is
-    /// dropped. A start is durable (flushed) before its sub-call runs, as a `tool/call` is
-    /// before its tool; a settle is logged when its commit ends. They derive no model message;
-    /// only the outer result enters the history.
-    ///
-    /// # Determinism
-    /// The waterfall passes one record at a time in the scheduler's order of decisions (see
-    /// `cordis_tools::ToolsCodeDispatch`), never in the order tools happened to finish, and a
-    /// `run_code` call runs alone (it is mutating), so what is logged between its `tool/call`
-    /// and its `tool/result` is its own records in that order.
-    fn log_sub_calls(&self, turn: u64, step: u64, parents: BTreeMap<String, u64>) -> SubCalls {
-        let key = self.inner.key;
-        let failure: Arc<Mutex<Option<Failure>>> = Arc::default();
-        let agent = self.clone();
-        let failed = failure.clone();
-        let parents = Arc::new(parents);
-        let handle = self.inner.deps.ctx.on_waterfall::<ToolsCodeDispatch, _, _>(
-            Position::Back,
-            move |record: CodeDispatch, next| {
-                let source = parents.get(&record.parent_call_id).copied();
-                let (agent, failed) = (agent.clone(), failed.clone());
-                async move {
-                    let source = source.filter(|_| record.scope == Some(key));
-                    let gave_up = cordis_runtime::lock(&failed).is_some();
-                    if let (Some(source), false) = (source, gave_up) {
-                        let logged = match agent.log_sub_call(&record, turn, step, source) {
-                            Ok(()) if record.outcome.is_none() => agent.flush(step).await,
-                            other => other,
-                        };
-                        if let Err(e) = logged {
-                            cordis_runtime::lock(&failed).get_or_insert(e);
-                        }
-                    }
-                    next.run(record).await
-                }
-            },
-        );
-        SubCalls {
-            failure,
-            _listener: StopListening(handle),
-        }
-    }
-
-    fn log_sub_call(
-        &self,
-        record: &CodeDispatch,
-        turn: u64,
-        step: u64,
-        source: u64,
-    ) -> Result<(), Failure> {
-        let logged = match &record.outcome {
-            None => self.log(
-                &ToolCodeDispatchStartData {
-                    turn,
-                    step,
-                    parent_call_id: record.parent_call_id.clone(),
-                    sub_call_id: record.sub_call_id.clone(),
-                    name: record.name.clone(),
-                    arguments: record.arguments.clone(),
-                },
-                Some(vec![source]),
-                step,
-            ),
-            Some(outcome) => self
-                .log_approval(&record.sub_call_id, &record.name, turn, step, source)
-                .and_then(|()| {
-                    self.log(
-                        &ToolCodeDispatchData {
-                            turn,
-                            step,
-                            parent_call_id: record.parent_call_id.clone(),
-                            sub_call_id: record.sub_call_id.clone(),
-                            name: record.name.clone(),
-                            arguments: record.arguments.clone(),
-                            is_error: outcome.is_error,
-                            content: outcome.content.clone(),
-                        },
-                        Some(vec![source]),
-                        step,
-                    )
-                }),
-        };
-        logged.map(drop)
-    }
-}
-
-impl Agent {
-    /// Logs the approval decision on call `call_id` (an outer call or a sub-call) when its
-    /// tool's policy is not `allow`, derived from the event `source`. Decisions are logged here,
-    /// in call order, not when the guard made them (that order is the tools' completion order).
-    fn log_approval(
-        &self,
-        call_id: &str,
-        name: &str,
-        turn: u64,
-        step: u64,
-        source: u64,
-    ) -> Result<(), Failure> {
-        let Some(decision) = self
-            .inner
-            .deps
-            .ctx
-            .get::<Approvals>()
-            .and_then(|a| a.take_decision(Some(self.inner.key), call_id))
-            .filter(|d| d.policy != ApprovalPolicy::Allow)
-        else {
-            return Ok(());
-        };
-        let data = ToolApprovalData {
-            turn,
-            step,
-            call_id: call_id.to_owned(),
-            name: name.to_owned(),
-            policy: decision.policy.to_string(),
-            allowed: decision.allowed,
-            by: decision.by.as_str().to_owned(),
-            reason: decision.reason,
-            grants: decision
-                .grants
-                .iter()
-                .map(crate::permissions::grant_data)
-                .collect(),
-            refusals: decision
-                .refusals
-                .iter()
-                .map(crate::permissions::grant_data)
-                .collect(),
-        };
-        self.log(&data, Some(vec![source]), step).map(drop)
-    }
-}
-
-/// The logging of one step's `run_code` sub-calls, while it lasts.
-struct SubCalls {
-    /// The first record that could not be logged (later ones are not tried).
-    failure: Arc<Mutex<Option<Failure>>>,
-    _listener: StopListening,
-}
-
-impl SubCalls {
-    /// The failure to log a sub-call record, if there was one.
-    fn check(&self) -> Result<(), Failure> {
-        match cordis_runtime::lock(&self.failure).take() {
-            Some(failure) => Err(failure),
-            None => Ok(()),
-        }
-    }
-}
-
-/// Removes a listener when dropped (on every way out of a step's dispatch).
-struct StopListening(cordis_runtime::EffectHandle);
-
-impl Drop for StopListening {
-    fn drop(&mut self) {
-        self.0.dispose();
     }
 }
 
