@@ -50,5 +50,6 @@ mod session_fork;
 mod sessions_contract;
 mod snapshots;
 mod stress_exercise;
+mod trust_init;
 mod usage_accounting;
 mod wasm;

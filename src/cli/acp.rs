@@ -22,9 +22,14 @@ pub struct AcpArgs {
     /// an edit that does not load is reported on stderr and changes nothing.
     #[arg(long)]
     pub watch: bool,
+    /// Trust the workspace: hooks from its own config file run (remembered for the directory;
+    /// without it, such hooks are not run and the log says so), as `cordis run --trust`.
+    #[arg(long)]
+    pub trust: bool,
 }
 
 pub(crate) fn run(args: &AcpArgs, io: &mut Io<'_>, builtins: &Builtins) -> anyhow::Result<u8> {
+    cordis_hooks::trust_workspace_for_run(args.trust);
     let file = args.config.file.display().to_string();
     // Read once: every session of this process runs the same file, even if it changes.
     let source = match std::fs::read_to_string(&args.config.file) {

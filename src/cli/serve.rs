@@ -24,9 +24,14 @@ pub struct ServeArgs {
     /// edit that does not load is shown while the last good composition keeps running.
     #[arg(long)]
     pub watch: bool,
+    /// Trust the workspace: hooks from its own config file run (remembered for the directory;
+    /// without it, such hooks are not run and the log says so), as `cordis run --trust`.
+    #[arg(long)]
+    pub trust: bool,
 }
 
 pub(crate) fn run(args: &ServeArgs, io: &mut Io<'_>, builtins: &Builtins) -> anyhow::Result<u8> {
+    cordis_hooks::trust_workspace_for_run(args.trust);
     let rt = cordis_host::shutdown::current_thread()?;
     let result = rt.block_on(async {
         let schedule = cordis_runtime::Schedule::new(cordis_runtime::Policy::Fifo, 0);

@@ -73,6 +73,11 @@ pub(crate) const COMMANDS: &[Command] = &[
         editor: true,
     },
     Command {
+        usage: "/init",
+        what: "write a starter AGENTS.md for this workspace (shown and asked first; never over one)",
+        editor: false,
+    },
+    Command {
         usage: "/quit",
         what: "end the run (the session is saved)",
         editor: false,
@@ -124,6 +129,10 @@ pub(crate) fn answer(
         Line::Resume(_) => elsewhere(
             "Open a past session from the editor's history (`session/list`, `session/load`).",
             "Open a past session from the list, then Continue this session here.",
+        ),
+        Line::Init => elsewhere(
+            "Run /init in `cordis run` at a terminal: it writes a starter AGENTS.md there.",
+            "Run /init in `cordis run` at a terminal: it writes a starter AGENTS.md there.",
         ),
         Line::Quit => elsewhere(
             "Close the session in the editor.",
@@ -308,6 +317,8 @@ pub(crate) enum Line<'a> {
     Clear,
     /// `/resume [ID]` (the id, empty without one).
     Resume(&'a str),
+    /// `/init`.
+    Init,
     /// `/quit` (or `/exit`).
     Quit,
     /// A command nobody knows: the word as typed.
@@ -334,6 +345,7 @@ pub(crate) fn parse(line: &str) -> Line<'_> {
         "permissions" => Line::Permissions(rest),
         "clear" | "new" => Line::Clear,
         "resume" => Line::Resume(rest),
+        "init" => Line::Init,
         "quit" | "exit" => Line::Quit,
         _ => Line::Unknown(trimmed.split_whitespace().next().unwrap_or(trimmed)),
     }

@@ -18,11 +18,13 @@
 //! FIFOs and other non-files are refused, and reads stop at a size bound.
 
 mod config;
+mod handoff;
 mod plugin;
 pub mod source;
 mod walk;
 
 pub use config::{DEFAULT_MAX_BYTES, InstructionsConfig};
+pub use handoff::Handoff;
 pub use plugin::{INSTRUCTIONS_ORDER, InstructionsPlugin, SECTION_PREFIX, user_config_dir};
 pub use source::{FileError, Loaded, Place, Reader};
 pub use walk::{Candidate, MAX_LEVELS, candidates, repository_dirs};

@@ -10,6 +10,7 @@ use cordis_system_prompt::{Section, SystemPrompt};
 use cordis_workspace::Workspace;
 
 use crate::config::InstructionsConfig;
+use crate::handoff::Handoff;
 use crate::source::Reader;
 use crate::walk::{Candidate, candidates};
 
@@ -172,11 +173,17 @@ fn register(
     )]
     let order = INSTRUCTIONS_ORDER + i as f64 / 1024.0;
     let candidate = Arc::new(candidate);
-    let (f, c) = (files.clone(), candidate.clone());
+    // The section reads the file; its variable, evaluated next in the same assembly, takes
+    // that text instead of reading again.
+    let handoff = Arc::new(Handoff::default());
+    let (f, c, h) = (files.clone(), candidate.clone(), handoff.clone());
     let _ = prompt.section(
         ctx,
-        Section::dynamic(name, order, move |_| {
-            if f.render(&c).is_empty() {
+        Section::dynamic(name, order, move |at| {
+            let text = f.render(&c);
+            let empty = text.is_empty();
+            h.put(at, text);
+            if empty {
                 String::new()
             } else {
                 reference.clone()
@@ -184,7 +191,9 @@ fn register(
         }),
     )?;
     let f = files.clone();
-    let _ = prompt.variable(ctx, &variable, move |_| Some(f.render(&candidate)))?;
+    let _ = prompt.variable(ctx, &variable, move |at| {
+        Some(handoff.take(at).unwrap_or_else(|| f.render(&candidate)))
+    })?;
     Ok(())
 }
 

@@ -150,6 +150,17 @@ fn open(ws: Option<&Workspace>, place: &Place) -> Result<Option<(File, PathBuf)>
                 Err(e) => Err(io(e)),
             }
         }
+        Place::Outside { path, within: None } => {
+            // No bound to check (the user's own files): one open following links, instead of
+            // resolving every component first (a `readlink` each, even for a missing file).
+            match rustix::fs::open(path, read_flags(), Mode::empty()) {
+                Ok(fd) => Ok(Some((File::from(fd), path.clone()))),
+                Err(e) if e == rustix::io::Errno::NOENT || e == rustix::io::Errno::NOTDIR => {
+                    Ok(None)
+                }
+                Err(e) => Err(io(std::io::Error::from(e))),
+            }
+        }
         Place::Outside { path, within } => {
             let real = match std::fs::canonicalize(path) {
                 Ok(real) => real,

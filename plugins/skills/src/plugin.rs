@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use cordis_instructions::user_config_dir;
+use cordis_instructions::{Handoff, user_config_dir};
 use cordis_runtime::{BoxError, Claim, Context, Inject, Plugin, Service};
 use cordis_system_prompt::{Section, SystemPrompt};
 use cordis_tools::{ToolDefinition, ToolOutput, ToolRegistry, ToolSchema};
@@ -144,10 +144,17 @@ impl Plugin for SkillsPlugin {
         let library = Arc::new(Library::new(Some(ws), user, config.clone()));
         let lib = library.clone();
         let reference = format!("{{{{{CATALOG_VARIABLE}}}}}");
+        // The section scans; the variable, evaluated next in the same assembly, takes that
+        // catalog instead of scanning again.
+        let handoff = Arc::new(Handoff::default());
+        let h = handoff.clone();
         let _ = prompt.section(
             &ctx,
-            Section::dynamic(CATALOG_SECTION, CATALOG_ORDER, move |_| {
-                if lib.catalog().is_empty() {
+            Section::dynamic(CATALOG_SECTION, CATALOG_ORDER, move |at| {
+                let catalog = lib.catalog();
+                let empty = catalog.is_empty();
+                h.put(at, catalog);
+                if empty {
                     String::new()
                 } else {
                     reference.clone()
@@ -155,7 +162,9 @@ impl Plugin for SkillsPlugin {
             }),
         )?;
         let lib = library.clone();
-        let _ = prompt.variable(&ctx, CATALOG_VARIABLE, move |_| Some(lib.catalog()))?;
+        let _ = prompt.variable(&ctx, CATALOG_VARIABLE, move |at| {
+            Some(handoff.take(at).unwrap_or_else(|| lib.catalog()))
+        })?;
         let _ = registry
             .register_scheduled(&ctx, tool(library.clone()))
             .await?;

@@ -181,6 +181,7 @@ impl Conversation<'_> {
                 let choice = SessionChoice::Resume(id.to_owned());
                 self.switch_session(choice, io).await?;
             }
+            commands::Line::Init => self.init(io).await?,
             commands::Line::Quit => return Ok(false),
             commands::Line::Unknown(word) => writeln!(
                 io.err,

@@ -13,10 +13,12 @@
 mod conversation;
 mod expand;
 pub mod headless;
+mod init;
 mod live;
 mod pick;
 mod questions;
 mod session_commands;
+mod trust;
 
 use crate::session::open::{OpenError, joined_preset};
 use cordis_agent_loop::{Agent, AgentEvent, AgentLoop, AgentOptions, TurnError};
@@ -382,7 +384,7 @@ fn print_boot_problems(report: &BootReport, io: &mut Io<'_>) -> std::io::Result<
 }
 
 pub(crate) fn run(args: &RunArgs, io: &mut Io<'_>, builtins: &Builtins) -> anyhow::Result<u8> {
-    cordis_hooks::trust_workspace_for_run(args.trust);
+    trust::settle(args, io, builtins)?;
     let seed = choose_seed(args.seed, io)?;
     let forked = match args.fork.as_deref().map(fork_spec) {
         Some(Ok((parent, at))) => Some(SessionChoice::Fork {
