@@ -16,6 +16,27 @@ read or changed (with paths), commands run and what they showed, errors met and 
 solved, what is done, what is in progress, and the next step. Keep exact names, paths, \
 identifiers and numbers. Answer with the summary only.";
 
+/// The most bytes of a summary kept: the model writes it, and it is sent with every later
+/// request.
+pub const MAX_SUMMARY_BYTES: usize = 64 << 10;
+
+/// `summary` cut to [`MAX_SUMMARY_BYTES`] at a character boundary, saying so.
+pub fn bounded_summary(mut summary: String) -> String {
+    if summary.len() <= MAX_SUMMARY_BYTES {
+        return summary;
+    }
+    let over = summary.len() - MAX_SUMMARY_BYTES;
+    let mut cut = MAX_SUMMARY_BYTES;
+    while !summary.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    summary.truncate(cut);
+    summary.push_str(&format!(
+        "\n[the summary was cut here: {over} bytes over the 64 KiB bound]"
+    ));
+    summary
+}
+
 /// The last user message of a summary request.
 pub fn summary_instruction(focus: Option<&str>) -> String {
     let mut text = String::from(

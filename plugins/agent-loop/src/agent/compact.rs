@@ -133,6 +133,7 @@ impl Agent {
         if summary.trim().is_empty() {
             return Err("the model answered with an empty summary".into());
         }
+        let summary = compaction::bounded_summary(summary);
         let data = session.with_events(|events| {
             compaction::record(
                 summary,

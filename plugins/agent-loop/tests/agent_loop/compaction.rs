@@ -1,6 +1,8 @@
 //! Compaction's pure parts: the summary request and when it is due.
 
-use cordis_agent_loop::compaction::{SUMMARY_SYSTEM, due, summary_request};
+use cordis_agent_loop::compaction::{
+    MAX_SUMMARY_BYTES, SUMMARY_SYSTEM, bounded_summary, due, summary_request,
+};
 use cordis_conversation::{CallConfig, History, Message};
 use cordis_session::{SessionEvent, kinds};
 
@@ -84,4 +86,21 @@ fn it_is_due_at_the_threshold_and_not_again_after_a_compaction() {
         source_event_seqs: None,
     });
     assert!(!due(&compacted, Some(100), 0.8));
+}
+
+#[test]
+fn a_summary_over_the_bound_is_cut_at_a_character_boundary_saying_so() {
+    let short = "ok".to_owned();
+    assert_eq!(bounded_summary(short.clone()), short);
+    let long = "é".repeat(MAX_SUMMARY_BYTES);
+    let cut = bounded_summary(long);
+    let (kept, note) = cut.rsplit_once('\n').unwrap();
+    assert!(kept.len() <= MAX_SUMMARY_BYTES && kept.chars().all(|c| c == 'é'));
+    assert_eq!(
+        note,
+        format!(
+            "[the summary was cut here: {} bytes over the 64 KiB bound]",
+            MAX_SUMMARY_BYTES
+        )
+    );
 }
