@@ -40,19 +40,23 @@ fn policy(name: &str) -> Policy {
 }
 
 /// One seed: boot, dispose, wait for its tasks, on one current-thread runtime kept across
-/// seeds (what `cordis stress` and `cordis::testing` do).
+/// seeds (what `cordis stress` and `cordis::testing` do), reading the instruction and skill
+/// files through one snapshot for all seeds (what `cordis stress` does).
 #[divan::bench(args = ["fifo", "random", "pct"])]
 fn seeded_boot_of_the_bundled_config(bencher: divan::Bencher, policy_name: &str) {
     let (plan, rt, policy) = (bundled(), rt(), policy(policy_name));
+    let sources = cordis_instructions::Snapshot::new();
     let mut seed = 0u64;
     bencher.counter(ItemsCount::new(1usize)).bench_local(|| {
         seed += 1;
-        rt.block_on(async {
-            let root = Context::root_with(Schedule::new(policy, seed));
-            let report = boot(&root, &plan).await;
-            root.dispose();
-            root.tasks_finished().await;
-            report.digest.len()
+        sources.enter(|| {
+            rt.block_on(async {
+                let root = Context::root_with(Schedule::new(policy, seed));
+                let report = boot(&root, &plan).await;
+                root.dispose();
+                root.tasks_finished().await;
+                report.digest.len()
+            })
         })
     });
 }

@@ -20,9 +20,9 @@ pub use wasm::WasmKind;
 /// and the workspace tools: `workspace`, `tool-fs`, `tool-search`, `tool-shell`, `approvals`,
 /// `presenter`, Code Mode's `code-runtime` and `tool-presentation`, and agent presets'
 /// `agent-presets` with its rows `persona`, `tool-order`, `tool-restrict` and `tool-cordis`,
-/// and `mcp` (one MCP server's tools per entry), project `instructions` (`AGENTS.md`) and
-/// `skills` (`SKILL.md` folders); and the entry kind of `.wasm` files
-/// ([`WasmKind`]: WebAssembly component tool plugins).
+/// and `mcp` (one MCP server's tools per entry), project `instructions` (`AGENTS.md`),
+/// `skills` (`SKILL.md` folders) and `deferred-tools` (tool search); and the entry kind of
+/// `.wasm` files ([`WasmKind`]: WebAssembly component tool plugins).
 pub fn standard() -> Builtins {
     let mut table = Builtins::host();
     table.insert_kind(WasmKind);
@@ -54,6 +54,7 @@ pub fn standard() -> Builtins {
     table.insert(cordis_instructions::InstructionsPlugin::default());
     table.insert(cordis_skills::SkillsPlugin::default());
     table.insert(cordis_hooks::HooksPlugin::default());
+    table.insert(cordis_deferred_tools::DeferredToolsPlugin);
     table
 }
 

@@ -19,6 +19,13 @@
 //! The composition's `llm` entry is switched to the scripted adapter with these responses and
 //! its `sessions` entry to memory, so an exercise touches no network and no files.
 //!
+//! A script exported from a session (`cordis sessions export --exercise`) also holds `http`:
+//! the requests its WebAssembly tools made through `cordis:plugin/http`, by call id, each with
+//! its kept answer (headers, body in base64). Every `*.wasm` entry of an exercise is switched
+//! to replay them ([`cordis_wasm::http`]): a guest's requests are answered from the script and
+//! never go out; one that does not match the recording fails its call, and the exercise with
+//! [`ExerciseError::Replay`] naming the request and what differed.
+//!
 //! # Scrubbing (what two seeds may differ in)
 //! Every key named in [`SCRUBBED_KEYS`] is removed wherever it occurs in an event (append
 //! times and durations). Ids need no scrubbing: the session id is fixed (`exercise`), call ids
@@ -28,6 +35,7 @@
 //! Tool results of calls made in one step are committed in call order, whatever order they
 //! complete in, so the log does not depend on completion order; a seeded exercise proves it.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -37,7 +45,7 @@ use cordis_host::plan::{LoadPlan, Step};
 use cordis_llm::{AdapterKind, LlmConfig, ScriptedResponse};
 use cordis_runtime::{Context, LiveCounts, Prepared, Schedule};
 use cordis_session::SessionConfig;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// Keys removed from every session event before comparing seeds: they carry wall-clock time.
@@ -62,6 +70,36 @@ pub struct ExerciseScript {
     /// The model's responses; `None` keeps the llm entry's own.
     #[serde(default)]
     pub responses: Option<Vec<ScriptedResponse>>,
+    /// The requests WebAssembly tools made, by call id, in order, with their kept answers.
+    #[serde(default)]
+    pub http: BTreeMap<String, Vec<ScriptedRequest>>,
+}
+
+/// A recorded request of a script: its record as the session log holds it, and its answer as
+/// kept next to the log (absent for a refused or failed request, or one not kept).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScriptedRequest {
+    /// The record.
+    #[serde(flatten)]
+    pub record: cordis_wasm::HttpRecord,
+    /// The answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<ScriptedAnswer>,
+}
+
+/// A kept answer in a script (its status is the record's).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScriptedAnswer {
+    /// The headers the guest saw.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub headers: Vec<(String, String)>,
+    /// A redirect's location.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub location: Option<String>,
+    /// The body, in base64.
+    #[serde(default)]
+    pub body: String,
 }
 
 /// Why an exercise could not run.
@@ -93,6 +131,10 @@ pub enum ExerciseError {
     /// The agent could not be created after boot (its services are not all active).
     #[error("no agent to exercise: {0}")]
     NoAgent(String),
+    /// A WebAssembly tool's request did not match the script's recording (or the recording
+    /// is malformed): which request, and what differed.
+    #[error("{0}")]
+    Replay(String),
 }
 
 impl ExerciseScript {
@@ -121,18 +163,74 @@ impl ExerciseScript {
     }
 }
 
+impl ExerciseScript {
+    /// The script's recorded requests as a WebAssembly replay.
+    ///
+    /// # Errors
+    /// A body that is not base64, or an answer that is not its record's (status, length,
+    /// SHA-256): the call and request named.
+    pub fn replay(&self) -> Result<cordis_wasm::http::Replay, ExerciseError> {
+        let mut calls = BTreeMap::new();
+        for (call, requests) in &self.http {
+            let mut recorded = Vec::with_capacity(requests.len());
+            for (i, request) in requests.iter().enumerate() {
+                let named = |why: String| {
+                    ExerciseError::Replay(format!(
+                        "the script's request {} of call {call} ({} {}): {why}",
+                        i + 1,
+                        request.record.method,
+                        request.record.url
+                    ))
+                };
+                let answer = match &request.answer {
+                    None => None,
+                    Some(a) => {
+                        let body = cordis_wasm::http::body_from_base64(&a.body).map_err(named)?;
+                        let answer = cordis_wasm::http::Answer {
+                            status: request.record.status.unwrap_or_default(),
+                            headers: a.headers.clone(),
+                            location: a.location.clone(),
+                            body,
+                        };
+                        cordis_wasm::http::answer_matches(&request.record, &answer)
+                            .map_err(named)?;
+                        Some(answer)
+                    }
+                };
+                recorded.push(cordis_wasm::http::Recording {
+                    record: request.record.clone(),
+                    answer,
+                });
+            }
+            calls.insert(call.clone(), recorded);
+        }
+        Ok(cordis_wasm::http::Replay { calls })
+    }
+}
+
 /// `plan` set up for an exercise: its `llm` entry scripted with `script`'s responses (if any)
-/// and recording nothing, its `sessions` entry in memory.
+/// and recording nothing, its `sessions` entry in memory, its WebAssembly entries replaying
+/// `script`'s recorded requests (never the network).
 ///
 /// # Errors
-/// When the plan has no `llm`, `sessions` or `agent-loop` entry.
+/// When the plan has no `llm`, `sessions` or `agent-loop` entry, or the script's recorded
+/// requests are malformed.
 pub fn exercise_plan(plan: &LoadPlan, script: &ExerciseScript) -> Result<LoadPlan, ExerciseError> {
     let mut out = plan.clone();
     let (mut llm, mut sessions, mut agent_loop) = (false, false, false);
+    let replay = Arc::new(script.replay()?);
     for entry in &mut out.entries {
         let Step::Plugin { prepared, .. } = &mut entry.step else {
             continue;
         };
+        if let Some(config) = prepared.config.downcast_ref::<cordis_wasm::WasmConfig>() {
+            let config = cordis_wasm::WasmConfig {
+                replay: Some(replay.clone()),
+                ..config.clone()
+            };
+            *prepared = Prepared::erased(Arc::clone(&prepared.plugin), Arc::new(config));
+            continue;
+        }
         match prepared.plugin.name() {
             "llm" => {
                 if let Some(config) = prepared.config.downcast_ref::<LlmConfig>() {
@@ -307,8 +405,12 @@ pub async fn exercise_with_preset(
         scrub(event);
     }
     let completions = root.trace_details(cordis_host::echo::TRACE_TOOL_COMPLETE);
+    let mismatches = root.trace_details(cordis_wasm::http::TRACE_REPLAY_MISMATCH);
     root.dispose();
     root.tasks_finished().await;
+    if let Some(first) = mismatches.into_iter().next() {
+        return Err(ExerciseError::Replay(first));
+    }
     let live_after = root.live();
     Ok(ExerciseOutcome {
         report,
@@ -460,6 +562,66 @@ pub fn export_script(
     Ok(serde_json::json!({"turns": turns, "responses": responses}))
 }
 
+/// [`export_script`], with the requests WebAssembly tools made (`http`: by call id, each
+/// record as the log holds it, with its answer read from `kept`, the session store's
+/// [`cordis_wasm::http::KEPT_DIR`] directory, when it was kept there).
+///
+/// # Errors
+/// A malformed payload of a kind the export reads, or a kept answer that cannot be read or is
+/// not its record's.
+pub fn export_script_kept(
+    events: &[cordis_session::SessionEvent],
+    kept: Option<&Path>,
+) -> Result<Value, String> {
+    let mut script = export_script(events).map_err(|e| e.to_string())?;
+    let mut http = serde_json::Map::new();
+    for event in events {
+        let Ok(result) = event.data_as::<cordis_session::ToolResultData>() else {
+            continue;
+        };
+        let records = recorded_requests(&result.content);
+        if records.is_empty() {
+            continue;
+        }
+        let mut requests = Vec::with_capacity(records.len());
+        for record in records {
+            let answer = match (kept, record.status) {
+                (Some(dir), Some(_)) => cordis_wasm::http::read_kept(dir, &record)
+                    .map_err(|why| format!("call {}: {why}", result.call_id))?
+                    .map(|a| ScriptedAnswer {
+                        headers: a.headers,
+                        location: a.location,
+                        body: cordis_wasm::http::body_to_base64(&a.body),
+                    }),
+                _ => None,
+            };
+            let request = ScriptedRequest { record, answer };
+            requests.push(serde_json::to_value(request).map_err(|e| e.to_string())?);
+        }
+        http.insert(result.call_id, Value::Array(requests));
+    }
+    if !http.is_empty() {
+        script["http"] = Value::Object(http);
+    }
+    Ok(script)
+}
+
+/// The requests a WebAssembly tool's result records: `{"result": …, "http": [...]}`, or a
+/// failure's message with an `http: [...]` line after it.
+fn recorded_requests(content: &Value) -> Vec<cordis_wasm::HttpRecord> {
+    let list = match content {
+        Value::Object(map) if map.len() == 2 && map.contains_key("result") => {
+            map.get("http").cloned()
+        }
+        Value::String(text) => text
+            .rsplit_once("\nhttp: ")
+            .and_then(|(_, line)| serde_json::from_str::<Value>(line).ok()),
+        _ => None,
+    };
+    list.and_then(|l| serde_json::from_value(l).ok())
+        .unwrap_or_default()
+}
+
 /// The first event at which two logs differ: its index and each side (`None` past the end).
 pub fn first_difference(a: &[Value], b: &[Value]) -> Option<(usize, Option<Value>, Option<Value>)> {
     let n = a.len().max(b.len());
@@ -586,6 +748,21 @@ mod tests {
         // The script reads back as an exercise script.
         let parsed = ExerciseScript::parse(&script.to_string(), "export").unwrap();
         assert_eq!(parsed.responses.map(|r| r.len()), Some(3));
+    }
+
+    #[test]
+    fn a_wasm_tools_requests_are_read_from_its_answer_or_its_failure_and_nothing_else() {
+        let record = serde_json::json!({"method": "GET", "url": "http://h/a", "status": 200, "bytes": 2, "sha256": "ab"});
+        let answered = serde_json::json!({"result": {"a": 1}, "http": [record]});
+        let read = recorded_requests(&answered);
+        assert_eq!(read.len(), 1);
+        assert_eq!(serde_json::to_value(&read[0]).unwrap(), record);
+        let failed = Value::String(format!("web: no\nhttp: [{record}]"));
+        assert_eq!(recorded_requests(&failed), read);
+        // Another tool's answer that happens to hold `http` is not a wasm tool's record list.
+        let other = serde_json::json!({"http": [record], "more": 1, "result": 2});
+        assert!(recorded_requests(&other).is_empty());
+        assert!(recorded_requests(&Value::String("plain failure".into())).is_empty());
     }
 
     #[test]

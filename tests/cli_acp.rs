@@ -588,12 +588,13 @@ fn a_tool_call_is_announced_then_updated_with_its_result() {
         (
             &json!("Read greeting.txt"),
             &json!("read"),
-            &json!("in_progress")
+            // Awaiting the approvals stage's decision and its turn: not running yet.
+            &json!("pending")
         )
     );
     let update = ups
         .iter()
-        .find(|u| u["sessionUpdate"] == "tool_call_update")
+        .find(|u| u["sessionUpdate"] == "tool_call_update" && !cli_acp_common::is_running(u))
         .unwrap();
     assert_eq!(update["status"], "completed");
     assert!(
@@ -621,7 +622,7 @@ fn a_failing_tool_is_a_failed_update_and_a_failing_turn_rejects_the_prompt() {
     let update = acp
         .updates(&s)
         .into_iter()
-        .find(|u| u["sessionUpdate"] == "tool_call_update")
+        .find(|u| u["sessionUpdate"] == "tool_call_update" && !cli_acp_common::is_running(u))
         .unwrap();
     assert_eq!(update["status"], "failed", "{update}");
     // The model fails mid-answer: the RPC is rejected with the turn's message, no stop reason.
@@ -650,6 +651,11 @@ fn held_turn_script(command: &str) -> Value {
 
 fn is_update(m: &Value, kind: &str) -> bool {
     m["method"] == "session/update" && m["params"]["update"]["sessionUpdate"] == kind
+}
+
+/// True for the update that says a call runs now (it was announced `pending`).
+fn is_running_now(m: &Value) -> bool {
+    is_update(m, "tool_call_update") && cli_acp_common::is_running(&m["params"]["update"])
 }
 
 #[test]
@@ -681,7 +687,7 @@ fn cancel_mid_stream_settles_cancelled_and_the_next_prompt_runs_at_once() {
     acp.initialize();
     let s = acp.new_session(&dir);
     let first = acp.send_prompt(&s, "hold on");
-    acp.until(|m| is_update(m, "tool_call"));
+    acp.until(is_running_now);
     acp.notify("session/cancel", json!({"sessionId": s}));
     let r = acp.response(first);
     assert_eq!(r["result"]["stopReason"], "cancelled", "{r}");
@@ -698,7 +704,7 @@ fn a_second_prompt_in_flight_and_an_empty_prompt_are_refused() {
     acp.initialize();
     let s = acp.new_session(&dir);
     let first = acp.send_prompt(&s, "hold on");
-    acp.until(|m| is_update(m, "tool_call"));
+    acp.until(is_running_now);
     let second = acp.send_prompt(&s, "me too");
     let r = acp.response(second);
     assert_eq!(r["error"]["code"], -32602, "{r}");
@@ -821,7 +827,7 @@ fn close_ends_a_sessions_work_and_resume_opens_it_again_without_a_replay() {
     let other = acp.new_session(&dir);
     // A close while a prompt runs ends the prompt (as a cancel would) and frees the session.
     let held = acp.send_prompt(&s, "hold on");
-    acp.until(|m| is_update(m, "tool_call"));
+    acp.until(is_running_now);
     let id = acp.request("session/close", json!({"sessionId": s}));
     assert_eq!(acp.response(held)["result"]["stopReason"], "cancelled");
     assert_eq!(acp.response(id)["result"], json!({}));
@@ -845,7 +851,7 @@ fn close_ends_a_sessions_work_and_resume_opens_it_again_without_a_replay() {
     }
     // The other session never noticed: it runs a prompt of its own (cancelled once it runs).
     let go = acp.send_prompt(&other, "go");
-    acp.until(|m| is_update(m, "tool_call") && m["params"]["sessionId"] == other);
+    acp.until(|m| is_running_now(m) && m["params"]["sessionId"] == other);
     acp.notify("session/cancel", json!({"sessionId": other}));
     assert_eq!(acp.response(go)["result"]["stopReason"], "cancelled");
     assert_eq!(acp.close(), 0);
@@ -1577,7 +1583,11 @@ fn with_an_editor_that_runs_commands_a_full_access_shell_runs_them_in_its_termin
     );
     let results: Vec<String> = updates
         .iter()
-        .filter(|u| u["sessionUpdate"] == "tool_call_update" && u.get("status").is_some())
+        .filter(|u| {
+            u["sessionUpdate"] == "tool_call_update"
+                && u.get("status").is_some()
+                && !cli_acp_common::is_running(u)
+        })
         .map(Value::to_string)
         .collect();
     assert!(
@@ -2036,7 +2046,7 @@ fn a_tool_that_asks_asks_the_editor_and_a_rejection_denies_it() {
     let update = acp
         .updates(&s)
         .into_iter()
-        .find(|u| u["sessionUpdate"] == "tool_call_update")
+        .find(|u| u["sessionUpdate"] == "tool_call_update" && !cli_acp_common::is_running(u))
         .unwrap();
     assert_eq!(update["status"], "failed", "{update}");
     acp.golden("permission-rejected");
@@ -2183,7 +2193,7 @@ fn a_disconnect_mid_prompt_disposes_the_turn_logs_its_end_and_leaks_no_process()
     acp.initialize();
     let s = acp.new_session(&dir);
     acp.send_prompt(&s, "hold on");
-    acp.until(|m| is_update(m, "tool_call"));
+    acp.until(is_running_now);
     let pid_file = dir.join("pid.txt");
     let end = Instant::now() + DEADLINE;
     let pid = loop {
@@ -2236,31 +2246,7 @@ fn a_disconnect_mid_prompt_disposes_the_turn_logs_its_end_and_leaks_no_process()
     assert_eq!(acp.close(), 0);
 }
 
-/// The MCP fixture server, built once per test binary in a target directory of its own (as
-/// `tests/mcp_determinism.rs` does: cargo builds no other package's binaries for these tests).
-fn mcp_fixture_server() -> &'static Path {
-    static BIN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    BIN.get_or_init(|| {
-        let exe = std::env::current_exe().unwrap();
-        let profile_dir = exe.parent().unwrap().parent().unwrap();
-        let target = profile_dir.parent().unwrap().join("mcp-fixture");
-        let status =
-            std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-                .current_dir(env!("CARGO_MANIFEST_DIR"))
-                .args([
-                    "build",
-                    "--quiet",
-                    "-p",
-                    "cordis-mcp-fixture",
-                    "--target-dir",
-                ])
-                .arg(&target)
-                .status()
-                .expect("running cargo");
-        assert!(status.success(), "building cordis-mcp-fixture failed");
-        target.join("debug").join("cordis-mcp-fixture")
-    })
-}
+use crate::common::npm::mcp_fixture_server;
 
 #[test]
 fn an_mcp_servers_progress_on_a_long_call_reaches_the_editor_while_it_runs() {
@@ -2425,7 +2411,7 @@ fn a_sessions_mcp_servers_give_it_their_tools_and_a_broken_one_refuses_the_sessi
     let update = acp
         .updates(&without)
         .into_iter()
-        .find(|u| u["sessionUpdate"] == "tool_call_update")
+        .find(|u| u["sessionUpdate"] == "tool_call_update" && !cli_acp_common::is_running(u))
         .unwrap();
     assert_eq!(update["status"], "failed", "{update}");
     // A server that cannot start refuses the session, naming it; other kinds are refused.
@@ -2663,7 +2649,7 @@ fn a_client_with_the_terminal_extension_gets_commands_as_terminals_live_and_repl
     // The output streams into the terminal while the command runs; the last update ends it.
     let updates: Vec<&Value> = live
         .iter()
-        .filter(|u| u["sessionUpdate"] == "tool_call_update")
+        .filter(|u| u["sessionUpdate"] == "tool_call_update" && !cli_acp_common::is_running(u))
         .collect();
     let (last, running) = updates.split_last().unwrap();
     let streamed: String = running
@@ -2925,7 +2911,7 @@ fn an_editors_answer_over_the_line_limit_fails_that_read_at_once_and_the_connect
     let update = acp
         .updates(&s)
         .into_iter()
-        .find(|u| u["sessionUpdate"] == "tool_call_update")
+        .find(|u| u["sessionUpdate"] == "tool_call_update" && !cli_acp_common::is_running(u))
         .unwrap();
     assert_eq!(update["status"], "failed", "{update}");
     assert!(
@@ -3175,7 +3161,7 @@ fn an_mcp_tools_resource_link_and_image_arrive_as_content_blocks_after_a_pending
     let replayed = acp
         .updates(&s)
         .into_iter()
-        .find(|u| u["sessionUpdate"] == "tool_call_update")
+        .find(|u| u["sessionUpdate"] == "tool_call_update" && !cli_acp_common::is_running(u))
         .unwrap();
     assert_eq!(replayed["content"], update["content"]);
 }
@@ -3256,7 +3242,7 @@ fn cancel_request_ends_a_prompt_cancelled() {
     acp.initialize();
     let s = acp.new_session(&dir);
     let held = acp.send_prompt(&s, "hold on");
-    acp.until(|m| is_update(m, "tool_call"));
+    acp.until(is_running_now);
     // A request id that names nothing running changes nothing.
     acp.notify("$/cancel_request", json!({"requestId": 9999}));
     acp.notify("$/cancel_request", json!({"requestId": held}));
@@ -3298,4 +3284,201 @@ fn authenticate_refuses_a_method_it_never_offered_and_extra_directories_must_be_
     assert!(r["result"]["sessionId"].is_string(), "{r}");
     assert_eq!(acp.close(), 0);
     check_updates(&acp);
+}
+
+/// The result text of call `id` among `updates` (its last `tool_call_update` with a status).
+fn result_of(updates: &[Value], id: &str) -> (String, String) {
+    let u = updates
+        .iter()
+        .rev()
+        .find(|u| {
+            u["sessionUpdate"] == "tool_call_update"
+                && u["toolCallId"] == id
+                && u["status"] != "in_progress"
+                && u.get("status").is_some()
+        })
+        .unwrap_or_else(|| panic!("no result of {id}: {updates:?}"));
+    (
+        u["status"].as_str().unwrap_or_default().to_owned(),
+        u["content"].to_string(),
+    )
+}
+
+#[test]
+fn additional_directories_are_workspace_roots_the_tools_use_and_a_path_outside_every_root_is_refused()
+ {
+    let dir = scratch("roots");
+    let more = scratch("roots-more");
+    let outside = scratch("roots-outside");
+    std::fs::write(more.join("notes.txt"), "from the other root\n").unwrap();
+    std::fs::write(outside.join("secret.txt"), "secret\n").unwrap();
+    let at = |d: &Path, f: &str| d.join(f).display().to_string();
+    let script = json!([
+        {"toolCalls": [
+            {"id": "r1", "name": "read_file", "arguments": {"path": at(&more, "notes.txt")}},
+            {"id": "r2", "name": "read_file", "arguments": {"path": at(&outside, "secret.txt")}},
+            {"id": "g1", "name": "grep", "arguments": {"pattern": "other", "path": more.display().to_string()}},
+            {"id": "w1", "name": "write_file", "arguments": {"path": at(&more, "made/new.txt"), "content": "written\n"}},
+            {"id": "b1", "name": "bash", "arguments": {"command": format!("echo shell > {}", at(&more, "shell.txt"))}},
+            {"id": "b2", "name": "bash", "arguments": {"command": format!("echo shell > {}", at(&outside, "shell.txt"))}},
+        ]},
+        text("Done."),
+    ]);
+    let mut acp = Acp::start(&dir, &script);
+    acp.answer = Answer::Allow;
+    let r = acp.initialize();
+    assert_eq!(
+        r["result"]["agentCapabilities"]["sessionCapabilities"]["additionalDirectories"],
+        json!({}),
+        "advertised: {r}"
+    );
+    // Checked: an existing directory each (a file or a missing path is refused, naming it).
+    for bad in [more.join("notes.txt"), more.join("missing")] {
+        let id = acp.request(
+            "session/new",
+            json!({"cwd": dir, "mcpServers": [], "additionalDirectories": [bad]}),
+        );
+        let r = acp.response(id);
+        assert_eq!(r["error"]["code"], -32602, "{r}");
+        assert!(
+            r["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains(&bad.display().to_string()),
+            "{r}"
+        );
+    }
+    let many: Vec<&Path> = std::iter::repeat_n(more.as_path(), 33).collect();
+    let id = acp.request(
+        "session/new",
+        json!({"cwd": dir, "mcpServers": [], "additionalDirectories": many}),
+    );
+    assert_eq!(acp.response(id)["error"]["code"], -32602);
+    let id = acp.request(
+        "session/new",
+        json!({"cwd": dir, "mcpServers": [], "additionalDirectories": [more]}),
+    );
+    let r = acp.response(id);
+    let s = r["result"]["sessionId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{r}"))
+        .to_owned();
+    assert_eq!(
+        acp.prompt(&s, "use both")["result"]["stopReason"],
+        "end_turn"
+    );
+    assert_eq!(acp.close(), 0);
+    check_updates(&acp);
+    let updates = acp.updates(&s);
+    let (status, text) = result_of(&updates, "r1");
+    assert_eq!(status, "completed", "{text}");
+    assert!(text.contains("from the other root"), "{text}");
+    let (status, text) = result_of(&updates, "r2");
+    assert_eq!(status, "failed", "outside every root: {text}");
+    let (status, text) = result_of(&updates, "g1");
+    assert_eq!(status, "completed", "{text}");
+    assert!(text.contains("notes.txt:1:from the other root"), "{text}");
+    assert_eq!(
+        std::fs::read_to_string(more.join("made/new.txt")).unwrap(),
+        "written\n"
+    );
+    // `bash` writes in an additional root under `workspace-write`, and nowhere else.
+    assert_eq!(
+        std::fs::read_to_string(more.join("shell.txt")).unwrap(),
+        "shell\n"
+    );
+    assert!(
+        !outside.join("shell.txt").exists(),
+        "{:?}",
+        result_of(&updates, "b2")
+    );
+    assert_eq!(
+        std::fs::read_to_string(outside.join("secret.txt")).unwrap(),
+        "secret\n"
+    );
+}
+
+#[test]
+fn a_call_awaiting_approval_is_announced_pending_and_in_progress_once_it_runs() {
+    let dir = scratch("pending");
+    let script = json!([
+        {"toolCalls": [{"id": "w1", "name": "write_file", "arguments": {"path": "a.txt", "content": "a\n"}}]},
+        text("Done."),
+    ]);
+    let mut acp = Acp::start(&dir, &script);
+    acp.answer = Answer::Allow;
+    acp.initialize();
+    let s = acp.new_session(&dir);
+    assert_eq!(acp.prompt(&s, "write")["result"]["stopReason"], "end_turn");
+    assert_eq!(acp.close(), 0);
+    check_updates(&acp);
+    // In order: announced `pending`, asked `pending`, `in_progress` once allowed, completed.
+    let story: Vec<String> = acp
+        .seen
+        .iter()
+        .filter_map(|m| {
+            let update = &m["params"]["update"];
+            if m["method"] == "session/request_permission" {
+                return Some(format!("asked {}", m["params"]["toolCall"]["status"]));
+            }
+            (update["toolCallId"] == "w1").then(|| {
+                format!(
+                    "{} {}",
+                    update["sessionUpdate"].as_str().unwrap_or_default(),
+                    update["status"]
+                )
+            })
+        })
+        .collect();
+    assert_eq!(
+        story,
+        [
+            "tool_call \"pending\"",
+            "asked \"pending\"",
+            "tool_call_update \"in_progress\"",
+            "tool_call_update \"completed\"",
+        ]
+    );
+}
+
+/// The capabilities an MCP server was declared at its `initialize` (its `--capabilities` file).
+fn declared(file: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap()
+}
+
+#[test]
+fn an_mcp_server_is_declared_the_elicitation_modes_the_editor_shows_and_none_without() {
+    let server = mcp_fixture_server();
+    for (caps, want) in [
+        (json!({}), Value::Null),
+        (json!({"elicitation": {"form": {}}}), json!({"form": {}})),
+        (
+            json!({"elicitation": {"form": {}, "url": {}}}),
+            json!({"form": {}, "url": {}}),
+        ),
+    ] {
+        let dir = scratch("mcp-declared");
+        let file = dir.join("capabilities.json");
+        let mut acp = Acp::start(&dir, &json!([]));
+        let id = acp.request(
+            "initialize",
+            json!({"protocolVersion": 1, "clientCapabilities": caps}),
+        );
+        acp.response(id);
+        let id = acp.request(
+            "session/new",
+            json!({"cwd": dir, "mcpServers": [{"name": "fixture", "command": server,
+                "args": ["--tools", "add", "--capabilities", file], "env": []}]}),
+        );
+        let r = acp.response(id);
+        assert!(r["result"]["sessionId"].is_string(), "{r}");
+        assert_eq!(acp.close(), 0);
+        let declared = declared(&file);
+        assert_eq!(declared["elicitation"], want, "editor {caps}: {declared}");
+        assert_eq!(
+            declared["roots"],
+            json!({"listChanged": false}),
+            "{declared}"
+        );
+    }
 }

@@ -274,8 +274,11 @@ fn checked_updates(messages: &[Value], session: &str) -> Result<Vec<Value>, Test
                     call
                 );
             }
-            // A running command's output so far: after its call, before its result.
-            Some("tool_call_update") if cli_acp_common::is_progress(update) => {
+            // A running command's output so far, or the word that the call runs now: after its
+            // call, before its result.
+            Some("tool_call_update")
+                if cli_acp_common::is_progress(update) || cli_acp_common::is_running(update) =>
+            {
                 prop_assert!(
                     calls.get(&call) == Some(&0),
                     "progress outside its running call: {}",

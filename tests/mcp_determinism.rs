@@ -8,42 +8,16 @@
 
 use crate::common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
-use std::sync::OnceLock;
 
 use common::{cordis, fixture};
 use cordis_host::loader::boot_blocking;
 use cordis_host::{PlanOptions, load_plan};
 use cordis_runtime::{Policy, Schedule};
 
-/// The fixture server binary, built once per test binary in a target directory of its own
-/// (`cargo test` does not build other packages' binaries for this crate's tests, and the
-/// running cargo holds the lock on the main one).
-pub(crate) fn fixture_server() -> &'static Path {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        let exe = std::env::current_exe().unwrap();
-        let profile_dir = exe.parent().unwrap().parent().unwrap();
-        // Shared with the dylib tests' fixture builds (`tests/common/plugins.rs`), so common
-        // dependencies are built once.
-        let target = profile_dir.parent().unwrap().join("plugin-fixtures");
-        let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .args([
-                "build",
-                "--quiet",
-                "-p",
-                "cordis-mcp-fixture",
-                "--target-dir",
-            ])
-            .arg(&target)
-            .status()
-            .expect("running cargo");
-        assert!(status.success(), "building cordis-mcp-fixture failed");
-        target.join("debug").join("cordis-mcp-fixture")
-    })
-}
+/// The fixture server binary, under the name the MCP modules use.
+pub(crate) use crate::common::npm::mcp_fixture_server as fixture_server;
 
 fn digest_line(out: &str) -> String {
     out.lines()

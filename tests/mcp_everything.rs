@@ -1,10 +1,11 @@
 //! End to end against the npm reference server `@modelcontextprotocol/server-everything`: the
-//! test installs a pinned version into a temporary directory and drives it through `cordis
+//! test installs a pinned version once (under the target directory) and drives it through `cordis
 //! check` and `cordis call`, over stdio and over streamable HTTP: tools, a resource read through
 //! `read_resource`, image content, and progress that keeps a long call alive. Without `node` and `npm` on PATH it prints a `SKIPPED:` line and
 //! passes (CI has both, so it runs there).
 
 use crate::common;
+use crate::common::npm;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -14,29 +15,14 @@ use common::cordis;
 /// The pinned reference server.
 const PACKAGE: &str = "@modelcontextprotocol/server-everything@2026.8.31";
 
-fn on_path(program: &str) -> bool {
-    Command::new(program)
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
 #[test]
 fn the_reference_server_everything_lists_and_answers_through_cordis() {
-    if !on_path("node") || !on_path("npm") {
-        // Written to the stderr handle, not through `eprintln!`: the test harness captures the
-        // macros of a passing test, and this line must be seen.
-        use std::io::Write as _;
-        let _ = writeln!(
-            std::io::stderr(),
-            "SKIPPED: mcp_everything needs `node` and `npm` on PATH to install {PACKAGE}"
-        );
+    if !npm::node_and_npm() {
+        npm::skipped("mcp_everything", PACKAGE);
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let entry = install(dir.path());
+    let entry = install();
     let file = dir.path().join("cordis.yml");
     std::fs::write(
         &file,
@@ -67,22 +53,13 @@ fn the_reference_server_everything_lists_and_answers_through_cordis() {
     the_same_server_answers_over_http(dir.path(), &entry);
 }
 
-/// Installs the pinned server into `dir`; its entry script.
-fn install(dir: &Path) -> PathBuf {
-    let install = Command::new("npm")
-        .args(["install", "--no-audit", "--no-fund", "--silent", "--prefix"])
-        .arg(dir)
-        .arg(PACKAGE)
-        .output()
-        .expect("running npm");
-    assert!(
-        install.status.success(),
-        "npm install {PACKAGE} failed:\n{}",
-        String::from_utf8_lossy(&install.stderr)
-    );
-    let entry = dir.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
-    assert!(entry.is_file(), "{} is missing", entry.display());
-    entry
+/// Installs the pinned server, once (later runs reuse it); its entry script.
+fn install() -> PathBuf {
+    let version = PACKAGE.rsplit('@').next().unwrap();
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("server-everything-{version}"));
+    let entry = "node_modules/@modelcontextprotocol/server-everything/dist/index.js";
+    npm::install_once(&dir, &[PACKAGE], entry);
+    dir.join(entry)
 }
 
 /// Tools over stdio: echo and sum answer; the server offers resources, so it gets the

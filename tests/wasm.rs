@@ -8,7 +8,7 @@ use crate::common;
 
 // Relative to `tests/`, where this module file is.
 #[path = "../plugins/wasm/tests/wasm/guests.rs"]
-mod guests;
+pub(crate) mod guests;
 
 use std::path::{Path, PathBuf};
 
@@ -94,10 +94,10 @@ fn permute_finds_one_outcome_and_500_seeds_agree_with_wasm_entries() {
         "{}",
         permute.out
     );
+    // The components state nothing, so the boots watch them: none reads what another
+    // registers, so one class stands for every order (issue 45).
     assert!(
-        permute
-            .out
-            .contains("interacting: hello~spin, hello~balloon, spin~balloon"),
+        permute.out.contains("3 silent (seen)") && !permute.out.contains("interacting:"),
         "{}",
         permute.out
     );
@@ -264,7 +264,7 @@ fn a_wasm_entry_outside_the_allowed_directories_or_with_a_network_grant_is_a_con
     let file = inner.join("cordis.yml");
     std::fs::write(
         &file,
-        format!("{BASE}- id: out\n  name: ./link.wasm\n- id: net\n  name: {}\n  config:\n    capabilities: {{network: [example.org]}}\n", dir.join("conf").join("echo.wasm").display()),
+        format!("{BASE}- id: out\n  name: ./link.wasm\n- id: net\n  name: {}\n  config:\n    capabilities: {{network: {{allow: [example.org/x]}}}}\n", dir.join("conf").join("echo.wasm").display()),
     )
     .unwrap();
     let check = cordis(&["check", &file.display().to_string()], &[]);
@@ -282,7 +282,7 @@ fn a_wasm_entry_outside_the_allowed_directories_or_with_a_network_grant_is_a_con
         check.err
     );
     assert!(
-        check.err.contains("entry \"net\": config.capabilities.network: network is not supported: wasm guests get no network"),
+        check.err.contains("network.allow entry \"example.org/x\" is not a host (expected HOST, HOST:PORT or *.DOMAIN[:PORT], without scheme or path)"),
         "{}",
         check.err
     );

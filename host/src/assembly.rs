@@ -156,10 +156,33 @@ pub async fn assembly_view(ctx: &Context) -> AssemblyView {
         },
         Assembled::Ok(assembly, header) => AssemblyView {
             json: view_json(ctx, &assembly),
-            digest: sha256_hex(&header),
+            digest: header_digest(header),
             error: None,
         },
     }
+}
+
+thread_local! {
+    /// The last request header digested on this thread, with its digest: seeded boots of one
+    /// composition (`cordis stress`) assemble the same header thousands of times, and comparing
+    /// the bytes costs less than hashing them again.
+    static LAST_HEADER: std::cell::RefCell<Option<(Vec<u8>, String)>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// `sha256_hex(&header)`, reused when `header` is the bytes this thread digested last.
+fn header_digest(header: Vec<u8>) -> String {
+    LAST_HEADER.with(|last| {
+        let mut last = last.borrow_mut();
+        if let Some((bytes, digest)) = last.as_ref()
+            && *bytes == header
+        {
+            return digest.clone();
+        }
+        let digest = sha256_hex(&header);
+        *last = Some((header, digest.clone()));
+        digest
+    })
 }
 
 /// What `check` shows of an assembly in `ctx`'s runtime: `{"sections": [{"name", "order"}],
@@ -182,6 +205,14 @@ pub fn view_json(ctx: &Context, assembly: &PromptAssembly) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_header_digest_is_reused_for_the_same_bytes_only() {
+        let (a, b) = (br#"{"system":"a"}"#.to_vec(), br#"{"system":"b"}"#.to_vec());
+        for header in [&a, &a, &b, &a, &b, &b] {
+            assert_eq!(header_digest(header.clone()), sha256_hex(header));
+        }
+    }
 
     #[test]
     fn the_config_is_spliced_first_as_a_request_header_records_it() {

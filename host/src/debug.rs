@@ -61,6 +61,10 @@ impl Plugin for Noop {
         "debug/noop"
     }
 
+    fn open_claims(&self, _config: &Self::Config) -> Option<Vec<&'static str>> {
+        Some(Vec::new())
+    }
+
     async fn apply(&self, ctx: Context, _config: &NoopConfig) -> Result<(), BoxError> {
         register_effect(&ctx, "effect").await;
         Ok(())
@@ -106,6 +110,10 @@ impl Plugin for Provide {
 
     fn provides(&self, config: &ProvideConfig) -> Vec<String> {
         vec![MARKER_NAMES[config.service as usize].to_owned()]
+    }
+
+    fn open_claims(&self, _config: &Self::Config) -> Option<Vec<&'static str>> {
+        Some(Vec::new())
     }
 
     async fn apply(&self, ctx: Context, config: &ProvideConfig) -> Result<(), BoxError> {

@@ -52,6 +52,18 @@ impl Plugin for Echo {
         ToolRegistry::INJECT
     }
 
+    fn claims(&self, config: &EchoConfig) -> Vec<cordis_runtime::Claim> {
+        config
+            .tools
+            .iter()
+            .map(cordis_runtime::Claim::tool)
+            .collect()
+    }
+
+    fn open_claims(&self, _config: &Self::Config) -> Option<Vec<&'static str>> {
+        Some(Vec::new())
+    }
+
     async fn apply(&self, ctx: Context, config: &EchoConfig) -> Result<(), BoxError> {
         let registry = ctx.require::<ToolRegistry>()?;
         let completed = Arc::new(AtomicU64::new(0));

@@ -96,6 +96,10 @@ impl Plugin for Fault {
         "debug/fault"
     }
 
+    fn open_claims(&self, _config: &Self::Config) -> Option<Vec<&'static str>> {
+        Some(Vec::new())
+    }
+
     async fn apply(&self, ctx: Context, config: &FaultConfig) -> Result<(), BoxError> {
         let label = ctx.label().unwrap_or("debug/fault").to_owned();
         let mode = Fault::resolve_mode(&ctx, &label, config.mode);

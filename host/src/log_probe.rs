@@ -62,6 +62,14 @@ impl Plugin for LogProbe {
         ToolRegistry::INJECT
     }
 
+    fn claims(&self, _config: &LogProbeConfig) -> Vec<cordis_runtime::Claim> {
+        vec![cordis_runtime::Claim::tool("debug_log")]
+    }
+
+    fn open_claims(&self, _config: &Self::Config) -> Option<Vec<&'static str>> {
+        Some(Vec::new())
+    }
+
     async fn apply(&self, ctx: Context, config: &LogProbeConfig) -> Result<(), BoxError> {
         let label = ctx.label().unwrap_or("debug/log").to_owned();
         log_elsewhere(config.level, format!("debug/log: \"{label}\" applying")).await;

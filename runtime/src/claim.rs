@@ -135,6 +135,9 @@ struct Owner {
 pub(crate) struct ClaimTable {
     held: BTreeMap<Claim, BTreeMap<ScopeId, Owner>>,
     by_owner: BTreeMap<ScopeId, BTreeSet<Claim>>,
+    /// How many claims have two or more holders: while none has, no owner is in a conflict
+    /// (what every entry's report asks, answered without a lookup per claim).
+    contested: usize,
 }
 
 impl ClaimTable {
@@ -157,13 +160,18 @@ impl ClaimTable {
                 .or_default()
                 .insert(claim.clone());
         }
+        if before == 1 && after == 2 {
+            self.contested += 1;
+        }
         after > before && after > 1
     }
 
     /// Removes one hold; true when the conflict its holders report changed (an owner of a
     /// contested claim left).
     fn remove(&mut self, claim: &Claim, owner: ScopeId) -> bool {
-        let Some(holders) = self.held.get_mut(claim) else {
+        // Taken out and put back only when holds remain: the usual release (the one hold of
+        // the one holder) looks the claim up once.
+        let Some((key, mut holders)) = self.held.remove_entry(claim) else {
             return false;
         };
         let before = holders.len();
@@ -180,8 +188,11 @@ impl ClaimTable {
             }
         }
         let after = holders.len();
-        if after == 0 {
-            self.held.remove(claim);
+        if before == 2 && after == 1 {
+            self.contested -= 1;
+        }
+        if after > 0 {
+            self.held.insert(key, holders);
         }
         after < before && before > 1
     }
@@ -198,6 +209,9 @@ impl ClaimTable {
 
     /// The conflicts `owner` is part of: one text per set of holders, claims sorted.
     fn conflicts_of(&self, owner: ScopeId) -> Vec<String> {
+        if self.contested == 0 {
+            return Vec::new();
+        }
         let mut by_holders: BTreeMap<Vec<String>, Vec<&Claim>> = BTreeMap::new();
         for claim in self.by_owner.get(&owner).into_iter().flatten() {
             if self.held.get(claim).is_some_and(|h| h.len() > 1) {
@@ -268,8 +282,18 @@ impl Context {
     /// [`crate::ScopeInfo::conflicts`]), and whoever grants the name must withhold it while
     /// [`Context::is_contested`] says so.
     pub fn claim(&self, claim: Claim) -> EffectHandle {
+        if self.node.observing() {
+            self.node
+                .note_names(crate::observe::Note::Write(claim.clone()));
+        }
         let shared = self.node.shared.clone();
-        let label: Cow<'static, str> = Cow::Owned(claim.to_string());
+        // `claim.to_string()` without the formatting machinery (one label per claim per boot).
+        let mut label = String::with_capacity(claim.kind.len() + claim.name.len() + 3);
+        label.push_str(&claim.kind);
+        label.push_str(" \"");
+        label.push_str(&claim.name);
+        label.push('"');
+        let label: Cow<'static, str> = Cow::Owned(label);
         let node = self.node.clone();
         let added = self
             .node
@@ -345,6 +369,39 @@ mod tests {
             two.dispose();
             assert!(!root.is_contested(&echo));
             assert!(one.info().conflicts.is_empty());
+            root.dispose();
+            assert!(root.live().is_zero());
+        }
+    }
+
+    both_runtimes! {
+        async fn a_name_stays_contested_until_one_holder_is_left() {
+            let root = Context::root();
+            let entries: Vec<ScopeHandle> =
+                ["one", "two", "three"].iter().map(|l| entry(&root, l)).collect();
+            root.idle().await;
+            let echo = Claim::tool("echo");
+            let other = Claim::tool("other");
+            let _held: Vec<EffectHandle> = entries
+                .iter()
+                .map(|e| e.context().unwrap().claim(echo.clone()))
+                .collect();
+            let _other = entries[2].context().unwrap().claim(other.clone());
+            assert_eq!(entries[0].info().conflicts.len(), 1);
+            // Three holders, one leaves: the other two still contest it.
+            entries[2].dispose();
+            assert!(root.is_contested(&echo));
+            assert_eq!(root.claim_holders(&other), Vec::<String>::new());
+            let expected = "tool \"echo\" is claimed by entries \"one\" and \"two\", so none of them gets it; remove it from all but one (or disable all but one of the entries)";
+            assert_eq!(entries[0].info().conflicts, [expected]);
+            assert_eq!(entries[1].info().conflicts, [expected]);
+            entries[1].dispose();
+            assert!(entries[0].info().conflicts.is_empty());
+            // Contested again by a newcomer.
+            let four = entry(&root, "four");
+            root.idle().await;
+            let _four = four.context().unwrap().claim(echo.clone());
+            assert_eq!(entries[0].info().conflicts.len(), 1);
             root.dispose();
             assert!(root.live().is_zero());
         }

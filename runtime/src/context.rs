@@ -7,7 +7,7 @@
 use std::any::{Any, TypeId};
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 use tokio::runtime::Handle;
@@ -60,6 +60,8 @@ pub(crate) struct Shared {
     pub(crate) tasks_done_tx: watch::Sender<bool>,
     pub(crate) incidents: Mutex<Bounded<Incident>>,
     pub(crate) trace: Mutex<Bounded<TraceEvent>>,
+    /// Whether scopes note what they do with names (see [`crate::NameFootprint`]).
+    pub(crate) observing: AtomicBool,
 }
 
 impl Shared {
@@ -97,8 +99,13 @@ impl Shared {
     }
 
     /// Wakes everyone waiting for a scope status (they re-check their own scope).
+    ///
+    /// With no one waiting nothing is sent: a waiter subscribes before it checks its scope, so
+    /// it sees every change after that check, and the count itself is never read.
     pub(crate) fn status_changed(&self) {
-        self.status_tx.send_modify(|n| *n = n.wrapping_add(1));
+        if self.status_tx.receiver_count() > 0 {
+            self.status_tx.send_modify(|n| *n = n.wrapping_add(1));
+        }
     }
 
     /// A receiver that sees every later status change.
@@ -220,6 +227,7 @@ impl Context {
             status_tx: watch::Sender::new(0),
             incidents: Mutex::new(Bounded::new(INCIDENT_CAPACITY)),
             trace: Mutex::new(Bounded::new(TRACE_CAPACITY)),
+            observing: AtomicBool::new(false),
         });
         let node = ScopeNode::new(
             shared,

@@ -120,15 +120,26 @@ impl Context {
     /// Adds a listener at `position`; it is removed when this scope unwinds.
     pub fn listen<E: Event>(&self, position: Position, handler: Handler<E>) -> EffectHandle {
         let handle = add(self, E::NAME, position, handler);
-        self.node
+        let _ = self
+            .node
             .note_event(self.generation, EventUse::Listen, E::NAME);
         handle
     }
 
     /// Notes a dispatch of `E` in this scope's [`crate::EventFootprint`] if it is applying.
+    /// While a proof observes names, a dispatch from a scope that is not applying (a registry
+    /// announcing a change) is noted for the scope whose apply or task caused it.
     fn note_emit<E: Event>(&self) {
-        self.node
+        let noted = self
+            .node
             .note_event(self.generation, EventUse::Emit, E::NAME);
+        if !noted
+            && self.node.observing()
+            && let Some(running) = crate::observe::running()
+            && !Arc::ptr_eq(&running, &self.node)
+        {
+            running.note_caused_emit(E::NAME);
+        }
     }
 
     fn entries<E: Event>(&self) -> Arc<[Entry<Handler<E>>]> {

@@ -114,6 +114,9 @@ pub struct ScopeInfo {
     pub load_time: Option<std::time::Duration>,
     /// The events it listened to and dispatched while applying (see [`EventFootprint`]).
     pub events: EventFootprint,
+    /// What it was seen to do with names while its runtime observed them (see
+    /// [`crate::NameFootprint`]; empty otherwise).
+    pub names: crate::NameFootprint,
 }
 
 /// The events a scope listened to and dispatched while it was applying (status `Loading`),

@@ -39,6 +39,7 @@ mod event;
 mod host_event;
 mod introspect;
 mod listeners;
+mod observe;
 mod order;
 mod plugin;
 mod schedule;
@@ -55,6 +56,7 @@ pub use error::{BoxError, ConfigError, Deferred, EventError, ServiceError, panic
 pub use event::{Event, Handler, Position};
 pub use host_event::{ConfigReloaded, Offered};
 pub use introspect::{EffectCounts, EventFootprint, Incident, LiveCounts, ScopeInfo, TraceEvent};
+pub use observe::{NameFootprint, note_change, note_listing, note_read, note_write, observing};
 pub use order::OrderKey;
 pub use plugin::{
     ErasedPlugin, FnPlugin, Inject, Plugin, PluginOptions, Prepared, prepare, started_anew,

@@ -670,7 +670,7 @@ pub(crate) fn start(node: &Arc<ScopeNode>) {
         finish(&node, generation, end);
     }
     .instrument(span);
-    let task = shared.handle.spawn(fut);
+    let task = crate::observe::spawn_attributed(node, fut);
     let mut st = lock(&node.state);
     if st.generation == generation && st.status == ScopeStatus::Loading {
         st.apply_task = Some(task.abort_handle());

@@ -124,6 +124,8 @@ pub(crate) struct ScopeState {
     /// The events its applies listened to and dispatched; kept across unwinds, since a failed
     /// apply's dispatches reached listeners all the same.
     pub(crate) events: EventFootprint,
+    /// What it was seen to do with names, while its runtime observes them.
+    pub(crate) names: crate::NameFootprint,
 }
 
 /// Which side of an event a scope took.
@@ -229,6 +231,7 @@ impl ScopeNode {
                 waiting: None,
                 deferrals: 0,
                 events: EventFootprint::default(),
+                names: crate::NameFootprint::default(),
             }),
             runner,
             slot: OnceLock::new(),
@@ -265,17 +268,24 @@ impl ScopeNode {
 
     /// Notes that a context of `generation` used `event` as `how`, if this scope is applying at
     /// that generation: one uncontended lock, and an allocation only the first time an apply
-    /// uses an event that way.
-    pub(crate) fn note_event(&self, generation: u64, how: EventUse, event: &'static str) {
+    /// uses an event that way. Returns whether it noted it.
+    pub(crate) fn note_event(&self, generation: u64, how: EventUse, event: &'static str) -> bool {
         let mut st = lock(&self.state);
         if st.status != ScopeStatus::Loading || st.generation != generation {
-            return;
+            return false;
         }
         let list = match how {
             EventUse::Listen => &mut st.events.listens,
             EventUse::Emit => &mut st.events.emits,
         };
         insert_sorted(list, event);
+        true
+    }
+
+    /// Notes a dispatch of `event` this scope caused through another, active scope (a registry
+    /// announcing the change this scope made), whatever this scope's status.
+    pub(crate) fn note_caused_emit(&self, event: &'static str) {
+        insert_sorted(&mut lock(&self.state).events.emits, event);
     }
 
     /// Removes an effect without running it (it was already undone, or it ended by itself).
@@ -369,6 +379,7 @@ impl ScopeNode {
             },
             load_time: st.load_time,
             events: st.events.clone(),
+            names: st.names.clone(),
         }
     }
 }

@@ -50,10 +50,16 @@ pub(crate) struct ServiceTable {
 impl ServiceTable {
     pub(crate) fn add_dependent(&mut self, scope: ScopeId, inject: &[Inject]) {
         for i in inject.iter().filter(|i| i.required) {
-            self.dependents
-                .entry(i.name.to_string())
-                .or_default()
-                .insert(scope);
+            // The name is copied only the first time a scope depends on it.
+            match self.dependents.get_mut(i.name.as_ref()) {
+                Some(set) => {
+                    set.insert(scope);
+                }
+                None => {
+                    self.dependents
+                        .insert(i.name.to_string(), BTreeSet::from([scope]));
+                }
+            }
         }
     }
 
@@ -141,6 +147,10 @@ impl Context {
     pub fn provide_arc<S: Service>(&self, value: Arc<S>) -> Result<EffectHandle, ServiceError> {
         let shared = self.node.shared.clone();
         let name = S::NAME;
+        if self.node.observing() {
+            self.node
+                .note_names(crate::observe::Note::Write(Claim::service(name)));
+        }
         let scope = self.node.id;
         let (owner, owner_label) = self.node.claim_owner();
         let undo_shared = Arc::downgrade(&shared);
@@ -239,6 +249,7 @@ impl Context {
     /// [`ServiceError::Missing`] when nobody provides it; [`ServiceError::WrongType`] when the
     /// name is taken by another type.
     pub fn require<S: Service>(&self) -> Result<Arc<S>, ServiceError> {
+        self.node.note_service_read(S::NAME);
         let table = lock(&self.node.shared.services);
         let slot = match table.slots.get(S::NAME).map(Vec::as_slice) {
             None | Some([]) => {
@@ -269,11 +280,16 @@ impl Context {
     /// True when a service of this name is provided (by exactly one entry: a contested name is
     /// nobody's).
     pub fn has_service(&self, name: &str) -> bool {
+        self.node.note_service_read(name);
         lock(&self.node.shared.services).sole(name).is_some()
     }
 
     /// The names of all provided (uncontested) services, sorted.
     pub fn service_names(&self) -> Vec<String> {
+        if self.node.observing() {
+            self.node
+                .note_names(crate::observe::Note::List("service".into()));
+        }
         let table = lock(&self.node.shared.services);
         let mut names: Vec<String> = table
             .slots

@@ -70,7 +70,7 @@ where
             node.take_effect(id);
         }
     });
-    let handle = shared.handle.spawn(wrapped);
+    let handle = crate::observe::spawn_attributed(node, wrapped);
     let _ = cell.set(handle.abort_handle());
     // The scope may have unwound between registering the effect and setting the abort handle.
     if !lock(&node.state).effects.contains(id) {

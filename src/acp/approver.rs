@@ -5,8 +5,9 @@
 //! its diff as the tool worked it out against the file as it is (`oldText` the current text of a
 //! file a write replaces; none for a new file), replacing the card the call was announced with.
 //!
-//! The question marks the call `pending` (it does not run until answered); an allowed call is
-//! updated to `in_progress` as the answer comes back, before it runs.
+//! The question marks the call `pending` (it does not run until answered), as its announcement
+//! did; an allowed call is updated to `in_progress` by the approvals stage's decision, before
+//! it runs (see [`super::updates::UpdateMapper::decided`]).
 
 use std::sync::Arc;
 
@@ -16,8 +17,7 @@ use futures_util::future::BoxFuture;
 
 use super::protocol::{
     PermissionOption, RequestPermissionOutcome, RequestPermissionRequest,
-    RequestPermissionResponse, SessionNotification, SessionUpdate, ToolCallContent, ToolCallStatus,
-    ToolCallUpdate,
+    RequestPermissionResponse, ToolCallContent, ToolCallStatus, ToolCallUpdate,
 };
 use super::rpc::Connection;
 
@@ -79,18 +79,13 @@ impl Approver for EditorApprover {
             .connection
             .request("session/request_permission", question);
         let grantable = !request.grants.is_empty();
-        let (connection, session_id, call_id) = (
-            self.connection.clone(),
-            self.session_id.clone(),
-            call.call_id.clone(),
-        );
         Box::pin(async move {
             let response = answer.await.and_then(|v| {
                 serde_json::from_value::<RequestPermissionResponse>(v).map_err(|e| {
                     super::rpc::RpcError::invalid_params(format!("a malformed answer: {e}"))
                 })
             });
-            let answer = match response {
+            match response {
                 Ok(response) => match response.outcome {
                     RequestPermissionOutcome::Selected { option_id } if option_id == ALLOW_ONCE => {
                         Answer::Allow
@@ -114,25 +109,7 @@ impl Approver for EditorApprover {
                     }
                 },
                 Err(e) => Answer::Deny(Some(format!("the editor did not answer: {e}"))),
-            };
-            // Allowed, the call runs now (a denied one fails with its result).
-            if matches!(answer, Answer::Allow | Answer::AllowAlways) {
-                connection.notify(
-                    "session/update",
-                    SessionNotification {
-                        session_id,
-                        update: SessionUpdate::ToolCallUpdate(ToolCallUpdate {
-                            tool_call_id: call_id,
-                            title: None,
-                            status: Some(ToolCallStatus::InProgress),
-                            content: None,
-                            raw_input: None,
-                            meta: None,
-                        }),
-                    },
-                );
             }
-            answer
         })
     }
 }

@@ -110,6 +110,18 @@ pub enum Opening {
     },
 }
 
+/// What a session's editor brings besides its cwd and MCP servers, provided on the
+/// composition's root before it boots (so the workspace opens its roots, and each MCP server's
+/// handshake declares what the editor shows).
+#[derive(Debug, Clone, Default)]
+pub struct FrontEnd {
+    /// The editor's additional directories (absolute): more workspace roots, each checked to
+    /// be an existing directory and canonicalized at boot.
+    pub roots: Vec<PathBuf>,
+    /// What the editor shows of MCP servers' questions.
+    pub elicitation: cordis_mcp::ElicitationModes,
+}
+
 /// A booted session: the composition (its own runtime scope tree) and the agent on its log.
 pub struct Booted {
     /// The composition; disposing its root ends everything the session owns.
@@ -140,10 +152,12 @@ pub fn internal(message: impl Into<String>) -> Error {
 }
 
 impl Composition<'_> {
-    /// Boots the file with `cwd` as the workspace (no agent opened yet).
+    /// Boots the file with `cwd` as the workspace (no agent opened yet), with what the
+    /// session's editor brings (`front`) provided first.
     async fn boot_config(
         &self,
         cwd: &Path,
+        front: Option<&FrontEnd>,
     ) -> Result<(LiveConfig, cordis_host::loader::BootReport), Error> {
         // The workspace root must exist, or every workspace tool would fail to load.
         let dir = cwd.to_owned();
@@ -156,10 +170,27 @@ impl Composition<'_> {
                 cwd.display()
             )));
         }
+        let roots = match front {
+            Some(front) => canonical_roots(front.roots.clone()).await?,
+            None => Vec::new(),
+        };
         let env = self.env_for(cwd);
         let source = self.source();
         // Fifo: a session's boot is not a stress run; every session boots the same way.
         let root = Context::root_with(Schedule::new(Policy::Fifo, 0));
+        if let Some(front) = front {
+            let provided = root.provide(front.elicitation).and_then(|_| {
+                if roots.is_empty() {
+                    Ok(())
+                } else {
+                    root.provide(cordis_workspace::MoreRoots(roots)).map(|_| ())
+                }
+            });
+            if let Err(e) = provided {
+                root.dispose();
+                return Err(internal(format!("cannot set up the session: {e}")));
+            }
+        }
         LiveConfig::boot(
             root,
             &source,
@@ -296,7 +327,7 @@ impl Composition<'_> {
         let Ok(here) = std::env::current_dir() else {
             return false;
         };
-        let Ok((config, _)) = self.boot_config(&here).await else {
+        let Ok((config, _)) = self.boot_config(&here, None).await else {
             return false;
         };
         let root = config.root().clone();
@@ -323,7 +354,7 @@ impl Composition<'_> {
         cwd: &Path,
         query: cordis_session::ListQuery,
     ) -> Result<cordis_session::SessionPage, Error> {
-        let (config, _) = self.boot_config(cwd).await?;
+        let (config, _) = self.boot_config(cwd, None).await?;
         let root = config.root().clone();
         let listed = match root.get::<cordis_session::SessionStore>() {
             None => Err(invalid_params(format!(
@@ -354,7 +385,7 @@ impl Composition<'_> {
     pub async fn delete(&self, id: &str) -> Result<(), Error> {
         let here = std::env::current_dir()
             .map_err(|e| internal(format!("cannot read the current directory: {e}")))?;
-        let (config, _) = self.boot_config(&here).await?;
+        let (config, _) = self.boot_config(&here, None).await?;
         let root = config.root().clone();
         let deleted = match root.get::<cordis_session::SessionStore>() {
             None => Err(invalid_params(format!(
@@ -381,8 +412,9 @@ impl Composition<'_> {
         cwd: &Path,
         opening: &Opening,
         mcp_servers: &[McpServer],
+        front: &FrontEnd,
     ) -> Result<Booted, Error> {
-        let (config, report) = self.boot_config(cwd).await?;
+        let (config, report) = self.boot_config(cwd, Some(front)).await?;
         let root = config.root().clone();
         for e in report
             .entries
@@ -455,6 +487,33 @@ impl Composition<'_> {
             }
         }
     }
+}
+
+/// The editor's additional directories, checked (each an existing directory; at most
+/// [`cordis_workspace::MAX_MORE_ROOTS`]) and canonicalized, on a blocking thread.
+async fn canonical_roots(dirs: Vec<PathBuf>) -> Result<Vec<PathBuf>, Error> {
+    if dirs.len() > cordis_workspace::MAX_MORE_ROOTS {
+        return Err(invalid_params(format!(
+            "additionalDirectories has {} entries, more than the {} a session takes",
+            dirs.len(),
+            cordis_workspace::MAX_MORE_ROOTS
+        )));
+    }
+    let checked = tokio::task::spawn_blocking(move || {
+        dirs.into_iter()
+            .map(|dir| match std::fs::canonicalize(&dir) {
+                Ok(canonical) if canonical.is_dir() => Ok(canonical),
+                Ok(_) => Err(format!(
+                    "additionalDirectories: {} is not a directory",
+                    dir.display()
+                )),
+                Err(e) => Err(format!("additionalDirectories: {}: {e}", dir.display())),
+            })
+            .collect::<Result<Vec<_>, _>>()
+    })
+    .await
+    .map_err(|e| internal(format!("cannot check additionalDirectories: {e}")))?;
+    checked.map_err(invalid_params)
 }
 
 /// Starts one `mcp` entry per server under `root` and waits until each is active: a server

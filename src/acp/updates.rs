@@ -13,7 +13,8 @@
 //! | `assistant/chunk` text | `agent_message_chunk` |
 //! | `assistant/chunk` reasoning | `agent_thought_chunk` |
 //! | `assistant/chunk` usage | `usage_update` against the `llm` entry's `contextWindow` (none without one), with the session's cumulative `cost` in USD when the entry's `prices` price its models |
-//! | `tool/call` | `tool_call` (`in_progress`, the presenter's title, kind, input, card, locations) |
+//! | `tool/call` | `tool_call` (the presenter's title, kind, input, card, locations): `pending` when the composition has an approvals stage (the call awaits its decision and its turn), `in_progress` otherwise |
+//! | `approvals/decision` (live, not logged) allowing an announced call | `tool_call_update` `in_progress` (it runs now) |
 //! | `tool/result` | `tool_call_update` (`completed` / `failed`, the result's card; an MCP tool's result as its content blocks: see [`crate::session::mcp_content`]) |
 //! | `todo_write`'s result | also `plan` (its todos, every entry `medium`) |
 //!
@@ -70,6 +71,9 @@ pub struct UpdateMapper {
     /// Running commands' live output so far (the tail a plain client is shown), and when it
     /// was last sent; with the terminal extension only that output was streamed.
     live: BTreeMap<String, LiveOutput>,
+    /// Calls wait for the approvals stage (the live stream of a composition with one): they
+    /// are announced `pending` and become `in_progress` when it lets them run.
+    decisions: bool,
 }
 
 /// What a running command showed live.
@@ -108,7 +112,34 @@ impl UpdateMapper {
             costs: None,
             titled: false,
             live: BTreeMap::new(),
+            decisions: false,
         }
+    }
+
+    /// Announces calls `pending` until [`UpdateMapper::decided`] says they run (`on`: the
+    /// composition has an approvals stage, which decides every call before it runs); else
+    /// calls are announced `in_progress`.
+    #[must_use]
+    pub fn with_decisions(mut self, on: bool) -> Self {
+        self.decisions = on;
+        self
+    }
+
+    /// The update of the approvals stage's decision on an announced call: `in_progress` when
+    /// it may run (a refused call's result follows). None for a call this mapper did not
+    /// announce, or when calls are not announced `pending`.
+    pub fn decided(&mut self, call_id: &str, allowed: bool) -> Option<SessionUpdate> {
+        if !self.decisions || !allowed || !self.pending.contains_key(call_id) {
+            return None;
+        }
+        Some(SessionUpdate::ToolCallUpdate(ToolCallUpdate {
+            tool_call_id: call_id.to_owned(),
+            title: None,
+            status: Some(ToolCallStatus::InProgress),
+            content: None,
+            raw_input: None,
+            meta: None,
+        }))
     }
 
     /// The update of an MCP server's progress on a running call (`notifications/progress`; not
@@ -502,7 +533,12 @@ impl UpdateMapper {
             tool_call_id: call_id.to_owned(),
             title: p.title,
             kind: kind(p.kind),
-            status: ToolCallStatus::InProgress,
+            // Awaiting its decision (an approval, maybe) and its turn, a call is not running.
+            status: if self.decisions {
+                ToolCallStatus::Pending
+            } else {
+                ToolCallStatus::InProgress
+            },
             content,
             locations,
             raw_input: p.input,

@@ -33,6 +33,7 @@ mod markdown;
 mod mcp;
 mod mentions;
 mod permute;
+mod plugin;
 mod presets;
 pub mod program;
 pub(crate) mod render;
@@ -205,6 +206,14 @@ pub enum Command {
     /// login SERVER`" until a grant is stored; tokens are renewed on their own after that.
     #[command(subcommand)]
     Mcp(mcp::McpCommand),
+    /// Add a third-party plugin file (a shared library or a WebAssembly component) to a config,
+    /// pinned and proven first; list, re-pin (`update`) or remove such entries.
+    ///
+    /// `add` copies the file into the project's plugin directory, pins its sha256 and appends
+    /// its entry, writing the config only when the new composition passes `check` and the
+    /// reduced permutation proof; the file's comments and layout are kept. See docs/plugins.md.
+    #[command(subcommand)]
+    Plugin(plugin::PluginCommand),
 }
 
 /// Arguments of `cordis presets`.
@@ -751,6 +760,7 @@ where
         Command::Sessions(args) => sessions::run(args, io, builtins),
         Command::Serve(args) => serve::run(args, io, builtins),
         Command::Mcp(command) => mcp::run(command, io, builtins),
+        Command::Plugin(command) => plugin::run(command, io, builtins),
     };
     match result {
         Ok(code) => code,
@@ -890,6 +900,21 @@ pub(crate) async fn boot_live(
     cordis_host::reload::LiveConfig,
     cordis_host::loader::BootReport,
 )> {
+    boot_live_with(config, schedule, io, builtins, None).await
+}
+
+/// [`boot_live`] for a front end that says what it shows of MCP servers' questions
+/// (`elicitation`, provided before the boot: each server's handshake declares it).
+pub(crate) async fn boot_live_with(
+    config: &ConfigArgs,
+    schedule: cordis_runtime::Schedule,
+    io: &mut Io<'_>,
+    builtins: &Builtins,
+    elicitation: Option<cordis_mcp::ElicitationModes>,
+) -> anyhow::Result<(
+    cordis_host::reload::LiveConfig,
+    cordis_host::loader::BootReport,
+)> {
     let file = config.file.display().to_string();
     let source = match read_config(&config.file).await {
         Ok(s) => s,
@@ -901,6 +926,9 @@ pub(crate) async fn boot_live(
     let options = plan_options(config, io);
     let builtins = &crate::builtins::for_config(builtins, &config.file, &options, io.env);
     let root = cordis_runtime::Context::root_with(schedule);
+    if let Some(modes) = elicitation {
+        root.provide(modes)?;
+    }
     let env = io.env;
     match cordis_host::reload::LiveConfig::boot(
         root,

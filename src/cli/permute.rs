@@ -19,6 +19,10 @@ use cordis_runtime::{EventFootprint, Policy, Schedule};
 
 use super::PermuteArgs;
 
+/// Exit code: no order showed a difference, but the orders booted were a seeded sample, not
+/// every class (more classes than `--max`), so nothing was proven.
+pub(crate) const EXIT_SAMPLED: u8 = 6;
+
 /// The command that boots one order again (`--order ''` for a proof with no entry to move).
 fn replay(file: &Path, ids: &[String], preset: Option<&str>) -> String {
     let preset = preset.map_or_else(String::new, |p| format!(" --preset {p}"));
@@ -144,6 +148,7 @@ fn joined_outcome(
             incidents: Vec::new(),
             registrations: Vec::new(),
             events: Default::default(),
+            names: Default::default(),
         },
         Ok(report) => {
             let registrations = report
@@ -168,6 +173,7 @@ fn joined_outcome(
                 incidents,
                 registrations,
                 events: Default::default(),
+                names: Default::default(),
             }
         }
     }
@@ -429,6 +435,22 @@ fn print_report(report: &PermuteReport, args: &PermuteArgs, io: &mut Io<'_>) -> 
             replay(&args.config.file, ids, args.preset.as_deref())
         )?;
         code = EXIT_FAILURE;
+    }
+    if code == EXIT_OK && !report.exhaustive {
+        writeln!(
+            io.err,
+            "cordis: not proven: {} seeded order{} sampled of {} (more {} than --max {}); raise --max to prove it (exit {EXIT_SAMPLED})",
+            report.orders,
+            if report.orders == 1 { "" } else { "s" },
+            orders_text(report),
+            if report.interacting.is_some() {
+                "classes of orders"
+            } else {
+                "orders"
+            },
+            args.max,
+        )?;
+        code = EXIT_SAMPLED;
     }
     Ok(code)
 }

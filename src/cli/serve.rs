@@ -35,7 +35,13 @@ pub(crate) fn run(args: &ServeArgs, io: &mut Io<'_>, builtins: &Builtins) -> any
     let rt = cordis_host::shutdown::current_thread()?;
     let result = rt.block_on(async {
         let schedule = cordis_runtime::Schedule::new(cordis_runtime::Policy::Fifo, 0);
-        let (live, _report) = super::boot_live(&args.config, schedule, io, builtins).await?;
+        // The page fills in MCP servers' forms and shows their pages to open.
+        let modes = cordis_mcp::ElicitationModes {
+            forms: true,
+            pages: true,
+        };
+        let (live, _report) =
+            super::boot_live_with(&args.config, schedule, io, builtins, Some(modes)).await?;
         let root = live.root().clone();
         let file = args.config.file.display().to_string();
         let listener = match tokio::net::TcpListener::bind(("127.0.0.1", args.port)).await {

@@ -170,6 +170,8 @@ pub(crate) async fn recent(
 struct Log {
     header: cordis_session::SessionHeader,
     events: Vec<cordis_session::SessionEvent>,
+    /// Where WebAssembly tools' responses are kept for replays (`cordis_wasm::http`).
+    kept: Option<std::path::PathBuf>,
 }
 
 /// A session's log as it is on disk (or in this process), or the exit code that says why not,
@@ -186,14 +188,17 @@ async fn read_session(
             return Ok(Err(EXIT_CONFIG));
         }
     };
+    let kept = store.root().map(|r| r.join(cordis_wasm::http::KEPT_DIR));
     match store.source(&args.session).await {
         Ok(SessionSource::Detached(snapshot)) => Ok(Ok(Log {
             header: snapshot.header().clone(),
             events: snapshot.events().to_vec(),
+            kept,
         })),
         Ok(SessionSource::Attached(session)) => Ok(Ok(Log {
             header: session.header().clone(),
             events: session.events(),
+            kept,
         })),
         Err(SessionError::NotFound { .. }) => {
             let root = store
@@ -247,18 +252,19 @@ fn check(snapshot: &Log, id: &str, io: &mut Io<'_>) -> anyhow::Result<u8> {
 
 /// `cordis sessions export --exercise OUT`.
 fn export(snapshot: &Log, args: &ExportArgs, io: &mut Io<'_>) -> anyhow::Result<u8> {
-    let script = match crate::exercise::export_script(&snapshot.events) {
-        Ok(script) => script,
-        Err(e) => {
-            writeln!(
-                io.err,
-                "cordis: session {}: {}",
-                safe(&args.session.session),
-                safe_lines(&e.to_string())
-            )?;
-            return Ok(EXIT_FAILURE);
-        }
-    };
+    let script =
+        match crate::exercise::export_script_kept(&snapshot.events, snapshot.kept.as_deref()) {
+            Ok(script) => script,
+            Err(e) => {
+                writeln!(
+                    io.err,
+                    "cordis: session {}: {}",
+                    safe(&args.session.session),
+                    safe_lines(&e.to_string())
+                )?;
+                return Ok(EXIT_FAILURE);
+            }
+        };
     let mut text = serde_json::to_string_pretty(&script)?;
     text.push('\n');
     if let Err(e) = std::fs::write(&args.exercise, text) {

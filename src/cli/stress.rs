@@ -245,6 +245,10 @@ struct Done {
 /// to be settled (a few bytes each) when one seed is much slower than the others.
 const WINDOW: u64 = 1 << 16;
 
+/// How many agreeing seeds a worker hands over at once: one wake of the settling thread per
+/// batch, not per seed. A problem, a wait for the window and the worker's end hand over at once.
+const BATCH: usize = 64;
+
 /// What every seed of a shard runs with.
 struct Seeds<'a> {
     plan: &'a LoadPlan,
@@ -256,6 +260,10 @@ struct Seeds<'a> {
     /// How many seed indices the shard holds (`u64::MAX`-bounded without `--seeds`).
     positions: u64,
     started: Instant,
+    /// The instruction and skill files as the run's first boot read them: every plain boot
+    /// reads them through it (once per run, not once per boot). Exercises read afresh: their
+    /// tools may change the files between turns.
+    sources: cordis_instructions::Snapshot,
 }
 
 /// What the workers share: the next position to claim, the positions worth claiming, the
@@ -351,7 +359,7 @@ impl Seeds<'_> {
             settled: AtomicU64::new(1),
             budget_seen: AtomicBool::new(false),
         };
-        let (tx, rx) = std::sync::mpsc::channel::<Done>();
+        let (tx, rx) = std::sync::mpsc::channel::<Vec<Done>>();
         std::thread::scope(|scope| {
             let handles: Vec<_> = (0..workers)
                 .map(|_| {
@@ -365,7 +373,7 @@ impl Seeds<'_> {
             let mut result = Ok(());
             let mut stopped = false;
             // Ends when every worker has ended (and dropped its sender).
-            for done in rx {
+            for done in rx.into_iter().flatten() {
                 if stopped {
                     continue;
                 }
@@ -414,25 +422,38 @@ impl Seeds<'_> {
         })
     }
 
-    /// One worker: claims positions in order and sends each one's outcome, until the shard's
-    /// positions, the limit or the time budget run out.
+    /// One worker: claims positions in order and sends their outcomes (in batches of
+    /// [`BATCH`]), until the shard's positions, the limit or the time budget run out.
     fn work(
         &self,
         first: &Baseline,
         claims: &Claims,
-        tx: &std::sync::mpsc::Sender<Done>,
+        tx: &std::sync::mpsc::Sender<Vec<Done>>,
     ) -> std::io::Result<()> {
         let _stop = StopOnPanic(claims);
         let runtime = cordis_host::shutdown::current_thread()?;
-        loop {
-            // Not too far ahead of the seeds settled (a slow seed holds the others back).
-            while claims.next.load(Ordering::Relaxed)
+        let mut batch = Vec::with_capacity(BATCH);
+        let hand_over = |batch: &mut Vec<Done>| {
+            batch.is_empty()
+                || tx
+                    .send(std::mem::replace(batch, Vec::with_capacity(BATCH)))
+                    .is_ok()
+        };
+        // Whether this worker is a window ahead of the seeds settled.
+        let ahead = || {
+            claims.next.load(Ordering::Relaxed)
                 >= claims
                     .settled
                     .load(Ordering::Relaxed)
                     .saturating_add(WINDOW)
-                && claims.limit.load(Ordering::Relaxed) > 0
-            {
+        };
+        loop {
+            // The seeds held here may be the ones the window waits for.
+            if ahead() && !hand_over(&mut batch) {
+                break;
+            }
+            // Not too far ahead of the seeds settled (a slow seed holds the others back).
+            while ahead() && claims.limit.load(Ordering::Relaxed) > 0 {
                 std::thread::sleep(std::time::Duration::from_millis(1));
             }
             if self.budget_spent() {
@@ -444,14 +465,17 @@ impl Seeds<'_> {
                 break;
             }
             let done = self.run_one(&runtime, position, Some(first));
-            if !matches!(done.outcome, Ok(Outcome::Agreed)) {
+            let agreed = matches!(done.outcome, Ok(Outcome::Agreed));
+            if !agreed {
                 // Seeds past a problem cannot change the verdict (the lowest one is reported).
                 claims.limit.fetch_min(position + 1, Ordering::Relaxed);
             }
-            if tx.send(done).is_err() {
+            batch.push(done);
+            if (!agreed || batch.len() >= BATCH) && !hand_over(&mut batch) {
                 break;
             }
         }
+        hand_over(&mut batch);
         cordis_host::shutdown::end(runtime);
         Ok(())
     }
@@ -530,8 +554,10 @@ impl Seeds<'_> {
         let (seen, digest, leaked, judged) = match exercise {
             None => match &args.preset {
                 None => {
-                    let (report, leaked) =
-                        runtime.block_on(boot_and_dispose(plan, Schedule::new(policy, seed)));
+                    // A plain boot runs no tools: nothing in it changes the files it reads.
+                    let (report, leaked) = self.sources.enter(|| {
+                        runtime.block_on(boot_and_dispose(plan, Schedule::new(policy, seed)))
+                    });
                     let digest = report.digest.clone();
                     let judged = judge(&report);
                     (Seen::Boot(report), digest, leaked, judged)
@@ -920,6 +946,7 @@ pub(crate) fn run(args: &StressArgs, io: &mut Io<'_>, builtins: &Builtins) -> an
         shard: (index, count),
         positions: ci::shard_indices_below(args.seeds.unwrap_or(u64::MAX), index, count),
         started,
+        sources: cordis_instructions::Snapshot::new(),
     };
     let verdict = run_seeds(&seeds, jobs(args), io)?;
     let seconds = started.elapsed().as_secs_f64();

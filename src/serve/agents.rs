@@ -124,6 +124,16 @@ impl Inner {
         true
     }
 
+    /// The page session whose agent runs in scope `scope` (a live event's origin), if any.
+    fn page_session(&self, scope: Option<cordis_tools::ScopeKey>) -> Option<String> {
+        let session = self
+            .root
+            .get::<AgentLoop>()
+            .and_then(|loops| loops.agent_by_scope(scope?))
+            .map(|a| a.id().to_owned())?;
+        lock(&self.agents).contains_key(&session).then_some(session)
+    }
+
     /// Question `id` no longer waits (dropped unanswered): the pages forget it too.
     fn withdraw(&self, id: u64) {
         if lock(&self.waiting).remove(&id).is_some() {
@@ -337,17 +347,20 @@ impl WebAgents {
         // A page session's running command's output (bounded: see `live`).
         let listening = inner.clone();
         handles.push(root.on::<cordis_tool_shell::CommandOutput>(move |e| {
-            let session = e.scope.and_then(|key| {
-                listening
-                    .root
-                    .get::<AgentLoop>()
-                    .and_then(|loops| loops.agent_by_scope(key))
-                    .map(|a| a.id().to_owned())
-            });
-            if let Some(session) = session
-                && lock(&listening.agents).contains_key(&session)
-            {
+            if let Some(session) = listening.page_session(e.scope) {
                 listening.tails.push(&session, &e.call_id, &e.text);
+            }
+        }));
+        // An MCP server's progress on a page session's running call (not logged either).
+        let listening = inner.clone();
+        handles.push(root.on::<cordis_mcp::McpProgress>(move |e| {
+            if let Some(session) = listening.page_session(e.scope) {
+                let progress = super::live::Progress {
+                    progress: e.progress,
+                    total: e.total,
+                    message: e.message.clone(),
+                };
+                listening.tails.progress(&session, &e.call_id, progress);
             }
         }));
         let listening = inner.clone();

@@ -1,7 +1,9 @@
-//! A page session's running commands' output, on its way to the page: each call's last lines
-//! kept here (bounded), sent to the pages showing its session (`output`) a few times a second
-//! at most, until the call's result is logged. The output is not logged (the result holds what
-//! the model reads); a page that missed some gets the whole tail with the next piece.
+//! A page session's running calls, on their way to the page: each command's last lines and
+//! each MCP tool's latest progress (`notifications/progress`: how far, of how much, and the
+//! server's message) kept here (bounded), sent to the pages showing its session (`output`) a
+//! few times a second at most, until the call's result is logged. Neither is logged (the
+//! result holds what the model reads); a page that missed some gets the whole tail and the
+//! latest progress with the next piece.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -35,6 +37,19 @@ struct Tail {
     bytes: u64,
     /// Changed since it was last sent.
     dirty: bool,
+    /// The latest progress an MCP server reported on the call.
+    progress: Option<Progress>,
+}
+
+/// An MCP server's progress on a running call (`notifications/progress`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Progress {
+    /// How far it is.
+    pub progress: f64,
+    /// Of how much, when the server knows.
+    pub total: Option<f64>,
+    /// The server's message (already cut by the MCP client), if any.
+    pub message: Option<String>,
 }
 
 /// The running calls' output, by call id.
@@ -47,6 +62,22 @@ pub struct Tails {
 impl Tails {
     /// Takes a piece of `call`'s output (a call of `session`).
     pub fn push(&self, session: &str, call: &str, piece: &str) {
+        self.update(session, call, |tail| {
+            tail.text.push_str(piece);
+            tail.bytes += piece.len() as u64;
+            trim(&mut tail.text);
+        });
+    }
+
+    /// Takes an MCP server's `progress` on `call` (a call of `session`): it replaces the one
+    /// before.
+    pub fn progress(&self, session: &str, call: &str, progress: Progress) {
+        self.update(session, call, |tail| tail.progress = Some(progress));
+    }
+
+    /// Changes `call`'s entry (made, dropping the oldest past [`FOLLOWED_CALLS`]) with
+    /// `change`, and wakes the forwarder.
+    fn update(&self, session: &str, call: &str, change: impl FnOnce(&mut Tail)) {
         {
             let mut calls = lock(&self.calls);
             if !calls.contains_key(call) && calls.len() >= FOLLOWED_CALLS {
@@ -64,10 +95,9 @@ impl Tails {
                 since: Instant::now(),
                 bytes: 0,
                 dirty: false,
+                progress: None,
             });
-            tail.text.push_str(piece);
-            tail.bytes += piece.len() as u64;
-            trim(&mut tail.text);
+            change(tail);
             tail.dirty = true;
         }
         self.wake.notify_one();
@@ -92,6 +122,7 @@ impl Tails {
                     "tail": clean(&t.text),
                     "bytes": t.bytes,
                     "elapsedMs": u64::try_from(t.since.elapsed().as_millis()).unwrap_or(u64::MAX),
+                    "progress": t.progress,
                 })
                 .to_string(),
                 only: Some(t.session.clone()),
@@ -231,6 +262,24 @@ mod tests {
         tails.push("s1", "c1", "more\n");
         tails.end("c1");
         assert!(tails.changed().is_empty(), "an ended call is not sent");
+        // An MCP server's progress: the latest one is sent, with no output.
+        let step = |progress: f64, message: &str| Progress {
+            progress,
+            total: Some(4.0),
+            message: Some(message.to_owned()),
+        };
+        tails.progress("s1", "m1", step(1.0, "one"));
+        tails.progress("s1", "m1", step(2.0, "two"));
+        let sent = tails.changed();
+        assert_eq!(sent.len(), 1);
+        let progress: serde_json::Value = serde_json::from_str(&sent[0].data).unwrap();
+        assert_eq!(
+            progress["progress"],
+            json!({"progress": 2.0, "total": 4.0, "message": "two"})
+        );
+        assert_eq!(progress["tail"], "");
+        assert_eq!(first["progress"], serde_json::Value::Null);
+        tails.end("m1");
         for n in 0..=FOLLOWED_CALLS {
             tails.push("s", &format!("call{n}"), "x");
         }

@@ -153,8 +153,9 @@ pub fn is_progress(update: &Value) -> bool {
     update["sessionUpdate"] == "tool_call_update" && update.get("status").is_none()
 }
 
-/// True for the update that says an allowed call runs now (`in_progress`, nothing else): sent
-/// as the editor's answer arrives, not logged, so a replay (of calls that ran) has none.
+/// True for the update that says a call runs now (`in_progress`, nothing else): sent when the
+/// approvals stage lets it run (an editor's answer, a rule, its effect class), not logged, so a
+/// replay (of calls that ran) has none.
 pub fn is_running(update: &Value) -> bool {
     update["sessionUpdate"] == "tool_call_update"
         && update["status"] == "in_progress"

@@ -5,6 +5,7 @@
 )]
 
 pub mod brute;
+pub mod npm;
 pub mod plugins;
 pub mod pty;
 

@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Instant;
 
-use cordis_runtime::EventFootprint;
+use cordis_runtime::{EventFootprint, NameFootprint};
 
 use super::orders::{Orders, factorial, order_of};
 use super::outcome::{Key, OrderOutcome};
@@ -57,12 +57,20 @@ struct Partial {
     registrations: HashSet<Vec<String>>,
     /// Every boot's event footprints, unioned by element id.
     events: BTreeMap<String, EventFootprint>,
+    /// Every boot's name footprints, unioned by element id.
+    names: BTreeMap<String, NameFootprint>,
 }
 
 impl Partial {
     fn add_events(&mut self, events: &BTreeMap<String, EventFootprint>) {
         for (id, footprint) in events {
             self.events.entry(id.clone()).or_default().union(footprint);
+        }
+    }
+
+    fn add_names(&mut self, names: &BTreeMap<String, NameFootprint>) {
+        for (id, footprint) in names {
+            self.names.entry(id.clone()).or_default().union(footprint);
         }
     }
 }
@@ -76,6 +84,8 @@ pub(super) struct Found {
     registrations: HashSet<Vec<String>>,
     /// The event footprints of every boot, unioned by element id.
     pub(super) events: BTreeMap<String, EventFootprint>,
+    /// The name footprints of every boot, unioned by element id.
+    pub(super) names: BTreeMap<String, NameFootprint>,
 }
 
 impl Found {
@@ -90,6 +100,9 @@ impl Found {
         self.registrations.extend(later.registrations);
         for (id, footprint) in &later.events {
             self.events.entry(id.clone()).or_default().union(footprint);
+        }
+        for (id, footprint) in &later.names {
+            self.names.entry(id.clone()).or_default().union(footprint);
         }
     }
 }
@@ -130,6 +143,7 @@ pub(super) fn drive(
                         part.registrations
                             .insert(std::mem::take(&mut outcome.registrations));
                         part.add_events(&std::mem::take(&mut outcome.events));
+                        part.add_names(&std::mem::take(&mut outcome.names));
                         let key = outcome.key();
                         let first = part
                             .outcomes
@@ -161,6 +175,7 @@ pub(super) fn drive(
     for part in partials {
         let part = part?;
         events.add_events(&part.events);
+        events.add_names(&part.names);
         for (key, first) in part.outcomes {
             match outcomes.get_mut(&key) {
                 Some(slot) if first.0 < slot.0 => *slot = first,
@@ -181,6 +196,7 @@ pub(super) fn drive(
             .collect(),
         registrations,
         events: events.events,
+        names: events.names,
     })
 }
 
@@ -199,6 +215,34 @@ pub(super) fn event_meetings(
                 if !met.is_empty() {
                     out.push((a, b, met));
                 }
+            }
+        }
+    }
+    out
+}
+
+/// The pairs of elements of `space` (indices, file order), at least one of them silent, that
+/// meet through what the boots saw them do with names (`names`, by element id); nothing for a
+/// space whose boots do not observe names.
+pub(super) fn name_meetings(
+    space: &super::Space,
+    names: &BTreeMap<String, NameFootprint>,
+) -> Vec<(usize, usize)> {
+    if !space.seen {
+        return Vec::new();
+    }
+    let none = NameFootprint::default();
+    let seen: Vec<&NameFootprint> = space
+        .ids
+        .iter()
+        .map(|id| names.get(id).unwrap_or(&none))
+        .collect();
+    let f = &space.footprints;
+    let mut out = Vec::new();
+    for a in 0..f.len() {
+        for b in a + 1..f.len() {
+            if (f[a].silent || f[b].silent) && f[a].interacts_seen(seen[a], &f[b], seen[b]) {
+                out.push((a, b));
             }
         }
     }

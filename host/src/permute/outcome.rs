@@ -2,7 +2,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use cordis_runtime::{Context, EventFootprint, Schedule, ScopeId};
+use cordis_runtime::{Context, EventFootprint, NameFootprint, Schedule, ScopeId};
 
 use crate::assembly::{HeaderBytes, header_bytes};
 use crate::loader::{EntryStatus, entry_report, start_entries_in_order};
@@ -28,6 +28,10 @@ pub struct OrderOutcome {
     /// [`prove_with`](super::prove_with()) unions it over every order to find interactions
     /// through events.
     pub events: BTreeMap<String, EventFootprint>,
+    /// What each element (by id) was seen to do with names during the boot (see
+    /// [`NameFootprint`]); not compared: [`prove_with`](super::prove_with()) unions it over
+    /// every order to find the pairs a silent entry meets.
+    pub names: BTreeMap<String, NameFootprint>,
 }
 
 impl OrderOutcome {
@@ -120,6 +124,7 @@ impl OrderOutcome {
 /// completion (`block_on`).
 pub async fn boot(plan: &LoadPlan, order: &[usize]) -> OrderOutcome {
     let root = Context::root_with(Schedule::fifo());
+    root.observe_names(true);
     let mut handles = vec![None; plan.entries.len()];
     crate::loader::preload(&root, plan).await;
     start_entries_in_order(&root, plan, &mut handles, &mut order.iter().copied());
@@ -138,6 +143,7 @@ pub async fn boot(plan: &LoadPlan, order: &[usize]) -> OrderOutcome {
     let incidents = crate::loader::incident_lines(&root);
     let registrations = root.trace_details(Schedule::TRACE_REGISTER);
     let events = event_footprints(&root);
+    let names = name_footprints(&root);
     root.dispose();
     OrderOutcome {
         digest: header.digest(),
@@ -150,6 +156,7 @@ pub async fn boot(plan: &LoadPlan, order: &[usize]) -> OrderOutcome {
         incidents,
         registrations,
         events,
+        names,
     }
 }
 
@@ -158,15 +165,39 @@ pub async fn boot(plan: &LoadPlan, order: &[usize]) -> OrderOutcome {
 /// so a child scope an entry applies counts as the entry's. Entries that used no event are left
 /// out.
 pub fn event_footprints(root: &Context) -> BTreeMap<String, EventFootprint> {
+    by_entry(
+        root,
+        |s| !s.events.is_empty(),
+        |to: &mut EventFootprint, s| to.union(&s.events),
+    )
+}
+
+/// What every entry of the runtime under `root` was seen to do with names (the runtime
+/// observes them when [`Context::observe_names`] is on), by entry id, as
+/// [`event_footprints`]: a child scope's counts for its entry.
+pub fn name_footprints(root: &Context) -> BTreeMap<String, NameFootprint> {
+    by_entry(
+        root,
+        |s| !s.names.is_empty(),
+        |to: &mut NameFootprint, s| to.union(&s.names),
+    )
+}
+
+/// Each scope's `take` added to its nearest labelled scope's value, by label.
+fn by_entry<T: Default>(
+    root: &Context,
+    keep: impl Fn(&cordis_runtime::ScopeInfo) -> bool,
+    add: impl Fn(&mut T, &cordis_runtime::ScopeInfo),
+) -> BTreeMap<String, T> {
     let scopes = root.scopes();
     let by_id: HashMap<ScopeId, &cordis_runtime::ScopeInfo> =
         scopes.iter().map(|s| (s.id, s)).collect();
-    let mut out: BTreeMap<String, EventFootprint> = BTreeMap::new();
-    for scope in scopes.iter().filter(|s| !s.events.is_empty()) {
+    let mut out: BTreeMap<String, T> = BTreeMap::new();
+    for scope in scopes.iter().filter(|s| keep(s)) {
         let mut at = Some(scope);
         while let Some(s) = at {
             if let Some(label) = &s.label {
-                out.entry(label.clone()).or_default().union(&scope.events);
+                add(out.entry(label.clone()).or_default(), scope);
                 break;
             }
             at = s.parent.and_then(|p| by_id.get(&p).copied());

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-use super::driver::{Found, PermuteReport, drive, event_meetings, report};
+use super::driver::{Found, PermuteReport, drive, event_meetings, name_meetings, report};
 use super::orders::{Orders, ProofOrders, normal_forms, same_class, start_order};
 use super::outcome::{OrderOutcome, boot};
 use super::space::Space;
@@ -51,9 +51,12 @@ pub type BootOne<'a> =
 /// plugin decides that at run time), so the boots report it, and the proof closes over it: an
 /// event one entry dispatched while applying reaches only the listeners registered so far, so
 /// every pair of which one dispatched what the other listens to (in any booted order) interacts
-/// too. When that adds pairs, the classes of the finer relation that no booted order lies in
-/// are booted as well, until the boots show no new pair (or `max` orders are booted: then the
-/// proof is a sample, [`PermuteReport::exhaustive`] false). A seeded sample is not refined.
+/// too. So does every pair with a silent entry that the boots saw meet through names (see
+/// [`Footprint::interacts_seen`](super::Footprint::interacts_seen); only in a space whose
+/// boots observe them, [`Space::seen`]). When that adds pairs, the classes of the finer
+/// relation that no booted order lies in are booted as well, until the boots show no new pair
+/// (or `max` orders are booted: then the proof is a sample, [`PermuteReport::exhaustive`]
+/// false). A seeded sample is not refined.
 ///
 /// # Errors
 /// Only if a tokio runtime cannot be built, or `boot_one` fails.
@@ -88,7 +91,11 @@ pub fn prove_with(
         };
         booted.extend(list);
         let mut refined = false;
-        for (a, b, _) in event_meetings(&space.ids, &found.events) {
+        let through_names = name_meetings(space, &found.names);
+        let through_events = event_meetings(&space.ids, &found.events)
+            .into_iter()
+            .map(|(a, b, _)| (a, b));
+        for (a, b) in through_names.into_iter().chain(through_events) {
             if !dependent[a][b] {
                 dependent[a][b] = true;
                 dependent[b][a] = true;

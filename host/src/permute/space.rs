@@ -20,52 +20,86 @@ pub struct Space {
     pub footprints: Vec<Footprint>,
     /// `dependent[a][b]`: entries `a` and `b` (indices into `positions`) interact.
     pub dependent: Vec<Vec<bool>>,
+    /// The boots observe what every element does with names
+    /// ([`cordis_runtime::NameFootprint`], keyed by element id in
+    /// [`OrderOutcome::names`](super::OrderOutcome::names)), so a silent entry starts from what
+    /// it states ([`Footprint::interacts_observed`]) and
+    /// [`prove_with`](super::prove_with()) adds what the boots show
+    /// ([`Footprint::interacts_seen`]). False: silent entries are guessed to interact with
+    /// every entry registering names of the kinds whose registry they inject
+    /// ([`Footprint::interacts`]).
+    pub seen: bool,
 }
 
 impl Space {
-    /// Every plugin entry of `plan` with its footprint.
+    /// Every plugin entry of `plan` with its footprint, for boots that observe names
+    /// ([`Self::seen`]: [`boot`](super::boot()) does).
     pub fn of(plan: &LoadPlan) -> Space {
         let positions = plugin_entries(plan);
         let footprints: Vec<Footprint> = positions
             .iter()
             .map(|&p| Footprint::of(&plan.entries[p]))
             .collect();
-        let n = positions.len();
-        let mut dependent = vec![vec![false; n]; n];
-        for a in 0..n {
-            for b in a + 1..n {
-                let d = footprints[a].interacts(&footprints[b]);
-                dependent[a][b] = d;
-                dependent[b][a] = d;
-            }
-        }
-        Space {
+        let mut space = Space {
             ids: positions
                 .iter()
                 .map(|&p| plan.entries[p].id.clone())
                 .collect(),
             positions,
             footprints,
-            dependent,
-        }
+            dependent: Vec::new(),
+            seen: true,
+        };
+        space.dependent = space.relation();
+        space
+    }
+
+    /// This space for boots that do not observe names: silent entries guessed.
+    #[must_use]
+    pub fn unseen(mut self) -> Space {
+        self.seen = false;
+        self.dependent = self.relation();
+        self
+    }
+
+    /// The plan-time relation of the footprints (see [`Self::seen`]).
+    fn relation(&self) -> Vec<Vec<bool>> {
+        let f = &self.footprints;
+        (0..f.len())
+            .map(|a| {
+                (0..f.len())
+                    .map(|b| {
+                        a != b
+                            && if self.seen {
+                                f[a].interacts_observed(&f[b])
+                            } else {
+                                f[a].interacts(&f[b])
+                            }
+                    })
+                    .collect()
+            })
+            .collect()
     }
 
     /// This space followed by `rows`' elements (ids prefixed `prefix/`), none of them
     /// interacting with this space's: a preset's rows mount after the host's boot is over.
-    pub fn then(mut self, rows: Space, prefix: &str) -> Space {
-        let (n, m) = (self.ids.len(), rows.ids.len());
-        self.ids
+    /// The joined boot does not observe names, so both parts are [`Self::unseen`].
+    pub fn then(self, rows: Space, prefix: &str) -> Space {
+        let mut this = self.unseen();
+        let rows = rows.unseen();
+        let (n, m) = (this.ids.len(), rows.ids.len());
+        this.ids
             .extend(rows.ids.iter().map(|id| format!("{prefix}/{id}")));
-        self.footprints.extend(rows.footprints);
-        for row in &mut self.dependent {
+        this.footprints.extend(rows.footprints);
+        for row in &mut this.dependent {
             row.extend(std::iter::repeat_n(false, m));
         }
         for row in rows.dependent {
             let mut full = vec![false; n];
             full.extend(row);
-            self.dependent.push(full);
+            this.dependent.push(full);
         }
-        self
+        this
     }
 
     /// The start order (plan indices) of `plan` that boots the host part of `order`.
@@ -90,6 +124,10 @@ impl Space {
         for f in &self.footprints {
             for c in &f.claims {
                 *out.entry(c.kind.to_string()).or_default() += 1;
+            }
+            if f.silent && self.seen {
+                *out.entry("silent (seen)".to_owned()).or_default() += 1;
+                continue;
             }
             for k in &f.open {
                 *out.entry(format!("open {k}")).or_default() += 1;

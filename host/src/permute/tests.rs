@@ -20,6 +20,7 @@ fn fake_boot(_: &tokio::runtime::Runtime, order: &[usize]) -> std::io::Result<Or
         incidents: Vec::new(),
         registrations: order.iter().map(ToString::to_string).collect(),
         events: BTreeMap::new(),
+        names: BTreeMap::new(),
     })
 }
 
@@ -116,6 +117,7 @@ fn the_driver_boots_a_listed_order_set_in_its_own_order() {
         positions: vec![0, 1, 2],
         footprints: vec![Footprint::default(); 3],
         dependent: vec![vec![false; 3]; 3],
+        seen: true,
     };
     let listed = vec![vec![2, 0, 1], vec![1, 2, 0], vec![2, 1, 0], vec![0, 1, 2]];
     let orders = ProofOrders {
@@ -312,6 +314,7 @@ fn event_boot(
                 incidents: Vec::new(),
                 registrations: Vec::new(),
                 events,
+                names: BTreeMap::new(),
             }
         }))
     }
@@ -325,6 +328,7 @@ fn silent_space(n: usize) -> Space {
         positions: (0..n).collect(),
         footprints: vec![Footprint::default(); n],
         dependent: vec![vec![false; n]; n],
+        seen: true,
     }
 }
 

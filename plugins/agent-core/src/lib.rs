@@ -109,6 +109,10 @@ impl Plugin for AgentCorePlugin {
         "agent-core"
     }
 
+    fn open_claims(&self, _config: &Self::Config) -> Option<Vec<&'static str>> {
+        Some(Vec::new())
+    }
+
     /// What its hidden children provide and claim, asked of each child plugin, so a sibling
     /// entry providing one of them is refused before loading (it would be contested).
     fn provides(&self, config: &AgentCoreConfig) -> Vec<String> {
@@ -123,8 +127,12 @@ impl Plugin for AgentCorePlugin {
         out
     }
 
+    /// What its hidden children claim: the persona section and the tool registry's Code Mode
+    /// sections.
     fn claims(&self, config: &AgentCoreConfig) -> Vec<cordis_runtime::Claim> {
-        SystemPromptPlugin.claims(&config.system_prompt_config())
+        let mut out = SystemPromptPlugin.claims(&config.system_prompt_config());
+        out.extend(ToolsPlugin.claims(&ToolsConfig::default()));
+        out
     }
 
     async fn apply(&self, ctx: Context, config: &AgentCoreConfig) -> Result<(), BoxError> {

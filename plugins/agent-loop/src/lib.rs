@@ -5,8 +5,9 @@
 //! (*before* `step/start`, so an assembly failure opens no step) → `step/start` (the
 //! reconstruction boundary) → the request header `{config, system?, tools?}`, logged as
 //! `request/header` on the first request of this loop instance (`initial`, or `resume` when the
-//! log has one) and afterwards only when it differs (`change`) → the frozen request to the `llm`
-//! service → `assistant/chunk`s → `assistant/message` → `tool/call`s, dispatched through the
+//! log has one) and afterwards only when it differs (`change`, or `tool-load` when it only appends
+//! tools a `tool_search` loaded: see the `deferred-tools` plugin) → the frozen request to the
+//! `llm` service → `assistant/chunk`s → `assistant/message` → `tool/call`s, dispatched through the
 //! registry with the agent's scope (in parallel up to `maxParallelTools`, results committed in
 //! call order) → `tool/result`s → `step/end`; again while the model called tools → `turn/end`.
 //!

@@ -595,8 +595,10 @@ impl Plugin for ApprovalsPlugin {
         INJECT
     }
 
+    /// The tool registry's one approval stage, which it installs (a second stage is refused,
+    /// so who installs first matters to whoever else tries).
     fn open_claims(&self, _config: &Self::Config) -> Option<Vec<&'static str>> {
-        Some(Vec::new())
+        Some(vec![cordis_tools::APPROVAL_STAGE])
     }
 
     fn widens(&self, old: Option<&ApprovalsConfig>, new: Option<&ApprovalsConfig>) -> Vec<String> {

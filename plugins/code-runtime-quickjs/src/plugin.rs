@@ -24,6 +24,10 @@ impl Plugin for CodeRuntimePlugin {
         "code-runtime"
     }
 
+    fn open_claims(&self, _config: &Self::Config) -> Option<Vec<&'static str>> {
+        Some(Vec::new())
+    }
+
     fn provides(&self, _config: &CodeRuntimeConfig) -> Vec<String> {
         vec![CodeRuntimeService::NAME.to_owned()]
     }

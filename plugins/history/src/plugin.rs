@@ -25,6 +25,10 @@ impl Plugin for HistoryPlugin {
         "history"
     }
 
+    fn open_claims(&self, _config: &Self::Config) -> Option<Vec<&'static str>> {
+        Some(Vec::new())
+    }
+
     fn provides(&self, _config: &Self::Config) -> Vec<String> {
         vec![History::NAME.to_owned()]
     }

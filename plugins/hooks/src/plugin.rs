@@ -429,6 +429,10 @@ impl Plugin for HooksPlugin {
         "hooks"
     }
 
+    fn open_claims(&self, _config: &Self::Config) -> Option<Vec<&'static str>> {
+        Some(Vec::new())
+    }
+
     fn inject(&self) -> &[Inject] {
         INJECT
     }

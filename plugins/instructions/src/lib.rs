@@ -20,11 +20,13 @@
 mod config;
 mod handoff;
 mod plugin;
+pub mod snapshot;
 pub mod source;
 mod walk;
 
 pub use config::{DEFAULT_MAX_BYTES, InstructionsConfig};
 pub use handoff::Handoff;
 pub use plugin::{INSTRUCTIONS_ORDER, InstructionsPlugin, SECTION_PREFIX, user_config_dir};
+pub use snapshot::Snapshot;
 pub use source::{FileError, Loaded, Place, Reader};
 pub use walk::{Candidate, MAX_LEVELS, candidates, repository_dirs};

@@ -132,16 +132,24 @@ impl Plugin for InstructionsPlugin {
         let ws = (*ctx.require::<Workspace>()?).clone();
         let user = if config.user { self.user_dir() } else { None };
         let root = ws.root().to_path_buf();
-        // A few `stat` calls up the tree: off the async threads.
-        let list = tokio::task::spawn_blocking(move || {
-            candidates(
-                &root,
-                &names,
-                user.as_ref()
-                    .map(|(dir, shown)| (dir.as_path(), shown.as_str())),
-            )
-        })
-        .await?;
+        // A few `stat` calls up the tree: off the async threads (once per run's snapshot).
+        let key = format!("walk\0{root:?}\0{names:?}\0{user:?}");
+        let list = match crate::snapshot::get::<Vec<Candidate>>(&key) {
+            Some(list) => list,
+            None => {
+                let list = tokio::task::spawn_blocking(move || {
+                    candidates(
+                        &root,
+                        &names,
+                        user.as_ref()
+                            .map(|(dir, shown)| (dir.as_path(), shown.as_str())),
+                    )
+                })
+                .await?;
+                crate::snapshot::put(key, list.clone());
+                list
+            }
+        };
         let files = Arc::new(Files {
             ws,
             reader: Reader::new(),

@@ -219,7 +219,8 @@ impl Reader {
         Reader::default()
     }
 
-    /// Reads `place` with at most `max` bytes of text: `Ok(None)` when there is no file.
+    /// Reads `place` with at most `max` bytes of text: `Ok(None)` when there is no file. Inside
+    /// a run's [`Snapshot`](crate::Snapshot), once per snapshot.
     ///
     /// Blocks on file I/O: a few system calls when the file is unchanged (open, fstat,
     /// close), a bounded read otherwise.
@@ -227,6 +228,19 @@ impl Reader {
     /// # Errors
     /// A [`FileError`] for a symlink leaving its directory, a non-file, or an I/O error.
     pub fn read(
+        &self,
+        ws: Option<&Workspace>,
+        place: &Place,
+        max: usize,
+    ) -> Result<Option<Loaded>, FileError> {
+        crate::snapshot::once(
+            || format!("read\0{:?}\0{place:?}\0{max}", ws.map(Workspace::root)),
+            || self.read_now(ws, place, max),
+        )
+    }
+
+    /// [`Reader::read`] outside a run's snapshot.
+    fn read_now(
         &self,
         ws: Option<&Workspace>,
         place: &Place,

@@ -189,6 +189,10 @@ impl Plugin for LlmPlugin {
         "llm"
     }
 
+    fn open_claims(&self, _config: &Self::Config) -> Option<Vec<&'static str>> {
+        Some(Vec::new())
+    }
+
     fn provides(&self, config: &Self::Config) -> Vec<String> {
         let mut out = vec![<cordis_conversation::Llm as cordis_runtime::Service>::NAME.to_owned()];
         if config.model.is_some() {

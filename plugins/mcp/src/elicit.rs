@@ -107,6 +107,22 @@ impl cordis_runtime::Service for Elicitation {
     const NAME: &'static str = "mcp-elicitation";
 }
 
+/// What the session's front end can show of servers' questions (`mcp-elicitation-modes`),
+/// provided on the composition's root before it boots, so each server's handshake declares
+/// only what will be shown. Without it, a handshake declares both modes when an
+/// [`Elicitation`] service is there to answer them, and neither otherwise.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ElicitationModes {
+    /// Forms are shown (form mode).
+    pub forms: bool,
+    /// Pages to open are shown (URL mode).
+    pub pages: bool,
+}
+
+impl cordis_runtime::Service for ElicitationModes {
+    const NAME: &'static str = "mcp-elicitation-modes";
+}
+
 /// The form's properties, when it has the shape form mode allows.
 fn form(schema: &Value) -> Result<&Map<String, Value>, String> {
     if schema.get("type").and_then(Value::as_str) != Some("object") {

@@ -157,3 +157,18 @@ pub(crate) fn innermost(e: &(dyn std::error::Error + 'static)) -> String {
         None => text,
     }
 }
+
+/// The authorization's own message (a login or more scope needed) when `e` is a request the
+/// server refused for want of one, without the `mcp(<server>): ` prefix; `None` otherwise.
+/// The HTTP transport reports it as an unexpected response, but the server answered: it is
+/// not out of reach, and the message says what to do.
+pub(crate) fn refusal(server: &str, e: &rmcp::service::ServiceError) -> Option<String> {
+    let rmcp::service::ServiceError::TransportSend(e) = e else {
+        return None;
+    };
+    let cause = innermost(e);
+    cause
+        .strip_prefix("unexpected server response: ")?
+        .strip_prefix(&format!("mcp({server}): "))
+        .map(str::to_owned)
+}

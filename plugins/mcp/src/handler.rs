@@ -14,7 +14,7 @@ use rmcp::service::{NotificationContext, RequestContext, RoleClient};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use crate::elicit::{McpPageDone, TRACE_ELICITATION};
+use crate::elicit::{ElicitationModes, McpPageDone, TRACE_ELICITATION};
 use crate::link::Link;
 use crate::progress::{self, McpProgress};
 use crate::sampling::TRACE_SAMPLING;
@@ -213,17 +213,34 @@ impl ClientHandler for Handler {
     fn get_info(&self) -> ClientConfig {
         // The initialize-handshake protocol: list_changed arrives as a plain notification
         // (newer versions deliver it only on a listen subscription). Declared is what is
-        // implemented: roots (never changing while connected, so no `listChanged`) and form
-        // elicitation (declined when no front end answers), sampling unless the entry turns it
-        // off (refused without an approver or a model); not URL elicitation.
+        // implemented: roots (never changing while connected, so no `listChanged`), the
+        // elicitation modes the session's front end shows (its `ElicitationModes`; without
+        // them, both when a front end answers and neither when none does), sampling unless the
+        // entry turns it off (refused without an approver or a model).
         let mut capabilities = ClientCapabilities::default();
         let mut roots = RootsCapabilities::default();
         roots.list_changed = Some(false);
         capabilities.roots = Some(roots);
-        let mut elicitation = rmcp::model::ElicitationCapability::default();
-        elicitation.form = Some(rmcp::model::FormElicitationCapability::default());
-        elicitation.url = Some(rmcp::model::UrlElicitationCapability::default());
-        capabilities.elicitation = Some(elicitation);
+        let modes = self.ctx.get::<ElicitationModes>().map_or_else(
+            || {
+                let answered = self.ctx.get::<elicit::Elicitation>().is_some();
+                ElicitationModes {
+                    forms: answered,
+                    pages: answered,
+                }
+            },
+            |modes| *modes,
+        );
+        if modes.forms || modes.pages {
+            let mut elicitation = rmcp::model::ElicitationCapability::default();
+            if modes.forms {
+                elicitation.form = Some(rmcp::model::FormElicitationCapability::default());
+            }
+            if modes.pages {
+                elicitation.url = Some(rmcp::model::UrlElicitationCapability::default());
+            }
+            capabilities.elicitation = Some(elicitation);
+        }
         if self.sampling {
             capabilities.sampling = Some(rmcp::model::SamplingCapability::default());
         }

@@ -43,10 +43,12 @@
 //! An answer over `maxMessageBytes` is never held: its request fails at once naming the limit.
 //!
 //! # What the client declares
-//! `roots` (answered with the workspace root as a `file://` URI, see [`file_uri`]) and form
-//! `elicitation` (answered through the [`Elicitation`] service front ends provide, declined
-//! with a traced reason without one), and `sampling` unless the entry turns it off (answered
-//! through the composition's model after the user allowed it, see the `sampling` module).
+//! `roots` (answered with the workspace root as a `file://` URI, see [`file_uri`]),
+//! `elicitation` in the modes the session's front end shows ([`ElicitationModes`], provided
+//! before the composition boots; answered through the [`Elicitation`] service front ends
+//! provide, declined with a traced reason without one), and `sampling` unless the entry
+//! turns it off (answered through the composition's model after the user allowed it, see the
+//! `sampling` module).
 //!
 //! # Authorization
 //! An HTTP entry whose server answers `401` uses OAuth ([`auth`]): the entry's bearer token
@@ -116,9 +118,9 @@ pub use config::{
 pub use depth::{MAX_MESSAGE_DEPTH, MAX_SCHEMA_DEPTH};
 pub use directory::{McpServer, server_names, servers};
 pub use elicit::{
-    Elicitation, ElicitationAnswer, ElicitationRequest, ElicitationUrl, Elicitor, FormChoice,
-    FormField, MAX_ELICITATION_MESSAGE, MAX_FORM_CHOICES, MAX_FORM_PROPERTIES, McpPageDone,
-    TRACE_ELICITATION, check_answer, check_value, fields,
+    Elicitation, ElicitationAnswer, ElicitationModes, ElicitationRequest, ElicitationUrl, Elicitor,
+    FormChoice, FormField, MAX_ELICITATION_MESSAGE, MAX_FORM_CHOICES, MAX_FORM_PROPERTIES,
+    McpPageDone, TRACE_ELICITATION, check_answer, check_value, fields,
 };
 pub use error::McpError;
 pub use instructions::{INSTRUCTIONS_ORDER, MAX_INSTRUCTIONS_BYTES};

@@ -21,6 +21,10 @@ impl Plugin for PresenterPlugin {
         "presenter"
     }
 
+    fn open_claims(&self, _config: &Self::Config) -> Option<Vec<&'static str>> {
+        Some(Vec::new())
+    }
+
     fn provides(&self, _config: &Self::Config) -> Vec<String> {
         vec![<crate::Presenters as cordis_runtime::Service>::NAME.to_owned()]
     }

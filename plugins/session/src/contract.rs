@@ -31,7 +31,9 @@
 //! - `resume`: an earlier request exists (a new loop instance picked the log up);
 //! - `change`: its header bytes differ from the previous request's;
 //! - `compaction`: a `compaction` event lies between the previous request and this one;
-//! - `fork`: the session header has `forkedAt` and this is the first request at or after it.
+//! - `fork`: the session header has `forkedAt` and this is the first request at or after it;
+//! - `tool-load`: its header is the previous request's with tools appended, nothing else: the
+//!   previous header's bytes are a proper prefix of its header's, and only tool lines follow.
 //!
 //! A reason that explains nothing is reported as well ([`ContractError::Unexplained`]): a log
 //! that claims a compaction it does not hold cannot be trusted to explain a break.
@@ -307,6 +309,17 @@ impl Checker<'_> {
                 ),
                 None => "no compaction event precedes it".into(),
             }),
+            HeaderReason::ToolLoad => match prev {
+                None => Some("it is the log's first request: there is nothing to append to".into()),
+                Some(prev) => appended_tools(&prev.head.bytes, &head.bytes)
+                    .err()
+                    .map(|what| {
+                        format!(
+                            "its header is not request {}'s with tools appended: {what}",
+                            prev.at.index
+                        )
+                    }),
+            },
             HeaderReason::Fork => match self.header.forked_at {
                 None => Some("the session header has no `forkedAt`: it is not a fork".into()),
                 Some(at) if p.at.seq < at => Some(format!(
@@ -345,6 +358,21 @@ impl Checker<'_> {
             excerpt(&before, offset),
             excerpt(&now, offset),
         )))
+    }
+}
+
+/// Checks that header bytes `now` are `before` with tool lines appended (at least one).
+fn appended_tools(before: &str, now: &str) -> Result<(), &'static str> {
+    let Some(rest) = now.strip_prefix(before) else {
+        return Err("its config, system prompt or earlier tools differ");
+    };
+    if rest.is_empty() {
+        return Err("no tool was appended");
+    }
+    if rest.lines().all(|l| l.starts_with("{\"tool\":")) {
+        Ok(())
+    } else {
+        Err("more than tools was added")
     }
 }
 
@@ -646,6 +674,53 @@ mod tests {
             matches!(&err, ContractError::Unexplained { at, .. } if at.index == 3),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_tool_load_is_explained_only_when_tools_are_appended_after_the_previous_ones() {
+        let mut log = Log::default();
+        log.turn(
+            1,
+            Some((header(&["m", "tool_search"]), HeaderReason::Initial)),
+        );
+        log.turn(
+            2,
+            Some((header(&["m", "tool_search", "x"]), HeaderReason::ToolLoad)),
+        );
+        // A second load appends after the first, whatever the names' order.
+        log.turn(
+            3,
+            Some((
+                header(&["m", "tool_search", "x", "c"]),
+                HeaderReason::ToolLoad,
+            )),
+        );
+        let report = check_contract(&plain(), &log.events).unwrap();
+        assert_eq!((report.requests, report.explained), (3, 2));
+
+        // A load inserted before an earlier tool is not an append: the cache of request 2's
+        // tools would not survive, and the log must say `change` instead.
+        let mut inserted = Log::default();
+        inserted.turn(1, Some((header(&["m", "x"]), HeaderReason::Initial)));
+        inserted.turn(2, Some((header(&["c", "m", "x"]), HeaderReason::ToolLoad)));
+        let err = check_contract(&plain(), &inserted.events).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "request 2 (step/start seq 9, turn 2 step 1): its request/header says `tool-load` but \
+             its header is not request 1's with tools appended: its config, system prompt or \
+             earlier tools differ"
+        );
+        let mut same = Log::default();
+        same.turn(1, Some((header(&["m"]), HeaderReason::Initial)));
+        same.turn(2, Some((header(&["m"]), HeaderReason::ToolLoad)));
+        let err = check_contract(&plain(), &same.events).unwrap_err();
+        assert!(err.to_string().ends_with("no tool was appended"), "{err}");
+        let mut first = Log::default();
+        first.turn(1, Some((header(&["m"]), HeaderReason::ToolLoad)));
+        assert!(matches!(
+            check_contract(&plain(), &first.events),
+            Err(ContractError::Unexplained { .. })
+        ));
     }
 
     #[test]

@@ -453,7 +453,8 @@ data!(/// `request/header`.
     RequestHeaderData = kinds::REQUEST_HEADER; { /// The full snapshot.
     header: RequestHeader, /// Why it was logged.
     reason: HeaderReason, /// For a `change`: the prompt sources that changed (section names such as
-    /// `instructions:AGENTS.md` or `skills:catalog`, then `tools` and `config`); absent in older logs.
+    /// `instructions:AGENTS.md` or `skills:catalog`, then `tools` and `config`); for a
+    /// `tool-load`: the tools appended; absent in older logs.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     changed: Vec<String> });
 
@@ -535,6 +536,10 @@ pub enum HeaderReason {
     Compaction,
     /// The first request of a forked session (its messages are its parent's up to the fork).
     Fork,
+    /// Tools a `tool_search` call loaded were appended after the previous header's tools;
+    /// its config, system prompt and tools are otherwise the previous header's, so the cached
+    /// prefix (system prompt and the tools before) survives.
+    ToolLoad,
 }
 
 /// Everything a request carries besides messages: `{config, system?, tools?}`.

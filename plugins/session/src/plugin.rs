@@ -6,6 +6,7 @@
 //! `memory: true` writes nothing.
 
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
 
 use cordis_runtime::{BoxError, Context, Plugin};
 use serde::Deserialize;
@@ -58,6 +59,10 @@ pub struct SessionPlugin {
     base_dir: Option<PathBuf>,
     /// `None`: not given, asked of this process's environment when needed.
     state_dir: Option<Option<PathBuf>>,
+    /// The base directory's canonical path, resolved by the first boot that needs it and
+    /// shared by every later boot of this plugin value (one config load): `cordis stress`
+    /// boots thousands of times, and each resolve is a round trip to a blocking thread.
+    project: Arc<OnceLock<PathBuf>>,
 }
 
 impl SessionPlugin {
@@ -66,6 +71,7 @@ impl SessionPlugin {
     #[must_use]
     pub fn with_base_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.base_dir = Some(dir.into());
+        self.project = Arc::default();
         self
     }
 
@@ -83,7 +89,8 @@ impl SessionPlugin {
     /// `root` with `memory`, or the default root without a state directory.
     ///
     /// # Cancel safety
-    /// Cancel safe: it only reads (the project directory's canonical path) and creates nothing.
+    /// Cancel safe: it only reads (the project directory's canonical path, once per plugin value) and
+    /// creates nothing.
     pub async fn root_for(
         &self,
         config: &SessionConfig,
@@ -103,9 +110,13 @@ impl SessionPlugin {
                     None => state_dir(&|name| std::env::var(name).ok()),
                 };
                 let state = state.ok_or(SessionRootError::NoStateDir)?;
-                let project = match tokio::fs::canonicalize(&base).await {
-                    Ok(dir) => dir,
-                    Err(_) => std::path::absolute(&base).unwrap_or(base),
+                let project = match self.project.get() {
+                    Some(dir) => dir.clone(),
+                    None => match tokio::fs::canonicalize(&base).await {
+                        // Only a resolved path is kept: a directory made later is seen then.
+                        Ok(dir) => self.project.get_or_init(|| dir).clone(),
+                        Err(_) => std::path::absolute(&base).unwrap_or(base),
+                    },
                 };
                 Ok(Some(state.join(project_key(&project))))
             }
@@ -171,6 +182,10 @@ impl Plugin for SessionPlugin {
         "sessions"
     }
 
+    fn open_claims(&self, _config: &Self::Config) -> Option<Vec<&'static str>> {
+        Some(Vec::new())
+    }
+
     fn provides(&self, _config: &Self::Config) -> Vec<String> {
         vec![<crate::SessionStore as cordis_runtime::Service>::NAME.to_owned()]
     }
@@ -227,6 +242,35 @@ mod tests {
             nowhere.root_for(&SessionConfig::default()).await,
             Err(SessionRootError::NoStateDir)
         );
+    }
+
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn the_project_directory_is_resolved_once_per_plugin_value() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (one, two, link) = (
+            tmp.path().join("one"),
+            tmp.path().join("two"),
+            tmp.path().join("link"),
+        );
+        std::fs::create_dir(&one).unwrap();
+        std::fs::create_dir(&two).unwrap();
+        std::os::unix::fs::symlink(&one, &link).unwrap();
+        let plugin = SessionPlugin::default()
+            .with_base_dir(&link)
+            .with_state_dir(Some(PathBuf::from("/state")));
+        let config = SessionConfig::default();
+        let first = plugin.root_for(&config).await.unwrap().unwrap();
+        let one_key = project_key(&std::fs::canonicalize(&one).unwrap());
+        assert_eq!(first, Path::new("/state").join(&one_key));
+        // The link now names another directory: this plugin value keeps what it resolved
+        // (later boots of one config load agree), a fresh one resolves again.
+        std::fs::remove_file(&link).unwrap();
+        std::os::unix::fs::symlink(&two, &link).unwrap();
+        assert_eq!(plugin.clone().root_for(&config).await.unwrap(), Some(first));
+        let fresh = plugin.with_base_dir(&link).root_for(&config).await.unwrap();
+        let two_key = project_key(&std::fs::canonicalize(&two).unwrap());
+        assert_eq!(fresh, Some(Path::new("/state").join(two_key)));
     }
 
     #[test]

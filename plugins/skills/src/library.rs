@@ -61,7 +61,13 @@ fn one_line(text: &str) -> String {
 }
 
 /// The folder names under `dir`, sorted; `None` when it does not exist or cannot be listed.
+/// Inside a run's [`Snapshot`](cordis_instructions::Snapshot), listed once per snapshot.
 fn folders(dir: &Path) -> Option<Vec<String>> {
+    cordis_instructions::snapshot::once(|| format!("folders\0{dir:?}"), || list_folders(dir))
+}
+
+/// [`folders`], listed now.
+fn list_folders(dir: &Path) -> Option<Vec<String>> {
     let entries = std::fs::read_dir(dir).ok()?;
     let mut names: Vec<String> = entries
         .filter_map(Result::ok)

@@ -47,9 +47,21 @@ pub struct PromptAssembly {
     pub sections: Vec<AssembledSection>,
     /// The model-facing tools, in canonical order (unless a listener changed it).
     pub tools: Vec<ToolSchema>,
+    /// Tools offered but deferred behind [`TOOL_SEARCH`] (a `deferred-tools` entry moves them
+    /// here when a composition offers more than its threshold), in canonical order: not in the
+    /// request until a session loads them. Empty without tool search.
+    pub deferred: Vec<ToolSchema>,
     /// Registered variables; `None` means registered but without a value for this assembly.
     pub variables: BTreeMap<String, Option<String>>,
 }
+
+/// The tool that loads [`PromptAssembly::deferred`] tools into a session.
+///
+/// The load is one fact, in the session log: a successful `tool/result` of this tool whose
+/// content is an object with `"loaded": [names]`. The agent loop appends the deferred tools a
+/// log loaded after the assembly's tools (each load in canonical order, loads in log order),
+/// so every earlier request's tools stay a prefix of the next one's.
+pub const TOOL_SEARCH: &str = "tool_search";
 
 /// Building the request header bytes failed.
 #[derive(Debug, thiserror::Error)]
@@ -172,6 +184,7 @@ mod tests {
                 description: "d".into(),
                 parameters: serde_json::Value::Object(params).into(),
             }],
+            deferred: Vec::new(),
             variables: BTreeMap::new(),
         };
         let bytes = assembly.header_json().unwrap();

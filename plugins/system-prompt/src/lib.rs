@@ -31,7 +31,8 @@ mod schema;
 mod service;
 
 pub use assembly::{
-    AssembleContext, AssembledSection, HeaderError, PromptAssembly, header_bytes, render,
+    AssembleContext, AssembledSection, HeaderError, PromptAssembly, TOOL_SEARCH, header_bytes,
+    render,
 };
 pub use error::{AssembleError, RegisterError, RenderError, ToolOrderError};
 pub use order::{TOOL_ORDER_REST, ToolOrder, compare_utf16, order_tools, sort_by_name_utf16};

@@ -40,6 +40,10 @@ impl Plugin for SystemPromptPlugin {
         "system-prompt"
     }
 
+    fn open_claims(&self, _config: &Self::Config) -> Option<Vec<&'static str>> {
+        Some(Vec::new())
+    }
+
     fn provides(&self, _config: &SystemPromptConfig) -> Vec<String> {
         vec![SystemPrompt::NAME.to_owned()]
     }

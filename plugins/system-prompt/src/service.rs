@@ -468,6 +468,9 @@ impl SystemPrompt {
     /// # Errors
     /// As [`SystemPrompt::assemble`], minus the waterfall.
     pub fn initial(&self, context: &AssembleContext) -> Result<PromptAssembly, AssembleError> {
+        // Every section and variable (and, through the providers, every tool) is read.
+        cordis_runtime::note_listing("section");
+        cordis_runtime::note_listing("variable");
         // Snapshot under the lock, call user code without it (a callback may register things).
         let (sections, variables, providers, overrides, order_overrides) = {
             let st = lock(&self.state);
@@ -570,6 +573,7 @@ impl SystemPrompt {
         Ok(PromptAssembly {
             sections: assembled,
             tools,
+            deferred: Vec::new(),
             variables: values,
         })
     }

@@ -1,6 +1,6 @@
 //! The plugin: registers `bash` over the configured root.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, LazyLock};
 
 use cordis_runtime::{BoxError, Context, Inject, Plugin, Service};
@@ -207,7 +207,13 @@ impl Plugin for ShellPlugin {
     async fn apply(&self, ctx: Context, config: &ShellConfig) -> Result<(), BoxError> {
         let registry = ctx.require::<ToolRegistry>()?;
         let ws = ctx.require::<Workspace>()?;
-        let tool = bash_tool_in(ws.root().to_path_buf(), config.clone(), Some(ctx.clone()));
+        // The workspace's additional roots are the workspace too: `workspace-write` writes
+        // there as it writes in the root (commands still run in the root).
+        let mut config = config.clone();
+        config
+            .writable_roots
+            .extend(ws.more_roots().map(Path::to_path_buf));
+        let tool = bash_tool_in(ws.root().to_path_buf(), config, Some(ctx.clone()));
         let _ = registry.register_scheduled(&ctx, tool).await?;
         Ok(())
     }

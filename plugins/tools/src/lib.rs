@@ -50,7 +50,8 @@ pub use plugin::{
 };
 pub use presentation::{DEFAULT_MAX_PARALLEL_SUB_CALLS, Presentation, PresentationMode};
 pub use registry::{
-    ApprovalStage, Guard, RUN_CODE, Restriction, ToolRegistry, ToolsChange, declaring_key,
+    APPROVAL_STAGE, ApprovalStage, Guard, RUN_CODE, Restriction, ToolRegistry, ToolsChange,
+    declaring_key,
 };
 pub use run_code::{CodeDispatch, DispatchOutcome, ToolsCodeDispatch};
 pub use tool_set::{ToolSet, ToolSetPlugin};

@@ -443,6 +443,18 @@ pub fn declaring_key(ctx: &Context) -> ScopeKey {
     ScopeKey::from(ctx.realm().unwrap_or_else(|| ctx.scope_id()))
 }
 
+/// The kind of name of the registry's one approval stage in a permutation proof's observations
+/// ([`ToolRegistry::set_approval`] reads and writes it).
+pub const APPROVAL_STAGE: &str = "approval stage";
+
+/// Notes a look-up of the tool `name` for a permutation proof (see
+/// [`cordis_runtime::NameFootprint`]); nothing unless a proof observes the runtime.
+fn note_tool_read(name: &str) {
+    if cordis_runtime::observing() {
+        cordis_runtime::note_read(Claim::tool(name));
+    }
+}
+
 /// The `tools` service.
 #[derive(Clone)]
 pub struct ToolRegistry {
@@ -600,6 +612,7 @@ impl ToolRegistry {
         scope: ScopeKey,
         restriction: Restriction,
     ) -> Result<EffectHandle, RegisterError> {
+        cordis_runtime::note_change("tool");
         let Restriction { allow, deny } = restriction;
         let deny = deny.unwrap_or_default();
         if allow.is_none() && deny.is_empty() {
@@ -676,6 +689,12 @@ impl ToolRegistry {
         ctx: &Context,
         stage: Arc<dyn ApprovalStage>,
     ) -> Result<EffectHandle, RegisterError> {
+        if cordis_runtime::observing() {
+            // Only one stage: whoever sets it first decides whether the other is refused.
+            let slot = Claim::new(APPROVAL_STAGE, "tools");
+            cordis_runtime::note_read(slot.clone());
+            cordis_runtime::note_write(slot);
+        }
         self.write(
             ctx,
             None,
@@ -699,6 +718,7 @@ impl ToolRegistry {
 
     /// The effect class and confinement of the tool `name` visible in `scope`, if there is one.
     pub fn effect(&self, name: &str, scope: Option<ScopeKey>) -> Option<(crate::Effect, bool)> {
+        note_tool_read(name);
         self.inner
             .view(scope)
             .visible
@@ -716,6 +736,9 @@ impl ToolRegistry {
         child: ScopeKey,
         parent: ScopeKey,
     ) -> Result<EffectHandle, RegisterError> {
+        // A layer's parents decide what it inherits, and binding reads the bound ones.
+        cordis_runtime::note_change("tool");
+        cordis_runtime::note_listing("tool");
         self.write(
             ctx,
             Some(child),
@@ -744,26 +767,31 @@ impl ToolRegistry {
 
     /// `scope` and the parents bound above it, nearest first.
     pub fn chain(&self, scope: ScopeKey) -> Vec<ScopeKey> {
+        cordis_runtime::note_listing("tool");
         self.inner.store().chain(scope)
     }
 
     /// The parent bound to `scope`, if any.
     pub fn parent_of(&self, scope: ScopeKey) -> Option<ScopeKey> {
+        cordis_runtime::note_listing("tool");
         self.inner.store().parents.get(&scope).copied()
     }
 
     /// True when `scope` has a layer (it is dropped when its last entry unwinds).
     pub fn has_layer(&self, scope: ScopeKey) -> bool {
+        cordis_runtime::note_listing("tool");
         self.inner.store().scoped.contains_key(&scope)
     }
 
     /// The capability catalog of `scope`: visible schemas, sorted by UTF-16 code units.
     pub fn schemas(&self, scope: Option<ScopeKey>) -> Vec<ToolSchema> {
+        cordis_runtime::note_listing("tool");
         schemas_of(&self.inner.view(scope).visible)
     }
 
     /// The visible tool `name` in `scope`.
     pub fn get(&self, name: &str, scope: Option<ScopeKey>) -> Option<ToolSchema> {
+        note_tool_read(name);
         self.inner
             .view(scope)
             .visible
@@ -773,6 +801,7 @@ impl ToolRegistry {
 
     /// What this registry offers the prompt assembly for `scope`: schemas plus known names.
     pub fn provide_for(&self, scope: Option<ScopeKey>) -> ToolProviderResult {
+        cordis_runtime::note_listing("tool");
         self.inner.provider_result(scope)
     }
 

@@ -8,7 +8,7 @@
 //! | `env: [NAMES]` | the listed variables (those set), nothing else | `wasi:cli/environment` |
 //! | `clock: true` | wall and monotonic clocks | `wasi:clocks/*` |
 //! | `random: true` | random bytes (seeded under a seeded schedule) | `wasi:random/*` |
-//! | `network: …` | refused: guests get no network in this version | — |
+//! | `network: {allow: [HOSTS]}` | requests the host performs, to the listed hosts only ([`Network`]) | `cordis:plugin/http` |
 //!
 //! Always allowed, because they carry no authority: `cordis:plugin/log@0.1.x`, `wasi:io/*`
 //! (streams and polling of what was granted), `wasi:cli/{stdin,stdout,stderr,exit}` and the
@@ -20,9 +20,15 @@
 //! # Effects come from capabilities
 //! What a guest's calls can change is decided by what its entry grants, not by the effect its
 //! `describe` declares: a guest granted `workspace: write` can write files whatever its tools
-//! say, so each of its tools is at least [`Effect::Edit`] for approvals (a grant of network, were
-//! one possible, at least [`Effect::Network`]). A declared effect can only make a tool more
-//! cautious ([`Capabilities::effect_of`]).
+//! say, so each of its tools is at least [`Effect::Edit`] for approvals (a grant of network at
+//! least [`Effect::Network`]). A declared effect can only make a tool more cautious
+//! ([`Capabilities::effect_of`]).
+//!
+//! # The network is mediated
+//! A guest never gets a socket (`wasi:sockets` is refused whatever is granted). An entry
+//! granting `network` lets it import `cordis:plugin/http`, whose `fetch` the host performs
+//! (`crate::http`) only when the URL's host and port are on `network.allow`, re-checking every
+//! redirect hop, within the bounds [`Network`] names.
 
 use cordis_tools::Effect;
 use serde::{Deserialize, Serialize};
@@ -54,22 +60,188 @@ pub struct Capabilities {
     /// Random bytes.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub random: bool,
-    /// Refused when written (a configuration error naming why): guests get no network.
+    /// Requests the host performs for the guest, to the listed hosts only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub network: Option<NoNetwork>,
+    pub network: Option<Network>,
 }
 
-/// The value of `capabilities.network`, which no configuration can hold: parsing it fails with
-/// the reason, so `cordis check` points at the key.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct NoNetwork;
+/// Requests per call when `network.max_requests` is not set (each redirect hop is one).
+pub const DEFAULT_MAX_REQUESTS: u32 = 8;
+/// Bytes of one response body when `network.max_response_bytes` is not set (1 MiB).
+pub const DEFAULT_MAX_RESPONSE_BYTES: u64 = 1 << 20;
+/// One request's deadline when `network.timeout_ms` is not set, in milliseconds.
+pub const DEFAULT_REQUEST_TIMEOUT_MS: u64 = 10_000;
 
-/// Why `capabilities.network` is refused.
-pub const NO_NETWORK: &str = "network is not supported: wasm guests get no network in this version (use an MCP server or a dylib for a tool that needs one)";
+/// `capabilities.network`: the hosts a guest's requests may reach, and the bounds of its
+/// requests. The host performs each request (`cordis:plugin/http`); the guest never holds a
+/// socket.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Network {
+    /// The hosts requests may reach (see [`Allowed`]); an empty list grants the import and
+    /// refuses every request.
+    pub allow: Vec<Allowed>,
+    /// Requests per call, redirect hops included (default [`DEFAULT_MAX_REQUESTS`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_requests: Option<u32>,
+    /// Bytes of one response body (default [`DEFAULT_MAX_RESPONSE_BYTES`]); a longer one fails
+    /// the request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_response_bytes: Option<u64>,
+    /// Each request's deadline in milliseconds (each redirect hop is a request; default
+    /// [`DEFAULT_REQUEST_TIMEOUT_MS`]); never later than the call's own deadline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+}
 
-impl<'de> Deserialize<'de> for NoNetwork {
-    fn deserialize<D: serde::Deserializer<'de>>(_: D) -> Result<NoNetwork, D::Error> {
-        Err(serde::de::Error::custom(NO_NETWORK))
+impl Network {
+    /// Requests per call.
+    pub fn max_requests(&self) -> u32 {
+        self.max_requests.unwrap_or(DEFAULT_MAX_REQUESTS)
+    }
+
+    /// Bytes of one response body.
+    pub fn max_response_bytes(&self) -> u64 {
+        self.max_response_bytes
+            .unwrap_or(DEFAULT_MAX_RESPONSE_BYTES)
+    }
+
+    /// One request's deadline.
+    pub fn timeout(&self) -> std::time::Duration {
+        std::time::Duration::from_millis(self.timeout_ms.unwrap_or(DEFAULT_REQUEST_TIMEOUT_MS))
+    }
+
+    /// Whether a request to `host` (lower case, as a URL holds it; IPv6 in brackets) on `port`
+    /// (the URL's, or its scheme's default) is allowed.
+    pub fn allows(&self, host: &str, port: u16, default_port: u16) -> bool {
+        self.allow
+            .iter()
+            .any(|a| a.matches(host, port, default_port))
+    }
+
+    /// The allowlist as written, for messages: `127.0.0.1:8080, api.example.com`.
+    pub fn listed(&self) -> String {
+        if self.allow.is_empty() {
+            return "nothing".to_owned();
+        }
+        self.allow
+            .iter()
+            .map(Allowed::to_string)
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// One entry of `network.allow`: `HOST` (that host on its scheme's default port: 80 for
+/// `http`, 443 for `https`), `HOST:PORT` (that port only, either scheme), or `*.DOMAIN` (any
+/// name under the domain, not the domain itself; with or without `:PORT`). A host is a name or
+/// an IP address (IPv6 in brackets: `[::1]:8080`), compared with the URL's host as written
+/// (never by what a name resolves to). No scheme, path or user.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Allowed {
+    /// The host, lower case; for a wildcard, the domain without `*.`.
+    host: String,
+    /// Any subdomain of `host`.
+    wildcard: bool,
+    /// The port; `None`: the scheme's default.
+    port: Option<u16>,
+}
+
+impl Allowed {
+    /// Parses an allowlist entry.
+    ///
+    /// # Errors
+    /// Why `text` is not an entry (naming the form expected).
+    pub fn parse(text: &str) -> Result<Allowed, String> {
+        let bad = |why: &str| {
+            format!(
+                "network.allow entry {text:?} {why} (expected HOST, HOST:PORT or *.DOMAIN[:PORT], without scheme or path)"
+            )
+        };
+        if text.contains("://") || text.contains(['/', '@', '?', '#']) {
+            return Err(bad("is not a host"));
+        }
+        let (host, port) = if let Some(rest) = text.strip_prefix('[') {
+            let (addr, after) = rest
+                .split_once(']')
+                .ok_or_else(|| bad("has no closing `]`"))?;
+            let addr = addr
+                .parse::<std::net::Ipv6Addr>()
+                .map_err(|_| bad("is not an IPv6 address"))?;
+            let port = match after {
+                "" => None,
+                p => Some(p.strip_prefix(':').ok_or_else(|| bad("is not a host"))?),
+            };
+            // The form a URL's host takes (RFC 5952), so the comparison is of equals.
+            (format!("[{addr}]"), port)
+        } else {
+            match text.rsplit_once(':') {
+                Some((h, p)) => (h.to_ascii_lowercase(), Some(p)),
+                None => (text.to_ascii_lowercase(), None),
+            }
+        };
+        let port = match port {
+            None => None,
+            Some(p) => Some(
+                p.parse::<u16>()
+                    .ok()
+                    .filter(|p| *p != 0)
+                    .ok_or_else(|| bad("has no port 1 to 65535 after `:`"))?,
+            ),
+        };
+        let (wildcard, name) = match host.strip_prefix("*.") {
+            Some(domain) => (true, domain.to_owned()),
+            None => (false, host),
+        };
+        let label = |l: &str| {
+            !l.is_empty()
+                && l.len() <= 63
+                && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+        };
+        if !name.starts_with('[') && (name.len() > 253 || !name.split('.').all(label)) {
+            return Err(bad("is not a host name or address"));
+        }
+        Ok(Allowed {
+            host: name,
+            wildcard,
+            port,
+        })
+    }
+
+    fn matches(&self, host: &str, port: u16, default_port: u16) -> bool {
+        let host_ok = if self.wildcard {
+            host.strip_suffix(self.host.as_str())
+                .is_some_and(|sub| sub.len() > 1 && sub.ends_with('.'))
+        } else {
+            host == self.host
+        };
+        host_ok && port == self.port.unwrap_or(default_port)
+    }
+}
+
+impl std::fmt::Display for Allowed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.wildcard {
+            f.write_str("*.")?;
+        }
+        f.write_str(&self.host)?;
+        if let Some(port) = self.port {
+            write!(f, ":{port}")?;
+        }
+        Ok(())
+    }
+}
+
+impl Serialize for Allowed {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Allowed {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Allowed, D::Error> {
+        let text = String::deserialize(d)?;
+        Allowed::parse(&text).map_err(serde::de::Error::custom)
     }
 }
 
@@ -133,9 +305,15 @@ pub fn check_import(import: &str, grants: &Capabilities) -> Result<(), String> {
     if namespace == "cordis" && package == "plugin" {
         return if interface == "log" && crate::guest::accepts(version) {
             Ok(())
+        } else if interface == "http" && crate::guest::accepts(version) {
+            if grants.network.is_some() {
+                Ok(())
+            } else {
+                Err("which its entry does not grant (grant it with `capabilities: {network: {allow: [HOST:PORT]}}` in the entry's config)".to_owned())
+            }
         } else {
             Err(format!(
-                "which this host does not provide (it provides cordis:plugin/log@{})",
+                "which this host does not provide (it provides cordis:plugin/log@{0} and cordis:plugin/http@{0})",
                 crate::guest::WORLD_VERSION
             ))
         };
@@ -164,7 +342,7 @@ pub fn check_import(import: &str, grants: &Capabilities) -> Result<(), String> {
         ("random", _) => (grants.random, "capabilities: {random: true}"),
         ("sockets", _) => {
             return Err(
-                "but wasm guests get no network in this version (nothing can grant it)".to_owned(),
+                "but wasm guests get no sockets (nothing can grant it); the network is reached through cordis:plugin/http, granted by `capabilities: {network: {allow: [HOST:PORT]}}`".to_owned(),
             );
         }
         _ => {
@@ -220,7 +398,7 @@ mod tests {
         assert_eq!(write.effect_of(Effect::Execute), Effect::Execute);
         assert_eq!(write.effect_of(Effect::Unknown), Effect::Unknown);
         let network = Capabilities {
-            network: Some(NoNetwork),
+            network: Some(serde_json::from_value(serde_json::json!({"allow": []})).unwrap()),
             ..write.clone()
         };
         assert_eq!(network.effect_of(Effect::Read), Effect::Network);
@@ -248,8 +426,11 @@ mod tests {
         assert!(
             check_import("wasi:sockets/tcp@0.2.0", &all)
                 .unwrap_err()
-                .contains("no network")
+                .contains("no sockets")
         );
+        let why = check_import("cordis:plugin/http@0.1.1", &all).unwrap_err();
+        assert!(why.contains("does not grant"), "{why}");
+        assert!(why.contains("network: {allow:"), "{why}");
         assert!(
             check_import("wasi:random/random@0.3.0", &all)
                 .unwrap_err()
@@ -261,14 +442,82 @@ mod tests {
                 .contains("nothing can grant")
         );
         assert!(check_import("cordis:plugin/log@0.2.0", &all).is_err());
-        let net =
-            serde_json::from_value::<Capabilities>(serde_json::json!({"network": ["example.org"]}));
-        assert!(net.unwrap_err().to_string().starts_with(NO_NETWORK));
+        let granted = Capabilities {
+            network: Some(Network {
+                allow: Vec::new(),
+                max_requests: None,
+                max_response_bytes: None,
+                timeout_ms: None,
+            }),
+            ..Capabilities::default()
+        };
+        assert!(check_import("cordis:plugin/http@0.1.1", &granted).is_ok());
+        assert!(check_import("cordis:plugin/http@0.1.0", &granted).is_ok());
+        assert!(check_import("cordis:plugin/http@0.2.0", &granted).is_err());
+        assert!(check_import("wasi:sockets/tcp@0.2.0", &granted).is_err());
         let typo = serde_json::from_value::<Capabilities>(serde_json::json!({"radnom": true}));
         assert!(
             typo.unwrap_err()
                 .to_string()
                 .contains("unknown field `radnom`")
+        );
+    }
+
+    #[test]
+    fn an_allowlist_entry_is_a_host_with_an_optional_port_or_a_wildcard_domain() {
+        let network: Network = serde_json::from_value(serde_json::json!({
+            "allow": ["127.0.0.1:8080", "API.example.com", "*.cdn.example.org:8443", "[0:0::1]:9"]
+        }))
+        .unwrap();
+        assert_eq!(
+            network.listed(),
+            "127.0.0.1:8080, api.example.com, *.cdn.example.org:8443, [::1]:9"
+        );
+        assert!(network.allows("127.0.0.1", 8080, 80));
+        assert!(!network.allows("127.0.0.1", 8081, 80), "another port");
+        assert!(!network.allows("127.0.0.2", 8080, 80), "another host");
+        assert!(network.allows("api.example.com", 443, 443), "https default");
+        assert!(network.allows("api.example.com", 80, 80), "http default");
+        assert!(
+            !network.allows("api.example.com", 8080, 80),
+            "a host alone is its default port"
+        );
+        assert!(!network.allows("evil-api.example.com", 443, 443));
+        assert!(network.allows("a.cdn.example.org", 8443, 443));
+        assert!(network.allows("a.b.cdn.example.org", 8443, 443));
+        assert!(
+            !network.allows("cdn.example.org", 8443, 443),
+            "not the domain itself"
+        );
+        assert!(!network.allows("xcdn.example.org", 8443, 443));
+        assert!(network.allows("[::1]", 9, 80));
+        assert_eq!(network.max_requests(), DEFAULT_MAX_REQUESTS);
+        assert_eq!(network.max_response_bytes(), DEFAULT_MAX_RESPONSE_BYTES);
+        for bad in [
+            "http://example.org",
+            "example.org/path",
+            "user@example.org",
+            "example.org:0",
+            "example.org:99999",
+            "example.org:",
+            "exa mple.org",
+            "[::1",
+            "[nope]:80",
+            "",
+        ] {
+            let why = Allowed::parse(bad).unwrap_err();
+            assert!(why.contains("expected HOST, HOST:PORT"), "{bad}: {why}");
+        }
+        let list =
+            serde_json::from_value::<Capabilities>(serde_json::json!({"network": ["a.org"]}));
+        assert!(list.is_err(), "the grant is `{{allow: [...]}}`");
+        let typo = serde_json::from_value::<Capabilities>(
+            serde_json::json!({"network": {"allow": [], "alow": []}}),
+        );
+        assert!(
+            typo.unwrap_err()
+                .to_string()
+                .contains("unknown field `alow`")
         );
     }
 }

@@ -12,7 +12,7 @@ use crate::grants::{Capabilities, check_import};
 use crate::state::State;
 
 /// The version of `cordis:plugin` this host implements; it accepts every `0.1.x` guest.
-pub const WORLD_VERSION: &str = "0.1.0";
+pub const WORLD_VERSION: &str = "0.1.1";
 
 /// The exported interface's name without its version.
 const GUEST: &str = "cordis:plugin/guest";

@@ -1,11 +1,12 @@
 //! WebAssembly tool plugins: a third-party tool plugin as a component of the
-//! `cordis:plugin/tools@0.1.0` world (`wit/world.wit`), run with no ambient authority.
+//! `cordis:plugin/tools@0.1.1` world (`wit/world.wit`), run with no ambient authority.
 //!
 //! # Why WebAssembly beside dylibs
 //! A dylib (`cordis-dylib`) runs in the host process: once loaded it can read every secret and
 //! crash the host. A component can only call what the host links for it: the `log` import, and
-//! WASI 0.2 interfaces only as its entry's `capabilities` grant them ([`grants`]). Every call
-//! runs under fuel, an epoch deadline and memory/table/instance limits ([`limits`]); a trap
+//! WASI 0.2 interfaces only as its entry's `capabilities` grant them ([`grants`]), and the
+//! mediated network ([`http`]): requests the host performs to the hosts the entry allows.
+//! Every call runs under fuel, an epoch deadline and memory/table/instance limits ([`limits`]); a trap
 //! fails the call, never the host, and the next call gets a fresh instance.
 //!
 //! # Parts
@@ -25,6 +26,7 @@ mod engine;
 mod error;
 pub mod grants;
 mod guest;
+pub mod http;
 pub mod limits;
 mod plugin;
 mod runner;
@@ -32,11 +34,12 @@ mod state;
 
 pub use engine::{EPOCH_TICK, WasmEngine};
 pub use error::{CallError, LoadError};
-pub use grants::{Capabilities, FsAccess};
+pub use grants::{Allowed, Capabilities, FsAccess, Network};
 pub use guest::{Described, Guest, WORLD_VERSION};
+pub use http::HttpRecord;
 pub use limits::Limits;
 pub use plugin::{WasmConfig, WasmPlugin};
-pub use runner::{Runner, RunnerOptions};
+pub use runner::{Recorded, Runner, RunnerOptions};
 
 /// The WIT of the world guests implement (`wit/world.wit`), for tools that build guests.
 pub const WIT: &str = include_str!("../wit/world.wit");

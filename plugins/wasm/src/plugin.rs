@@ -12,7 +12,13 @@
 //! Each tool's effect is the more cautious of what it declares and what its entry's
 //! capabilities let it do ([`Capabilities::effect_of`]): a guest granted `workspace: write` asks
 //! like an edit even if it says `read`. An answer over `max_result_bytes` keeps its head and
-//! tail (see `call` in this module).
+//! tail (see `call` in this module). A call that made requests through `cordis:plugin/http`
+//! answers `{"result": <the guest's answer>, "http": [<one record a request>]}` (a failed one
+//! adds an `http: [...]` line to its message), so the session log's tool result records what
+//! went out and what came back (method, URL, status, body length and SHA-256). Each answer is
+//! also kept next to the session logs (the store's `http/` directory), and a replay
+//! ([`WasmConfig::replay`], set by the exercise runner) answers the requests from its
+//! recording instead of the network ([`crate::http`]).
 //!
 //! # Determinism
 //! Tools are registered in the order the guest describes them, each after the schedule's
@@ -34,6 +40,7 @@ use crate::WasmEngine;
 use crate::error::CallError;
 use crate::grants::Capabilities;
 use crate::guest::{Described, Guest};
+use crate::http::{KEPT_DIR, Replay, TRACE_REPLAY_MISMATCH, Tape};
 use crate::limits::{DEFAULT_FUEL, DEFAULT_MEMORY_MIB, Limits};
 use crate::runner::{Runner, RunnerOptions};
 
@@ -67,6 +74,10 @@ pub struct WasmConfig {
     /// The guest's config.
     #[serde(flatten)]
     pub guest: serde_json::Map<String, Value>,
+    /// Set by a replay (the exercise runner), never by a config file: the guest's requests
+    /// are answered from these recordings, never the network ([`crate::http`]).
+    #[serde(skip)]
+    pub replay: Option<Arc<Replay>>,
 }
 
 impl WasmConfig {
@@ -186,24 +197,84 @@ async fn call(
     tool: String,
     args: Value,
     max_result: usize,
-    clearance: cordis_tools::Clearance,
+    cx: ToolCallContext,
+    tapes: Tapes,
 ) -> Result<ToolOutput, String> {
-    let read_only = clearance == cordis_tools::Clearance::ReadOnly;
-    match runner.call_as(&tool, &args.to_string(), read_only).await {
+    let read_only = cx.clearance == cordis_tools::Clearance::ReadOnly;
+    let tape = tapes.tape(&cx.call_id);
+    let replay = matches!(tape, Tape::Replay { .. });
+    let recorded = runner
+        .call_on_tape(&tool, &args.to_string(), read_only, tape)
+        .await;
+    if replay
+        && let (Err(CallError::Instance(why)), Some(ctx)) = (&recorded.answer, &tapes.ctx)
+        && why.starts_with("replay: ")
+    {
+        ctx.trace(TRACE_REPLAY_MISMATCH, why.clone());
+    }
+    let http = &recorded.http;
+    match recorded.answer {
         Ok(text) => answer(text, max_result)
-            .map_err(|e| format!("{entry}: tool \"{tool}\" returned invalid JSON: {e}")),
+            .map(|output| with_requests(output, http))
+            .map_err(|e| {
+                let e = format!("{entry}: tool \"{tool}\" returned invalid JSON: {e}");
+                failure_with_requests(e, http)
+            }),
         // A trap is the guest's panic: the registry reports `TOOL_PANICKED` (`resume_unwind`
         // skips the panic hook). The runner already dropped the instance.
-        Err(CallError::Trap(m)) => {
-            std::panic::resume_unwind(Box::new(format!("{entry}: tool \"{tool}\" trapped: {m}")))
-        }
+        Err(CallError::Trap(m)) => std::panic::resume_unwind(Box::new(failure_with_requests(
+            format!("{entry}: tool \"{tool}\" trapped: {m}"),
+            http,
+        ))),
         // The guest's own error text is as long as it likes: cut like an answer.
-        Err(CallError::Failed(m)) => Err(format!(
-            "{entry}: {}",
-            cordis_tools::cut_text(&m, max_result)
+        Err(CallError::Failed(m)) => Err(failure_with_requests(
+            format!("{entry}: {}", cordis_tools::cut_text(&m, max_result)),
+            http,
         )),
-        Err(e) => Err(format!("{entry}: {e}")),
+        Err(e) => Err(failure_with_requests(format!("{entry}: {e}"), http)),
     }
+}
+
+/// Where an entry's calls get their requests answered: a replay's recordings, or the network,
+/// keeping each answer next to the session logs when the composition keeps them on disk.
+#[derive(Clone)]
+struct Tapes {
+    replay: Option<Arc<Replay>>,
+    /// The entry's context (for the session store and the trace), when it grants `network`.
+    ctx: Option<Context>,
+}
+
+impl Tapes {
+    fn tape(&self, call: &str) -> Tape {
+        if let Some(replay) = &self.replay {
+            return replay.tape(call);
+        }
+        let kept = self
+            .ctx
+            .as_ref()
+            .and_then(Context::get::<cordis_session::SessionStore>)
+            .and_then(|store| store.root().map(|root| root.join(KEPT_DIR)));
+        kept.map_or(Tape::Live, Tape::Keep)
+    }
+}
+
+/// The output of a call that made requests through `cordis:plugin/http`: the guest's answer
+/// under `result` and the requests under `http`, so the tool call's outcome in the session log
+/// records them (a call that made none keeps the guest's answer as it is).
+fn with_requests(output: ToolOutput, http: &[crate::HttpRecord]) -> ToolOutput {
+    if http.is_empty() {
+        return output;
+    }
+    ToolOutput::new(serde_json::json!({"result": output.content, "http": http}))
+}
+
+/// A failed call's message with the requests it made, as a JSON line after it.
+fn failure_with_requests(message: String, http: &[crate::HttpRecord]) -> String {
+    if http.is_empty() {
+        return message;
+    }
+    let records = serde_json::to_string(http).unwrap_or_default();
+    format!("{message}\nhttp: {records}")
 }
 
 /// The output of a guest's answer `text` (JSON text): parsed when it is at most `max_result`
@@ -300,6 +371,10 @@ impl Plugin for WasmPlugin {
         let entry: Arc<str> = Arc::from(ctx.label().unwrap_or(&name));
         let deadline = config.deadline();
         let max_result = config.max_result();
+        let tapes = Tapes {
+            replay: config.replay.clone(),
+            ctx: config.capabilities.network.is_some().then(|| ctx.clone()),
+        };
         let runner = Arc::new(Runner::new(
             guest,
             RunnerOptions {
@@ -329,6 +404,7 @@ impl Plugin for WasmPlugin {
                 parameters: tool.parameters.into(),
             };
             let (runner, entry, tool_name) = (runner.clone(), entry.clone(), tool.name);
+            let tapes = tapes.clone();
             let handler = move |args: Value, cx: ToolCallContext| {
                 call(
                     runner.clone(),
@@ -336,7 +412,8 @@ impl Plugin for WasmPlugin {
                     tool_name.clone(),
                     args,
                     max_result,
-                    cx.clearance,
+                    cx,
+                    tapes.clone(),
                 )
             };
             let def = ToolDefinition::new(schema, handler)
@@ -385,5 +462,37 @@ mod tests {
             serde_json::from_value(serde_json::json!({"max_result_bytes": 1})).unwrap();
         assert_eq!(set.max_result(), MIN_RESULT_BYTES);
         assert_eq!(set.guest_json(), "{}", "a host key is not the guest's");
+    }
+
+    #[test]
+    fn a_call_that_made_requests_records_them_in_its_outcome_and_one_that_made_none_is_unchanged() {
+        let record = crate::HttpRecord {
+            method: "GET".to_owned(),
+            url: "http://127.0.0.1:8080/x".to_owned(),
+            request_bytes: None,
+            request_sha256: None,
+            status: Some(200),
+            bytes: Some(2),
+            sha256: Some("ab".to_owned()),
+            error: None,
+        };
+        let plain = with_requests(ToolOutput::new(serde_json::json!({"a": 1})), &[]);
+        assert_eq!(plain.content, serde_json::json!({"a": 1}));
+        let wrapped = with_requests(
+            ToolOutput::new(serde_json::json!({"a": 1})),
+            std::slice::from_ref(&record),
+        );
+        assert_eq!(
+            wrapped.content,
+            serde_json::json!({"result": {"a": 1}, "http": [{
+                "method": "GET", "url": "http://127.0.0.1:8080/x", "status": 200, "bytes": 2, "sha256": "ab"
+            }]})
+        );
+        assert_eq!(failure_with_requests("w: no".to_owned(), &[]), "w: no");
+        assert_eq!(
+            failure_with_requests("w: no".to_owned(), &[record]),
+            r#"w: no
+http: [{"method":"GET","url":"http://127.0.0.1:8080/x","status":200,"bytes":2,"sha256":"ab"}]"#
+        );
     }
 }

@@ -2,9 +2,9 @@
 //! pre-linked component after any trap, out-of-fuel, interrupt or dropped call.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
 
 use rand_chacha::rand_core::SeedableRng;
 use wasmtime::component::{Instance, Val};
@@ -15,6 +15,7 @@ use crate::engine::EPOCH_TICK;
 use crate::error::{CallError, LoadError};
 use crate::grants::{Capabilities, FsAccess};
 use crate::guest::{Described, Guest, described};
+use crate::http::{Exchange, Fetcher, HttpRecord, Tape};
 use crate::limits::{Limiter, Limits, YIELD_INTERVAL};
 use crate::state::{LogStream, State};
 
@@ -37,6 +38,16 @@ pub struct RunnerOptions {
     pub deadline: Duration,
 }
 
+/// A call's answer and the requests it made through `cordis:plugin/http` (in order, refused
+/// ones included).
+#[derive(Debug)]
+pub struct Recorded {
+    /// The guest's answer (JSON text), or why the call failed.
+    pub answer: Result<String, CallError>,
+    /// The requests of the call.
+    pub http: Vec<HttpRecord>,
+}
+
 /// A live instance and its store.
 struct Live {
     store: Store<State>,
@@ -51,6 +62,8 @@ pub struct Runner {
     live: tokio::sync::Mutex<Option<Live>>,
     /// Stores made so far: each seeds its randomness from its own number.
     generation: AtomicU64,
+    /// The HTTP client of an entry granted `network`, made with its first store.
+    fetcher: OnceLock<Arc<Fetcher>>,
 }
 
 impl std::fmt::Debug for Runner {
@@ -79,6 +92,7 @@ impl Runner {
             options,
             live: tokio::sync::Mutex::new(None),
             generation: AtomicU64::new(0),
+            fetcher: OnceLock::new(),
         }
     }
 
@@ -133,10 +147,15 @@ impl Runner {
             wasi.insecure_random(rand_chacha::ChaCha8Rng::seed_from_u64(s ^ 1));
             wasi.insecure_random_seed(u128::from(s) << 64 | u128::from(s ^ 2));
         }
+        let http = match &grants.network {
+            Some(network) => Some(Exchange::new(self.fetcher(network)?)),
+            None => None,
+        };
         let state = State::new(
             Limiter::new(&self.options.limits),
             wasi.build(),
             self.options.entry.clone(),
+            http,
         );
         let mut store = Store::new(self.guest.engine.engine(), state);
         store.limiter(|s| &mut s.limiter);
@@ -146,9 +165,18 @@ impl Runner {
         Ok(store)
     }
 
+    /// The entry's HTTP client (one for all its stores).
+    fn fetcher(&self, network: &crate::grants::Network) -> Result<Arc<Fetcher>, String> {
+        if let Some(fetcher) = self.fetcher.get() {
+            return Ok(fetcher.clone());
+        }
+        let made = Arc::new(Fetcher::new(network.clone(), self.options.entry.clone())?);
+        Ok(self.fetcher.get_or_init(|| made).clone())
+    }
+
     /// Fresh fuel and a fresh deadline before every call into the guest (a store starts with
-    /// no fuel and a deadline of 0 unless set).
-    fn arm(&self, store: &mut Store<State>) -> Result<(), String> {
+    /// no fuel and a deadline of 0 unless set); the network opens only for a `call`.
+    fn arm(&self, store: &mut Store<State>, call: bool) -> Result<(), String> {
         store
             .set_fuel(self.options.limits.fuel)
             .map_err(|e| e.to_string())?;
@@ -160,6 +188,10 @@ impl Runner {
         store.set_epoch_deadline(u64::try_from(ticks).unwrap_or(u64::MAX).saturating_add(1));
         store.epoch_deadline_trap();
         store.data_mut().limiter.hit = None;
+        let deadline = Instant::now() + self.options.deadline;
+        if let Some(http) = &mut store.data_mut().http {
+            http.begin(call, deadline);
+        }
         Ok(())
     }
 
@@ -185,7 +217,7 @@ impl Runner {
     /// A new instance with `init` run.
     async fn instantiate(&self, read_only: bool) -> Result<Live, CallError> {
         let mut store = self.store(read_only).map_err(CallError::Instance)?;
-        self.arm(&mut store).map_err(CallError::Instance)?;
+        self.arm(&mut store, false).map_err(CallError::Instance)?;
         let instance = match self.guest.pre.instantiate_async(&mut store).await {
             Ok(i) => i,
             Err(e) => {
@@ -235,7 +267,7 @@ impl Runner {
             stage: "describe",
             reason,
         };
-        self.arm(&mut live.store).map_err(stage)?;
+        self.arm(&mut live.store, false).map_err(stage)?;
         let func = live
             .instance
             .get_func(&mut live.store, &self.guest.describe)
@@ -292,26 +324,87 @@ impl Runner {
         arguments: &str,
         read_only: bool,
     ) -> Result<String, CallError> {
+        self.call_recorded(name, arguments, read_only).await.answer
+    }
+
+    /// [`Runner::call_as`], with the requests the call made through `cordis:plugin/http`
+    /// (a call that failed before the guest ran made none).
+    ///
+    /// # Cancel safety
+    /// As [`Runner::call_as`]; a dropped call's requests are not recorded.
+    pub async fn call_recorded(&self, name: &str, arguments: &str, read_only: bool) -> Recorded {
+        self.call_on_tape(name, arguments, read_only, Tape::Live)
+            .await
+    }
+
+    /// [`Runner::call_recorded`], the requests answered as `tape` says: from the network
+    /// (keeping each answer for replays with [`Tape::Keep`]) or, in a replay, from the
+    /// recording, never the network. A replayed request that does not match the recording
+    /// fails the call with [`CallError::Instance`] naming the request and what differed.
+    ///
+    /// # Cancel safety
+    /// As [`Runner::call_as`]; a dropped call's requests are not recorded (nor kept).
+    pub async fn call_on_tape(
+        &self,
+        name: &str,
+        arguments: &str,
+        read_only: bool,
+        tape: Tape,
+    ) -> Recorded {
+        let answer = |answer| Recorded {
+            answer,
+            http: Vec::new(),
+        };
         let mut slot = self.live.lock().await;
         let narrowed = read_only && self.options.grants.workspace == Some(FsAccess::Write);
         // Taken out while the guest runs: if this future is dropped, the slot stays empty.
-        let mut live = match slot.take() {
-            Some(live) if !narrowed => live,
+        let made = match slot.take() {
+            Some(live) if !narrowed => Ok(live),
             Some(live) => {
                 *slot = Some(live);
-                self.instantiate(true).await?
+                self.instantiate(true).await
             }
-            None => self.instantiate(narrowed).await?,
+            None => self.instantiate(narrowed).await,
         };
-        self.arm(&mut live.store).map_err(CallError::Instance)?;
-        let func = live
+        let mut live = match made {
+            Ok(live) => live,
+            Err(e) => return answer(Err(e)),
+        };
+        if let Err(e) = self.arm(&mut live.store, true) {
+            return answer(Err(CallError::Instance(e)));
+        }
+        if let Some(http) = &mut live.store.data_mut().http {
+            http.play(tape);
+        }
+        let func = match live
             .instance
             .get_typed_func::<(&str, &str), (Result<String, String>,)>(
                 &mut live.store,
                 &self.guest.call,
-            )
-            .map_err(|e| CallError::Instance(format!("call has the wrong type: {e:#}")))?;
-        match func.call_async(&mut live.store, (name, arguments)).await {
+            ) {
+            Ok(func) => func,
+            Err(e) => {
+                return answer(Err(CallError::Instance(format!(
+                    "call has the wrong type: {e:#}"
+                ))));
+            }
+        };
+        let result = func.call_async(&mut live.store, (name, arguments)).await;
+        let (http, mismatch) = live
+            .store
+            .data_mut()
+            .http
+            .as_mut()
+            .map(Exchange::take)
+            .unwrap_or_default();
+        if let Some(mismatch) = mismatch {
+            // The guest was stopped mid-call: its instance is not entered again.
+            return Recorded {
+                answer: Err(CallError::Instance(mismatch.0)),
+                http,
+            };
+        }
+        let answer = match result {
             Ok((answer,)) => {
                 if !narrowed {
                     *slot = Some(live);
@@ -319,6 +412,7 @@ impl Runner {
                 answer.map_err(CallError::Failed)
             }
             Err(e) => Err(self.classify(&live.store, &e)),
-        }
+        };
+        Recorded { answer, http }
     }
 }

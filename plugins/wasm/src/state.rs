@@ -2,10 +2,12 @@
 
 use std::sync::Arc;
 
+use wasmtime::StoreContextMut;
 use wasmtime::component::{Linker, ResourceTable, Val};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use crate::error::LoadError;
+use crate::http::{Exchange, Request};
 use crate::limits::Limiter;
 
 /// The longest log line a guest may write, in bytes (longer lines are cut).
@@ -21,16 +23,24 @@ pub(crate) struct State {
     /// The entry the guest belongs to, for its log lines.
     entry: Arc<str>,
     logged: u32,
+    /// The mediated network, when the entry grants it.
+    pub(crate) http: Option<Exchange>,
 }
 
 impl State {
-    pub(crate) fn new(limiter: Limiter, wasi: WasiCtx, entry: Arc<str>) -> State {
+    pub(crate) fn new(
+        limiter: Limiter,
+        wasi: WasiCtx,
+        entry: Arc<str>,
+        http: Option<Exchange>,
+    ) -> State {
         State {
             limiter,
             table: ResourceTable::new(),
             wasi,
             entry,
             logged: 0,
+            http,
         }
     }
 
@@ -86,6 +96,28 @@ pub(crate) fn linker(engine: &wasmtime::Engine, wasi: bool) -> Result<Linker<Sta
             }
             Ok(())
         })
+        .map_err(shape)?;
+    // `fetch` is linked for every guest; only a guest whose entry grants `network` may import
+    // it (the import check), and only its store holds an exchange.
+    linker
+        .instance(&format!(
+            "cordis:plugin/http@{}",
+            crate::guest::WORLD_VERSION
+        ))
+        .map_err(shape)?
+        .func_wrap_async(
+            "fetch",
+            |mut store: StoreContextMut<'_, State>, (request,): (Request,)| {
+                Box::new(async move {
+                    // A replayed request that does not match the recording stops the guest:
+                    // the call fails with the mismatch (the runner reads it from the exchange).
+                    let answer = crate::http::fetch(store.data_mut().http.as_mut(), request)
+                        .await
+                        .map_err(wasmtime::Error::new)?;
+                    Ok((answer,))
+                })
+            },
+        )
         .map_err(shape)?;
     if wasi {
         wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(shape)?;

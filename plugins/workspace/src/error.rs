@@ -77,6 +77,14 @@ pub enum WorkspaceError {
         #[source]
         source: std::io::Error,
     },
+    /// More additional roots than a workspace takes.
+    #[error("{count} additional workspace roots, more than the {limit} a workspace takes")]
+    TooManyRoots {
+        /// How many were given.
+        count: usize,
+        /// The limit.
+        limit: usize,
+    },
     /// Any other I/O failure.
     #[error("\"{path}\": {source}")]
     Io {

@@ -13,7 +13,9 @@
 //! them cannot redirect the operation outside the root.
 //!
 //! The [`WorkspacePlugin`] opens the configured root once and offers it as the `workspace`
-//! service, which the file, search and shell tools inject: one root, one boundary.
+//! service, which the file, search and shell tools inject: one boundary. A front end may add
+//! roots ([`MoreRoots`]: an editor's additional directories); each is a boundary of its own,
+//! entered by absolute paths beneath it, while relative paths stay beneath the root.
 //!
 //! # Examples
 //! ```
@@ -34,7 +36,7 @@ mod workspace;
 
 pub use error::{Escape, WorkspaceError};
 pub use path::WorkspacePath;
-pub use plugin::{WorkspaceConfig, WorkspacePlugin};
+pub use plugin::{MoreRoots, WorkspaceConfig, WorkspacePlugin};
 pub use route::{FileRoute, FileRouteService, RouteFuture};
 pub use walk::Listing;
-pub use workspace::{FileInfo, Resolution, Workspace, WriteOutcome};
+pub use workspace::{FileInfo, MAX_MORE_ROOTS, Resolution, Workspace, WriteOutcome};

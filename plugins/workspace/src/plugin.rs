@@ -61,6 +61,24 @@ impl Service for Workspace {
     const NAME: &'static str = "workspace";
 }
 
+/// The additional roots a front end gives a session's workspace (`workspace-more-roots`: an
+/// editor's additional directories), provided on the composition's root before it boots: the
+/// plugin opens them with the configured root (see [`Workspace::open_with`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MoreRoots(pub Vec<PathBuf>);
+
+impl Service for MoreRoots {
+    const NAME: &'static str = "workspace-more-roots";
+}
+
+/// Opens `config`'s root with the additional roots `more` on a blocking thread (never reused:
+/// only a front end's session gives them).
+async fn open_more(config: &WorkspaceConfig, more: &MoreRoots) -> Result<Workspace, BoxError> {
+    let root = config.root.clone().unwrap_or_else(|| PathBuf::from("."));
+    let more = more.0.clone();
+    Ok(tokio::task::spawn_blocking(move || Workspace::open_with(root, &more)).await??)
+}
+
 /// Configuration of `workspace`; unknown fields are rejected.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -79,6 +97,10 @@ impl Plugin for WorkspacePlugin {
 
     fn name(&self) -> &str {
         "workspace"
+    }
+
+    fn open_claims(&self, _config: &Self::Config) -> Option<Vec<&'static str>> {
+        Some(Vec::new())
     }
 
     fn provides(&self, _config: &Self::Config) -> Vec<String> {
@@ -103,14 +125,19 @@ impl Plugin for WorkspacePlugin {
         }
     }
 
-    async fn preload(&self, _root: &Context, config: &WorkspaceConfig) {
+    async fn preload(&self, root: &Context, config: &WorkspaceConfig) {
         // Opened here, before the seeded applies, so the apply finds it in `recent`; a failure
         // is reported by the apply, which tries again.
-        let _ = open(config).await;
+        if root.get::<MoreRoots>().is_none() {
+            let _ = open(config).await;
+        }
     }
 
     async fn apply(&self, ctx: Context, config: &WorkspaceConfig) -> Result<(), BoxError> {
-        let ws = open(config).await?;
+        let ws = match ctx.get::<MoreRoots>() {
+            Some(more) if !more.0.is_empty() => open_more(config, &more).await?,
+            _ => open(config).await?,
+        };
         let _ = ctx.provide(ws)?;
         Ok(())
     }

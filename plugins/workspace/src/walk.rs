@@ -56,7 +56,8 @@ impl Workspace {
                 path: dir.given().to_owned(),
             });
         }
-        let root = self.root().to_path_buf();
+        // The walk starts at the root `dir` is beneath (an additional root, maybe).
+        let root = self.root_of(dir).to_path_buf();
         let target = dir.relative().to_path_buf();
         if let Some(bad) = hostile_ignore_file(&root) {
             let shown = bad
@@ -104,7 +105,7 @@ impl Workspace {
             if !is_file
                 || !entry
                     .path()
-                    .strip_prefix(self.root())
+                    .strip_prefix(self.root_of(dir))
                     .is_ok_and(|r| r.starts_with(dir.relative()))
             {
                 continue;

@@ -59,6 +59,41 @@ struct Inner {
     /// The root as configured (made absolute), also accepted as a prefix of absolute paths.
     configured: PathBuf,
     dir: OwnedFd,
+    /// More roots (a front end's additional directories), each its own boundary: a path
+    /// beneath one of them is opened relative to its handle, as a path beneath the root is.
+    more: Vec<Root>,
+}
+
+/// One additional root: as [`Inner`]'s root, canonical and configured, and its handle.
+#[derive(Debug)]
+struct Root {
+    root: PathBuf,
+    configured: PathBuf,
+    dir: OwnedFd,
+}
+
+/// The most roots a workspace has besides its own.
+pub const MAX_MORE_ROOTS: usize = 32;
+
+/// Opens `given` as a root: made absolute, canonicalized, opened as a directory.
+fn open_root(given: &Path) -> Result<Root, WorkspaceError> {
+    let root_err = |source| WorkspaceError::Root {
+        root: given.to_path_buf(),
+        source,
+    };
+    let configured = std::path::absolute(given).map_err(root_err)?;
+    let canonical = std::fs::canonicalize(&configured).map_err(root_err)?;
+    let dir = rustix::fs::open(
+        &canonical,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| root_err(e.into()))?;
+    Ok(Root {
+        root: canonical,
+        configured,
+        dir,
+    })
 }
 
 /// 0 unknown, 1 openat2 works, 2 it does not (old kernel or a seccomp filter).
@@ -93,27 +128,59 @@ impl Workspace {
     /// # Errors
     /// [`WorkspaceError::Root`] when it does not exist or is not a directory.
     pub fn open(root: impl AsRef<Path>) -> Result<Self, WorkspaceError> {
-        let given = root.as_ref();
-        let root_err = |source| WorkspaceError::Root {
-            root: given.to_path_buf(),
-            source,
-        };
-        let configured = std::path::absolute(given).map_err(root_err)?;
-        let canonical = std::fs::canonicalize(&configured).map_err(root_err)?;
-        let dir = rustix::fs::open(
-            &canonical,
-            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-            Mode::empty(),
-        )
-        .map_err(|e| root_err(e.into()))?;
+        Self::open_with(root, &[])
+    }
+
+    /// Opens `root` and the additional roots `more` (each made absolute and canonical; one
+    /// that is the root or beneath an earlier one adds nothing). A path beneath any of them
+    /// is in the workspace; relative paths resolve against `root`.
+    ///
+    /// # Errors
+    /// [`WorkspaceError::Root`] when one does not exist or is not a directory;
+    /// [`WorkspaceError::TooManyRoots`] past [`MAX_MORE_ROOTS`].
+    pub fn open_with(root: impl AsRef<Path>, more: &[PathBuf]) -> Result<Self, WorkspaceError> {
+        if more.len() > MAX_MORE_ROOTS {
+            return Err(WorkspaceError::TooManyRoots {
+                count: more.len(),
+                limit: MAX_MORE_ROOTS,
+            });
+        }
+        let Root {
+            root,
+            configured,
+            dir,
+        } = open_root(root.as_ref())?;
+        let mut opened: Vec<Root> = Vec::with_capacity(more.len());
+        for given in more {
+            let extra = open_root(given)?;
+            let covered = extra.root.starts_with(&root)
+                || opened.iter().any(|r| extra.root.starts_with(&r.root));
+            if !covered {
+                opened.push(extra);
+            }
+        }
         Ok(Workspace {
             inner: Arc::new(Inner {
-                root: canonical,
+                root,
                 configured,
                 dir,
+                more: opened,
             }),
             resolution: Resolution::Auto,
         })
+    }
+
+    /// The additional roots (canonical), in the order they were given.
+    pub fn more_roots(&self) -> impl Iterator<Item = &Path> {
+        self.inner.more.iter().map(|r| r.root.as_path())
+    }
+
+    /// The canonical directory of root `base` (0: the root, then the additional ones).
+    fn base_root(&self, base: usize) -> &Path {
+        match base.checked_sub(1).and_then(|i| self.inner.more.get(i)) {
+            Some(more) => &more.root,
+            None => &self.inner.root,
+        }
     }
 
     /// The same root, opened with `resolution`.
@@ -133,11 +200,20 @@ impl Workspace {
         &self.inner.root
     }
 
-    fn root_fd(&self) -> BorrowedFd<'_> {
-        self.inner.dir.as_fd()
+    /// The handle of the root `path` is beneath.
+    fn root_fd(&self, path: &WorkspacePath) -> BorrowedFd<'_> {
+        match path
+            .base
+            .checked_sub(1)
+            .and_then(|i| self.inner.more.get(i))
+        {
+            Some(more) => more.dir.as_fd(),
+            None => self.inner.dir.as_fd(),
+        }
     }
 
-    /// Resolves `input` lexically: relative to the root, or absolute under it.
+    /// Resolves `input` lexically: relative to the root, or absolute under it or under one
+    /// of the additional roots.
     ///
     /// # Errors
     /// [`WorkspaceError::Outside`] for `..` above the root or an absolute path elsewhere.
@@ -148,10 +224,27 @@ impl Workspace {
             reason,
         };
         let path = Path::new(input);
+        let mut base = 0;
         let rest = if path.is_absolute() {
-            path.strip_prefix(&self.inner.root)
-                .or_else(|_| path.strip_prefix(&self.inner.configured))
-                .map_err(|_| outside(Escape::Absolute))?
+            let beneath = |root: &Path, configured: &Path| {
+                path.strip_prefix(root)
+                    .or_else(|_| path.strip_prefix(configured))
+                    .ok()
+            };
+            match beneath(&self.inner.root, &self.inner.configured) {
+                Some(rest) => rest,
+                None => {
+                    let (i, rest) = self
+                        .inner
+                        .more
+                        .iter()
+                        .enumerate()
+                        .find_map(|(i, r)| beneath(&r.root, &r.configured).map(|rest| (i, rest)))
+                        .ok_or_else(|| outside(Escape::Absolute))?;
+                    base = i + 1;
+                    rest
+                }
+            }
         } else {
             path
         };
@@ -168,18 +261,25 @@ impl Workspace {
                 Component::RootDir | Component::Prefix(_) => return Err(outside(Escape::Absolute)),
             }
         }
+        let shown = (base > 0).then(|| self.base_root(base).to_path_buf());
         Ok(WorkspacePath {
             rel,
             given: input.to_owned(),
+            base,
+            shown,
         })
     }
 
-    /// The workspace path of `abs`, a path a directory walk under [`Workspace::root`] produced.
+    /// The workspace path of `abs`, a path a directory walk under [`Workspace::root`] (or
+    /// under an additional root) produced.
     pub fn relativize(&self, abs: &Path) -> Option<WorkspacePath> {
-        let rel = abs.strip_prefix(&self.inner.root).ok()?;
-        let given = rel.to_string_lossy().into_owned();
-        self.resolve(if given.is_empty() { "." } else { &given })
-            .ok()
+        if let Ok(rel) = abs.strip_prefix(&self.inner.root) {
+            let given = rel.to_string_lossy().into_owned();
+            return self
+                .resolve(if given.is_empty() { "." } else { &given })
+                .ok();
+        }
+        self.resolve(abs.to_str()?).ok()
     }
 
     fn map_errno(&self, path: &WorkspacePath, e: Errno) -> WorkspaceError {
@@ -189,7 +289,7 @@ impl Workspace {
             },
             Errno::XDEV | Errno::LOOP => WorkspaceError::Outside {
                 path: path.given.clone(),
-                root: self.inner.root.clone(),
+                root: self.base_root(path.base).to_path_buf(),
                 reason: Escape::Symlink,
             },
             e => WorkspaceError::Io {
@@ -213,7 +313,7 @@ impl Workspace {
             let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
             // EAGAIN: a concurrent rename raced the lookup; the kernel asks for a retry.
             for _ in 0..16 {
-                match rustix::fs::openat2(self.root_fd(), rel, flags, Mode::empty(), resolve) {
+                match rustix::fs::openat2(self.root_fd(path), rel, flags, Mode::empty(), resolve) {
                     Ok(fd) => {
                         OPENAT2.store(1, Ordering::Relaxed);
                         return Ok(fd);
@@ -237,11 +337,11 @@ impl Workspace {
     fn walk(&self, path: &WorkspacePath, last: OFlags) -> Result<OwnedFd, WorkspaceError> {
         let components = path.components();
         let Some((name, dirs)) = components.split_last() else {
-            return rustix::fs::openat(self.root_fd(), ".", last, Mode::empty())
+            return rustix::fs::openat(self.root_fd(path), ".", last, Mode::empty())
                 .map_err(|e| self.map_errno(path, e));
         };
         let parent = self.walk_dirs(path, dirs, false)?;
-        let parent_fd = parent.as_ref().map_or(self.root_fd(), |fd| fd.as_fd());
+        let parent_fd = parent.as_ref().map_or(self.root_fd(path), |fd| fd.as_fd());
         rustix::fs::openat(parent_fd, *name, last, Mode::empty())
             .map_err(|e| self.classify(path, parent_fd, name, e))
     }
@@ -256,7 +356,7 @@ impl Workspace {
     ) -> Result<Option<OwnedFd>, WorkspaceError> {
         let mut current: Option<OwnedFd> = None;
         for dir in dirs {
-            let at = current.as_ref().map_or(self.root_fd(), |fd| fd.as_fd());
+            let at = current.as_ref().map_or(self.root_fd(path), |fd| fd.as_fd());
             let next = match rustix::fs::openat(at, *dir, dir_flags(), Mode::empty()) {
                 Ok(fd) => fd,
                 Err(Errno::NOENT) if create => {
@@ -299,7 +399,7 @@ impl Workspace {
             // A link, or (a directory or nothing) because it was swapped after the failed open.
             _ => WorkspaceError::Outside {
                 path: path.given.clone(),
-                root: self.inner.root.clone(),
+                root: self.base_root(path.base).to_path_buf(),
                 reason: Escape::Symlink,
             },
         }
@@ -396,10 +496,7 @@ impl Workspace {
         path: &WorkspacePath,
     ) -> Result<(std::path::PathBuf, bool), WorkspaceError> {
         let (_, _, mode) = self.write_target(path)?;
-        Ok((
-            crate::route::absolute(self.root(), &path.rel),
-            mode.is_some(),
-        ))
+        Ok((self.absolute(path), mode.is_some()))
     }
 
     /// What a write of `path` writes into: its parent directory (made, never through a
@@ -418,14 +515,14 @@ impl Workspace {
             });
         };
         let parent = self.walk_dirs(path, dirs, true)?;
-        let dir = parent.as_ref().map_or(self.root_fd(), |fd| fd.as_fd());
+        let dir = parent.as_ref().map_or(self.root_fd(path), |fd| fd.as_fd());
         let mode = match rustix::fs::statat(dir, *name, AtFlags::SYMLINK_NOFOLLOW) {
             Ok(st) => match FileType::from_raw_mode(st.st_mode) {
                 FileType::RegularFile => Some(Mode::from_raw_mode(st.st_mode & 0o7777)),
                 FileType::Symlink => {
                     return Err(WorkspaceError::Outside {
                         path: path.given.clone(),
-                        root: self.inner.root.clone(),
+                        root: self.base_root(path.base).to_path_buf(),
                         reason: Escape::Symlink,
                     });
                 }
@@ -444,7 +541,12 @@ impl Workspace {
 
     /// The absolute path of `path` (lexical: open it through the workspace to check it).
     pub fn absolute(&self, path: &WorkspacePath) -> std::path::PathBuf {
-        crate::route::absolute(self.root(), &path.rel)
+        crate::route::absolute(self.base_root(path.base), &path.rel)
+    }
+
+    /// The canonical directory of the root `path` is beneath (the root, or an additional one).
+    pub fn root_of(&self, path: &WorkspacePath) -> &Path {
+        self.base_root(path.base)
     }
 
     /// Writes `bytes` to `path` atomically: parent directories are created (never through a
@@ -465,7 +567,7 @@ impl Workspace {
             source,
         };
         let (parent, name, existing_mode) = self.write_target(path)?;
-        let dir = parent.as_ref().map_or(self.root_fd(), |fd| fd.as_fd());
+        let dir = parent.as_ref().map_or(self.root_fd(path), |fd| fd.as_fd());
         let (temp_name, fd) = loop {
             let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
             // A fixed-length name: the target's own name may already be as long as a name can be.

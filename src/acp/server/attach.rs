@@ -69,6 +69,9 @@ pub(super) async fn attach(
         .with_terminal_meta(editor.terminal_meta)
         .with_context_window(window)
         .with_costs(crate::session::usage::CostMeter::of_agent(&booted.agent))
+        // A call waits for the approvals stage's decision (and its turn) before it runs: it is
+        // announced `pending` (on a replay too, which tells the story as it was streamed).
+        .with_decisions(root.get::<cordis_approvals::Approvals>().is_some())
         .titled(
             !replay
                 && booted.agent.session().with_events(|events| {
@@ -95,6 +98,7 @@ pub(super) async fn attach(
     // Called synchronously as each event is logged, so every update of a turn is queued
     // before the turn's answer (one outgoing queue keeps them in order).
     let commands = stream_side_updates(&root, &mapper, &updates);
+    stream_decisions(&root, &mapper, &updates, booted.agent.scope_key());
     let agent_id = booted.agent.id().to_owned();
     stream_agent_events(
         &root,
@@ -233,6 +237,27 @@ fn stream_side_updates(
         }
     });
     commands
+}
+
+/// Streams the approvals stage's decisions on the calls of the agent's scope `scope`: an
+/// allowed call runs now (`in_progress`; it was announced `pending`).
+fn stream_decisions(
+    root: &Context,
+    mapper: &Arc<Mutex<UpdateMapper>>,
+    updates: &Updates,
+    scope: cordis_tools::ScopeKey,
+) {
+    let mapper = mapper.clone();
+    let updates = updates.clone();
+    let _ = root.on::<cordis_approvals::ApprovalDecided>(move |e| {
+        if e.scope != Some(scope) {
+            return;
+        }
+        let update = cordis_runtime::lock(&mapper).decided(&e.call_id, e.allowed);
+        if let Some(update) = update {
+            updates.send(update);
+        }
+    });
 }
 
 /// Streams agent `agent_id`'s events as they are logged, and notes (with an editor that reads

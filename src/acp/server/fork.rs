@@ -51,7 +51,7 @@ impl<'c> Server<'c> {
     /// `session/fork`: checks the cwd and MCP servers, then forks the session, boots the fork
     /// and attaches it (answered as `session/new` is).
     pub(super) fn fork_session(&mut self, req: LoadSessionRequest, reply: Reply) {
-        let (cwd, mcp) =
+        let (cwd, mcp, dirs) =
             match checked_place(&req.cwd, &req.additional_directories, &req.mcp_servers) {
                 Ok(checked) => checked,
                 Err(e) => return respond_error(reply, e),
@@ -59,6 +59,7 @@ impl<'c> Server<'c> {
         let composition = self.composition;
         let connection = self.connection.clone();
         let editor = self.editor;
+        let front = editor.front(dirs);
         let parent = req.session_id;
         self.work.push(Box::pin(async move {
             let id = crate::session::id::new_id();
@@ -66,7 +67,7 @@ impl<'c> Server<'c> {
                 parent,
                 id: id.clone(),
             };
-            let live = match composition.boot(&cwd, &opening, &mcp).await {
+            let live = match composition.boot(&cwd, &opening, &mcp, &front).await {
                 Ok(b) => attach(b, id, cwd, &connection, false, editor).await,
                 Err(e) => Err(e),
             };

@@ -24,6 +24,17 @@ pub(super) struct Editor {
 }
 
 impl Editor {
+    /// What it brings to a session with the additional directories `roots`.
+    pub(super) fn front(&self, roots: Vec<std::path::PathBuf>) -> crate::acp::session::FrontEnd {
+        crate::acp::session::FrontEnd {
+            roots,
+            elicitation: cordis_mcp::ElicitationModes {
+                forms: self.forms,
+                pages: self.pages,
+            },
+        }
+    }
+
     /// What `req`'s client capabilities say.
     fn of(req: &InitializeRequest) -> Self {
         Editor {

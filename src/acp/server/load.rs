@@ -13,7 +13,7 @@ impl<'c> Server<'c> {
     /// MCP servers and that the id is not open here, reserves it, then boots and attaches.
     pub(super) fn load_session(&mut self, req: LoadSessionRequest, replay: bool, reply: Reply) {
         let id = req.session_id.clone();
-        let (cwd, mcp) =
+        let (cwd, mcp, dirs) =
             match checked_place(&req.cwd, &req.additional_directories, &req.mcp_servers) {
                 Ok(checked) => checked,
                 Err(e) => return respond_error(reply, e),
@@ -34,9 +34,10 @@ impl<'c> Server<'c> {
         let composition = self.composition;
         let connection = self.connection.clone();
         let editor = self.editor;
+        let front = editor.front(dirs);
         self.work.push(Box::pin(async move {
             let live = match composition
-                .boot(&cwd, &Opening::Load(id.clone()), &mcp)
+                .boot(&cwd, &Opening::Load(id.clone()), &mcp, &front)
                 .await
             {
                 Ok(b) => attach(b, id.clone(), cwd, &connection, replay, editor).await,

@@ -15,7 +15,7 @@ fn new_session_id() -> String {
 impl<'c> Server<'c> {
     /// `session/new`: checks the cwd and MCP servers, then boots and attaches the session.
     pub(super) fn new_session(&mut self, req: NewSessionRequest, reply: Reply) {
-        let (cwd, mcp) =
+        let (cwd, mcp, dirs) =
             match checked_place(&req.cwd, &req.additional_directories, &req.mcp_servers) {
                 Ok(checked) => checked,
                 Err(e) => return respond_error(reply, e),
@@ -23,10 +23,11 @@ impl<'c> Server<'c> {
         let composition = self.composition;
         let connection = self.connection.clone();
         let editor = self.editor;
+        let front = editor.front(dirs);
         self.work.push(Box::pin(async move {
             let id = new_session_id();
             let live = match composition
-                .boot(&cwd, &Opening::New(id.clone()), &mcp)
+                .boot(&cwd, &Opening::New(id.clone()), &mcp, &front)
                 .await
             {
                 Ok(b) => attach(b, id, cwd, &connection, false, editor).await,

@@ -21,8 +21,8 @@ pub(super) fn absolute_cwd(cwd: &std::path::Path) -> Result<PathBuf, RpcError> {
 }
 
 /// What `session/new` and `session/load` accept beyond the cwd: additional directories that
-/// are absolute paths (accepted and noted: the `workspace` entry has one root, so the tools
-/// stay confined to the cwd), and the client's MCP servers.
+/// are absolute paths, at most [`cordis_workspace::MAX_MORE_ROOTS`] (more workspace roots; the
+/// boot checks that each is a directory), and the client's MCP servers.
 fn check_extras(dirs: &[PathBuf], mcp_servers: &[Value]) -> Result<Vec<McpServer>, RpcError> {
     if let Some(relative) = dirs.iter().find(|d| !d.is_absolute()) {
         return Err(invalid_params(format!(
@@ -30,12 +30,12 @@ fn check_extras(dirs: &[PathBuf], mcp_servers: &[Value]) -> Result<Vec<McpServer
             relative.display()
         )));
     }
-    if !dirs.is_empty() {
-        let shown: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
-        tracing::info!(
-            directories = %shown.join(", "),
-            "cordis acp: additional directories accepted; the workspace tools stay confined to the session's cwd (one workspace root)"
-        );
+    if dirs.len() > cordis_workspace::MAX_MORE_ROOTS {
+        return Err(invalid_params(format!(
+            "additionalDirectories has {} entries, more than the {} a session takes",
+            dirs.len(),
+            cordis_workspace::MAX_MORE_ROOTS
+        )));
     }
     mcp_servers.iter().map(mcp_server).collect()
 }
@@ -99,11 +99,13 @@ fn mcp_server(server: &Value) -> Result<McpServer, RpcError> {
     }
 }
 
-/// The cwd and MCP servers of a `session/new` or `session/load`, checked.
+/// The cwd, MCP servers and additional directories of a `session/new` or `session/load`,
+/// checked.
 pub(super) fn checked_place(
     cwd: &std::path::Path,
     dirs: &[PathBuf],
     mcp_servers: &[Value],
-) -> Result<(PathBuf, Vec<McpServer>), RpcError> {
-    absolute_cwd(cwd).and_then(|cwd| check_extras(dirs, mcp_servers).map(|m| (cwd, m)))
+) -> Result<(PathBuf, Vec<McpServer>, Vec<PathBuf>), RpcError> {
+    absolute_cwd(cwd)
+        .and_then(|cwd| check_extras(dirs, mcp_servers).map(|m| (cwd, m, dirs.to_vec())))
 }

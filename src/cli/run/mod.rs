@@ -444,7 +444,14 @@ async fn run_session(
         None
     };
     let schedule = cordis_runtime::Schedule::new(args.policy(), seed);
-    let (live, report) = super::boot_live(config, schedule, io, builtins).await?;
+    // A person at a terminal fills in MCP servers' forms and opens their pages; a piped run
+    // declares neither at each server's handshake (it declines them).
+    let person = std::io::IsTerminal::is_terminal(&std::io::stdin());
+    let modes = cordis_mcp::ElicitationModes {
+        forms: person,
+        pages: person,
+    };
+    let (live, report) = super::boot_live_with(config, schedule, io, builtins, Some(modes)).await?;
     let root = live.root().clone();
     print_boot_problems(&report, io)?;
     let (choice, agent, store) = match open_agent(&root, &report, args, choice, io).await? {

@@ -497,7 +497,8 @@ function callOf(call) {
   );
 }
 
-// A call still running: "⎿ running… 3 s", with the last lines of its command's output as they
+// A call still running: "⎿ running… 3 s", with the last lines of its command's output and an
+// MCP tool's latest progress ("2 of 5: indexing", with a bar when the total is known) as they
 // come (the server's `output` events, bounded there).
 function secondsSince(since) {
   return `${Math.max(0, Math.floor((Date.now() - since) / 1000))} s`;
@@ -514,8 +515,18 @@ function runningOf(callId) {
     { class: "result pending", "data-live": callId },
     el("span", { class: "lead" }, "⎿ running… "),
     el("span", { class: "elapsed", "data-since": String(since) }, secondsSince(since)),
-    live ? el("pre", { class: "live-tail", "data-card": "live", "data-bytes": String(live.bytes) }, live.tail) : null,
+    live && live.progress ? progressOf(live.progress) : null,
+    live && (live.tail || !live.progress) ? el("pre", { class: "live-tail", "data-card": "live", "data-bytes": String(live.bytes) }, live.tail) : null,
   );
+}
+
+function progressOf(p) {
+  const total = typeof p.total === "number" ? ` of ${p.total}` : "";
+  const message = p.message ? `: ${p.message}` : "";
+  const bar = typeof p.total === "number" && p.total > 0
+    ? el("progress", { max: String(p.total), value: String(Math.min(p.progress, p.total)) })
+    : null;
+  return el("div", { class: "live-progress", "data-card": "progress" }, bar, el("span", { "data-progress": "text" }, `${p.progress}${total}${message}`));
 }
 
 // A piece of a running command's output for the shown session: its call's card shows the new
@@ -523,7 +534,7 @@ function runningOf(callId) {
 function onOutput(message) {
   const o = JSON.parse(message.data);
   if (o.session !== shown.id) return;
-  shown.outputs.set(o.call, { tail: o.tail, bytes: o.bytes, elapsedMs: o.elapsedMs, at: Date.now() });
+  shown.outputs.set(o.call, { tail: o.tail, bytes: o.bytes, elapsedMs: o.elapsedMs, progress: o.progress || null, at: Date.now() });
   const pending = [...document.querySelectorAll("#transcript [data-live]")].find((p) => p.dataset.live === o.call);
   if (pending) pending.replaceWith(runningOf(o.call));
 }

@@ -35,6 +35,7 @@ use crate::invariant::check_request;
 mod compact;
 mod dispatch_log;
 mod hooks;
+mod loaded;
 
 pub use compact::CompactError;
 
@@ -511,8 +512,17 @@ impl Agent {
         let (boundary, messages) = session.boundary();
         self.log(&StepStartData { turn, step }, None, step)?;
 
-        let header = RequestHeader::new(self.call_config(), system, assembly.tools);
+        // Past a `deferred-tools` threshold: the prefix, then what the log says was loaded.
+        let (tools, loaded) = if assembly.deferred.is_empty() {
+            (assembly.tools, Default::default())
+        } else {
+            let loads = session.with_events(loaded::loads);
+            loaded::with_loaded(assembly.tools, &assembly.deferred, &loads)
+        };
+        let header = RequestHeader::new(self.call_config(), system, tools);
         let due = session.with_events(|events| header_reason_due(session.header(), events));
+        // The tools a `tool-load` appended (its `changed`).
+        let mut appended = None;
         let reason = {
             let baseline = cordis_runtime::lock(&inner.baseline);
             match &*baseline {
@@ -528,7 +538,13 @@ impl Agent {
                         HeaderReason::Initial
                     },
                 ),
-                Some(last) if !same_header(last, &header) => Some(HeaderReason::Change),
+                Some(last) if !same_header(last, &header) => {
+                    appended = loaded::tool_load(last, &header, &loaded);
+                    Some(match appended {
+                        Some(_) => HeaderReason::ToolLoad,
+                        None => HeaderReason::Change,
+                    })
+                }
                 Some(_) => None,
             }
         };
@@ -546,7 +562,7 @@ impl Agent {
             .collect();
         let last = std::mem::replace(&mut *cordis_runtime::lock(&inner.prompt_sources), sources);
         if let Some(reason) = reason {
-            let mut changed = Vec::new();
+            let mut changed = appended.unwrap_or_default();
             if reason == HeaderReason::Change {
                 let now = cordis_runtime::lock(&inner.prompt_sources);
                 let names: std::collections::BTreeSet<&String> =

@@ -46,6 +46,8 @@
 //! - `--instructions TEXT`: the `instructions` of its `initialize` answer;
 //! - `--handshake-delay-ms N`: answers `initialize` after `N` ms (so servers connect in an
 //!   order a test chooses);
+//! - `--capabilities FILE`: writes the client's capabilities of its `initialize` request to
+//!   `FILE` (JSON), for tests of what a client declares;
 //! - `--stderr TEXT`: writes `TEXT` (and a line per `--stderr-lines N` more) to stderr and exits
 //!   with status 1 before the handshake: a server that fails to start and says why.
 
@@ -96,6 +98,7 @@ struct Options {
     stderr_lines: usize,
     instructions: Option<String>,
     handshake_delay_ms: u64,
+    capabilities: Option<String>,
 }
 
 fn parse_args() -> Result<Options, String> {
@@ -138,6 +141,7 @@ fn parse_args() -> Result<Options, String> {
             "--instructions" => o.instructions = Some(value()?),
             "--handshake-delay-ms" => o.handshake_delay_ms = number(value()?)?,
             "--stderr" => o.stderr = Some(value()?),
+            "--capabilities" => o.capabilities = Some(value()?),
             "--stderr-lines" => {
                 o.stderr_lines = usize::try_from(number(value()?)?).unwrap_or(0);
             }
@@ -648,6 +652,10 @@ impl ServerHandler for Fixture {
     ) -> Result<ServerConfig, ErrorData> {
         if self.options.handshake_delay_ms > 0 {
             tokio::time::sleep(Duration::from_millis(self.options.handshake_delay_ms)).await;
+        }
+        if let Some(path) = &self.options.capabilities {
+            let declared = serde_json::to_string(&request.capabilities).unwrap_or_default();
+            let _ = std::fs::write(path, declared);
         }
         context.peer.set_peer_info(request.clone());
         self.negotiate_initialize(&request)

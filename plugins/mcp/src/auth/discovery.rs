@@ -139,7 +139,8 @@ pub struct ProtectedResource {
 /// An authorization server's metadata (RFC 8414 / OpenID Connect), the fields used.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct AuthServer {
-    /// Its issuer identifier (must be the URL it was discovered from).
+    /// Its issuer identifier (the one its metadata was asked for; under the 2025-03-26
+    /// discovery, any on the server's origin).
     pub issuer: String,
     /// Where the user authorizes.
     pub authorization_endpoint: String,
@@ -240,7 +241,7 @@ async fn legacy(
         authorization_servers: vec![origin.clone()],
         scopes_supported: Vec::new(),
     };
-    let metadata = match authorization_server(client, &origin).await {
+    let metadata = match metadata_of(client, &origin, Issuer::SameOrigin).await {
         Ok(metadata) => metadata,
         Err(AuthError::Discovery { reason }) if reason.starts_with("no authorization server") => {
             AuthServer {
@@ -339,6 +340,25 @@ pub async fn authorization_server(
     client: &reqwest::Client,
     issuer: &str,
 ) -> Result<AuthServer, AuthError> {
+    metadata_of(client, issuer, Issuer::Named).await
+}
+
+/// Which `issuer` the metadata found at an address may say.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Issuer {
+    /// The one asked for (RFC 8414 §3.3): an issuer named by the resource metadata.
+    Named,
+    /// Any on the same origin: the 2025-03-26 discovery, where nobody named the issuer and
+    /// the server's origin serves the metadata (which may name its issuer under a path).
+    SameOrigin,
+}
+
+/// [`authorization_server`] with the issuer rule `rule`.
+async fn metadata_of(
+    client: &reqwest::Client,
+    issuer: &str,
+    rule: Issuer,
+) -> Result<AuthServer, AuthError> {
     let issuer_url = safe_url(issuer, "the authorization server")?;
     let path = issuer_url.path().trim_end_matches('/').to_owned();
     let with_path = |p: String| {
@@ -366,7 +386,11 @@ pub async fn authorization_server(
             tried.push(url.to_string());
             continue;
         };
-        if metadata.issuer.trim_end_matches('/') != issuer.trim_end_matches('/') {
+        let same_origin =
+            Url::parse(&metadata.issuer).is_ok_and(|said| said.origin() == issuer_url.origin());
+        let named = metadata.issuer.trim_end_matches('/') == issuer.trim_end_matches('/');
+        let taken = named || (rule == Issuer::SameOrigin && same_origin);
+        if !taken {
             return Err(AuthError::Discovery {
                 reason: format!(
                     "{url} says its issuer is {:?}, not {issuer:?} (refused: metadata of another server)",

@@ -61,10 +61,11 @@ impl Bridge {
             let params = cursor
                 .clone()
                 .map(|c| PaginatedRequestParams::default().with_cursor(Some(c)));
-            let page = peer
-                .list_tools(params)
-                .await
-                .map_err(|e| list_error(e.to_string()))?;
+            let page = peer.list_tools(params).await.map_err(|e| {
+                list_error(
+                    crate::error::refusal(self.server(), &e).unwrap_or_else(|| e.to_string()),
+                )
+            })?;
             tools.extend(page.tools);
             match page.next_cursor {
                 Some(next) if !seen.insert(next.clone()) => {

@@ -24,7 +24,7 @@ pub(crate) use resources::{is_reader, reader_tool};
 
 use crate::catalog::Catalog;
 use crate::config::McpConfig;
-use crate::error::innermost;
+use crate::error::{innermost, refusal};
 use crate::{lock, progress};
 
 /// The server process, and whether the entry is gone (then a process started meanwhile by a
@@ -144,6 +144,11 @@ impl Link {
     /// The text of a failed request; a transport failure also makes the supervisor check the
     /// server.
     pub(crate) fn request_error(&self, e: ServiceError) -> String {
+        if let Some(refused) = refusal(&self.server, &e) {
+            // Still checked: a server needing a login waits for one (see `auth`).
+            self.suspect.notify_one();
+            return format!("mcp({}): {refused}", self.server);
+        }
         match e {
             ServiceError::McpError(data) => data.message.to_string(),
             ServiceError::TransportSend(e) => {

@@ -51,6 +51,11 @@ pub struct Knobs {
     pub legacy: bool,
     /// With `legacy`: publish the origin's authorization server metadata.
     pub legacy_metadata: bool,
+    /// With `legacy_metadata`: the origin's metadata names its issuer under a path (`/as`,
+    /// its endpoints there), as the conformance suite's 2025-03-26 server does.
+    pub legacy_issuer_path: bool,
+    /// The `admin` tool answers `insufficient_scope` even to a token granted `mcp:admin`.
+    pub refuse_admin: bool,
     /// Scopes the authorization endpoint never grants, whatever is asked.
     pub withhold: Vec<String>,
     /// What happened, one line per request (`register`, `authorize`, `token code`, `token
@@ -170,6 +175,9 @@ async fn origin_metadata(State(k): State<Shared>) -> Response {
     let k = k.lock().unwrap();
     if !(k.legacy && k.legacy_metadata) {
         return StatusCode::NOT_FOUND.into_response();
+    }
+    if k.legacy_issuer_path {
+        return metadata_at(&k, &format!("{}/as", k.base));
     }
     metadata_at(&k, &k.base)
 }
@@ -451,7 +459,7 @@ async fn mcp(State(k): State<Shared>, headers: HeaderMap, body: String) -> Respo
             {"name": "admin", "description": "Needs scope mcp:admin.", "inputSchema": {"type": "object"}}
         ]}),
         "tools/call" if message["params"]["name"] == "admin" => {
-            if !scopes.iter().any(|s| s == "mcp:admin") {
+            if k.refuse_admin || !scopes.iter().any(|s| s == "mcp:admin") {
                 let challenge = format!(
                     r#"Bearer error="insufficient_scope", scope="mcp:read mcp:admin", resource_metadata="{metadata}""#
                 );

@@ -2,7 +2,7 @@
 //! toolchain. Shared by the tests, the benchmarks and `examples/build_guests.rs` (which rebuilds
 //! the components committed in `examples/wasm/`).
 //!
-//! A guest is a core module implementing `cordis:plugin/tools@0.1.0` by hand-written canonical
+//! A guest is a core module implementing `cordis:plugin/tools@0.1.x` by hand-written canonical
 //! ABI: strings and the tool list live in a data segment, a bump allocator serves
 //! `cabi_realloc`, and `$ok`/`$err` write a `result<string, string>` to a fixed return area.
 //! A guest's call body is WAT with `{name}` placeholders for its strings.
@@ -14,6 +14,9 @@
 
 /// The host's world.
 pub const WORLD: &str = include_str!("../../wit/world.wit");
+/// The version `WORLD` declares (guests are built at `0.1.0` unless they say otherwise, as the
+/// committed examples were).
+pub const WORLD_VERSION: &str = "0.1.1";
 
 /// WASI 0.2 WIT (copied from wasmtime-wasi 48's `src/p2/wit/deps`) for guests that import it.
 pub const WASI: &[(&str, &str)] = &[
@@ -217,7 +220,14 @@ pub fn component_of(mut module: Vec<u8>, world: &str, version: &str) -> Vec<u8> 
     for (file, text) in WASI {
         resolve.push_source(file, text).expect("WASI WIT parses");
     }
-    let tools = WORLD.replace("@0.1.0", &format!("@{version}"));
+    // At another version the `@since(version = 0.1.1)` gates would name a version the package
+    // is not (wit-parser refuses that): they go, and an unused import is dropped anyway.
+    let tools = WORLD
+        .replace(
+            &format!("package cordis:plugin@{WORLD_VERSION}"),
+            &format!("package cordis:plugin@{version}"),
+        )
+        .replace(&format!("@since(version = {WORLD_VERSION})"), "");
     resolve
         .push_source("world.wit", &tools)
         .expect("the world parses");
@@ -522,6 +532,122 @@ pub fn other() -> Spec {
         tools: one("other", "Answers who it is.", OBJECT),
         strings: vec![("me", "{\"me\":\"other\"}".to_owned())],
         call: "(call $ok {me})".to_owned(),
+        ..Spec::default()
+    }
+}
+
+/// `$value(args, key)`: finds `key` (a quoted JSON key) in the arguments and the quoted string
+/// after it (no escapes: a test guest), leaving it at `$vp`/`$vl`; 0 when there is none.
+const VALUE: &str = r#"(global $vp (mut i32) (i32.const 0))
+  (global $vl (mut i32) (i32.const 0))
+  (func $value (param $ap i32) (param $al i32) (param $kp i32) (param $kl i32) (result i32)
+    (local $i i32) (local $j i32)
+    (block $found (loop $scan
+      (if (i32.gt_u (i32.add (local.get $i) (local.get $kl)) (local.get $al)) (then (return (i32.const 0))))
+      (br_if $found (call $eq (i32.add (local.get $ap) (local.get $i)) (local.get $kp) (local.get $kl)))
+      (local.set $i (i32.add (local.get $i) (i32.const 1)))
+      (br $scan)))
+    (local.set $i (i32.add (local.get $i) (local.get $kl)))
+    (block $open (loop $skip
+      (if (i32.ge_u (local.get $i) (local.get $al)) (then (return (i32.const 0))))
+      (br_if $open (i32.eq (i32.load8_u (i32.add (local.get $ap) (local.get $i))) (i32.const 34)))
+      (local.set $i (i32.add (local.get $i) (i32.const 1)))
+      (br $skip)))
+    (local.set $i (i32.add (local.get $i) (i32.const 1)))
+    (local.set $j (local.get $i))
+    (block $close (loop $more
+      (if (i32.ge_u (local.get $j) (local.get $al)) (then (return (i32.const 0))))
+      (br_if $close (i32.eq (i32.load8_u (i32.add (local.get $ap) (local.get $j))) (i32.const 34)))
+      (local.set $j (i32.add (local.get $j) (i32.const 1)))
+      (br $more)))
+    (global.set $vp (i32.add (local.get $ap) (local.get $i)))
+    (global.set $vl (i32.sub (local.get $j) (local.get $i)))
+    (i32.const 1))
+  ;; Appends `n` in decimal to the buffer.
+  (func $put_dec (param $n i32) (local $d i32)
+    (local.set $d (i32.const 1))
+    (block $top (loop $up
+      (br_if $top (i32.gt_u (i32.mul (local.get $d) (i32.const 10)) (local.get $n)))
+      (br_if $top (i32.ge_u (local.get $d) (i32.const 1000000000)))
+      (local.set $d (i32.mul (local.get $d) (i32.const 10)))
+      (br $up)))
+    (loop $digit
+      (i32.store8 (i32.add (global.get $buf) (global.get $len))
+        (i32.add (i32.const 48) (i32.rem_u (i32.div_u (local.get $n) (local.get $d)) (i32.const 10))))
+      (global.set $len (i32.add (global.get $len) (i32.const 1)))
+      (local.set $d (i32.div_u (local.get $d) (i32.const 10)))
+      (br_if $digit (local.get $d))))
+  ;; Stores a (pointer, length) pair at `at`.
+  (func $store2 (param $at i32) (param $p i32) (param $l i32)
+    (i32.store (local.get $at) (local.get $p))
+    (i32.store offset=4 (local.get $at) (local.get $l)))"#;
+
+/// Tools `get` and `post` fetch the `url` of their arguments through `cordis:plugin/http`
+/// (`post` sends the header `x-guest: wat` and the body `ping from the guest`), answering
+/// `{"status":N,"headers":N,"body":"<the body as is>"}`, or failing with the host's error.
+/// Built against the world at 0.1.1, the version that added `http`.
+pub fn http() -> Spec {
+    Spec {
+        tools: vec![
+            Tool {
+                name: "get",
+                description: "Fetches a URL.",
+                parameters: OBJECT,
+                effect: 5,
+            },
+            Tool {
+                name: "post",
+                description: "Posts to a URL.",
+                parameters: OBJECT,
+                effect: 5,
+            },
+        ],
+        imports: format!(
+            r#"(import "cordis:plugin/http@{WORLD_VERSION}" "fetch"
+    (func $fetch (param i32 i32 i32 i32 i32 i32 i32 i32 i32)))"#
+        ),
+        strings: vec![
+            ("url", "\"url\"".to_owned()),
+            ("missing", "expected {\"url\": \"…\"}".to_owned()),
+            ("GET", "GET".to_owned()),
+            ("POST", "POST".to_owned()),
+            ("hname", "x-guest".to_owned()),
+            ("hvalue", "wat".to_owned()),
+            ("payload", "ping from the guest".to_owned()),
+            ("status", "{\"status\":".to_owned()),
+            ("headers", ",\"headers\":".to_owned()),
+            ("body", ",\"body\":\"".to_owned()),
+            ("end", "\"}".to_owned()),
+        ],
+        // The return area of `fetch` (result<response, string>) is at 512: the case at 512,
+        // then `status` (u16) at 516, `headers` at 520/524 and `body` at 528/532; an error's
+        // string at 516/520. `post`'s one header (a tuple of two strings) is at 600.
+        call: r#"
+    (if (i32.eqz (call $value (local.get $ap) (local.get $al) {url}))
+      (then (return (call $err {missing}))))
+    (if (i32.eq (i32.load8_u (local.get $np)) (i32.const 112))
+      (then
+        (call $store2 (i32.const 600) {hname})
+        (call $store2 (i32.const 608) {hvalue})
+        (call $fetch {POST} (global.get $vp) (global.get $vl) (i32.const 600) (i32.const 1)
+          {payload} (i32.const 512)))
+      (else
+        (call $fetch {GET} (global.get $vp) (global.get $vl) (i32.const 0) (i32.const 0)
+          (i32.const 0) (i32.const 0) (i32.const 512))))
+    (if (i32.load8_u (i32.const 512))
+      (then (return (call $err (i32.load (i32.const 516)) (i32.load (i32.const 520))))))
+    (call $start (i32.add (i32.load (i32.const 532)) (i32.const 64)))
+    (call $put {status})
+    (call $put_dec (i32.load16_u (i32.const 516)))
+    (call $put {headers})
+    (call $put_dec (i32.load (i32.const 524)))
+    (call $put {body})
+    (call $put (i32.load (i32.const 528)) (i32.load (i32.const 532)))
+    (call $put {end})
+    (call $ok_buf)"#
+            .to_owned(),
+        funcs: format!("{EQ}\n  {VALUE}"),
+        version: WORLD_VERSION,
         ..Spec::default()
     }
 }

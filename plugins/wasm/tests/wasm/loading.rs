@@ -45,7 +45,7 @@ fn every_0_1_guest_loads_and_another_version_is_refused_naming_both() {
     assert!(matches!(e, LoadError::Version { .. }), "{e:?}");
     assert_eq!(
         e.to_string(),
-        "the component implements cordis:plugin/guest@0.2.0, but this host implements @0.1.0 (it accepts every 0.1.x guest); rebuild it against world.wit 0.1.0"
+        "the component implements cordis:plugin/guest@0.2.0, but this host implements @0.1.1 (it accepts every 0.1.x guest); rebuild it against world.wit 0.1.1"
     );
 }
 
@@ -60,7 +60,7 @@ fn bytes_that_are_not_a_guest_are_refused() {
     let e = cordis_wasm::Guest::new(&engine, &empty, [0; 32], &none, None).unwrap_err();
     assert_eq!(
         e.to_string(),
-        "the component exports no cordis:plugin/guest interface (expected cordis:plugin/guest@0.1.0; it exports: nothing)"
+        "the component exports no cordis:plugin/guest interface (expected cordis:plugin/guest@0.1.1; it exports: nothing)"
     );
 }
 

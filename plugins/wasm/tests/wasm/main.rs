@@ -4,6 +4,7 @@
 
 mod calls;
 mod guests;
+mod http;
 mod loading;
 mod sandbox;
 

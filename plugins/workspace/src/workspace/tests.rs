@@ -337,3 +337,97 @@ fn hostile_ignore_files_neither_hang_nor_exhaust_the_listing() {
         "{err}"
     );
 }
+
+/// A workspace with an additional root `more` (a sibling of the root) and a third directory
+/// outside both.
+fn setup_more() -> (tempfile::TempDir, PathBuf, PathBuf, PathBuf) {
+    let (tmp, root, outside) = setup();
+    let more = tmp.path().join("more");
+    std::fs::create_dir_all(more.join("src")).unwrap();
+    std::fs::write(more.join("src/lib.rs"), "pub fn more() {}\n").unwrap();
+    (tmp, root, more, outside)
+}
+
+#[test]
+fn an_absolute_path_beneath_an_additional_root_is_read_and_written_there_and_shown_absolute() {
+    let (_tmp, root, more, outside) = setup_more();
+    let ws = Workspace::open_with(&root, std::slice::from_ref(&more)).unwrap();
+    let canonical = std::fs::canonicalize(&more).unwrap();
+    assert_eq!(ws.more_roots().collect::<Vec<_>>(), [canonical.as_path()]);
+    let lib = ws
+        .resolve(&more.join("src/lib.rs").to_string_lossy())
+        .unwrap();
+    assert_eq!(lib.root(), Some(canonical.as_path()));
+    assert_eq!(
+        lib.to_string(),
+        canonical.join("src/lib.rs").to_string_lossy()
+    );
+    assert_eq!(ws.read(&lib).unwrap(), b"pub fn more() {}\n");
+    let new = ws
+        .resolve(&more.join("gen/out.txt").to_string_lossy())
+        .unwrap();
+    ws.write_atomic(&new, b"made\n").unwrap();
+    assert_eq!(std::fs::read(more.join("gen/out.txt")).unwrap(), b"made\n");
+    assert_eq!(ws.absolute(&new), canonical.join("gen/out.txt"));
+    // Relative paths stay beneath the root; `..` cannot climb out of an additional root.
+    assert_eq!(ws.resolve("src/lib.rs").unwrap().root(), None);
+    let climb = format!("{}/../outside/secret.txt", more.display());
+    assert!(ws.resolve(&climb).unwrap_err().is_escape());
+    // A path beneath neither is refused.
+    let secret = outside.join("secret.txt");
+    assert!(
+        ws.resolve(&secret.to_string_lossy())
+            .unwrap_err()
+            .is_escape()
+    );
+    // A directory walk of an additional root lists its files, absolute.
+    let dir = ws.resolve(&more.to_string_lossy()).unwrap();
+    let files: Vec<String> = ws
+        .files(&dir, 10, |_| true)
+        .unwrap()
+        .files
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(
+        files,
+        [
+            canonical.join("gen/out.txt").to_string_lossy().into_owned(),
+            canonical.join("src/lib.rs").to_string_lossy().into_owned(),
+        ]
+    );
+}
+
+#[test]
+fn a_symlink_out_of_an_additional_root_is_refused_as_out_of_the_root() {
+    let (_tmp, root, more, outside) = setup_more();
+    std::os::unix::fs::symlink(&outside, more.join("out")).unwrap();
+    let ws = Workspace::open_with(&root, std::slice::from_ref(&more)).unwrap();
+    for ws in [ws.clone(), ws.with_resolution(Resolution::Walk)] {
+        let escape = ws
+            .resolve(&more.join("out/secret.txt").to_string_lossy())
+            .unwrap();
+        assert!(ws.read(&escape).unwrap_err().is_escape());
+        assert!(ws.write_atomic(&escape, b"x").unwrap_err().is_escape());
+    }
+    assert_eq!(listing(&outside), ["secret.txt"]);
+}
+
+#[test]
+fn additional_roots_must_exist_and_are_bounded_in_number() {
+    let (tmp, root, more, _) = setup_more();
+    let missing = tmp.path().join("missing");
+    assert!(matches!(
+        Workspace::open_with(&root, &[missing]),
+        Err(WorkspaceError::Root { .. })
+    ));
+    let many = vec![more; MAX_MORE_ROOTS + 1];
+    assert!(matches!(
+        Workspace::open_with(&root, &many),
+        Err(WorkspaceError::TooManyRoots { .. })
+    ));
+    // A root beneath the workspace's own adds nothing.
+    std::fs::create_dir_all(root.join("inner")).unwrap();
+    let ws = Workspace::open_with(&root, &[root.join("inner")]).unwrap();
+    assert_eq!(ws.more_roots().count(), 0);
+}

@@ -42,10 +42,11 @@ async fn roots_are_declared_and_answered_with_the_workspace_root_as_a_file_uri()
     assert_eq!(settle(&entry).await, ScopeStatus::Active);
     let mut answer: Value =
         serde_json::from_str(&text(&call(&root, "mcp__fx__roots", json!({})).await)).unwrap();
-    // Declared: roots, elicitation and sampling (on by default), in whatever key order.
+    // Declared: roots and sampling (on by default), in whatever key order; no elicitation,
+    // as no front end answers it here.
     let mut declared: Vec<String> = serde_json::from_value(answer["capabilities"].take()).unwrap();
     declared.sort();
-    assert_eq!(declared, ["elicitation", "roots", "sampling"]);
+    assert_eq!(declared, ["roots", "sampling"]);
     let canonical = dir.path().canonicalize().unwrap();
     assert_eq!(
         answer,
