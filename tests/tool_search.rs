@@ -179,3 +179,34 @@ fn under_the_threshold_the_model_gets_every_tool_and_no_tool_search() {
     assert_eq!(names, sorted, "canonical order");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn check_shows_the_prefix_and_the_deferred_tools_in_canonical_order() {
+    let (base, _bodies) = common::openai_serving(vec![]);
+    let dir = fresh_dir("check", &composition(&base, 4, 64));
+    let (code, out, err) = common::piped(&dir, &["check", "cordis.yml"], "");
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    assert!(
+        out.contains("tools (canonical order, 2):\n    1. mcp__fx__greet\n    2. tool_search\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("deferred (loaded by tool_search, canonical order, 209):\n"),
+        "{out}"
+    );
+    let (code, json_out, err) = common::piped(&dir, &["check", "cordis.yml", "--json"], "");
+    assert_eq!(code, Some(0), "{json_out}\n{err}");
+    let report: Value = serde_json::from_str(&json_out).unwrap();
+    let deferred: Vec<&str> = report["assembly"]["deferred"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no deferred list: {json_out}"))
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert_eq!(deferred.len(), 209);
+    assert!(deferred.contains(&"mcp__fx__add"), "{deferred:?}");
+    let mut sorted = deferred.clone();
+    sorted.sort_unstable();
+    assert_eq!(deferred, sorted, "canonical order");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -186,7 +186,8 @@ fn header_digest(header: Vec<u8>) -> String {
 }
 
 /// What `check` shows of an assembly in `ctx`'s runtime: `{"sections": [{"name", "order"}],
-/// "tools": [names]}`, and the `config` when the model service provides one.
+/// "tools": [names]}`, `"deferred": [names]` when a `deferred-tools` entry holds tools back
+/// behind `tool_search`, and the `config` when the model service provides one.
 pub fn view_json(ctx: &Context, assembly: &PromptAssembly) -> Value {
     let mut view = json!({
         "sections": assembly
@@ -196,6 +197,13 @@ pub fn view_json(ctx: &Context, assembly: &PromptAssembly) -> Value {
             .collect::<Vec<_>>(),
         "tools": assembly.tools.iter().map(|t| t.name.clone()).collect::<Vec<_>>(),
     });
+    if !assembly.deferred.is_empty() {
+        view["deferred"] = assembly
+            .deferred
+            .iter()
+            .map(|t| Value::from(t.name.clone()))
+            .collect();
+    }
     if let Some(config) = ctx.get::<RequestConfig>() {
         view["config"] = config.0.clone();
     }

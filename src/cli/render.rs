@@ -192,6 +192,22 @@ pub(crate) fn assembly_text(report: &BootReport) -> String {
     for (i, t) in tools.iter().enumerate() {
         out.push_str(&format!("  {:>3}. {}\n", i + 1, safe(t)));
     }
+    let deferred: Vec<&str> = assembly
+        .get("deferred")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    if !deferred.is_empty() {
+        out.push_str(&format!(
+            "deferred (loaded by tool_search, canonical order, {}):\n",
+            deferred.len()
+        ));
+        for t in deferred {
+            out.push_str(&format!("       {}\n", safe(t)));
+        }
+    }
     out
 }
 
