@@ -13,8 +13,8 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 /// The bundled composition with the demo responses replaced by `responses` (YAML) and `hooks`
-/// (YAML entries) appended.
-fn config(responses: &str, hooks: &str) -> String {
+/// (YAML entries) appended (the trust tests use it too).
+pub(crate) fn config(responses: &str, hooks: &str) -> String {
     let bundled = include_str!("../cordis.yml");
     let start = bundled
         .find("    repeat: true\n")

@@ -20,11 +20,11 @@ fn scratch(name: &str) -> PathBuf {
     dir.canonicalize().unwrap()
 }
 
-/// A `cordis serve` of the ACP tests' composition (the scripted model replaying `script`,
-/// `bash` running without a question), killed when dropped.
-struct Served {
+/// A `cordis serve` of `config` (the scripted model replaying `script`), killed when dropped.
+pub(crate) struct Served {
     child: Child,
-    url: String,
+    /// The page's address, as the server printed it.
+    pub(crate) url: String,
     _stderr: mpsc::Receiver<String>,
 }
 
@@ -35,11 +35,11 @@ impl Drop for Served {
     }
 }
 
-fn serve_script(dir: &Path, script: &Value) -> Served {
+/// Serves `config` in `dir` (its workspace) with the scripted model replaying `script`.
+pub(crate) fn serve(dir: &Path, config: &str, script: &Value) -> Served {
     let path = dir.join("script.json");
     std::fs::write(&path, script.to_string()).unwrap();
-    let fixture = common::fixture("acp/agent.yml");
-    let mut cmd = common::cordis_command(dir, &["serve", &fixture, "--port", "0"]);
+    let mut cmd = common::cordis_command(dir, &["serve", config, "--port", "0"]);
     cmd.env("ACP_SCRIPT", &path).env("CORDIS_WORKSPACE", dir);
     let mut child = cmd.spawn().unwrap();
     let stdout = common::lines(child.stdout.take().unwrap());
@@ -52,6 +52,11 @@ fn serve_script(dir: &Path, script: &Value) -> Served {
         url,
         _stderr: stderr,
     }
+}
+
+/// Serves the ACP tests' composition (`bash` running without a question) replaying `script`.
+fn serve_script(dir: &Path, script: &Value) -> Served {
+    serve(dir, &common::fixture("acp/agent.yml"), script)
 }
 
 /// Listens in the page on a second event stream that names no session: what it receives is

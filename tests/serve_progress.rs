@@ -7,11 +7,10 @@
 
 use crate::common;
 use crate::mcp_determinism::fixture_server;
+use crate::serve_live::serve;
 use crate::serve_web::{Browser, chromium, new_session_in_page};
 
 use std::path::{Path, PathBuf};
-use std::process::Child;
-use std::sync::mpsc;
 
 use serde_json::{Value, json};
 
@@ -43,38 +42,6 @@ fn config_with_fixture(dir: &Path, args: &[&str]) -> String {
     )
     .unwrap();
     file.display().to_string()
-}
-
-/// A `cordis serve` of `config` replaying `script`, killed when dropped.
-struct Served {
-    child: Child,
-    url: String,
-    _stderr: mpsc::Receiver<String>,
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn serve(dir: &Path, config: &str, script: &Value) -> Served {
-    let path = dir.join("script.json");
-    std::fs::write(&path, script.to_string()).unwrap();
-    let mut cmd = common::cordis_command(dir, &["serve", config, "--port", "0"]);
-    cmd.env("ACP_SCRIPT", &path).env("CORDIS_WORKSPACE", dir);
-    let mut child = cmd.spawn().unwrap();
-    let stdout = common::lines(child.stdout.take().unwrap());
-    let stderr = common::lines(child.stderr.take().unwrap());
-    let url = stdout
-        .recv_timeout(std::time::Duration::from_secs(60))
-        .expect("cordis serve prints its URL");
-    Served {
-        child,
-        url,
-        _stderr: stderr,
-    }
 }
 
 fn send(page: &mut Browser, text: &str) {

@@ -13,22 +13,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-/// The bundled composition with the demo responses replaced by `responses` (YAML) and `extra`
-/// (YAML entries) appended.
-fn config(responses: &str, extra: &str) -> String {
-    let bundled = include_str!("../cordis.yml");
-    let start = bundled
-        .find("    repeat: true\n")
-        .expect("the demo's responses");
-    let end = bundled
-        .find("\n- id: sessions")
-        .expect("the sessions entry");
-    format!(
-        "{}    responses:\n{responses}{}\n{extra}",
-        &bundled[..start],
-        &bundled[end..]
-    )
-}
+use crate::hooks::config;
 
 fn workspace(name: &str, responses: &str, extra: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("cordis-trust-init-{name}-{}", std::process::id()));

@@ -25,6 +25,7 @@ const INJECT: &[Inject] = &[
 #[serde(deny_unknown_fields)]
 struct Args {
     /// Words from the name or purpose of the tools you need, or a tool's exact name.
+    #[schemars(length(min = 1, max = 256))]
     query: String,
 }
 
@@ -140,6 +141,14 @@ mod tests {
     /// Boots the plugin over tools registered in `names`' order; the first request's tools
     /// and what `tool_search {query}` loads.
     async fn search_in_order(names: &[&str], query: &str) -> (Vec<String>, Value) {
+        let (tools, result) = searched(names, query).await;
+        assert!(!result.is_error, "{:?}", result.content);
+        (tools, result.content["loaded"].clone())
+    }
+
+    /// Boots the plugin over tools registered in `names`' order; the first request's tools
+    /// and the result of `tool_search {query}`.
+    async fn searched(names: &[&str], query: &str) -> (Vec<String>, cordis_tools::ToolResult) {
         let root = Context::root();
         root.plugin(SystemPromptPlugin, SystemPromptConfig::default());
         root.plugin(ToolsPlugin, ToolsConfig::default());
@@ -164,10 +173,18 @@ mod tests {
             arguments: json!({"query": query}),
         };
         let result = registry.execute(call, None).await;
-        assert!(!result.is_error, "{:?}", result.content);
         root.dispose();
         let tools = assembly.tools.iter().map(|t| t.name.clone()).collect();
-        (tools, result.content["loaded"].clone())
+        (tools, result)
+    }
+
+    #[tokio::test]
+    async fn a_query_longer_than_256_characters_is_refused_by_the_argument_check() {
+        let names = ["zip_files", "read_file", "csv_files", "pdf_tool"];
+        let (_, result) = searched(&names, &"files ".repeat(43)).await;
+        assert!(result.is_error, "{:?}", result.content);
+        let (_, result) = searched(&names, &"files ".repeat(42)).await;
+        assert!(!result.is_error, "{:?}", result.content);
     }
 
     #[tokio::test]

@@ -311,6 +311,14 @@ impl Checker<'_> {
             }),
             HeaderReason::ToolLoad => match prev {
                 None => Some("it is the log's first request: there is nothing to append to".into()),
+                // Appended tools do not explain messages a compaction rewrote.
+                Some(prev) if self.restarted && !p.reasons.contains(&HeaderReason::Compaction) => {
+                    Some(format!(
+                        "a compaction lies between request {} and it: only a `compaction` \
+                         header explains that",
+                        prev.at.index
+                    ))
+                }
                 Some(prev) => appended_tools(&prev.head.bytes, &head.bytes)
                     .err()
                     .map(|what| {
@@ -715,6 +723,17 @@ mod tests {
         same.turn(2, Some((header(&["m"]), HeaderReason::ToolLoad)));
         let err = check_contract(&plain(), &same.events).unwrap_err();
         assert!(err.to_string().ends_with("no tool was appended"), "{err}");
+        // A load after a compaction does not explain the rewritten messages.
+        let mut compacted = Log::default();
+        compacted.turn(1, Some((header(&["m"]), HeaderReason::Initial)));
+        compacted.compaction();
+        compacted.turn(2, Some((header(&["m", "x"]), HeaderReason::ToolLoad)));
+        let err = check_contract(&plain(), &compacted.events).unwrap_err();
+        assert!(
+            err.to_string()
+                .ends_with("a compaction lies between request 1 and it: only a `compaction` header explains that"),
+            "{err}"
+        );
         let mut first = Log::default();
         first.turn(1, Some((header(&["m"]), HeaderReason::ToolLoad)));
         assert!(matches!(

@@ -274,16 +274,54 @@ pub fn body_from_base64(text: &str) -> Result<Vec<u8>, String> {
         .map_err(|e| format!("the body is not base64: {e}"))
 }
 
-/// Keeps `answer` for `record` in `dir` (written aside, then renamed into place).
+/// Keeps `answer` for `record` in `dir` (written aside, then renamed into place), on a blocking
+/// thread.
 async fn keep(dir: &Path, record: &HttpRecord, answer: &Answer) -> std::io::Result<()> {
     let mut bytes = serde_json::to_vec(answer).map_err(std::io::Error::other)?;
     bytes.push(b'\n');
     bytes.extend_from_slice(&answer.body);
-    tokio::fs::create_dir_all(dir).await?;
-    let name = kept_name(record);
-    let aside = dir.join(format!(".{name}.{}", std::process::id()));
-    tokio::fs::write(&aside, bytes).await?;
-    tokio::fs::rename(&aside, dir.join(name)).await
+    let (dir, name) = (dir.to_path_buf(), kept_name(record));
+    tokio::task::spawn_blocking(move || keep_blocking(&dir, &name, &bytes))
+        .await
+        .map_err(std::io::Error::other)?
+}
+
+/// Writes `bytes` as `dir/name`: `dir` made the user's alone and refused when it is a link (a
+/// guest that can write where the sessions live must not aim the write elsewhere), the file
+/// written aside under a name no other writer uses, created new (never through a link put
+/// there), mode 0600, then renamed over the name (which replaces a link, never follows it).
+fn keep_blocking(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write as _;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder.create(dir)?;
+    if !std::fs::symlink_metadata(dir)?.is_dir() {
+        return Err(std::io::Error::other(format!(
+            "{} is not a directory (a link?): kept answers are not written through it",
+            dir.display()
+        )));
+    }
+    let aside = dir.join(format!(
+        ".{name}.{}.{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    ));
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let written = options
+        .open(&aside)
+        .and_then(|mut file| file.write_all(bytes));
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&aside);
+        return Err(e);
+    }
+    std::fs::rename(&aside, dir.join(name))
 }
 
 /// An entry's HTTP client and grant, shared by its stores.
@@ -1033,5 +1071,36 @@ mod tests {
         let mut other = record;
         other.url.push('x');
         assert_eq!(read_kept(dir.path(), &other).unwrap(), None);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_kept_answer_is_never_written_through_a_link_and_is_the_users_alone() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let tmp = tempfile::tempdir().unwrap();
+        let target = tmp.path().join("victim");
+        std::fs::create_dir(&target).unwrap();
+        let Recording { record, answer } = recording().remove(1);
+        let answer = answer.unwrap();
+        // The kept directory is a link: refused, nothing written where it points.
+        let linked = tmp.path().join("http");
+        std::os::unix::fs::symlink(&target, &linked).unwrap();
+        assert!(run(keep(&linked, &record, &answer)).is_err());
+        assert_eq!(std::fs::read_dir(&target).unwrap().count(), 0);
+        // A link at the kept name is replaced, not followed.
+        let dir = tmp.path().join("kept");
+        std::fs::create_dir(&dir).unwrap();
+        let bashrc = target.join("bashrc");
+        std::fs::write(&bashrc, "mine\n").unwrap();
+        std::os::unix::fs::symlink(&bashrc, dir.join(kept_name(&record))).unwrap();
+        run(keep(&dir, &record, &answer)).unwrap();
+        assert_eq!(std::fs::read_to_string(&bashrc).unwrap(), "mine\n");
+        let kept = dir.join(kept_name(&record));
+        assert!(!std::fs::symlink_metadata(&kept).unwrap().is_symlink());
+        assert_eq!(
+            std::fs::metadata(&kept).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+        assert_eq!(read_kept(&dir, &record).unwrap(), Some(answer));
     }
 }

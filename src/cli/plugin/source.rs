@@ -7,7 +7,7 @@ use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use sha2::Digest as _;
+pub use cordis_host::digest::sha256_hex;
 
 /// The largest plugin file `cordis plugin` reads or downloads: 256 MiB.
 pub const MAX_PLUGIN_BYTES: u64 = 256 * 1024 * 1024;
@@ -114,17 +114,6 @@ impl Kind {
             Kind::Dylib(ext) => ext,
         }
     }
-}
-
-/// The sha256 of `bytes`, lowercase hex.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    use std::fmt::Write as _;
-    let digest = sha2::Sha256::digest(bytes);
-    let mut hex = String::with_capacity(64);
-    for b in digest.iter() {
-        let _ = write!(hex, "{b:02x}");
-    }
-    hex
 }
 
 /// What the file type of `meta` is, for a message.
