@@ -6,7 +6,7 @@
 //! per second (one seed per iteration, or 4,000 per iteration of the whole command).
 
 use cordis::exercise::{ExerciseScript, exercise, exercise_plan};
-use cordis_host::loader::{boot, boot_blocking};
+use cordis_host::loader::{boot, boot_and_dispose_outcome, boot_blocking};
 use cordis_host::{LoadPlan, PlanOptions, load_plan};
 use cordis_runtime::{Context, Policy, Schedule};
 use divan::counter::ItemsCount;
@@ -39,11 +39,29 @@ fn policy(name: &str) -> Policy {
     name.parse().expect("a policy name")
 }
 
-/// One seed: boot, dispose, wait for its tasks, on one current-thread runtime kept across
-/// seeds (what `cordis stress` and `cordis::testing` do), reading the instruction and skill
-/// files through one snapshot for all seeds (what `cordis stress` does).
+/// One seed as `cordis stress` runs every seed after the first: boot, gather what the
+/// comparison with the first seed reads (no report JSON, no trace), dispose, let aborted tasks
+/// drop, on one current-thread runtime kept across seeds, reading the instruction and skill
+/// files through one snapshot for all seeds.
 #[divan::bench(args = ["fifo", "random", "pct"])]
 fn seeded_boot_of_the_bundled_config(bencher: divan::Bencher, policy_name: &str) {
+    let (plan, rt, policy) = (bundled(), rt(), policy(policy_name));
+    let sources = cordis_instructions::Snapshot::new();
+    let mut seed = 0u64;
+    bencher.counter(ItemsCount::new(1usize)).bench_local(|| {
+        seed += 1;
+        sources.enter(|| {
+            let (outcome, live) =
+                rt.block_on(boot_and_dispose_outcome(&plan, Schedule::new(policy, seed)));
+            (outcome, live.is_zero())
+        })
+    });
+}
+
+/// One seed with the full report `cordis check` prints (entries with load times, the trace,
+/// the assembly view): what the first seed of a stress run costs.
+#[divan::bench(args = ["random"])]
+fn seeded_boot_with_the_full_report(bencher: divan::Bencher, policy_name: &str) {
     let (plan, rt, policy) = (bundled(), rt(), policy(policy_name));
     let sources = cordis_instructions::Snapshot::new();
     let mut seed = 0u64;

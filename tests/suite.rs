@@ -42,6 +42,7 @@ mod permute_code_mode;
 mod permute_events;
 mod permute_silent;
 mod permute_tool_order;
+mod preload_phase;
 mod presets;
 mod presets_determinism;
 mod readme_commands;

@@ -15,11 +15,11 @@
 
 use cordis_runtime::{
     Context, Inject, LiveCounts, Offered, PluginOptions, Policy, Schedule, ScopeHandle,
-    ScopeStatus, TraceEvent,
+    ScopeOutcome, ScopeStatus, TraceEvent,
 };
 use serde_json::{Value, json};
 
-use crate::assembly::assembly_view;
+use crate::assembly::{Gathered, assembly_view, gather};
 use crate::diagnostic::Pos;
 use crate::plan::{LoadPlan, PlannedEntry, Step};
 
@@ -194,34 +194,16 @@ impl BootReport {
     /// Built with every object's keys in sorted order, so the value is canonical as it stands and
     /// its canonical bytes (what `stress` compares) need no sorted copy.
     pub fn outcome(&self) -> Value {
-        let mut by_id: Vec<&EntryReport> = self.entries.iter().collect();
-        // Stable: with a repeated id the later entry wins, as inserting in file order did.
-        by_id.sort_by(|a, b| a.id.cmp(&b.id));
-        let mut entries = serde_json::Map::new();
-        for e in by_id {
-            let mut outcome = serde_json::Map::new();
-            let error = e.error.clone().map_or(Value::Null, Value::String);
-            outcome.insert("error".to_owned(), error);
-            outcome.insert("status".to_owned(), e.status.as_str().into());
-            entries.insert(e.id.clone(), Value::Object(outcome));
-        }
-        let mut out = serde_json::Map::new();
-        out.insert("assembly".to_owned(), self.assembly.clone());
-        let assembly_error = self
-            .assembly_error
-            .clone()
-            .map_or(Value::Null, Value::String);
-        out.insert("assembly_error".to_owned(), assembly_error);
-        out.insert("digest".to_owned(), self.digest.clone().into());
-        if let Some(catalog) = &self.catalog {
-            out.insert("catalog".to_owned(), catalog.clone().into());
-        }
-        out.insert("entries".to_owned(), Value::Object(entries));
-        out.insert(
-            "incidents".to_owned(),
-            Value::Array(self.incidents.iter().cloned().map(Value::String).collect()),
-        );
-        Value::Object(out)
+        outcome_json(
+            self.entries
+                .iter()
+                .map(|e| (e.id.as_str(), e.status, e.error.as_deref())),
+            self.assembly.clone(),
+            self.assembly_error.as_deref(),
+            &self.digest,
+            self.catalog.as_deref(),
+            &self.incidents,
+        )
     }
 
     /// Whether `other` has the same [`Self::outcome`], without building either: what a stress
@@ -262,6 +244,119 @@ impl BootReport {
     }
 }
 
+/// [`BootReport::outcome`] of a boot whose entries (in plan order) ended as `entries` and whose
+/// assembly, digest, catalog and incidents are the others: one builder for the report and the
+/// outcome a stress seed gathered, so the two cannot word an outcome differently.
+fn outcome_json<'a>(
+    entries: impl Iterator<Item = (&'a str, EntryStatus, Option<&'a str>)>,
+    assembly: Value,
+    assembly_error: Option<&str>,
+    digest: &str,
+    catalog: Option<&str>,
+    incidents: &[String],
+) -> Value {
+    let mut by_id: Vec<(&str, EntryStatus, Option<&str>)> = entries.collect();
+    // Stable: with a repeated id the later entry wins, as inserting in file order did.
+    by_id.sort_by(|a, b| a.0.cmp(b.0));
+    let mut map = serde_json::Map::new();
+    for (id, status, error) in by_id {
+        let mut outcome = serde_json::Map::new();
+        let error = error.map_or(Value::Null, |e| Value::String(e.to_owned()));
+        outcome.insert("error".to_owned(), error);
+        outcome.insert("status".to_owned(), status.as_str().into());
+        map.insert(id.to_owned(), Value::Object(outcome));
+    }
+    let mut out = serde_json::Map::new();
+    out.insert("assembly".to_owned(), assembly);
+    let assembly_error = assembly_error.map_or(Value::Null, |e| Value::String(e.to_owned()));
+    out.insert("assembly_error".to_owned(), assembly_error);
+    out.insert("digest".to_owned(), digest.into());
+    if let Some(catalog) = catalog {
+        out.insert("catalog".to_owned(), catalog.into());
+    }
+    out.insert("entries".to_owned(), Value::Object(map));
+    out.insert(
+        "incidents".to_owned(),
+        Value::Array(incidents.iter().cloned().map(Value::String).collect()),
+    );
+    Value::Object(out)
+}
+
+/// A boot's outcome as [`boot_and_dispose_outcome`] gathers it, before [`BootReport::outcome`]'s
+/// JSON is built: what a stress run compares every seed after the first with
+/// ([`OutcomeBase::agrees`]), without the entries' ids, positions and load times, the trace, or
+/// the assembly's view and digest.
+#[derive(Debug)]
+pub struct GatheredOutcome {
+    /// Each plan entry's status and error, in plan order.
+    entries: Vec<(EntryStatus, Option<String>)>,
+    assembly: Gathered,
+    catalog: Option<String>,
+    incidents: Vec<String>,
+}
+
+impl GatheredOutcome {
+    /// [`BootReport::outcome`] of the boot of `plan` this was gathered from.
+    pub fn outcome(&self, plan: &LoadPlan) -> Value {
+        let view = self.assembly.view();
+        outcome_json(
+            plan.entries
+                .iter()
+                .zip(&self.entries)
+                .map(|(entry, (status, error))| (entry.id.as_str(), *status, error.as_deref())),
+            view.json,
+            view.error.as_deref(),
+            &view.digest,
+            self.catalog.as_deref(),
+            &self.incidents,
+        )
+    }
+}
+
+/// A first boot's report, as every later boot of the same plan is compared with it.
+#[derive(Debug, Clone)]
+pub struct OutcomeBase {
+    report: BootReport,
+    /// The positions of the entries [`BootReport::outcome`] keys: those whose id no later entry
+    /// repeats (the later of two entries with one id wins). Found once, not sorted per seed.
+    keyed: Vec<usize>,
+}
+
+impl OutcomeBase {
+    /// The base of `report`, a boot's report.
+    pub fn new(report: BootReport) -> OutcomeBase {
+        let mut seen = std::collections::BTreeSet::new();
+        let mut keyed: Vec<usize> = (0..report.entries.len())
+            .rev()
+            .filter(|&i| seen.insert(report.entries[i].id.as_str()))
+            .collect();
+        keyed.reverse();
+        OutcomeBase { report, keyed }
+    }
+
+    /// The first boot's report.
+    pub fn report(&self) -> &BootReport {
+        &self.report
+    }
+
+    /// Whether `seen`, gathered from a boot of the plan this base's report is of, has this
+    /// report's outcome: what `self.report().same_outcome(&report)` says of that boot's report,
+    /// without building the report or its assembly view.
+    pub fn agrees(&self, seen: &GatheredOutcome) -> bool {
+        let base = &self.report;
+        seen.entries.len() == base.entries.len()
+            && self.keyed.iter().all(|&i| {
+                let (e, (status, error)) = (&base.entries[i], &seen.entries[i]);
+                e.status == *status && e.error.as_deref() == error.as_deref()
+            })
+            && base.catalog == seen.catalog
+            && base.incidents == seen.incidents
+            && seen
+                .assembly
+                .has_view(&base.assembly, &base.digest, base.assembly_error.as_deref())
+    }
+}
+
 /// Applies every enabled entry of `plan` under `root`, waits until idle, and reports.
 ///
 /// # Cancel safety
@@ -281,11 +376,22 @@ pub async fn boot_in_order(
     order: &mut dyn Iterator<Item = usize>,
 ) -> BootReport {
     let started = std::time::Instant::now();
+    let handles = start_and_idle(root, plan, order).await;
+    report(root, plan, &handles, started.elapsed()).await
+}
+
+/// Runs every preload, starts `plan`'s entries in the order `order` yields and waits until the
+/// runtime is idle: a boot up to its report. Returns the entries' scopes.
+async fn start_and_idle(
+    root: &Context,
+    plan: &LoadPlan,
+    order: &mut dyn Iterator<Item = usize>,
+) -> Vec<Option<ScopeHandle>> {
     preload(root, plan).await;
     let mut handles: Vec<Option<ScopeHandle>> = vec![None; plan.entries.len()];
     start_entries_in_order(root, plan, &mut handles, order);
     root.idle().await;
-    report(root, plan, &handles, started.elapsed()).await
+    handles
 }
 
 /// Applies `plan`'s entries under `under`, a scope of a running runtime (a preset's standing
@@ -333,18 +439,35 @@ impl cordis_runtime::Service for MountOrder {
 /// operating-system work of dylib entries then finishes before the seeded schedule starts, so a
 /// seed replays the same trace whatever the OS does with those threads.
 pub(crate) async fn preload(root: &Context, plan: &LoadPlan) {
-    let loads = plan.entries.iter().filter_map(|entry| match &entry.step {
-        Step::Plugin {
-            prepared, timeout, ..
-        } => Some(tokio::time::timeout(
-            *timeout,
-            prepared.plugin.preload_erased(root, &*prepared.config),
-        )),
-        _ => None,
-    });
+    // Most plugins keep the default preload, done at its first poll (as is any preload that
+    // does its work at once). Each preload is polled once here, in file order as `join_all`
+    // polled them, and only one still running waits under its entry's timeout, counted from
+    // here as before: a boot of such preloads sets no timer and joins nothing.
+    let start = tokio::time::Instant::now();
+    let running = std::future::poll_fn(|cx| {
+        let mut running = Vec::new();
+        for entry in &plan.entries {
+            if let Step::Plugin {
+                prepared, timeout, ..
+            } = &entry.step
+            {
+                let mut load = prepared.plugin.preload_erased(root, &*prepared.config);
+                if load.as_mut().poll(cx).is_pending() {
+                    running.push(match start.checked_add(*timeout) {
+                        Some(deadline) => tokio::time::timeout_at(deadline, load),
+                        None => tokio::time::timeout(*timeout, load),
+                    });
+                }
+            }
+        }
+        std::task::Poll::Ready(running)
+    })
+    .await;
     // A preload that times out leaves nothing behind; the entry's apply loads (and times out)
     // on its own then.
-    let _ = futures_util::future::join_all(loads).await;
+    if !running.is_empty() {
+        let _ = futures_util::future::join_all(running).await;
+    }
 }
 
 /// Starts every enabled entry of `plan` whose slot in `handles` is empty; filled slots are live
@@ -418,7 +541,29 @@ pub fn entry_report(entry: &PlannedEntry, handle: Option<&ScopeHandle>) -> Entry
             load_ms: None,
         };
     };
-    let info = handle.info();
+    let info = handle.outcome();
+    let (status, error, retrying) = entry_state(&info);
+    EntryReport {
+        id: entry.id.clone(),
+        name: entry.name.clone(),
+        pos: entry.pos,
+        status,
+        error,
+        waiting_for: if status == EntryStatus::Pending {
+            info.missing
+        } else {
+            Vec::new()
+        },
+        retrying,
+        load_ms: info
+            .load_time
+            .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+    }
+}
+
+/// An entry's status, its error and whether it is retrying, as [`entry_report`] reports a scope
+/// whose outcome is `info`.
+fn entry_state(info: &ScopeOutcome) -> (EntryStatus, Option<String>, bool) {
     let mut status = EntryStatus::from(info.status);
     if status == EntryStatus::Active && !info.conflicts.is_empty() {
         status = EntryStatus::Conflict;
@@ -439,22 +584,7 @@ pub fn entry_report(entry: &PlannedEntry, handle: Option<&ScopeHandle>) -> Entry
         )),
         _ => None,
     };
-    EntryReport {
-        id: entry.id.clone(),
-        name: entry.name.clone(),
-        pos: entry.pos,
-        status,
-        error,
-        waiting_for: if status == EntryStatus::Pending {
-            info.missing
-        } else {
-            Vec::new()
-        },
-        retrying,
-        load_ms: info
-            .load_time
-            .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
-    }
+    (status, error, retrying)
 }
 
 /// The report on `plan`'s entries, whose live scopes are `handles`.
@@ -544,6 +674,46 @@ pub fn boot_blocking(
 pub async fn boot_and_dispose(plan: &LoadPlan, schedule: Schedule) -> (BootReport, LiveCounts) {
     let root = Context::root_with(schedule);
     let report = boot(&root, plan).await;
+    (report, dispose_and_drain(&root).await)
+}
+
+/// [`boot_and_dispose`] for every seed of a stress run after the first: the outcome is gathered
+/// as [`report`] gathers it (in the same order), but only what [`OutcomeBase::agrees`] compares,
+/// in the form it was read: no entry ids, positions or load times, no trace, no assembly view
+/// or digest ([`GatheredOutcome::outcome`] builds the JSON to explain a difference).
+///
+/// # Cancel safety
+/// As [`boot_and_dispose`].
+pub async fn boot_and_dispose_outcome(
+    plan: &LoadPlan,
+    schedule: Schedule,
+) -> (GatheredOutcome, LiveCounts) {
+    let root = Context::root_with(schedule);
+    let handles = start_and_idle(&root, plan, &mut (0..plan.entries.len())).await;
+    let entries = handles
+        .iter()
+        .map(|handle| match handle {
+            None => (EntryStatus::Disabled, None),
+            Some(handle) => {
+                let (status, error, _) = entry_state(&handle.outcome());
+                (status, error)
+            }
+        })
+        .collect();
+    let assembly = gather(&root).await;
+    let catalog = offered_digest(&root).await;
+    let incidents = incident_lines(&root);
+    let outcome = GatheredOutcome {
+        entries,
+        assembly,
+        catalog,
+        incidents,
+    };
+    (outcome, dispose_and_drain(&root).await)
+}
+
+/// Disposes `root` and lets its aborted tasks drop; returns the live counts left.
+async fn dispose_and_drain(root: &Context) -> LiveCounts {
     root.dispose();
     // Aborted tasks drop their futures when the scheduler next runs them.
     for _ in 0..16 {
@@ -552,7 +722,7 @@ pub async fn boot_and_dispose(plan: &LoadPlan, schedule: Schedule) -> (BootRepor
         }
         tokio::task::yield_now().await;
     }
-    (report, root.live())
+    root.live()
 }
 
 #[cfg(test)]
@@ -663,5 +833,134 @@ mod tests {
                 "incidents": [],
             })
         );
+    }
+
+    /// A composition whose outcome the seed decides (seeded faults: errors, panics, hangs cut
+    /// short by the timeout, listener panics as incidents) beside a conflict, a pending entry,
+    /// a disabled one and a system prompt with tools.
+    fn seeded_plan() -> LoadPlan {
+        let yml = "\
+- id: system-prompt
+  name: system-prompt
+- id: tools
+  name: tools
+- id: c0
+  name: debug/claim
+  config: {tools: [echo, mine], sections: [guide]}
+- id: c1
+  name: debug/claim
+  config: {tools: [echo]}
+- id: c2
+  name: debug/claim
+  config: {tools: [other], sections: [intro]}
+- id: f0
+  name: debug/fault
+  config: {mode: seeded}
+  timeout: 50
+- id: f1
+  name: debug/fault
+  config: {mode: seeded}
+  timeout: 50
+- id: waits
+  name: debug/noop
+  inject: [nobody-provides-this]
+- id: off
+  name: debug/noop
+  disabled: true
+";
+        crate::plan::load_plan(
+            yml,
+            "seeded.yml",
+            &|_| None,
+            &crate::builtins::Builtins::host(),
+            &crate::plan::PlanOptions::default(),
+        )
+        .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_gathered_outcome_is_the_reports_and_agrees_exactly_when_the_reports_do() {
+        let plan = seeded_plan();
+        let policy = Policy::Random;
+        let (first, _) = boot_and_dispose(&plan, Schedule::new(policy, 0)).await;
+        let base = OutcomeBase::new(first.clone());
+        let (mut agreeing, mut differing) = (0, 0);
+        for seed in 0..24 {
+            let (report, live) = boot_and_dispose(&plan, Schedule::new(policy, seed)).await;
+            let (gathered, gathered_live) =
+                boot_and_dispose_outcome(&plan, Schedule::new(policy, seed)).await;
+            assert_eq!(live, gathered_live, "seed {seed}");
+            assert_eq!(gathered.outcome(&plan), report.outcome(), "seed {seed}");
+            let same = first.same_outcome(&report);
+            assert_eq!(base.agrees(&gathered), same, "seed {seed}");
+            if same {
+                agreeing += 1;
+            } else {
+                differing += 1;
+            }
+        }
+        // Both answers were asked for.
+        assert!(
+            agreeing > 0 && differing > 0,
+            "{agreeing} agree, {differing} differ"
+        );
+    }
+
+    /// The report a gathered outcome stands for, with `ids` for its entries.
+    fn report_of(ids: &[&str], gathered: &GatheredOutcome) -> BootReport {
+        let view = gathered.assembly.view();
+        BootReport {
+            seed: 0,
+            policy: Policy::Random,
+            entries: ids
+                .iter()
+                .zip(&gathered.entries)
+                .map(|(id, (status, error))| entry(id, *status, error.as_deref()))
+                .collect(),
+            assembly: view.json,
+            digest: view.digest,
+            assembly_error: view.error,
+            catalog: gathered.catalog.clone(),
+            incidents: gathered.incidents.clone(),
+            trace: Vec::new(),
+            boot_time: std::time::Duration::ZERO,
+        }
+    }
+
+    #[test]
+    fn agrees_compares_what_same_outcome_compares_repeated_ids_included() {
+        let ids = ["a", "b", "a"];
+        let gathered = || GatheredOutcome {
+            entries: vec![
+                (EntryStatus::Failed, Some("boom".to_owned())),
+                (EntryStatus::Active, None),
+                (EntryStatus::Active, None),
+            ],
+            assembly: Gathered::NoPrompt(br#"{"services":["x"]}"#.to_vec()),
+            catalog: None,
+            incidents: Vec::new(),
+        };
+        let base = OutcomeBase::new(report_of(&ids, &gathered()));
+        let variants: &[fn(&mut GatheredOutcome)] = &[
+            |_| {},
+            // The first "a" is not keyed: the later one wins.
+            |g| g.entries[0] = (EntryStatus::Active, None),
+            |g| g.entries[2] = (EntryStatus::Failed, Some("boom".to_owned())),
+            |g| g.entries[1].0 = EntryStatus::Pending,
+            |g| g.entries[1].1 = Some("why".to_owned()),
+            |g| g.catalog = Some("c".to_owned()),
+            |g| g.incidents.push("p (listener of \"x\"): boom".to_owned()),
+            |g| g.assembly = Gathered::NoPrompt(br#"{"services":["y"]}"#.to_vec()),
+            |g| g.assembly = Gathered::Failed("bad".to_owned()),
+        ];
+        let mut differing = 0;
+        for (i, change) in variants.iter().enumerate() {
+            let mut other = gathered();
+            change(&mut other);
+            let same = base.report().same_outcome(&report_of(&ids, &other));
+            assert_eq!(base.agrees(&other), same, "variant {i}");
+            differing += usize::from(!same);
+        }
+        assert_eq!(differing, variants.len() - 2);
     }
 }

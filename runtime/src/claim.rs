@@ -18,12 +18,15 @@
 //! loads; run-time claims ([`Context::claim`]) decide what only run time can know.
 
 use std::borrow::Cow;
+use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::sync::Arc;
 
+use rustc_hash::FxHashMap;
+
 use crate::context::{Context, Shared};
-use crate::effect::{EffectHandle, EffectKind};
+use crate::effect::{EffectHandle, EffectKind, EffectLabel};
 use crate::scope::{AddError, ScopeId, ScopeNode, lock};
 
 /// One name of one kind that at most one entry may own.
@@ -121,78 +124,129 @@ pub fn conflict_message<S: AsRef<str>>(claims: &[&Claim], holders: &[S]) -> Stri
     )
 }
 
-/// Who holds a claim: an entry (a labelled scope) or, outside any, the scope itself.
+/// One holder of a claim: an entry (a labelled scope) or, outside any, the scope itself.
 #[derive(Debug, Clone)]
-struct Owner {
+struct Holder {
+    owner: ScopeId,
     label: Arc<str>,
     /// How many live claims of this owner on the name (several scopes of one entry may hold it).
     count: usize,
 }
 
-/// Every live claim, by claim, then by owner scope; and each owner's claims, so what one entry
-/// reports costs what it holds, not what the whole runtime holds.
+/// The holders of one claim, in no particular order (every answer sorts what it reads). The
+/// first is inline: a name with one holder, the usual case, allocates nothing for its list.
+#[derive(Debug)]
+struct Holders {
+    first: Holder,
+    more: Vec<Holder>,
+}
+
+impl Holders {
+    fn len(&self) -> usize {
+        1 + self.more.len()
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &Holder> {
+        std::iter::once(&self.first).chain(&self.more)
+    }
+
+    fn contains(&self, owner: ScopeId) -> bool {
+        self.iter().any(|h| h.owner == owner)
+    }
+
+    /// Adds one hold of `owner`.
+    fn add(&mut self, owner: ScopeId, label: &Arc<str>) {
+        if self.first.owner == owner {
+            self.first.count += 1;
+        } else if let Some(h) = self.more.iter_mut().find(|h| h.owner == owner) {
+            h.count += 1;
+        } else {
+            self.more.push(Holder {
+                owner,
+                label: label.clone(),
+                count: 1,
+            });
+        }
+    }
+
+    /// Removes one hold of `owner`; false when that was the last hold of the last holder (the
+    /// list is then stale and must go).
+    fn remove(&mut self, owner: ScopeId) -> bool {
+        if self.first.owner == owner {
+            self.first.count -= 1;
+            if self.first.count == 0 {
+                match self.more.pop() {
+                    Some(next) => self.first = next,
+                    None => return false,
+                }
+            }
+        } else if let Some(at) = self.more.iter().position(|h| h.owner == owner) {
+            self.more[at].count -= 1;
+            if self.more[at].count == 0 {
+                self.more.swap_remove(at);
+            }
+        }
+        true
+    }
+}
+
+/// Every live claim with its holders, and the set of contested claims, sorted.
+///
+/// A hash map, not a B-tree: holding and releasing a claim (two per tool, section or service
+/// of every entry of every boot) is one hash and one compare, where ordered keys cost a string
+/// compare per tree level. Nothing iterates it; every answer that lists claims reads the sorted
+/// `contested` set instead, so its order never reaches an output.
 #[derive(Default)]
 pub(crate) struct ClaimTable {
-    held: BTreeMap<Claim, BTreeMap<ScopeId, Owner>>,
-    by_owner: BTreeMap<ScopeId, BTreeSet<Claim>>,
-    /// How many claims have two or more holders: while none has, no owner is in a conflict
-    /// (what every entry's report asks, answered without a lookup per claim).
-    contested: usize,
+    held: FxHashMap<Arc<Claim>, Holders>,
+    /// The claims with two or more holders, sorted: all a conflict report reads, so while no
+    /// claim is contested, no owner is in a conflict and asking costs nothing.
+    contested: BTreeSet<Arc<Claim>>,
 }
 
 impl ClaimTable {
     /// Adds one hold; true when the conflict its holders report changed (a second or later
     /// owner came).
-    fn add(&mut self, claim: &Claim, owner: ScopeId, label: &Arc<str>) -> bool {
-        let holders = self.held.entry(claim.clone()).or_default();
-        let before = holders.len();
-        holders
-            .entry(owner)
-            .or_insert_with(|| Owner {
-                label: label.clone(),
-                count: 0,
-            })
-            .count += 1;
-        let after = holders.len();
-        if after > before {
-            self.by_owner
-                .entry(owner)
-                .or_default()
-                .insert(claim.clone());
+    fn add(&mut self, claim: &Arc<Claim>, owner: ScopeId, label: &Arc<str>) -> bool {
+        match self.held.entry(claim.clone()) {
+            Entry::Vacant(slot) => {
+                slot.insert(Holders {
+                    first: Holder {
+                        owner,
+                        label: label.clone(),
+                        count: 1,
+                    },
+                    more: Vec::new(),
+                });
+                false
+            }
+            Entry::Occupied(mut slot) => {
+                let holders = slot.get_mut();
+                let before = holders.len();
+                holders.add(owner, label);
+                let after = holders.len();
+                if before == 1 && after == 2 {
+                    self.contested.insert(claim.clone());
+                }
+                after > before
+            }
         }
-        if before == 1 && after == 2 {
-            self.contested += 1;
-        }
-        after > before && after > 1
     }
 
     /// Removes one hold; true when the conflict its holders report changed (an owner of a
     /// contested claim left).
     fn remove(&mut self, claim: &Claim, owner: ScopeId) -> bool {
-        // Taken out and put back only when holds remain: the usual release (the one hold of
-        // the one holder) looks the claim up once.
-        let Some((key, mut holders)) = self.held.remove_entry(claim) else {
+        let Some(holders) = self.held.get_mut(claim) else {
             return false;
         };
         let before = holders.len();
-        if let Some(o) = holders.get_mut(&owner) {
-            o.count -= 1;
-            if o.count == 0 {
-                holders.remove(&owner);
-                if let Some(mine) = self.by_owner.get_mut(&owner) {
-                    mine.remove(claim);
-                    if mine.is_empty() {
-                        self.by_owner.remove(&owner);
-                    }
-                }
-            }
+        if !holders.remove(owner) {
+            self.held.remove(claim);
+            return false;
         }
         let after = holders.len();
         if before == 2 && after == 1 {
-            self.contested -= 1;
-        }
-        if after > 0 {
-            self.held.insert(key, holders);
+            self.contested.remove(claim);
         }
         after < before && before > 1
     }
@@ -201,20 +255,25 @@ impl ClaimTable {
         let mut labels: Vec<String> = self
             .held
             .get(claim)
-            .map(|h| h.values().map(|o| o.label.to_string()).collect())
+            .map(|h| h.iter().map(|o| String::from(&*o.label)).collect())
             .unwrap_or_default();
         labels.sort();
         labels
     }
 
+    /// True while two or more owners hold `claim`.
+    fn is_contested(&self, claim: &Claim) -> bool {
+        self.held.get(claim).is_some_and(|h| h.len() > 1)
+    }
+
     /// The conflicts `owner` is part of: one text per set of holders, claims sorted.
     fn conflicts_of(&self, owner: ScopeId) -> Vec<String> {
-        if self.contested == 0 {
+        if self.contested.is_empty() {
             return Vec::new();
         }
         let mut by_holders: BTreeMap<Vec<String>, Vec<&Claim>> = BTreeMap::new();
-        for claim in self.by_owner.get(&owner).into_iter().flatten() {
-            if self.held.get(claim).is_some_and(|h| h.len() > 1) {
+        for claim in &self.contested {
+            if self.held.get(&**claim).is_some_and(|h| h.contains(owner)) {
                 by_holders
                     .entry(self.labels(claim))
                     .or_default()
@@ -229,18 +288,12 @@ impl ClaimTable {
 }
 
 impl ScopeNode {
-    /// The scope that owns this one's claims: the nearest labelled scope at or above it, else
-    /// this scope.
-    pub(crate) fn claim_owner(self: &Arc<Self>) -> (ScopeId, Arc<str>) {
-        let mut at = self.clone();
-        loop {
-            if let Some(label) = &at.label {
-                return (at.id, label.clone());
-            }
-            match at.parent_node.as_ref().and_then(std::sync::Weak::upgrade) {
-                Some(parent) => at = parent,
-                None => return (self.id, self.name.clone()),
-            }
+    /// The scope that owns this one's claims, and the label they are held under: the nearest
+    /// labelled scope at or above it, else this scope (computed when the scope was made).
+    pub(crate) fn claim_owner(&self) -> (ScopeId, &Arc<str>) {
+        match &self.labelled_owner {
+            Some((owner, label)) => (*owner, label),
+            None => (self.id, &self.name),
         }
     }
 }
@@ -253,9 +306,9 @@ impl Shared {
 
     /// Holds `claim` for `node`'s owner and returns the owner. When that changes a conflict, what
     /// its holders report changes: status waiters are woken then, and only then.
-    pub(crate) fn hold(&self, node: &Arc<ScopeNode>, claim: &Claim) -> ScopeId {
+    pub(crate) fn hold(&self, node: &ScopeNode, claim: &Arc<Claim>) -> ScopeId {
         let (owner, label) = node.claim_owner();
-        if lock(&self.claims).add(claim, owner, &label) {
+        if lock(&self.claims).add(claim, owner, label) {
             self.status_changed();
         }
         owner
@@ -273,6 +326,12 @@ impl Shared {
     pub(crate) fn holders(&self, claim: &Claim) -> Vec<String> {
         lock(&self.claims).labels(claim)
     }
+
+    /// True while two or more owners hold `claim` (what `holders(claim).len() > 1` says,
+    /// without the list).
+    pub(crate) fn contested(&self, claim: &Claim) -> bool {
+        lock(&self.claims).is_contested(claim)
+    }
 }
 
 impl Context {
@@ -286,26 +345,22 @@ impl Context {
             self.node
                 .note_names(crate::observe::Note::Write(claim.clone()));
         }
-        let shared = self.node.shared.clone();
-        // `claim.to_string()` without the formatting machinery (one label per claim per boot).
-        let mut label = String::with_capacity(claim.kind.len() + claim.name.len() + 3);
-        label.push_str(&claim.kind);
-        label.push_str(" \"");
-        label.push_str(&claim.name);
-        label.push('"');
-        let label: Cow<'static, str> = Cow::Owned(label);
-        let node = self.node.clone();
-        let added = self
-            .node
-            .add_effect::<()>(self.generation, EffectKind::Custom, label, || {
-                let owner = shared.hold(&node, &claim);
-                let weak = Arc::downgrade(&shared);
-                Ok(Box::new(move || {
-                    if let Some(shared) = weak.upgrade() {
-                        shared.release(&claim, owner);
-                    }
-                }))
-            });
+        let shared = &self.node.shared;
+        // One allocation shared by the table's key, the undo and the effect's label (which is
+        // the claim, formatted only if the undo panics).
+        let claim = Arc::new(claim);
+        let label = EffectLabel::Claim(claim.clone());
+        let added =
+            self.node
+                .add_labelled_effect::<()>(self.generation, EffectKind::Custom, label, || {
+                    let owner = shared.hold(&self.node, &claim);
+                    let weak = Arc::downgrade(shared);
+                    Ok(Box::new(move || {
+                        if let Some(shared) = weak.upgrade() {
+                            shared.release(&claim, owner);
+                        }
+                    }))
+                });
         match added {
             Ok(id) => EffectHandle::new(&self.node, id),
             Err(AddError::Gone | AddError::Refused(())) => EffectHandle::inert(),
@@ -325,7 +380,7 @@ impl Context {
 
     /// True while two or more entries hold `claim`.
     pub fn is_contested(&self, claim: &Claim) -> bool {
-        self.claim_holders(claim).len() > 1
+        self.node.shared.contested(claim)
     }
 }
 
@@ -402,6 +457,61 @@ mod tests {
             root.idle().await;
             let _four = four.context().unwrap().claim(echo.clone());
             assert_eq!(entries[0].info().conflicts.len(), 1);
+            root.dispose();
+            assert!(root.live().is_zero());
+        }
+    }
+
+    both_runtimes! {
+        async fn conflicts_group_by_holders_with_claims_sorted_and_a_hidden_child_claims_for_its_entry() {
+            let root = Context::root();
+            let entries: Vec<ScopeHandle> =
+                ["c", "a", "b"].iter().map(|l| entry(&root, l)).collect();
+            root.idle().await;
+            let (c, a, b) = (&entries[0], &entries[1], &entries[2]);
+            // A hidden child of `a` (and a child of that) holds for `a`, not for itself.
+            let hidden = a.context().unwrap().child_scope("hidden");
+            let deeper = hidden.context().unwrap().child_scope("deeper");
+            let hctx = deeper.context().unwrap();
+            assert_eq!(hctx.claim_owner(), a.id());
+            // Outside every entry a scope holds for itself, under its name.
+            let loose = root.child_scope("loose").context().unwrap();
+            let inner = loose.child_scope("inner");
+            assert_eq!(loose.claim_owner(), loose.scope_id());
+            assert_eq!(inner.context().unwrap().claim_owner(), inner.id());
+            let _loose = loose.claim(Claim::tool("loose"));
+            assert_eq!(root.claim_holders(&Claim::tool("loose")), ["loose"]);
+            let bctx = b.context().unwrap();
+            let cctx = c.context().unwrap();
+            let mut held = Vec::new();
+            for claim in [Claim::tool("z"), Claim::section("x"), Claim::tool("y")] {
+                held.push(hctx.claim(claim.clone()));
+                held.push(bctx.claim(claim));
+            }
+            held.push(cctx.claim(Claim::tool("w")));
+            held.push(hctx.claim(Claim::tool("w")));
+            // Uncontested claims of their own do not show.
+            held.push(bctx.claim(Claim::tool("solo")));
+            assert!(!root.is_contested(&Claim::tool("solo")));
+            assert!(root.is_contested(&Claim::tool("w")));
+            assert_eq!(root.claim_holders(&Claim::tool("w")), ["a", "c"]);
+            let tail = "so none of them gets them; remove them from all but one (or disable all but one of the entries)";
+            let ab = format!("section \"x\", tool \"y\", tool \"z\" are claimed by entries \"a\" and \"b\", {tail}");
+            let ac = "tool \"w\" is claimed by entries \"a\" and \"c\", so none of them gets it; remove it from all but one (or disable all but one of the entries)";
+            assert_eq!(a.info().conflicts, [ab.as_str(), ac]);
+            assert_eq!(a.outcome().conflicts, a.info().conflicts);
+            assert_eq!(b.info().conflicts, [ab.as_str()]);
+            assert_eq!(c.info().conflicts, [ac]);
+            // The hidden scopes report nothing of their own: their entry does.
+            assert!(deeper.info().conflicts.is_empty());
+            // `a` leaving a claim twice held by one owner: one hold goes, the claim stays.
+            held.push(hctx.claim(Claim::tool("w")));
+            held.pop().unwrap().dispose();
+            assert_eq!(c.info().conflicts, [ac]);
+            hidden.dispose();
+            assert!(c.info().conflicts.is_empty());
+            assert!(b.info().conflicts.is_empty());
+            assert_eq!(root.claim_holders(&Claim::tool("z")), ["b"]);
             root.dispose();
             assert!(root.live().is_zero());
         }

@@ -5,11 +5,12 @@
 //! `waterfall.rs`), tasks (`task.rs`) and introspection (`introspect.rs`).
 
 use std::any::{Any, TypeId};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
+use rustc_hash::FxHashMap;
 use tokio::runtime::Handle;
 use tokio::sync::watch;
 
@@ -47,7 +48,9 @@ pub(crate) struct Shared {
     pub(crate) schedule: Schedule,
     next_scope: AtomicU64,
     next_effect: AtomicU64,
-    scopes: Mutex<BTreeMap<ScopeId, Weak<ScopeNode>>>,
+    /// Every live scope. Hashed by id (registering and unregistering are the hot half: one
+    /// each per scope per boot); [`Shared::live_scopes`] sorts what it lists.
+    scopes: Mutex<FxHashMap<ScopeId, Weak<ScopeNode>>>,
     pub(crate) services: Mutex<ServiceTable>,
     pub(crate) claims: Mutex<crate::claim::ClaimTable>,
     pub(crate) listeners: Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,
@@ -62,6 +65,8 @@ pub(crate) struct Shared {
     pub(crate) trace: Mutex<Bounded<TraceEvent>>,
     /// Whether scopes note what they do with names (see [`crate::NameFootprint`]).
     pub(crate) observing: AtomicBool,
+    /// Set when the root's disposal begins: the whole runtime is going away, for good.
+    closing: AtomicBool,
 }
 
 impl Shared {
@@ -82,20 +87,48 @@ impl Shared {
         if lock(&self.scopes).remove(&node.id).is_some() {
             self.counters.scopes.fetch_sub(1, Ordering::Relaxed);
         }
-        if let Some(runner) = &node.runner {
+        // While the runtime closes nobody reads the dependents index (a withdrawn or returning
+        // service restarts no one then), and `closed` drops it whole.
+        if let Some(runner) = &node.runner
+            && !self.closing()
+        {
             lock(&self.services).forget_dependent(node.id, &runner.inject);
         }
+    }
+
+    /// The root's disposal began: the runtime is going away for good (see [`Shared::closing`]).
+    pub(crate) fn begin_closing(&self) {
+        self.closing.store(true, Ordering::Release);
+    }
+
+    /// True once the root's disposal began. A closing runtime skips what only matters to one
+    /// that lives on: the dependents of a withdrawn service are not unwound back to pending
+    /// (their own disposal, moments later, unwinds them, in the documented order), the
+    /// survivor of a contest is not offered to them, and scopes leave the dependents index
+    /// wholesale instead of one by one. Undos, their order, claims, counters and incidents are
+    /// untouched.
+    pub(crate) fn closing(&self) -> bool {
+        self.closing.load(Ordering::Acquire)
+    }
+
+    /// The root's disposal finished: drops the dependents index scopes did not leave one by
+    /// one (see [`Shared::unregister_scope`]).
+    pub(crate) fn closed(&self) {
+        lock(&self.services).forget_all_dependents();
     }
 
     pub(crate) fn scope(&self, id: ScopeId) -> Option<Arc<ScopeNode>> {
         lock(&self.scopes).get(&id).and_then(Weak::upgrade)
     }
 
+    /// Every live scope, by id.
     pub(crate) fn live_scopes(&self) -> Vec<Arc<ScopeNode>> {
-        lock(&self.scopes)
+        let mut live: Vec<Arc<ScopeNode>> = lock(&self.scopes)
             .values()
             .filter_map(Weak::upgrade)
-            .collect()
+            .collect();
+        live.sort_unstable_by_key(|n| n.id);
+        live
     }
 
     /// Wakes everyone waiting for a scope status (they re-check their own scope).
@@ -216,7 +249,7 @@ impl Context {
             schedule,
             next_scope: AtomicU64::new(0),
             next_effect: AtomicU64::new(0),
-            scopes: Mutex::new(BTreeMap::new()),
+            scopes: Mutex::new(FxHashMap::default()),
             services: Mutex::new(ServiceTable::default()),
             claims: Mutex::new(crate::claim::ClaimTable::default()),
             listeners: Mutex::new(HashMap::new()),
@@ -228,6 +261,7 @@ impl Context {
             incidents: Mutex::new(Bounded::new(INCIDENT_CAPACITY)),
             trace: Mutex::new(Bounded::new(TRACE_CAPACITY)),
             observing: AtomicBool::new(false),
+            closing: AtomicBool::new(false),
         });
         let node = ScopeNode::new(
             shared,

@@ -1,9 +1,11 @@
 //! Effects: the undo records a scope keeps for everything registered on it.
 
 use std::borrow::Cow;
+use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Weak};
 
+use crate::claim::Claim;
 use crate::context::Context;
 use crate::error::panic_message;
 use crate::scope::{AddError, ScopeNode};
@@ -64,8 +66,26 @@ impl Effects {
 
 pub(crate) struct Effect {
     pub(crate) kind: EffectKind,
-    pub(crate) label: Cow<'static, str>,
+    pub(crate) label: EffectLabel,
     pub(crate) undo: Undo,
+}
+
+/// What an effect is called in an incident (`undo of {label}`), read only if its undo panics:
+/// a claim's label is its claim, formatted then, so holding a claim costs no label string.
+pub(crate) enum EffectLabel {
+    /// A label given as text.
+    Text(Cow<'static, str>),
+    /// A claim, shown as `kind "name"` (its `Display`).
+    Claim(Arc<Claim>),
+}
+
+impl fmt::Display for EffectLabel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            EffectLabel::Text(text) => f.write_str(text),
+            EffectLabel::Claim(claim) => fmt::Display::fmt(claim, f),
+        }
+    }
 }
 
 impl Effect {

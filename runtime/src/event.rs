@@ -142,13 +142,14 @@ impl Context {
         }
     }
 
-    fn entries<E: Event>(&self) -> Arc<[Entry<Handler<E>>]> {
+    /// The listeners of `E` in dispatch order; `None`: none was ever registered.
+    fn entries<E: Event>(&self) -> Option<Arc<[Entry<Handler<E>>]>> {
         self.node.shared.snapshot::<Handler<E>>()
     }
 
     /// Number of listeners of `E`.
     pub fn listener_count<E: Event>(&self) -> usize {
-        self.entries::<E>().len()
+        self.entries::<E>().map_or(0, |e| e.len())
     }
 
     fn call_sync<E: Event>(
@@ -196,10 +197,9 @@ impl Context {
     pub fn emit<E: Event>(&self, event: E) {
         // Noted even with no listener: one registered later is what order changes.
         self.note_emit::<E>();
-        let entries = self.entries::<E>();
-        if entries.is_empty() {
+        let Some(entries) = self.entries::<E>().filter(|e| !e.is_empty()) else {
             return;
-        }
+        };
         let event = Arc::new(event);
         for entry in entries.iter() {
             match &entry.handler {
@@ -227,7 +227,9 @@ impl Context {
     /// Dropping the future drops the listener futures still running.
     pub async fn parallel<E: Event>(&self, event: E) {
         self.note_emit::<E>();
-        let entries = self.entries::<E>();
+        let Some(entries) = self.entries::<E>() else {
+            return;
+        };
         let event = Arc::new(event);
         join_all(
             entries
@@ -244,7 +246,7 @@ impl Context {
     /// Dropping the future stops before the next listener.
     pub async fn serial<E: Event>(&self, event: E) -> Option<E::Output> {
         self.note_emit::<E>();
-        let entries = self.entries::<E>();
+        let entries = self.entries::<E>()?;
         let event = Arc::new(event);
         for entry in entries.iter() {
             if let Some(out) = self.call_async(entry, event.clone()).await {
@@ -258,7 +260,7 @@ impl Context {
     /// Async listeners are skipped: use [`Context::serial`] for them.
     pub fn bail<E: Event>(&self, event: &E) -> Option<E::Output> {
         self.note_emit::<E>();
-        let entries = self.entries::<E>();
+        let entries = self.entries::<E>()?;
         for entry in entries.iter() {
             if let Handler::Sync(f) = &entry.handler
                 && let Some(out) = self.call_sync(entry, &**f, event)

@@ -62,7 +62,7 @@ pub use plugin::{
     ErasedPlugin, FnPlugin, Inject, Plugin, PluginOptions, Prepared, prepare, started_anew,
 };
 pub use schedule::{Policy, PolicyParseError, Schedule};
-pub use scope::{FailureKind, ScopeFailure, ScopeHandle, ScopeId, ScopeStatus, lock};
+pub use scope::{FailureKind, ScopeFailure, ScopeHandle, ScopeId, ScopeOutcome, ScopeStatus, lock};
 pub use service::Service;
 pub use shell::{shell_line, shell_word};
 pub use waterfall::{Next, Waterfall};

@@ -97,18 +97,17 @@ impl Shared {
             .expect("listener lists are keyed by their handler type")
     }
 
-    /// The current listeners for handler type `H`, in dispatch order.
-    pub(crate) fn snapshot<H: Clone + Send + Sync + 'static>(&self) -> Arc<[Entry<H>]> {
-        let Some(shelf) = self.shelf::<H>() else {
-            return Arc::from(Vec::new());
-        };
+    /// The current listeners for handler type `H`, in dispatch order; `None` when none was
+    /// ever registered (an empty list then costs no allocation).
+    pub(crate) fn snapshot<H: Clone + Send + Sync + 'static>(&self) -> Option<Arc<[Entry<H>]>> {
+        let shelf = self.shelf::<H>()?;
         let mut list = lock(&shelf);
         if let Some(s) = &list.snapshot {
-            return s.clone();
+            return Some(s.clone());
         }
         let snap: Arc<[Entry<H>]> = list.entries.values().cloned().collect();
         list.snapshot = Some(snap.clone());
-        snap
+        Some(snap)
     }
 }
 

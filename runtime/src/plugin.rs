@@ -112,7 +112,7 @@ pub trait Plugin: Send + Sync + 'static {
     /// reason), never leave a half-kept result that `apply` would take as complete.
     fn preload(&self, root: &Context, config: &Self::Config) -> impl Future<Output = ()> + Send {
         let _ = (root, config);
-        async {}
+        NoPreload
     }
 
     /// Services this plugin needs only with some configs (required, in addition to
@@ -190,6 +190,18 @@ pub trait Plugin: Send + Sync + 'static {
         ctx: Context,
         config: &'a Self::Config,
     ) -> impl Future<Output = Result<(), BoxError>> + Send + 'a;
+}
+
+/// The future of the default [`Plugin::preload`]: done at its first poll, and of size zero,
+/// so boxing it ([`ErasedPlugin::preload_erased`]) allocates nothing.
+struct NoPreload;
+
+impl Future for NoPreload {
+    type Output = ();
+
+    fn poll(self: std::pin::Pin<&mut Self>, _: &mut std::task::Context<'_>) -> std::task::Poll<()> {
+        std::task::Poll::Ready(())
+    }
 }
 
 /// The lines of [`Plugin::widens`] for what `after` starts that `before` (an entry's earlier
@@ -314,7 +326,7 @@ impl<P: Plugin> ErasedPlugin for P {
     ) -> BoxFuture<'a, ()> {
         match config.downcast_ref::<P::Config>() {
             Some(config) => Box::pin(Plugin::preload(self, root, config)),
-            None => Box::pin(async {}),
+            None => Box::pin(NoPreload),
         }
     }
 
@@ -504,8 +516,9 @@ impl Context {
 
     /// Applies a prepared (type-erased) plugin with options in a new child scope.
     pub fn plugin_with(&self, prepared: Prepared, options: PluginOptions) -> ScopeHandle {
-        let mut inject: Vec<Inject> = prepared.plugin.inject().to_vec();
-        inject.extend(options.inject);
+        // The extra injections' vector takes the plugin's own (one allocation at most).
+        let mut inject = options.inject;
+        inject.extend_from_slice(prepared.plugin.inject());
         inject.sort();
         inject.dedup_by(|a, b| a.name == b.name && a.required == b.required);
         let name = prepared.name.clone();
@@ -606,9 +619,10 @@ pub(crate) fn start(node: &Arc<ScopeNode>) {
         return;
     };
     let shared = &node.shared;
-    if !shared.missing_services(&runner.inject).is_empty() {
+    if !shared.services_ready(&runner.inject) {
         return;
     }
+    let started = std::time::Instant::now();
     let generation = {
         let mut st = lock(&node.state);
         if st.status != ScopeStatus::Pending {
@@ -616,7 +630,7 @@ pub(crate) fn start(node: &Arc<ScopeNode>) {
         }
         st.generation += 1;
         st.status = ScopeStatus::Loading;
-        st.apply_started = Some(std::time::Instant::now());
+        st.apply_started = Some(started);
         st.generation
     };
     shared.loading_started();
@@ -629,7 +643,6 @@ pub(crate) fn start(node: &Arc<ScopeNode>) {
     let task_node = node.clone();
     let prepared = runner.prepared.clone();
     let timeout = runner.timeout;
-    let span = tracing::info_span!("scope", id = node.id.0, plugin = %node.name);
     let fut = async move {
         let node = task_node;
         node.shared
@@ -640,9 +653,9 @@ pub(crate) fn start(node: &Arc<ScopeNode>) {
         let apply =
             AssertUnwindSafe(prepared.plugin.apply_erased(ctx, &*prepared.config)).catch_unwind();
         let outcome = match timeout {
-            Some(limit) => match tokio::time::timeout(limit, apply).await {
-                Ok(outcome) => outcome.map_err(|p| panic_message(&*p)).map(Some),
-                Err(_) => Ok(None),
+            Some(limit) => match ApplyDeadline::new(apply, limit, started).await {
+                Some(outcome) => outcome.map_err(|p| panic_message(&*p)).map(Some),
+                None => Ok(None),
             },
             None => apply.await.map_err(|p| panic_message(&*p)).map(Some),
         };
@@ -668,12 +681,99 @@ pub(crate) fn start(node: &Arc<ScopeNode>) {
             }),
         };
         finish(&node, generation, end);
-    }
-    .instrument(span);
-    let task = crate::observe::spawn_attributed(node, fut);
+    };
+    // A span no subscriber wants costs nothing to skip; `Instrumented` would enter and exit it
+    // on every poll.
+    let span = tracing::info_span!("scope", id = node.id.0, plugin = %node.name);
+    let task = if span.is_disabled() {
+        crate::observe::spawn_attributed(node, fut)
+    } else {
+        crate::observe::spawn_attributed(node, fut.instrument(span))
+    };
     let mut st = lock(&node.state);
     if st.generation == generation && st.status == ScopeStatus::Loading {
         st.apply_task = Some(task.abort_handle());
+    }
+}
+
+/// An apply bounded by its entry's timeout, like `tokio::time::timeout` but arming no timer
+/// for an apply that never waits on anything but the seeded schedule (almost every apply).
+///
+/// A timer is only needed while the apply waits for something outside it. Each poll polls the
+/// apply first (finishing in time wins, as with `tokio::time::timeout`); when it returns
+/// `Pending`:
+/// - if a schedule point woke this task itself during that poll ([`crate::schedule`]'s
+///   self-wake), the task is already queued to be polled again, so no timer is needed to be
+///   polled again; every [`CLOCK_EVERY`]th such pend reads the clock, so an apply that only
+///   ever yields (a loop of registrations) still fails once its time is up;
+/// - otherwise the apply waits for an outside event: the timer is armed, for what is left of
+///   the limit since the apply was started, and from then on polled after the apply as
+///   `tokio::time::timeout` does (unconstrained by tokio's cooperative budget, as `timeout`
+///   polls it when the apply spent the budget).
+///
+/// A pend is only taken for a schedule yield when the waker the point woke is the one this
+/// future was polled with; a combinator that substitutes wakers makes the pend look like an
+/// outside wait, which only arms the timer (the old cost), never skips it.
+///
+/// The limit counts from [`start`] (which also times the load), a few schedule yields
+/// earlier than `tokio::time::timeout` created after the `before-apply` point counted.
+struct ApplyDeadline<F> {
+    apply: F,
+    limit: Duration,
+    started: std::time::Instant,
+    timer: Option<std::pin::Pin<Box<tokio::task::Unconstrained<tokio::time::Sleep>>>>,
+    yields: u32,
+}
+
+/// How many schedule-yield pends an [`ApplyDeadline`] lets pass between clock reads.
+const CLOCK_EVERY: u32 = 64;
+
+impl<F: Future + Unpin> ApplyDeadline<F> {
+    fn new(apply: F, limit: Duration, started: std::time::Instant) -> Self {
+        ApplyDeadline {
+            apply,
+            limit,
+            started,
+            timer: None,
+            yields: 0,
+        }
+    }
+}
+
+impl<F: Future + Unpin> Future for ApplyDeadline<F> {
+    /// `None`: the limit passed first.
+    type Output = Option<F::Output>;
+
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        use std::task::Poll;
+        let this = self.get_mut();
+        crate::schedule::clear_self_wake();
+        if let Poll::Ready(out) = std::pin::Pin::new(&mut this.apply).poll(cx) {
+            return Poll::Ready(Some(out));
+        }
+        if this.timer.is_none() {
+            if crate::schedule::self_woken(cx.waker()) {
+                this.yields = this.yields.wrapping_add(1);
+                if !this.yields.is_multiple_of(CLOCK_EVERY) {
+                    return Poll::Pending;
+                }
+                if this.started.elapsed() < this.limit {
+                    return Poll::Pending;
+                }
+                return Poll::Ready(None);
+            }
+            let left = this.limit.saturating_sub(this.started.elapsed());
+            this.timer = Some(Box::pin(tokio::task::unconstrained(tokio::time::sleep(
+                left,
+            ))));
+        }
+        match this.timer.as_mut().map(|t| t.as_mut().poll(cx)) {
+            Some(Poll::Ready(())) => Poll::Ready(None),
+            _ => Poll::Pending,
+        }
     }
 }
 
@@ -878,6 +978,57 @@ mod tests {
                 ..Default::default()
             });
             assert_eq!(h.settled().await, ScopeStatus::Failed);
+            let f = h.failure().unwrap();
+            assert_eq!(f.kind, FailureKind::Timeout);
+            assert!(f.message.contains("20 ms"), "{f}");
+            root.dispose();
+            assert!(root.live().is_zero());
+        }
+
+        async fn an_apply_that_waits_after_schedule_yields_still_times_out() {
+            // The schedule's yields arm no timer; the real wait after them must.
+            let root = Context::root_with(crate::Schedule::new(crate::Policy::Random, 3));
+            let prepared = Prepared::new(
+                FnPlugin::new("yields-then-hangs", |ctx: Context, _: ()| async move {
+                    for _ in 0..40 {
+                        ctx.schedule().point(crate::Schedule::BEFORE_REGISTER).await;
+                    }
+                    std::future::pending::<()>().await;
+                    Ok(())
+                }),
+                (),
+            );
+            let h = root.plugin_with(prepared, PluginOptions {
+                timeout: Some(Duration::from_millis(20)),
+                ..Default::default()
+            });
+            let settled = tokio::time::timeout(Duration::from_secs(30), h.settled())
+                .await
+                .expect("the apply's timeout never fired");
+            assert_eq!(settled, ScopeStatus::Failed);
+            assert_eq!(h.failure().unwrap().kind, FailureKind::Timeout);
+            root.dispose();
+            assert!(root.live().is_zero());
+        }
+
+        async fn an_apply_that_only_ever_yields_to_the_schedule_still_times_out() {
+            let root = Context::root_with(crate::Schedule::new(crate::Policy::Random, 5));
+            let prepared = Prepared::new(
+                FnPlugin::new("spins", |ctx: Context, _: ()| async move {
+                    loop {
+                        ctx.schedule().point(crate::Schedule::BEFORE_REGISTER).await;
+                    }
+                }),
+                (),
+            );
+            let h = root.plugin_with(prepared, PluginOptions {
+                timeout: Some(Duration::from_millis(20)),
+                ..Default::default()
+            });
+            let settled = tokio::time::timeout(Duration::from_secs(30), h.settled())
+                .await
+                .expect("the apply's timeout never fired");
+            assert_eq!(settled, ScopeStatus::Failed);
             let f = h.failure().unwrap();
             assert_eq!(f.kind, FailureKind::Timeout);
             assert!(f.message.contains("20 ms"), "{f}");

@@ -49,8 +49,53 @@ impl std::future::Future for YieldOnce {
         }
         self.0 = true;
         cx.waker().wake_by_ref();
+        note_self_wake(cx.waker());
         std::task::Poll::Pending
     }
+}
+
+/// `tokio::task::yield_now` (the multi-thread yield), noting its self-wake like [`YieldOnce`].
+async fn tokio_yield() {
+    let mut inner = std::pin::pin!(tokio::task::yield_now());
+    std::future::poll_fn(|cx| {
+        let poll = inner.as_mut().poll(cx);
+        if poll.is_pending() {
+            note_self_wake(cx.waker());
+        }
+        poll
+    })
+    .await;
+}
+
+/// A waker's identity (data and vtable addresses, as [`std::task::Waker::will_wake`] compares).
+type WakerId = (*const (), *const std::task::RawWakerVTable);
+
+thread_local! {
+    /// The waker a schedule point on this thread last woke itself with, since the last
+    /// [`clear_self_wake`].
+    static SELF_WOKEN: std::cell::Cell<Option<WakerId>> = const { std::cell::Cell::new(None) };
+}
+
+fn waker_id(waker: &std::task::Waker) -> WakerId {
+    (waker.data(), std::ptr::from_ref(waker.vtable()))
+}
+
+fn note_self_wake(waker: &std::task::Waker) {
+    SELF_WOKEN.with(|w| w.set(Some(waker_id(waker))));
+}
+
+/// Forgets the last self-wake of a schedule point on this thread (before polling a future
+/// whose pend [`self_woken`] is to explain).
+pub(crate) fn clear_self_wake() {
+    SELF_WOKEN.with(|w| w.set(None));
+}
+
+/// Whether a schedule point woke `waker` itself since [`clear_self_wake`] on this thread: a
+/// future polled with `waker` that returned `Pending` then is sure to be polled again without
+/// any outside event (the point yielded). A waker a combinator substituted does not match, so
+/// the answer errs towards "no".
+pub(crate) fn self_woken(waker: &std::task::Waker) -> bool {
+    SELF_WOKEN.with(|w| w.get() == Some(waker_id(waker)))
 }
 
 /// Which perturbation a [`Schedule`] applies.
@@ -119,7 +164,9 @@ struct PctState {
 struct Inner {
     policy: Policy,
     seed: u64,
-    sites: Mutex<HashMap<String, ChaCha8Rng>>,
+    /// Each site's stream, by name. Fx: the names are the program's own, looked up at every
+    /// point, and the map is never iterated (no order reaches an output).
+    sites: Mutex<rustc_hash::FxHashMap<String, ChaCha8Rng>>,
     pct: Mutex<PctState>,
 }
 
@@ -181,7 +228,7 @@ impl Schedule {
             inner: Arc::new(Inner {
                 policy,
                 seed,
-                sites: Mutex::new(HashMap::new()),
+                sites: Mutex::new(rustc_hash::FxHashMap::default()),
                 pct: Mutex::new(pct),
             }),
         }
@@ -231,7 +278,7 @@ impl Schedule {
             if current_thread {
                 YieldOnce(false).await;
             } else {
-                tokio::task::yield_now().await;
+                tokio_yield().await;
             }
         }
     }
@@ -311,6 +358,34 @@ mod tests {
             db.push(b.draw("before-apply", 100));
         }
         assert_eq!(da, db);
+    }
+
+    /// A waker that only counts its wakes (each one a distinct waker).
+    struct Counting(std::sync::atomic::AtomicUsize);
+    impl std::task::Wake for Counting {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+
+    #[test]
+    fn a_point_yield_is_told_apart_from_other_pends_by_its_waker() {
+        use std::future::Future;
+        let mine = std::task::Waker::from(Arc::new(Counting(0.into())));
+        let other = std::task::Waker::from(Arc::new(Counting(0.into())));
+        clear_self_wake();
+        assert!(!self_woken(&mine));
+        let mut y = std::pin::pin!(YieldOnce(false));
+        let mut cx = std::task::Context::from_waker(&mine);
+        assert!(y.as_mut().poll(&mut cx).is_pending());
+        assert!(self_woken(&mine), "the yield woke this waker itself");
+        assert!(!self_woken(&other), "another waker was not woken");
+        clear_self_wake();
+        assert!(!self_woken(&mine), "a cleared mark is gone");
+        // A pend that is no yield leaves no mark.
+        let mut never = std::pin::pin!(std::future::pending::<()>());
+        assert!(never.as_mut().poll(&mut cx).is_pending());
+        assert!(!self_woken(&mine));
     }
 
     #[test]

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use tokio::task::AbortHandle;
 
 use crate::context::{Context, Shared};
-use crate::effect::{Effect, EffectHandle, EffectId, EffectKind, Effects, Undo};
+use crate::effect::{Effect, EffectHandle, EffectId, EffectKind, EffectLabel, Effects, Undo};
 use crate::introspect::{EffectCounts, EventFootprint, ScopeInfo, insert_sorted};
 use crate::plugin::Runner;
 
@@ -97,6 +97,25 @@ impl ScopeFailure {
     }
 }
 
+/// How a scope's last apply came out, as an entry's report shows it: the part of
+/// [`ScopeInfo`] a report reads (see [`ScopeHandle::outcome`]). Every field means what the
+/// field of the same name in [`ScopeInfo`] means.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScopeOutcome {
+    /// The status.
+    pub status: ScopeStatus,
+    /// Why it failed, if it did.
+    pub failure: Option<ScopeFailure>,
+    /// The required services a pending scope still waits for, sorted.
+    pub missing: Vec<String>,
+    /// The contested claims this scope's entry is part of, sorted.
+    pub conflicts: Vec<String>,
+    /// Why a pending scope waits when it is not for services (its last apply deferred).
+    pub waiting: Option<String>,
+    /// How long its last apply took. Wall-clock: for people, never for digests.
+    pub load_time: Option<Duration>,
+}
+
 /// What an unwind turns the scope into.
 pub(crate) enum Unwind {
     Dispose,
@@ -152,6 +171,10 @@ pub(crate) struct ScopeNode {
     pub(crate) parent_node: Option<Weak<ScopeNode>>,
     pub(crate) name: Arc<str>,
     pub(crate) label: Option<Arc<str>>,
+    /// The nearest labelled scope at or above this one, with its label: who holds this
+    /// scope's claims (else the scope itself, see [`ScopeNode::claim_owner`]). Fixed at
+    /// creation, since labels and parents are.
+    pub(crate) labelled_owner: Option<(ScopeId, Arc<str>)>,
     /// The nearest standing scope at or above this one (see [`crate::Context::realm`]).
     pub(crate) realm: Option<ScopeId>,
     pub(crate) shared: Arc<Shared>,
@@ -207,6 +230,13 @@ impl ScopeNode {
                 p.order.child(place)
             }
         };
+        // The nearest labelled scope at or above this one: the parent's answer is already
+        // that for everything above it.
+        let labelled_owner = match (&label, parent) {
+            (Some(label), _) => Some((id, label.clone())),
+            (None, Some(p)) => p.labelled_owner.clone(),
+            (None, None) => None,
+        };
         let realm = if own_realm {
             Some(id)
         } else {
@@ -218,6 +248,7 @@ impl ScopeNode {
             parent_node: parent.map(Arc::downgrade),
             name,
             label,
+            labelled_owner,
             realm,
             shared: shared.clone(),
             state: Mutex::new(ScopeState {
@@ -253,6 +284,18 @@ impl ScopeNode {
         generation: u64,
         kind: EffectKind,
         label: Cow<'static, str>,
+        register: impl FnOnce() -> Result<Undo, E>,
+    ) -> Result<EffectId, AddError<E>> {
+        self.add_labelled_effect(generation, kind, EffectLabel::Text(label), register)
+    }
+
+    /// [`ScopeNode::add_effect`] with a label of any form (a claim's is formatted only if its
+    /// undo panics).
+    pub(crate) fn add_labelled_effect<E>(
+        &self,
+        generation: u64,
+        kind: EffectKind,
+        label: EffectLabel,
         register: impl FnOnce() -> Result<Undo, E>,
     ) -> Result<EffectId, AddError<E>> {
         let mut st = lock(&self.state);
@@ -335,6 +378,13 @@ impl ScopeNode {
                 st.status,
             )
         };
+        // Disposing the root ends the whole runtime for good: from here on, what only a runtime
+        // that lives on needs (restarting the dependents of a withdrawn service, keeping the
+        // index of who waits for what) is skipped; see `Shared::closing`.
+        let closing = status == ScopeStatus::Disposed && self.parent.is_none();
+        if closing {
+            self.shared.begin_closing();
+        }
         if let Some(task) = task {
             task.abort();
         }
@@ -346,11 +396,37 @@ impl ScopeNode {
         if status == ScopeStatus::Disposed {
             self.shared.unregister_scope(self);
         }
+        if closing {
+            self.shared.closed();
+        }
         if was_loading {
             self.shared.loading_done();
         }
         tracing::debug!(scope = self.id.0, plugin = %self.name, %status, "scope unwound");
         true
+    }
+
+    /// The required services this scope waits for while it is `status`, sorted.
+    fn missing_while(&self, status: ScopeStatus) -> Vec<String> {
+        match (&self.runner, status) {
+            (Some(r), ScopeStatus::Pending) => self.shared.missing_services(&r.inject),
+            _ => Vec::new(),
+        }
+    }
+
+    pub(crate) fn outcome(&self) -> ScopeOutcome {
+        let st = lock(&self.state);
+        ScopeOutcome {
+            status: st.status,
+            failure: st.failure.clone(),
+            missing: self.missing_while(st.status),
+            conflicts: self.shared.conflicts_of(self.id),
+            waiting: match st.status {
+                ScopeStatus::Pending => st.waiting.clone(),
+                _ => None,
+            },
+            load_time: st.load_time,
+        }
     }
 
     pub(crate) fn info(&self) -> ScopeInfo {
@@ -359,15 +435,13 @@ impl ScopeNode {
         for kind in st.effects.kinds() {
             effects.add(kind);
         }
-        let missing = match (&self.runner, st.status) {
-            (Some(r), ScopeStatus::Pending) => self.shared.missing_services(&r.inject),
-            _ => Vec::new(),
-        };
+        let missing = self.missing_while(st.status);
         ScopeInfo {
             id: self.id,
             parent: self.parent,
-            plugin: self.name.to_string(),
-            label: self.label.as_ref().map(|l| l.to_string()),
+            // `String::from`, not `to_string`: no formatting machinery for a copy.
+            plugin: String::from(&*self.name),
+            label: self.label.as_deref().map(String::from),
             status: st.status,
             failure: st.failure.clone(),
             effects,
@@ -426,6 +500,13 @@ impl ScopeHandle {
     /// Introspection record of this scope.
     pub fn info(&self) -> ScopeInfo {
         self.node.info()
+    }
+
+    /// What an entry's report needs of this scope (status, failure, conflicts, missing
+    /// services, why it waits, load time): the same values as [`ScopeHandle::info`], without
+    /// copying its footprints and effect counts.
+    pub fn outcome(&self) -> ScopeOutcome {
+        self.node.outcome()
     }
 
     /// A context on this scope at its current generation, unless it is disposed.
@@ -594,6 +675,80 @@ mod tests {
             h.dispose();
             root.dispose();
             assert_eq!(*log.lock().unwrap(), ["x"]);
+        }
+
+        async fn disposing_the_root_undoes_each_effect_once_in_order_and_reapplies_nothing() {
+            use std::sync::atomic::{AtomicUsize, Ordering};
+
+            use crate::FnPlugin;
+
+            struct Store;
+            impl Service for Store {
+                const NAME: &'static str = "store";
+            }
+            let root = Context::root();
+            let log = Arc::new(Mutex::new(Vec::<String>::new()));
+            let applies = Arc::new(AtomicUsize::new(0));
+            // An entry that notes `label`, a hidden child's effect and `label/last`; the
+            // provider provides the store between its first and last effect.
+            let entry = |label: &'static str, provides: bool| {
+                let (log, applies) = (log.clone(), applies.clone());
+                let note = move |tag: String| {
+                    let log = log.clone();
+                    move || log.lock().unwrap().push(tag)
+                };
+                let plugin = FnPlugin::new(label, move |ctx: Context, ()| {
+                    applies.fetch_add(1, Ordering::SeqCst);
+                    let _ = ctx.effect("first", note(label.to_owned()));
+                    let provided: Result<(), BoxError> = if provides {
+                        ctx.provide(Store).map(drop).map_err(Into::into)
+                    } else {
+                        let inner = ctx.child_scope("inner");
+                        let _ = inner
+                            .context()
+                            .unwrap()
+                            .effect("inner", note(format!("{label}/inner")));
+                        Ok(())
+                    };
+                    let _ = ctx.effect("last", note(format!("{label}/last")));
+                    async move { provided }
+                });
+                if provides { plugin } else { plugin.inject(Inject::required("store")) }
+            };
+            // A dependent made before its provider unwinds after it, one made after it before.
+            let early = root.plugin(entry("early", false), ());
+            let provider = root.plugin(entry("provider", true), ());
+            let late = root.plugin(entry("late", false), ());
+            root.idle().await;
+            for h in [&early, &provider, &late] {
+                assert_eq!(h.status(), ScopeStatus::Active);
+            }
+            assert_eq!(applies.load(Ordering::SeqCst), 3);
+
+            root.dispose();
+            root.idle().await;
+            root.tasks_finished().await;
+            // Last registered first, children before their parent's earlier effects: the
+            // provider's withdrawal does not unwind `early` ahead of its turn.
+            assert_eq!(
+                *log.lock().unwrap(),
+                [
+                    "late/last",
+                    "late/inner",
+                    "late",
+                    "provider/last",
+                    "provider",
+                    "early/last",
+                    "early/inner",
+                    "early",
+                ]
+            );
+            assert_eq!(applies.load(Ordering::SeqCst), 3, "nothing applied again");
+            for h in [&early, &provider, &late] {
+                assert_eq!(h.status(), ScopeStatus::Disposed);
+            }
+            assert!(root.live().is_zero(), "{:?}", root.live());
+            assert!(root.incidents().is_empty());
         }
 
         async fn a_panicking_undo_is_contained_and_the_rest_still_run() {

@@ -11,9 +11,10 @@
 
 use std::any::Any;
 use std::borrow::Cow;
-use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
+
+use rustc_hash::FxHashMap;
 
 use crate::claim::Claim;
 use crate::context::{Context, Shared};
@@ -39,12 +40,16 @@ struct Slot {
 }
 
 /// The runtime's service table and the index of who waits for what.
+///
+/// Hash maps keyed by name, looked up by `&str` (Fx: the names are ours, not an attacker's).
+/// Their order never reaches an output: [`Context::service_names`] sorts, and dependents are
+/// kept sorted per name.
 #[derive(Default)]
 pub(crate) struct ServiceTable {
     /// Every provider of a name; the name is usable only with exactly one.
-    slots: HashMap<String, Vec<Slot>>,
-    /// Scopes whose plugin requires the service, by service name.
-    dependents: HashMap<String, BTreeSet<ScopeId>>,
+    slots: FxHashMap<String, Vec<Slot>>,
+    /// Scopes whose plugin requires the service, by service name, sorted by id.
+    dependents: FxHashMap<String, Vec<ScopeId>>,
 }
 
 impl ServiceTable {
@@ -52,12 +57,13 @@ impl ServiceTable {
         for i in inject.iter().filter(|i| i.required) {
             // The name is copied only the first time a scope depends on it.
             match self.dependents.get_mut(i.name.as_ref()) {
-                Some(set) => {
-                    set.insert(scope);
+                Some(ids) => {
+                    if let Err(at) = ids.binary_search(&scope) {
+                        ids.insert(at, scope);
+                    }
                 }
                 None => {
-                    self.dependents
-                        .insert(i.name.to_string(), BTreeSet::from([scope]));
+                    self.dependents.insert(i.name.to_string(), vec![scope]);
                 }
             }
         }
@@ -65,13 +71,20 @@ impl ServiceTable {
 
     pub(crate) fn forget_dependent(&mut self, scope: ScopeId, inject: &[Inject]) {
         for i in inject.iter().filter(|i| i.required) {
-            if let Some(set) = self.dependents.get_mut(i.name.as_ref()) {
-                set.remove(&scope);
-                if set.is_empty() {
+            if let Some(ids) = self.dependents.get_mut(i.name.as_ref()) {
+                if let Ok(at) = ids.binary_search(&scope) {
+                    ids.remove(at);
+                }
+                if ids.is_empty() {
                     self.dependents.remove(i.name.as_ref());
                 }
             }
         }
+    }
+
+    /// Forgets every dependent at once (the runtime closed; see [`Shared::closing`]).
+    pub(crate) fn forget_all_dependents(&mut self) {
+        self.dependents = FxHashMap::default();
     }
 
     /// The one provider of `name`, if exactly one provides it.
@@ -82,11 +95,14 @@ impl ServiceTable {
         }
     }
 
-    fn dependents_of(&self, name: &str) -> Vec<ScopeId> {
-        self.dependents
-            .get(name)
-            .map(|s| s.iter().copied().collect())
-            .unwrap_or_default()
+    /// The first scope after `after` (from the start with `None`) that requires `name`.
+    fn next_dependent(&self, name: &str, after: Option<ScopeId>) -> Option<ScopeId> {
+        let ids = self.dependents.get(name)?;
+        let at = match after {
+            None => 0,
+            Some(after) => ids.partition_point(|id| *id <= after),
+        };
+        ids.get(at).copied()
     }
 }
 
@@ -101,31 +117,60 @@ impl Shared {
             .collect()
     }
 
-    /// A service appeared: start the pending scopes that wait for it, in scope-id order.
-    fn service_provided(&self, name: &str) {
-        let dependents = lock(&self.services).dependents_of(name);
-        for id in dependents {
+    /// True when every required injection has its one provider (what an empty
+    /// [`Shared::missing_services`] says, without building the list).
+    pub(crate) fn services_ready(&self, inject: &[Inject]) -> bool {
+        let table = lock(&self.services);
+        inject
+            .iter()
+            .all(|i| !i.required || table.sole(i.name.as_ref()).is_some())
+    }
+
+    /// Calls `each` with every live scope that requires `name`, in scope-id order, without
+    /// holding the table while it runs (it may start or unwind scopes, which use the table).
+    ///
+    /// Walks the index afresh after each call instead of copying it first: a scope that left
+    /// the index meanwhile is skipped, as a copy would skip it (it was unregistered); one that
+    /// joined after the walk passed its id is not visited.
+    fn each_dependent(&self, name: &str, mut each: impl FnMut(Arc<crate::scope::ScopeNode>)) {
+        let mut after = None;
+        loop {
+            // Its own statement: a guard in a `while let` condition would live through the body.
+            let next = lock(&self.services).next_dependent(name, after);
+            let Some(id) = next else { break };
+            after = Some(id);
             if let Some(node) = self.scope(id) {
-                start(&node);
+                each(node);
             }
         }
     }
 
+    /// A service appeared: start the pending scopes that wait for it, in scope-id order.
+    fn service_provided(&self, name: &str) {
+        // A closing runtime starts nothing (see `Shared::closing`).
+        if self.closing() {
+            return;
+        }
+        self.each_dependent(name, |node| start(&node));
+    }
+
     /// A service went away: unwind the scopes that required it back to pending.
     fn service_withdrawn(&self, name: &str) {
-        let dependents = lock(&self.services).dependents_of(name);
-        for id in dependents {
-            if let Some(node) = self.scope(id)
-                && matches!(
-                    node.status(),
-                    ScopeStatus::Loading | ScopeStatus::Active | ScopeStatus::Failed
-                )
-            {
+        // A closing runtime disposes those scopes moments later: unwinding them now would only
+        // run their undos out of the documented order and try to start them again.
+        if self.closing() {
+            return;
+        }
+        self.each_dependent(name, |node| {
+            if matches!(
+                node.status(),
+                ScopeStatus::Loading | ScopeStatus::Active | ScopeStatus::Failed
+            ) {
                 node.unwind(Unwind::Pending);
                 // Another provider may have stepped in meanwhile.
                 start(&node);
             }
-        }
+        });
     }
 }
 
@@ -154,7 +199,7 @@ impl Context {
         let scope = self.node.id;
         let (owner, owner_label) = self.node.claim_owner();
         let undo_shared = Arc::downgrade(&shared);
-        let claim = Claim::service(name);
+        let claim = Arc::new(Claim::service(name));
         // How many provide the name once this one does.
         let mut providers = 0;
         let added = self.node.add_effect(

@@ -98,7 +98,10 @@ impl Context {
 
     /// Number of listeners of waterfall `W`.
     pub fn waterfall_listener_count<W: Waterfall>(&self) -> usize {
-        self.node.shared.snapshot::<WfHandler<W>>().len()
+        self.node
+            .shared
+            .snapshot::<WfHandler<W>>()
+            .map_or(0, |c| c.len())
     }
 
     /// Runs `value` through the listeners of `W` and returns what comes out.
@@ -109,10 +112,14 @@ impl Context {
     /// # Cancel safety
     /// Dropping the future drops the value and the listeners' futures.
     pub async fn waterfall<W: Waterfall>(&self, value: W::Value) -> Result<W::Value, EventError> {
-        let chain = self.node.shared.snapshot::<WfHandler<W>>();
-        if chain.is_empty() {
+        let Some(chain) = self
+            .node
+            .shared
+            .snapshot::<WfHandler<W>>()
+            .filter(|c| !c.is_empty())
+        else {
             return Ok(value);
-        }
+        };
         let stack = Arc::new(Mutex::new(Vec::new()));
         let next = Next {
             chain: chain.clone(),

@@ -13,7 +13,10 @@ use anyhow::Context as _;
 use cordis_host::Builtins;
 use cordis_host::LoadPlan;
 use cordis_host::digest::canonical_bytes;
-use cordis_host::loader::{BootReport, EntryStatus, boot_and_dispose};
+use cordis_host::loader::{
+    BootReport, EntryStatus, GatheredOutcome, OutcomeBase, boot_and_dispose,
+    boot_and_dispose_outcome,
+};
 use cordis_runtime::{Policy, Schedule, shell_word};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{Value, json};
@@ -73,8 +76,8 @@ struct Baseline {
     outcome: Value,
     bytes: Vec<u8>,
     digest: String,
-    /// A plain boot's report, compared field by field with later boots' reports.
-    report: Option<BootReport>,
+    /// A plain boot's report, which later boots' gathered outcomes are compared with.
+    base: Option<OutcomeBase>,
     /// Entries not as configured (deferred ones included), counted from the boot report.
     inactive: usize,
     /// Why `cordis check` fails this boot (every agreeing seed's too), if it does.
@@ -140,17 +143,21 @@ impl CheckFailure {
     }
 }
 
-/// What one seed produced: a plain boot's report (its outcome JSON is built only when needed),
-/// or the outcome of an exercise or a preset boot.
+/// What one seed produced: the first plain boot's report, a later plain boot's outcome as
+/// gathered (the JSON of either is built only when needed), or the outcome of an exercise or a
+/// preset boot.
 enum Seen {
     Boot(BootReport),
+    Gathered(GatheredOutcome),
     Outcome(Value),
 }
 
 impl Seen {
-    fn into_outcome(self) -> Value {
+    /// The outcome JSON of a seed of `plan`.
+    fn into_outcome(self, plan: &LoadPlan) -> Value {
         match self {
             Seen::Boot(report) => report.outcome(),
+            Seen::Gathered(gathered) => gathered.outcome(plan),
             Seen::Outcome(outcome) => outcome,
         }
     }
@@ -210,6 +217,8 @@ impl Progress {
 /// What one seed's boot (or exercise) showed, before it is compared with the first seed's.
 struct SeedRun {
     seen: Seen,
+    /// The boot's digest; empty for a plain boot after the first (only the first seed's is
+    /// read, and a gathered outcome does not hash its header).
     digest: String,
     leaked: cordis_runtime::LiveCounts,
     /// The first seed's boot judged as `check` judges it: the entries not as configured, and
@@ -500,7 +509,7 @@ impl Seeds<'_> {
                         }
                         match first {
                             None => Outcome::First(Box::new(run)),
-                            Some(first) if agrees(first, &run.seen) => Outcome::Agreed,
+                            Some(first) if agrees(first, &run.seen, self.plan) => Outcome::Agreed,
                             Some(_) => Outcome::Diverged(Box::new(run.seen)),
                         }
                     },
@@ -553,14 +562,22 @@ impl Seeds<'_> {
         };
         let (seen, digest, leaked, judged) = match exercise {
             None => match &args.preset {
-                None => {
-                    // A plain boot runs no tools: nothing in it changes the files it reads.
+                // A plain boot runs no tools: nothing in it changes the files it reads.
+                None if first => {
                     let (report, leaked) = self.sources.enter(|| {
                         runtime.block_on(boot_and_dispose(plan, Schedule::new(policy, seed)))
                     });
                     let digest = report.digest.clone();
                     let judged = judge(&report);
                     (Seen::Boot(report), digest, leaked, judged)
+                }
+                // Later seeds gather what the comparison with the first seed's report reads.
+                None => {
+                    let (gathered, leaked) = self.sources.enter(|| {
+                        runtime
+                            .block_on(boot_and_dispose_outcome(plan, Schedule::new(policy, seed)))
+                    });
+                    (Seen::Gathered(gathered), String::new(), leaked, None)
                 }
                 Some(preset) => {
                     let schedule = Schedule::new(policy, seed);
@@ -673,11 +690,10 @@ impl Seeds<'_> {
                     judged,
                     ..
                 } = *run;
-                let report = match &seen {
-                    Seen::Boot(report) => Some(report.clone()),
-                    Seen::Outcome(_) => None,
+                let (outcome, base) = match seen {
+                    Seen::Boot(report) => (report.outcome(), Some(OutcomeBase::new(report))),
+                    seen => (seen.into_outcome(self.plan), None),
                 };
-                let outcome = seen.into_outcome();
                 let (inactive, check) = judged.unwrap_or_default();
                 progress.done();
                 Ok((
@@ -687,7 +703,7 @@ impl Seeds<'_> {
                         bytes: canonical_bytes(&outcome),
                         outcome,
                         digest,
-                        report,
+                        base,
                         inactive,
                         check,
                     }),
@@ -722,7 +738,7 @@ impl Seeds<'_> {
             policy,
             ..
         } = *self;
-        let outcome = seen.into_outcome();
+        let outcome = seen.into_outcome(self.plan);
         progress.finish();
         writeln!(
             io.err,
@@ -783,15 +799,15 @@ impl Seeds<'_> {
     }
 }
 
-/// Whether a later seed's outcome is the first seed's. A run's seeds are all plain boots or all
-/// not, so a boot meets a boot baseline.
-fn agrees(first: &Baseline, seen: &Seen) -> bool {
-    match seen {
-        Seen::Boot(report) => match &first.report {
-            Some(base) => base.same_outcome(report),
-            None => first.bytes == canonical_bytes(&report.outcome()),
-        },
-        Seen::Outcome(outcome) => first.bytes == canonical_bytes(outcome),
+/// Whether a later seed's outcome (of a boot of `plan`) is the first seed's. A run's seeds are
+/// all plain boots or all not, so a boot meets a boot baseline.
+fn agrees(first: &Baseline, seen: &Seen, plan: &LoadPlan) -> bool {
+    match (seen, &first.base) {
+        (Seen::Boot(report), Some(base)) => base.report().same_outcome(report),
+        (Seen::Gathered(gathered), Some(base)) => base.agrees(gathered),
+        (Seen::Boot(report), None) => first.bytes == canonical_bytes(&report.outcome()),
+        (Seen::Gathered(gathered), None) => first.bytes == canonical_bytes(&gathered.outcome(plan)),
+        (Seen::Outcome(outcome), _) => first.bytes == canonical_bytes(outcome),
     }
 }
 

@@ -49,17 +49,30 @@ impl InstructionsConfig {
     /// # Errors
     /// A name that is not a plain file name (empty, `.`, `..`, or holding a `/`).
     pub fn file_names(&self) -> Result<Vec<String>, String> {
+        self.check_names()?;
         let mut names: Vec<String> = Vec::new();
         for name in &self.files {
-            if name.is_empty() || name == "." || name == ".." || name.contains('/') {
-                return Err(format!(
-                    "instructions: files: {name:?} is not a plain file name"
-                ));
-            }
             if !names.contains(name) {
                 names.push(name.clone());
             }
         }
         Ok(names)
+    }
+
+    /// [`InstructionsConfig::file_names`]'s check alone (nothing is allocated when it passes).
+    ///
+    /// # Errors
+    /// The first name that is not a plain file name.
+    pub(crate) fn check_names(&self) -> Result<(), String> {
+        match self
+            .files
+            .iter()
+            .find(|name| name.is_empty() || *name == "." || *name == ".." || name.contains('/'))
+        {
+            Some(name) => Err(format!(
+                "instructions: files: {name:?} is not a plain file name"
+            )),
+            None => Ok(()),
+        }
     }
 }

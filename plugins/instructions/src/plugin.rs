@@ -11,6 +11,7 @@ use cordis_workspace::Workspace;
 
 use crate::config::InstructionsConfig;
 use crate::handoff::Handoff;
+use crate::snapshot::Key;
 use crate::source::Reader;
 use crate::walk::{Candidate, candidates};
 
@@ -127,67 +128,119 @@ impl Plugin for InstructionsPlugin {
     }
 
     async fn apply(&self, ctx: Context, config: &InstructionsConfig) -> Result<(), BoxError> {
-        let names = config.file_names()?;
+        config.check_names()?;
         let prompt = ctx.require::<SystemPrompt>()?;
         let ws = (*ctx.require::<Workspace>()?).clone();
         let user = if config.user { self.user_dir() } else { None };
-        let root = ws.root().to_path_buf();
-        // A few `stat` calls up the tree: off the async threads (once per run's snapshot).
-        let key = format!("walk\0{root:?}\0{names:?}\0{user:?}");
-        let list = match crate::snapshot::get::<Vec<Candidate>>(&key) {
-            Some(list) => list,
-            None => {
-                let list = tokio::task::spawn_blocking(move || {
-                    candidates(
-                        &root,
-                        &names,
-                        user.as_ref()
-                            .map(|(dir, shown)| (dir.as_path(), shown.as_str())),
-                    )
-                })
-                .await?;
-                crate::snapshot::put(key, list.clone());
-                list
-            }
-        };
+        let plan = plan(&ws, config, user).await?;
         let files = Arc::new(Files {
             ws,
             reader: Reader::new(),
             max: config.max_bytes,
             warned: Mutex::default(),
         });
-        for (i, candidate) in list.into_iter().enumerate() {
-            register(&ctx, &prompt, &files, i, candidate)?;
+        for planned in plan.iter() {
+            register(&ctx, &prompt, &files, planned)?;
         }
         Ok(())
     }
 }
 
-/// Registers `candidate`'s section and the variable holding its text: the text goes in as a
-/// variable's value, which is never scanned for `{{references}}`, so a file may hold braces.
-fn register(
-    ctx: &Context,
-    prompt: &SystemPrompt,
-    files: &Arc<Files>,
-    i: usize,
-    candidate: Candidate,
-) -> Result<(), BoxError> {
+/// One candidate file as the entry registers it: the names that follow from its place in the
+/// canonical order.
+#[derive(Debug)]
+struct Planned {
+    candidate: Arc<Candidate>,
+    /// The variable holding its text (`instructions_0`).
+    variable: String,
+    /// That variable referenced (`{{instructions_0}}`).
+    reference: String,
+    /// The section (`instructions:AGENTS.md`).
+    section: String,
+    order: f64,
+}
+
+/// The candidates under `ws`'s root for `config`'s names and the user's directory `user`, as
+/// registered: walked now (a few `stat` calls up the tree, off the async threads) or, inside a
+/// run's snapshot, once per snapshot. The key holds every input of the walk: the root, the
+/// configured names as written (a valid list always yields the same checked names; an invalid
+/// one errs before anything is kept) and the user's directory.
+async fn plan(
+    ws: &Workspace,
+    config: &InstructionsConfig,
+    user: Option<(PathBuf, String)>,
+) -> Result<Arc<[Planned]>, BoxError> {
+    let key = crate::snapshot::active().then(|| walk_key(ws.root(), &config.files, user.as_ref()));
+    if let Some(plan) = key
+        .as_ref()
+        .and_then(crate::snapshot::get::<Arc<[Planned]>>)
+    {
+        return Ok(plan);
+    }
+    let names = config.file_names()?;
+    let root = ws.root().to_path_buf();
+    let list = tokio::task::spawn_blocking(move || {
+        candidates(
+            &root,
+            &names,
+            user.as_ref()
+                .map(|(dir, shown)| (dir.as_path(), shown.as_str())),
+        )
+    })
+    .await?;
+    let plan: Arc<[Planned]> = list.into_iter().enumerate().map(planned).collect();
+    if let Some(key) = key {
+        crate::snapshot::put(key, plan.clone());
+    }
+    Ok(plan)
+}
+
+/// What [`plan`]'s result is kept under.
+fn walk_key(root: &Path, files: &[String], user: Option<&(PathBuf, String)>) -> Key {
+    let mut key = Key::new("walk").path(root).num(files.len() as u64);
+    for name in files {
+        key = key.str(name);
+    }
+    match user {
+        None => key.tag(0),
+        Some((dir, shown)) => key.tag(1).path(dir).str(shown),
+    }
+}
+
+/// The `i`th candidate's names (see [`Planned`]).
+fn planned((i, candidate): (usize, Candidate)) -> Planned {
     let variable = format!("instructions_{i}");
-    let reference = format!("{{{{{variable}}}}}");
-    let name = format!("{SECTION_PREFIX}{}", candidate.shown);
     #[expect(
         clippy::cast_precision_loss,
         reason = "the candidate count is bounded far below 2^52"
     )]
     let order = INSTRUCTIONS_ORDER + i as f64 / 1024.0;
-    let candidate = Arc::new(candidate);
+    Planned {
+        reference: format!("{{{{{variable}}}}}"),
+        section: format!("{SECTION_PREFIX}{}", candidate.shown),
+        variable,
+        candidate: Arc::new(candidate),
+        order,
+    }
+}
+
+/// Registers `planned`'s section and the variable holding its text: the text goes in as a
+/// variable's value, which is never scanned for `{{references}}`, so a file may hold braces.
+fn register(
+    ctx: &Context,
+    prompt: &SystemPrompt,
+    files: &Arc<Files>,
+    planned: &Planned,
+) -> Result<(), BoxError> {
+    let candidate = planned.candidate.clone();
+    let reference = planned.reference.clone();
     // The section reads the file; its variable, evaluated next in the same assembly, takes
     // that text instead of reading again.
     let handoff = Arc::new(Handoff::default());
     let (f, c, h) = (files.clone(), candidate.clone(), handoff.clone());
     let _ = prompt.section(
         ctx,
-        Section::dynamic(name, order, move |at| {
+        Section::dynamic(planned.section.clone(), planned.order, move |at| {
             let text = f.render(&c);
             let empty = text.is_empty();
             h.put(at, text);
@@ -199,7 +252,7 @@ fn register(
         }),
     )?;
     let f = files.clone();
-    let _ = prompt.variable(ctx, &variable, move |at| {
+    let _ = prompt.variable(ctx, &planned.variable, move |at| {
         Some(handoff.take(at).unwrap_or_else(|| f.render(&candidate)))
     })?;
     Ok(())
@@ -299,6 +352,80 @@ mod tests {
             )
         );
         root.dispose();
+    }
+
+    #[test]
+    fn inside_a_snapshot_the_walk_is_kept_per_root_names_and_user_directory() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let top = std::fs::canonicalize(tmp.path()).unwrap();
+        let (ws, other, user) = (top.join("ws"), top.join("other"), top.join("user"));
+        for dir in [&ws, &other, &user] {
+            std::fs::create_dir_all(dir.join(".git")).unwrap();
+        }
+        std::fs::write(ws.join("AGENTS.md"), "ws agents").unwrap();
+        std::fs::write(ws.join("CLAUDE.md"), "ws claude").unwrap();
+        std::fs::write(other.join("AGENTS.md"), "other agents").unwrap();
+        std::fs::write(user.join("AGENTS.md"), "user agents").unwrap();
+        let files = |names: &[&str]| InstructionsConfig {
+            files: names.iter().map(|n| (*n).to_owned()).collect(),
+            ..Default::default()
+        };
+        let text = |ws: &Path, user: Option<&Path>, config: InstructionsConfig| {
+            rt.block_on(async {
+                let root = boot(ws, user, config).await;
+                let text = system(&root).await;
+                root.dispose();
+                text
+            })
+        };
+        let snapshot = crate::Snapshot::new();
+        snapshot.enter(|| {
+            let agents = text(&ws, None, files(&["AGENTS.md"]));
+            assert_eq!(agents, "Instructions from AGENTS.md:\n\nws agents");
+            assert_eq!(text(&ws, None, files(&["AGENTS.md"])), agents);
+            // Every input of the walk is in its key: other names, another root, a user
+            // directory each find their own files.
+            assert_eq!(
+                text(&ws, None, files(&["CLAUDE.md"])),
+                "Instructions from CLAUDE.md:\n\nws claude"
+            );
+            assert_eq!(
+                text(&ws, None, files(&["CLAUDE.md", "AGENTS.md"])),
+                "Instructions from CLAUDE.md:\n\nws claude\n\nInstructions from AGENTS.md:\n\nws agents"
+            );
+            assert_eq!(
+                text(&other, None, files(&["AGENTS.md"])),
+                "Instructions from AGENTS.md:\n\nother agents"
+            );
+            assert_eq!(
+                text(&ws, Some(&user), files(&["AGENTS.md"])),
+                "Instructions from ~/.config/cordis/AGENTS.md:\n\nuser agents\n\n\
+                 Instructions from AGENTS.md:\n\nws agents"
+            );
+            // A bad name is refused even after a good list was kept.
+            let bad = rt.block_on(async {
+                let root = Context::root();
+                root.plugin(SystemPromptPlugin, SystemPromptConfig::default());
+                root.plugin(
+                    WorkspacePlugin,
+                    WorkspaceConfig {
+                        root: Some(ws.clone()),
+                    },
+                );
+                let h = root.plugin(
+                    InstructionsPlugin::default().with_user_dir(None),
+                    files(&["AGENTS.md", "a/b"]),
+                );
+                root.idle().await;
+                let status = h.status();
+                root.dispose();
+                status
+            });
+            assert_eq!(bad, ScopeStatus::Failed);
+        });
     }
 
     #[test]

@@ -234,7 +234,16 @@ impl Reader {
         max: usize,
     ) -> Result<Option<Loaded>, FileError> {
         crate::snapshot::once(
-            || format!("read\0{:?}\0{place:?}\0{max}", ws.map(Workspace::root)),
+            || {
+                let key = crate::snapshot::Key::new("read").opt_path(ws.map(Workspace::root));
+                match place {
+                    Place::Workspace(path) => key.tag(0).path(path),
+                    Place::Outside { path, within } => {
+                        key.tag(1).path(path).opt_path(within.as_deref())
+                    }
+                }
+                .num(max as u64)
+            },
             || self.read_now(ws, place, max),
         )
     }

@@ -35,6 +35,7 @@
 mod openai;
 mod plugin;
 mod scripted;
+mod shared;
 
 pub use cordis_conversation::{
     AssistantToolCall, CHUNK, CallConfig, Chunk, ChunkStream, Collected, FinishReason,

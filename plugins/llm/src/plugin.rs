@@ -240,9 +240,9 @@ impl Plugin for LlmPlugin {
                         let path = path.clone();
                         tokio::task::spawn_blocking(move || ScriptedAdapter::load(&path)).await??
                     }
-                    (None, responses) => {
-                        ScriptedAdapter::new(responses.clone().unwrap_or_default())
-                    }
+                    (None, responses) => ScriptedAdapter::shared(crate::shared::shared(
+                        responses.as_deref().unwrap_or_default(),
+                    )),
                 };
                 let scripted = scripted.recording(config.record_requests);
                 Arc::new(if config.repeat {

@@ -26,7 +26,7 @@
 
 use std::collections::VecDeque;
 use std::path::Path;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures_util::StreamExt;
@@ -209,7 +209,8 @@ struct State {
 
 /// Replays scripted responses; records the last requests received when asked to.
 pub struct ScriptedAdapter {
-    responses: Vec<ScriptedResponse>,
+    /// Shared: the boots of one configuration hold one list (see [`crate::shared`]).
+    responses: Arc<[ScriptedResponse]>,
     repeat: bool,
     /// How many of the latest requests to keep (0: none).
     record: usize,
@@ -229,6 +230,11 @@ impl std::fmt::Debug for ScriptedAdapter {
 impl ScriptedAdapter {
     /// An adapter answering `responses` in order, then failing.
     pub fn new(responses: Vec<ScriptedResponse>) -> Self {
+        ScriptedAdapter::shared(responses.into())
+    }
+
+    /// An adapter answering the shared list `responses` in order, then failing.
+    pub(crate) fn shared(responses: Arc<[ScriptedResponse]>) -> Self {
         ScriptedAdapter {
             responses,
             repeat: false,

@@ -1,8 +1,8 @@
 //! The presenter trait and the `presenter` service.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, LazyLock, Mutex, MutexGuard, Weak};
 
 use cordis_runtime::{Context, EffectHandle, Service};
 use serde_json::Value;
@@ -72,9 +72,20 @@ pub(crate) fn content_text(content: &Value) -> String {
 
 type Entry = (u64, Arc<dyn ToolPresenter>);
 
+/// The standard presenters by tool name, built once per process and shared by every service
+/// [`Presenters::standard`] makes (each boot makes one, and `tool-fs` asks one for the
+/// presenters it wraps): they are stateless, so sharing them changes nothing they present.
+static STANDARD: LazyLock<BTreeMap<&'static str, Arc<dyn ToolPresenter>>> =
+    LazyLock::new(|| crate::standard::presenters().into_iter().collect());
+
 #[derive(Default)]
 struct Table {
     next: u64,
+    /// The presenters a name falls back to when nothing registered for it is left
+    /// ([`STANDARD`] for [`Presenters::standard`]): they stand for registrations older than
+    /// any in `by_name`, so the latest registration still wins and a withdrawn one uncovers
+    /// them again, exactly as if they had been inserted first.
+    base: Option<&'static BTreeMap<&'static str, Arc<dyn ToolPresenter>>>,
     by_name: BTreeMap<String, Vec<Entry>>,
 }
 
@@ -87,8 +98,11 @@ pub struct Presenters {
 
 impl std::fmt::Debug for Presenters {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let table = self.table();
+        let mut tools: BTreeSet<&str> = table.by_name.keys().map(String::as_str).collect();
+        tools.extend(table.base.into_iter().flat_map(|base| base.keys().copied()));
         f.debug_struct("Presenters")
-            .field("tools", &self.table().by_name.keys().collect::<Vec<_>>())
+            .field("tools", &tools.into_iter().collect::<Vec<_>>())
             .finish()
     }
 }
@@ -107,22 +121,25 @@ impl Presenters {
         let mut table = self.table();
         table.next += 1;
         let id = table.next;
-        table
-            .by_name
-            .entry(name.to_owned())
-            .or_default()
-            .push((id, presenter));
+        // The key is copied only for a name with no registration yet.
+        match table.by_name.get_mut(name) {
+            Some(list) => list.push((id, presenter)),
+            None => {
+                table.by_name.insert(name.to_owned(), vec![(id, presenter)]);
+            }
+        }
         id
     }
 
     /// The presenters of the standard workspace tools (`bash`, `edit_file`, `grep`, `list_files`,
     /// `read_file`, `write_file`), of `todo_write` and of `run_code`.
     pub fn standard() -> Self {
-        let presenters = Presenters::default();
-        for (name, presenter) in crate::standard::presenters() {
-            presenters.insert(name, presenter);
+        Presenters {
+            table: Arc::new(Mutex::new(Table {
+                base: Some(&STANDARD),
+                ..Table::default()
+            })),
         }
-        presenters
     }
 
     /// Registers `presenter` for tool `name` as an effect of `ctx`'s scope.
@@ -157,11 +174,11 @@ impl Presenters {
 
     /// The presenter for `name`, if any.
     pub fn get(&self, name: &str) -> Option<Arc<dyn ToolPresenter>> {
-        self.table()
-            .by_name
-            .get(name)
-            .and_then(|list| list.last())
-            .map(|(_, p)| p.clone())
+        let table = self.table();
+        match table.by_name.get(name).and_then(|list| list.last()) {
+            Some((_, p)) => Some(p.clone()),
+            None => table.base.and_then(|base| base.get(name)).cloned(),
+        }
     }
 
     /// The call of `name` with `args`; generic when there is no presenter or it fails.

@@ -260,3 +260,72 @@ fn run_code_is_titled_by_its_description_and_shows_its_program_and_result() {
     let result = p.present_result("run_code", &args, ok(&json!("got alpha\nalpha")));
     assert_eq!(result.text.as_deref(), Some("got alpha\nalpha"));
 }
+
+/// A presenter that titles every call with its own name.
+struct Titled(&'static str);
+impl ToolPresenter for Titled {
+    fn present_call(&self, args: &Value) -> Result<Presentation, PresentError> {
+        Ok(Presentation {
+            title: self.0.to_owned(),
+            ..generic("any", args)
+        })
+    }
+    fn present_result(
+        &self,
+        args: &Value,
+        _: ResultView<'_>,
+    ) -> Result<Presentation, PresentError> {
+        self.present_call(args)
+    }
+}
+
+/// The standard presenters are shared by every service `standard()` makes: what one service
+/// registers stays its own, the latest registration wins over them, and withdrawing it
+/// uncovers the one below.
+#[tokio::test]
+async fn standard_services_share_the_standard_presenters_but_not_registrations() {
+    let (p, other) = (Presenters::standard(), Presenters::standard());
+    let root = Context::root();
+    let (a, b, c) = (
+        root.child_scope("a"),
+        root.child_scope("b"),
+        root.child_scope("c"),
+    );
+    let args = json!({"command": "ls"});
+    let title = |p: &Presenters| p.present_call("bash", &args).title;
+    let _ = p
+        .register(&a.context().unwrap(), "bash", Arc::new(Titled("a")))
+        .unwrap();
+    let _ = p
+        .register(&b.context().unwrap(), "read_file", Arc::new(Broken))
+        .unwrap();
+    assert_eq!(title(&p), "a");
+    assert_eq!(
+        (title(&other), other.present_call("bash", &args).kind),
+        ("ls".to_owned(), ToolKind::Execute)
+    );
+    assert!(Presenters::default().get("bash").is_none());
+    assert_eq!(
+        format!("{p:?}"),
+        "Presenters { tools: [\"bash\", \"edit_file\", \"grep\", \"list_files\", \"read_file\", \"run_code\", \"todo_write\", \"write_file\"] }"
+    );
+    // The latest registration wins until it is withdrawn; then the one below it does.
+    let _ = p
+        .register(&c.context().unwrap(), "bash", Arc::new(Titled("c")))
+        .unwrap();
+    assert_eq!(title(&p), "c");
+    c.dispose();
+    assert_eq!(title(&p), "a");
+    a.dispose();
+    assert_eq!(title(&p), "ls");
+    assert_eq!(
+        p.present_call("read_file", &json!({"path": "x"})),
+        generic("read_file", &json!({"path": "x"}))
+    );
+    b.dispose();
+    assert_eq!(
+        p.present_call("read_file", &json!({"path": "x"})).kind,
+        ToolKind::Read
+    );
+    root.dispose();
+}

@@ -60,6 +60,33 @@ pub fn canonicalize(value: &mut Value) {
     }
 }
 
+/// Strict JSON equality: true only when the two values serialize to the same bytes. Unlike
+/// `Value`'s `==`, `0.0` and `-0.0` differ, `1` and `1.0` differ, and objects must list their
+/// keys in the same order (stricter than needed for a memo key: equal values in another key
+/// order only miss the memo).
+pub fn same_json(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Null, Value::Null) => true,
+        (Value::Bool(a), Value::Bool(b)) => a == b,
+        (Value::Number(a), Value::Number(b)) => {
+            // `==` tells integers from floats and compares floats by value; the bits tell
+            // `-0.0` apart.
+            a == b && a.as_f64().map(f64::to_bits) == b.as_f64().map(f64::to_bits)
+        }
+        (Value::String(a), Value::String(b)) => a == b,
+        (Value::Array(a), Value::Array(b)) => {
+            a.len() == b.len() && a.iter().zip(b).all(|(a, b)| same_json(a, b))
+        }
+        (Value::Object(a), Value::Object(b)) => {
+            a.len() == b.len()
+                && a.iter()
+                    .zip(b)
+                    .all(|((ka, va), (kb, vb))| ka == kb && same_json(va, vb))
+        }
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -114,5 +141,29 @@ mod tests {
             String::from_utf8(canonical_bytes(&v)).unwrap(),
             r#"{"A":0,"z":1.5,"é":"\u0001"}"#
         );
+    }
+
+    #[test]
+    fn strict_json_equality_tells_apart_what_serializes_differently() {
+        assert!(same_json(
+            &json!({"a": [1, 2.5, null, true, "x"]}),
+            &json!({"a": [1, 2.5, null, true, "x"]})
+        ));
+        for (a, b) in [
+            (json!(0.0), json!(-0.0)),
+            (json!(1), json!(1.0)),
+            (json!(-1), json!(1)),
+            (json!("a"), json!("b")),
+            (json!([1]), json!([1, 1])),
+            (json!({"a": 1}), json!({"b": 1})),
+            (json!({"a": 1}), json!({"a": 2})),
+            (json!(null), json!(false)),
+        ] {
+            assert!(!same_json(&a, &b), "{a} vs {b}");
+            assert_ne!(
+                serde_json::to_vec(&a).unwrap(),
+                serde_json::to_vec(&b).unwrap()
+            );
+        }
     }
 }

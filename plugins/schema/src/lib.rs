@@ -31,7 +31,7 @@ mod request;
 mod scope;
 mod tool;
 
-pub use canonical::{canonical_bytes, canonical_json, canonicalize, is_canonical};
+pub use canonical::{canonical_bytes, canonical_json, canonicalize, is_canonical, same_json};
 pub use envelope::{Envelope, is_valid_id};
 pub use hex::hex;
 pub use memo::{IdentityMemo, shared_canonical_bytes};

@@ -59,10 +59,11 @@ pub struct SessionPlugin {
     base_dir: Option<PathBuf>,
     /// `None`: not given, asked of this process's environment when needed.
     state_dir: Option<Option<PathBuf>>,
-    /// The base directory's canonical path, resolved by the first boot that needs it and
-    /// shared by every later boot of this plugin value (one config load): `cordis stress`
-    /// boots thousands of times, and each resolve is a round trip to a blocking thread.
-    project: Arc<OnceLock<PathBuf>>,
+    /// The [`project_key`] of the base directory's canonical path, resolved by the first boot
+    /// that needs it and shared by every later boot of this plugin value (one config load):
+    /// `cordis stress` boots thousands of times, and each resolve is a round trip to a
+    /// blocking thread (the key is a function of the path alone, so it is kept, not the path).
+    project: Arc<OnceLock<String>>,
 }
 
 impl SessionPlugin {
@@ -110,15 +111,15 @@ impl SessionPlugin {
                     None => state_dir(&|name| std::env::var(name).ok()),
                 };
                 let state = state.ok_or(SessionRootError::NoStateDir)?;
-                let project = match self.project.get() {
-                    Some(dir) => dir.clone(),
+                let key = match self.project.get() {
+                    Some(key) => key.clone(),
                     None => match tokio::fs::canonicalize(&base).await {
                         // Only a resolved path is kept: a directory made later is seen then.
-                        Ok(dir) => self.project.get_or_init(|| dir).clone(),
-                        Err(_) => std::path::absolute(&base).unwrap_or(base),
+                        Ok(dir) => self.project.get_or_init(|| project_key(&dir)).clone(),
+                        Err(_) => project_key(&std::path::absolute(&base).unwrap_or(base)),
                     },
                 };
-                Ok(Some(state.join(project_key(&project))))
+                Ok(Some(state.join(key)))
             }
         }
     }

@@ -63,7 +63,10 @@ fn one_line(text: &str) -> String {
 /// The folder names under `dir`, sorted; `None` when it does not exist or cannot be listed.
 /// Inside a run's [`Snapshot`](cordis_instructions::Snapshot), listed once per snapshot.
 fn folders(dir: &Path) -> Option<Vec<String>> {
-    cordis_instructions::snapshot::once(|| format!("folders\0{dir:?}"), || list_folders(dir))
+    cordis_instructions::snapshot::once(
+        || cordis_instructions::snapshot::Key::new("folders").path(dir),
+        || list_folders(dir),
+    )
 }
 
 /// [`folders`], listed now.

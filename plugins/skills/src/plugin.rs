@@ -1,6 +1,6 @@
 //! The `skills` plugin: the catalog section, the `skill` tool and the [`Skills`] service.
 
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use cordis_instructions::{Handoff, user_config_dir};
 use cordis_runtime::{BoxError, Claim, Context, Inject, Plugin, Service};
@@ -61,19 +61,25 @@ const INJECT: &[Inject] = &[
     Inject::required(Workspace::NAME),
 ];
 
+/// The `skill` tool's schema, built once per process: every apply (each boot, reload and
+/// stress seed) copies it, and the registry recognises its shared parameters by identity
+/// instead of compiling them again.
+static SCHEMA: LazyLock<ToolSchema> = LazyLock::new(|| {
+    ToolSchema {
+    name: SKILL_TOOL.to_owned(),
+    description: "Read a skill from the skills catalog: its full instructions, by name."
+        .to_owned(),
+    parameters: json!({
+        "type": "object",
+        "properties": {"name": {"type": "string", "description": "The skill's name, as the catalog lists it"}},
+        "required": ["name"]
+    })
+    .into(),
+}
+});
+
 fn tool(library: Arc<Library>) -> ToolDefinition {
-    let schema = ToolSchema {
-        name: SKILL_TOOL.to_owned(),
-        description: "Read a skill from the skills catalog: its full instructions, by name."
-            .to_owned(),
-        parameters: json!({
-            "type": "object",
-            "properties": {"name": {"type": "string", "description": "The skill's name, as the catalog lists it"}},
-            "required": ["name"]
-        })
-        .into(),
-    };
-    ToolDefinition::new(schema, move |args: Value, _call| {
+    ToolDefinition::new(SCHEMA.clone(), move |args: Value, _call| {
         let library = library.clone();
         async move {
             let name = args["name"].as_str().unwrap_or_default().to_owned();

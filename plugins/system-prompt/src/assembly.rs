@@ -1,12 +1,14 @@
 //! What `assemble()` produces: sections, the canonical tool list, variables, and the request
 //! header bytes derived from them.
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde::Serialize;
 
 use crate::error::RenderError;
-use crate::render::interpolate;
+use crate::render::interpolate_into;
 use crate::schema::{ScopeKey, ToolSchema};
 use cordis_schema::shared_canonical_bytes;
 
@@ -101,6 +103,54 @@ impl PromptAssembly {
 /// # Errors
 /// Only if a string cannot be written as JSON.
 pub fn header_bytes(system: &str, tools: &[ToolSchema]) -> Result<Vec<u8>, serde_json::Error> {
+    // Seeded boots of one composition (`cordis stress`) and the turns of one session build the
+    // same header again and again: the bytes depend on these inputs alone, so the bytes last
+    // built for identical inputs (see `same_tools`) are those this call would build.
+    if let Some(bytes) = LAST_HEADER.with(|last| {
+        last.borrow()
+            .as_ref()
+            .filter(|last| last.system == system && same_tools(&last.tools, tools))
+            .map(|last| last.bytes.clone())
+    }) {
+        return Ok(bytes);
+    }
+    let bytes = build_header(system, tools)?;
+    LAST_HEADER.with(|last| {
+        *last.borrow_mut() = Some(LastHeader {
+            system: system.to_owned(),
+            tools: tools.to_vec(),
+            bytes: bytes.clone(),
+        });
+    });
+    Ok(bytes)
+}
+
+/// The inputs and bytes of the header a thread built last.
+struct LastHeader {
+    system: String,
+    tools: Vec<ToolSchema>,
+    bytes: Vec<u8>,
+}
+
+thread_local! {
+    /// One header per thread (a bounded memo: the next different header replaces it).
+    static LAST_HEADER: RefCell<Option<LastHeader>> = const { RefCell::new(None) };
+}
+
+/// True when the two tool lists serialize to the same header bytes: the same names and
+/// descriptions, and parameters that are one shared allocation or [`cordis_schema::same_json`].
+fn same_tools(a: &[ToolSchema], b: &[ToolSchema]) -> bool {
+    a.len() == b.len()
+        && a.iter().zip(b).all(|(a, b)| {
+            a.name == b.name
+                && a.description == b.description
+                && (Arc::ptr_eq(&a.parameters, &b.parameters)
+                    || cordis_schema::same_json(&a.parameters, &b.parameters))
+        })
+}
+
+/// The header bytes, built (see [`header_bytes`]).
+fn build_header(system: &str, tools: &[ToolSchema]) -> Result<Vec<u8>, serde_json::Error> {
     // Written by hand rather than through a derived struct: each tool's parameters are
     // spliced in as their canonical bytes, serialized once per shared schema (see
     // `cordis_schema::memo`) instead of once per request. Field order and the absence of
@@ -139,14 +189,22 @@ pub fn header_bytes(system: &str, tools: &[ToolSchema]) -> Result<Vec<u8>, serde
 /// # Errors
 /// A [`RenderError`] for a malformed, unknown or valueless variable reference.
 pub fn render(assembly: &PromptAssembly) -> Result<String, RenderError> {
-    let mut parts = Vec::with_capacity(assembly.sections.len());
+    let capacity = assembly.sections.iter().map(|s| s.text.len() + 2).sum();
+    let mut out = String::with_capacity(capacity);
     for section in &assembly.sections {
-        let text = interpolate(&section.text, &section.name, &assembly.variables)?;
-        if !text.is_empty() {
-            parts.push(text);
+        // Each non-empty section after the first follows a blank line; a section that
+        // interpolates to nothing is dropped with its separator.
+        let start = out.len();
+        if start > 0 {
+            out.push_str("\n\n");
+        }
+        let body = out.len();
+        interpolate_into(&mut out, &section.text, &section.name, &assembly.variables)?;
+        if out.len() == body {
+            out.truncate(start);
         }
     }
-    Ok(parts.join("\n\n"))
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -193,5 +251,79 @@ mod tests {
             r#"{"system":"hi","tools":[{"name":"t","description":"d","parameters":{"properties":{},"type":"object"}}]}"#
         );
         assert_eq!(PromptAssembly::default().header_json().unwrap(), b"{}");
+    }
+
+    fn tool(name: &str, description: &str, parameters: serde_json::Value) -> ToolSchema {
+        ToolSchema {
+            name: name.into(),
+            description: description.into(),
+            parameters: parameters.into(),
+        }
+    }
+
+    /// The memo serves the bytes built last only for inputs that serialize identically: each
+    /// changed input below gets its own bytes, each repeated one the bytes built afresh.
+    #[test]
+    fn remembered_header_bytes_are_served_only_for_identical_inputs() {
+        let base = || {
+            vec![
+                tool("a", "d", serde_json::json!({"type": "object", "x": 0.0})),
+                tool(
+                    "b",
+                    "e",
+                    serde_json::json!({"type": "object", "y": [1, "s"]}),
+                ),
+            ]
+        };
+        let mut variants = vec![("s".to_owned(), base()), (String::new(), base())];
+        let mut changed = |f: &dyn Fn(&mut Vec<ToolSchema>)| {
+            let mut tools = base();
+            f(&mut tools);
+            variants.push(("s".to_owned(), tools));
+        };
+        changed(&|t| t[0].name = "z".into());
+        changed(&|t| t[1].description = "f".into());
+        changed(&|t| t[0].parameters = serde_json::json!({"type": "object", "x": -0.0}).into());
+        changed(&|t| t[0].parameters = serde_json::json!({"type": "object", "x": 0}).into());
+        changed(&|t| t[1].parameters = serde_json::json!({"type": "object", "y": [1, "t"]}).into());
+        changed(&|t| t[1].parameters = serde_json::json!({"type": "object", "y": [1]}).into());
+        changed(&|t| t[1].parameters = serde_json::json!({"type": "object"}).into());
+        changed(&|t| {
+            t.pop();
+        });
+        let fresh: Vec<Vec<u8>> = variants
+            .iter()
+            .map(|(system, tools)| build_header(system, tools).unwrap())
+            .collect();
+        let distinct: std::collections::BTreeSet<&Vec<u8>> = fresh.iter().collect();
+        assert_eq!(
+            distinct.len(),
+            variants.len(),
+            "every variant has bytes of its own"
+        );
+        // Every ordered pair: the first call fills the memo, the second must not be served it
+        // unless it is the same variant.
+        for (x, (system, tools)) in variants.iter().enumerate() {
+            for (y, (other_system, other_tools)) in variants.iter().enumerate() {
+                assert_eq!(header_bytes(system, tools).unwrap(), fresh[x]);
+                assert_eq!(
+                    header_bytes(other_system, other_tools).unwrap(),
+                    fresh[y],
+                    "{other_system:?} {other_tools:?} after {system:?} {tools:?}"
+                );
+            }
+        }
+        // Equal content in another allocation, and the same allocation, are the same header.
+        let tools = base();
+        let shared = tools.clone();
+        assert!(Arc::ptr_eq(&tools[0].parameters, &shared[0].parameters));
+        assert_eq!(
+            header_bytes("s", &tools).unwrap(),
+            header_bytes("s", &base()).unwrap()
+        );
+        assert_eq!(
+            header_bytes("s", &shared).unwrap(),
+            build_header("s", &base()).unwrap()
+        );
     }
 }

@@ -10,7 +10,9 @@
 //! The output depends only on the set of schemas (and `toolOrder`), never on provider order,
 //! except that schemas sharing a name keep their input order (the assembly rejects those anyway).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::sync::Arc;
 
 use crate::error::{AssembleError, ToolOrderError};
 use crate::schema::ToolSchema;
@@ -25,10 +27,38 @@ pub use cordis_schema::compare_utf16;
 /// It deserializes through [`ToolOrder::new`], so a config holding one has a valid order or
 /// did not parse: a shape error is a configuration error (`config.toolOrder: …`) at plan time,
 /// never a plugin that fails when it loads.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+///
+/// Cloning it is cheap (the entries and their positions are shared): the plugin's config, the
+/// service and every assembly hold the same validated order.
+#[derive(Clone, serde::Deserialize)]
 #[serde(try_from = "Vec<String>")]
 pub struct ToolOrder {
+    inner: Arc<OrderInner>,
+}
+
+struct OrderInner {
     entries: Vec<String>,
+    /// Each entry's position in `entries` (the rest entry's too).
+    position: BTreeMap<String, usize>,
+    /// The rest entry's position.
+    rest: usize,
+}
+
+impl PartialEq for ToolOrder {
+    fn eq(&self, other: &Self) -> bool {
+        // `position` and `rest` derive from the entries.
+        self.entries() == other.entries()
+    }
+}
+
+impl Eq for ToolOrder {}
+
+impl fmt::Debug for ToolOrder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolOrder")
+            .field("entries", &self.inner.entries)
+            .finish()
+    }
 }
 
 impl TryFrom<Vec<String>> for ToolOrder {
@@ -46,23 +76,79 @@ impl ToolOrder {
     /// [`ToolOrderError::Duplicate`] for a name (or the rest entry) listed twice;
     /// [`ToolOrderError::MissingRest`] when the rest entry is absent (including for `[]`).
     pub fn new(entries: Vec<String>) -> Result<ToolOrder, ToolOrderError> {
-        let mut seen = BTreeSet::new();
-        for entry in &entries {
-            if !seen.insert(entry.as_str()) {
+        let mut position = BTreeMap::new();
+        for (i, entry) in entries.iter().enumerate() {
+            if position.insert(entry.clone(), i).is_some() {
                 return Err(ToolOrderError::Duplicate {
                     name: entry.clone(),
                 });
             }
         }
-        if !seen.contains(TOOL_ORDER_REST) {
+        let Some(&rest) = position.get(TOOL_ORDER_REST) else {
             return Err(ToolOrderError::MissingRest);
-        }
-        Ok(ToolOrder { entries })
+        };
+        Ok(ToolOrder {
+            inner: Arc::new(OrderInner {
+                entries,
+                position,
+                rest,
+            }),
+        })
     }
 
     /// The entries, in configured order.
     pub fn entries(&self) -> &[String] {
-        &self.entries
+        &self.inner.entries
+    }
+
+    /// The listed names (not the rest entry) absent from `known`, in configured order.
+    pub(crate) fn unknown_entries<'a>(
+        &self,
+        known: impl IntoIterator<Item = &'a str>,
+    ) -> Vec<String> {
+        let mut found = vec![false; self.inner.entries.len()];
+        found[self.inner.rest] = true;
+        for name in known {
+            if let Some(&i) = self.inner.position.get(name) {
+                found[i] = true;
+            }
+        }
+        self.inner
+            .entries
+            .iter()
+            .zip(found)
+            .filter(|(_, found)| !found)
+            .map(|(entry, _)| entry.clone())
+            .collect()
+    }
+
+    /// Puts `tools` in this order: listed tools at their entries (schemas sharing a name in
+    /// input order), every other tool sorted at the rest entry.
+    fn place(&self, tools: Vec<ToolSchema>) -> Vec<ToolSchema> {
+        let position = &self.inner.position;
+        let (mut rest, placed): (Vec<ToolSchema>, Vec<ToolSchema>) = tools
+            .into_iter()
+            .partition(|t| !position.contains_key(t.name.as_str()));
+        sort_by_name_utf16(&mut rest, |t| &t.name);
+        // Listed tools by their entry's position; the sort is stable, so schemas sharing a
+        // name keep their input order: the placement an entry-by-entry scan would make.
+        let mut placed: Vec<(usize, ToolSchema)> = placed
+            .into_iter()
+            .map(|t| {
+                (
+                    position.get(t.name.as_str()).copied().unwrap_or_default(),
+                    t,
+                )
+            })
+            .collect();
+        placed.sort_by_key(|(i, _)| *i);
+        let before = placed.partition_point(|(i, _)| *i < self.inner.rest);
+        let mut out = Vec::with_capacity(rest.len() + placed.len());
+        let mut placed = placed.into_iter().map(|(_, t)| t);
+        out.extend(placed.by_ref().take(before));
+        out.extend(rest);
+        out.extend(placed);
+        out
     }
 }
 
@@ -84,44 +170,49 @@ pub fn order_tools(
     tool_order: Option<&ToolOrder>,
     known: &BTreeSet<String>,
 ) -> Result<Vec<ToolSchema>, AssembleError> {
+    check_reserved(&tools)?;
+    if let Some(order) = tool_order {
+        check_known(order, known.iter().map(String::as_str))?;
+    }
+    Ok(order_checked(tools, tool_order))
+}
+
+/// [`AssembleError::ReservedToolName`] when a tool is named [`TOOL_ORDER_REST`].
+pub(crate) fn check_reserved(tools: &[ToolSchema]) -> Result<(), AssembleError> {
     if tools.iter().any(|t| t.name == TOOL_ORDER_REST) {
         return Err(AssembleError::ReservedToolName);
     }
-    let mut tools = tools;
-    let Some(order) = tool_order else {
-        sort_by_name_utf16(&mut tools, |t| &t.name);
-        return Ok(tools);
-    };
-    let missing: Vec<String> = order
-        .entries()
-        .iter()
-        .filter(|n| n.as_str() != TOOL_ORDER_REST && !known.contains(n.as_str()))
-        .cloned()
-        .collect();
-    if !missing.is_empty() {
-        let mut known: Vec<String> = known.iter().cloned().collect();
-        known.sort_by(|a, b| compare_utf16(a, b));
-        return Err(AssembleError::UnregisteredToolOrder { missing, known });
+    Ok(())
+}
+
+/// [`AssembleError::UnregisteredToolOrder`] for the names `order` lists that are not `known`
+/// (an iterator that may repeat names, walked a second time only for the error).
+pub(crate) fn check_known<'a, I>(order: &ToolOrder, known: I) -> Result<(), AssembleError>
+where
+    I: Iterator<Item = &'a str> + Clone,
+{
+    let missing = order.unknown_entries(known.clone());
+    if missing.is_empty() {
+        return Ok(());
     }
-    let listed: BTreeSet<&str> = order.entries().iter().map(String::as_str).collect();
-    let (mut rest, mut placed): (Vec<ToolSchema>, Vec<ToolSchema>) = tools
-        .into_iter()
-        .partition(|t| !listed.contains(t.name.as_str()));
-    sort_by_name_utf16(&mut rest, |t| &t.name);
-    let mut out = Vec::with_capacity(rest.len() + placed.len());
-    let mut rest = Some(rest);
-    for entry in order.entries() {
-        if entry == TOOL_ORDER_REST {
-            out.extend(rest.take().unwrap_or_default());
-        } else {
-            // Keep the input order of schemas sharing a name: a stable, total placement.
-            let (matching, others): (Vec<ToolSchema>, Vec<ToolSchema>) =
-                placed.into_iter().partition(|t| &t.name == entry);
-            out.extend(matching);
-            placed = others;
+    let known: BTreeSet<&str> = known.collect();
+    let mut known: Vec<String> = known.into_iter().map(str::to_owned).collect();
+    known.sort_by(|a, b| compare_utf16(a, b));
+    Err(AssembleError::UnregisteredToolOrder { missing, known })
+}
+
+/// [`order_tools`] once its checks passed.
+pub(crate) fn order_checked(
+    mut tools: Vec<ToolSchema>,
+    tool_order: Option<&ToolOrder>,
+) -> Vec<ToolSchema> {
+    match tool_order {
+        Some(order) => order.place(tools),
+        None => {
+            sort_by_name_utf16(&mut tools, |t| &t.name);
+            tools
         }
     }
-    Ok(out)
 }
 
 #[cfg(test)]
@@ -347,6 +438,57 @@ mod tests {
             let out = order_tools(tools, Some(&order), &names).unwrap();
             prop_assert_eq!(out.len(), all.len());
             prop_assert_eq!(&out.last().unwrap().name, &listed);
+        }
+    }
+
+    /// The placement as an entry-by-entry scan makes it (the implementation before
+    /// `ToolOrder::place`): the reference the sort by position must match.
+    fn scan_placement(tools: Vec<ToolSchema>, order: &ToolOrder) -> Vec<ToolSchema> {
+        let listed: BTreeSet<&str> = order.entries().iter().map(String::as_str).collect();
+        let (mut rest, mut placed): (Vec<ToolSchema>, Vec<ToolSchema>) = tools
+            .into_iter()
+            .partition(|t| !listed.contains(t.name.as_str()));
+        sort_by_name_utf16(&mut rest, |t| &t.name);
+        let mut out = Vec::new();
+        let mut rest = Some(rest);
+        for entry in order.entries() {
+            if entry == TOOL_ORDER_REST {
+                out.extend(rest.take().unwrap_or_default());
+            } else {
+                let (matching, others): (Vec<ToolSchema>, Vec<ToolSchema>) =
+                    placed.into_iter().partition(|t| &t.name == entry);
+                out.extend(matching);
+                placed = others;
+            }
+        }
+        out
+    }
+
+    proptest! {
+        /// Listed tools (names repeated, told apart by description) land where the scan puts
+        /// them, wherever the rest entry is.
+        #[test]
+        fn placement_by_position_matches_the_entry_scan(
+            tools in proptest::collection::vec(0u8..6, 0..12),
+            listed in proptest::collection::btree_set(0u8..6, 0..6),
+            rest_at in any::<usize>(),
+            shuffle in any::<u64>(),
+        ) {
+            let mut entries: Vec<String> = listed.iter().map(|n| format!("t{n}")).collect();
+            let len = entries.len();
+            if len > 0 {
+                entries.rotate_left((shuffle as usize) % len);
+            }
+            entries.insert(rest_at % (len + 1), TOOL_ORDER_REST.to_owned());
+            let order = ToolOrder::new(entries).unwrap();
+            let tools: Vec<ToolSchema> = tools
+                .iter()
+                .enumerate()
+                .map(|(i, n)| ToolSchema { description: i.to_string(), ..schema(&format!("t{n}")) })
+                .collect();
+            let known: BTreeSet<String> = order.entries().iter().filter(|&e| e != TOOL_ORDER_REST).cloned().collect();
+            let out = order_tools(tools.clone(), Some(&order), &known).unwrap();
+            prop_assert_eq!(out, scan_placement(tools, &order));
         }
     }
 

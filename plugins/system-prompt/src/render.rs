@@ -25,6 +25,17 @@ pub fn interpolate(
     variables: &BTreeMap<String, Option<String>>,
 ) -> Result<String, RenderError> {
     let mut out = String::with_capacity(text.len());
+    interpolate_into(&mut out, text, section, variables)?;
+    Ok(out)
+}
+
+/// [`interpolate`], appending to `out` (on an error, `out` holds part of the text).
+pub(crate) fn interpolate_into(
+    out: &mut String,
+    text: &str,
+    section: &str,
+    variables: &BTreeMap<String, Option<String>>,
+) -> Result<(), RenderError> {
     let mut rest = text;
     while let Some(open) = rest.find("{{") {
         out.push_str(&rest[..open]);
@@ -33,7 +44,7 @@ pub fn interpolate(
         let Some(close) = after.find("}}") else {
             // A `{{` with no `}}` anywhere after it cannot be a reference: literal text.
             out.push_str(group);
-            return Ok(out);
+            return Ok(());
         };
         let inner = &after[..close];
         if inner.contains('{') || inner.contains('}') {
@@ -67,7 +78,7 @@ pub fn interpolate(
         rest = &after[close + 2..];
     }
     out.push_str(rest);
-    Ok(out)
+    Ok(())
 }
 
 #[cfg(test)]

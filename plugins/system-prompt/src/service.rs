@@ -6,7 +6,8 @@
 //! registration order for ties — and tools take the canonical order (see `order.rs`) before the
 //! `system-prompt/assemble` waterfall, so nothing before that seam depends on registration order.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::borrow::Cow;
+use std::collections::BTreeMap;
 use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Mutex, Weak};
@@ -15,7 +16,7 @@ use cordis_runtime::{Claim, Context, EffectHandle, Event, OrderKey, Service, Wat
 
 use crate::assembly::{AssembleContext, AssembledSection, PromptAssembly};
 use crate::error::{AssembleError, RegisterError, ToolOrderError};
-use crate::order::{ToolOrder, compare_utf16, order_tools};
+use crate::order::{ToolOrder, check_known, check_reserved, compare_utf16, order_checked};
 use crate::render::is_variable_name;
 use crate::schema::ToolSchema;
 
@@ -235,24 +236,27 @@ impl SystemPrompt {
                 return Err(RegisterError::DuplicateSection { name });
             }
             let id = st.next();
-            st.sections
-                .entry(name.clone())
-                .or_default()
-                .push(SectionEntry {
-                    id,
-                    owner,
-                    order,
-                    text,
-                });
+            let entry = SectionEntry {
+                id,
+                owner,
+                order,
+                text,
+            };
+            // The key is copied only for a name nobody holds yet.
+            match st.sections.get_mut(&name) {
+                Some(held) => held.push(entry),
+                None => {
+                    st.sections.insert(name.clone(), vec![entry]);
+                }
+            }
             id
         };
         let claim = ctx.claim(Claim::section(name.clone()));
-        let undo_name = name.clone();
-        Ok(self.finish(ctx, "section", name, move |st| {
-            if let Some(held) = st.sections.get_mut(&undo_name) {
+        Ok(self.finish(ctx, "section", name, move |st, name| {
+            if let Some(held) = st.sections.get_mut(name) {
                 held.retain(|e| e.id != id);
                 if held.is_empty() {
-                    st.sections.remove(&undo_name);
+                    st.sections.remove(name);
                 }
             }
             claim.dispose();
@@ -293,24 +297,28 @@ impl SystemPrompt {
                 });
             }
             let id = st.next();
-            let value: VariableFn = Arc::new(value);
-            st.variables
-                .entry(name.to_owned())
-                .or_default()
-                .push((id, owner, value));
+            let entry: (u64, _, VariableFn) = (id, owner, Arc::new(value));
+            // The key is copied only for a name nobody holds yet.
+            match st.variables.get_mut(name) {
+                Some(held) => held.push(entry),
+                None => {
+                    st.variables.insert(name.to_owned(), vec![entry]);
+                }
+            }
             id
         };
         let claim = ctx.claim(Claim::new("variable", name));
-        let undo_name = name.to_owned();
-        Ok(self.finish(ctx, "variable", name.to_owned(), move |st| {
-            if let Some(held) = st.variables.get_mut(&undo_name) {
-                held.retain(|(i, _, _)| *i != id);
-                if held.is_empty() {
-                    st.variables.remove(&undo_name);
+        Ok(
+            self.finish(ctx, "variable", name.to_owned(), move |st, name| {
+                if let Some(held) = st.variables.get_mut(name) {
+                    held.retain(|(i, _, _)| *i != id);
+                    if held.is_empty() {
+                        st.variables.remove(name);
+                    }
                 }
-            }
-            claim.dispose();
-        }))
+                claim.dispose();
+            }),
+        )
     }
 
     /// Replaces the text of section `name` in the assemblies for which `text` returns `Some`,
@@ -344,7 +352,7 @@ impl SystemPrompt {
             key
         };
         Ok(
-            self.finish(ctx, "section override", name.to_owned(), move |st| {
+            self.finish(ctx, "section override", name.to_owned(), move |st, _| {
                 st.overrides.remove(&id);
             }),
         )
@@ -374,7 +382,7 @@ impl SystemPrompt {
             key
         };
         Ok(
-            self.finish(ctx, "tool order override", String::new(), move |st| {
+            self.finish(ctx, "tool order override", String::new(), move |st, _| {
                 st.order_overrides.remove(&id);
             }),
         )
@@ -396,9 +404,11 @@ impl SystemPrompt {
             st.providers.insert(id, Arc::new(provider));
             id
         };
-        Ok(self.finish(ctx, "tool provider", String::new(), move |st| {
-            st.providers.remove(&id);
-        }))
+        Ok(
+            self.finish(ctx, "tool provider", String::new(), move |st, _| {
+                st.providers.remove(&id);
+            }),
+        )
     }
 
     fn live(&self, ctx: &Context, what: &'static str, name: &str) -> Result<(), RegisterError> {
@@ -412,33 +422,34 @@ impl SystemPrompt {
         }
     }
 
-    /// Files the undo as an effect of `ctx`'s scope, then announces the change. The undo is
-    /// registered before the event, so a panicking listener cannot leak the registration.
+    /// Files the undo (given the registered name) as an effect of `ctx`'s scope, then
+    /// announces the change. The undo is registered before the event, so a panicking listener
+    /// cannot leak the registration.
     fn finish(
         &self,
         ctx: &Context,
         what: &'static str,
         name: String,
-        undo: impl FnOnce(&mut State) + Send + 'static,
+        undo: impl FnOnce(&mut State, &str) + Send + 'static,
     ) -> EffectHandle {
         let weak: Weak<Mutex<State>> = Arc::downgrade(&self.state);
         let events = self.ctx.clone();
-        let undo_name = name.clone();
-        let handle = ctx.effect(format!("system-prompt {what}"), move || {
+        let added = SystemPromptChange {
+            what,
+            name: name.clone(),
+            added: true,
+        };
+        let handle = ctx.effect(effect_label(what), move || {
             if let Some(state) = weak.upgrade() {
-                undo(&mut lock(&state));
+                undo(&mut lock(&state), &name);
                 events.emit(SystemPromptChange {
                     what,
-                    name: undo_name,
+                    name,
                     added: false,
                 });
             }
         });
-        self.ctx.emit(SystemPromptChange {
-            what,
-            name,
-            added: true,
-        });
+        self.ctx.emit(added);
         handle
     }
 
@@ -503,8 +514,8 @@ impl SystemPrompt {
         for (name, order, text) in sections {
             let mut replaced = None;
             for (_, f) in overrides.iter().filter(|(n, _)| *n == name) {
-                let site = format!("override of section \"{name}\"");
-                if let Some(text) = guarded(&site, || f(context))? {
+                let site = || format!("override of section \"{name}\"");
+                if let Some(text) = guarded(site, || f(context))? {
                     replaced = Some(text);
                     break;
                 }
@@ -513,7 +524,7 @@ impl SystemPrompt {
                 (Some(text), _) => text,
                 (None, SectionText::Static(s)) => s,
                 (None, SectionText::Dynamic(f)) => {
-                    let text = guarded(&format!("section \"{name}\""), || f(context))?;
+                    let text = guarded(|| format!("section \"{name}\""), || f(context))?;
                     // A computed section that is empty for this assembly is not part of it:
                     // that is how a section applies to some scopes only (Code Mode's SDK).
                     if text.is_empty() {
@@ -531,33 +542,47 @@ impl SystemPrompt {
                 .then_with(|| compare_utf16(&a.name, &b.name))
         });
 
-        // The known-name universe only matters for validating a `toolOrder`; skip building it
-        // (a set of every name) when there is none.
         let mut tool_order = None;
         for f in &order_overrides {
-            if let Some(order) = guarded("toolOrder override", || f(context))? {
+            if let Some(order) = guarded(|| "toolOrder override".to_owned(), || f(context))? {
                 tool_order = Some(order);
                 break;
             }
         }
         let tool_order = tool_order.unwrap_or_else(|| self.tool_order.clone());
-        let validate = tool_order.is_some();
-        let mut tools = Vec::new();
-        let mut known = BTreeSet::new();
+        // Every provider is asked (in registration order, the first unavailable one failing
+        // the assembly) before the tools are checked and ordered.
+        let mut results = Vec::with_capacity(providers.len());
         for provider in providers {
-            let result = guarded("tool provider", || provider(context))?;
+            let result = guarded(|| "tool provider".to_owned(), || provider(context))?;
             if let Some(message) = result.unavailable {
                 return Err(AssembleError::ProviderUnavailable { message });
             }
-            if validate {
-                match result.known_names {
-                    Some(names) => known.extend(names),
-                    None => known.extend(result.schemas.iter().map(|s| s.name.clone())),
-                }
-            }
-            tools.extend(result.schemas);
+            results.push((result.schemas, result.known_names));
         }
-        let tools = order_tools(tools, tool_order.as_ref(), &known)?;
+        for (schemas, _) in &results {
+            check_reserved(schemas)?;
+        }
+        // The known names a `toolOrder` is validated against: a provider's declared ones, else
+        // its schemas' names; read in place, copied only to report unknown entries.
+        if let Some(order) = &tool_order {
+            let known = results.iter().flat_map(|(schemas, declared)| {
+                let (declared, offered) = match declared {
+                    Some(names) => (Some(names.iter().map(String::as_str)), None),
+                    None => (None, Some(schemas.iter().map(|s| s.name.as_str()))),
+                };
+                declared
+                    .into_iter()
+                    .flatten()
+                    .chain(offered.into_iter().flatten())
+            });
+            check_known(order, known)?;
+        }
+        let tools: Vec<ToolSchema> = results
+            .into_iter()
+            .flat_map(|(schemas, _)| schemas)
+            .collect();
+        let tools = order_checked(tools, tool_order.as_ref());
         // Canonical order puts schemas sharing a name next to each other.
         if let Some(pair) = tools.windows(2).find(|w| w[0].name == w[1].name) {
             return Err(AssembleError::DuplicateTool {
@@ -567,7 +592,7 @@ impl SystemPrompt {
 
         let mut values = BTreeMap::new();
         for (name, f) in variables {
-            let value = guarded(&format!("variable \"{name}\""), || f(context))?;
+            let value = guarded(|| format!("variable \"{name}\""), || f(context))?;
             values.insert(name, value);
         }
         Ok(PromptAssembly {
@@ -579,11 +604,25 @@ impl SystemPrompt {
     }
 }
 
-/// Runs a user callback, turning a panic into an [`AssembleError`] instead of unwinding the caller.
-fn guarded<T>(what: &str, f: impl FnOnce() -> T) -> Result<T, AssembleError> {
+/// Runs a user callback, turning a panic into an [`AssembleError`] (naming the call site
+/// `what` describes, worked out only then) instead of unwinding the caller.
+fn guarded<T>(what: impl FnOnce() -> String, f: impl FnOnce() -> T) -> Result<T, AssembleError> {
     catch_unwind(AssertUnwindSafe(f)).map_err(|payload| AssembleError::CallbackPanicked {
-        what: what.to_owned(),
+        what: what(),
         message: panic_text(&*payload),
+    })
+}
+
+/// The label of a registration's effect (`system-prompt section`, …), without formatting one
+/// per registration.
+fn effect_label(what: &'static str) -> Cow<'static, str> {
+    Cow::Borrowed(match what {
+        "section" => "system-prompt section",
+        "variable" => "system-prompt variable",
+        "section override" => "system-prompt section override",
+        "tool order override" => "system-prompt tool order override",
+        "tool provider" => "system-prompt tool provider",
+        _ => return Cow::Owned(format!("system-prompt {what}")),
     })
 }
 

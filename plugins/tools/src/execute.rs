@@ -174,7 +174,7 @@ impl ToolRegistry {
         call: &ToolCall,
         scope: Option<ScopeKey>,
     ) -> Result<Arc<Registered>, ToolResult> {
-        let Some(tool) = self.inner.view(scope).visible.get(&call.name).cloned() else {
+        let Some(tool) = self.inner.visible_tool(scope, &call.name) else {
             return Err(ToolResult::error(
                 call,
                 codes::UNKNOWN_TOOL,

@@ -123,7 +123,7 @@ impl ToolRegistry {
         self.write(
             ctx,
             Some(key),
-            "presentation",
+            "tools presentation",
             true,
             move |store| {
                 let id = store.next_id();
@@ -157,9 +157,7 @@ impl ToolRegistry {
     /// The concurrency class of the tool `name` visible in `scope`, if there is one.
     pub fn concurrency(&self, name: &str, scope: Option<ScopeKey>) -> Option<crate::Concurrency> {
         self.inner
-            .view(scope)
-            .visible
-            .get(name)
+            .visible_tool(scope, name)
             .map(|r| r.def.concurrency)
     }
 
@@ -199,6 +197,11 @@ impl ToolRegistry {
 
 impl crate::registry::Inner {
     pub(crate) fn sdk_text(&self, scope: Option<ScopeKey>) -> String {
+        // A native scope's SDK is empty: its view is not built (the mode read here is as good
+        // a snapshot as the one `view_and_mode` would take).
+        if self.mode_for(scope) == PresentationMode::Native {
+            return String::new();
+        }
         let (view, mode) = self.view_and_mode(scope);
         if mode == PresentationMode::Native {
             return String::new();

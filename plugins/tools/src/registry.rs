@@ -148,6 +148,12 @@ pub(crate) struct View {
     pub(crate) known: BTreeSet<String>,
 }
 
+/// [`View`] borrowed from the store's layers (valid while its lock is held).
+struct ViewRef<'a> {
+    visible: BTreeMap<&'a str, &'a Arc<Registered>>,
+    known: BTreeSet<&'a str>,
+}
+
 #[derive(Default)]
 pub(crate) struct Store {
     next: u64,
@@ -196,43 +202,48 @@ impl Store {
 
     /// Global tools, then ancestors farthest first (so nearer ones overwrite); not `scope` itself.
     /// A contested name hides what a farther layer has under it and is returned apart.
+    /// Borrowed from the layers, so building it copies no name.
     fn inherited(
         &self,
         scope: Option<ScopeKey>,
-    ) -> (BTreeMap<String, Arc<Registered>>, BTreeSet<String>) {
-        let mut out: BTreeMap<String, Arc<Registered>> = BTreeMap::new();
-        let mut contested: BTreeSet<String> = BTreeSet::new();
-        let mut add = |layer: &Layer| {
+    ) -> (BTreeMap<&str, &Arc<Registered>>, BTreeSet<&str>) {
+        let mut layers: Vec<&Layer> = vec![&self.global];
+        if let Some(scope) = scope {
+            let chain = self.chain(scope);
+            layers.extend(
+                chain
+                    .iter()
+                    .skip(1)
+                    .rev()
+                    .filter_map(|k| self.scoped.get(k)),
+            );
+        }
+        let mut out: BTreeMap<&str, &Arc<Registered>> = BTreeMap::new();
+        let mut contested: BTreeSet<&str> = BTreeSet::new();
+        for layer in layers {
             for (n, tool) in layer.sole_tools() {
                 match tool {
                     Some(d) => {
-                        contested.remove(n);
-                        out.insert(n.clone(), d.clone());
+                        contested.remove(n.as_str());
+                        out.insert(n, d);
                     }
                     None => {
-                        out.remove(n);
-                        contested.insert(n.clone());
+                        out.remove(n.as_str());
+                        contested.insert(n);
                     }
-                }
-            }
-        };
-        add(&self.global);
-        if let Some(scope) = scope {
-            for key in self.chain(scope).into_iter().skip(1).rev() {
-                if let Some(layer) = self.scoped.get(&key) {
-                    add(layer);
                 }
             }
         }
         (out, contested)
     }
 
-    fn view(&self, scope: Option<ScopeKey>) -> View {
+    /// What `scope` sees (without `run_code`), borrowed from the layers.
+    fn view_ref(&self, scope: Option<ScopeKey>) -> ViewRef<'_> {
         let (inherited, contested) = self.inherited(scope);
         // A contested name is still a name the configuration knows (`toolOrder` may list it).
-        let mut known: BTreeSet<String> = inherited.keys().cloned().chain(contested).collect();
+        let mut known: BTreeSet<&str> = inherited.keys().copied().chain(contested).collect();
         let Some(scope) = scope else {
-            return View {
+            return ViewRef {
                 visible: inherited,
                 known,
             };
@@ -243,42 +254,86 @@ impl Store {
             .filter_map(|k| self.scoped.get(k))
             .flat_map(|l| l.restrictions.values())
             .collect();
-        let mut visible: BTreeMap<String, Arc<Registered>> = inherited
+        let mut visible: BTreeMap<&str, &Arc<Registered>> = inherited
             .into_iter()
             .filter(|(n, _)| restrictions.iter().all(|r| r.admits(n)))
             .collect();
         if let Some(own) = self.scoped.get(&scope) {
             for (n, tool) in own.sole_tools() {
-                known.insert(n.clone());
+                known.insert(n);
                 match tool {
-                    Some(d) => visible.insert(n.clone(), d.clone()),
-                    None => visible.remove(n),
+                    Some(d) => visible.insert(n, d),
+                    None => visible.remove(n.as_str()),
                 };
             }
         }
-        View { visible, known }
+        ViewRef { visible, known }
+    }
+
+    /// [`Store::view_ref`], owned.
+    fn view(&self, scope: Option<ScopeKey>) -> View {
+        let view = self.view_ref(scope);
+        View {
+            visible: view
+                .visible
+                .into_iter()
+                .map(|(n, t)| (n.to_owned(), t.clone()))
+                .collect(),
+            known: view.known.into_iter().map(str::to_owned).collect(),
+        }
+    }
+
+    /// The provider result of a native scope: its visible schemas and known names, sorted by
+    /// UTF-16 code units, copied out of the layers once.
+    fn native_result(&self, scope: Option<ScopeKey>) -> ToolProviderResult {
+        let view = self.view_ref(scope);
+        let mut known: Vec<String> = view.known.into_iter().map(str::to_owned).collect();
+        sort_utf16(&mut known, |s| s);
+        let mut schemas: Vec<ToolSchema> = view
+            .visible
+            .values()
+            .map(|r| r.def.schema.clone())
+            .collect();
+        sort_utf16(&mut schemas, |s| &s.name);
+        ToolProviderResult {
+            schemas,
+            known_names: Some(known),
+            unavailable: None,
+        }
     }
 
     /// The names `scope`'s restrictions list that it does not inherit, with the names it does
     /// (sorted); `None` when every listed name is known.
     fn unknown_restricted(&self, scope: Option<ScopeKey>) -> Option<(Vec<String>, Vec<String>)> {
         let scope = scope?;
+        let chain = self.chain(scope);
+        let restrictions: Vec<&Compiled> = chain
+            .iter()
+            .filter_map(|k| self.scoped.get(k))
+            .flat_map(|l| l.restrictions.values())
+            .collect();
+        // No restriction on the chain names anything: nothing to look up.
+        if restrictions.is_empty() {
+            return None;
+        }
         let (inherited, contested) = self.inherited(Some(scope));
         let mut unknown: Vec<String> = Vec::new();
-        for layer in self.chain(scope).iter().filter_map(|k| self.scoped.get(k)) {
-            for r in layer.restrictions.values() {
-                for n in &r.names {
-                    if !inherited.contains_key(n) && !contested.contains(n) && !unknown.contains(n)
-                    {
-                        unknown.push(n.clone());
-                    }
-                }
+        for n in restrictions.iter().flat_map(|r| &r.names) {
+            if !inherited.contains_key(n.as_str())
+                && !contested.contains(n.as_str())
+                && !unknown.contains(n)
+            {
+                unknown.push(n.clone());
             }
         }
         if unknown.is_empty() {
             return None;
         }
-        let mut known: Vec<String> = inherited.into_keys().chain(contested).collect();
+        let mut known: Vec<String> = inherited
+            .into_keys()
+            .chain(contested)
+            .map(str::to_owned)
+            .collect();
         sort_by_name_utf16(&mut known, |s| s);
         Some((unknown, known))
     }
@@ -343,6 +398,25 @@ impl Inner {
         (view, mode)
     }
 
+    /// The tool `name` visible in `scope` ([`Inner::view`]`.visible[name]`), found without
+    /// copying the view out of the store.
+    pub(crate) fn visible_tool(
+        &self,
+        scope: Option<ScopeKey>,
+        name: &str,
+    ) -> Option<Arc<Registered>> {
+        if name == RUN_CODE {
+            // Only the transport has this name (registering it is refused); whether a scope
+            // sees it depends on its mode.
+            return self.view(scope).visible.get(name).cloned();
+        }
+        self.store()
+            .view_ref(scope)
+            .visible
+            .get(name)
+            .map(|t| (*t).clone())
+    }
+
     /// The nearest declaration on `scope`'s chain, else the default.
     pub(crate) fn mode_for(&self, scope: Option<ScopeKey>) -> PresentationMode {
         self.store()
@@ -385,11 +459,23 @@ impl Inner {
 
     /// The registry as a tool provider of the prompt assembly.
     pub(crate) fn provider_result(&self, scope: Option<ScopeKey>) -> ToolProviderResult {
-        if let Some((unknown, known)) = self.store().unknown_restricted(scope) {
-            return ToolProviderResult {
-                unavailable: Some(RegisterError::UnknownRestricted { unknown, known }.to_string()),
-                ..ToolProviderResult::default()
-            };
+        {
+            let store = self.store();
+            if let Some((unknown, known)) = store.unknown_restricted(scope) {
+                return ToolProviderResult {
+                    unavailable: Some(
+                        RegisterError::UnknownRestricted { unknown, known }.to_string(),
+                    ),
+                    ..ToolProviderResult::default()
+                };
+            }
+            // A native scope (every scope by default) has no `run_code` and needs no runtime:
+            // its result is read straight from the layers, under the lock that read the mode.
+            if store.declared_mode(scope).unwrap_or(self.presentation.mode)
+                == PresentationMode::Native
+            {
+                return store.native_result(scope);
+            }
         }
         let (view, mode) = self.view_and_mode(scope);
         if mode != PresentationMode::Native && self.ctx.get::<CodeRuntimeService>().is_none() {
@@ -416,7 +502,7 @@ impl Inner {
             };
         }
         let mut known: Vec<String> = view.known.into_iter().collect();
-        sort_by_name_utf16(&mut known, |s| s);
+        sort_utf16(&mut known, |s| s);
         ToolProviderResult {
             schemas: schemas_of(&view.visible),
             known_names: Some(known),
@@ -427,8 +513,20 @@ impl Inner {
 
 fn schemas_of(visible: &BTreeMap<String, Arc<Registered>>) -> Vec<ToolSchema> {
     let mut out: Vec<ToolSchema> = visible.values().map(|r| r.def.schema.clone()).collect();
-    sort_by_name_utf16(&mut out, |s| &s.name);
+    sort_utf16(&mut out, |s| &s.name);
     out
+}
+
+/// Sorts `items`, which are in byte order (drawn from an ordered map), by UTF-16 code units.
+///
+/// Byte order is code point order, and so is UTF-16 order for names without a character
+/// outside the Basic Multilingual Plane (whose surrogates sort below U+E000..U+FFFF); such a
+/// character is the only one UTF-8 writes with a lead byte of 0xF0 or more. Without one, the
+/// items are already in order and the (slow, code unit by code unit) sort is skipped.
+fn sort_utf16<T>(items: &mut [T], name: impl Fn(&T) -> &str) {
+    if items.iter().any(|t| name(t).bytes().any(|b| b >= 0xF0)) {
+        sort_by_name_utf16(items, name);
+    }
 }
 
 /// The layer a plugin running under `ctx` writes to by default: its realm's, else the global
@@ -554,38 +652,48 @@ impl ToolRegistry {
     ) -> Result<EffectHandle, RegisterError> {
         // Compiled once here, so every call is checked without reparsing the schema.
         let arguments = def.compile()?;
-        let name = def.name().to_owned();
         let tool = Arc::new(Registered { def, arguments });
         let owner = ctx.claim_owner();
         // Held beside the registration, so both entries of a contest report it.
-        let claim = ctx.claim(Claim::tool(name.clone()).in_space(scope.map(|k| k.0)));
+        let claim = ctx.claim(Claim::tool(tool.def.name()).in_space(scope.map(|k| k.0)));
         let released = claim.clone();
+        // The undo finds the name in the tool itself, so no copy of it is kept. Weakly: the
+        // layer owns the tool (the undo's scope must not keep its handler alive), and while
+        // the holder is in the layer the tool is alive, so a failed upgrade means none is left.
+        let registered = Arc::downgrade(&tool);
         let written = self.write(
             ctx,
             scope,
-            "tool",
+            "tools tool",
             true,
             move |store| {
                 let id = store.next_id();
                 let layer = store.layer_mut(scope);
-                let holders = layer.tools.entry(name.clone()).or_default();
-                if holders.iter().any(|h| h.owner == owner) {
-                    // One entry registering a name twice is that entry's own mistake.
-                    return Err(match scope {
-                        None => RegisterError::DuplicateGlobal { name },
-                        Some(_) => RegisterError::DuplicateScoped { name },
-                    });
+                let name = tool.def.name();
+                let holder = |tool| Holder { id, owner, tool };
+                if let Some(holders) = layer.tools.get_mut(name) {
+                    if holders.iter().any(|h| h.owner == owner) {
+                        // One entry registering a name twice is that entry's own mistake.
+                        let name = name.to_owned();
+                        return Err(match scope {
+                            None => RegisterError::DuplicateGlobal { name },
+                            Some(_) => RegisterError::DuplicateScoped { name },
+                        });
+                    }
+                    holders.push(holder(tool));
+                } else {
+                    layer.tools.insert(name.to_owned(), vec![holder(tool)]);
                 }
-                holders.push(Holder { id, owner, tool });
-                Ok((name, id))
+                Ok(id)
             },
-            move |store, (name, id)| {
-                if let Some(layer) = store.layer_mut_existing(scope)
-                    && let Some(holders) = layer.tools.get_mut(&name)
+            move |store, id| {
+                if let Some(tool) = registered.upgrade()
+                    && let Some(layer) = store.layer_mut_existing(scope)
+                    && let Some(holders) = layer.tools.get_mut(tool.def.name())
                 {
                     holders.retain(|h| h.id != id);
                     if holders.is_empty() {
-                        layer.tools.remove(&name);
+                        layer.tools.remove(tool.def.name());
                     }
                 }
                 released.dispose();
@@ -630,7 +738,7 @@ impl ToolRegistry {
         self.write(
             ctx,
             Some(scope),
-            "restriction",
+            "tools restriction",
             true,
             move |store| {
                 let id = store.next_id();
@@ -664,7 +772,7 @@ impl ToolRegistry {
         self.write(
             ctx,
             scope,
-            "guard",
+            "tools guard",
             false,
             move |store| {
                 let key = (place, store.next_id());
@@ -698,7 +806,7 @@ impl ToolRegistry {
         self.write(
             ctx,
             None,
-            "approval stage",
+            "tools approval stage",
             false,
             move |store| {
                 if store.approval.is_some() {
@@ -720,9 +828,7 @@ impl ToolRegistry {
     pub fn effect(&self, name: &str, scope: Option<ScopeKey>) -> Option<(crate::Effect, bool)> {
         note_tool_read(name);
         self.inner
-            .view(scope)
-            .visible
-            .get(name)
+            .visible_tool(scope, name)
             .map(|r| (r.def.effect, r.def.confined))
     }
 
@@ -742,7 +848,7 @@ impl ToolRegistry {
         self.write(
             ctx,
             Some(child),
-            "scope parent",
+            "tools scope parent",
             true,
             move |store| {
                 if let Some(&existing) = store.parents.get(&child) {
@@ -793,9 +899,7 @@ impl ToolRegistry {
     pub fn get(&self, name: &str, scope: Option<ScopeKey>) -> Option<ToolSchema> {
         note_tool_read(name);
         self.inner
-            .view(scope)
-            .visible
-            .get(name)
+            .visible_tool(scope, name)
             .map(|r| r.def.schema.clone())
     }
 
@@ -806,7 +910,8 @@ impl ToolRegistry {
     }
 
     /// The write primitive: `apply` under the lock; on success its undo becomes an effect of
-    /// `ctx`'s scope. An emptied layer is dropped, and `tools/change` follows every change.
+    /// `ctx`'s scope, labelled `label` (`tools <what>`). An emptied layer is dropped, and
+    /// `tools/change` follows every change.
     pub(crate) fn write<K: Send + 'static>(
         &self,
         ctx: &Context,
@@ -827,7 +932,7 @@ impl ToolRegistry {
             result?
         };
         let weak: Weak<Inner> = Arc::downgrade(&self.inner);
-        let handle = ctx.effect(format!("tools {label}"), move || {
+        let handle = ctx.effect(label, move || {
             let Some(inner) = weak.upgrade() else {
                 return;
             };
@@ -1290,6 +1395,104 @@ mod tests {
         g.dispose();
         assert_eq!(count.load(Ordering::SeqCst), 2);
         root.dispose();
+    }
+
+    /// The provider result of a native scope as the general path computes it: the owned view,
+    /// fully sorted by UTF-16 code units.
+    fn reference_result(reg: &ToolRegistry, scope: Option<ScopeKey>) -> (Vec<String>, Vec<String>) {
+        let view = reg.inner.view(scope);
+        let mut known: Vec<String> = view.known.into_iter().collect();
+        sort_by_name_utf16(&mut known, |s| s);
+        let mut schemas: Vec<String> = view.visible.into_keys().collect();
+        sort_by_name_utf16(&mut schemas, |s| s);
+        (schemas, known)
+    }
+
+    #[tokio::test]
+    async fn the_native_fast_path_gives_what_the_general_view_gives_after_every_change() {
+        let root = Context::root();
+        let reg = ToolRegistry::new(root.clone());
+        let (parent, child) = (ScopeKey(1), ScopeKey(2));
+        let (one, two) = (entry(&root, "one"), entry(&root, "two"));
+        root.idle().await;
+        let check = |when: &str| {
+            for scope in [None, Some(parent), Some(child)] {
+                let fast = reg.provide_for(scope);
+                assert!(fast.unavailable.is_none(), "{when}: {:?}", fast.unavailable);
+                let got = (names(&fast.schemas), fast.known_names.unwrap());
+                assert_eq!(got, reference_result(&reg, scope), "{when}, {scope:?}");
+            }
+        };
+        let _ = reg.bind_parent(&root, child, parent).unwrap();
+        let mut handles = Vec::new();
+        for n in ["\u{FF5E}", "b", "\u{1F600}", "a", "\u{E000}x"] {
+            handles.push(reg.register(&root, tool(n)).unwrap());
+            check(&format!("after registering {n:?}"));
+        }
+        // A contested name: withheld, still known.
+        let _ = reg.register(&one, tool("echo")).unwrap();
+        let contest = reg.register(&two, tool("echo")).unwrap();
+        check("contested");
+        let _ = reg
+            .register_scoped(&root, parent, tool("\u{1F601}"))
+            .unwrap();
+        let own = reg.register_scoped(&root, child, tool("b")).unwrap();
+        let deny = reg
+            .restrict(
+                &root,
+                child,
+                Restriction {
+                    allow: None,
+                    deny: Some(vec!["a".into(), "\u{FF5E}".into()]),
+                },
+            )
+            .unwrap();
+        check("scoped tools and a restriction");
+        assert_eq!(
+            names(&reg.provide_for(Some(child)).schemas),
+            ["b", "\u{1F600}", "\u{1F601}", "\u{E000}x"],
+            "restricted, own tool shadowing, astral names before the private use area"
+        );
+        contest.dispose();
+        own.dispose();
+        deny.dispose();
+        check("after withdrawals");
+        for h in handles.drain(..2) {
+            h.dispose();
+        }
+        check("after removing tools");
+        root.dispose();
+    }
+
+    #[tokio::test]
+    async fn a_registration_does_not_keep_its_tool_alive_past_the_registry() {
+        let root = Context::root();
+        let reg = ToolRegistry::new(root.clone());
+        let probe = Arc::new(());
+        let held = probe.clone();
+        let def = ToolDefinition::new(tool("t").schema, move |_, _| {
+            let _ = &held;
+            async { Ok(crate::ToolOutput::new("")) }
+        });
+        let handle = reg.register(&root, def).unwrap();
+        assert_eq!(Arc::strong_count(&probe), 2);
+        // The registering scope still holds the registration's undo; the tool goes with the
+        // registry that owned it.
+        drop(reg);
+        assert_eq!(Arc::strong_count(&probe), 1);
+        handle.dispose();
+        root.dispose();
+    }
+
+    #[test]
+    fn the_utf16_sort_skips_only_names_already_in_order() {
+        let mut ascii = vec!["a", "b", "c"];
+        sort_utf16(&mut ascii, |s| s);
+        assert_eq!(ascii, ["a", "b", "c"]);
+        // In byte order, an astral character sorts after U+FF5E; in UTF-16, before.
+        let mut astral = vec!["a", "\u{FF5E}", "\u{1F600}"];
+        sort_utf16(&mut astral, |s| s);
+        assert_eq!(astral, ["a", "\u{1F600}", "\u{FF5E}"]);
     }
 
     #[tokio::test]

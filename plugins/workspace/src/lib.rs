@@ -31,6 +31,7 @@ mod error;
 mod path;
 mod plugin;
 mod route;
+pub mod snapshot;
 mod walk;
 mod workspace;
 
@@ -38,5 +39,6 @@ pub use error::{Escape, WorkspaceError};
 pub use path::WorkspacePath;
 pub use plugin::{MoreRoots, WorkspaceConfig, WorkspacePlugin};
 pub use route::{FileRoute, FileRouteService, RouteFuture};
+pub use snapshot::Snapshot;
 pub use walk::Listing;
 pub use workspace::{FileInfo, MAX_MORE_ROOTS, Resolution, Workspace, WriteOutcome};

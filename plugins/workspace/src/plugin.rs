@@ -17,6 +17,7 @@ use cordis_runtime::{BoxError, Context, Plugin, Service};
 use serde::Deserialize;
 
 use crate::error::WorkspaceError;
+use crate::snapshot::{self, Key};
 use crate::workspace::Workspace;
 
 /// How long an opened root is reused for the same absolute path before it is opened again (so
@@ -37,8 +38,26 @@ fn reuse(key: &Path) -> Option<Workspace> {
     (opened.elapsed() < REUSE_WITHIN).then(|| ws.clone())
 }
 
-/// Opens `config`'s root on a blocking thread, or reuses a recent open of the same path.
+/// Opens `config`'s root, or takes the open kept in the current run's
+/// [`Snapshot`](crate::Snapshot): the boots of one run share one open, and skip making the
+/// root absolute, which asks the OS for the current directory every time (no part of cordis
+/// changes it, so within a run a relative root names one directory). A failed open is not
+/// kept: the next boot tries again. Outside a snapshot, [`open_recent`].
 async fn open(config: &WorkspaceConfig) -> Result<Workspace, BoxError> {
+    if !snapshot::active() {
+        return open_recent(config).await;
+    }
+    let key = Key::new("workspace").opt_path(config.root.as_deref());
+    if let Some(ws) = snapshot::get::<Workspace>(&key) {
+        return Ok(ws);
+    }
+    let ws = open_recent(config).await?;
+    snapshot::put(key, ws.clone());
+    Ok(ws)
+}
+
+/// Opens `config`'s root on a blocking thread, or reuses a recent open of the same path.
+async fn open_recent(config: &WorkspaceConfig) -> Result<Workspace, BoxError> {
     let root = config.root.clone().unwrap_or_else(|| PathBuf::from("."));
     let key = std::path::absolute(&root).map_err(|source| WorkspaceError::Root {
         root: root.clone(),
@@ -178,6 +197,58 @@ mod tests {
         let third = booted(&config).await;
         assert!(!third.same_open(&first), "an old open is not reused");
         assert_eq!(third.root(), first.root());
+    }
+
+    /// Ages `dir`'s entry in `recent` past the reuse window, so only a snapshot can serve it.
+    fn age(dir: &Path, ws: &Workspace) {
+        let key = std::path::absolute(dir).unwrap();
+        let old = Instant::now().checked_sub(REUSE_WITHIN).unwrap();
+        cordis_runtime::lock(recent()).insert(key, (ws.clone(), old));
+    }
+
+    #[test]
+    fn inside_a_snapshot_each_root_is_opened_once_and_a_failed_open_is_not_kept() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let config = |dir: &Path| WorkspaceConfig {
+            root: Some(dir.to_path_buf()),
+        };
+        let missing = a.path().join("later");
+        let snapshot = crate::Snapshot::new();
+        let first = snapshot.enter(|| {
+            let first = rt.block_on(booted(&config(a.path())));
+            age(a.path(), &first);
+            let again = rt.block_on(booted(&config(a.path())));
+            assert!(
+                again.same_open(&first),
+                "the snapshot serves the first open"
+            );
+            // Another root is another open, never the first one's.
+            let other = rt.block_on(booted(&config(b.path())));
+            assert!(!other.same_open(&first));
+            assert_eq!(other.root(), std::fs::canonicalize(b.path()).unwrap());
+            // A root that failed to open is tried again by the next boot.
+            let status = rt.block_on(async {
+                let root = Context::root();
+                let h = root.plugin(WorkspacePlugin, config(&missing));
+                root.idle().await;
+                let status = h.status();
+                root.dispose();
+                status
+            });
+            assert_eq!(status, ScopeStatus::Failed);
+            std::fs::create_dir(&missing).unwrap();
+            let made = rt.block_on(booted(&config(&missing)));
+            assert_eq!(made.root(), std::fs::canonicalize(&missing).unwrap());
+            first
+        });
+        // Outside the snapshot: opened again (the recent open is too old).
+        age(a.path(), &first);
+        let outside = rt.block_on(booted(&config(a.path())));
+        assert!(!outside.same_open(&first));
     }
 
     #[tokio::test]
