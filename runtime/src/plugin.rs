@@ -653,10 +653,14 @@ pub(crate) fn start(node: &Arc<ScopeNode>) {
         let apply =
             AssertUnwindSafe(prepared.plugin.apply_erased(ctx, &*prepared.config)).catch_unwind();
         let outcome = match timeout {
-            Some(limit) => match ApplyDeadline::new(apply, limit, started).await {
-                Some(outcome) => outcome.map_err(|p| panic_message(&*p)).map(Some),
-                None => Ok(None),
-            },
+            // The limit counts from here, after the `before-apply` point (as a timeout made here
+            // would), on tokio's clock (paused in tests, as `tokio::time::timeout`'s is).
+            Some(limit) => {
+                match ApplyDeadline::new(apply, tokio::time::Instant::now() + limit).await {
+                    Some(outcome) => outcome.map_err(|p| panic_message(&*p)).map(Some),
+                    None => Ok(None),
+                }
+            }
             None => apply.await.map_err(|p| panic_message(&*p)).map(Some),
         };
         let end = match outcome {
@@ -706,8 +710,8 @@ pub(crate) fn start(node: &Arc<ScopeNode>) {
 ///   self-wake), the task is already queued to be polled again, so no timer is needed to be
 ///   polled again; every [`CLOCK_EVERY`]th such pend reads the clock, so an apply that only
 ///   ever yields (a loop of registrations) still fails once its time is up;
-/// - otherwise the apply waits for an outside event: the timer is armed, for what is left of
-///   the limit since the apply was started, and from then on polled after the apply as
+/// - otherwise the apply waits for an outside event: the timer is armed for the deadline
+///   and from then on polled after the apply as
 ///   `tokio::time::timeout` does (unconstrained by tokio's cooperative budget, as `timeout`
 ///   polls it when the apply spent the budget).
 ///
@@ -715,12 +719,11 @@ pub(crate) fn start(node: &Arc<ScopeNode>) {
 /// future was polled with; a combinator that substitutes wakers makes the pend look like an
 /// outside wait, which only arms the timer (the old cost), never skips it.
 ///
-/// The limit counts from [`start`] (which also times the load), a few schedule yields
-/// earlier than `tokio::time::timeout` created after the `before-apply` point counted.
+/// The deadline is on tokio's clock, so a paused clock (tests) stops it as it stopped
+/// `tokio::time::timeout`.
 struct ApplyDeadline<F> {
     apply: F,
-    limit: Duration,
-    started: std::time::Instant,
+    deadline: tokio::time::Instant,
     timer: Option<std::pin::Pin<Box<tokio::task::Unconstrained<tokio::time::Sleep>>>>,
     yields: u32,
 }
@@ -729,11 +732,10 @@ struct ApplyDeadline<F> {
 const CLOCK_EVERY: u32 = 64;
 
 impl<F: Future + Unpin> ApplyDeadline<F> {
-    fn new(apply: F, limit: Duration, started: std::time::Instant) -> Self {
+    fn new(apply: F, deadline: tokio::time::Instant) -> Self {
         ApplyDeadline {
             apply,
-            limit,
-            started,
+            deadline,
             timer: None,
             yields: 0,
         }
@@ -760,15 +762,14 @@ impl<F: Future + Unpin> Future for ApplyDeadline<F> {
                 if !this.yields.is_multiple_of(CLOCK_EVERY) {
                     return Poll::Pending;
                 }
-                if this.started.elapsed() < this.limit {
+                if tokio::time::Instant::now() < this.deadline {
                     return Poll::Pending;
                 }
                 return Poll::Ready(None);
             }
-            let left = this.limit.saturating_sub(this.started.elapsed());
-            this.timer = Some(Box::pin(tokio::task::unconstrained(tokio::time::sleep(
-                left,
-            ))));
+            this.timer = Some(Box::pin(tokio::task::unconstrained(
+                tokio::time::sleep_until(this.deadline),
+            )));
         }
         match this.timer.as_mut().map(|t| t.as_mut().poll(cx)) {
             Some(Poll::Ready(())) => Poll::Ready(None),
@@ -1173,6 +1174,35 @@ mod tests {
             let unit: Arc<dyn ErasedPlugin> = Arc::new(FnPlugin::new("unit", |_, _: ()| async { Ok(()) }));
             assert!(prepare(unit, &serde_json::Value::Null).is_ok());
         }
+    }
+
+    /// The apply's limit is on tokio's clock, as `tokio::time::timeout`'s was: with the clock
+    /// paused, an apply that takes longer in real time than its limit (a slow machine) but no
+    /// tokio time at all still finishes.
+    #[tokio::test(start_paused = true)]
+    async fn the_apply_limit_is_on_tokios_clock_not_the_wall_clock() {
+        let root = Context::root_with(crate::Schedule::new(crate::Policy::Random, 5));
+        let prepared = Prepared::new(
+            FnPlugin::new("slow", |ctx: Context, _: ()| async move {
+                for _ in 0..200 {
+                    // Real time passes (a busy machine); tokio's paused clock does not.
+                    std::thread::sleep(Duration::from_micros(200));
+                    ctx.schedule().point(crate::Schedule::BEFORE_REGISTER).await;
+                }
+                Ok(())
+            }),
+            (),
+        );
+        let h = root.plugin_with(
+            prepared,
+            PluginOptions {
+                timeout: Some(Duration::from_millis(10)),
+                ..Default::default()
+            },
+        );
+        assert_eq!(h.settled().await, ScopeStatus::Active, "{:?}", h.failure());
+        root.dispose();
+        assert!(root.live().is_zero());
     }
 
     #[tokio::test(start_paused = true)]

@@ -104,6 +104,13 @@ impl ServiceTable {
         };
         ids.get(at).copied()
     }
+
+    /// The highest scope id that requires `name`, if any does.
+    fn last_dependent(&self, name: &str) -> Option<ScopeId> {
+        self.dependents
+            .get(name)
+            .and_then(|ids| ids.last().copied())
+    }
 }
 
 impl Shared {
@@ -129,15 +136,21 @@ impl Shared {
     /// Calls `each` with every live scope that requires `name`, in scope-id order, without
     /// holding the table while it runs (it may start or unwind scopes, which use the table).
     ///
-    /// Walks the index afresh after each call instead of copying it first: a scope that left
-    /// the index meanwhile is skipped, as a copy would skip it (it was unregistered); one that
-    /// joined after the walk passed its id is not visited.
+    /// Walks the index afresh after each call instead of copying it first, visiting what a copy
+    /// taken at the start would: a scope that left the index meanwhile is skipped (it was
+    /// unregistered), and one that joined during the walk is not visited (ids grow, so it is
+    /// past the last id the walk started with).
     fn each_dependent(&self, name: &str, mut each: impl FnMut(Arc<crate::scope::ScopeNode>)) {
+        let Some(last) = lock(&self.services).last_dependent(name) else {
+            return;
+        };
         let mut after = None;
         loop {
             // Its own statement: a guard in a `while let` condition would live through the body.
             let next = lock(&self.services).next_dependent(name, after);
-            let Some(id) = next else { break };
+            let Some(id) = next.filter(|id| *id <= last) else {
+                break;
+            };
             after = Some(id);
             if let Some(node) = self.scope(id) {
                 each(node);
