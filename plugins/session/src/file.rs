@@ -79,6 +79,44 @@ pub(crate) fn create_root(dir: &Path) -> io::Result<()> {
     }
 }
 
+/// Writes `bytes` as `dir/name`, the user's alone: `dir` is created (0700) and refused when it
+/// is a link (whoever can write near the sessions must not aim the write elsewhere), the bytes
+/// are written aside under a name no other writer uses, created new (never through a link put
+/// there) with mode 0600, then renamed over `name` (which replaces a link, never follows it).
+///
+/// # Errors
+/// When `dir` is not a directory, or creating, writing or renaming fails (the aside file is
+/// removed then).
+pub fn write_private(dir: &Path, name: &str, bytes: &[u8]) -> io::Result<()> {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    /// Aside names unique in the process: two writers at once never share one.
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder.create(dir)?;
+    if !std::fs::symlink_metadata(dir)?.is_dir() {
+        return Err(io::Error::other(format!(
+            "{} is not a directory (a link?): nothing is written through it",
+            dir.display()
+        )));
+    }
+    let aside = dir.join(format!(
+        ".{name}.{}.{}.tmp",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    ));
+    let written = private(OpenOptions::new().write(true).create_new(true))
+        .open(&aside)
+        .and_then(|mut file| file.write_all(bytes))
+        .and_then(|()| std::fs::rename(&aside, dir.join(name)));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&aside);
+    }
+    written
+}
+
 /// A new log file's mode where there are modes: the user's alone.
 fn private(options: &mut std::fs::OpenOptions) -> &mut std::fs::OpenOptions {
     #[cfg(unix)]

@@ -590,44 +590,13 @@ fn read_line(reader: &mut BufReader<std::fs::File>, line: &mut Vec<u8>) -> std::
     reader.read_until(b'\n', line).map(drop)
 }
 
-/// Writes `folded` to `at` through a temporary file in the same folder, renamed over it.
+/// Writes `folded` to `at`, the user's alone, through a file aside renamed over it
+/// ([`crate::write_private`]).
 fn write_summary(at: &Path, folded: &Folded) -> std::io::Result<()> {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    /// Temporary names unique in the process: two listings at once never share one.
-    static NEXT: AtomicU64 = AtomicU64::new(0);
     let dir = at.parent().unwrap_or(Path::new("."));
-    match std::fs::symlink_metadata(dir) {
-        Ok(meta) if meta.is_dir() => {}
-        // Never through a link, never into something else by that name.
-        Ok(_) => return Err(std::io::Error::other("the index folder is not a directory")),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            let mut builder = std::fs::DirBuilder::new();
-            #[cfg(unix)]
-            std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-            builder.create(dir)?;
-        }
-        Err(e) => return Err(e),
-    }
+    let name = at.file_name().and_then(|n| n.to_str()).unwrap_or("summary");
     let bytes = serde_json::to_vec(folded).map_err(std::io::Error::other)?;
-    let tmp = dir.join(format!(
-        ".{}.{}.{}.tmp",
-        at.file_name().and_then(|n| n.to_str()).unwrap_or("summary"),
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    ));
-    // `create_new`: never through a link someone put there, never over a file of theirs.
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    let mut file = options.open(&tmp)?;
-    let written = std::io::Write::write_all(&mut file, &bytes);
-    drop(file);
-    written
-        .and_then(|()| std::fs::rename(&tmp, at))
-        .inspect_err(|_| {
-            let _ = std::fs::remove_file(&tmp);
-        })
+    crate::write_private(dir, name, &bytes)
 }
 
 /// The most a summary file may hold (one is a few hundred bytes; a larger file there is not

@@ -48,7 +48,7 @@ pub use event::{
     ToolCallData, ToolCodeDispatchData, ToolCodeDispatchStartData, ToolResultData, TurnEndData,
     TurnEndReason, TurnStartData, UserMessageData, kinds, resolve_session_preset,
 };
-pub use file::check_id;
+pub use file::{check_id, write_private};
 pub use index::{ListQuery, SessionPage, SessionSummary};
 pub use lock::{holder, settle};
 pub use plugin::{SessionConfig, SessionPlugin, SessionRootError, project_key, state_dir};

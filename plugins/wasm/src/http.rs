@@ -281,47 +281,9 @@ async fn keep(dir: &Path, record: &HttpRecord, answer: &Answer) -> std::io::Resu
     bytes.push(b'\n');
     bytes.extend_from_slice(&answer.body);
     let (dir, name) = (dir.to_path_buf(), kept_name(record));
-    tokio::task::spawn_blocking(move || keep_blocking(&dir, &name, &bytes))
+    tokio::task::spawn_blocking(move || cordis_session::write_private(&dir, &name, &bytes))
         .await
         .map_err(std::io::Error::other)?
-}
-
-/// Writes `bytes` as `dir/name`: `dir` made the user's alone and refused when it is a link (a
-/// guest that can write where the sessions live must not aim the write elsewhere), the file
-/// written aside under a name no other writer uses, created new (never through a link put
-/// there), mode 0600, then renamed over the name (which replaces a link, never follows it).
-fn keep_blocking(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write as _;
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let mut builder = std::fs::DirBuilder::new();
-    builder.recursive(true);
-    #[cfg(unix)]
-    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-    builder.create(dir)?;
-    if !std::fs::symlink_metadata(dir)?.is_dir() {
-        return Err(std::io::Error::other(format!(
-            "{} is not a directory (a link?): kept answers are not written through it",
-            dir.display()
-        )));
-    }
-    let aside = dir.join(format!(
-        ".{name}.{}.{}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    ));
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    let written = options
-        .open(&aside)
-        .and_then(|mut file| file.write_all(bytes));
-    if let Err(e) = written {
-        let _ = std::fs::remove_file(&aside);
-        return Err(e);
-    }
-    std::fs::rename(&aside, dir.join(name))
 }
 
 /// An entry's HTTP client and grant, shared by its stores.
