@@ -237,6 +237,16 @@ impl Store {
         (out, contested)
     }
 
+    /// Every restriction on `scope`'s chain (its own included), borrowed from the layers; a
+    /// name is visible only if all of them admit it.
+    fn chain_restrictions(&self, scope: ScopeKey) -> Vec<&Compiled> {
+        self.chain(scope)
+            .iter()
+            .filter_map(|k| self.scoped.get(k))
+            .flat_map(|l| l.restrictions.values())
+            .collect()
+    }
+
     /// What `scope` sees (without `run_code`), borrowed from the layers.
     fn view_ref(&self, scope: Option<ScopeKey>) -> ViewRef<'_> {
         let (inherited, contested) = self.inherited(scope);
@@ -248,12 +258,7 @@ impl Store {
                 known,
             };
         };
-        let chain = self.chain(scope);
-        let restrictions: Vec<&Compiled> = chain
-            .iter()
-            .filter_map(|k| self.scoped.get(k))
-            .flat_map(|l| l.restrictions.values())
-            .collect();
+        let restrictions = self.chain_restrictions(scope);
         let mut visible: BTreeMap<&str, &Arc<Registered>> = inherited
             .into_iter()
             .filter(|(n, _)| restrictions.iter().all(|r| r.admits(n)))
@@ -306,12 +311,7 @@ impl Store {
     /// (sorted); `None` when every listed name is known.
     fn unknown_restricted(&self, scope: Option<ScopeKey>) -> Option<(Vec<String>, Vec<String>)> {
         let scope = scope?;
-        let chain = self.chain(scope);
-        let restrictions: Vec<&Compiled> = chain
-            .iter()
-            .filter_map(|k| self.scoped.get(k))
-            .flat_map(|l| l.restrictions.values())
-            .collect();
+        let restrictions = self.chain_restrictions(scope);
         // No restriction on the chain names anything: nothing to look up.
         if restrictions.is_empty() {
             return None;
