@@ -859,6 +859,23 @@ mod tests {
         const NAME: &'static str = "marker";
     }
 
+    /// Applies `prepared` under `root` with a 20 ms limit and waits (30 s at most) for it to
+    /// fail; its failure.
+    async fn fails_by_its_20_ms_limit(root: &Context, prepared: Prepared) -> ScopeFailure {
+        let h = root.plugin_with(
+            prepared,
+            PluginOptions {
+                timeout: Some(Duration::from_millis(20)),
+                ..Default::default()
+            },
+        );
+        let settled = tokio::time::timeout(Duration::from_secs(30), h.settled())
+            .await
+            .expect("the apply's timeout never fired");
+        assert_eq!(settled, ScopeStatus::Failed);
+        h.failure().expect("a failed scope says why")
+    }
+
     both_runtimes! {
         async fn a_realm_reaches_every_scope_under_it_and_no_other() {
             let root = Context::root();
@@ -999,15 +1016,8 @@ mod tests {
                 }),
                 (),
             );
-            let h = root.plugin_with(prepared, PluginOptions {
-                timeout: Some(Duration::from_millis(20)),
-                ..Default::default()
-            });
-            let settled = tokio::time::timeout(Duration::from_secs(30), h.settled())
-                .await
-                .expect("the apply's timeout never fired");
-            assert_eq!(settled, ScopeStatus::Failed);
-            assert_eq!(h.failure().unwrap().kind, FailureKind::Timeout);
+            let f = fails_by_its_20_ms_limit(&root, prepared).await;
+            assert_eq!(f.kind, FailureKind::Timeout);
             root.dispose();
             assert!(root.live().is_zero());
         }
@@ -1022,15 +1032,7 @@ mod tests {
                 }),
                 (),
             );
-            let h = root.plugin_with(prepared, PluginOptions {
-                timeout: Some(Duration::from_millis(20)),
-                ..Default::default()
-            });
-            let settled = tokio::time::timeout(Duration::from_secs(30), h.settled())
-                .await
-                .expect("the apply's timeout never fired");
-            assert_eq!(settled, ScopeStatus::Failed);
-            let f = h.failure().unwrap();
+            let f = fails_by_its_20_ms_limit(&root, prepared).await;
             assert_eq!(f.kind, FailureKind::Timeout);
             assert!(f.message.contains("20 ms"), "{f}");
             root.dispose();
